@@ -1,0 +1,2 @@
+/** etcdsim: etcd v3 semantics, simulated in-process. The package's public entry point. */
+export * from './mvcc/index.js';

@@ -1,0 +1,57 @@
+/**
+ * Keys are bytes and etcd orders them with bytes.Compare. Inside the index a key is held as a latin1
+ * string (one char per byte): JavaScript's string comparison then gives exactly byte order, and
+ * sorted-btree compares such strings much faster than it compares byte arrays.
+ */
+import { Buffer } from 'node:buffer';
+
+/** A key as the index holds it: one latin1 character per byte. */
+export type KeyString = string;
+
+export const EMPTY_BYTES: Uint8Array = new Uint8Array(0);
+
+/** Bytes → index key. */
+export function keyString(bytes: Uint8Array): KeyString {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
+}
+
+/** Index key → bytes (a fresh copy the caller may keep). */
+export function keyBytes(key: KeyString): Uint8Array {
+  return new Uint8Array(Buffer.from(key, 'latin1'));
+}
+
+/** Text → bytes (UTF-8), for tests and examples. */
+export function utf8(text: string): Uint8Array {
+  return new Uint8Array(Buffer.from(text, 'utf8'));
+}
+
+/** Bytes → text (UTF-8), for tests and examples. */
+export function text(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+}
+
+/** bytes.Compare. */
+export function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  return Buffer.compare(a, b);
+}
+
+export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  return a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
+}
+
+/**
+ * The range_end that turns `key` into a prefix query (clientv3.GetPrefixRangeEnd): increment the last
+ * byte below 0xff and drop what follows; a key of only 0xff bytes (or empty) has no end, which etcd
+ * spells as "\0" (all keys >= key).
+ */
+export function prefixEnd(key: Uint8Array): Uint8Array {
+  for (let i = key.length - 1; i >= 0; i--) {
+    const b = key[i]!;
+    if (b < 0xff) {
+      const end = key.slice(0, i + 1);
+      end[i] = b + 1;
+      return end;
+    }
+  }
+  return new Uint8Array([0]);
+}

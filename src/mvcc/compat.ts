@@ -1,0 +1,27 @@
+/**
+ * Behaviour that changed between etcd releases. The simulator follows the newest release (3.7) by default;
+ * differential runs against an older etcd pick that release's rules. Every switch names the etcd change.
+ */
+
+/** The etcd releases whose differing behaviour the model can reproduce. */
+export type EtcdVersion = '3.4' | '3.5' | '3.6' | '3.7';
+
+export interface Compat {
+  /**
+   * etcd PR #18474 (issue #18089), v3.6.0 and backported to 3.5: compaction keeps a tombstone that sits
+   * exactly at the compaction revision, so a watch from that revision still sees the delete.
+   */
+  readonly keepTombstoneAtCompactRev: boolean;
+  /**
+   * Before etcd 3.5's txn refactor, a Range inside a Txn with `revision >= current` was rejected as a
+   * future revision (checkRequestRange used >=); newer releases reject only `revision > current`.
+   */
+  readonly txnRangeAtCurrentRevIsFuture: boolean;
+}
+
+export function compatFor(version: EtcdVersion): Compat {
+  return {
+    keepTombstoneAtCompactRev: version !== '3.4',
+    txnRangeAtCurrentRevIsFuture: version === '3.4',
+  };
+}

@@ -1,0 +1,180 @@
+/**
+ * MvccStore: etcd's KV API (Range, Put, DeleteRange, Txn, Compact) over one revision index, with etcd's
+ * validation, exact errors and revision rules. Every front door (in-process client, gRPC server, scenario
+ * runner) reaches the KV semantics through this class, so each rule exists once.
+ *
+ * A rejected request throws an EtcdError and leaves revision, keys, leases and watchers untouched: all
+ * checks run before the write transaction starts.
+ */
+import { keyString } from './bytes.js';
+import { compatFor, type Compat, type EtcdVersion } from './compat.js';
+import { executeRange } from './range.js';
+import { deleteRangeSize, putSize, txnSize } from './request_size.js';
+import { Storage, type CommitListener, type StoreSnapshot } from './store.js';
+import { checkPut, checkTxn, compareToPath, executeDeleteRange, executePut, executeTxn } from './txn.js';
+import type {
+  CompactResponse,
+  DeleteRangeRequest,
+  DeleteRangeResponse,
+  Event,
+  KeyValue,
+  LeaseHook,
+  PutRequest,
+  PutResponse,
+  RangeRequest,
+  RangeResponse,
+  TxnRequest,
+  TxnResponse,
+} from './types.js';
+import {
+  checkDeleteRequest,
+  checkIntervals,
+  checkPutRequest,
+  checkRangeRequest,
+  checkRequestSize,
+  checkTxnRequest,
+  DEFAULT_MAX_REQUEST_BYTES,
+  DEFAULT_MAX_TXN_OPS,
+} from './validate.js';
+import { hashKV } from './hash.js';
+
+export interface MvccOptions {
+  /** --max-txn-ops (etcd default 128). */
+  readonly maxTxnOps?: number | undefined;
+  /** --max-request-bytes (etcd default 1.5 MiB). */
+  readonly maxRequestBytes?: number | undefined;
+  /** The lessor's hook; leases are unknown to a store without one. */
+  readonly lessor?: LeaseHook | undefined;
+  /** Which etcd release's rules to follow where releases differ (default: the newest, 3.7). */
+  readonly etcdVersion?: EtcdVersion | undefined;
+}
+
+export class MvccStore {
+  readonly storage: Storage;
+  readonly maxTxnOps: number;
+  readonly maxRequestBytes: number;
+  readonly compat: Compat;
+
+  constructor(opts: MvccOptions = {}) {
+    this.compat = compatFor(opts.etcdVersion ?? '3.7');
+    this.storage = new Storage({ lessor: opts.lessor, keepTombstoneAtCompactRev: this.compat.keepTombstoneAtCompactRev });
+    this.maxTxnOps = opts.maxTxnOps ?? DEFAULT_MAX_TXN_OPS;
+    this.maxRequestBytes = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
+  }
+
+  /** The revision of the last committed change (1 for an empty store). */
+  get currentRevision(): number {
+    return this.storage.currentRev;
+  }
+
+  /** The last compaction revision, -1 before the first compaction. */
+  get compactRevision(): number {
+    return this.storage.compactRev;
+  }
+
+  /** Range: keys at a revision; header revision is the current one even for historical reads. */
+  range(r: RangeRequest): RangeResponse {
+    checkRangeRequest(r);
+    return executeRange(this.storage, r);
+  }
+
+  /** Put: always takes a new revision, even when nothing about the key changes. */
+  put(r: PutRequest): PutResponse {
+    checkPutRequest(r);
+    checkRequestSize(putSize(r), this.maxRequestBytes);
+    checkPut(this.storage, r, false);
+    const tw = this.storage.write();
+    try {
+      return executePut(tw, r);
+    } finally {
+      tw.end();
+    }
+  }
+
+  /** DeleteRange: one revision for every deleted key; none at all when nothing matched. */
+  deleteRange(r: DeleteRangeRequest): DeleteRangeResponse {
+    checkDeleteRequest(r);
+    checkRequestSize(deleteRangeSize(r), this.maxRequestBytes);
+    const tw = this.storage.write();
+    try {
+      return executeDeleteRange(tw, r);
+    } finally {
+      tw.end();
+    }
+  }
+
+  /** Txn: guards, then one branch as one revision (or none if the branch changes nothing). */
+  txn(r: TxnRequest): TxnResponse {
+    checkTxnRequest(r, this.maxTxnOps);
+    checkIntervals(r.success ?? []);
+    checkIntervals(r.failure ?? []);
+    checkRequestSize(txnSize(r), this.maxRequestBytes);
+    const s = this.storage;
+    const path = compareToPath(s, r);
+    checkTxn(s, r, path, { i: 0 }, this.compat);
+    const tw = s.write();
+    try {
+      return executeTxn(tw, r, path, { i: 0 }, false);
+    } finally {
+      tw.end();
+    }
+  }
+
+  /** Compact: drops history before `revision` by etcd's keep rule. Errors: compacted or future revision. */
+  compact(revision: number): CompactResponse {
+    this.storage.compact(revision);
+    return { revision: this.storage.currentRev };
+  }
+
+  /**
+   * A hash of every stored revision up to `revision` (default: current) and of the compaction point, in
+   * the spirit of etcd's HashKV: equal hashes mean equal histories, so tests can assert "nothing changed".
+   */
+  hash(revision = this.storage.currentRev): number {
+    return hashKV(this.storage, revision);
+  }
+
+  /** The KeyValue of `key` visible at `revision`, or undefined (no compaction check: callers decide). */
+  kvAt(key: Uint8Array, revision: number): KeyValue | undefined {
+    return this.storage.index.get(keyString(key))?.get(revision);
+  }
+
+  /** The events of one revision, or none when it was compacted or never written. */
+  eventsAt(revision: number): readonly Event[] {
+    return this.storage.eventsAt(revision);
+  }
+
+  /** Subscribes to every committed write (watchers use this). Returns an unsubscribe function. */
+  subscribe(listener: CommitListener): () => void {
+    return this.storage.subscribe(listener);
+  }
+
+  snapshot(): StoreSnapshot {
+    return this.storage.snapshot();
+  }
+
+  restore(snap: StoreSnapshot): void {
+    this.storage.restore(snap);
+  }
+
+  /** Checks the index's invariants; returns the first violation found, or undefined. */
+  checkValid(): string | undefined {
+    const s = this.storage;
+    let problem: string | undefined;
+    let prevKey: string | undefined;
+    s.index.forEachPair((key, ki) => {
+      if (problem !== undefined) return;
+      if (ki.key !== key) problem = `index key ${JSON.stringify(key)} holds keyIndex of ${JSON.stringify(ki.key)}`;
+      else if (prevKey !== undefined && prevKey >= key) problem = `index out of order at ${JSON.stringify(key)}`;
+      else if (ki.generations.length === 1 && ki.generations[0]!.length === 0) problem = `empty keyIndex ${JSON.stringify(key)} left in the index`;
+      else problem = ki.checkValid();
+      const newest = ki.current();
+      if (problem === undefined && newest !== undefined && newest.modRevision > s.currentRev) {
+        problem = `${JSON.stringify(key)} has revision ${newest.modRevision} above current ${s.currentRev}`;
+      }
+      prevKey = key;
+    });
+    if (problem === undefined && s.compactRev > s.currentRev) problem = `compact revision ${s.compactRev} above current ${s.currentRev}`;
+    return problem;
+  }
+}

@@ -1,0 +1,309 @@
+/**
+ * The MVCC store (etcd server/storage/mvcc/kvstore.go, kvstore_txn.go): a B-tree revision index over
+ * keyIndexes, the current and compacted revisions, and write transactions that take one main revision and
+ * number their changes with sub-revisions. This file holds the storage primitives; the request semantics
+ * (options, txns, validation) live in range.ts, txn.ts and validate.ts, and MvccStore in kv.ts ties them
+ * together.
+ */
+import { BTreeEx as BTree } from 'sorted-btree/extended/index.js';
+import { EMPTY_BYTES, keyString, type KeyString } from './bytes.js';
+import { ErrCompacted, ErrFutureRev, fail } from './errors.js';
+import { KeyIndex, isTombstone, type Generation } from './key_index.js';
+import type { Event, KeyValue, LeaseHook } from './types.js';
+
+/**
+ * The end of a range as the index understands it: `undefined` = the single key, `''` = no upper bound
+ * (etcd's range_end "\0"), anything else = exclusive upper bound.
+ */
+export type RangeEnd = KeyString | undefined;
+
+/** Maps a request's range_end bytes to a RangeEnd (etcd's mkGteRange: "\0" means "to the end"). */
+export function rangeEndOf(rangeEnd: Uint8Array | undefined): RangeEnd {
+  if (rangeEnd === undefined || rangeEnd.length === 0) return undefined;
+  if (rangeEnd.length === 1 && rangeEnd[0] === 0) return '';
+  return keyString(rangeEnd);
+}
+
+/** The result of an index range read (mvcc.RangeResult). */
+export interface IndexRange {
+  readonly kvs: KeyValue[];
+  /** Live keys in the range at the read revision, regardless of limit. */
+  readonly count: number;
+  /** The view's revision (the header revision of a Range response). */
+  readonly rev: number;
+}
+
+/** A consistent view to read from (mvcc.ReadView): the store between writes, or a write txn so far. */
+export interface ReadView {
+  /** Revision this view reads at by default, and reports in headers. */
+  readonly rev: number;
+  /** The compacted revision; -1 before the first compaction (mvcc FirstRev). */
+  readonly compactRev: number;
+  /**
+   * Keys in [key, end) visible at `atRev` (<= 0: the view's revision), at most `limit` of them (0: all),
+   * none when `countOnly`. Errors: atRev above the view (ErrFutureRev) or below compaction (ErrCompacted).
+   */
+  range(key: KeyString, end: RangeEnd, atRev: number, limit: number, countOnly: boolean): IndexRange;
+}
+
+/** Called after every committed write txn with its revision and its events in sub-revision order. */
+export type CommitListener = (rev: number, events: readonly Event[]) => void;
+
+/** A store's full state, detached from the live store (what a follower receives as a snapshot). */
+export interface StoreSnapshot {
+  readonly currentRev: number;
+  readonly compactRev: number;
+  readonly keys: ReadonlyArray<{ readonly key: KeyString; readonly keyBytes: Uint8Array; readonly generations: readonly Generation[] }>;
+  readonly log: ReadonlyArray<readonly Event[]>;
+  readonly logStart: number;
+}
+
+export interface StorageOptions {
+  /** The lessor's side of put/delete bookkeeping; without one, any put naming a lease fails. */
+  readonly lessor?: LeaseHook | undefined;
+  /** etcd >= 3.6 keeps a tombstone exactly at the compaction revision (see compat.ts). */
+  readonly keepTombstoneAtCompactRev?: boolean | undefined;
+}
+
+/**
+ * Revision index + revision log. `currentRev` starts at 1 and `compactRev` at -1, as in etcd's NewStore,
+ * which is why the very first Compact(0) succeeds. The log holds every event from the compaction revision
+ * on, one entry per main revision, so watchers can replay history without touching the index.
+ */
+export class Storage implements ReadView {
+  index = new BTree<KeyString, KeyIndex>();
+  currentRev = 1;
+  compactRev = -1;
+  /** log[i] holds the events of revision logStart + i. */
+  log: (readonly Event[])[] = [];
+  logStart = 2;
+  readonly lessor: LeaseHook | undefined;
+  readonly keepTombstoneAtCompactRev: boolean;
+  private readonly listeners: CommitListener[] = [];
+
+  constructor(opts: StorageOptions = {}) {
+    this.lessor = opts.lessor;
+    this.keepTombstoneAtCompactRev = opts.keepTombstoneAtCompactRev ?? true;
+  }
+
+  get rev(): number {
+    return this.currentRev;
+  }
+
+  range(key: KeyString, end: RangeEnd, atRev: number, limit: number, countOnly: boolean): IndexRange {
+    return rangeIndex(this, this.currentRev, key, end, atRev, limit, countOnly);
+  }
+
+  /** Starts a write transaction (mvcc.TxnWrite); its changes become visible to readers at end(). */
+  write(): WriteTxn {
+    return new WriteTxn(this);
+  }
+
+  /** Subscribes to committed changes (the watchable store's notify hook). Returns an unsubscribe. */
+  subscribe(listener: CommitListener): () => void {
+    this.listeners.push(listener);
+    return () => {
+      const i = this.listeners.indexOf(listener);
+      if (i >= 0) this.listeners.splice(i, 1);
+    };
+  }
+
+  /** Events of one main revision (empty if it was compacted away or never existed). */
+  eventsAt(rev: number): readonly Event[] {
+    return this.log[rev - this.logStart] ?? NO_EVENTS;
+  }
+
+  /** Records a committed txn; called by WriteTxn.end(). */
+  commit(rev: number, events: readonly Event[]): void {
+    this.currentRev = rev;
+    this.log.push(events);
+    for (let i = 0; i < this.listeners.length; i++) this.listeners[i]!(rev, events);
+  }
+
+  /**
+   * Compacts the index and log at `rev` (etcd's Compact + scheduleCompaction, done at once: a single-node
+   * in-memory store has no reason to defer the physical part).
+   */
+  compact(rev: number): void {
+    if (rev <= this.compactRev) fail(ErrCompacted);
+    if (rev > this.currentRev) fail(ErrFutureRev);
+    this.compactRev = rev;
+    const emptied: KeyString[] = [];
+    const keep = this.keepTombstoneAtCompactRev;
+    this.index.forEachPair((key, ki) => {
+      if (ki.compact(rev, keep)) emptied.push(key);
+    });
+    if (emptied.length > 0) this.index.deleteKeys(emptied);
+    const drop = rev - this.logStart;
+    if (drop > 0) {
+      this.log = this.log.slice(Math.min(drop, this.log.length));
+      this.logStart = rev;
+    }
+    if (!keep) {
+      // Before etcd 3.6 the backend dropped a tombstone at exactly the compaction revision, so a watch
+      // from that revision no longer saw the delete.
+      const at = this.log[rev - this.logStart];
+      if (at !== undefined) this.log[rev - this.logStart] = at.filter((ev) => ev.type !== 'DELETE');
+    }
+  }
+
+  /** A deep, detached copy of the state (KeyValues are immutable and shared). */
+  snapshot(): StoreSnapshot {
+    const keys: { key: KeyString; keyBytes: Uint8Array; generations: Generation[] }[] = [];
+    this.index.forEachPair((key, ki) => {
+      keys.push({ key, keyBytes: ki.keyBytes, generations: ki.generations.map((g) => g.slice()) });
+    });
+    return { currentRev: this.currentRev, compactRev: this.compactRev, keys, log: this.log.slice(), logStart: this.logStart };
+  }
+
+  /**
+   * Replaces the state with a snapshot (etcd's store.Restore). The current revision never goes below the
+   * compaction revision (etcd issue #6567 / PR #6633).
+   */
+  restore(snap: StoreSnapshot): void {
+    const keys: KeyString[] = [];
+    const values: KeyIndex[] = [];
+    for (const k of snap.keys) {
+      keys.push(k.key);
+      values.push(new KeyIndex(k.key, k.keyBytes, k.generations.map((g) => g.slice())));
+    }
+    this.index = BTree.bulkLoad<KeyString, KeyIndex>(keys, values, 64);
+    this.compactRev = snap.compactRev;
+    this.currentRev = Math.max(snap.currentRev, snap.compactRev);
+    this.log = snap.log.slice();
+    this.logStart = snap.logStart;
+  }
+}
+
+const NO_EVENTS: readonly Event[] = Object.freeze([]);
+
+/** Checks a read revision against a view (mvcc rangeKeys) and resolves <= 0 to the view's revision. */
+function readRevision(s: Storage, viewRev: number, atRev: number): number {
+  if (atRev > viewRev) fail(ErrFutureRev);
+  const rev = atRev <= 0 ? viewRev : atRev;
+  if (rev < s.compactRev) fail(ErrCompacted);
+  return rev;
+}
+
+/** Calls `visit` for every key in [key, end) that is live at `rev`, in byte order. */
+function scan(s: Storage, key: KeyString, end: RangeEnd, rev: number, visit: (ki: KeyIndex, kv: KeyValue) => void): void {
+  if (end === undefined) {
+    const ki = s.index.get(key);
+    const kv = ki?.get(rev);
+    if (kv !== undefined) visit(ki!, kv);
+    return;
+  }
+  if (end !== '' && end <= key) return;
+  const onPair = (_k: KeyString, ki: KeyIndex): void => {
+    const kv = ki.get(rev);
+    if (kv !== undefined) visit(ki, kv);
+  };
+  if (end === '') {
+    const hi = s.index.maxKey();
+    if (hi !== undefined) s.index.forRange(key, hi, true, onPair);
+  } else {
+    s.index.forRange(key, end, false, onPair);
+  }
+}
+
+/** mvcc rangeKeys over the index, for a view whose revision is `viewRev`. */
+function rangeIndex(
+  s: Storage,
+  viewRev: number,
+  key: KeyString,
+  end: RangeEnd,
+  atRev: number,
+  limit: number,
+  countOnly: boolean,
+): IndexRange {
+  const rev = readRevision(s, viewRev, atRev);
+  const kvs: KeyValue[] = [];
+  const max = countOnly ? 0 : limit > 0 ? limit : Infinity;
+  let count = 0;
+  scan(s, key, end, rev, (_ki, kv) => {
+    if (count < max) kvs.push(kv);
+    count++;
+  });
+  return { kvs, count, rev: viewRev };
+}
+
+/**
+ * A write transaction (mvcc storeTxnWrite): every change gets main revision beginRev+1 and the next
+ * sub-revision; reads see the txn's own earlier changes; the store's revision moves only if something
+ * changed.
+ */
+export class WriteTxn implements ReadView {
+  readonly beginRev: number;
+  readonly changes: Event[] = [];
+  private ended = false;
+
+  constructor(private readonly s: Storage) {
+    this.beginRev = s.currentRev;
+  }
+
+  get rev(): number {
+    return this.changes.length > 0 ? this.beginRev + 1 : this.beginRev;
+  }
+
+  get compactRev(): number {
+    return this.s.compactRev;
+  }
+
+  range(key: KeyString, end: RangeEnd, atRev: number, limit: number, countOnly: boolean): IndexRange {
+    return rangeIndex(this.s, this.rev, key, end, atRev, limit, countOnly);
+  }
+
+  /** Writes `value` under `key` (storeTxnWrite.put); returns the revision of the change. */
+  put(key: KeyString, keyBytes: Uint8Array, value: Uint8Array, lease: bigint): number {
+    const rev = this.beginRev + 1;
+    const s = this.s;
+    let ki = s.index.get(key);
+    if (ki === undefined) {
+      ki = new KeyIndex(key, keyBytes.slice());
+      s.index.set(key, ki);
+    }
+    const prev = ki.current();
+    const kv: KeyValue = {
+      key: ki.keyBytes,
+      createRevision: prev === undefined ? rev : prev.createRevision,
+      modRevision: rev,
+      version: prev === undefined ? 1 : prev.version + 1,
+      value: value.slice(),
+      lease,
+    };
+    ki.put(kv);
+    this.changes.push({ type: 'PUT', kv });
+    const oldLease = prev === undefined ? 0n : prev.lease;
+    if (oldLease !== lease && s.lessor !== undefined) {
+      if (oldLease !== 0n) s.lessor.detach(oldLease, ki.keyBytes);
+      if (lease !== 0n) s.lessor.attach(lease, ki.keyBytes);
+    }
+    return rev;
+  }
+
+  /** Deletes every live key in [key, end) (storeTxnWrite.DeleteRange); returns how many, and the revision. */
+  deleteRange(key: KeyString, end: RangeEnd): { deleted: number; rev: number } {
+    const s = this.s;
+    const rev = this.beginRev + 1;
+    let deleted = 0;
+    // Tombstoning a key changes only its own keyIndex, never the tree's shape, so it is safe mid-scan.
+    scan(s, key, end, this.rev, (ki, live) => {
+      const tomb: KeyValue = { key: ki.keyBytes, createRevision: 0, modRevision: rev, version: 0, value: EMPTY_BYTES, lease: 0n };
+      ki.tombstone(tomb);
+      this.changes.push({ type: 'DELETE', kv: tomb });
+      if (live.lease !== 0n && s.lessor !== undefined) s.lessor.detach(live.lease, ki.keyBytes);
+      deleted++;
+    });
+    return { deleted, rev: this.rev };
+  }
+
+  /** Commits (storeTxnWrite.End): the revision moves and watchers are notified only if something changed. */
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.changes.length > 0) this.s.commit(this.beginRev + 1, this.changes);
+  }
+}
+
+/** Whether a KeyValue marks a delete (re-exported for layers above that only see KeyValues). */
+export { isTombstone };

@@ -1,0 +1,167 @@
+/**
+ * Txn semantics (etcd server/etcdserver/txn/txn.go). The order matters and is etcd's:
+ *  1. every compare on the chosen path, nested ones included, is evaluated against the state *before*
+ *     the txn (compareToPath), so a nested txn's guards never see the outer txn's writes;
+ *  2. the ops on that path are checked (put: ignore_* needs the key, the lease must exist; range: its
+ *     revision must be readable) — a failing check rejects the whole txn with nothing written;
+ *  3. the ops run in one write txn: one revision for all changes, later ops reading earlier ones.
+ */
+import { compareBytes, EMPTY_BYTES, keyString } from './bytes.js';
+import { ErrCompacted, ErrFutureRev, ErrKeyNotFound, ErrLeaseNotFound, fail } from './errors.js';
+import { executeRange } from './range.js';
+import { rangeEndOf, type ReadView, type Storage, type WriteTxn } from './store.js';
+import type {
+  Compare,
+  DeleteRangeRequest,
+  DeleteRangeResponse,
+  KeyValue,
+  PutRequest,
+  PutResponse,
+  RequestOp,
+  ResponseOp,
+  TxnRequest,
+  TxnResponse,
+} from './types.js';
+
+/** Behaviour switches that differ between etcd releases (see compat.ts). */
+export interface TxnRules {
+  readonly txnRangeAtCurrentRevIsFuture: boolean;
+}
+
+function cmp(a: number | bigint, b: number | bigint): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** compareKV: the KeyValue's field against the compare's operand (absent operand = zero value). */
+function compareKV(c: Compare, kv: KeyValue): boolean {
+  let result: number;
+  switch (c.target) {
+    case 'VALUE': {
+      result = compareBytes(kv.value, c.value ?? EMPTY_BYTES);
+      break;
+    }
+    case 'CREATE':
+      result = cmp(kv.createRevision, c.createRevision ?? 0);
+      break;
+    case 'MOD':
+      result = cmp(kv.modRevision, c.modRevision ?? 0);
+      break;
+    case 'VERSION':
+      result = cmp(kv.version, c.version ?? 0);
+      break;
+    case 'LEASE':
+      result = cmp(kv.lease, c.lease ?? 0n);
+      break;
+    default:
+      result = 0;
+  }
+  switch (c.result) {
+    case 'EQUAL':
+      return result === 0;
+    case 'NOT_EQUAL':
+      return result !== 0;
+    case 'GREATER':
+      return result > 0;
+    case 'LESS':
+      return result < 0;
+    default:
+      return true;
+  }
+}
+
+const ZERO_KV: KeyValue = { key: EMPTY_BYTES, createRevision: 0, modRevision: 0, version: 0, value: EMPTY_BYTES, lease: 0n };
+
+/**
+ * applyCompare: every key in the compare's range must satisfy it; with no key at all, a VALUE compare
+ * fails and the others compare against zero values (so CREATE == 0 means "absent").
+ */
+export function applyCompare(view: ReadView, c: Compare): boolean {
+  const { kvs } = view.range(keyString(c.key), rangeEndOf(c.rangeEnd), 0, 0, false);
+  if (kvs.length === 0) return c.target === 'VALUE' ? false : compareKV(c, ZERO_KV);
+  for (const kv of kvs) if (!compareKV(c, kv)) return false;
+  return true;
+}
+
+/** compareToPath: the branch taken by the txn and by each nested txn on that branch, depth first. */
+export function compareToPath(view: ReadView, t: TxnRequest, path: boolean[] = []): boolean[] {
+  let ok = true;
+  for (const c of t.compare ?? []) {
+    if (!applyCompare(view, c)) {
+      ok = false;
+      break;
+    }
+  }
+  path.push(ok);
+  for (const op of (ok ? t.success : t.failure) ?? []) {
+    if (op.requestTxn !== undefined) compareToPath(view, op.requestTxn, path);
+  }
+  return path;
+}
+
+/** Pre-checks of the ops on the chosen path (checkTxn), against the state before the txn. */
+export function checkTxn(s: Storage, t: TxnRequest, path: readonly boolean[], at: { i: number }, rules: TxnRules): void {
+  const ops = (path[at.i++] ? t.success : t.failure) ?? [];
+  for (const op of ops) {
+    if (op.requestRange !== undefined) {
+      const rev = op.requestRange.revision ?? 0;
+      if (rev === 0) continue;
+      if (rules.txnRangeAtCurrentRevIsFuture ? rev >= s.currentRev : rev > s.currentRev) fail(ErrFutureRev);
+      if (rev < s.compactRev) fail(ErrCompacted);
+    } else if (op.requestPut !== undefined) {
+      checkPut(s, op.requestPut, true);
+    } else if (op.requestTxn !== undefined) {
+      checkTxn(s, op.requestTxn, path, at, rules);
+    }
+  }
+}
+
+/**
+ * The apply-time checks of a put. A plain Put looks up the lease first; inside a txn etcd checks the
+ * ignore_* flags first (txn.go checkPut). Only the order of two errors differs.
+ */
+export function checkPut(s: Storage, p: PutRequest, inTxn: boolean): void {
+  const lease = p.lease ?? 0n;
+  const leaseMissing = lease !== 0n && (s.lessor === undefined || !s.lessor.exists(lease));
+  if (!inTxn && leaseMissing) fail(ErrLeaseNotFound);
+  if (p.ignoreValue === true || p.ignoreLease === true) {
+    if (s.index.get(keyString(p.key))?.current() === undefined) fail(ErrKeyNotFound);
+  }
+  if (leaseMissing) fail(ErrLeaseNotFound);
+}
+
+/** put (txn.go): reads the previous KeyValue when a flag needs it, then writes. Checks ran before. */
+export function executePut(tw: WriteTxn, p: PutRequest): PutResponse {
+  const key = keyString(p.key);
+  let prev: KeyValue | undefined;
+  if (p.ignoreValue === true || p.ignoreLease === true || p.prevKv === true) {
+    prev = tw.range(key, undefined, 0, 0, false).kvs[0];
+    if ((p.ignoreValue === true || p.ignoreLease === true) && prev === undefined) fail(ErrKeyNotFound);
+  }
+  const value = p.ignoreValue === true ? prev!.value : (p.value ?? EMPTY_BYTES);
+  const lease = p.ignoreLease === true ? prev!.lease : (p.lease ?? 0n);
+  const revision = tw.put(key, p.key, value, lease);
+  return p.prevKv === true && prev !== undefined ? { revision, prevKv: prev } : { revision };
+}
+
+/** deleteRange (txn.go): prev_kv reads the range first, then every live key gets a tombstone. */
+export function executeDeleteRange(tw: WriteTxn, d: DeleteRangeRequest): DeleteRangeResponse {
+  const key = keyString(d.key);
+  const end = rangeEndOf(d.rangeEnd);
+  const prevKvs = d.prevKv === true ? tw.range(key, end, 0, 0, false).kvs : [];
+  const { deleted, rev } = tw.deleteRange(key, end);
+  return { revision: rev, deleted, prevKvs };
+}
+
+/** executeTxn: runs the ops of the chosen branch; nested txn responses carry revision 0, as in etcd. */
+export function executeTxn(tw: WriteTxn, t: TxnRequest, path: readonly boolean[], at: { i: number }, nested: boolean): TxnResponse {
+  const succeeded = path[at.i++]!;
+  const ops: readonly RequestOp[] = (succeeded ? t.success : t.failure) ?? [];
+  const responses: ResponseOp[] = [];
+  for (const op of ops) {
+    if (op.requestRange !== undefined) responses.push({ responseRange: executeRange(tw, op.requestRange) });
+    else if (op.requestPut !== undefined) responses.push({ responsePut: executePut(tw, op.requestPut) });
+    else if (op.requestDeleteRange !== undefined) responses.push({ responseDeleteRange: executeDeleteRange(tw, op.requestDeleteRange) });
+    else if (op.requestTxn !== undefined) responses.push({ responseTxn: executeTxn(tw, op.requestTxn, path, at, true) });
+  }
+  return { revision: nested ? 0 : tw.rev, succeeded, responses };
+}

@@ -1,0 +1,128 @@
+/**
+ * Request validation that etcd performs before a request reaches raft (etcdserver/api/v3rpc/key.go):
+ * empty keys, sort options, put flags, txn size and duplicate keys, and the request-size limit. A request
+ * that fails here changes nothing. Every front door reaches these checks through MvccStore.
+ */
+import { keyString, type KeyString } from './bytes.js';
+import {
+  ErrDuplicateKey,
+  ErrEmptyKey,
+  ErrInvalidSortOption,
+  ErrKeyNotFound,
+  ErrLeaseProvided,
+  ErrRequestTooLarge,
+  ErrTooManyOps,
+  ErrValueProvided,
+  fail,
+} from './errors.js';
+import { raftRequestSize } from './request_size.js';
+import type { DeleteRangeRequest, PutRequest, RangeRequest, RequestOp, TxnRequest } from './types.js';
+
+/** etcd's defaults for the limits validation enforces (--max-txn-ops, --max-request-bytes). */
+export const DEFAULT_MAX_TXN_OPS = 128;
+export const DEFAULT_MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
+
+const SORT_ORDERS: ReadonlySet<string> = new Set(['NONE', 'ASCEND', 'DESCEND']);
+const SORT_TARGETS: ReadonlySet<string> = new Set(['KEY', 'VERSION', 'CREATE', 'MOD', 'VALUE']);
+
+export function checkRangeRequest(r: RangeRequest): void {
+  if (r.key.length === 0) fail(ErrEmptyKey);
+  if (r.sortOrder !== undefined && !SORT_ORDERS.has(r.sortOrder)) fail(ErrInvalidSortOption);
+  if (r.sortTarget !== undefined && !SORT_TARGETS.has(r.sortTarget)) fail(ErrInvalidSortOption);
+}
+
+export function checkPutRequest(r: PutRequest): void {
+  if (r.key.length === 0) fail(ErrEmptyKey);
+  if (r.ignoreValue === true && r.value !== undefined && r.value.length !== 0) fail(ErrValueProvided);
+  if (r.ignoreLease === true && r.lease !== undefined && r.lease !== 0n) fail(ErrLeaseProvided);
+}
+
+export function checkDeleteRequest(r: DeleteRangeRequest): void {
+  if (r.key.length === 0) fail(ErrEmptyKey);
+}
+
+/**
+ * checkTxnRequest: the widest of compare/success/failure may not exceed maxTxnOps; compares need keys;
+ * each op is checked, a nested txn against what its parent left of the budget; an op with nothing set is
+ * etcd's "key not found".
+ */
+export function checkTxnRequest(r: TxnRequest, maxTxnOps: number): void {
+  const compare = r.compare ?? [];
+  const success = r.success ?? [];
+  const failure = r.failure ?? [];
+  const opc = Math.max(compare.length, success.length, failure.length);
+  if (opc > maxTxnOps) fail(ErrTooManyOps);
+  for (const c of compare) if (c.key.length === 0) fail(ErrEmptyKey);
+  for (const op of success) checkRequestOp(op, maxTxnOps - opc);
+  for (const op of failure) checkRequestOp(op, maxTxnOps - opc);
+}
+
+function checkRequestOp(op: RequestOp, maxTxnOps: number): void {
+  if (op.requestRange !== undefined) return checkRangeRequest(op.requestRange);
+  if (op.requestPut !== undefined) return checkPutRequest(op.requestPut);
+  if (op.requestDeleteRange !== undefined) return checkDeleteRequest(op.requestDeleteRange);
+  if (op.requestTxn !== undefined) return checkTxnRequest(op.requestTxn, maxTxnOps);
+  fail(ErrKeyNotFound);
+}
+
+/** A half-open interval of keys; a point is [k, k+"\0"). An `end` of '' is etcd's "\0": see intersects. */
+interface Interval {
+  readonly begin: KeyString;
+  readonly end: KeyString;
+}
+
+/**
+ * etcd's interval test for a delete range against a put key. A delete with range_end "\0" is stored
+ * as [key, "\0"), an interval that contains nothing, so etcd lets a txn put a key that the same branch
+ * deletes "from key" — a quirk we keep.
+ */
+function containsPoint(dels: readonly Interval[], k: KeyString): boolean {
+  const pointEnd = k + '\0';
+  for (const d of dels) if (d.begin < pointEnd && k < d.end) return true;
+  return false;
+}
+
+/**
+ * checkIntervals: within one branch no key may be put twice, nor put inside a range the branch deletes;
+ * nested txns count with their parents, but a nested txn's then and else may put the same key since only
+ * one of them runs. Returns the branch's puts and deletes for the parent's check.
+ */
+export function checkIntervals(reqs: readonly RequestOp[]): { puts: Set<KeyString>; dels: Interval[] } {
+  const dels: Interval[] = [];
+  for (const op of reqs) {
+    const d = op.requestDeleteRange;
+    if (d === undefined) continue;
+    const begin = keyString(d.key);
+    const end = d.rangeEnd !== undefined && d.rangeEnd.length > 0 ? keyString(d.rangeEnd) : begin + '\0';
+    dels.push({ begin, end });
+  }
+  const puts = new Set<KeyString>();
+  for (const op of reqs) {
+    const t = op.requestTxn;
+    if (t === undefined) continue;
+    const then = checkIntervals(t.success ?? []);
+    const otherwise = checkIntervals(t.failure ?? []);
+    for (const k of then.puts) {
+      if (puts.has(k) || containsPoint(dels, k)) fail(ErrDuplicateKey);
+      puts.add(k);
+    }
+    for (const k of otherwise.puts) {
+      if ((puts.has(k) && !then.puts.has(k)) || containsPoint(dels, k)) fail(ErrDuplicateKey);
+      puts.add(k);
+    }
+    dels.push(...then.dels, ...otherwise.dels);
+  }
+  for (const op of reqs) {
+    const p = op.requestPut;
+    if (p === undefined) continue;
+    const k = keyString(p.key);
+    if (puts.has(k) || containsPoint(dels, k)) fail(ErrDuplicateKey);
+    puts.add(k);
+  }
+  return { puts, dels };
+}
+
+/** --max-request-bytes: the proposal etcd would marshal for this request must fit. */
+export function checkRequestSize(innerSize: number, maxRequestBytes: number): void {
+  if (raftRequestSize(innerSize) > maxRequestBytes) fail(ErrRequestTooLarge);
+}

@@ -1,0 +1,302 @@
+/**
+ * Time for the simulator. Everything in etcd that depends on time — lease TTL expiry and the
+ * lessor's periodic revoke sweep, keepalive deadlines, the watch store's periodic sync of unsynced
+ * watchers and retry of blocked ("victim") watchers — reads and schedules through a {@link Clock},
+ * never through Date or setTimeout directly. Tests drive a {@link VirtualClock} by hand so that a
+ * run is a pure function of its inputs and seed; a live server uses a {@link RealClock}.
+ */
+
+import { IndexedHeap, type HeapItem } from './heap.js';
+
+declare const timerHandleBrand: unique symbol;
+
+/**
+ * Opaque handle to a scheduled timer (one-shot or periodic), used to cancel it — e.g. the lessor
+ * cancels a lease's expiry timer when the lease is revoked or renewed by a keepalive.
+ */
+export interface TimerHandle {
+  readonly [timerHandleBrand]: true;
+}
+
+/** Options of {@link Clock.every}. */
+export interface EveryOptions {
+  /**
+   * Offset of the tick grid in ms: ticks fall at `phase + k * periodMs` (default 0). Lets two
+   * periodic steps with the same period be deliberately staggered instead of always coinciding.
+   */
+  readonly phase?: number;
+  /** Label shown by {@link VirtualClock.pendingTimers}; no effect on scheduling. */
+  readonly name?: string;
+}
+
+/**
+ * The time source and scheduler every time-dependent etcd mechanism (leases, watch sync) is given.
+ *
+ * Ordering contract (both implementations): a callback never runs before its due time, and
+ * callbacks due at the same instant run in the order their timers were created (a periodic timer
+ * keeps its creation rank for every tick), so the interleaving of subsystems is reproducible.
+ */
+export interface Clock {
+  /** Current time in ms. Never decreases. Lease expiry instants are computed from it. */
+  now(): number;
+  /**
+   * Runs `fn` once at absolute time `atMs` (a time already passed means "as soon as possible",
+   * and the callback then sees `now()` unchanged, never a time in the past).
+   */
+  setTimer(atMs: number, fn: () => void, name?: string): TimerHandle;
+  /** Cancels a pending timer; returns whether it was still pending (false once fired or cancelled). */
+  cancel(handle: TimerHandle): boolean;
+  /**
+   * Runs `fn` every `periodMs` ms until cancelled, at the grid instants `phase + k * periodMs`
+   * strictly after now — the grid, not the registration time, fixes the instants, so steps with
+   * commensurate periods (watch sync every 100 ms, victim retry every 10 ms) always coincide at
+   * the same instants, where the creation-order tiebreak decides which runs first.
+   */
+  every(periodMs: number, fn: () => void, opts?: EveryOptions): TimerHandle;
+}
+
+/**
+ * First instant of the periodic grid `phaseMs + k * periodMs` strictly after `nowMs`. Shared by the
+ * clocks and the ticker so that every periodic etcd step lands on the same documented instants.
+ */
+export function nextPeriodicDue(nowMs: number, periodMs: number, phaseMs = 0): number {
+  checkPeriod(periodMs, phaseMs);
+  const phase = ((phaseMs % periodMs) + periodMs) % periodMs;
+  let due = phase + (Math.floor((nowMs - phase) / periodMs) + 1) * periodMs;
+  if (due <= nowMs) due += periodMs; // guard against float rounding when nowMs is fractional
+  return due;
+}
+
+/** Validates a period and phase (positive / any safe integers); integer ms keep the grid exact. */
+export function checkPeriod(periodMs: number, phaseMs = 0): void {
+  if (!Number.isSafeInteger(periodMs) || periodMs <= 0) {
+    throw new RangeError(`period must be a positive integer number of ms, got ${periodMs}`);
+  }
+  if (!Number.isSafeInteger(phaseMs)) throw new RangeError(`phase must be an integer number of ms, got ${phaseMs}`);
+}
+
+function checkInstant(what: string, ms: number): void {
+  if (!Number.isFinite(ms)) throw new RangeError(`${what} must be a finite number of ms, got ${ms}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// VirtualClock
+
+class VirtualTimer implements HeapItem {
+  heapIndex = -1;
+  constructor(
+    readonly owner: VirtualClock,
+    public due: number,
+    /** Creation rank: the tiebreak between timers due at the same instant. */
+    readonly seq: number,
+    readonly fn: () => void,
+    /** 0 for one-shot timers. */
+    readonly periodMs: number,
+    readonly name: string | undefined,
+  ) {}
+}
+
+const virtualTimerBefore = (a: VirtualTimer, b: VirtualTimer): boolean =>
+  a.due < b.due || (a.due === b.due && a.seq < b.seq);
+
+/** A pending timer as reported by {@link VirtualClock.pendingTimers}. */
+export interface PendingTimer {
+  readonly dueMs: number;
+  readonly periodMs: number | undefined;
+  readonly name: string | undefined;
+}
+
+/**
+ * Deterministic clock for tests and simulation runs: time stands still until the test moves it,
+ * so "the lease expires after exactly TTL ms" or "a slow watcher is retried on the next 10 ms
+ * victim tick" can be asserted precisely and replayed.
+ *
+ * {@link advance}/{@link advanceTo} run every timer due in the window in (due time, creation
+ * order), with `now()` set to each timer's due time while it runs; timers created by a callback
+ * that fall inside the window run in the same call. If a callback throws, the exception
+ * propagates, `now()` stays at that timer's due time and the rest of the window is left pending
+ * (a periodic timer that throws has already been re-armed for its next tick).
+ */
+export class VirtualClock implements Clock {
+  private nowMs: number;
+  private seq = 0;
+  private running = false;
+  private readonly queue = new IndexedHeap<VirtualTimer>(virtualTimerBefore);
+
+  /** Starts at `startMs` (default 0). */
+  constructor(startMs = 0) {
+    checkInstant('startMs', startMs);
+    this.nowMs = startMs;
+  }
+
+  now(): number {
+    return this.nowMs;
+  }
+
+  setTimer(atMs: number, fn: () => void, name?: string): TimerHandle {
+    checkInstant('atMs', atMs);
+    return this.add(Math.max(atMs, this.nowMs), fn, 0, name);
+  }
+
+  cancel(handle: TimerHandle): boolean {
+    const timer = handle as unknown as VirtualTimer;
+    return timer instanceof VirtualTimer && timer.owner === this && this.queue.remove(timer);
+  }
+
+  every(periodMs: number, fn: () => void, opts?: EveryOptions): TimerHandle {
+    return this.add(nextPeriodicDue(this.nowMs, periodMs, opts?.phase ?? 0), fn, periodMs, opts?.name);
+  }
+
+  /** Moves time forward by `ms` (>= 0), running everything due up to and including the new now. Returns callbacks run. */
+  advance(ms: number): number {
+    checkInstant('ms', ms);
+    if (ms < 0) throw new RangeError(`VirtualClock.advance: negative duration ${ms}`);
+    return this.advanceTo(this.nowMs + ms);
+  }
+
+  /** Moves time forward to absolute `t` (>= now), running everything due up to and including `t`. Returns callbacks run. */
+  advanceTo(t: number): number {
+    checkInstant('t', t);
+    if (t < this.nowMs) throw new RangeError(`VirtualClock.advanceTo: ${t} is before now (${this.nowMs})`);
+    if (this.running) throw new Error('VirtualClock: advance/runDue called from inside a timer callback');
+    this.running = true;
+    let ran = 0;
+    try {
+      for (let top = this.queue.peek(); top !== undefined && top.due <= t; top = this.queue.peek()) {
+        this.queue.pop();
+        this.nowMs = top.due;
+        if (top.periodMs > 0) {
+          top.due += top.periodMs;
+          this.queue.push(top);
+        }
+        ran++;
+        top.fn();
+      }
+      this.nowMs = t;
+    } finally {
+      this.running = false;
+    }
+    return ran;
+  }
+
+  /** Runs the timers already due at the current instant without moving time. Returns callbacks run. */
+  runDue(): number {
+    return this.advanceTo(this.nowMs);
+  }
+
+  /** Number of pending timers (a periodic timer counts once). */
+  pending(): number {
+    return this.queue.size;
+  }
+
+  /** Due time of the earliest pending timer, or undefined when nothing is scheduled. */
+  nextDue(): number | undefined {
+    return this.queue.peek()?.due;
+  }
+
+  /** Snapshot of the pending timers in the order they would run; for debugging and assertions. */
+  pendingTimers(): PendingTimer[] {
+    return [...this.queue.values()]
+      .sort((a, b) => (virtualTimerBefore(a, b) ? -1 : 1))
+      .map((t) => ({ dueMs: t.due, periodMs: t.periodMs > 0 ? t.periodMs : undefined, name: t.name }));
+  }
+
+  private add(due: number, fn: () => void, periodMs: number, name: string | undefined): TimerHandle {
+    const timer = new VirtualTimer(this, due, this.seq++, fn, periodMs, name);
+    this.queue.push(timer);
+    return timer as unknown as TimerHandle;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// RealClock
+
+/** Node's setTimeout silently turns delays above this into 1 ms; longer waits are chained. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+class RealTimer {
+  timeout: ReturnType<typeof setTimeout> | undefined;
+  constructor(readonly owner: RealClock) {}
+}
+
+/** Options of {@link RealClock}. */
+export interface RealClockOptions {
+  /** unref() every timer so pending lease/watch timers do not keep the process alive (default false). */
+  readonly unref?: boolean;
+}
+
+/**
+ * Wall-clock implementation for running the simulator as a live server. It is the only code in
+ * the project allowed to touch the host's time and timers.
+ *
+ * `now()` is epoch-anchored but advances with the monotonic clock (like Go's monotonic reading,
+ * which etcd's lessor relies on), so a wall-clock step cannot expire or resurrect leases.
+ * Callbacks never run before their due time; same-instant ordering follows Node's timer order.
+ * A periodic timer that falls behind skips the ticks it missed, like Go's time.Ticker.
+ */
+export class RealClock implements Clock {
+  private readonly origin = Date.now() - performance.now();
+  private readonly live = new Set<RealTimer>();
+  private closed = false;
+
+  constructor(private readonly opts: RealClockOptions = {}) {}
+
+  now(): number {
+    return Math.floor(this.origin + performance.now());
+  }
+
+  setTimer(atMs: number, fn: () => void, _name?: string): TimerHandle {
+    checkInstant('atMs', atMs);
+    const timer = this.create();
+    this.arm(timer, atMs, () => {
+      this.live.delete(timer);
+      fn();
+    });
+    return timer as unknown as TimerHandle;
+  }
+
+  cancel(handle: TimerHandle): boolean {
+    const timer = handle as unknown as RealTimer;
+    if (!(timer instanceof RealTimer) || timer.owner !== this || !this.live.delete(timer)) return false;
+    clearTimeout(timer.timeout);
+    timer.timeout = undefined;
+    return true;
+  }
+
+  every(periodMs: number, fn: () => void, opts?: EveryOptions): TimerHandle {
+    const phase = opts?.phase ?? 0;
+    checkPeriod(periodMs, phase);
+    const timer = this.create();
+    const tick = (): void => {
+      this.arm(timer, nextPeriodicDue(this.now(), periodMs, phase), tick);
+      fn();
+    };
+    this.arm(timer, nextPeriodicDue(this.now(), periodMs, phase), tick);
+    return timer as unknown as TimerHandle;
+  }
+
+  /** Cancels every pending timer; afterwards scheduling throws. Idempotent. */
+  close(): void {
+    this.closed = true;
+    for (const timer of this.live) clearTimeout(timer.timeout);
+    this.live.clear();
+  }
+
+  private create(): RealTimer {
+    if (this.closed) throw new Error('RealClock: scheduling on a closed clock');
+    const timer = new RealTimer(this);
+    this.live.add(timer);
+    return timer;
+  }
+
+  /** Arms `timer` to call `onDue` once now() >= atMs, re-arming if Node fires early or the wait exceeds its limit. */
+  private arm(timer: RealTimer, atMs: number, onDue: () => void): void {
+    const delay = Math.min(Math.max(0, atMs - this.now()), MAX_TIMEOUT_MS);
+    timer.timeout = setTimeout(() => {
+      if (!this.live.has(timer)) return;
+      if (this.now() < atMs) this.arm(timer, atMs, onDue);
+      else onDue();
+    }, delay);
+    if (this.opts.unref === true) timer.timeout.unref();
+  }
+}

@@ -1,0 +1,19 @@
+/**
+ * The simulator's single owner of time and randomness: every other module takes a {@link Clock}
+ * and a {@link SimRandom} instead of reaching for Date, timers or Math.random, so a whole etcd
+ * run (lease expiries, watch sync ticks, lease IDs) is reproducible from a seed.
+ */
+
+export {
+  RealClock,
+  VirtualClock,
+  checkPeriod,
+  nextPeriodicDue,
+  type Clock,
+  type EveryOptions,
+  type PendingTimer,
+  type RealClockOptions,
+  type TimerHandle,
+} from './clock.js';
+export { SimRandom, fnv1a64 } from './random.js';
+export { Ticker, type StepInfo, type StepOptions } from './ticker.js';
