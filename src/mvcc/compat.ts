@@ -12,16 +12,10 @@ export interface Compat {
    * exactly at the compaction revision, so a watch from that revision still sees the delete.
    */
   readonly keepTombstoneAtCompactRev: boolean;
-  /**
-   * Before etcd 3.5's txn refactor, a Range inside a Txn with `revision >= current` was rejected as a
-   * future revision (checkRequestRange used >=); newer releases reject only `revision > current`.
-   */
-  readonly txnRangeAtCurrentRevIsFuture: boolean;
 }
 
 export function compatFor(version: EtcdVersion): Compat {
   return {
     keepTombstoneAtCompactRev: version !== '3.4',
-    txnRangeAtCurrentRevIsFuture: version === '3.4',
   };
 }

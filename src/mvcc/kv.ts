@@ -111,7 +111,7 @@ export class MvccStore {
     checkRequestSize(txnSize(r), this.maxRequestBytes);
     const s = this.storage;
     const path = compareToPath(s, r);
-    checkTxn(s, r, path, { i: 0 }, this.compat);
+    checkTxn(s, r, path, { i: 0 });
     const tw = s.write();
     try {
       return executeTxn(tw, r, path, { i: 0 }, false);

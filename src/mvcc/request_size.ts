@@ -1,8 +1,8 @@
 /**
  * Protobuf-encoded sizes of write requests, for etcd's "request is too large" rule: etcd rejects a
  * proposal whose marshaled InternalRaftRequest exceeds --max-request-bytes. Sizes follow proto3 encoding
- * (zero values omitted); the raft request header's ID is assumed to take a full 9-byte varint, as the
- * member-derived IDs etcd generates do.
+ * (zero values omitted). The raft request header is sized so that the limit falls where etcd 3.4.23's
+ * does: a put of a 1-byte key is rejected once key + value exceed 1,572,840 bytes (docs/observed-etcd-3.4.23.md).
  */
 import type { Compare, DeleteRangeRequest, PutRequest, RangeRequest, RequestOp, TxnRequest } from './types.js';
 
@@ -123,6 +123,6 @@ export function txnSize(r: TxnRequest): number {
 
 /** Size of the InternalRaftRequest etcd would propose for a request whose own encoding is `inner` bytes. */
 export function raftRequestSize(inner: number): number {
-  const header = 1 + 9; // RequestHeader.ID
+  const header = 1 + 10; // RequestHeader.ID as a full-width varint
   return messageField(header, 2) + messageField(inner);
 }

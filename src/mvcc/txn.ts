@@ -23,11 +23,6 @@ import type {
   TxnResponse,
 } from './types.js';
 
-/** Behaviour switches that differ between etcd releases (see compat.ts). */
-export interface TxnRules {
-  readonly txnRangeAtCurrentRevIsFuture: boolean;
-}
-
 function cmp(a: number | bigint, b: number | bigint): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
@@ -99,18 +94,19 @@ export function compareToPath(view: ReadView, t: TxnRequest, path: boolean[] = [
 }
 
 /** Pre-checks of the ops on the chosen path (checkTxn), against the state before the txn. */
-export function checkTxn(s: Storage, t: TxnRequest, path: readonly boolean[], at: { i: number }, rules: TxnRules): void {
+export function checkTxn(s: Storage, t: TxnRequest, path: readonly boolean[], at: { i: number }): void {
   const ops = (path[at.i++] ? t.success : t.failure) ?? [];
   for (const op of ops) {
     if (op.requestRange !== undefined) {
       const rev = op.requestRange.revision ?? 0;
       if (rev === 0) continue;
-      if (rules.txnRangeAtCurrentRevIsFuture ? rev >= s.currentRev : rev > s.currentRev) fail(ErrFutureRev);
+      // Unlike a plain Range, a negative revision is not "current" here: it is below FirstRev (etcd #13871).
+      if (rev > s.currentRev) fail(ErrFutureRev);
       if (rev < s.compactRev) fail(ErrCompacted);
     } else if (op.requestPut !== undefined) {
       checkPut(s, op.requestPut, true);
     } else if (op.requestTxn !== undefined) {
-      checkTxn(s, op.requestTxn, path, at, rules);
+      checkTxn(s, op.requestTxn, path, at);
     }
   }
 }
