@@ -12,10 +12,22 @@ export interface Compat {
    * exactly at the compaction revision, so a watch from that revision still sees the delete.
    */
   readonly keepTombstoneAtCompactRev: boolean;
+  /**
+   * etcd PR #20707/#20709 (v3.5.24, v3.6.6): a watch with a negative start revision is answered created and
+   * canceled as compacted. etcd 3.4 accepted it as "from now" until the first compaction, then canceled it.
+   */
+  readonly negativeWatchStartRevRejected: boolean;
+  /**
+   * etcd 3.4 answered a stream-wide progress request at once, out of band of the event channel (so it
+   * could overtake events, issue #15220); later releases answer through the channel, only when synced.
+   */
+  readonly progressRequestAlwaysAnswered: boolean;
 }
 
 export function compatFor(version: EtcdVersion): Compat {
   return {
     keepTombstoneAtCompactRev: version !== '3.4',
+    negativeWatchStartRevRejected: version !== '3.4',
+    progressRequestAlwaysAnswered: version === '3.4',
   };
 }

@@ -1,0 +1,328 @@
+/**
+ * The watchable store (etcd server/storage/mvcc/watchable_store.go). Watchers live in one of three places:
+ *  - synced: caught up; every committed revision is pushed to them from the write path (notify), one
+ *    response per revision;
+ *  - unsynced: behind (a past start revision, a restore, a victim that recovered); a periodic sync step
+ *    replays history to them in batches of at most 1000 revisions, or cancels them with the compaction
+ *    revision when the history they need is gone;
+ *  - victims: their stream's channel was full; the batch they could not take is retried periodically.
+ * The periodic steps run on the simulator's Ticker (virtual time), or by hand through syncWatchers()
+ * and moveVictims() when no ticker is given.
+ */
+import { keyString, type Event, type KeyString, type MvccStore, type StoreSnapshot } from '../mvcc/index.js';
+import type { RangeEnd } from '../mvcc/store.js';
+import type { Clock, SimRandom, Ticker } from '../sim/index.js';
+import { WatcherGroup } from './watcher_group.js';
+import { EventBatch, Watcher } from './watcher.js';
+import { WatchStream } from './watch_stream.js';
+
+/** etcd's defaults (watchable_store.go, watcher_group.go, v3rpc/watch.go). */
+export const WATCH_DEFAULTS = {
+  syncIntervalMs: 100,
+  victimIntervalMs: 10,
+  chanBufLen: 128,
+  maxWatchersPerSync: 512,
+  watchBatchMaxRevs: 1000,
+  progressNotifyIntervalMs: 10 * 60 * 1000,
+} as const;
+
+export interface WatchableStoreOptions {
+  /** Drives the sync and victim steps; without one, call syncWatchers()/moveVictims() yourself. */
+  readonly ticker?: Ticker | undefined;
+  /** Needed for periodic progress notifications (per stream, like etcd's sendLoop ticker). */
+  readonly clock?: Clock | undefined;
+  /** Jitter of the progress interval (etcd adds up to 10%); without it there is no jitter. */
+  readonly random?: SimRandom | undefined;
+  readonly syncIntervalMs?: number | undefined;
+  readonly victimIntervalMs?: number | undefined;
+  /** Responses a stream buffers before its watchers become victims (etcd chanBufLen). */
+  readonly chanBufLen?: number | undefined;
+  readonly maxWatchersPerSync?: number | undefined;
+  readonly watchBatchMaxRevs?: number | undefined;
+  /** --experimental-watch-progress-notify-interval (etcd default 10 min). */
+  readonly progressNotifyIntervalMs?: number | undefined;
+  /** The response-size limit for fragmenting (etcd: --max-request-bytes + 512 KiB). */
+  readonly maxResponseBytes?: number | undefined;
+  /**
+   * etcd PR #20281 (issue #20221): a sync step never lowers a watcher's minRev, so a future-revision
+   * watcher moved to unsynced by a restore receives nothing below its start revision. `false`
+   * reproduces the bug (minRev = current+1) for teaching runs.
+   */
+  readonly restoreKeepsFutureMinRev?: boolean | undefined;
+  /**
+   * etcd PR #20229 (issue #20221): no progress notification below a watcher's start revision.
+   * `false` reproduces the bug.
+   */
+  readonly progressRespectsStartRev?: boolean | undefined;
+  /** Names of the ticker steps, when several stores share one ticker. */
+  readonly stepPrefix?: string | undefined;
+}
+
+export class WatchableStore {
+  readonly synced = new WatcherGroup();
+  unsynced = new WatcherGroup();
+  /** Batches that could not be delivered, each retried as a whole (etcd watcherBatch list). */
+  victims: Map<Watcher, EventBatch>[] = [];
+  readonly chanBufLen: number;
+  readonly maxWatchersPerSync: number;
+  readonly watchBatchMaxRevs: number;
+  readonly progressNotifyIntervalMs: number;
+  readonly maxResponseBytes: number;
+  readonly restoreKeepsFutureMinRev: boolean;
+  readonly progressRespectsStartRev: boolean;
+  readonly clock: Clock | undefined;
+  readonly random: SimRandom | undefined;
+  /** A sync step made progress but left work: run again at the next victim step (etcd yields, then resyncs). */
+  private syncAgain = false;
+  private streamSeq = 0;
+
+  constructor(
+    readonly kv: MvccStore,
+    opts: WatchableStoreOptions = {},
+  ) {
+    this.chanBufLen = opts.chanBufLen ?? WATCH_DEFAULTS.chanBufLen;
+    this.maxWatchersPerSync = opts.maxWatchersPerSync ?? WATCH_DEFAULTS.maxWatchersPerSync;
+    this.watchBatchMaxRevs = opts.watchBatchMaxRevs ?? WATCH_DEFAULTS.watchBatchMaxRevs;
+    this.progressNotifyIntervalMs = opts.progressNotifyIntervalMs ?? WATCH_DEFAULTS.progressNotifyIntervalMs;
+    this.maxResponseBytes = opts.maxResponseBytes ?? kv.maxRequestBytes + 512 * 1024;
+    this.restoreKeepsFutureMinRev = opts.restoreKeepsFutureMinRev ?? true;
+    this.progressRespectsStartRev = opts.progressRespectsStartRev ?? true;
+    this.clock = opts.clock;
+    this.random = opts.random;
+    kv.subscribe((rev, events) => this.notify(rev, events));
+    const ticker = opts.ticker;
+    if (ticker !== undefined) {
+      const prefix = opts.stepPrefix ?? 'watch';
+      ticker.add(`${prefix}.sync`, opts.syncIntervalMs ?? WATCH_DEFAULTS.syncIntervalMs, () => {
+        if (this.unsynced.size > 0) this.syncWatchers();
+      });
+      ticker.add(`${prefix}.victims`, opts.victimIntervalMs ?? WATCH_DEFAULTS.victimIntervalMs, () => {
+        while (this.moveVictims() !== 0) {
+          // keep going while victims make progress, as etcd's syncVictimsLoop does
+        }
+        if (this.syncAgain && this.unsynced.size > 0) this.syncWatchers();
+      });
+    }
+  }
+
+  /** A new watch stream (one gRPC Watch call); many watchers share its channel. */
+  newWatchStream(): WatchStream {
+    return new WatchStream(this, this.streamSeq++);
+  }
+
+  /** The store's current revision (watchStream.Rev). */
+  rev(): number {
+    return this.kv.currentRevision;
+  }
+
+  /**
+   * Registers a watcher (watchableStore.watch). Start revision 0 or in the future: synced, waiting for
+   * minRev = max(current+1, startRev). A past start revision: unsynced, to be replayed by the sync step.
+   */
+  watch(stream: WatchStream, id: number, key: KeyString, end: RangeEnd, startRev: number, noPut: boolean, noDelete: boolean): Watcher {
+    const w = new Watcher(id, key, end, startRev, noPut, noDelete, stream);
+    const cur = this.kv.currentRevision;
+    if (startRev > cur || startRev === 0) {
+      w.minRev = Math.max(cur + 1, startRev);
+      this.synced.add(w);
+    } else {
+      this.unsynced.add(w);
+    }
+    return w;
+  }
+
+  /** Removes a watcher wherever it is (cancelWatcher). */
+  cancelWatcher(w: Watcher): void {
+    if (this.unsynced.delete(w) || this.synced.delete(w)) return;
+    if (w.victim) for (const batch of this.victims) if (batch.delete(w)) return;
+  }
+
+  /**
+   * notify: pushes one committed revision to every synced watcher it concerns. A watcher whose channel
+   * is full becomes a victim with that revision's batch. minRev always moves past the revision.
+   */
+  notify(rev: number, events: readonly Event[]): void {
+    if (this.synced.size === 0) return;
+    let victims: Map<Watcher, EventBatch> | undefined;
+    const deliver = (w: Watcher, evs: readonly Event[]): void => {
+      if (!w.send(evs, rev)) {
+        w.victim = true;
+        victims ??= new Map();
+        const eb = new EventBatch();
+        for (const ev of evs) eb.add(ev, Infinity);
+        victims.set(w, eb);
+        this.synced.delete(w);
+      }
+      w.minRev = rev + 1;
+    };
+    if (events.length === 1) {
+      // The common case: one change, one shared events array for every watcher.
+      const ev = events[0]!;
+      const shared = events;
+      const matched: Watcher[] = [];
+      this.synced.forEachMatching(keyString(ev.kv.key), (w) => {
+        if (ev.kv.modRevision >= w.minRev) matched.push(w);
+      });
+      for (const w of matched) deliver(w, shared);
+    } else {
+      const batches = new Map<Watcher, Event[]>();
+      for (const ev of events) {
+        this.synced.forEachMatching(keyString(ev.kv.key), (w) => {
+          if (ev.kv.modRevision < w.minRev) return;
+          const b = batches.get(w);
+          if (b === undefined) batches.set(w, [ev]);
+          else b.push(ev);
+        });
+      }
+      for (const [w, evs] of batches) deliver(w, evs);
+    }
+    if (victims !== undefined) this.victims.push(victims);
+  }
+
+  /**
+   * syncWatchers: picks up to maxWatchersPerSync unsynced watchers; cancels those behind the compaction
+   * point with the compaction revision; replays history from the lowest minRev to the current revision,
+   * at most watchBatchMaxRevs revisions per watcher; caught-up watchers move to synced. Returns how many
+   * watchers remain unsynced.
+   */
+  syncWatchers(): number {
+    this.syncAgain = false;
+    const before = this.unsynced.size;
+    if (before === 0) return 0;
+    const curRev = this.kv.currentRevision;
+    const compactRev = this.kv.compactRevision;
+    const chosen = new WatcherGroup();
+    let minRev = Infinity;
+    for (const w of this.unsynced.watchers) {
+      if (chosen.size >= this.maxWatchersPerSync) break;
+      if (w.minRev > curRev) {
+        if (!w.restore) throw new Error(`watcher ${w.id} has a future minRev ${w.minRev} in unsynced without a restore`);
+        w.restore = false;
+      }
+      if (w.minRev < compactRev) {
+        // The history this watcher needs is gone: cancel it with the compaction revision.
+        if (w.stream.offer(w.id, NO_EVENTS, 0, compactRev)) {
+          w.compacted = true;
+          this.unsynced.delete(w);
+        }
+        continue;
+      }
+      chosen.add(w);
+      if (w.minRev < minRev) minRev = w.minRev;
+    }
+    const batches = this.collectBatches(chosen, minRev, curRev);
+    let victims: Map<Watcher, EventBatch> | undefined;
+    for (const w of chosen.watchers) {
+      w.minRev = this.restoreKeepsFutureMinRev ? Math.max(curRev + 1, w.minRev) : curRev + 1;
+      const eb = batches.get(w);
+      if (eb === undefined) {
+        this.synced.add(w);
+        this.unsynced.delete(w);
+        continue;
+      }
+      if (eb.moreRev !== 0) w.minRev = eb.moreRev;
+      if (!w.send(eb.evs, curRev)) {
+        w.victim = true;
+        victims ??= new Map();
+        victims.set(w, eb);
+      } else if (eb.moreRev !== 0) {
+        continue; // more history to read: stays unsynced
+      } else {
+        this.synced.add(w);
+      }
+      this.unsynced.delete(w);
+    }
+    if (victims !== undefined) this.victims.push(victims);
+    const after = this.unsynced.size;
+    this.syncAgain = after > 0 && after < before;
+    return after;
+  }
+
+  /** Events in [minRev, curRev] for the chosen watchers, read revision by revision from the log. */
+  private collectBatches(chosen: WatcherGroup, minRev: number, curRev: number): Map<Watcher, EventBatch> {
+    const batches = new Map<Watcher, EventBatch>();
+    if (chosen.size === 0 || minRev === Infinity) return batches;
+    const maxRevs = this.watchBatchMaxRevs;
+    let open = chosen.size; // watchers whose batch can still grow
+    const full = new Set<Watcher>();
+    for (let r = Math.max(minRev, 1); r <= curRev && open > 0; r++) {
+      const evs = this.kv.eventsAt(r);
+      for (const ev of evs) {
+        chosen.forEachMatching(keyString(ev.kv.key), (w) => {
+          // minRev <= 0 only for etcd 3.4's negative start revision, which replayed nothing.
+          if (ev.kv.modRevision < w.minRev || w.minRev <= 0 || full.has(w)) return;
+          let eb = batches.get(w);
+          if (eb === undefined) {
+            eb = new EventBatch();
+            batches.set(w, eb);
+          }
+          eb.add(ev, maxRevs);
+          if (eb.moreRev !== 0) {
+            full.add(w);
+            open--;
+          }
+        });
+      }
+    }
+    return batches;
+  }
+
+  /**
+   * moveVictims: retries each victim batch (header revision minRev-1); delivered watchers go back to
+   * unsynced if they are behind, or to synced. Returns how many were delivered.
+   */
+  moveVictims(): number {
+    const victims = this.victims;
+    if (victims.length === 0) return 0;
+    this.victims = [];
+    let moved = 0;
+    const stillBlocked = new Map<Watcher, EventBatch>();
+    const curRev = this.kv.currentRevision;
+    for (const batch of victims) {
+      for (const [w, eb] of batch) {
+        if (!w.send(eb.evs, w.minRev - 1)) {
+          stillBlocked.set(w, eb);
+          continue;
+        }
+        moved++;
+        w.victim = false;
+        if (eb.moreRev !== 0) w.minRev = eb.moreRev;
+        if (w.minRev <= curRev) this.unsynced.add(w);
+        else this.synced.add(w);
+      }
+    }
+    if (stillBlocked.size > 0) this.victims.push(stillBlocked);
+    return moved;
+  }
+
+  /**
+   * progressIfSync: a progress notification (no events, current revision) goes out only if every given
+   * watcher is synced and the current revision has reached each one's start revision (PR #20229).
+   */
+  progressIfSync(watchers: Iterable<Watcher>, responseWatchId: number): boolean {
+    const rev = this.kv.currentRevision;
+    let first: Watcher | undefined;
+    for (const w of watchers) {
+      if (!this.synced.has(w)) return false;
+      if (this.progressRespectsStartRev && rev < w.startRev) return false;
+      first ??= w;
+    }
+    if (first !== undefined) first.stream.offer(responseWatchId, NO_EVENTS, rev, 0);
+    return true;
+  }
+
+  /**
+   * Restore (what a follower does with the leader's snapshot): replaces the store's state and moves every
+   * synced watcher to unsynced, flagged `restore` since its minRev may now lie in the future.
+   */
+  restore(snapshot: StoreSnapshot): void {
+    this.kv.restore(snapshot);
+    for (const w of this.synced.watchers) {
+      w.restore = true;
+      this.unsynced.add(w);
+    }
+    for (const w of [...this.synced.watchers]) this.synced.delete(w);
+  }
+}
+
+const NO_EVENTS: readonly Event[] = Object.freeze([]);

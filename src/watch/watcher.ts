@@ -1,0 +1,77 @@
+/**
+ * A watcher (etcd server/storage/mvcc/watchable_store.go `watcher`): a key or range, the next revision
+ * it still needs (minRev), the revision it asked to start at, its filters, and the stream it sends to.
+ */
+import type { Event, KeyString } from '../mvcc/index.js';
+import type { RangeEnd } from '../mvcc/store.js';
+import type { WatchStream } from './watch_stream.js';
+
+export class Watcher {
+  /** The revision the client asked for; progress is never reported below it (etcd PR #20229). */
+  readonly startRev: number;
+  /** The lowest revision whose events this watcher still has to receive. */
+  minRev: number;
+  /** Its channel was full; its pending batch waits in the victim list. */
+  victim = false;
+  /** Canceled by compaction; no longer in any group. */
+  compacted = false;
+  /** Moved from synced to unsynced by a restore; may legitimately have minRev > current revision. */
+  restore = false;
+
+  constructor(
+    readonly id: number,
+    readonly key: KeyString,
+    readonly end: RangeEnd,
+    startRev: number,
+    readonly noPut: boolean,
+    readonly noDelete: boolean,
+    readonly stream: WatchStream,
+  ) {
+    this.startRev = startRev;
+    this.minRev = startRev;
+  }
+
+  /** Whether `key` falls in this watcher's key or range. */
+  contains(key: KeyString): boolean {
+    if (this.end === undefined) return key === this.key;
+    return key >= this.key && (this.end === '' || key < this.end);
+  }
+
+  /**
+   * watcher.send: applies filters, then offers the response to the stream's bounded channel. A response
+   * whose events were all filtered out counts as sent (nothing is sent). False means the channel is full.
+   */
+  send(events: readonly Event[], revision: number): boolean {
+    if ((this.noPut || this.noDelete) && events.length > 0) {
+      const kept = events.filter((ev) => (ev.type === 'PUT' ? !this.noPut : !this.noDelete));
+      if (kept.length === 0) return true;
+      events = kept;
+    }
+    return this.stream.offer(this.id, events, revision, 0);
+  }
+}
+
+/**
+ * eventBatch: events for one watcher, at most `maxRevs` distinct revisions; `moreRev` is the first
+ * revision left out, where the next catch-up batch starts.
+ */
+export class EventBatch {
+  readonly evs: Event[] = [];
+  revs = 0;
+  moreRev = 0;
+
+  add(ev: Event, maxRevs: number): void {
+    if (this.moreRev !== 0) return;
+    const n = this.evs.length;
+    if (n === 0) {
+      this.revs = 1;
+    } else if (ev.kv.modRevision > this.evs[n - 1]!.kv.modRevision) {
+      if (this.revs === maxRevs) {
+        this.moreRev = ev.kv.modRevision;
+        return;
+      }
+      this.revs++;
+    }
+    this.evs.push(ev);
+  }
+}

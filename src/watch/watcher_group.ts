@@ -1,0 +1,63 @@
+/**
+ * watcherGroup (etcd watcher_group.go): watchers indexed for event fan-out — single-key watchers by key,
+ * range watchers in a list (etcd uses an interval tree; a list keeps the model simple and is fast for
+ * the handful of range watchers real clients open).
+ */
+import type { KeyString } from '../mvcc/index.js';
+import type { Watcher } from './watcher.js';
+
+export class WatcherGroup {
+  private readonly byKey = new Map<KeyString, Set<Watcher>>();
+  private readonly ranges = new Set<Watcher>();
+  /** Every watcher of the group, in the order they joined (deterministic iteration). */
+  readonly watchers = new Set<Watcher>();
+
+  get size(): number {
+    return this.watchers.size;
+  }
+
+  has(w: Watcher): boolean {
+    return this.watchers.has(w);
+  }
+
+  add(w: Watcher): void {
+    if (this.watchers.has(w)) return;
+    this.watchers.add(w);
+    if (w.end !== undefined) {
+      this.ranges.add(w);
+      return;
+    }
+    let set = this.byKey.get(w.key);
+    if (set === undefined) {
+      set = new Set();
+      this.byKey.set(w.key, set);
+    }
+    set.add(w);
+  }
+
+  delete(w: Watcher): boolean {
+    if (!this.watchers.delete(w)) return false;
+    if (w.end !== undefined) {
+      this.ranges.delete(w);
+    } else {
+      const set = this.byKey.get(w.key)!;
+      set.delete(w);
+      if (set.size === 0) this.byKey.delete(w.key);
+    }
+    return true;
+  }
+
+  /** Calls fn for every watcher whose key or range contains `key`: single-key watchers first. */
+  forEachMatching(key: KeyString, fn: (w: Watcher) => void): void {
+    const set = this.byKey.get(key);
+    if (set !== undefined) for (const w of set) fn(w);
+    if (this.ranges.size > 0) for (const w of this.ranges) if (w.contains(key)) fn(w);
+  }
+
+  /** Whether any watcher of the group watches `key`. */
+  contains(key: KeyString): boolean {
+    if (this.byKey.has(key)) return true;
+    for (const w of this.ranges) if (w.contains(key)) return true;
+    return false;
+  }
+}
