@@ -117,7 +117,9 @@ export class KeyIndex {
       if (!isLast && g.length === 0) return `${JSON.stringify(this.key)}: empty generation ${gi} before the last`;
       for (let i = 0; i < g.length; i++) {
         const kv = g[i]!;
-        if (kv.modRevision <= prev) return `${JSON.stringify(this.key)}: revisions not increasing at ${kv.modRevision}`;
+        // Equal main revisions are legal: a txn may put and delete one key (etcd's "\0" delete quirk), at
+        // two sub-revisions of the same main revision.
+        if (kv.modRevision < prev) return `${JSON.stringify(this.key)}: revisions going backwards at ${kv.modRevision}`;
         prev = kv.modRevision;
         const tomb = isTombstone(kv);
         if (tomb !== (!isLast && i === g.length - 1)) {
@@ -129,7 +131,7 @@ export class KeyIndex {
         if (kv.createRevision !== first.createRevision) {
           return `${JSON.stringify(this.key)}: create revision differs inside a generation at ${kv.modRevision}`;
         }
-        if (i > 0 && !isTombstone(g[i - 1]!) && kv.version !== g[i - 1]!.version + 1) {
+        if (i > 0 && kv.version !== g[i - 1]!.version + 1) {
           return `${JSON.stringify(this.key)}: version does not count up at ${kv.modRevision}`;
         }
       }

@@ -6,7 +6,7 @@
  * A rejected request throws an EtcdError and leaves revision, keys, leases and watchers untouched: all
  * checks run before the write transaction starts.
  */
-import { keyString } from './bytes.js';
+import { keyString, type KeyString } from './bytes.js';
 import { compatFor, type Compat, type EtcdVersion } from './compat.js';
 import { executeRange } from './range.js';
 import { deleteRangeSize, putSize, txnSize } from './request_size.js';
@@ -113,11 +113,27 @@ export class MvccStore {
     const path = compareToPath(s, r);
     checkTxn(s, r, path, { i: 0 });
     const tw = s.write();
+    let resp: TxnResponse;
     try {
-      return executeTxn(tw, r, path, { i: 0 }, false);
-    } finally {
-      tw.end();
+      resp = executeTxn(tw, r, path, { i: 0 }, false);
+    } catch (err) {
+      tw.rollback();
+      throw err;
     }
+    tw.end();
+    return resp;
+  }
+
+  /**
+   * Deletes the given keys in one write txn, in the order given (etcd's lessor RangeDeleter: a lease revoke
+   * is one revision and is not subject to request validation such as --max-txn-ops).
+   */
+  deleteKeys(keys: readonly KeyString[]): { revision: number; deleted: number } {
+    const tw = this.storage.write();
+    let deleted = 0;
+    for (const k of keys) deleted += tw.deleteRange(k, undefined).deleted;
+    tw.end();
+    return { revision: this.storage.currentRev, deleted };
   }
 
   /** Compact: drops history before `revision` by etcd's keep rule. Errors: compacted or future revision. */

@@ -297,6 +297,38 @@ export class WriteTxn implements ReadView {
     return { deleted, rev: this.rev };
   }
 
+  /**
+   * Undoes every change of this txn, newest first, leases included. etcd never needs this (an op that
+   * fails mid-txn stops the server); the simulator uses it to keep "a rejected request changes nothing"
+   * for the one failure its pre-checks cannot see: an ignore_value/ignore_lease put of a key that an
+   * earlier op of the same txn deleted.
+   */
+  rollback(): void {
+    const s = this.s;
+    for (let i = this.changes.length - 1; i >= 0; i--) {
+      const { type, kv } = this.changes[i]!;
+      const key = keyString(kv.key);
+      const ki = s.index.get(key)!;
+      if (type === 'DELETE') {
+        ki.generations.pop();
+        ki.generations[ki.generations.length - 1]!.pop();
+        const live = ki.current()!;
+        if (live.lease !== 0n) s.lessor?.attach(live.lease, ki.keyBytes);
+        continue;
+      }
+      ki.generations[ki.generations.length - 1]!.pop();
+      const prev = ki.current();
+      const oldLease = prev === undefined ? 0n : prev.lease;
+      if (oldLease !== kv.lease && s.lessor !== undefined) {
+        if (kv.lease !== 0n) s.lessor.detach(kv.lease, ki.keyBytes);
+        if (oldLease !== 0n) s.lessor.attach(oldLease, ki.keyBytes);
+      }
+      if (ki.generations.length === 1 && ki.generations[0]!.length === 0) s.index.delete(key);
+    }
+    this.changes.length = 0;
+    this.ended = true;
+  }
+
   /** Commits (storeTxnWrite.End): the revision moves and watchers are notified only if something changed. */
   end(): void {
     if (this.ended) return;
