@@ -3,3 +3,5 @@ export * from './mvcc/index.js';
 export * from './watch/index.js';
 export * from './lease/index.js';
 export * from './sim/index.js';
+export * from './server/index.js';
+export * from './client/index.js';

@@ -121,7 +121,13 @@ function shellQuote(s: string): string {
 /** The failure report: seed, path, replayPath, the counterexample, the error, and how to replay it. */
 export function formatFailure<Ts>(details: fc.RunDetails<Ts>, file: string): string {
   const values = details.counterexample as readonly unknown[] | null | undefined;
-  const shown = lastFailure ?? (values === null || values === undefined ? '(none)' : values.map((v) => String(v)).join(', '));
+  const isCommands = (v: unknown): boolean => typeof v === 'object' && v !== null && String(v).includes('/*replayPath=');
+  // A command sequence prints as recorded at failure time (see lastFailure), next to the other inputs;
+  // without one, a recorded text stands for the whole input.
+  let shown: string;
+  if (values === null || values === undefined) shown = lastFailure ?? '(none)';
+  else if (lastFailure !== undefined && values.some(isCommands)) shown = values.map((v) => (isCommands(v) ? lastFailure : fc.stringify(v))).join(',\n  ');
+  else shown = lastFailure ?? values.map((v) => fc.stringify(v)).join(',\n  ');
   const m = /\/\*replayPath=("(?:[^"\\]|\\.)*")\*\//.exec(shown);
   const rp = m === null ? undefined : (JSON.parse(m[1]!) as string);
   const cause = details.errorInstance instanceof Error ? (details.errorInstance.stack ?? details.errorInstance.message) : String(details.errorInstance);

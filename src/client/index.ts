@@ -1,0 +1,2 @@
+/** In-process access to the simulator. */
+export { createEtcdSim, type EtcdSim, type EtcdSimOptions } from './create.js';

@@ -1,0 +1,582 @@
+/**
+ * Model-based property: MvccStore against the naive ReferenceKV (issue 2).
+ *
+ * Random sequences of put / delete (single key, range, prefix, "\0" end, everything) / txn (flat and one
+ * nested level, all compare targets and results) / compact / range (every option, at random revisions
+ * including future and compacted ones) / snapshot-restore run against both, plus txns built to fail
+ * mid-apply (where etcd would panic the simulator must reject and undo); keys come from a 4-byte
+ * alphabet including 0x00 and 0xff so ranges overlap. After every step the results or errors (gRPC code
+ * and message), the current and compact revisions, the store's own invariants and the lessor's key sets
+ * must agree; at check points and at the end of every run, every readable revision is compared in full.
+ *
+ * Runs: ETCDSIM_NUM_RUNS (default 200). Replay: see harness.ts (ETCDSIM_SEED / _PATH / _REPLAY_PATH).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+
+import { keyString, prefixEnd } from '../../src/mvcc/bytes.js';
+import { EtcdError, ErrKeyNotFound, fail } from '../../src/mvcc/errors.js';
+import { MvccStore } from '../../src/mvcc/kv.js';
+import type {
+  CompareResult,
+  DeleteRangeRequest,
+  LeaseHook,
+  PutRequest,
+  RangeRequest,
+  RequestOp,
+  SortOrder,
+  SortTarget,
+  TxnRequest,
+  Compare,
+} from '../../src/mvcc/types.js';
+import { checkProperty, runModel, withReplayPath } from './harness.js';
+import { EtcdWouldPanic, ReferenceKV } from './model/reference_kv.js';
+
+const FILE = 'test/properties/mvcc.property.test.ts';
+/** Small, so "too many operations" and nested-txn budgets are exercised. */
+const MAX_TXN_OPS = 5;
+/** Leases 1 and 2 exist; 3 does not. */
+const LIVE_LEASES = [1n, 2n];
+
+// -------------------------------------------------------------------------------------------------
+// Real side: the store plus a lessor stand-in that records attachments.
+
+class RecordingLessor implements LeaseHook {
+  readonly keys = new Map<bigint, Set<string>>(LIVE_LEASES.map((id) => [id, new Set<string>()]));
+  exists(id: bigint): boolean {
+    return this.keys.has(id);
+  }
+  attach(id: bigint, key: Uint8Array): void {
+    this.keys.get(id)?.add(keyString(key));
+  }
+  detach(id: bigint, key: Uint8Array): void {
+    this.keys.get(id)?.delete(keyString(key));
+  }
+  /** Non-empty sets only, for comparison with the model. */
+  view(): Record<string, string[]> {
+    const out: Record<string, string[]> = {};
+    for (const [id, s] of this.keys) if (s.size > 0) out[String(id)] = [...s].sort();
+    return out;
+  }
+}
+
+interface Model {
+  readonly ref: ReferenceKV;
+}
+interface Real {
+  store: MvccStore;
+  readonly lessor: RecordingLessor;
+}
+
+function setup(): { model: Model; real: Real } {
+  const lessor = new RecordingLessor();
+  return {
+    model: { ref: new ReferenceKV({ maxTxnOps: MAX_TXN_OPS, leaseExists: (id) => LIVE_LEASES.includes(id) }) },
+    real: { store: new MvccStore({ maxTxnOps: MAX_TXN_OPS, lessor }), lessor },
+  };
+}
+
+// -------------------------------------------------------------------------------------------------
+// Symbolic revisions, resolved against the model when a command runs (so shrinking keeps them useful).
+
+type RevSpec =
+  | { readonly t: 'zero' }
+  | { readonly t: 'back'; readonly n: number } // current - n (n < 0: the future)
+  | { readonly t: 'cmp'; readonly n: number } // compact revision + n
+  | { readonly t: 'abs'; readonly n: number };
+
+function rev(spec: RevSpec, ref: ReferenceKV): number {
+  switch (spec.t) {
+    case 'zero':
+      return 0;
+    case 'back':
+      return ref.currentRev - spec.n;
+    case 'cmp':
+      return ref.compactRev + spec.n;
+    case 'abs':
+      return spec.n;
+  }
+}
+
+const readRevArb: fc.Arbitrary<RevSpec> = fc.oneof(
+  { weight: 3, arbitrary: fc.constant<RevSpec>({ t: 'zero' }) },
+  { weight: 5, arbitrary: fc.integer({ min: -2, max: 8 }).map((n): RevSpec => ({ t: 'back', n })) },
+  { weight: 1, arbitrary: fc.integer({ min: -1, max: 1 }).map((n): RevSpec => ({ t: 'cmp', n })) },
+  { weight: 1, arbitrary: fc.constant<RevSpec>({ t: 'abs', n: -1 }) },
+);
+const filterRevArb: fc.Arbitrary<RevSpec> = fc.oneof(
+  { weight: 3, arbitrary: fc.integer({ min: 0, max: 8 }).map((n): RevSpec => ({ t: 'back', n })) },
+  { weight: 1, arbitrary: fc.integer({ min: 1, max: 4 }).map((n): RevSpec => ({ t: 'abs', n })) },
+);
+const compactRevArb: fc.Arbitrary<RevSpec> = fc.oneof(
+  { weight: 4, arbitrary: fc.integer({ min: -1, max: 6 }).map((n): RevSpec => ({ t: 'back', n })) },
+  { weight: 2, arbitrary: fc.integer({ min: -1, max: 2 }).map((n): RevSpec => ({ t: 'cmp', n })) },
+  { weight: 1, arbitrary: fc.constantFrom<RevSpec>({ t: 'abs', n: 0 }, { t: 'abs', n: -1 }) },
+);
+
+// -------------------------------------------------------------------------------------------------
+// Keys, values, leases, selections.
+
+const byteArb = fc.constantFrom(0x00, 0x61, 0x62, 0xff);
+/** 20 keys; one-byte keys are likelier so single-key reads and compares often hit. */
+const keyArb: fc.Arbitrary<Uint8Array> = fc.oneof(
+  { weight: 3, arbitrary: byteArb.map((b) => Uint8Array.of(b)) },
+  { weight: 2, arbitrary: fc.tuple(byteArb, byteArb).map(([a, b]) => Uint8Array.of(a, b)) },
+);
+const EMPTY = new Uint8Array(0);
+const keyOrEmptyArb = fc.oneof({ weight: 80, arbitrary: keyArb }, { weight: 1, arbitrary: fc.constant(EMPTY) });
+const valueArb: fc.Arbitrary<Uint8Array> = fc
+  .constantFrom('', 'x', 'y', 'xy', '\xff')
+  .map((s) => Uint8Array.from(s, (c) => c.charCodeAt(0)));
+const leaseArb: fc.Arbitrary<bigint> = fc.oneof(
+  { weight: 8, arbitrary: fc.constant(0n) },
+  { weight: 4, arbitrary: fc.constantFrom(1n, 2n) },
+  { weight: 1, arbitrary: fc.constant(3n) },
+);
+
+interface Selection {
+  readonly key: Uint8Array;
+  readonly rangeEnd?: Uint8Array | undefined;
+}
+const selectionArb: fc.Arbitrary<Selection> = fc.oneof(
+  { weight: 4, arbitrary: keyOrEmptyArb.map((key): Selection => ({ key })) },
+  { weight: 1, arbitrary: keyArb.map((key): Selection => ({ key, rangeEnd: EMPTY })) },
+  { weight: 3, arbitrary: fc.tuple(keyOrEmptyArb, keyArb).map(([key, rangeEnd]): Selection => ({ key, rangeEnd })) },
+  { weight: 2, arbitrary: keyArb.map((key): Selection => ({ key, rangeEnd: prefixEnd(key) })) },
+  { weight: 2, arbitrary: keyArb.map((key): Selection => ({ key, rangeEnd: Uint8Array.of(0) })) },
+  { weight: 1, arbitrary: fc.constant<Selection>({ key: Uint8Array.of(0), rangeEnd: Uint8Array.of(0) }) },
+);
+
+// -------------------------------------------------------------------------------------------------
+// Request specs (revisions symbolic) and their resolution.
+
+interface RangeSpec {
+  readonly sel: Selection;
+  readonly revision: RevSpec;
+  readonly limit: number;
+  readonly sortOrder?: SortOrder | undefined;
+  readonly sortTarget?: SortTarget | undefined;
+  readonly keysOnly: boolean;
+  readonly countOnly: boolean;
+  readonly minMod?: RevSpec | undefined;
+  readonly maxMod?: RevSpec | undefined;
+  readonly minCreate?: RevSpec | undefined;
+  readonly maxCreate?: RevSpec | undefined;
+}
+
+/** Each filter is set in about one range in eight. */
+const optFilter: fc.Arbitrary<RevSpec | undefined> = fc.oneof({ weight: 7, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: filterRevArb });
+const rangeSpecArb: fc.Arbitrary<RangeSpec> = fc.record({
+  sel: selectionArb,
+  revision: readRevArb,
+  limit: fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 3, arbitrary: fc.integer({ min: 1, max: 4 }) }, { weight: 1, arbitrary: fc.constant(-1) }),
+  sortOrder: fc.option(fc.constantFrom<SortOrder>('NONE', 'ASCEND', 'DESCEND'), { nil: undefined }),
+  sortTarget: fc.option(fc.constantFrom<SortTarget>('KEY', 'VERSION', 'CREATE', 'MOD', 'VALUE'), { nil: undefined }),
+  keysOnly: fc.boolean(),
+  countOnly: fc.oneof({ weight: 6, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+  minMod: optFilter,
+  maxMod: optFilter,
+  minCreate: optFilter,
+  maxCreate: optFilter,
+});
+
+function resolveRange(s: RangeSpec, ref: ReferenceKV, atRev?: number): RangeRequest {
+  const f = (r: RevSpec | undefined): number | undefined => (r === undefined ? undefined : rev(r, ref));
+  return {
+    key: s.sel.key,
+    rangeEnd: s.sel.rangeEnd,
+    revision: atRev ?? rev(s.revision, ref),
+    limit: s.limit,
+    sortOrder: s.sortOrder,
+    sortTarget: s.sortTarget,
+    keysOnly: s.keysOnly,
+    countOnly: s.countOnly,
+    minModRevision: f(s.minMod),
+    maxModRevision: f(s.maxMod),
+    minCreateRevision: f(s.minCreate),
+    maxCreateRevision: f(s.maxCreate),
+  };
+}
+
+const putArb: fc.Arbitrary<PutRequest> = fc
+  .record({
+    key: keyOrEmptyArb,
+    value: valueArb,
+    lease: leaseArb,
+    prevKv: fc.boolean(),
+    flags: fc.oneof(
+      { weight: 24, arbitrary: fc.constant('none') },
+      { weight: 3, arbitrary: fc.constantFrom('iv', 'il', 'both') },
+      { weight: 1, arbitrary: fc.constantFrom('iv-bad', 'il-bad') },
+    ),
+  })
+  .map(({ key, value, lease, prevKv, flags }): PutRequest => {
+    switch (flags) {
+      case 'iv':
+        return { key, lease, prevKv, ignoreValue: true };
+      case 'il':
+        return { key, value, prevKv, ignoreLease: true };
+      case 'both':
+        return { key, prevKv, ignoreValue: true, ignoreLease: true };
+      case 'iv-bad':
+        return { key, value: value.length > 0 ? value : Uint8Array.of(0x78), prevKv, ignoreValue: true };
+      case 'il-bad':
+        return { key, value, lease: lease === 0n ? 1n : lease, prevKv, ignoreLease: true };
+      default:
+        return { key, value, lease, prevKv };
+    }
+  });
+
+const deleteArb: fc.Arbitrary<DeleteRangeRequest> = fc
+  .record({ sel: selectionArb, prevKv: fc.boolean() })
+  .map(({ sel, prevKv }): DeleteRangeRequest => ({ key: sel.key, rangeEnd: sel.rangeEnd, prevKv }));
+
+type Operand =
+  | { readonly target: 'VERSION'; readonly version: number }
+  | { readonly target: 'CREATE' | 'MOD'; readonly rev: RevSpec }
+  | { readonly target: 'VALUE'; readonly value: Uint8Array | undefined }
+  | { readonly target: 'LEASE'; readonly lease: bigint };
+interface CompareSpec {
+  readonly sel: Selection;
+  readonly result: CompareResult;
+  readonly operand: Operand;
+}
+const cmpRevArb: fc.Arbitrary<RevSpec> = fc.oneof(
+  { weight: 4, arbitrary: fc.integer({ min: -1, max: 6 }).map((n): RevSpec => ({ t: 'back', n })) },
+  { weight: 1, arbitrary: fc.constant<RevSpec>({ t: 'abs', n: 0 }) },
+);
+const compareArb: fc.Arbitrary<CompareSpec> = fc.record({
+  sel: fc.oneof(
+    { weight: 6, arbitrary: keyOrEmptyArb.map((key): Selection => ({ key })) },
+    { weight: 1, arbitrary: fc.tuple(keyArb, keyArb).map(([key, rangeEnd]): Selection => ({ key, rangeEnd })) },
+    { weight: 1, arbitrary: keyArb.map((key): Selection => ({ key, rangeEnd: prefixEnd(key) })) },
+    { weight: 1, arbitrary: keyArb.map((key): Selection => ({ key, rangeEnd: Uint8Array.of(0) })) },
+  ),
+  result: fc.constantFrom<CompareResult>('EQUAL', 'GREATER', 'LESS', 'NOT_EQUAL'),
+  operand: fc.oneof(
+    fc.integer({ min: 0, max: 3 }).map((version): Operand => ({ target: 'VERSION', version })),
+    fc.tuple(fc.constantFrom<'CREATE' | 'MOD'>('CREATE', 'MOD'), cmpRevArb).map(([target, r]): Operand => ({ target, rev: r })),
+    fc.option(valueArb, { nil: undefined }).map((value): Operand => ({ target: 'VALUE', value })),
+    leaseArb.map((lease): Operand => ({ target: 'LEASE', lease })),
+  ),
+});
+
+function resolveCompare(c: CompareSpec, ref: ReferenceKV): Compare {
+  const base = { key: c.sel.key, rangeEnd: c.sel.rangeEnd, result: c.result };
+  const o = c.operand;
+  switch (o.target) {
+    case 'VERSION':
+      return { ...base, target: 'VERSION', version: o.version };
+    case 'CREATE':
+      return { ...base, target: 'CREATE', createRevision: rev(o.rev, ref) };
+    case 'MOD':
+      return { ...base, target: 'MOD', modRevision: rev(o.rev, ref) };
+    case 'VALUE':
+      return { ...base, target: 'VALUE', value: o.value };
+    case 'LEASE':
+      return { ...base, target: 'LEASE', lease: o.lease };
+  }
+}
+
+type OpSpec =
+  | { readonly range: RangeSpec }
+  | { readonly put: PutRequest }
+  | { readonly del: DeleteRangeRequest }
+  | { readonly txn: TxnSpec }
+  | { readonly empty: true };
+interface TxnSpec {
+  readonly compare: readonly CompareSpec[];
+  readonly success: readonly OpSpec[];
+  readonly failure: readonly OpSpec[];
+}
+
+function txnArb(depth: number): fc.Arbitrary<TxnSpec> {
+  const ops: fc.WeightedArbitrary<OpSpec>[] = [
+    { weight: 6, arbitrary: rangeSpecArb.map((range): OpSpec => ({ range })) },
+    { weight: 7, arbitrary: putArb.map((put): OpSpec => ({ put })) },
+    { weight: 4, arbitrary: deleteArb.map((del): OpSpec => ({ del })) },
+  ];
+  if (depth > 0) {
+    ops.push({ weight: 3, arbitrary: txnArb(depth - 1).map((txn): OpSpec => ({ txn })) });
+    ops.push({ weight: 1, arbitrary: fc.constant<OpSpec>({ empty: true }) });
+  }
+  const op = fc.oneof(...ops);
+  const n = depth > 0 ? 4 : 2;
+  // Mostly within MAX_TXN_OPS (and within a nested txn's remaining budget); sometimes one too many.
+  const list = <T>(a: fc.Arbitrary<T>, max: number): fc.Arbitrary<T[]> =>
+    fc.oneof({ weight: 12, arbitrary: fc.array(a, { maxLength: max }) }, { weight: 1, arbitrary: fc.array(a, { minLength: MAX_TXN_OPS, maxLength: MAX_TXN_OPS + 1 }) });
+  return fc.record({ compare: list(compareArb, n - 1), success: list(op, n), failure: list(op, n - 1) });
+}
+
+function resolveTxn(t: TxnSpec, ref: ReferenceKV): TxnRequest {
+  const op = (o: OpSpec): RequestOp => {
+    if ('range' in o) return { requestRange: resolveRange(o.range, ref) };
+    if ('put' in o) return { requestPut: o.put };
+    if ('del' in o) return { requestDeleteRange: o.del };
+    if ('txn' in o) return { requestTxn: resolveTxn(o.txn, ref) };
+    return {};
+  };
+  return { compare: t.compare.map((c) => resolveCompare(c, ref)), success: t.success.map(op), failure: t.failure.map(op) };
+}
+
+/**
+ * A txn built to fail mid-apply: some writes, then delete [from, "\0") — which etcd's duplicate-key
+ * check ignores — then an ignore_* put of a key that delete removes. etcd would panic; the simulator
+ * must reject it and undo the earlier writes (leases included). Random txns almost never hit this.
+ */
+interface UndoSpec {
+  readonly before: readonly OpSpec[];
+  readonly from: Uint8Array;
+  readonly flags: 'iv' | 'il' | 'both';
+  readonly prevKv: boolean;
+}
+const undoArb: fc.Arbitrary<UndoSpec> = fc.record({
+  before: fc.array(
+    fc.oneof(
+      { weight: 3, arbitrary: putArb.map((put): OpSpec => ({ put })) },
+      { weight: 1, arbitrary: deleteArb.map((del): OpSpec => ({ del })) },
+      { weight: 1, arbitrary: rangeSpecArb.map((range): OpSpec => ({ range })) },
+    ),
+    { maxLength: 3 },
+  ),
+  from: keyArb,
+  flags: fc.constantFrom<'iv' | 'il' | 'both'>('iv', 'il', 'both'),
+  prevKv: fc.boolean(),
+});
+
+function resolveUndo(u: UndoSpec, ref: ReferenceKV): TxnRequest {
+  const from = keyString(u.from);
+  // The first key live now at or after `from` (so the pre-check passes), else `from` itself.
+  const victim = ref.stateAt(ref.currentRev).find((kv) => keyString(kv.key) >= from)?.key ?? u.from;
+  const put: PutRequest = { key: victim, prevKv: u.prevKv, ignoreValue: u.flags !== 'il', ignoreLease: u.flags !== 'iv' };
+  const t = resolveTxn({ compare: [], success: u.before, failure: [] }, ref);
+  return { success: [...(t.success ?? []), { requestDeleteRange: { key: u.from, rangeEnd: Uint8Array.of(0) } }, { requestPut: put }] };
+}
+
+// -------------------------------------------------------------------------------------------------
+// Comparing outcomes.
+
+/** Plain, diffable form: bytes as latin1 strings, bigints as "<n>n", undefined properties dropped. */
+function norm(x: unknown): unknown {
+  if (x instanceof Uint8Array) return keyString(x);
+  if (typeof x === 'bigint') return `${x}n`;
+  if (Array.isArray(x)) return x.map(norm);
+  if (x !== null && typeof x === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(x).sort()) {
+      const v = (x as Record<string, unknown>)[k];
+      if (v !== undefined) out[k] = norm(v);
+    }
+    return out;
+  }
+  return x;
+}
+
+function show(x: unknown): string {
+  return JSON.stringify(norm(x));
+}
+
+type Outcome = { readonly ok: unknown } | { readonly err: { readonly code: number; readonly message: string } } | { readonly crash: string };
+
+/** The reference's outcome; anything but an EtcdError is a bug in the model and propagates. */
+function expected(f: () => unknown): Outcome {
+  try {
+    return { ok: norm(f()) };
+  } catch (e) {
+    if (e instanceof EtcdError) return { err: { code: e.code, message: e.message } };
+    throw e;
+  }
+}
+
+/** The store's outcome; an unexpected exception becomes a value that never matches the model. */
+function actual(f: () => unknown): Outcome {
+  try {
+    return { ok: norm(f()) };
+  } catch (e) {
+    if (e instanceof EtcdError) return { err: { code: e.code, message: e.message } };
+    return { crash: e instanceof Error ? (e.stack ?? e.message) : String(e) };
+  }
+}
+
+function same(real: Outcome, model: Outcome, what: string): void {
+  assert.deepStrictEqual(real, model, `store and reference disagree on ${what}`);
+}
+
+const ALL: RangeRequest = { key: Uint8Array.of(0), rangeEnd: Uint8Array.of(0) };
+
+/** After every step: revisions, store invariants, lessor bookkeeping, and the current full state. */
+function checkStep(m: Model, r: Real): void {
+  assert.equal(r.store.currentRevision, m.ref.currentRev, 'currentRevision');
+  assert.equal(r.store.compactRevision, m.ref.compactRev, 'compactRevision');
+  assert.equal(r.store.checkValid(), undefined, 'store.checkValid()');
+  const leases: Record<string, string[]> = {};
+  for (const [id, keys] of m.ref.leaseMap()) leases[String(id)] = [...keys].sort();
+  assert.deepStrictEqual(r.lessor.view(), leases, 'lease attachments');
+  same(
+    actual(() => r.store.range(ALL)),
+    expected(() => m.ref.range(ALL)),
+    'the full range at the current revision',
+  );
+}
+
+const ALPHABET_KEYS: Uint8Array[] = (() => {
+  const bytes = [0x00, 0x61, 0x62, 0xff];
+  const out: Uint8Array[] = bytes.map((b) => Uint8Array.of(b));
+  for (const a of bytes) for (const b of bytes) out.push(Uint8Array.of(a, b));
+  return out;
+})();
+
+/**
+ * Every revision from the compact revision (or 1) to the current one: the full range, `ranges` with
+ * their options, every alphabet key's KeyValue and the revision's events; the neighbours outside the
+ * readable window must fail with the right errors.
+ */
+function checkAllRevisions(m: Model, r: Real, ranges: readonly RangeSpec[]): void {
+  const ref = m.ref;
+  const lo = Math.max(ref.compactRev, 1);
+  for (let at = lo; at <= ref.currentRev; at++) {
+    const q = { ...ALL, revision: at };
+    same(actual(() => r.store.range(q)), expected(() => ref.range(q)), `full range at revision ${at}`);
+    for (const s of ranges) {
+      const rq = resolveRange(s, ref, at);
+      same(actual(() => r.store.range(rq)), expected(() => ref.range(rq)), `range ${show(rq)}`);
+    }
+    for (const k of ALPHABET_KEYS) {
+      assert.deepStrictEqual(norm(r.store.kvAt(k, at)), norm(ref.kvAt(k, at)), `kvAt(${show(k)}, ${at})`);
+    }
+    assert.deepStrictEqual(norm(r.store.eventsAt(at)), norm(ref.eventsAt(at)), `eventsAt(${at})`);
+  }
+  for (let at = 1; at < ref.compactRev; at++) assert.deepStrictEqual(r.store.eventsAt(at), [], `eventsAt(${at}) below compaction`);
+  for (const at of [ref.compactRev - 1, ref.currentRev + 1]) {
+    if (at < 1) continue;
+    const q = { ...ALL, revision: at };
+    same(actual(() => r.store.range(q)), expected(() => ref.range(q)), `full range at revision ${at}`);
+  }
+}
+
+// -------------------------------------------------------------------------------------------------
+// Commands.
+
+type Step =
+  | { readonly kind: 'range'; readonly spec: RangeSpec }
+  | { readonly kind: 'put'; readonly req: PutRequest }
+  | { readonly kind: 'delete'; readonly req: DeleteRangeRequest }
+  | { readonly kind: 'txn'; readonly spec: TxnSpec }
+  | { readonly kind: 'undo'; readonly spec: UndoSpec }
+  | { readonly kind: 'compact'; readonly spec: RevSpec }
+  | { readonly kind: 'restore' }
+  | { readonly kind: 'check'; readonly ranges: readonly RangeSpec[] };
+
+class KvCommand implements fc.Command<Model, Real> {
+  /** The concrete request of the last run, for the counterexample printout. */
+  private shown: string | undefined;
+  constructor(readonly step: Step) {}
+
+  check(): boolean {
+    return true;
+  }
+
+  run(m: Model, r: Real): void {
+    const s = this.step;
+    const ref = m.ref;
+    const store = r.store;
+    switch (s.kind) {
+      case 'range': {
+        const q = resolveRange(s.spec, ref);
+        this.shown = show(q);
+        same(actual(() => store.range(q)), expected(() => ref.range(q)), `range ${this.shown}`);
+        break;
+      }
+      case 'put':
+        this.shown = show(s.req);
+        same(actual(() => store.put(s.req)), expected(() => ref.put(s.req)), `put ${this.shown}`);
+        break;
+      case 'delete':
+        this.shown = show(s.req);
+        same(actual(() => store.deleteRange(s.req)), expected(() => ref.deleteRange(s.req)), `deleteRange ${this.shown}`);
+        break;
+      case 'txn':
+      case 'undo': {
+        const t = s.kind === 'txn' ? resolveTxn(s.spec, ref) : resolveUndo(s.spec, ref);
+        this.shown = show(t);
+        // Where etcd's apply would panic (an ignore_* put of a key an earlier op of the same txn deleted,
+        // reachable through the "\0" range-end quirk), the simulator's contract is a rejected request
+        // that changes nothing: "key not found", and checkStep sees the state untouched.
+        const want = ref.txnWouldPanic(t) ? expected(() => fail(ErrKeyNotFound)) : expected(() => ref.txn(t));
+        same(actual(() => store.txn(t)), want, `txn ${this.shown}`);
+        break;
+      }
+      case 'compact': {
+        const at = rev(s.spec, ref);
+        this.shown = String(at);
+        same(actual(() => store.compact(at)), expected(() => ref.compact(at)), `compact(${at})`);
+        break;
+      }
+      case 'restore': {
+        const fresh = new MvccStore({ maxTxnOps: MAX_TXN_OPS, lessor: r.lessor });
+        fresh.restore(store.snapshot());
+        r.store = fresh;
+        break;
+      }
+      case 'check':
+        checkAllRevisions(m, r, s.ranges);
+        break;
+    }
+    checkStep(m, r);
+  }
+
+  toString(): string {
+    const s = this.step;
+    switch (s.kind) {
+      case 'restore':
+        return 'restore()';
+      case 'check':
+        return `checkAll(${s.ranges.length} ranges)`;
+      default:
+        return `${s.kind}(${this.shown ?? show(s)})`;
+    }
+  }
+}
+
+const commandArbs: fc.Arbitrary<fc.Command<Model, Real>>[] = [
+  fc.oneof(
+    { weight: 10, arbitrary: putArb.map((req): Step => ({ kind: 'put', req })) },
+    { weight: 2, arbitrary: deleteArb.map((req): Step => ({ kind: 'delete', req })) },
+    { weight: 5, arbitrary: txnArb(1).map((spec): Step => ({ kind: 'txn', spec })) },
+    { weight: 1, arbitrary: undoArb.map((spec): Step => ({ kind: 'undo', spec })) },
+    { weight: 5, arbitrary: rangeSpecArb.map((spec): Step => ({ kind: 'range', spec })) },
+    { weight: 2, arbitrary: compactRevArb.map((spec): Step => ({ kind: 'compact', spec })) },
+    { weight: 1, arbitrary: fc.constant<Step>({ kind: 'restore' }) },
+    { weight: 1, arbitrary: fc.array(rangeSpecArb, { maxLength: 2 }).map((ranges): Step => ({ kind: 'check', ranges })) },
+  ).map((step) => new KvCommand(step)),
+];
+
+test('MvccStore agrees with the naive reference model on random KV histories', () => {
+  checkProperty(
+    fc.property(
+      fc.commands<Model, Real>(commandArbs, withReplayPath({ maxCommands: 60, size: 'max' })),
+      fc.array(rangeSpecArb, { minLength: 1, maxLength: 3 }),
+      (cmds, ranges) => runModel(setup, cmds, (m, r) => checkAllRevisions(m, r, ranges)),
+    ),
+    { file: FILE },
+  );
+});
+
+test('the reference model gives up on txns that would crash etcd, and only on those', () => {
+  const { model } = setup();
+  const put = (k: string): RequestOp => ({ requestPut: { key: Uint8Array.of(k.charCodeAt(0)), value: Uint8Array.of(1) } });
+  model.ref.txn({ success: [put('b')] });
+  // The "\0" range end covers nothing in etcd's duplicate-key check, so this passes validation, then the
+  // delete removes b and the ignore_value put finds no key: etcd's apply panics.
+  const crash: TxnRequest = {
+    success: [
+      { requestDeleteRange: { key: Uint8Array.of(0x61), rangeEnd: Uint8Array.of(0) } },
+      { requestPut: { key: Uint8Array.of(0x62), ignoreValue: true } },
+    ],
+  };
+  assert.equal(model.ref.txnWouldPanic(crash), true);
+  assert.throws(() => model.ref.txn(crash), EtcdWouldPanic);
+  assert.equal(model.ref.currentRev, 2, 'nothing committed');
+  assert.equal(model.ref.txnWouldPanic({ success: [put('c')] }), false);
+});
