@@ -2,7 +2,9 @@
  * `etcdsim demo`: a short, deterministic tour of the MVCC store that prints what etcd would answer —
  * revisions, versions that reset after a delete, a historical read, a txn as one revision, compaction.
  */
+import { createEtcdSim } from '../client/index.js';
 import { MvccStore, isEtcdError, text, utf8, type KeyValue } from '../mvcc/index.js';
+import type { WatchResponse } from '../watch/index.js';
 
 function show(kv: KeyValue): string {
   return `${text(kv.key)}=${text(kv.value)} (create ${kv.createRevision}, mod ${kv.modRevision}, version ${kv.version})`;
@@ -34,4 +36,39 @@ export function runDemo(print: (line: string) => void): void {
     print(`get /demo/a --rev=4 -> error code ${err.code}: ${err.message}`);
   }
   print(`get /demo/a --rev=5 -> ${store.range({ key: b('/demo/a'), revision: 5 }).kvs.length} keys  (the compaction revision itself is still readable)`);
+}
+
+function showResponse(r: WatchResponse): string {
+  if (r.created) return `created watch ${r.watchId} (header revision ${r.revision})`;
+  if (r.canceled) return `watch ${r.watchId} canceled, compact_revision ${r.compactRevision}`;
+  if (r.events.length === 0) return `progress notification at revision ${r.revision}`;
+  return r.events.map((e) => `${e.type} ${text(e.kv.key)} @${e.kv.modRevision}`).join(', ') + `  (one response, header revision ${r.revision})`;
+}
+
+/** The second half of the tour: watches and leases on the virtual clock. */
+export function runWatchLeaseDemo(print: (line: string) => void): void {
+  const sim = createEtcdSim({ seed: 1 });
+  const b = utf8;
+  const R = sim.kv.put({ key: b('/w/start'), value: b('x') }).revision;
+  for (let i = 1; i <= 3; i++) sim.kv.put({ key: b(`/w/k${i}`), value: b(String(i)) });
+  sim.kv.deleteRange({ key: b('/w/k2') });
+  print('');
+  print(`history: put /w/start at ${R}, put /w/k1..k3, del /w/k2 -> current revision ${sim.kv.currentRevision}`);
+  const stream = sim.watchStream();
+  stream.watch({ key: b('/w/'), rangeEnd: b('/w0'), startRevision: R });
+  stream.watch({ key: b('/w/'), rangeEnd: b('/w0'), startRevision: 1000 });
+  sim.advance(100); // one watch sync step (etcd: every 100 ms) replays the history
+  for (const r of stream.take()) print(`watch  -> ${showResponse(r)}`);
+  const lease = sim.lessor.grant(0n, 1);
+  print(`lease grant ttl 1 -> id ${lease.id}, granted ttl ${lease.ttl} (etcd's minimum TTL)`);
+  sim.kv.txn({ success: [{ requestPut: { key: b('/w/a'), value: b('1'), lease: lease.id } }, { requestPut: { key: b('/w/b'), value: b('2'), lease: lease.id } }] });
+  for (const r of stream.take()) print(`watch  -> ${showResponse(r)}`);
+  sim.advance(2500);
+  print(`advance 2.5 s of virtual time -> lease expired, ttl now ${sim.lessor.timeToLive(lease.id).ttl}`);
+  for (const r of stream.take()) print(`watch  -> ${showResponse(r)}`);
+  sim.compact(sim.kv.currentRevision);
+  const behind = sim.watchStream();
+  behind.watch({ key: b('/w/'), rangeEnd: b('/w0'), startRevision: R });
+  sim.advance(100);
+  for (const r of behind.take()) print(`watch from ${R} after compaction -> ${showResponse(r)}`);
 }
