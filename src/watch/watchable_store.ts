@@ -72,8 +72,11 @@ export class WatchableStore {
   readonly progressRespectsStartRev: boolean;
   readonly clock: Clock | undefined;
   readonly random: SimRandom | undefined;
-  /** A sync step made progress but left work: run again at the next victim step (etcd yields, then resyncs). */
-  private syncAgain = false;
+  /**
+   * A sync step made progress but left work: etcd yields for as long as the step took, then syncs again.
+   * Here the retry runs one victim step later ('pending' → 'armed' → sync), never at the same instant.
+   */
+  private syncAgain: 'no' | 'pending' | 'armed' = 'no';
   private streamSeq = 0;
 
   constructor(
@@ -100,7 +103,8 @@ export class WatchableStore {
         while (this.moveVictims() !== 0) {
           // keep going while victims make progress, as etcd's syncVictimsLoop does
         }
-        if (this.syncAgain && this.unsynced.size > 0) this.syncWatchers();
+        if (this.syncAgain === 'armed') this.syncWatchers();
+        else if (this.syncAgain === 'pending') this.syncAgain = 'armed';
       });
     }
   }
@@ -186,7 +190,7 @@ export class WatchableStore {
    * watchers remain unsynced.
    */
   syncWatchers(): number {
-    this.syncAgain = false;
+    this.syncAgain = 'no';
     const before = this.unsynced.size;
     if (before === 0) return 0;
     const curRev = this.kv.currentRevision;
@@ -234,7 +238,7 @@ export class WatchableStore {
     }
     if (victims !== undefined) this.victims.push(victims);
     const after = this.unsynced.size;
-    this.syncAgain = after > 0 && after < before;
+    this.syncAgain = after > 0 && after < before ? 'pending' : 'no';
     return after;
   }
 
@@ -313,10 +317,13 @@ export class WatchableStore {
 
   /**
    * Restore (what a follower does with the leader's snapshot): replaces the store's state and moves every
-   * synced watcher to unsynced, flagged `restore` since its minRev may now lie in the future.
+   * synced watcher to unsynced, flagged `restore` since its minRev may now lie in the future. A follower
+   * only ever restores forward; the simulator also allows an older snapshot, so it flags the watchers
+   * that were already unsynced too (one mid catch-up may have read past the snapshot's revision).
    */
   restore(snapshot: StoreSnapshot): void {
     this.kv.restore(snapshot);
+    for (const w of this.unsynced.watchers) w.restore = true;
     for (const w of this.synced.watchers) {
       w.restore = true;
       this.unsynced.add(w);
