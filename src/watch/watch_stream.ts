@@ -213,6 +213,7 @@ export class WatchStream {
   }
 
   private dropQueued(watchId: number): void {
+    if (this.inChannel === 0) return;
     const kept: Pending[] = [];
     for (const p of this.queue) {
       if (p.ctrl === undefined && p.watchId === watchId) this.inChannel--;
