@@ -1,0 +1,353 @@
+/**
+ * Property: gap-free List-then-Watch, the informer pattern (Kubernetes reflector; seeds 000 and 002).
+ *
+ * A random history of puts, deletes, range deletes, multi-key txns and compactions runs interleaved with
+ * one client's steps. The client lists the prefix "/p/" in pages (random limit, continuation at last key
+ * + "\0", every later page pinned to the first page's revision R), then watches from R + 1 and applies
+ * each complete revision before it advances its cursor; progress notifications move the cursor too. Its
+ * stream breaks at random points, possibly between two events of one response (the client crashed, or
+ * the connection dropped, while it was still working through them); it then resumes from its last complete
+ * revision + 1 on a new stream. A compaction cancel makes it list again and watch again. Slow consumption
+ * (tiny stream buffers) makes it a victim now and then; some runs fragment responses.
+ *
+ * Once the history stops and every background step has run: the client's cache equals a Range of the
+ * prefix at the current revision, its cursor never went backwards and ends at the current revision, it
+ * never got an event it had already applied, and every revision that touched the prefix was either
+ * applied in full or lies at or below a list revision.
+ *
+ * The property has teeth: a client that advances its cursor after each event (so a break mid-revision
+ * loses the rest of that revision), and a client that answers a compaction cancel by watching from the
+ * compaction revision + 1 instead of listing again, are both caught.
+ *
+ * Runs: ETCDSIM_NUM_RUNS (default 300). Replay: ETCDSIM_SEED=<seed> ETCDSIM_PATH=<path> (see harness.ts).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+
+import { ErrCompacted, isEtcdError, MvccStore, type KeyValue } from '../../src/mvcc/index.js';
+import { Ticker, VirtualClock } from '../../src/sim/index.js';
+import { WatchableStore, type WatchEvent, type WatchResponse, type WatchStream } from '../../src/watch/index.js';
+import { isProgressNotify, recordHistory } from '../../src/watch/guarantees.js';
+import { checkProperty, numRuns } from './harness.js';
+import { apply, b, historyOpArb, latin1, PREFIX, PREFIX_END, rangeNow, resolve, showKv, type HistoryOp } from './watch_harness.js';
+
+const FILE = 'test/properties/list_then_watch.property.test.ts';
+
+/** correct, or one of the two wrong strategies the property must catch. */
+type Strategy = 'correct' | 'cursorPerEvent' | 'resumeAfterCompaction';
+
+interface Config {
+  readonly limit: number;
+  readonly chanBufLen: number;
+  readonly fragment: boolean;
+}
+
+type Action =
+  | { readonly t: 'op'; readonly op: HistoryOp }
+  | { readonly t: 'tick'; readonly ms: number }
+  | { readonly t: 'client'; readonly budget: number }
+  | { readonly t: 'break' }
+  | { readonly t: 'progress' };
+
+const configArb: fc.Arbitrary<Config> = fc.record({
+  limit: fc.integer({ min: 1, max: 4 }),
+  chanBufLen: fc.constantFrom(1, 2, 4, 128),
+  fragment: fc.boolean(),
+});
+
+const actionArb: fc.Arbitrary<Action> = fc.oneof(
+  { weight: 6, arbitrary: historyOpArb.map((op) => ({ t: 'op' as const, op })) },
+  { weight: 2, arbitrary: fc.integer({ min: 1, max: 250 }).map((ms) => ({ t: 'tick' as const, ms })) },
+  { weight: 5, arbitrary: fc.integer({ min: 1, max: 6 }).map((budget) => ({ t: 'client' as const, budget })) },
+  { weight: 2, arbitrary: fc.constant({ t: 'break' as const }) },
+  { weight: 1, arbitrary: fc.constant({ t: 'progress' as const }) },
+);
+
+/** Response-size limit when fragmenting: a few small events per fragment. */
+const FRAGMENT_LIMIT = 160;
+
+class InformerClient {
+  phase: 'list' | 'watch' | 'down' = 'list';
+  readonly cache = new Map<string, KeyValue>();
+  cursor = 0;
+  /** Revisions of every completed list. */
+  readonly listRevs: number[] = [];
+  /** Every event applied from the watch, as "rev|key". */
+  readonly applied = new Set<string>();
+  readonly problems: string[] = [];
+
+  private listing = false;
+  private listR = 0;
+  private listNext = '';
+  private listKvs: KeyValue[] = [];
+
+  private stream: WatchStream | undefined;
+  private watchId = -1;
+  private inbox: WatchResponse[] = [];
+  private ri = 0;
+  private ei = 0;
+  /** Events of the revision being received, not applied yet (correct client). */
+  private pending: WatchEvent[] = [];
+
+  constructor(
+    private readonly kv: MvccStore,
+    private readonly ws: WatchableStore,
+    private readonly cfg: Config,
+    private readonly strategy: Strategy,
+  ) {}
+
+  /** One client step: a list page, a reconnect, or taking responses and working through `budget` events. */
+  step(budget: number): void {
+    if (this.phase === 'list') this.listPage();
+    else if (this.phase === 'down') this.connect();
+    else this.process(budget);
+  }
+
+  listPage(): void {
+    const rangeEnd = b(PREFIX_END);
+    let resp;
+    try {
+      resp = this.listing
+        ? this.kv.range({ key: b(this.listNext), rangeEnd, limit: this.cfg.limit, revision: this.listR })
+        : this.kv.range({ key: b(PREFIX), rangeEnd, limit: this.cfg.limit });
+    } catch (e) {
+      if (!isEtcdError(e, ErrCompacted)) throw e;
+      // The pinned revision was compacted mid-list: throw the pages away and start over.
+      this.listing = false;
+      this.listKvs = [];
+      return;
+    }
+    if (!this.listing) {
+      this.listing = true;
+      this.listR = resp.revision;
+      this.listKvs = [];
+    }
+    this.listKvs.push(...resp.kvs);
+    if (resp.more) {
+      this.listNext = latin1(resp.kvs[resp.kvs.length - 1]!.key) + '\0';
+      return;
+    }
+    this.listing = false;
+    this.cache.clear();
+    for (const kv of this.listKvs) this.cache.set(latin1(kv.key), kv);
+    this.listRevs.push(this.listR);
+    this.setCursor(this.listR, 'list');
+    this.connect();
+  }
+
+  connect(): void {
+    this.stream = this.ws.newWatchStream();
+    const created = this.stream.watch({
+      key: b(PREFIX),
+      rangeEnd: b(PREFIX_END),
+      startRevision: this.cursor + 1,
+      fragment: this.cfg.fragment,
+    });
+    this.watchId = created.watchId;
+    this.phase = 'watch';
+    this.resetInbox();
+  }
+
+  /** The stream breaks: whatever was received and not yet applied is lost. */
+  breakStream(): void {
+    if (this.phase !== 'watch') return;
+    this.stream!.close();
+    this.phase = 'down';
+    this.resetInbox();
+  }
+
+  requestProgress(): void {
+    if (this.phase === 'watch') this.stream!.requestProgress();
+  }
+
+  /** Nothing left to take or work through, and the watch is open. */
+  idle(): boolean {
+    return this.phase === 'watch' && this.stream!.pending === 0 && this.ri >= this.inbox.length && this.pending.length === 0;
+  }
+
+  private resetInbox(): void {
+    this.inbox = [];
+    this.ri = 0;
+    this.ei = 0;
+    this.pending = [];
+  }
+
+  process(budget: number): void {
+    if (this.phase !== 'watch') return;
+    this.inbox.push(...this.stream!.take());
+    while (this.ri < this.inbox.length) {
+      const r = this.inbox[this.ri]!;
+      if (r.watchId !== this.watchId && r.watchId !== -1) throw new Error(`response for watch ${r.watchId} on a stream with only ${this.watchId}`);
+      if (r.canceled) {
+        this.onCanceled(r);
+        return;
+      }
+      if (r.created) {
+        this.ri++;
+        continue;
+      }
+      if (isProgressNotify(r)) {
+        // Every event up to r.revision was delivered (and, with nothing pending, applied).
+        if (this.pending.length === 0 && r.revision > this.cursor) this.setCursor(r.revision, 'progress');
+        this.ri++;
+        continue;
+      }
+      if (this.ei < r.events.length) {
+        if (budget <= 0) return;
+        budget--;
+        this.onEvent(r.events[this.ei++]!);
+      }
+      if (this.ei >= r.events.length) {
+        // The end of a list of events: complete revisions, unless more fragments follow.
+        if (!r.fragment && this.strategy !== 'cursorPerEvent') this.commit();
+        this.ri++;
+        this.ei = 0;
+      }
+    }
+  }
+
+  private onEvent(ev: WatchEvent): void {
+    if (ev.kv.modRevision < this.cursor || (ev.kv.modRevision === this.cursor && this.strategy !== 'cursorPerEvent')) {
+      this.problems.push(`got an event of revision ${ev.kv.modRevision} with the cursor already at ${this.cursor}`);
+    }
+    if (this.strategy === 'cursorPerEvent') {
+      // Wrong: the cursor moves as soon as one event of the revision is applied.
+      this.applyEvent(ev);
+      this.setCursor(ev.kv.modRevision, 'event');
+      return;
+    }
+    const last = this.pending[this.pending.length - 1];
+    if (last !== undefined && ev.kv.modRevision > last.kv.modRevision) this.commit();
+    this.pending.push(ev);
+  }
+
+  /** Applies the pending revision as a whole, then moves the cursor to it. */
+  private commit(): void {
+    const evs = this.pending;
+    if (evs.length === 0) return;
+    this.pending = [];
+    for (const ev of evs) this.applyEvent(ev);
+    this.setCursor(evs[0]!.kv.modRevision, 'revision');
+  }
+
+  private applyEvent(ev: WatchEvent): void {
+    const key = latin1(ev.kv.key);
+    const id = `${ev.kv.modRevision}|${key}`;
+    if (this.applied.has(id)) this.problems.push(`applied ${ev.type} ${JSON.stringify(key)}@${ev.kv.modRevision} twice`);
+    this.applied.add(id);
+    if (ev.type === 'PUT') this.cache.set(key, ev.kv);
+    else this.cache.delete(key);
+  }
+
+  private onCanceled(r: WatchResponse): void {
+    this.stream!.close();
+    this.resetInbox();
+    if (r.compactRevision === 0) {
+      this.phase = 'down';
+      return;
+    }
+    if (this.strategy === 'resumeAfterCompaction') {
+      // Wrong: jump over the compacted history instead of listing again.
+      this.setCursor(r.compactRevision, 'compaction');
+      this.connect();
+      return;
+    }
+    this.phase = 'list';
+    this.listing = false;
+  }
+
+  private setCursor(rev: number, why: string): void {
+    if (rev < this.cursor) this.problems.push(`cursor went backwards from ${this.cursor} to ${rev} (${why})`);
+    this.cursor = rev;
+  }
+}
+
+function run(strategy: Strategy, cfg: Config, actions: readonly Action[]): void {
+  const clock = new VirtualClock();
+  const ticker = new Ticker(clock);
+  const kv = new MvccStore();
+  const { history } = recordHistory(kv);
+  const ws = new WatchableStore(kv, { ticker, clock, chanBufLen: cfg.chanBufLen, maxResponseBytes: FRAGMENT_LIMIT });
+  const client = new InformerClient(kv, ws, cfg, strategy);
+
+  for (const a of actions) {
+    switch (a.t) {
+      case 'op': {
+        const op = resolve(kv, a.op);
+        if (op !== undefined) apply(kv, op);
+        break;
+      }
+      case 'tick':
+        clock.advance(a.ms);
+        break;
+      case 'client':
+        client.step(a.budget);
+        break;
+      case 'break':
+        client.breakStream();
+        break;
+      case 'progress':
+        client.requestProgress();
+        break;
+    }
+  }
+
+  // Quiesce: no more writes; let the client finish and every sync/victim step run.
+  let rounds = 0;
+  for (; rounds < 500; rounds++) {
+    if (client.phase === 'watch' && client.idle() && ws.unsynced.size === 0 && ws.victims.length === 0) break;
+    if (client.phase === 'list') client.listPage();
+    else if (client.phase === 'down') client.connect();
+    clock.advance(100);
+    client.process(Infinity);
+  }
+  assert.ok(rounds < 500, 'the client never settled');
+  client.requestProgress();
+  client.process(Infinity);
+
+  const problems = [...client.problems];
+  const want = rangeNow(kv, PREFIX, PREFIX_END);
+  const got = client.cache;
+  const wantText = [...want.values()].map(showKv).join(' ');
+  const gotText = [...[...got.entries()].sort(([a], [c]) => (a < c ? -1 : a > c ? 1 : 0)).map(([, v]) => v)].map(showKv).join(' ');
+  if (wantText !== gotText) problems.push(`cache differs from Range at revision ${kv.currentRevision}:\n    cache: ${gotText}\n    range: ${wantText}`);
+  if (client.cursor !== kv.currentRevision) problems.push(`cursor ends at ${client.cursor}, the store is at ${kv.currentRevision}`);
+  const maxList = Math.max(...client.listRevs);
+  for (const hr of history.revisions) {
+    if (hr.revision <= maxList) continue;
+    const missing = hr.events.filter((ev) => {
+      const key = latin1(ev.kv.key);
+      return key >= PREFIX && key < PREFIX_END && !client.applied.has(`${hr.revision}|${key}`);
+    });
+    if (missing.length > 0) {
+      problems.push(`skipped revision ${hr.revision}: never applied ${missing.map((ev) => `${ev.type} ${JSON.stringify(latin1(ev.kv.key))}`).join(', ')} (last list at ${maxList})`);
+    }
+  }
+  if (problems.length > 0) throw new Error(`${strategy} client:\n  ${problems.join('\n  ')}`);
+}
+
+const property = (strategy: Strategy): fc.IPropertyWithHooks<[Config, Action[]]> =>
+  fc.property(configArb, fc.array(actionArb, { minLength: 10, maxLength: 120, size: 'max' }), (cfg, actions) => run(strategy, cfg, actions));
+
+test('List-then-Watch: a correct informer ends with a gap-free, duplicate-free cache', () => {
+  checkProperty(property('correct'), { file: FILE, numRuns: 300 });
+});
+
+/** The property must find a counterexample for a wrong client; returns the failure message. */
+function mustFail(strategy: Strategy): string {
+  const details = fc.check(property(strategy), { numRuns: Math.max(numRuns(400), 400), endOnFailure: true });
+  assert.ok(details.failed, `the property found no counterexample for the ${strategy} client in ${details.numRuns} runs (seed ${details.seed})`);
+  const err = details.errorInstance;
+  return err instanceof Error ? err.message : String(err);
+}
+
+test('List-then-Watch has teeth: advancing the cursor after the first event of a revision loses the rest of it', () => {
+  const msg = mustFail('cursorPerEvent');
+  assert.match(msg, /skipped revision|cache differs/);
+});
+
+test('List-then-Watch has teeth: resuming from the compaction revision + 1 without listing again loses history', () => {
+  const msg = mustFail('resumeAfterCompaction');
+  assert.match(msg, /skipped revision|cache differs/);
+});

@@ -1,0 +1,406 @@
+/**
+ * Property: etcd's watch guarantees (Filter, Ordered, Unique, Atomic, Bookmarkable, Reliable, Resumable,
+ * IsCreate, PrevKV — reference section 2.2), judged by src/watch/guarantees.ts, hold for every watch of a
+ * random run.
+ *
+ * Setup: a leader MvccStore takes every write (puts, deletes, range deletes, multi-key txns, compactions);
+ * a follower MvccStore with the watchable store on top either applies the same writes in step, or lags
+ * and later catches up by replaying them, or is restored from the leader's snapshot (what a follower does
+ * when the leader sends one: always a state at or ahead of its own). The committed history is recorded
+ * on the leader. Clients on three streams open random watches (single key, prefix, range, all keys; start
+ * revision 0, past, compacted, future; NOPUT/NODELETE; prev_kv; progress_notify with a short interval;
+ * fragment with a small response limit), cancel them, request progress, take responses late or not at all
+ * (tiny stream buffers make victims), and break streams, optionally resuming every watch just after the
+ * last revision it received. Time moves on a virtual clock, so the sync, victim and progress steps run.
+ *
+ * After the writes stop and every background step has run, every watch (including broken and canceled
+ * ones) must show zero violations; a watch still open must in addition have every matching event up to
+ * the current revision.
+ *
+ * Runs: ETCDSIM_NUM_RUNS (default 300; the checker's own test 100). Replay: ETCDSIM_SEED=<seed> ETCDSIM_PATH=<path> (see harness.ts).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+
+import { MvccStore } from '../../src/mvcc/index.js';
+import { SimRandom, Ticker, VirtualClock } from '../../src/sim/index.js';
+import { WatchableStore, type WatchCreateRequest, type WatchEvent, type WatchFilter, type WatchResponse } from '../../src/watch/index.js';
+import { checkWatch, formatViolations, isProgressNotify, recordHistory, type CommittedHistory, type WatchGuarantee } from '../../src/watch/guarantees.js';
+import { checkProperty } from './harness.js';
+import { apply, b, historyOpArb, jsonBytes, KEYS, PREFIX, PREFIX_END, RecordedStream, resolve, type HistoryOp, type ResolvedOp, type WatchRecord } from './watch_harness.js';
+
+const FILE = 'test/properties/watch_guarantees.property.test.ts';
+const STREAMS = 3;
+
+interface Config {
+  readonly chanBufLen: number;
+  readonly progressMs: number;
+  readonly fragmentLimit: number | undefined;
+  readonly seed: number;
+}
+
+type StartSpec =
+  | { readonly k: 'zero' }
+  | { readonly k: 'past'; readonly back: number }
+  | { readonly k: 'future'; readonly ahead: number }
+  | { readonly k: 'abs'; readonly rev: number };
+
+interface WatchSpec {
+  readonly key: string;
+  readonly end: string | undefined;
+  readonly start: StartSpec;
+  readonly filters: WatchFilter[];
+  readonly prevKv: boolean;
+  readonly progressNotify: boolean;
+  readonly fragment: boolean;
+}
+
+type Action =
+  | { readonly t: 'op'; readonly op: HistoryOp }
+  | { readonly t: 'lag' }
+  | { readonly t: 'catchUp' }
+  | { readonly t: 'restore' }
+  | { readonly t: 'open'; readonly s: number; readonly spec: WatchSpec }
+  | { readonly t: 'cancel'; readonly s: number; readonly pick: number }
+  | { readonly t: 'take'; readonly s: number }
+  | { readonly t: 'progress'; readonly s: number }
+  | { readonly t: 'break'; readonly s: number; readonly resume: boolean }
+  | { readonly t: 'tick'; readonly ms: number };
+
+const configArb: fc.Arbitrary<Config> = fc.record({
+  chanBufLen: fc.constantFrom(1, 2, 4, 128),
+  progressMs: fc.constantFrom(100, 300, 1000),
+  fragmentLimit: fc.constantFrom(undefined, 160),
+  seed: fc.integer(),
+});
+
+const rangeArb: fc.Arbitrary<{ key: string; end: string | undefined }> = fc.oneof(
+  fc.constantFrom(...KEYS).map((key) => ({ key, end: undefined })),
+  fc.constant({ key: PREFIX, end: PREFIX_END }),
+  fc.constant({ key: '/p/1', end: '/p/3' }),
+  fc.constant({ key: '', end: '\0' }),
+  fc.constant({ key: '/p', end: '\0' }),
+);
+
+const startArb: fc.Arbitrary<StartSpec> = fc.oneof(
+  fc.constant({ k: 'zero' as const }),
+  fc.record({ k: fc.constant('past' as const), back: fc.nat({ max: 8 }) }),
+  fc.record({ k: fc.constant('future' as const), ahead: fc.integer({ min: 1, max: 4 }) }),
+  fc.record({ k: fc.constant('abs' as const), rev: fc.integer({ min: 1, max: 40 }) }),
+);
+
+const specArb: fc.Arbitrary<WatchSpec> = fc
+  .record({
+    range: rangeArb,
+    start: startArb,
+    filters: fc.subarray<WatchFilter>(['NOPUT', 'NODELETE']),
+    prevKv: fc.boolean(),
+    progressNotify: fc.boolean(),
+    fragment: fc.boolean(),
+  })
+  .map(({ range, ...rest }) => ({ key: range.key, end: range.end, ...rest }));
+
+const streamArb = fc.nat({ max: STREAMS - 1 });
+
+const actionArb: fc.Arbitrary<Action> = fc.oneof(
+  { weight: 8, arbitrary: historyOpArb.map((op) => ({ t: 'op' as const, op })) },
+  { weight: 1, arbitrary: fc.constant({ t: 'lag' as const }) },
+  { weight: 1, arbitrary: fc.constant({ t: 'catchUp' as const }) },
+  { weight: 1, arbitrary: fc.constant({ t: 'restore' as const }) },
+  { weight: 3, arbitrary: fc.record({ t: fc.constant('open' as const), s: streamArb, spec: specArb }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('cancel' as const), s: streamArb, pick: fc.nat() }) },
+  { weight: 4, arbitrary: fc.record({ t: fc.constant('take' as const), s: streamArb }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('progress' as const), s: streamArb }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('break' as const), s: streamArb, resume: fc.boolean() }) },
+  { weight: 3, arbitrary: fc.integer({ min: 1, max: 400 }).map((ms) => ({ t: 'tick' as const, ms })) },
+);
+
+/** Where a broken watch resumes: just after the last complete revision it received (or was vouched). */
+function resumeRevision(rec: WatchRecord): number {
+  let next = rec.req.startRevision ?? 0;
+  for (const r of rec.responses) {
+    if (r.created && !r.canceled && next === 0) next = r.revision + 1;
+    if (isProgressNotify(r)) next = Math.max(next, r.revision + 1);
+    const last = r.events[r.events.length - 1];
+    if (last !== undefined && !r.fragment) next = Math.max(next, last.kv.modRevision + 1);
+  }
+  return next;
+}
+
+interface Judged {
+  readonly rec: WatchRecord;
+  readonly seq: number;
+  /** Set for a watch still open at the end (drained up to this revision). */
+  readonly drainedThrough: number | undefined;
+}
+
+/** Runs the actions, quiesces, and returns the recorded history and every watch. */
+function simulate(cfg: Config, actions: readonly Action[]): { history: CommittedHistory; watches: Judged[] } {
+  const clock = new VirtualClock();
+  const ticker = new Ticker(clock);
+  const leader = new MvccStore();
+  const { history } = recordHistory(leader);
+  const follower = new MvccStore();
+  const ws = new WatchableStore(follower, {
+    ticker,
+    clock,
+    random: new SimRandom(cfg.seed),
+    chanBufLen: cfg.chanBufLen,
+    progressNotifyIntervalMs: cfg.progressMs,
+    ...(cfg.fragmentLimit === undefined ? {} : { maxResponseBytes: cfg.fragmentLimit }),
+  });
+  const streams: RecordedStream[] = [];
+  const all: RecordedStream[] = [];
+  const newStream = (): RecordedStream => {
+    const s = new RecordedStream(ws.newWatchStream());
+    all.push(s);
+    return s;
+  };
+  for (let i = 0; i < STREAMS; i++) streams.push(newStream());
+  let lagging: ResolvedOp[] | undefined;
+
+  const catchUp = (): void => {
+    if (lagging === undefined) return;
+    for (const op of lagging) apply(follower, op);
+    lagging = undefined;
+  };
+
+  const request = (spec: WatchSpec): WatchCreateRequest => {
+    const cur = follower.currentRevision;
+    const start =
+      spec.start.k === 'zero' ? 0 : spec.start.k === 'past' ? Math.max(1, cur - spec.start.back) : spec.start.k === 'future' ? cur + spec.start.ahead : spec.start.rev;
+    return {
+      key: b(spec.key),
+      ...(spec.end === undefined ? {} : { rangeEnd: b(spec.end) }),
+      startRevision: start,
+      filters: spec.filters,
+      prevKv: spec.prevKv,
+      progressNotify: spec.progressNotify,
+      fragment: spec.fragment,
+    };
+  };
+
+  for (const a of actions) {
+    switch (a.t) {
+      case 'op': {
+        const op = resolve(leader, a.op);
+        if (op === undefined) break;
+        apply(leader, op);
+        if (lagging === undefined) apply(follower, op);
+        else lagging.push(op);
+        break;
+      }
+      case 'lag':
+        lagging ??= [];
+        break;
+      case 'catchUp':
+        catchUp();
+        break;
+      case 'restore':
+        ws.restore(leader.snapshot());
+        lagging = undefined;
+        break;
+      case 'open':
+        streams[a.s]!.open(request(a.spec));
+        break;
+      case 'cancel': {
+        const open = streams[a.s]!.openRecords();
+        if (open.length > 0) streams[a.s]!.cancel(open[a.pick % open.length]!);
+        break;
+      }
+      case 'take':
+        streams[a.s]!.take();
+        break;
+      case 'progress':
+        streams[a.s]!.stream.requestProgress();
+        break;
+      case 'break': {
+        const old = streams[a.s]!;
+        const open = old.openRecords();
+        old.close();
+        const fresh = newStream();
+        streams[a.s] = fresh;
+        if (a.resume) for (const rec of open) fresh.open({ ...rec.req, startRevision: resumeRevision(rec) });
+        break;
+      }
+      case 'tick':
+        clock.advance(a.ms);
+        break;
+    }
+  }
+
+  // Quiesce: the follower catches up, every sync/victim step runs, every client takes everything.
+  catchUp();
+  // The sync and victim steps are also run by hand between takes: on the virtual clock a stream's
+  // progress timer can fire at the very instant of the sync step, just before it, and fill a one-slot
+  // channel every time (etcd's sendLoop drains the channel concurrently; a simulated client cannot
+  // read between two timers of the same instant).
+  const takeAll = (): void => {
+    for (const s of streams) s.take();
+  };
+  let rounds = 0;
+  for (; rounds < 500; rounds++) {
+    takeAll();
+    if (ws.unsynced.size === 0 && ws.victims.length === 0 && streams.every((s) => s.stream.pending === 0)) break;
+    ws.syncWatchers();
+    takeAll();
+    ws.moveVictims();
+    takeAll();
+    clock.advance(10);
+  }
+  if (rounds >= 500) throw new Error('the watchable store never settled');
+  if (follower.currentRevision !== leader.currentRevision) throw new Error(`follower at ${follower.currentRevision}, leader at ${leader.currentRevision}`);
+
+  const watches: Judged[] = [];
+  for (const s of all) {
+    for (const rec of s.records) {
+      const open = !rec.broken && !rec.canceled;
+      watches.push({ rec, seq: s.stream.seq, drainedThrough: open ? follower.currentRevision : undefined });
+    }
+  }
+  return { history, watches };
+}
+
+function run(cfg: Config, actions: readonly Action[]): void {
+  const { history, watches } = simulate(cfg, actions);
+  const problems: string[] = [];
+  for (const { rec, seq, drainedThrough } of watches) {
+    const v = checkWatch(history, rec.req, rec.responses, { drainedThrough });
+    if (v.length > 0) {
+      problems.push(
+        `watch ${JSON.stringify(rec.req, jsonBytes)} (stream ${seq}, id ${rec.id}${rec.broken ? ', broken' : ''}${rec.canceled ? ', canceled' : ''}):\n` +
+          `    ${formatViolations(v).split('\n').join('\n    ')}\n` +
+          `    responses: ${rec.responses.map((r) => JSON.stringify(r, jsonBytes)).join('\n               ')}`,
+      );
+    }
+  }
+  if (problems.length > 0) throw new Error(problems.join('\n'));
+}
+
+test('every watch keeps etcd\'s watch guarantees through compactions, victims, stream breaks and restores', () => {
+  checkProperty(
+    fc.property(configArb, fc.array(actionArb, { minLength: 10, maxLength: 120, size: 'max' }), (cfg, actions) => run(cfg, actions)),
+    { file: FILE, numRuns: 300 },
+  );
+});
+
+// --- The checker's own teeth: tampered recordings must be caught, each by the guarantee it breaks. ---
+
+type Mutation = 'drop' | 'duplicate' | 'swap' | 'split' | 'outside' | 'lateProgress' | 'isCreate' | 'prevKv' | 'dropFirst';
+const MUTATIONS: readonly Mutation[] = ['drop', 'duplicate', 'swap', 'split', 'outside', 'lateProgress', 'isCreate', 'prevKv', 'dropFirst'];
+
+const withEvents = (r: WatchResponse, events: readonly WatchEvent[]): WatchResponse => ({ ...r, events });
+
+/**
+ * Applies one kind of tampering to a recording (the `pick`-th place it applies to); returns the tampered
+ * responses and the guarantee that must then be reported, or undefined when it does not apply.
+ */
+function mutate(rec: WatchRecord, m: Mutation, pick: number): { responses: WatchResponse[]; expect: WatchGuarantee } | undefined {
+  const rs = rec.responses;
+  const evIdx = rs.flatMap((r, i) => (r.events.length > 0 ? [i] : []));
+  const choose = <T>(xs: readonly T[]): T | undefined => (xs.length === 0 ? undefined : xs[pick % xs.length]);
+  const at = (i: number, r: WatchResponse | undefined): WatchResponse[] => (r === undefined ? [...rs.slice(0, i), ...rs.slice(i + 1)] : [...rs.slice(0, i), r, ...rs.slice(i + 1)]);
+  const allKeys = (rec.req.rangeEnd?.length === 1 && rec.req.rangeEnd[0] === 0) || false;
+  switch (m) {
+    case 'drop': {
+      // An event followed by another one: the later one vouches for it.
+      const places = evIdx.flatMap((i) => rs[i]!.events.map((_, j) => [i, j] as const)).slice(0, -1);
+      const p = choose(places);
+      if (p === undefined) return undefined;
+      const [i, j] = p;
+      const evs = rs[i]!.events.filter((_, k) => k !== j);
+      return { responses: at(i, evs.length === 0 ? undefined : withEvents(rs[i]!, evs)), expect: 'Reliable' };
+    }
+    case 'duplicate': {
+      const i = choose(evIdx);
+      if (i === undefined) return undefined;
+      return { responses: [...rs.slice(0, i + 1), rs[i]!, ...rs.slice(i + 1)], expect: 'Unique' };
+    }
+    case 'swap': {
+      if (evIdx.length < 2) return undefined;
+      const k = pick % (evIdx.length - 1);
+      const i = evIdx[k]!;
+      const j = evIdx[k + 1]!;
+      const out = [...rs];
+      out[i] = rs[j]!;
+      out[j] = rs[i]!;
+      return { responses: out, expect: 'Ordered' };
+    }
+    case 'split': {
+      const i = choose(evIdx.filter((x) => rs[x]!.events.length >= 2 && rs[x]!.events[0]!.kv.modRevision === rs[x]!.events[1]!.kv.modRevision));
+      if (i === undefined) return undefined;
+      const r = rs[i]!;
+      return { responses: [...rs.slice(0, i), withEvents(r, r.events.slice(0, 1)), withEvents(r, r.events.slice(1)), ...rs.slice(i + 1)], expect: 'Atomic' };
+    }
+    case 'outside': {
+      const i = choose(evIdx);
+      if (i === undefined || allKeys) return undefined;
+      const r = rs[i]!;
+      const ev = r.events[0]!;
+      return { responses: at(i, withEvents(r, [{ ...ev, kv: { ...ev.kv, key: b('\x01') } }, ...r.events.slice(1)])), expect: 'Filter' };
+    }
+    case 'lateProgress': {
+      const i = choose(evIdx.filter((x) => rs[x]!.events[rs[x]!.events.length - 1]!.kv.modRevision >= 2));
+      if (i === undefined) return undefined;
+      const r = rs[i]!;
+      const last = r.events[r.events.length - 1]!.kv.modRevision;
+      const progress: WatchResponse = { ...r, events: [], revision: last - 1, fragment: false, created: false, canceled: false, compactRevision: 0 };
+      return { responses: [...rs.slice(0, i + 1), progress, ...rs.slice(i + 1)], expect: 'Bookmarkable' };
+    }
+    case 'isCreate': {
+      const i = choose(evIdx.filter((x) => rs[x]!.events.some((e) => e.type === 'PUT')));
+      if (i === undefined) return undefined;
+      const r = rs[i]!;
+      const j = r.events.findIndex((e) => e.type === 'PUT');
+      const ev = r.events[j]!;
+      const createRevision = ev.kv.createRevision === ev.kv.modRevision ? ev.kv.modRevision - 1 : ev.kv.modRevision;
+      const evs = r.events.map((e, k) => (k === j ? { ...e, kv: { ...e.kv, createRevision } } : e));
+      return { responses: at(i, withEvents(r, evs)), expect: 'IsCreate' };
+    }
+    case 'prevKv': {
+      // With prev_kv: a wrong previous value; without: a prev_kv nobody asked for.
+      const i = choose(evIdx.filter((x) => rs[x]!.events.some((e) => (rec.req.prevKv === true ? e.prevKv !== undefined : e.type === 'DELETE'))));
+      if (i === undefined) return undefined;
+      const r = rs[i]!;
+      const j = r.events.findIndex((e) => (rec.req.prevKv === true ? e.prevKv !== undefined : e.type === 'DELETE'));
+      const ev = r.events[j]!;
+      const prevKv = ev.prevKv === undefined ? { ...ev.kv, value: b('forged') } : { ...ev.prevKv, value: b('forged') };
+      const evs = r.events.map((e, k) => (k === j ? { ...e, prevKv } : e));
+      return { responses: at(i, withEvents(r, evs)), expect: 'PrevKV' };
+    }
+    case 'dropFirst': {
+      const i = evIdx[0];
+      // Another event must become the first one.
+      if (i === undefined || (rec.req.startRevision ?? 0) <= 0 || rs.reduce((n, r) => n + r.events.length, 0) < 2) return undefined;
+      const r = rs[i]!;
+      return { responses: at(i, r.events.length === 1 ? undefined : withEvents(r, r.events.slice(1))), expect: 'Resumable' };
+    }
+  }
+}
+
+test('the checker catches every kind of tampering with a recorded watch, as the guarantee it breaks', () => {
+  const seen = new Set<Mutation>();
+  checkProperty(
+    fc.property(configArb, fc.array(actionArb, { minLength: 10, maxLength: 120, size: 'max' }), fc.nat(), (cfg, actions, pick) => {
+      const { history, watches } = simulate(cfg, actions);
+      for (const { rec, drainedThrough } of watches) {
+        if (rec.responses.some((r) => r.fragment)) continue;
+        for (const m of MUTATIONS) {
+          const t = mutate(rec, m, pick);
+          if (t === undefined) continue;
+          seen.add(m);
+          const v = checkWatch(history, rec.req, t.responses, { drainedThrough });
+          if (!v.some((x) => x.guarantee === t.expect)) {
+            throw new Error(
+              `${m} not reported as ${t.expect} for ${JSON.stringify(rec.req, jsonBytes)}; got: ${formatViolations(v) || '(nothing)'}\n` +
+                `  tampered: ${t.responses.map((r) => JSON.stringify(r, jsonBytes)).join('\n            ')}`,
+            );
+          }
+        }
+      }
+    }),
+    { file: FILE, numRuns: 100 },
+  );
+  assert.deepEqual([...seen].sort(), [...MUTATIONS].sort(), 'every kind of tampering was tried');
+});
