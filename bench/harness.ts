@@ -7,8 +7,8 @@
  *
  * How a pair is measured: warm-up rounds of both (untimed, for the JIT), then `rounds` timed rounds that
  * alternate which of the two goes first; each side's figure is the median of its rounds' ns/op. Before
- * every timed round the state is built by `setup` (untimed) and, when possible, a full GC is forced, so
- * one round's garbage is not collected on the next round's clock.
+ * every timed round the state is built by `setup` (untimed) and, unless a row opts out, a full GC is
+ * forced, so one round's garbage is not collected on the next round's clock.
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -27,6 +27,11 @@ export interface PairOptions {
   readonly rounds: number;
   /** Untimed warm-up rounds per side. */
   readonly warmup: number;
+  /**
+   * Force a full GC before every round (default true). Read-only rows over a large heap turn it off: a
+   * full GC of a 1M-key store costs about a second and their rounds leave little garbage.
+   */
+  readonly gc?: boolean | undefined;
 }
 
 /** The timed figures of one side of a pair. */
@@ -105,9 +110,9 @@ function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
-function timeRound<S>(c: Case<S>, warmup: boolean): { ns: number; ops: number } {
+function timeRound<S>(c: Case<S>, warmup: boolean, gc: boolean): { ns: number; ops: number } {
   let state: S | undefined = c.setup(warmup);
-  collectGarbage();
+  if (gc) collectGarbage();
   const t0 = process.hrtime.bigint();
   const ops = c.run(state);
   const t1 = process.hrtime.bigint();
@@ -121,9 +126,10 @@ function timeRound<S>(c: Case<S>, warmup: boolean): { ns: number; ops: number } 
  * first on odd ones) and returns both medians.
  */
 export function measurePair<S, B>(subject: Case<S>, baseline: Case<B>, opts: PairOptions): { subject: Sample; baseline: Sample } {
+  const gc = opts.gc ?? true;
   for (let i = 0; i < opts.warmup; i++) {
-    timeRound(baseline, true);
-    timeRound(subject, true);
+    timeRound(baseline, true, gc);
+    timeRound(subject, true, gc);
   }
   const s: number[] = [];
   const b: number[] = [];
@@ -133,11 +139,11 @@ export function measurePair<S, B>(subject: Case<S>, baseline: Case<B>, opts: Pai
     const order = i % 2 === 0 ? ['b', 's'] : ['s', 'b'];
     for (const side of order) {
       if (side === 'b') {
-        const r = timeRound(baseline, false);
+        const r = timeRound(baseline, false, gc);
         b.push(r.ns / r.ops);
         bOps = r.ops;
       } else {
-        const r = timeRound(subject, false);
+        const r = timeRound(subject, false, gc);
         s.push(r.ns / r.ops);
         sOps = r.ops;
       }

@@ -173,7 +173,7 @@ function rangeOneRow(ks: KeySet, store: MvccStore, tree: BTree<string, number>, 
     },
   };
   ctx.log(`mvcc: single-key Range at ${ks.n} keys`);
-  const m = measurePair(subject, baseline, { rounds: sz.rounds, warmup: 1 });
+  const m = measurePair(subject, baseline, { rounds: sz.rounds, warmup: 1, gc: false });
   return row(
     { name: `Range, single key, ${label(ks.n)} keys`, unit: 'range', baselineName: 'btree get', target: WITHIN_2X, reference: ETCD_RANGE },
     m,
@@ -224,7 +224,7 @@ function range100Row(ks: KeySet, store: MvccStore, tree: BTree<string, number>, 
     },
   };
   ctx.log(`mvcc: 100-key Range at ${ks.n} keys`);
-  const m = measurePair(subject, baseline, { rounds: sz.rounds, warmup: 1 });
+  const m = measurePair(subject, baseline, { rounds: sz.rounds, warmup: 1, gc: false });
   return row(
     {
       name: `Range, 100 keys (rangeEnd), ${label(ks.n)} keys`,
@@ -279,7 +279,7 @@ function txnRow(ks: KeySet, store: MvccStore, sz: Sizes, ctx: BenchContext): Row
     },
   };
   ctx.log(`mvcc: 10-op Txn at ${ks.n} keys`);
-  const m = measurePair(subject, baseline, { rounds: sz.rounds, warmup: 1 });
+  const m = measurePair(subject, baseline, { rounds: sz.rounds, warmup: 1, gc: false });
   return row(
     {
       name: `Txn, 1 compare + 10 puts, ${label(ks.n)} keys`,
