@@ -30,6 +30,14 @@ export function executeRange(view: ReadView, r: RangeRequest): RangeResponse {
   let limit = order !== 'NONE' || filtered ? 0 : reqLimit;
   if (limit > 0) limit++; // one extra to learn `more`
 
+  if (r.rangeEnd === undefined || r.rangeEnd.length === 0) {
+    // A single key: no sort or filter can change one result, so read it straight from the index.
+    if (!filtered) {
+      const kv = view.get(keyString(r.key), r.revision ?? 0);
+      const kvs = kv === undefined || r.countOnly === true ? [] : [r.keysOnly === true ? withoutValue(kv) : kv];
+      return { revision: view.rev, kvs, more: false, count: kv === undefined ? 0 : 1 };
+    }
+  }
   const rr = view.range(keyString(r.key), rangeEndOf(r.rangeEnd), r.revision ?? 0, limit, r.countOnly === true);
   let kvs = rr.kvs;
   if (filtered) {
