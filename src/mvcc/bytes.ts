@@ -10,9 +10,40 @@ export type KeyString = string;
 
 export const EMPTY_BYTES: Uint8Array = new Uint8Array(0);
 
+/**
+ * Node's native latin1 decoder, called on the bytes directly: going through Buffer.from(...).toString
+ * would allocate a Buffer view per key, and keyString runs on every put and read.
+ */
+const latin1Slice = (Buffer.prototype as unknown as { latin1Slice(this: Uint8Array, start: number, end: number): string }).latin1Slice;
+
 /** Bytes → index key. */
 export function keyString(bytes: Uint8Array): KeyString {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
+  return latin1Slice.call(bytes, 0, bytes.byteLength);
+}
+
+const SLAB_SIZE = 64 * 1024;
+const SLAB_MAX_COPY = 1024;
+let slab = new Uint8Array(SLAB_SIZE);
+let slabUsed = 0;
+
+/**
+ * A private copy of caller-owned bytes (keys and values must not change when the caller reuses its
+ * buffer). Small copies share 64 KiB slabs, as Node's Buffer pool does: one ArrayBuffer per copy would
+ * dominate the cost of a put through garbage collection. The price: a slab stays alive while any copy in
+ * it does.
+ */
+export function copyBytes(src: Uint8Array): Uint8Array {
+  const n = src.byteLength;
+  if (n === 0) return EMPTY_BYTES;
+  if (n > SLAB_MAX_COPY) return src.slice();
+  if (slabUsed + n > SLAB_SIZE) {
+    slab = new Uint8Array(SLAB_SIZE);
+    slabUsed = 0;
+  }
+  const start = slabUsed;
+  slab.set(src, start);
+  slabUsed = (start + n + 7) & ~7; // keep copies 8-byte aligned
+  return slab.subarray(start, start + n);
 }
 
 /** Index key → bytes (a fresh copy the caller may keep). */

@@ -6,7 +6,7 @@
  * A rejected request throws an EtcdError and leaves revision, keys, leases and watchers untouched: all
  * checks run before the write transaction starts.
  */
-import { keyString, type KeyString } from './bytes.js';
+import { EMPTY_BYTES, keyString, type KeyString } from './bytes.js';
 import { compatFor, type Compat, type EtcdVersion } from './compat.js';
 import { executeRange } from './range.js';
 import { deleteRangeSize, putSize, txnSize } from './request_size.js';
@@ -83,6 +83,9 @@ export class MvccStore {
     checkPutRequest(r);
     checkRequestSize(putSize(r), this.maxRequestBytes);
     checkPut(this.storage, r, false);
+    if (r.prevKv !== true && r.ignoreValue !== true && r.ignoreLease !== true) {
+      return { revision: this.storage.putOne(keyString(r.key), r.key, r.value ?? EMPTY_BYTES, r.lease ?? 0n) };
+    }
     const tw = this.storage.write();
     try {
       return executePut(tw, r);

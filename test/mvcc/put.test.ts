@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ErrEmptyKey, ErrKeyNotFound, ErrLeaseNotFound, ErrLeaseProvided, ErrValueProvided, GrpcCode, MvccStore } from '../../src/index.js';
+import { ErrEmptyKey, ErrKeyNotFound, ErrLeaseNotFound, ErrLeaseProvided, ErrValueProvided, GrpcCode, MvccStore, text } from '../../src/index.js';
 import { assertUnchanged, b, FakeLessor, get, kv } from './helpers.js';
 
 test('put creates and updates a key, returning the new revision', () => {
@@ -137,4 +137,21 @@ test('a txn does the same lease bookkeeping', () => {
 test('empty key: ErrEmptyKey', () => {
   const s = new MvccStore();
   assertUnchanged(s, ErrEmptyKey, () => s.put({ key: new Uint8Array(0), value: b('v') }));
+});
+
+test('the store keeps its own copy of keys and values: a caller reusing its buffers changes nothing stored', () => {
+  const s = new MvccStore();
+  const key = b('reused-key');
+  const small = b('v1');
+  const large = new Uint8Array(5000).fill(1); // above the slab threshold: copied on its own
+  s.put({ key, value: small });
+  s.put({ key: b('big'), value: large });
+  key.fill(0x7a);
+  small.fill(0x7a);
+  large.fill(9);
+  assert.equal(text(s.range({ key: b('reused-key') }).kvs[0]!.value), 'v1');
+  assert.equal(s.range({ key: b('big') }).kvs[0]!.value[4999], 1);
+  assert.equal(s.range({ key: b('zzzzzzzzzz') }).count, 0);
+  for (let i = 0; i < 2000; i++) s.put({ key: b(`k${i}`), value: b(`value-${i}`) }); // spans several slabs
+  for (let i = 0; i < 2000; i += 137) assert.equal(text(s.range({ key: b(`k${i}`) }).kvs[0]!.value), `value-${i}`);
 });
