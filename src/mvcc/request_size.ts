@@ -3,10 +3,11 @@
  * proposal whose marshaled InternalRaftRequest exceeds --max-request-bytes. Sizes follow proto3 encoding
  * (zero values omitted). The raft request header is sized so that the limit falls where etcd 3.4.23's
  * does: a put of a 1-byte key is rejected once key + value exceed 1,572,840 bytes (docs/observed-etcd-3.4.23.md).
+ * The field-size helpers are shared with the watch layer's response sizing (fragments).
  */
 import type { Compare, DeleteRangeRequest, PutRequest, RangeRequest, RequestOp, TxnRequest } from './types.js';
 
-function varintLen(v: number | bigint): number {
+export function varintLen(v: number | bigint): number {
   if (typeof v === 'bigint') {
     if (v < 0n) return 10;
     let n = 1;
@@ -26,13 +27,13 @@ function varintLen(v: number | bigint): number {
 }
 
 /** Size of a length-delimited field with a 1-byte tag (or `tagLen`), omitted when empty. */
-function bytesField(len: number, tagLen = 1): number {
+export function bytesField(len: number, tagLen = 1): number {
   return len === 0 ? 0 : tagLen + varintLen(len) + len;
 }
-function messageField(len: number, tagLen = 1): number {
+export function messageField(len: number, tagLen = 1): number {
   return tagLen + varintLen(len) + len;
 }
-function intField(v: number | bigint | undefined, tagLen = 1): number {
+export function intField(v: number | bigint | undefined, tagLen = 1): number {
   return v === undefined || v === 0 || v === 0n ? 0 : tagLen + varintLen(v);
 }
 function boolField(v: boolean | undefined): number {

@@ -4,46 +4,28 @@
  * `fragment`. The sizes are protobuf-encoded sizes, estimated field by field.
  */
 import type { KeyValue } from '../mvcc/index.js';
+import { bytesField, intField, messageField } from '../mvcc/request_size.js';
 import type { WatchEvent, WatchResponse } from './types.js';
-
-function varintLen(v: number | bigint): number {
-  let x = typeof v === 'bigint' ? v : BigInt(Math.trunc(v));
-  if (x < 0n) return 10;
-  let n = 1;
-  while (x >= 0x80n) {
-    x >>= 7n;
-    n++;
-  }
-  return n;
-}
-
-function field(len: number): number {
-  return 1 + varintLen(len) + len;
-}
-
-function intField(v: number | bigint): number {
-  return v === 0 || v === 0n ? 0 : 1 + varintLen(v);
-}
 
 function kvSize(kv: KeyValue): number {
   return (
-    (kv.key.length > 0 ? field(kv.key.length) : 0) +
+    bytesField(kv.key.length) +
     intField(kv.createRevision) +
     intField(kv.modRevision) +
     intField(kv.version) +
-    (kv.value.length > 0 ? field(kv.value.length) : 0) +
+    bytesField(kv.value.length) +
     intField(kv.lease)
   );
 }
 
 function eventSize(ev: WatchEvent): number {
-  return (ev.type === 'DELETE' ? 2 : 0) + field(kvSize(ev.kv)) + (ev.prevKv === undefined ? 0 : field(kvSize(ev.prevKv)));
+  return (ev.type === 'DELETE' ? 2 : 0) + messageField(kvSize(ev.kv)) + (ev.prevKv === undefined ? 0 : messageField(kvSize(ev.prevKv)));
 }
 
 /** Approximate encoded size: a fixed header (cluster and member IDs, revision, term) plus the events. */
 export function watchResponseSize(r: WatchResponse, events: readonly WatchEvent[] = r.events): number {
-  let n = field(32) + intField(r.watchId) + intField(r.compactRevision) + (r.cancelReason.length > 0 ? field(r.cancelReason.length) : 0);
-  for (const ev of events) n += field(eventSize(ev));
+  let n = messageField(32) + intField(r.watchId) + intField(r.compactRevision) + bytesField(r.cancelReason.length);
+  for (const ev of events) n += messageField(eventSize(ev));
   return n;
 }
 
@@ -56,7 +38,7 @@ export function fragmentResponse(r: WatchResponse, limit: number): WatchResponse
     let size = watchResponseSize(r, cur);
     for (; i < r.events.length; i++) {
       const ev = r.events[i]!;
-      const s = field(eventSize(ev));
+      const s = messageField(eventSize(ev));
       if (cur.length > 0 && size + s >= limit) break;
       cur.push(ev);
       size += s;
