@@ -75,11 +75,6 @@ export interface StorageOptions {
 export class Storage implements ReadView {
   /** The revision index, in byte order of keys (etcd's treeIndex). */
   index = new BTree<KeyString, KeyIndex>();
-  /**
-   * The same keyIndexes by exact key: a put or a single-key read costs one hash lookup instead of a tree
-   * descent, and a new key one descent instead of two.
-   */
-  byKey = new Map<KeyString, KeyIndex>();
   currentRev = 1;
   compactRev = -1;
   /** log[i] holds the events of revision logStart + i. */
@@ -104,7 +99,7 @@ export class Storage implements ReadView {
 
   get(key: KeyString, atRev: number): KeyValue | undefined {
     const rev = readRevision(this, this.currentRev, atRev); // checked even when the key is absent
-    return this.byKey.get(key)?.get(rev);
+    return this.index.get(key)?.get(rev);
   }
 
   /** Starts a write transaction (mvcc.TxnWrite); its changes become visible to readers at end(). */
@@ -156,10 +151,7 @@ export class Storage implements ReadView {
     this.index.forEachPair((key, ki) => {
       if (ki.compact(rev, keep)) emptied.push(key);
     });
-    if (emptied.length > 0) {
-      this.index.deleteKeys(emptied);
-      for (const k of emptied) this.byKey.delete(k);
-    }
+    if (emptied.length > 0) this.index.deleteKeys(emptied);
     const drop = rev - this.logStart;
     if (drop > 0) {
       this.log = this.log.slice(Math.min(drop, this.log.length));
@@ -194,7 +186,6 @@ export class Storage implements ReadView {
       values.push(new KeyIndex(k.key, k.keyBytes, k.generations.map((g) => g.slice())));
     }
     this.index = BTree.bulkLoad<KeyString, KeyIndex>(keys, values, 64);
-    this.byKey = new Map(keys.map((k, i) => [k, values[i]!]));
     this.compactRev = snap.compactRev;
     this.currentRev = Math.max(snap.currentRev, snap.compactRev);
     this.log = snap.log.slice();
@@ -215,7 +206,7 @@ function readRevision(s: Storage, viewRev: number, atRev: number): number {
 /** Calls `visit` for every key in [key, end) that is live at `rev`, in byte order. */
 function scan(s: Storage, key: KeyString, end: RangeEnd, rev: number, visit: (ki: KeyIndex, kv: KeyValue) => void): void {
   if (end === undefined) {
-    const ki = s.byKey.get(key);
+    const ki = s.index.get(key);
     const kv = ki?.get(rev);
     if (kv !== undefined) visit(ki!, kv);
     return;
@@ -259,7 +250,7 @@ function rangeIndex(
  * create revision and the next version, appended to the key's index, and the lease moved if it changed.
  */
 function writePut(s: Storage, rev: number, key: KeyString, keyBytes: Uint8Array, value: Uint8Array, lease: bigint): Event {
-  let ki = s.byKey.get(key);
+  let ki = s.index.get(key);
   let prev: KeyValue | undefined;
   let kv: KeyValue;
   if (ki === undefined) {
@@ -267,7 +258,6 @@ function writePut(s: Storage, rev: number, key: KeyString, keyBytes: Uint8Array,
     kv = { key: bytes, createRevision: rev, modRevision: rev, version: 1, value: copyBytes(value), lease };
     ki = new KeyIndex(key, bytes, [[kv]]);
     s.index.set(key, ki);
-    s.byKey.set(key, ki);
   } else {
     prev = ki.current();
     kv = {
@@ -316,7 +306,7 @@ export class WriteTxn implements ReadView {
 
   get(key: KeyString, atRev: number): KeyValue | undefined {
     const rev = readRevision(this.s, this.rev, atRev); // checked even when the key is absent
-    return this.s.byKey.get(key)?.get(rev);
+    return this.s.index.get(key)?.get(rev);
   }
 
   /** Writes `value` under `key` (storeTxnWrite.put); returns the revision of the change. */
@@ -353,7 +343,7 @@ export class WriteTxn implements ReadView {
     for (let i = this.changes.length - 1; i >= 0; i--) {
       const { type, kv } = this.changes[i]!;
       const key = keyString(kv.key);
-      const ki = s.byKey.get(key)!;
+      const ki = s.index.get(key)!;
       if (type === 'DELETE') {
         ki.generations.pop();
         ki.generations[ki.generations.length - 1]!.pop();
@@ -368,10 +358,7 @@ export class WriteTxn implements ReadView {
         if (kv.lease !== 0n) s.lessor.detach(kv.lease, ki.keyBytes);
         if (oldLease !== 0n) s.lessor.attach(oldLease, ki.keyBytes);
       }
-      if (ki.generations.length === 1 && ki.generations[0]!.length === 0) {
-        s.index.delete(key);
-        s.byKey.delete(key);
-      }
+      if (ki.generations.length === 1 && ki.generations[0]!.length === 0) s.index.delete(key);
     }
     this.changes.length = 0;
     this.ended = true;

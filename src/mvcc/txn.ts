@@ -120,7 +120,7 @@ export function checkPut(s: Storage, p: PutRequest, inTxn: boolean): void {
   const leaseMissing = lease !== 0n && (s.lessor === undefined || !s.lessor.exists(lease));
   if (!inTxn && leaseMissing) fail(ErrLeaseNotFound);
   if (p.ignoreValue === true || p.ignoreLease === true) {
-    if (s.byKey.get(keyString(p.key))?.current() === undefined) fail(ErrKeyNotFound);
+    if (s.index.get(keyString(p.key))?.current() === undefined) fail(ErrKeyNotFound);
   }
   if (leaseMissing) fail(ErrLeaseNotFound);
 }
