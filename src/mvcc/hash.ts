@@ -21,8 +21,8 @@ function mixNumber(h: number, n: number): number {
 export function hashKV(s: Storage, revision: number): number {
   let h = mixNumber(FNV_OFFSET, s.compactRev);
   s.index.forEachPair((_key, ki) => {
-    ki.forEachRevision((kv) => {
-      if (kv.modRevision > revision) return;
+    for (const kv of ki.revs) {
+      if (kv.modRevision > revision) break; // revisions are in order
       h = mixBytes(h, kv.key);
       h = mixNumber(h, kv.key.length);
       h = mixNumber(h, kv.modRevision);
@@ -32,7 +32,7 @@ export function hashKV(s: Storage, revision: number): number {
       h = mixNumber(h, kv.value.length);
       h = mixNumber(h, Number(kv.lease & 0xffffffffn));
       h = mixNumber(h, Number(kv.lease >> 32n));
-    });
+    }
   });
   return h >>> 0;
 }

@@ -1,10 +1,12 @@
 /**
- * keyIndex (etcd server/storage/mvcc/key_index.go): the revision history of one key, as generations.
- * A generation is one "life" of the key: the puts from its creation to its delete, the delete's tombstone
- * last. The final generation is the current one and is empty while the key is deleted.
+ * keyIndex (etcd server/storage/mvcc/key_index.go): the revision history of one key. etcd keeps it as
+ * generations — one "life" of the key each, from its creation to the delete whose tombstone ends it.
+ * A tombstone already marks where a generation ends, so we keep one flat list of KeyValues in revision
+ * order and derive the generations when asked: a put appends, a delete appends its tombstone, and the key
+ * is live exactly when the newest entry is not a tombstone.
  *
- * We keep the KeyValue of every revision in the generation itself (etcd keeps revisions here and values in
- * the backend), so a historical read is one binary search and a write allocates nothing else.
+ * We keep the KeyValue of every revision here (etcd keeps revisions here and values in the backend), so a
+ * historical read is one binary search and a write allocates nothing else.
  */
 import type { KeyString } from './bytes.js';
 import type { KeyValue } from './types.js';
@@ -21,120 +23,101 @@ export class KeyIndex {
   /** The key as raw bytes, shared by every KeyValue of this key (one copy per key, not per revision). */
   readonly keyBytes: Uint8Array;
   readonly key: KeyString;
-  generations: Generation[];
+  /** Every stored revision, oldest first; tombstones end generations. Empty: nothing left (remove the key). */
+  revs: KeyValue[];
 
-  constructor(key: KeyString, keyBytes: Uint8Array, generations: Generation[] = [[]]) {
+  constructor(key: KeyString, keyBytes: Uint8Array, revs: KeyValue[] = []) {
     this.key = key;
     this.keyBytes = keyBytes;
-    this.generations = generations;
+    this.revs = revs;
+  }
+
+  /** etcd's generations, derived: the last one is the current generation, empty while the key is deleted. */
+  get generations(): Generation[] {
+    const gens: Generation[] = [[]];
+    for (const kv of this.revs) {
+      gens[gens.length - 1]!.push(kv);
+      if (isTombstone(kv)) gens.push([]);
+    }
+    return gens;
   }
 
   /** The live KeyValue at the newest revision, or undefined when the key is deleted. */
   current(): KeyValue | undefined {
-    const g = this.generations[this.generations.length - 1]!;
-    return g[g.length - 1];
+    const last = this.revs[this.revs.length - 1];
+    return last === undefined || isTombstone(last) ? undefined : last;
   }
 
-  /** Appends a put to the current generation (the caller guarantees revisions only grow). */
-  put(kv: KeyValue): void {
-    this.generations[this.generations.length - 1]!.push(kv);
+  /** Appends a put or a tombstone (the caller guarantees revisions only grow, and deletes only live keys). */
+  append(kv: KeyValue): void {
+    this.revs.push(kv);
   }
 
-  /** Ends the current generation with a tombstone and opens an empty one. The key must be live. */
-  tombstone(kv: KeyValue): void {
-    this.generations[this.generations.length - 1]!.push(kv);
-    this.generations.push([]);
+  /** Index of the newest revision with modRevision <= atRev, or -1. */
+  private floor(atRev: number): number {
+    const revs = this.revs;
+    let hi = revs.length - 1;
+    if (hi < 0 || revs[hi]!.modRevision <= atRev) return hi;
+    let lo = -1; // revs[lo] <= atRev < revs[hi], with revs[-1] = -infinity
+    while (hi - lo > 1) {
+      const mid = (lo + hi) >>> 1;
+      if (revs[mid]!.modRevision <= atRev) lo = mid;
+      else hi = mid;
+    }
+    return lo;
   }
 
   /**
    * The KeyValue visible at `atRev`, or undefined if the key did not exist then (never created, deleted,
-   * or between generations). Mirrors keyIndex.get/findGeneration.
+   * or between generations). Mirrors keyIndex.get.
    */
   get(atRev: number): KeyValue | undefined {
-    const gens = this.generations;
-    for (let gi = gens.length - 1; gi >= 0; gi--) {
-      const g = gens[gi]!;
-      const n = g.length;
-      if (n === 0) continue;
-      const last = g[n - 1]!;
-      if (last.modRevision <= atRev) return isTombstone(last) ? undefined : last;
-      if (g[0]!.modRevision > atRev) continue;
-      // atRev falls inside this generation: newest KeyValue with modRevision <= atRev.
-      let lo = 0;
-      let hi = n - 1; // g[lo] <= atRev < g[hi]
-      while (hi - lo > 1) {
-        const mid = (lo + hi) >>> 1;
-        if (g[mid]!.modRevision <= atRev) lo = mid;
-        else hi = mid;
-      }
-      return g[lo];
-    }
-    return undefined;
+    const i = this.floor(atRev);
+    if (i < 0) return undefined;
+    const kv = this.revs[i]!;
+    return isTombstone(kv) ? undefined : kv;
   }
 
   /**
-   * etcd's compaction keep rule at `atRev`: skip whole generations that ended before atRev; in the first
-   * one left keep the newest revision <= atRev and everything after it. Since etcd v3.6 (PR #18474, issue
-   * #18089) a generation whose tombstone is exactly atRev is kept, so a watch from atRev still sees the
-   * delete; `keepTombstoneAtRev = false` reproduces the older rule. Returns true when nothing is left and
-   * the key should leave the index.
+   * etcd's compaction keep rule at `atRev`: generations that ended before atRev go; in the first one left,
+   * the newest revision <= atRev and everything after it stay. Since etcd v3.6 (PR #18474, issue #18089) a
+   * generation whose tombstone is exactly atRev is kept, so a watch from atRev still sees the delete;
+   * `keepTombstoneAtRev = false` reproduces the older rule. Returns true when nothing is left and the key
+   * should leave the index.
    */
   compact(atRev: number, keepTombstoneAtRev: boolean): boolean {
-    const gens = this.generations;
-    let gi = 0;
-    while (gi < gens.length - 1) {
-      const g = gens[gi]!;
-      const tomb = g[g.length - 1]!.modRevision;
-      if (keepTombstoneAtRev ? tomb >= atRev : tomb > atRev) break;
-      gi++;
+    const i = this.floor(atRev);
+    if (i >= 0) {
+      const kv = this.revs[i]!;
+      const dropThrough = isTombstone(kv) && (kv.modRevision < atRev || !keepTombstoneAtRev);
+      const keepFrom = dropThrough ? i + 1 : i;
+      if (keepFrom > 0) this.revs = this.revs.slice(keepFrom);
     }
-    const g = gens[gi]!;
-    let keepFrom = -1;
-    for (let i = g.length - 1; i >= 0; i--) {
-      if (g[i]!.modRevision <= atRev) {
-        keepFrom = i;
-        break;
-      }
-    }
-    if (keepFrom > 0) g.splice(0, keepFrom);
-    if (gi > 0) gens.splice(0, gi);
-    return gens.length === 1 && gens[0]!.length === 0;
-  }
-
-  /** Every stored revision of this key, oldest first (for hashing and snapshots). */
-  forEachRevision(fn: (kv: KeyValue) => void): void {
-    for (const g of this.generations) for (const kv of g) fn(kv);
+    return this.revs.length === 0;
   }
 
   /** Structural invariants of a keyIndex; returns a description of the first violation, if any. */
   checkValid(): string | undefined {
-    const gens = this.generations;
-    if (gens.length === 0) return `${JSON.stringify(this.key)}: no generations`;
+    const name = JSON.stringify(this.key);
+    if (this.revs.length === 0) return `${name}: no revisions left in the index`;
     let prev = 0;
-    for (let gi = 0; gi < gens.length; gi++) {
-      const g = gens[gi]!;
-      const isLast = gi === gens.length - 1;
-      if (!isLast && g.length === 0) return `${JSON.stringify(this.key)}: empty generation ${gi} before the last`;
-      for (let i = 0; i < g.length; i++) {
-        const kv = g[i]!;
-        // Equal main revisions are legal: a txn may put and delete one key (etcd's "\0" delete quirk), at
-        // two sub-revisions of the same main revision.
-        if (kv.modRevision < prev) return `${JSON.stringify(this.key)}: revisions going backwards at ${kv.modRevision}`;
-        prev = kv.modRevision;
-        const tomb = isTombstone(kv);
-        if (tomb !== (!isLast && i === g.length - 1)) {
-          return `${JSON.stringify(this.key)}: tombstone misplaced at revision ${kv.modRevision}`;
-        }
-        if (kv.key !== this.keyBytes) return `${JSON.stringify(this.key)}: key bytes not shared at ${kv.modRevision}`;
-        if (tomb) continue;
-        const first = g[0]!;
-        if (kv.createRevision !== first.createRevision) {
-          return `${JSON.stringify(this.key)}: create revision differs inside a generation at ${kv.modRevision}`;
-        }
-        if (i > 0 && kv.version !== g[i - 1]!.version + 1) {
-          return `${JSON.stringify(this.key)}: version does not count up at ${kv.modRevision}`;
-        }
+    let genStart: KeyValue | undefined;
+    let before: KeyValue | undefined;
+    for (const kv of this.revs) {
+      // Equal main revisions are legal: a txn may put and delete one key (etcd's "\0" delete quirk), at two
+      // sub-revisions of the same main revision.
+      if (kv.modRevision < prev) return `${name}: revisions going backwards at ${kv.modRevision}`;
+      prev = kv.modRevision;
+      if (kv.key !== this.keyBytes) return `${name}: key bytes not shared at ${kv.modRevision}`;
+      if (isTombstone(kv)) {
+        genStart = undefined;
+        before = undefined;
+        continue;
       }
+      genStart ??= kv;
+      if (kv.createRevision !== genStart.createRevision) return `${name}: create revision differs inside a generation at ${kv.modRevision}`;
+      if (before !== undefined && kv.version !== before.version + 1) return `${name}: version does not count up at ${kv.modRevision}`;
+      before = kv;
     }
     return undefined;
   }

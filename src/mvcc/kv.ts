@@ -185,7 +185,7 @@ export class MvccStore {
       if (problem !== undefined) return;
       if (ki.key !== key) problem = `index key ${JSON.stringify(key)} holds keyIndex of ${JSON.stringify(ki.key)}`;
       else if (prevKey !== undefined && prevKey >= key) problem = `index out of order at ${JSON.stringify(key)}`;
-      else if (ki.generations.length === 1 && ki.generations[0]!.length === 0) problem = `empty keyIndex ${JSON.stringify(key)} left in the index`;
+      
       else problem = ki.checkValid();
       const newest = ki.current();
       if (problem === undefined && newest !== undefined && newest.modRevision > s.currentRev) {

@@ -8,7 +8,7 @@
 import { BTreeEx as BTree } from 'sorted-btree/extended/index.js';
 import { copyBytes, EMPTY_BYTES, keyString, type KeyString } from './bytes.js';
 import { ErrCompacted, ErrFutureRev, fail } from './errors.js';
-import { KeyIndex, isTombstone, type Generation } from './key_index.js';
+import { KeyIndex, isTombstone } from './key_index.js';
 import type { Event, KeyValue, LeaseHook } from './types.js';
 
 /**
@@ -55,7 +55,7 @@ export type CommitListener = (rev: number, events: readonly Event[]) => void;
 export interface StoreSnapshot {
   readonly currentRev: number;
   readonly compactRev: number;
-  readonly keys: ReadonlyArray<{ readonly key: KeyString; readonly keyBytes: Uint8Array; readonly generations: readonly Generation[] }>;
+  readonly keys: ReadonlyArray<{ readonly key: KeyString; readonly keyBytes: Uint8Array; readonly revs: readonly KeyValue[] }>;
   readonly log: ReadonlyArray<readonly Event[]>;
   readonly logStart: number;
 }
@@ -167,9 +167,9 @@ export class Storage implements ReadView {
 
   /** A deep, detached copy of the state (KeyValues are immutable and shared). */
   snapshot(): StoreSnapshot {
-    const keys: { key: KeyString; keyBytes: Uint8Array; generations: Generation[] }[] = [];
+    const keys: { key: KeyString; keyBytes: Uint8Array; revs: KeyValue[] }[] = [];
     this.index.forEachPair((key, ki) => {
-      keys.push({ key, keyBytes: ki.keyBytes, generations: ki.generations.map((g) => g.slice()) });
+      keys.push({ key, keyBytes: ki.keyBytes, revs: ki.revs.slice() });
     });
     return { currentRev: this.currentRev, compactRev: this.compactRev, keys, log: this.log.slice(), logStart: this.logStart };
   }
@@ -183,7 +183,7 @@ export class Storage implements ReadView {
     const values: KeyIndex[] = [];
     for (const k of snap.keys) {
       keys.push(k.key);
-      values.push(new KeyIndex(k.key, k.keyBytes, k.generations.map((g) => g.slice())));
+      values.push(new KeyIndex(k.key, k.keyBytes, k.revs.slice()));
     }
     this.index = BTree.bulkLoad<KeyString, KeyIndex>(keys, values, 64);
     this.compactRev = snap.compactRev;
@@ -256,7 +256,7 @@ function writePut(s: Storage, rev: number, key: KeyString, keyBytes: Uint8Array,
   if (ki === undefined) {
     const bytes = copyBytes(keyBytes);
     kv = { key: bytes, createRevision: rev, modRevision: rev, version: 1, value: copyBytes(value), lease };
-    ki = new KeyIndex(key, bytes, [[kv]]);
+    ki = new KeyIndex(key, bytes, [kv]);
     s.index.set(key, ki);
   } else {
     prev = ki.current();
@@ -268,7 +268,7 @@ function writePut(s: Storage, rev: number, key: KeyString, keyBytes: Uint8Array,
       value: copyBytes(value),
       lease,
     };
-    ki.put(kv);
+    ki.append(kv);
   }
   const oldLease = prev === undefined ? 0n : prev.lease;
   if (oldLease !== lease && s.lessor !== undefined) {
@@ -324,7 +324,7 @@ export class WriteTxn implements ReadView {
     // Tombstoning a key changes only its own keyIndex, never the tree's shape, so it is safe mid-scan.
     scan(s, key, end, this.rev, (ki, live) => {
       const tomb: KeyValue = { key: ki.keyBytes, createRevision: 0, modRevision: rev, version: 0, value: EMPTY_BYTES, lease: 0n };
-      ki.tombstone(tomb);
+      ki.append(tomb);
       this.changes.push({ type: 'DELETE', kv: tomb });
       if (live.lease !== 0n && s.lessor !== undefined) s.lessor.detach(live.lease, ki.keyBytes);
       deleted++;
@@ -344,21 +344,19 @@ export class WriteTxn implements ReadView {
       const { type, kv } = this.changes[i]!;
       const key = keyString(kv.key);
       const ki = s.index.get(key)!;
+      ki.revs.pop();
       if (type === 'DELETE') {
-        ki.generations.pop();
-        ki.generations[ki.generations.length - 1]!.pop();
         const live = ki.current()!;
         if (live.lease !== 0n) s.lessor?.attach(live.lease, ki.keyBytes);
         continue;
       }
-      ki.generations[ki.generations.length - 1]!.pop();
       const prev = ki.current();
       const oldLease = prev === undefined ? 0n : prev.lease;
       if (oldLease !== kv.lease && s.lessor !== undefined) {
         if (kv.lease !== 0n) s.lessor.detach(kv.lease, ki.keyBytes);
         if (oldLease !== 0n) s.lessor.attach(oldLease, ki.keyBytes);
       }
-      if (ki.generations.length === 1 && ki.generations[0]!.length === 0) s.index.delete(key);
+      if (ki.revs.length === 0) s.index.delete(key);
     }
     this.changes.length = 0;
     this.ended = true;
