@@ -8,6 +8,13 @@ import { Lessor } from '../lease/index.js';
 import { MvccStore, type EtcdVersion, type StoreSnapshot } from '../mvcc/index.js';
 import { SimRandom, Ticker, VirtualClock, type Clock } from '../sim/index.js';
 import { WatchableStore } from '../watch/index.js';
+import { Delivery } from './delivery.js';
+import { ClusterService } from './cluster_service.js';
+import { KVService } from './kv_service.js';
+import { LeaseService } from './lease_service.js';
+import { MaintenanceService } from './maintenance_service.js';
+import { WatchService } from './watch_service.js';
+import type { HeaderIdentity } from './convert.js';
 
 /** Knobs with etcd's defaults, named after etcd's flags where etcd has one. */
 export interface EtcdServerOptions {
@@ -34,6 +41,61 @@ export interface EtcdServerOptions {
   readonly leaseCheckpointIntervalMs?: number | undefined;
   /** Watch stream buffer before watchers become victims (etcd chanBufLen, 128). */
   readonly watchChanBufLen?: number | undefined;
+  /** cluster_id of every response header (uint64; default etcd's default single-member cluster ID). */
+  readonly clusterId?: bigint | undefined;
+  /** member_id of every response header and the member's ID (uint64; default etcd's default member ID). */
+  readonly memberId?: bigint | undefined;
+  /** --name ('default'). */
+  readonly memberName?: string | undefined;
+  /** --advertise-client-urls (['http://localhost:2379']). */
+  readonly clientUrls?: readonly string[] | undefined;
+  /** --initial-advertise-peer-urls (['http://localhost:2380']). */
+  readonly peerUrls?: readonly string[] | undefined;
+  /** raft_term of headers and Status (a single member elected once: 2, as observed on etcd). */
+  readonly raftTerm?: bigint | number | undefined;
+  /** Version string Status reports (default: the release `etcdVersion` stands for, e.g. '3.7.0'). */
+  readonly version?: string | undefined;
+}
+
+/** etcd's IDs for a member started with no flags (name "default", peer URL http://localhost:2380). */
+export const DEFAULT_CLUSTER_ID = 0xcdf818194e3a8c32n;
+export const DEFAULT_MEMBER_ID = 0x8e9e05c52164694dn;
+
+/** The release Status reports for each rule set, unless `version` says otherwise. */
+export const DEFAULT_VERSION_STRINGS: Readonly<Record<EtcdVersion, string>> = {
+  '3.4': '3.4.23',
+  '3.5': '3.5.24',
+  '3.6': '3.6.6',
+  '3.7': '3.7.0',
+};
+
+/** Who this member is: what headers, Status and MemberList report. */
+export interface MemberInfo {
+  readonly clusterId: bigint;
+  readonly memberId: bigint;
+  readonly name: string;
+  readonly clientUrls: readonly string[];
+  readonly peerUrls: readonly string[];
+  readonly raftTerm: bigint;
+  readonly version: string;
+}
+
+/** The Raft log of a fresh single member holds 4 entries before the first request (observed, 3.4.23). */
+const INITIAL_RAFT_INDEX = 4;
+/** Status dbSize / dbSizeInUse of a fresh member (observed, 3.4.23). */
+const INITIAL_DB_SIZE = 20480;
+const INITIAL_DB_SIZE_IN_USE = 16384;
+/** Rough bolt overhead per stored revision of a key, for the dbSize estimate. */
+const DB_BYTES_PER_REVISION = 64;
+const DB_PAGE = 4096;
+
+/** The six etcd services over one member, message form in and out. */
+export interface EtcdServices {
+  readonly kv: KVService;
+  readonly watch: WatchService;
+  readonly lease: LeaseService;
+  readonly maintenance: MaintenanceService;
+  readonly cluster: ClusterService;
 }
 
 export class EtcdServer {
@@ -43,6 +105,14 @@ export class EtcdServer {
   readonly lessor: Lessor;
   readonly kv: MvccStore;
   readonly watchable: WatchableStore;
+  readonly member: MemberInfo;
+  /** The header identity in message form (decimal strings), computed once. */
+  readonly identity: HeaderIdentity;
+  /** When stream responses reach their listeners (see delivery.ts). */
+  readonly delivery = new Delivery();
+  readonly services: EtcdServices;
+  private appliedIndex = INITIAL_RAFT_INDEX;
+  private storedBytes = 0;
 
   constructor(opts: EtcdServerOptions = {}) {
     this.clock = opts.clock ?? new VirtualClock();
@@ -72,6 +142,69 @@ export class EtcdServer {
       progressNotifyIntervalMs: opts.watchProgressNotifyIntervalMs,
       chanBufLen: opts.watchChanBufLen,
     });
+    const etcdVersion = opts.etcdVersion ?? '3.7';
+    this.member = Object.freeze({
+      clusterId: opts.clusterId ?? DEFAULT_CLUSTER_ID,
+      memberId: opts.memberId ?? DEFAULT_MEMBER_ID,
+      name: opts.memberName ?? 'default',
+      clientUrls: Object.freeze([...(opts.clientUrls ?? ['http://localhost:2379'])]),
+      peerUrls: Object.freeze([...(opts.peerUrls ?? ['http://localhost:2380'])]),
+      raftTerm: BigInt(opts.raftTerm ?? 2),
+      version: opts.version ?? DEFAULT_VERSION_STRINGS[etcdVersion],
+    });
+    for (const [what, v] of [['clusterId', this.member.clusterId], ['memberId', this.member.memberId], ['raftTerm', this.member.raftTerm]] as const) {
+      if (v < 0n || v >= 2n ** 64n) throw new RangeError(`EtcdServer: ${what} must be a uint64, got ${v}`);
+    }
+    this.identity = Object.freeze({
+      clusterId: String(this.member.clusterId),
+      memberId: String(this.member.memberId),
+      raftTerm: String(this.member.raftTerm),
+    });
+    // Every commit is one Raft entry and grows the estimated db file; it may also have queued watch responses.
+    this.kv.subscribe((_rev, events) => {
+      this.appliedIndex++;
+      for (const ev of events) this.storedBytes += ev.kv.key.byteLength + ev.kv.value.byteLength + DB_BYTES_PER_REVISION;
+      this.delivery.poke();
+    });
+    // Lease revokes by expiry and lease checkpoints are Raft proposals too (client requests count in the services).
+    this.lessor.subscribe((ev) => {
+      if ((ev.type === 'revoke' && ev.reason === 'expire' && ev.deleted === 0) || ev.type === 'checkpoint') this.appliedIndex++;
+    });
+    this.services = {
+      kv: new KVService(this),
+      watch: new WatchService(this),
+      lease: new LeaseService(this),
+      maintenance: new MaintenanceService(this),
+      cluster: new ClusterService(this),
+    };
+  }
+
+  /**
+   * Raft index (= applied index on a single member): an estimate that moves as etcd's does — one entry per
+   * write request (committed or not), lease grant/revoke/expiry, compaction and alarm request.
+   */
+  get raftIndex(): number {
+    return this.appliedIndex;
+  }
+
+  /** Counts one Raft entry that did not commit a revision (a write that changed nothing, a lease grant, ...). */
+  noteRaftEntry(): void {
+    this.appliedIndex++;
+  }
+
+  /** Status dbSize: an estimate of etcd's bolt file (grows with every stored revision, never shrinks). */
+  get dbSize(): number {
+    return INITIAL_DB_SIZE + Math.ceil(this.storedBytes / DB_PAGE) * DB_PAGE;
+  }
+
+  /** Status dbSizeInUse: the same estimate from etcd's smaller fresh in-use size. */
+  get dbSizeInUse(): number {
+    return INITIAL_DB_SIZE_IN_USE + Math.ceil(this.storedBytes / DB_PAGE) * DB_PAGE;
+  }
+
+  /** Pushes queued stream responses to their listeners now (see delivery.ts). */
+  flush(): number {
+    return this.delivery.flush();
   }
 
   /**

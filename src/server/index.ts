@@ -1,2 +1,28 @@
-/** The server layer: one simulated etcd member, the single home of etcd's request semantics. */
-export { EtcdServer, type EtcdServerOptions } from './etcd_server.js';
+/** The server layer: one simulated etcd member and its gRPC services in message form. */
+export {
+  EtcdServer,
+  DEFAULT_CLUSTER_ID,
+  DEFAULT_MEMBER_ID,
+  DEFAULT_VERSION_STRINGS,
+  type EtcdServerOptions,
+  type EtcdServices,
+  type MemberInfo,
+} from './etcd_server.js';
+export { KVService } from './kv_service.js';
+export { WatchService, WatchCall, type ResponseListener, type EndListener } from './watch_service.js';
+export { LeaseService, KeepAliveCall } from './lease_service.js';
+export { MaintenanceService } from './maintenance_service.js';
+export { ClusterService } from './cluster_service.js';
+export { Delivery, type Deliverable, type DeliveryScheduler } from './delivery.js';
+export {
+  grpcError,
+  toGrpcError,
+  isGrpcError,
+  statusName,
+  invalidArgument,
+  cancelledError,
+  type GrpcError,
+  type GrpcMetadata,
+} from './errors.js';
+export * as convert from './convert.js';
+export type * as messages from './messages.js';

@@ -1,0 +1,290 @@
+/**
+ * Message form ⇄ domain form. The wire carries int64 as decimal strings and bytes as Buffers; the engine
+ * takes numbers for revisions (far below 2^53 in any simulation) and bigint for lease IDs.
+ *
+ * Numbers from the wire can be any int64. A revision, limit or TTL beyond ±2^53 is clamped to
+ * ±Number.MAX_SAFE_INTEGER, which keeps every rule that depends on it exact: a revision that large is
+ * still a future revision, a negative one still "below the compaction point", a TTL that large still too
+ * large. Lease IDs are converted exactly (bigint) and checked to fit int64.
+ *
+ * Bytes in requests are not copied: the store copies the keys and values it keeps, and lookups only read
+ * them. Bytes in responses are fresh Buffers, so a client can never reach the store's own copies.
+ */
+import { Buffer } from 'node:buffer';
+import type * as D from '../mvcc/index.js';
+import type { WatchCreateRequest as DWatchCreate, WatchEvent as DWatchEvent, WatchFilter } from '../watch/index.js';
+import { invalidArgument } from './errors.js';
+import type * as M from './messages.js';
+
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+const UINT64_MAX = 2n ** 64n - 1n;
+const EMPTY: Uint8Array = new Uint8Array(0);
+const INT_RE = /^[-+]?\d+$/;
+
+// ---------------------------------------------------------------------------------------------------
+// Scalars
+
+/** int64 → number, clamped to ±2^53-1 (see the module comment). Absent is 0. */
+export function int64ToNumber(v: M.Int64Input | undefined, field: string): number {
+  if (v === undefined) return 0;
+  if (typeof v === 'string') {
+    // Fast path: up to 15 digits is always a safe integer.
+    if (v.length > 0 && v.length <= 15 && INT_RE.test(v)) return Number(v);
+    if (v === '') return 0;
+    if (!INT_RE.test(v)) throw invalidArgument(`invalid int64 value ${JSON.stringify(v)} for field ${field}`);
+    return clampBig(BigInt(v));
+  }
+  if (typeof v === 'number') {
+    if (!Number.isInteger(v)) throw invalidArgument(`invalid int64 value ${String(v)} for field ${field}`);
+    return v > MAX_SAFE ? MAX_SAFE : v < -MAX_SAFE ? -MAX_SAFE : v;
+  }
+  if (typeof v === 'bigint') return clampBig(v);
+  throw invalidArgument(`invalid int64 value for field ${field}`);
+}
+
+function clampBig(b: bigint): number {
+  if (b > BigInt(MAX_SAFE)) return MAX_SAFE;
+  if (b < -BigInt(MAX_SAFE)) return -MAX_SAFE;
+  return Number(b);
+}
+
+/** int64 → bigint, exact; out of int64 range is a malformed request. Absent is 0n. */
+export function int64ToBigInt(v: M.Int64Input | undefined, field: string): bigint {
+  const b = toBig(v, field);
+  if (b < INT64_MIN || b > INT64_MAX) throw invalidArgument(`int64 value ${b} out of range for field ${field}`);
+  return b;
+}
+
+/** uint64 → bigint, exact. */
+export function uint64ToBigInt(v: M.Int64Input | undefined, field: string): bigint {
+  const b = toBig(v, field);
+  if (b < 0n || b > UINT64_MAX) throw invalidArgument(`uint64 value ${b} out of range for field ${field}`);
+  return b;
+}
+
+function toBig(v: M.Int64Input | undefined, field: string): bigint {
+  if (v === undefined || v === '') return 0n;
+  if (typeof v === 'bigint') return v;
+  if (typeof v === 'number') {
+    if (!Number.isInteger(v)) throw invalidArgument(`invalid int64 value ${String(v)} for field ${field}`);
+    return BigInt(v);
+  }
+  if (typeof v === 'string' && INT_RE.test(v)) return BigInt(v);
+  throw invalidArgument(`invalid int64 value ${JSON.stringify(v)} for field ${field}`);
+}
+
+/**
+ * int64 → number when it is exactly representable, else undefined (watch IDs: the caller keeps an
+ * exact mapping for the rest).
+ */
+export function int64ToExactNumber(v: M.Int64Input | undefined, field: string): number | undefined {
+  const b = int64ToBigInt(v, field);
+  return b >= -BigInt(MAX_SAFE) && b <= BigInt(MAX_SAFE) ? Number(b) : undefined;
+}
+
+/** Request bytes: no copy. A string is base64, as protobufjs's fromObject reads it. Absent is empty. */
+export function bytesIn(v: M.BytesInput | string | undefined): Uint8Array {
+  if (v == null) return EMPTY;
+  if (typeof v === 'string') return Buffer.from(v, 'base64');
+  return v;
+}
+
+/** Response bytes: a fresh Buffer (Node's pool makes small copies cheap). */
+export function bytesOut(v: Uint8Array): Buffer {
+  return v.byteLength === 0 ? Buffer.alloc(0) : Buffer.from(v);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Enums: upstream names pass through; numbers map by value; an unknown value is passed on as is, so the
+// engine's validation (or its etcd-compatible default) decides, exactly once.
+
+const SORT_ORDERS: readonly D.SortOrder[] = ['NONE', 'ASCEND', 'DESCEND'];
+const SORT_TARGETS: readonly D.SortTarget[] = ['KEY', 'VERSION', 'CREATE', 'MOD', 'VALUE'];
+const COMPARE_RESULTS: readonly D.CompareResult[] = ['EQUAL', 'GREATER', 'LESS', 'NOT_EQUAL'];
+const COMPARE_TARGETS: readonly D.CompareTarget[] = ['VERSION', 'CREATE', 'MOD', 'VALUE', 'LEASE'];
+const FILTERS: readonly WatchFilter[] = ['NOPUT', 'NODELETE'];
+
+function enumIn<T extends string>(v: T | number | string | undefined, names: readonly T[]): T | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v === 'number') return names[v] ?? (String(v) as T);
+  return v as T;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// KV requests
+
+export function rangeIn(r: M.RangeRequest): D.RangeRequest {
+  return {
+    key: bytesIn(r.key),
+    rangeEnd: r.range_end === undefined ? undefined : bytesIn(r.range_end),
+    limit: int64ToNumber(r.limit, 'limit'),
+    revision: int64ToNumber(r.revision, 'revision'),
+    sortOrder: enumIn(r.sort_order, SORT_ORDERS),
+    sortTarget: enumIn(r.sort_target, SORT_TARGETS),
+    serializable: r.serializable,
+    keysOnly: r.keys_only,
+    countOnly: r.count_only,
+    minModRevision: int64ToNumber(r.min_mod_revision, 'min_mod_revision'),
+    maxModRevision: int64ToNumber(r.max_mod_revision, 'max_mod_revision'),
+    minCreateRevision: int64ToNumber(r.min_create_revision, 'min_create_revision'),
+    maxCreateRevision: int64ToNumber(r.max_create_revision, 'max_create_revision'),
+  };
+}
+
+export function putIn(r: M.PutRequest): D.PutRequest {
+  return {
+    key: bytesIn(r.key),
+    value: bytesIn(r.value),
+    lease: r.lease === undefined ? 0n : int64ToBigInt(r.lease, 'lease'),
+    prevKv: r.prev_kv,
+    ignoreValue: r.ignore_value,
+    ignoreLease: r.ignore_lease,
+  };
+}
+
+export function deleteRangeIn(r: M.DeleteRangeRequest): D.DeleteRangeRequest {
+  return {
+    key: bytesIn(r.key),
+    rangeEnd: r.range_end === undefined ? undefined : bytesIn(r.range_end),
+    prevKv: r.prev_kv,
+  };
+}
+
+export function compareIn(c: M.Compare): D.Compare {
+  const u = c.target_union;
+  const has = (m: NonNullable<M.Compare['target_union']>): boolean => (u === undefined ? c[m] !== undefined : u === m);
+  return {
+    key: bytesIn(c.key),
+    rangeEnd: c.range_end === undefined ? undefined : bytesIn(c.range_end),
+    target: enumIn(c.target, COMPARE_TARGETS) ?? 'VERSION',
+    result: enumIn(c.result, COMPARE_RESULTS) ?? 'EQUAL',
+    version: has('version') ? int64ToNumber(c.version, 'version') : undefined,
+    createRevision: has('create_revision') ? int64ToNumber(c.create_revision, 'create_revision') : undefined,
+    modRevision: has('mod_revision') ? int64ToNumber(c.mod_revision, 'mod_revision') : undefined,
+    value: has('value') ? bytesIn(c.value) : undefined,
+    lease: has('lease') ? int64ToBigInt(c.lease, 'lease') : undefined,
+  };
+}
+
+export function requestOpIn(op: M.RequestOp): D.RequestOp {
+  const which =
+    op.request ??
+    (op.request_range !== undefined
+      ? 'request_range'
+      : op.request_put !== undefined
+        ? 'request_put'
+        : op.request_delete_range !== undefined
+          ? 'request_delete_range'
+          : op.request_txn !== undefined
+            ? 'request_txn'
+            : undefined);
+  switch (which) {
+    case 'request_range':
+      return op.request_range == null ? {} : { requestRange: rangeIn(op.request_range) };
+    case 'request_put':
+      return op.request_put == null ? {} : { requestPut: putIn(op.request_put) };
+    case 'request_delete_range':
+      return op.request_delete_range == null ? {} : { requestDeleteRange: deleteRangeIn(op.request_delete_range) };
+    case 'request_txn':
+      return op.request_txn == null ? {} : { requestTxn: txnIn(op.request_txn) };
+    default:
+      return {}; // an empty union: the engine answers etcd's "key not found"
+  }
+}
+
+export function txnIn(t: M.TxnRequest): D.TxnRequest {
+  return {
+    compare: (t.compare ?? []).map(compareIn),
+    success: (t.success ?? []).map(requestOpIn),
+    failure: (t.failure ?? []).map(requestOpIn),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Watch requests
+
+export function watchCreateIn(r: M.WatchCreateRequest, watchId: number): DWatchCreate {
+  const filters: WatchFilter[] = [];
+  for (const f of r.filters ?? []) {
+    const name = typeof f === 'number' ? FILTERS[f] : f;
+    // etcd ignores filter values it does not know (FiltersFromRequest has no default case).
+    if (name === 'NOPUT' || name === 'NODELETE') filters.push(name);
+  }
+  return {
+    key: bytesIn(r.key),
+    rangeEnd: r.range_end === undefined ? undefined : bytesIn(r.range_end),
+    startRevision: int64ToNumber(r.start_revision, 'start_revision'),
+    progressNotify: r.progress_notify,
+    filters,
+    prevKv: r.prev_kv,
+    watchId,
+    fragment: r.fragment,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Responses
+
+/** A header's fixed part: the member's identity. */
+export interface HeaderIdentity {
+  readonly clusterId: string;
+  readonly memberId: string;
+  readonly raftTerm: string;
+}
+
+export function header(id: HeaderIdentity, revision: number): M.ResponseHeader {
+  return { cluster_id: id.clusterId, member_id: id.memberId, revision: String(revision), raft_term: id.raftTerm };
+}
+
+/** The header etcd leaves on a txn's inner responses: revision only (0 for a nested txn: empty). */
+export function innerHeader(revision: number): M.ResponseHeader {
+  return { cluster_id: '0', member_id: '0', revision: String(revision), raft_term: '0' };
+}
+
+export function kvOut(kv: D.KeyValue): M.KeyValue {
+  return {
+    key: bytesOut(kv.key),
+    create_revision: String(kv.createRevision),
+    mod_revision: String(kv.modRevision),
+    version: String(kv.version),
+    value: bytesOut(kv.value),
+    lease: String(kv.lease),
+  };
+}
+
+export function rangeOut(r: D.RangeResponse, h: M.ResponseHeader): M.RangeResponse {
+  return { header: h, kvs: r.kvs.map(kvOut), more: r.more, count: String(r.count) };
+}
+
+export function putOut(r: D.PutResponse, h: M.ResponseHeader): M.PutResponse {
+  return { header: h, prev_kv: r.prevKv === undefined ? null : kvOut(r.prevKv) };
+}
+
+export function deleteRangeOut(r: D.DeleteRangeResponse, h: M.ResponseHeader): M.DeleteRangeResponse {
+  return { header: h, deleted: String(r.deleted), prev_kvs: r.prevKvs.map(kvOut) };
+}
+
+export function txnOut(r: D.TxnResponse, h: M.ResponseHeader): M.TxnResponse {
+  return { header: h, succeeded: r.succeeded, responses: r.responses.map(responseOpOut) };
+}
+
+function responseOpOut(op: D.ResponseOp): M.ResponseOp {
+  if ('responseRange' in op) {
+    return { response: 'response_range', response_range: rangeOut(op.responseRange, innerHeader(op.responseRange.revision)) };
+  }
+  if ('responsePut' in op) {
+    return { response: 'response_put', response_put: putOut(op.responsePut, innerHeader(op.responsePut.revision)) };
+  }
+  if ('responseDeleteRange' in op) {
+    const d = op.responseDeleteRange;
+    return { response: 'response_delete_range', response_delete_range: deleteRangeOut(d, innerHeader(d.revision)) };
+  }
+  const t = op.responseTxn;
+  return { response: 'response_txn', response_txn: txnOut(t, innerHeader(t.revision)) };
+}
+
+export function eventOut(ev: DWatchEvent): M.Event {
+  return { type: ev.type, kv: kvOut(ev.kv), prev_kv: ev.prevKv === undefined ? null : kvOut(ev.prevKv) };
+}

@@ -1,0 +1,170 @@
+/**
+ * etcdserverpb.Lease over one member's Lessor, message form in and out (v3rpc/lease.go's answers):
+ * KeepAlive of an unknown or expired lease answers TTL "0" (not an error), TimeToLive of an unknown lease
+ * TTL "-1", Leases lists every lease ID. Headers carry the current store revision (a revoke's: the
+ * revision after its deletes).
+ */
+import { GrpcCode } from '../mvcc/index.js';
+import { bytesOut, header, int64ToBigInt, int64ToNumber } from './convert.js';
+import { asGrpc, cancelledError, grpcError, toGrpcError, type GrpcError } from './errors.js';
+import type { Deliverable } from './delivery.js';
+import type * as M from './messages.js';
+import type { EtcdServer } from './etcd_server.js';
+import type { EndListener, ResponseListener } from './watch_service.js';
+
+export class LeaseService {
+  private readonly open = new Set<KeepAliveCall>();
+
+  constructor(private readonly server: EtcdServer) {}
+
+  /** Lease.LeaseGrant: ID "0" lets the server pick a positive 63-bit ID (from the seeded PRNG). */
+  leaseGrant(req: M.LeaseGrantRequest): M.LeaseGrantResponse {
+    const server = this.server;
+    const g = asGrpc(() => server.lessor.grant(int64ToBigInt(req.ID, 'ID'), int64ToNumber(req.TTL, 'TTL')));
+    server.noteRaftEntry();
+    return { header: header(server.identity, server.kv.currentRevision), ID: String(g.id), TTL: String(g.ttl), error: '' };
+  }
+
+  /** Lease.LeaseRevoke: deletes the attached keys in one revision. */
+  leaseRevoke(req: M.LeaseRevokeRequest): M.LeaseRevokeResponse {
+    const server = this.server;
+    const before = server.kv.currentRevision;
+    asGrpc(() => server.lessor.revoke(int64ToBigInt(req.ID, 'ID')));
+    if (server.kv.currentRevision === before) server.noteRaftEntry();
+    return { header: header(server.identity, server.kv.currentRevision) };
+  }
+
+  /** Lease.LeaseTimeToLive: unknown lease → TTL "-1", grantedTTL "0", no error. */
+  leaseTimeToLive(req: M.LeaseTimeToLiveRequest): M.LeaseTimeToLiveResponse {
+    const server = this.server;
+    const t = asGrpc(() => server.lessor.timeToLive(int64ToBigInt(req.ID, 'ID'), req.keys === true));
+    return {
+      header: header(server.identity, server.kv.currentRevision),
+      ID: String(t.id),
+      TTL: String(t.ttl),
+      grantedTTL: String(t.grantedTTL),
+      keys: t.keys.map(bytesOut),
+    };
+  }
+
+  /** Lease.LeaseLeases: every lease, in ascending ID order. */
+  leaseLeases(_req: M.LeaseLeasesRequest = {}): M.LeaseLeasesResponse {
+    const server = this.server;
+    return {
+      header: header(server.identity, server.kv.currentRevision),
+      leases: server.lessor.leases().map((id) => ({ ID: String(id) })),
+    };
+  }
+
+  /** Lease.LeaseKeepAlive: opens one bidirectional keep-alive stream. */
+  leaseKeepAlive(): KeepAliveCall {
+    const call = new KeepAliveCall(this.server, (c) => this.open.delete(c));
+    this.open.add(call);
+    return call;
+  }
+
+  /** The open keep-alive calls, oldest first (fault hooks break them). */
+  calls(): KeepAliveCall[] {
+    return [...this.open];
+  }
+}
+
+/**
+ * One LeaseKeepAlive call. Each `write({ID})` renews the lease and queues one response {ID, TTL}: the
+ * lease's TTL, or "0" when it is unknown or already expired. Responses are taken or delivered like a
+ * WatchCall's (delivery.ts); end/cancel/abort/onEnd behave as there. A lessor that is not primary makes
+ * etcd fail the stream: the call is aborted with that error.
+ */
+export class KeepAliveCall implements Deliverable {
+  private queue: M.LeaseKeepAliveResponse[] = [];
+  private responseListener: ResponseListener<M.LeaseKeepAliveResponse> | undefined;
+  private readonly endListeners: EndListener[] = [];
+  private endedWith: { err: GrpcError | undefined } | undefined;
+
+  constructor(
+    private readonly server: EtcdServer,
+    private readonly onClose: (call: KeepAliveCall) => void,
+  ) {
+    server.delivery.add(this);
+  }
+
+  get ended(): boolean {
+    return this.endedWith !== undefined;
+  }
+
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  write(req: M.LeaseKeepAliveRequest): void {
+    if (this.ended) return;
+    const server = this.server;
+    let id: bigint;
+    let ttl: number;
+    try {
+      id = int64ToBigInt(req.ID, 'ID');
+    } catch (err) {
+      throw toGrpcError(err);
+    }
+    try {
+      ttl = server.lessor.keepAlive(id);
+    } catch (err) {
+      this.abort(toGrpcError(err));
+      return;
+    }
+    this.queue.push({ header: header(server.identity, server.kv.currentRevision), ID: String(id), TTL: String(ttl) });
+    server.delivery.poke();
+  }
+
+  take(): M.LeaseKeepAliveResponse[] {
+    const q = this.queue;
+    if (q.length === 0) return [];
+    this.queue = [];
+    return q;
+  }
+
+  onResponse(listener: ResponseListener<M.LeaseKeepAliveResponse> | undefined): void {
+    this.responseListener = listener;
+    if (listener !== undefined) this.server.delivery.poke();
+  }
+
+  flush(): number {
+    return this.deliver();
+  }
+
+  /** @internal */
+  deliver(): number {
+    const listener = this.responseListener;
+    if (listener === undefined || this.ended || this.queue.length === 0) return 0;
+    const rs = this.take();
+    listener(rs);
+    return rs.length;
+  }
+
+  onEnd(listener: EndListener): void {
+    if (this.endedWith !== undefined) listener(this.endedWith.err);
+    else this.endListeners.push(listener);
+  }
+
+  end(): void {
+    this.finish(undefined);
+  }
+
+  cancel(): void {
+    this.finish(cancelledError());
+  }
+
+  abort(err: GrpcError = grpcError(GrpcCode.UNAVAILABLE, 'etcdsim: keep-alive stream broken')): void {
+    this.finish(err);
+  }
+
+  private finish(err: GrpcError | undefined): void {
+    if (this.endedWith !== undefined) return;
+    this.endedWith = { err };
+    this.queue = [];
+    this.server.delivery.remove(this);
+    this.onClose(this);
+    this.responseListener = undefined;
+    for (const l of this.endListeners.splice(0)) l(err);
+  }
+}

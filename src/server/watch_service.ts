@@ -1,0 +1,200 @@
+/**
+ * etcdserverpb.Watch: one `watch()` is one bidirectional Watch call. Requests go in with `write()`;
+ * responses come out in message form, pulled with `take()` or pushed to an `onResponse` listener at the
+ * delivery points described in delivery.ts. All watch semantics are the WatchStream's (src/watch).
+ *
+ * Ending: `end()` is the client half-closing its side (etcd's recv loop sees EOF and closes the stream),
+ * `cancel()` the client canceling the call, `abort(err)` the server or the network breaking it (fault
+ * injection). Each closes the WatchStream — every watcher is canceled, nothing leaks — and fires the
+ * `onEnd` listeners once: with undefined after end(), a CANCELLED error after cancel(), the given
+ * error after abort(). Writes after the end are ignored.
+ */
+import { INVALID_WATCH_ID, type WatchResponse as DWatchResponse, type WatchStream } from '../watch/index.js';
+import { GrpcCode } from '../mvcc/index.js';
+import { eventOut, header, int64ToBigInt, int64ToExactNumber, watchCreateIn } from './convert.js';
+import { cancelledError, grpcError, toGrpcError, type GrpcError } from './errors.js';
+import type { Deliverable } from './delivery.js';
+import type * as M from './messages.js';
+import type { EtcdServer } from './etcd_server.js';
+
+export type ResponseListener<T> = (responses: T[]) => void;
+export type EndListener = (err: GrpcError | undefined) => void;
+
+export class WatchService {
+  private readonly open = new Set<WatchCall>();
+
+  constructor(private readonly server: EtcdServer) {}
+
+  /** Watch: opens one bidirectional stream. */
+  watch(): WatchCall {
+    const call = new WatchCall(this.server, (c) => this.open.delete(c));
+    this.open.add(call);
+    return call;
+  }
+
+  /** The open Watch calls, oldest first (fault hooks break them). */
+  calls(): WatchCall[] {
+    return [...this.open];
+  }
+}
+
+export class WatchCall implements Deliverable {
+  readonly stream: WatchStream;
+  private responseListener: ResponseListener<M.WatchResponse> | undefined;
+  private readonly endListeners: EndListener[] = [];
+  private endedWith: { err: GrpcError | undefined } | undefined;
+  /**
+   * Watch IDs beyond ±2^53 cannot be the stream's numbers; each gets a fractional stand-in (the stream
+   * only compares IDs, and a client can never send a fraction), mapped back on the way out.
+   */
+  private readonly bigIds = new Map<bigint, number>();
+  private readonly bigIdOf = new Map<number, bigint>();
+
+  constructor(
+    private readonly server: EtcdServer,
+    private readonly onClose: (call: WatchCall) => void,
+  ) {
+    this.stream = server.watchable.newWatchStream();
+    server.delivery.add(this);
+  }
+
+  /** True once the call ended (end, cancel or abort). */
+  get ended(): boolean {
+    return this.endedWith !== undefined;
+  }
+
+  /** Number of responses queued and not yet taken or delivered. */
+  get pending(): number {
+    return this.stream.pending;
+  }
+
+  /**
+   * Sends one WatchRequest: create, cancel or progress. A request with no member set is ignored, as etcd
+   * ignores it. Throws only for a message no protobuf decoder would produce (INVALID_ARGUMENT).
+   */
+  write(req: M.WatchRequest): void {
+    if (this.ended) return;
+    const which =
+      req.request_union ??
+      (req.create_request != null
+        ? 'create_request'
+        : req.cancel_request != null
+          ? 'cancel_request'
+          : req.progress_request != null
+            ? 'progress_request'
+            : undefined);
+    try {
+      if (which === 'create_request' && req.create_request != null) {
+        const c = req.create_request;
+        this.stream.watch(watchCreateIn(c, this.idIn(c.watch_id)));
+      } else if (which === 'cancel_request' && req.cancel_request != null) {
+        const id = this.knownIdIn(req.cancel_request.watch_id);
+        if (id !== undefined) this.stream.cancel(id);
+      } else if (which === 'progress_request') {
+        this.stream.requestProgress();
+      }
+    } catch (err) {
+      throw toGrpcError(err);
+    }
+    this.server.delivery.poke();
+  }
+
+  /** Takes every queued response, in order, in message form. */
+  take(): M.WatchResponse[] {
+    const rs = this.stream.take();
+    return rs.length === 0 ? [] : rs.map((r) => this.responseOut(r));
+  }
+
+  /**
+   * Sets the listener that receives responses at delivery points (replacing any previous one; undefined
+   * removes it). Responses already queued are delivered at the next delivery point.
+   */
+  onResponse(listener: ResponseListener<M.WatchResponse> | undefined): void {
+    this.responseListener = listener;
+    if (listener !== undefined) this.server.delivery.poke();
+  }
+
+  /** Delivers this call's queued responses to its listener now. */
+  flush(): number {
+    return this.deliver();
+  }
+
+  /** @internal Delivery point: pushes queued responses to the listener. */
+  deliver(): number {
+    const listener = this.responseListener;
+    if (listener === undefined || this.ended || this.stream.pending === 0) return 0;
+    const rs = this.take();
+    if (rs.length > 0) listener(rs);
+    return rs.length;
+  }
+
+  /** Registers a listener for the end of the call (called at once if it already ended). */
+  onEnd(listener: EndListener): void {
+    if (this.endedWith !== undefined) listener(this.endedWith.err);
+    else this.endListeners.push(listener);
+  }
+
+  /** The client half-closes: etcd closes the stream; the call ends cleanly. */
+  end(): void {
+    this.finish(undefined);
+  }
+
+  /** The client cancels the call (grpc-js: "1 CANCELLED: Cancelled on client"). */
+  cancel(): void {
+    this.finish(cancelledError());
+  }
+
+  /** The server or the network breaks the call (default: UNAVAILABLE), e.g. to inject a fault. */
+  abort(err: GrpcError = grpcError(GrpcCode.UNAVAILABLE, 'etcdsim: watch stream broken')): void {
+    this.finish(err);
+  }
+
+  private finish(err: GrpcError | undefined): void {
+    if (this.endedWith !== undefined) return;
+    this.endedWith = { err };
+    this.stream.close();
+    this.server.delivery.remove(this);
+    this.onClose(this);
+    this.responseListener = undefined;
+    const listeners = this.endListeners.splice(0);
+    for (const l of listeners) l(err);
+  }
+
+  private responseOut(r: DWatchResponse): M.WatchResponse {
+    return {
+      header: header(this.server.identity, r.revision),
+      watch_id: this.idOut(r.watchId),
+      created: r.created,
+      canceled: r.canceled,
+      compact_revision: String(r.compactRevision),
+      cancel_reason: r.cancelReason,
+      fragment: r.fragment,
+      events: r.events.map(eventOut),
+    };
+  }
+
+  /** A create's watch_id as the stream's number (0 = let the stream choose). */
+  private idIn(v: M.Int64Input | undefined): number {
+    const exact = int64ToExactNumber(v, 'watch_id');
+    if (exact !== undefined) return exact;
+    const big = int64ToBigInt(v, 'watch_id');
+    let id = this.bigIds.get(big);
+    if (id === undefined) {
+      id = this.bigIds.size + 0.5;
+      this.bigIds.set(big, id);
+      this.bigIdOf.set(id, big);
+    }
+    return id;
+  }
+
+  /** A cancel's watch_id: undefined when it names no ID this call ever used (etcd: no reply). */
+  private knownIdIn(v: M.Int64Input | undefined): number | undefined {
+    const exact = int64ToExactNumber(v, 'watch_id');
+    return exact ?? this.bigIds.get(int64ToBigInt(v, 'watch_id'));
+  }
+
+  private idOut(id: number): string {
+    if (Number.isInteger(id)) return String(id);
+    return String(this.bigIdOf.get(id) ?? BigInt(INVALID_WATCH_ID));
+  }
+}

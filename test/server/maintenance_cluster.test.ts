@@ -1,0 +1,88 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createEtcdSim, DEFAULT_CLUSTER_ID, DEFAULT_MEMBER_ID } from '../../src/index.js';
+import { B, hdr, newSim, assertGrpcError } from './helpers.js';
+
+test('Status: version, leader, raft index/term, db size, header', () => {
+  const sim = newSim({ version: '3.4.23' });
+  const m = sim.services.maintenance;
+  assert.deepStrictEqual(m.status(), {
+    header: hdr(1),
+    version: '3.4.23',
+    dbSize: '20480',
+    leader: '22',
+    raftIndex: '4',
+    raftTerm: '3',
+    raftAppliedIndex: '4',
+    errors: [],
+    dbSizeInUse: '16384',
+    isLearner: false,
+  });
+  // One Raft entry per write, lease grant, compaction and alarm request (as counted on etcd 3.4.23).
+  sim.services.kv.put({ key: B('a'), value: B('x') });
+  sim.services.lease.leaseGrant({ TTL: '100' });
+  sim.services.kv.compact({ revision: '2' });
+  m.alarm({});
+  sim.services.kv.range({ key: B('a') });
+  const st = m.status();
+  assert.equal(st.raftIndex, '8');
+  assert.equal(st.raftAppliedIndex, '8');
+  assert.equal(st.header.revision, '2');
+  assert.ok(Number(st.dbSize) > 20480);
+  assert.equal(createEtcdSim().services.maintenance.status().version, '3.7.0');
+  assert.equal(createEtcdSim({ etcdVersion: '3.4' }).services.maintenance.status().version, '3.4.23');
+});
+
+test('default identity is etcd\'s default single member; MemberList has no header revision', () => {
+  const sim = createEtcdSim();
+  sim.services.kv.put({ key: B('a') });
+  assert.deepStrictEqual(sim.services.cluster.memberList(), {
+    header: { cluster_id: String(DEFAULT_CLUSTER_ID), member_id: String(DEFAULT_MEMBER_ID), revision: '0', raft_term: '2' },
+    members: [{ ID: '10276657743932975437', name: 'default', peerURLs: ['http://localhost:2380'], clientURLs: ['http://localhost:2379'], isLearner: false }],
+  });
+  const custom = newSim({ memberName: 'n1', clientUrls: ['http://127.0.0.1:1'], peerUrls: ['http://127.0.0.1:2', 'http://127.0.0.1:3'] });
+  assert.deepStrictEqual(custom.services.cluster.memberList(), {
+    header: hdr(0),
+    members: [{ ID: '22', name: 'n1', peerURLs: ['http://127.0.0.1:2', 'http://127.0.0.1:3'], clientURLs: ['http://127.0.0.1:1'], isLearner: false }],
+  });
+  assert.throws(() => createEtcdSim({ memberId: -1n }), RangeError);
+  assert.deepStrictEqual(newSim({ clusterId: 2n ** 64n - 1n }).services.kv.range({ key: B('a') }).header.cluster_id, '18446744073709551615');
+});
+
+test('HashKV: compact_revision -1 before any compaction; revision errors as etcd HashByRev', () => {
+  const sim = newSim();
+  const m = sim.services.maintenance;
+  const k = sim.services.kv;
+  const fresh = m.hashKV({});
+  assert.deepStrictEqual({ ...fresh, hash: 0 }, { header: hdr(1), hash: 0, compact_revision: '-1' });
+  assert.ok(Number.isInteger(fresh.hash) && fresh.hash >= 0 && fresh.hash < 2 ** 32);
+  k.put({ key: B('a'), value: B('1') });
+  k.put({ key: B('b'), value: B('2') });
+  const at2 = m.hashKV({ revision: '2' });
+  assert.deepStrictEqual(at2.header, hdr(2));
+  assert.notEqual(m.hashKV({}).hash, at2.hash);
+  assert.equal(m.hashKV({ revision: '2' }).hash, at2.hash);
+  assertGrpcError(() => m.hashKV({ revision: '4' }), 11, 'etcdserver: mvcc: required revision is a future revision', 'OUT_OF_RANGE');
+  k.compact({ revision: '2' });
+  assertGrpcError(() => m.hashKV({ revision: '2' }), 11, 'etcdserver: mvcc: required revision has been compacted', 'OUT_OF_RANGE');
+  assert.deepStrictEqual(m.hashKV({}).compact_revision, '2');
+  assert.deepStrictEqual(m.hashKV({}).header, hdr(3));
+});
+
+test('Defragment and Alarm answer as etcd 3.4.23 does (no header); Snapshot/restore round-trips the state', () => {
+  const sim = newSim();
+  const m = sim.services.maintenance;
+  assert.deepStrictEqual(m.defragment({}), { header: null });
+  assert.deepStrictEqual(m.alarm({ action: 'GET' }), { header: null, alarms: [] });
+  sim.services.kv.put({ key: B('a'), value: B('1') });
+  const [snap] = m.snapshot({});
+  assert.ok(snap !== undefined);
+  assert.deepStrictEqual(snap.header, hdr(2));
+  assert.equal(snap.remaining_bytes, '0');
+  const h = sim.hash();
+  sim.services.kv.put({ key: B('a'), value: B('2') });
+  m.restore(snap.blob);
+  assert.equal(sim.hash(), h);
+  assert.equal(sim.services.kv.range({ key: B('a') }).kvs[0]!.value.toString(), '1');
+  assertGrpcError(() => m.restore(B('nope')), 3, 'etcdsim: unknown snapshot "nope"', 'INVALID_ARGUMENT');
+});
