@@ -7,6 +7,7 @@
  * checks run before the write transaction starts.
  */
 import { EMPTY_BYTES, keyString, type KeyString } from './bytes.js';
+import { ErrCompacted, ErrFutureRev, fail } from './errors.js';
 import { compatFor, type Compat, type EtcdVersion } from './compat.js';
 import { executeRange } from './range.js';
 import { deleteRangeSize, putSize, txnSize } from './request_size.js';
@@ -146,11 +147,16 @@ export class MvccStore {
   }
 
   /**
-   * A hash of every stored revision up to `revision` (default: current) and of the compaction point, in
-   * the spirit of etcd's HashKV: equal hashes mean equal histories, so tests can assert "nothing changed".
+   * A hash of every stored revision up to `revision` (<= 0 or absent: current) and of the compaction point,
+   * in the spirit of etcd's HashKV: equal hashes mean equal histories, so tests can assert "nothing
+   * changed". Errors as HashKV's: a revision at or below the compaction point is compacted, one above the
+   * current revision is a future revision.
    */
-  hash(revision = this.storage.currentRev): number {
-    return hashKV(this.storage, revision);
+  hash(revision = 0): number {
+    const s = this.storage;
+    if (revision > 0 && revision <= s.compactRev) fail(ErrCompacted);
+    if (revision > s.currentRev) fail(ErrFutureRev);
+    return hashKV(s, revision > 0 ? revision : s.currentRev);
   }
 
   /** The KeyValue of `key` visible at `revision`, or undefined (no compaction check: callers decide). */

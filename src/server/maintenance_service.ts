@@ -4,7 +4,7 @@
  * list with no alarm carry no header at all).
  */
 import { Buffer } from 'node:buffer';
-import { ErrCompacted, ErrFutureRev, fail, type StoreSnapshot } from '../mvcc/index.js';
+import type { StoreSnapshot } from '../mvcc/index.js';
 import { header, int64ToNumber } from './convert.js';
 import { asGrpc, invalidArgument } from './errors.js';
 import type * as M from './messages.js';
@@ -48,12 +48,9 @@ export class MaintenanceService {
     return asGrpc(() => {
       const kv = s.kv;
       const rev = int64ToNumber(req.revision, 'revision');
-      const compactRev = kv.compactRevision;
-      // TODO(mvcc): these checks belong in MvccStore (a hashKV(rev) with etcd's errors).
-      if (rev > 0 && rev <= compactRev) fail(ErrCompacted);
-      if (rev > kv.currentRevision) fail(ErrFutureRev);
+      const hash = kv.hash(rev);
       const at = rev > 0 ? rev : kv.currentRevision;
-      return { header: header(s.identity, at), hash: kv.hash(at) >>> 0, compact_revision: String(compactRev) };
+      return { header: header(s.identity, at), hash, compact_revision: String(kv.compactRevision) };
     });
   }
 

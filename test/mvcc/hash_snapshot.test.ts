@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ErrCompacted, MvccStore, type RequestOp } from '../../src/index.js';
+import { ErrCompacted, ErrFutureRev, MvccStore, type RequestOp } from '../../src/index.js';
 import { SimRandom } from '../../src/sim/random.js';
 import { b, expectError, FakeLessor, NUL } from './helpers.js';
 
@@ -174,4 +174,17 @@ test('checkValid stays clean through a long workload', () => {
       assert.equal(s.checkValid(), undefined);
     }
   }
+});
+
+test('hash at a revision follows HashKV: at or below the compaction point is compacted, above current is future', () => {
+  const s = new MvccStore();
+  s.put({ key: b('a'), value: b('1') }); // 2
+  s.put({ key: b('a'), value: b('2') }); // 3
+  const at2 = s.hash(2);
+  assert.notEqual(at2, s.hash(3));
+  assert.equal(s.hash(0), s.hash(3));
+  expectError(() => s.hash(4), ErrFutureRev);
+  s.compact(2);
+  expectError(() => s.hash(2), ErrCompacted);
+  assert.equal(typeof s.hash(3), 'number');
 });
