@@ -7,6 +7,22 @@ import type { Lessor } from '../lease/index.js';
 import { EtcdServer, type EtcdServerOptions, type EtcdServices, type GrpcError } from '../server/index.js';
 import { VirtualClock } from '../sim/index.js';
 import type { WatchableStore, WatchStream } from '../watch/index.js';
+import type { Etcd3 } from 'etcd3';
+import { createEtcd3Client, type SimEtcd3Options } from './etcd3.js';
+
+/**
+ * Timers that live outside the simulator but must follow its clock — etcd3's keep-alive interval and
+ * reconnect backoff. `node:test`'s `mock.timers` fits: enable it with
+ * `{ apis: ['setTimeout', 'setInterval', 'Date'], now: 0 }` (leave setImmediate real).
+ */
+export interface TimerDriver {
+  tick(ms: number): void;
+}
+
+export interface Etcd3SimOptions extends SimEtcd3Options {
+  /** Drive etcd3's timers from the virtual clock (see TimerDriver). Without it they run on real time. */
+  readonly timers?: TimerDriver | undefined;
+}
 
 export type EtcdSimOptions = Omit<EtcdServerOptions, 'clock'>;
 
@@ -45,11 +61,41 @@ export interface EtcdSim {
   restore(snapshot: StoreSnapshot): void;
   /** A digest of the whole history: equal hashes, equal stores. */
   hash(): number;
+  /**
+   * A real `Etcd3` client (npm etcd3, an optional peer) running on this simulator in-process, through its
+   * `mock()` plug point. Pass `timers` so its keep-alives and reconnects follow the virtual clock.
+   */
+  etcd3(options?: Etcd3SimOptions): Etcd3;
+  /**
+   * Lets `ms` of virtual time pass for the simulator and for the clients on it: the clock moves in steps of
+   * at most 10 ms, linked timers tick along, and promise chains run between steps.
+   */
+  advanceAsync(ms: number): Promise<void>;
+  /** Lets pending client work run (promise chains, stream deliveries) without moving time. */
+  settle(): Promise<void>;
 }
 
 export function createEtcdSim(options: EtcdSimOptions = {}): EtcdSim {
   const clock = new VirtualClock();
   const server = new EtcdServer({ ...options, clock });
+  const drivers: TimerDriver[] = [];
+  const settle = async (): Promise<void> => {
+    // A few event-loop turns: each lets promise chains finish and scheduled deliveries run; zero-delay
+    // timers of linked drivers (etcd3's delay(0)) fire in between.
+    for (let i = 0; i < SETTLE_TURNS; i++) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      for (const d of drivers) d.tick(0);
+    }
+  };
+  // Zero-delay timers that client code sets in reaction to a delivery (etcd3 awaits delay(0) after a
+  // watch cancel) must fire without anyone advancing time: tick linked drivers for a few turns after it.
+  const tickZero = (turns: number): void => {
+    if (turns === 0 || drivers.length === 0) return;
+    setImmediate(() => {
+      for (const d of drivers) d.tick(0);
+      tickZero(turns - 1);
+    });
+  };
   return {
     server,
     clock,
@@ -74,8 +120,38 @@ export function createEtcdSim(options: EtcdSimOptions = {}): EtcdSim {
     snapshot: () => server.kv.snapshot(),
     restore: (snapshot) => server.restore(snapshot),
     hash: () => server.kv.hash(),
+    etcd3: (opts = {}) => {
+      // Clients live on the event loop: their stream responses are delivered on a later turn, never
+      // inside the call that caused them.
+      server.delivery.setScheduler((flush) =>
+        setImmediate(() => {
+          flush();
+          tickZero(ZERO_TICK_TURNS);
+        }),
+      );
+      const { timers, ...etcd3Options } = opts;
+      if (timers !== undefined && !drivers.includes(timers)) drivers.push(timers);
+      return createEtcd3Client(server.services, etcd3Options);
+    },
+    advanceAsync: async (ms) => {
+      if (!(ms >= 0)) throw new RangeError(`advanceAsync: ms must be >= 0, got ${ms}`);
+      await settle();
+      for (let left = ms; left > 0; ) {
+        const step = Math.min(left, ASYNC_STEP_MS);
+        advance(clock, server, step);
+        for (const d of drivers) d.tick(step);
+        left -= step;
+        await settle();
+      }
+    },
+    settle,
   };
 }
+
+/** Largest step of advanceAsync: fine enough for etcd3's timers (keep-alive every TTL/3, 100 ms retries). */
+const ASYNC_STEP_MS = 10;
+const SETTLE_TURNS = 4;
+const ZERO_TICK_TURNS = 3;
 
 /** Advances instant by instant so stream listeners hear each step's responses at that step's time. */
 function advance(clock: VirtualClock, server: EtcdServer, ms: number): void {

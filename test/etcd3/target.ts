@@ -1,0 +1,188 @@
+// The one place the etcd3 feature tests get their client from.
+//
+// ETCD_ENDPOINT=host:port → a real etcd (Debian's 3.4.23 was used); otherwise the simulator through
+// `sim.etcd3()` (not wired yet). Tests use only etcd3's public API plus these helpers, so the same
+// files run against both. Against a real etcd, `advance(ms)` is a real wait (a real etcd has a real
+// clock) — it is the only place these tests wait; against the simulator it moves the virtual clock and
+// must also drive the timers etcd3 itself schedules (lease keep-alive interval, watch reconnect backoff).
+import net from 'node:net';
+import { mock } from 'node:test';
+import { Etcd3 } from 'etcd3';
+import { createEtcdSim } from '../../src/index.js';
+
+export interface Target {
+  readonly client: Etcd3;
+  readonly kind: 'etcd' | 'sim';
+  /** Let `ms` of time pass: real time against etcd, virtual time (plus etcd3's timers) on the simulator. */
+  advance(ms: number): Promise<void>;
+  /** Compact the key-value history at `rev` (physical). */
+  compact(rev: string | number): Promise<void>;
+  /** Break every watch stream the client has open, the way a dropped connection does; the client
+   *  reconnects by itself. Present when the target was asked for `{ breakable: true }`. */
+  readonly breakWatchStreams: (() => void) | undefined;
+  close(): Promise<void>;
+}
+
+export interface TargetOptions {
+  /** Route the client so that `breakWatchStreams()` is available (real etcd: through a loopback TCP proxy). */
+  readonly breakable?: boolean;
+}
+
+export async function target(options: TargetOptions = {}): Promise<Target> {
+  const endpoint = process.env['ETCD_ENDPOINT'];
+  if (endpoint !== undefined && endpoint !== '') {
+    return realEtcd(endpoint, options);
+  }
+  return simulator();
+}
+
+/**
+ * The simulator: etcd3's own timers (keep-alive interval, reconnect backoff, Date.now) follow the virtual
+ * clock through node:test's mock timers, which advanceAsync ticks together with the simulator.
+ */
+function simulator(): Target {
+  const sim = createEtcdSim();
+  mock.timers.enable({ apis: ['setTimeout', 'setInterval', 'Date'], now: 0 });
+  const client = sim.etcd3({ timers: mock.timers });
+  return {
+    client,
+    kind: 'sim',
+    advance: (ms) => sim.advanceAsync(ms),
+    compact: async (rev) => {
+      await client.kv.compact({ revision: rev, physical: true });
+    },
+    breakWatchStreams: () => {
+      sim.breakWatchStreams();
+    },
+    close: async () => {
+      client.close();
+      await sim.settle();
+      mock.timers.reset();
+    },
+  };
+}
+
+async function realEtcd(endpoint: string, options: TargetOptions): Promise<Target> {
+  let hosts = endpoint;
+  let proxy: LoopbackProxy | undefined;
+  if (options.breakable === true) {
+    proxy = await LoopbackProxy.start(endpoint);
+    hosts = `127.0.0.1:${proxy.port}`;
+  }
+  const client = new Etcd3({ hosts });
+  const p = proxy;
+  return {
+    client,
+    kind: 'etcd',
+    advance: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
+    compact: async (rev) => {
+      await client.kv.compact({ revision: rev, physical: true });
+    },
+    breakWatchStreams: p === undefined ? undefined : () => p.breakAll(),
+    close: async () => {
+      client.close();
+      if (p !== undefined) await p.close();
+    },
+  };
+}
+
+/** A TCP forwarder on 127.0.0.1 whose connections can be cut (the whole HTTP/2 connection, so every
+ *  stream on it fails with UNAVAILABLE and grpc-js reconnects). */
+class LoopbackProxy {
+  private readonly sockets = new Set<net.Socket>();
+  private readonly server: net.Server;
+  port = 0;
+
+  private constructor(host: string, upPort: number) {
+    this.server = net.createServer((down) => {
+      const up = net.connect(upPort, host);
+      this.sockets.add(down);
+      this.sockets.add(up);
+      const drop = (): void => {
+        this.sockets.delete(down);
+        this.sockets.delete(up);
+        down.destroy();
+        up.destroy();
+      };
+      down.on('error', drop).on('close', drop);
+      up.on('error', drop).on('close', drop);
+      down.pipe(up);
+      up.pipe(down);
+    });
+  }
+
+  static async start(upstream: string): Promise<LoopbackProxy> {
+    const idx = upstream.lastIndexOf(':');
+    const host = upstream.slice(0, idx).replace(/^https?:\/\//, '');
+    const proxy = new LoopbackProxy(host, Number(upstream.slice(idx + 1)));
+    await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
+    const addr = proxy.server.address();
+    if (addr === null || typeof addr === 'string') throw new Error('proxy: no port');
+    proxy.port = addr.port;
+    return proxy;
+  }
+
+  breakAll(): void {
+    for (const s of [...this.sockets]) s.destroy();
+    this.sockets.clear();
+  }
+
+  async close(): Promise<void> {
+    this.breakAll();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers shared by the feature tests (no wall-clock reads; waiting goes through `advance`).
+
+/** Step of virtual/real time used while waiting for something to arrive. */
+export const STEP_MS = 20;
+
+/** Runs `fn` with a fresh target and a key prefix private to this test; the prefix is emptied
+ *  before and after (a real etcd is shared between test files running in parallel). */
+export async function withTarget(
+  name: string,
+  fn: (t: Target, prefix: string) => Promise<void>,
+  options: TargetOptions = {},
+): Promise<void> {
+  const t = await target(options);
+  const prefix = `etcd3-test/${name}/`;
+  try {
+    await t.client.delete().prefix(prefix);
+    await fn(t, prefix);
+  } finally {
+    try {
+      await t.client.delete().prefix(prefix);
+    } finally {
+      await t.close();
+    }
+  }
+}
+
+/** Advances time in small steps until `cond()` holds; fails after `maxMs`. */
+export async function eventually(t: Target, cond: () => boolean, what: string, maxMs = 5000): Promise<void> {
+  for (let waited = 0; !cond(); waited += STEP_MS) {
+    if (waited >= maxMs) throw new Error(`timed out after ${maxMs} ms waiting for ${what}`);
+    await t.advance(STEP_MS);
+  }
+}
+
+/** Current store revision, as a bigint (read from a Range header). */
+export async function currentRevision(t: Target): Promise<bigint> {
+  const res = await t.client.get('etcd3-test/\u0000revision-probe').exec();
+  return BigInt(res.header.revision);
+}
+
+/** Like `eventually`, for a condition that must ask the server. */
+export async function eventuallyAsync(
+  t: Target,
+  cond: () => Promise<boolean>,
+  what: string,
+  maxMs = 5000,
+): Promise<void> {
+  for (let waited = 0; !(await cond()); waited += STEP_MS) {
+    if (waited >= maxMs) throw new Error(`timed out after ${maxMs} ms waiting for ${what}`);
+    await t.advance(STEP_MS);
+  }
+}
