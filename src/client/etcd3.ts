@@ -91,6 +91,7 @@ class SimDuplex extends EventEmitter {
   constructor(
     private readonly call: WatchCall | KeepAliveCall,
     private readonly cast: (err: Error) => Error,
+    private readonly mapIn: (req: unknown) => unknown,
     private readonly mapOut: (resp: unknown) => unknown,
   ) {
     super();
@@ -110,7 +111,7 @@ class SimDuplex extends EventEmitter {
 
   write(req: unknown): boolean {
     if (!this.writable) return false;
-    (this.call as WatchCall).write(enumsIn(req) as never);
+    (this.call as WatchCall).write(this.mapIn(req) as never);
     return true;
   }
 
@@ -127,6 +128,8 @@ class SimDuplex extends EventEmitter {
   }
 }
 
+const identity = (x: unknown): unknown => x;
+
 /** etcd3's ICallable for `mock()`: unary calls and streams answered by the simulator's services. */
 export class SimCallable {
   readonly callOptionsFactory = undefined;
@@ -140,8 +143,10 @@ export class SimCallable {
     const svc = (this.services as unknown as Record<string, Record<string, unknown> | undefined>)[serviceKey(service)];
     const fn = svc?.[method];
     if (typeof fn !== 'function') throw this.cast(unimplemented(service, method));
+    // Only Range and Txn requests carry enums (sort options, compares); the rest go through untouched.
+    const req = method === 'range' || method === 'txn' ? enumsIn(payload ?? {}) : (payload ?? {});
     try {
-      return eventsOut((fn as (req: unknown) => object).call(svc, enumsIn(payload ?? {})));
+      return eventsOut((fn as (req: unknown) => object).call(svc, req));
     } catch (err) {
       throw this.cast(err instanceof Error ? err : new Error(String(err)));
     }
@@ -149,8 +154,8 @@ export class SimCallable {
 
   async withConnection<R>(service: string, fn: (args: { resource: unknown; client: unknown; metadata: unknown }) => R | Promise<R>): Promise<R> {
     const client = {
-      watch: () => new SimDuplex(this.services.watch.watch(), this.cast, (r) => eventsOut(r as { events?: unknown })),
-      leaseKeepAlive: () => new SimDuplex(this.services.lease.leaseKeepAlive(), this.cast, (r) => r),
+      watch: () => new SimDuplex(this.services.watch.watch(), this.cast, enumsIn, (r) => eventsOut(r as { events?: unknown })),
+      leaseKeepAlive: () => new SimDuplex(this.services.lease.leaseKeepAlive(), this.cast, identity, identity),
     };
     if (service !== 'Watch' && service !== 'Lease') throw this.cast(unimplemented(service, 'stream'));
     return fn({ resource: RESOURCE, client, metadata: METADATA });
