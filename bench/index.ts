@@ -8,13 +8,14 @@
  * Output: a table on stdout; with --json, exactly one JSON object on stdout instead (progress always goes
  * to stderr). The exit code is 0 even when a target is missed: benchmarks report, tests judge.
  */
+import { etcd3Section } from './etcd3.bench.js';
 import { formatNs, gcAvailable, spread, targetMet, type BenchContext, type BenchSection, type Row } from './harness.js';
 import { leaseSection } from './lease.bench.js';
 import { mvccSection } from './mvcc.bench.js';
 import { watchSection } from './watch.bench.js';
 
 /** Every section, in the order they run. Add new areas (watch, lease, etcd3 adapter) here. */
-const SECTIONS: readonly BenchSection[] = [mvccSection, watchSection, leaseSection];
+const SECTIONS: readonly BenchSection[] = [mvccSection, watchSection, leaseSection, etcd3Section];
 
 interface Args {
   readonly quick: boolean;

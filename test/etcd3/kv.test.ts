@@ -117,6 +117,70 @@ test('getAll: sort by every target in both orders, with limit', () =>
     assert.throws(() => client.getAll().sort('Bogus' as 'Key', 'Ascend'), /Unexpected "Bogus"/);
   }));
 
+test('getAll: sort with limit — limit after sort and filters, more from the filtered list, count ignores both', () =>
+  withTarget('kv/sort-limit', async ({ client }, p) => {
+    const [r1, r2, r3, r4, r5, r6] = (await sortFixture(client, p)) as [bigint, bigint, bigint, bigint, bigint, bigint];
+    const r7 = BigInt((await client.put(p + 'd').value('n')).header.revision);
+    // now: a (create r2, mod r6, 'z'), b (r3, r4, 'a'), c (r1, r1, 'm'), d (r7, r7, 'n')
+    assert.ok(r1 < r2 && r2 < r3 && r3 < r4 && r4 < r5 && r5 < r6 && r6 < r7);
+    const keysOf = (res: { kvs: IKeyValue[] }): string[] => rel(p, res.kvs.map((kv) => kv.key.toString()));
+
+    const byValue = await client.getAll().prefix(p).sort('Value', 'Ascend').limit(2).exec();
+    assert.deepEqual(keysOf(byValue), ['b', 'c']);
+    assert.equal(byValue.more, true);
+    assert.equal(byValue.count, '4');
+    const keyDesc = await client.getAll().prefix(p).sort('Key', 'Descend').limit(2).exec();
+    assert.deepEqual(keysOf(keyDesc), ['d', 'c']); // the last keys, not the first two reversed
+    assert.equal(keyDesc.more, true);
+    const exact = await client.getAll().prefix(p).sort('Create', 'Descend').limit(4).exec();
+    assert.deepEqual(keysOf(exact), ['d', 'b', 'a', 'c']);
+    assert.equal(exact.more, false); // limit == number of keys: nothing more
+    const unlimited = await client.getAll().prefix(p).sort('Mod', 'Ascend').limit(0).exec();
+    assert.deepEqual(keysOf(unlimited), ['c', 'b', 'a', 'd']);
+    assert.equal(unlimited.more, false);
+
+    // filters prune before the limit; `more` counts what the filters left, `count` what the range holds
+    const filtered = await client.getAll().prefix(p).minModRevision(String(r4)).sort('Mod', 'Descend').limit(2).exec();
+    assert.deepEqual(keysOf(filtered), ['d', 'a']); // b (mod r4) is cut by the limit
+    assert.equal(filtered.more, true);
+    assert.equal(filtered.count, '4');
+    const fits = await client.getAll().prefix(p).maxCreateRevision(String(r2)).sort('Create', 'Descend').limit(2).exec();
+    assert.deepEqual(keysOf(fits), ['a', 'c']);
+    assert.equal(fits.more, false); // two keys survive the filter, limit 2: nothing more, although count is 4
+    assert.equal(fits.count, '4');
+
+    // keys only, sorted by the values it does not return
+    assert.deepEqual(rel(p, await client.getAll().prefix(p).sort('Value', 'Descend').limit(2).keys()), ['a', 'd']);
+    // the same through the low-level client (etcd3's enum names in the request)
+    const keysOnly = await client.kv.range({
+      key: Buffer.from(p),
+      range_end: Buffer.from(p.slice(0, -1) + String.fromCharCode(p.charCodeAt(p.length - 1) + 1)),
+      sort_target: 'Value',
+      sort_order: 'Descend',
+      limit: 1,
+      keys_only: true,
+    });
+    assert.deepEqual(keysOf(keysOnly), ['a']);
+    assert.equal(keysOnly.kvs[0]?.value.length, 0);
+    assert.equal(keysOnly.more, true);
+    assert.equal(keysOnly.count, '4');
+    // count ignores sort and limit
+    assert.equal(await client.getAll().prefix(p).sort('Value', 'Ascend').limit(1).count(), 4);
+    // in a namespace, and at a past revision (the view at r5: a 'y', b 'a', c 'm')
+    const ns = client.namespace(p);
+    assert.deepEqual(await ns.getAll().sort('Value', 'Descend').limit(1).strings(), { a: 'z' });
+    const past = await ns.getAll().revision(String(r5)).sort('Value', 'Descend').limit(2).exec();
+    assert.deepEqual(
+      past.kvs.map((kv) => [kv.key.toString(), kv.value.toString()]),
+      [
+        ['a', 'y'],
+        ['c', 'm'],
+      ],
+    );
+    assert.equal(past.more, true);
+    assert.equal(past.count, '3');
+  }));
+
 test('getAll/get: revision, min/max mod revision, min/max create revision, serializable', () =>
   withTarget('kv/revfilters', async ({ client }, p) => {
     const [r1, r2, r3, r4, r5, r6] = (await sortFixture(client, p)) as [bigint, bigint, bigint, bigint, bigint, bigint];
@@ -340,4 +404,32 @@ test('namespaces: keys are prefixed on the way in and stripped on the way out, t
     assert.equal(await client.get(p + 'ns/c').string(), '4');
     await ns.delete().all();
     assert.deepEqual(rel(p, await client.getAll().prefix(p).keys()), ['outside']);
+  }));
+
+test('delete().all() in a namespace: only the namespace, in one revision; getPrevious keys keep the prefix', () =>
+  withTarget('kv/ns-delete-all', async ({ client }, p) => {
+    const ns = client.namespace(p + 'ns/');
+    for (const k of ['a', 'b', 'deep/c']) await ns.put(k).value(k);
+    await client.put(p + 'ns').value('sibling-without-slash');
+    await client.put(p + 'nt').value('next-prefix');
+    await client.put(p + 'ns0').value('after');
+    const nested = await ns.namespace('deep/').delete().all();
+    assert.equal(nested.deleted, '1');
+    assert.deepEqual(await ns.getAll().keys(), ['a', 'b']);
+    const before = BigInt((await client.get(p + 'ns').exec()).header.revision);
+    const prev = await ns.delete().all().getPrevious();
+    // etcd3 strips the namespace from range results and watch events, not from DeleteRange's prev_kvs
+    assert.deepEqual(
+      prev.map((kv) => [kv.key.toString(), kv.value.toString()]),
+      [
+        [p + 'ns/a', 'a'],
+        [p + 'ns/b', 'b'],
+      ],
+    );
+    const after = await client.getAll().prefix(p).exec();
+    assert.equal(BigInt(after.header.revision), before + 1n, 'one revision for the whole range');
+    assert.deepEqual(rel(p, after.kvs.map((kv) => kv.key.toString())), ['ns', 'ns0', 'nt']);
+    const again = await ns.delete().all();
+    assert.equal(again.deleted, '0');
+    assert.equal(BigInt(again.header.revision), before + 1n);
   }));

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EtcdLeaseInvalidError, type IKeyValue, type Lease } from 'etcd3';
-import { withTarget, eventually } from './target.js';
+import { withTarget, eventually, eventuallyAsync } from './target.js';
 
 test('grant: a TTL below the minimum is raised to 2 s; TimeToLive reports it; TTL < 1 is refused client-side', () =>
   withTarget('lease/grant', async ({ client }) => {
@@ -121,4 +121,115 @@ test('an auto-kept lease revoked elsewhere emits lost at its next keep-alive', (
     } finally {
       await lease.revoke();
     }
+  }));
+
+test('an auto-kept lease outlives several TTLs, then another client revokes it: lost at the next keep-alive', () =>
+  withTarget('lease/several-ttls', async (t, p) => {
+    const { client } = t;
+    const lease = client.lease(2);
+    let keepalives = 0;
+    lease.on('keepaliveSucceeded', () => {
+      keepalives++;
+    });
+    const lost: Error[] = [];
+    lease.on('lost', (err) => lost.push(err));
+    try {
+      const id = await lease.grant();
+      await lease.put(p + 'k').value('v');
+      assert.equal(lease.revoked(), false);
+      await t.advance(6000); // three TTLs
+      assert.equal(await client.get(p + 'k').string(), 'v');
+      const ttl = await client.leaseClient.leaseTimeToLive({ ID: id });
+      assert.equal(ttl.grantedTTL, '2');
+      assert.ok(Number(ttl.TTL) >= 1, `remaining ${ttl.TTL}`);
+      // one keep-alive every 2000/3 ms: about nine in 6 s
+      assert.ok(keepalives >= 8, `only ${keepalives} keep-alives`);
+      assert.equal(lost.length, 0);
+      assert.equal(lease.revoked(), false);
+
+      await t.another().leaseClient.leaseRevoke({ ID: id });
+      assert.equal(await client.get(p + 'k').exists(), false);
+      await eventually(t, () => lost.length > 0, "the 'lost' event", 2000);
+      assert.equal(lost.length, 1);
+      assert.ok(lost[0] instanceof EtcdLeaseInvalidError, String(lost[0]));
+      assert.equal(lease.revoked(), true);
+      const after = keepalives;
+      await t.advance(1500); // no more keep-alives after the loss
+      assert.equal(keepalives, after);
+      assert.equal(lost.length, 1);
+    } finally {
+      await lease.revoke();
+    }
+  }));
+
+test('cut off from etcd, an auto-kept lease expires on the server and the client reports it lost', () =>
+  withTarget(
+    'lease/partition',
+    async (t, p) => {
+      const { client } = t;
+      const partition = t.partition;
+      assert.ok(partition !== undefined, 'the target must be breakable');
+      const lease = client.lease(2);
+      const lost: Error[] = [];
+      lease.on('lost', (err) => lost.push(err));
+      let failures = 0;
+      lease.on('keepaliveFailed', () => {
+        failures++;
+      });
+      try {
+        const id = await lease.grant();
+        await lease.put(p + 'k').value('v');
+        await t.advance(1000);
+        assert.equal(await client.get(p + 'k').string(), 'v');
+        const heal = partition();
+        try {
+          // etcd3: a keep-alive unanswered for one TTL fails the stream; it retries, and once the last
+          // success is more than 2 TTLs old it gives up with 'lost'
+          await eventually(t, () => lost.length > 0, "the 'lost' event", 6000);
+        } finally {
+          heal();
+        }
+        assert.ok(failures >= 1);
+        assert.equal(lost.length, 1);
+        assert.ok(lost[0] instanceof EtcdLeaseInvalidError, String(lost[0]));
+        assert.match(lost[0].message, /lost connection to etcd/);
+        assert.equal(lease.revoked(), true);
+        // meanwhile the server expired the lease: its key is gone, the lease unknown
+        const other = t.another();
+        assert.equal(await other.get(p + 'k').exists(), false);
+        assert.equal((await other.leaseClient.leaseTimeToLive({ ID: id })).TTL, '-1');
+      } finally {
+        await lease.revoke();
+      }
+    },
+    { breakable: true },
+  ));
+
+test('release stops the keep-alives without revoking: the lease expires after its TTL, no lost event', () =>
+  withTarget('lease/release', async (t, p) => {
+    const { client } = t;
+    const lease = client.lease(2);
+    const lost: Error[] = [];
+    lease.on('lost', (err) => lost.push(err));
+    let keepalives = 0;
+    lease.on('keepaliveSucceeded', () => {
+      keepalives++;
+    });
+    const id = await lease.grant();
+    await lease.put(p + 'k').value('v');
+    await t.advance(1000);
+    assert.ok(keepalives >= 1);
+    lease.release();
+    // etcd3 marks a released lease as revoked locally, but the server still has it
+    assert.equal(lease.revoked(), true);
+    const info = await client.leaseClient.leaseTimeToLive({ ID: id });
+    assert.ok(Number(info.TTL) >= 1, `remaining ${info.TTL}`);
+    assert.equal(await client.get(p + 'k').string(), 'v');
+    const kept = keepalives;
+    await eventuallyAsync(t, async () => !(await client.get(p + 'k').exists()), 'the lease to expire', 4000);
+    assert.equal(keepalives, kept);
+    assert.equal((await client.leaseClient.leaseTimeToLive({ ID: id })).TTL, '-1');
+    assert.deepEqual(lost, []);
+    // a keep-alive now finds the lease gone
+    await assert.rejects(lease.keepaliveOnce(), EtcdLeaseInvalidError);
   }));

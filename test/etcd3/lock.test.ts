@@ -47,3 +47,36 @@ test('lock.do runs the function under the lock and releases it, also when it thr
     );
     assert.equal(await client.get(p + 'l').exists(), false);
   }));
+
+test('lock in a namespace; a holder whose lease is revoked elsewhere loses the lock to the next contender', () =>
+  withTarget('lock/lease-loss', async (t, p) => {
+    const { client } = t;
+    const ns = client.namespace(p);
+    assert.throws(() => ns.lock('l').release(), /Attempted to release a lock which was not acquired/);
+    const first = ns.lock('l').ttl(2);
+    await first.acquire();
+    const id = await first.leaseId();
+    assert.ok(id !== null);
+    const held = (await client.get(p + 'l').exec()).kvs[0] as IKeyValue;
+    assert.equal(held.lease, id);
+    await t.advance(3000); // kept alive past its TTL
+    await assert.rejects(ns.lock('l').ttl(2).acquire(), EtcdLockFailedError);
+    await assert.rejects(client.lock(p + 'l').ttl(2).acquire(), EtcdLockFailedError); // same key, outside the namespace
+    await ns.namespace('sub/').lock('l').ttl(2).do(async () => {
+      // a different key: the namespace prefix is part of the lock's key
+      assert.equal(await client.get(p + 'sub/l').exists(), true);
+    });
+    assert.equal(await client.get(p + 'sub/l').exists(), false);
+
+    await t.another().leaseClient.leaseRevoke({ ID: id });
+    const second = ns.lock('l').ttl(2);
+    await second.acquire();
+    const now = (await client.get(p + 'l').exec()).kvs[0] as IKeyValue;
+    assert.equal(now.lease, await second.leaseId());
+    assert.ok(BigInt(now.create_revision) > BigInt(held.create_revision));
+    // releasing the stale lock is harmless (its lease is already gone) and leaves the new holder alone
+    await first.release();
+    assert.equal(await client.get(p + 'l').exists(), true);
+    await second.release();
+    assert.equal(await client.get(p + 'l').exists(), false);
+  }));

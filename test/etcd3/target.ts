@@ -20,6 +20,12 @@ export interface Target {
   /** Break every watch stream the client has open, the way a dropped connection does; the client
    *  reconnects by itself. Present when the target was asked for `{ breakable: true }`. */
   readonly breakWatchStreams: (() => void) | undefined;
+  /** Cut the client off: its requests stay unanswered until the returned `heal()` (real etcd: the proxy holds
+   *  every byte; simulator: keep-alive requests are held back — the only traffic the tests rely on being
+   *  cut). Present when the target was asked for `{ breakable: true }`. */
+  readonly partition: (() => () => void) | undefined;
+  /** Another client on the same etcd (its own connection, never partitioned); closed with the target. */
+  another(): Etcd3;
   close(): Promise<void>;
 }
 
@@ -44,6 +50,20 @@ function simulator(): Target {
   const sim = createEtcdSim();
   mock.timers.enable({ apis: ['setTimeout', 'setInterval', 'Date'], now: 0 });
   const client = sim.etcd3({ timers: mock.timers });
+  const others: Etcd3[] = [];
+  // The partition: keep-alive writes arriving while it lasts are held, and written when it heals.
+  let held: (() => void)[] | undefined;
+  const lease = sim.services.lease;
+  const openKeepAlive = lease.leaseKeepAlive.bind(lease);
+  lease.leaseKeepAlive = () => {
+    const call = openKeepAlive();
+    const write = call.write.bind(call);
+    call.write = (req) => {
+      if (held === undefined) write(req);
+      else held.push(() => write(req));
+    };
+    return call;
+  };
   return {
     client,
     kind: 'sim',
@@ -54,7 +74,21 @@ function simulator(): Target {
     breakWatchStreams: () => {
       sim.breakWatchStreams();
     },
+    partition: () => {
+      held ??= [];
+      return () => {
+        const release = held ?? [];
+        held = undefined;
+        for (const w of release) w();
+      };
+    },
+    another: () => {
+      const c = sim.etcd3({ timers: mock.timers });
+      others.push(c);
+      return c;
+    },
     close: async () => {
+      for (const c of others) c.close();
       client.close();
       await sim.settle();
       mock.timers.reset();
@@ -70,6 +104,7 @@ async function realEtcd(endpoint: string, options: TargetOptions): Promise<Targe
     hosts = `127.0.0.1:${proxy.port}`;
   }
   const client = new Etcd3({ hosts });
+  const others: Etcd3[] = [];
   const p = proxy;
   return {
     client,
@@ -79,7 +114,14 @@ async function realEtcd(endpoint: string, options: TargetOptions): Promise<Targe
       await client.kv.compact({ revision: rev, physical: true });
     },
     breakWatchStreams: p === undefined ? undefined : () => p.breakAll(),
+    partition: p === undefined ? undefined : () => p.hold(),
+    another: () => {
+      const c = new Etcd3({ hosts: endpoint });
+      others.push(c);
+      return c;
+    },
     close: async () => {
+      for (const c of others) c.close();
       client.close();
       if (p !== undefined) await p.close();
     },
@@ -90,6 +132,8 @@ async function realEtcd(endpoint: string, options: TargetOptions): Promise<Targe
  *  stream on it fails with UNAVAILABLE and grpc-js reconnects). */
 class LoopbackProxy {
   private readonly sockets = new Set<net.Socket>();
+  /** While set, bytes in both directions are queued here instead of forwarded. */
+  private held: (() => void)[] | undefined;
   private readonly server: net.Server;
   port = 0;
 
@@ -106,8 +150,14 @@ class LoopbackProxy {
       };
       down.on('error', drop).on('close', drop);
       up.on('error', drop).on('close', drop);
-      down.pipe(up);
-      up.pipe(down);
+      const forward = (from: net.Socket, to: net.Socket): void => {
+        from.on('data', (chunk: Buffer) => {
+          if (this.held === undefined) to.write(chunk);
+          else this.held.push(() => to.write(chunk));
+        });
+      };
+      forward(down, up);
+      forward(up, down);
     });
   }
 
@@ -120,6 +170,16 @@ class LoopbackProxy {
     if (addr === null || typeof addr === 'string') throw new Error('proxy: no port');
     proxy.port = addr.port;
     return proxy;
+  }
+
+  /** Holds all traffic (a network partition without resets) until the returned function releases it. */
+  hold(): () => void {
+    this.held ??= [];
+    return () => {
+      const release = this.held ?? [];
+      this.held = undefined;
+      for (const w of release) w();
+    };
   }
 
   breakAll(): void {

@@ -358,3 +358,100 @@ test('etcd3 watcher: a stream break after the first catch-up batch resumes from 
     },
     { breakable: true },
   ));
+
+test('etcd3 watcher: from a start revision, caught up, then broken twice: every event exactly once, in order', () =>
+  run(
+    'watch/break-live',
+    async (t, p) => {
+      const { client } = t;
+      const breakStreams = t.breakWatchStreams;
+      assert.ok(breakStreams !== undefined, 'the target must be breakable');
+      const revs: bigint[] = [];
+      const put = async (k: string, v: string): Promise<void> => {
+        revs.push(BigInt((await client.put(p + k).value(v)).header.revision));
+      };
+      await put('h1', '1');
+      await put('h2', '2');
+      revs.push(BigInt((await client.delete().key(p + 'h1')).header.revision));
+      const w = client.watch().prefix(p).startRevision(String(revs[0])).watcher();
+      const r = record(w, p);
+      await eventually(t, () => r.events.length >= 3, 'the replay');
+      await put('live1', 'a');
+      await eventually(t, () => r.events.length >= 4, 'the first live event');
+      assert.ok(r.connected >= 1);
+
+      breakStreams();
+      // written while the watcher is disconnected (or reconnecting): must come in its catch-up
+      await put('gap', 'b');
+      await client.put('etcd3-test/\u0000elsewhere').value('outside the watched range');
+      await eventually(t, () => r.connected >= 2, 'the watcher to reconnect');
+      await put('live2', 'c');
+      await eventually(t, () => r.events.some((e) => e.key === 'live2'), 'the event after the reconnect');
+
+      breakStreams();
+      await eventually(t, () => r.connected >= 3, 'the second reconnect');
+      await put('live3', 'd');
+      await eventually(t, () => r.events.some((e) => e.key === 'live3'), 'the event after the second reconnect');
+      await client.delete().key('etcd3-test/\u0000elsewhere');
+
+      assert.ok(r.disconnects.length >= 2);
+      assert.deepEqual(brief(r.events), [
+        'put h1=1',
+        'put h2=2',
+        'delete h1=',
+        'put live1=a',
+        'put gap=b',
+        'put live2=c',
+        'put live3=d',
+      ]);
+      assert.deepEqual(
+        r.events.map((e) => e.mod),
+        revs,
+      );
+      assert.deepEqual(r.errors, []);
+      await w.cancel();
+    },
+    { breakable: true },
+  ));
+
+test('namespaced watchers: keys relative to the namespace, the prefix is a range, prev_kv unprefixed too', () =>
+  run('watch/namespace', async (t, p) => {
+    const { client } = t;
+    const ns = client.namespace(p + 'ns/');
+    const key = record(await ns.watch().key('a').withPreviousKV().create(), '');
+    const prefix = record(await ns.watch().prefix('d/').create(), '');
+    const whole = record(await ns.watch().prefix('').create(), '');
+    const outer = record(await client.watch().prefix(p).create(), p);
+    await ns.put('a').value('1');
+    await ns.put('a').value('2');
+    await ns.put('d/x').value('3');
+    await client.put(p + 'outside').value('4');
+    await client.put(p + 'ns').value('5'); // the namespace without its slash: outside
+    await ns.delete().key('a');
+    await ns.put('zz').value('6');
+    await eventually(t, () => outer.events.length >= 7 && whole.events.length >= 5, 'events');
+    await eventually(t, () => key.events.length >= 3 && prefix.events.length >= 1, 'the narrow watchers');
+    assert.deepEqual(brief(key.events), ['put a=1', 'put a=2', 'delete a=']);
+    assert.deepEqual(
+      key.events.map((e) => e.prev),
+      [null, '1', '2'],
+    );
+    const prevKeys = key.data.flatMap((d) => d.events.map((e) => e.prev_kv?.key.toString() ?? null));
+    assert.deepEqual(prevKeys, [null, 'a', 'a']);
+    assert.deepEqual(brief(prefix.events), ['put d/x=3']);
+    assert.deepEqual(brief(whole.events), ['put a=1', 'put a=2', 'put d/x=3', 'delete a=', 'put zz=6']);
+    assert.deepEqual(brief(outer.events), [
+      'put ns/a=1',
+      'put ns/a=2',
+      'put ns/d/x=3',
+      'put outside=4',
+      'put ns=5',
+      'delete ns/a=',
+      'put ns/zz=6',
+    ]);
+    // a namespaced watch from a start revision replays only the namespace's history
+    const from = outer.events[0]?.mod ?? 0n;
+    const replay = record(await ns.watch().prefix('').startRevision(String(from)).create(), '');
+    await eventually(t, () => replay.events.length >= 5, 'the replay');
+    assert.deepEqual(brief(replay.events), brief(whole.events));
+  }));
