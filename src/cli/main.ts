@@ -1,13 +1,58 @@
-/** The `etcdsim` command line. */
+/** The `etcdsim` command line: `demo` (the default) and `serve`. */
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { runDemo, runWatchLeaseDemo } from './demo.js';
+import { parseServeFlags, runServe, type ServeFlags } from './serve.js';
 
-const [command = 'demo'] = process.argv.slice(2);
-switch (command) {
-  case 'demo':
+const program = new Command();
+program
+  .name('etcdsim')
+  .description('etcd v3 semantics, simulated: MVCC revisions, watches, leases')
+  .showHelpAfterError()
+  .exitOverride((err) => {
+    process.exit(err.exitCode === 0 ? 0 : 2);
+  });
+
+program
+  .command('demo', { isDefault: true })
+  .description('print a short tour of the etcd rules the simulator follows')
+  .action(() => {
     runDemo((line) => console.log(line));
     runWatchLeaseDemo((line) => console.log(line));
-    break;
-  default:
-    console.error(`etcdsim: unknown command ${JSON.stringify(command)} (try: etcdsim demo)`);
-    process.exitCode = 2;
-}
+  });
+
+const int = (name: string) => (v: string): number => {
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError(`${name} must be a non-negative integer`);
+  return n;
+};
+
+program
+  .command('serve')
+  .description("serve etcd's v3 gRPC API (etcdctl, etcd3, any etcd client) from the simulator, on the wall clock")
+  .option('--listen-client-urls <url>', 'URL to serve clients on (http:// or https://; port 0 picks a free port)', 'http://127.0.0.1:2379')
+  .option('--advertise-client-urls <urls>', 'client URLs the member reports (default: the listen URL)')
+  .option('--name <name>', "the member's name", 'default')
+  .option('--max-txn-ops <n>', 'maximum operations in one txn', int('--max-txn-ops'), 128)
+  .option('--max-request-bytes <n>', 'maximum request size in bytes (receive limit: this + 512 KiB)', int('--max-request-bytes'), 1572864)
+  .option('--experimental-watch-progress-notify-interval <duration>', 'progress notify interval (e.g. 10m, 5s, 500ms)', '10m')
+  .option('--heartbeat-interval <ms>', 'heartbeat interval in ms (sets the minimum lease TTL with --election-timeout)', int('--heartbeat-interval'), 100)
+  .option('--election-timeout <ms>', 'election timeout in ms', int('--election-timeout'), 1000)
+  .option('--seed <n>', 'seed of every random choice (lease IDs, progress jitter)', '0')
+  .option('--clock-speed <x>', 'simulated seconds per wall-clock second (e.g. 10 for demos)', '1')
+  .addOption(new Option('--etcd-version <v>', 'which etcd release to behave as').choices(['3.4', '3.5', '3.6', '3.7']).default('3.7'))
+  .option('--cert-file <path>', 'TLS certificate (PEM)')
+  .option('--key-file <path>', 'TLS private key (PEM)')
+  .option('--trusted-ca-file <path>', 'CA bundle; clients must present a certificate it signed')
+  .option('--allow-non-loopback', 'allow binding to an interface other than loopback', false)
+  .action(async (flags: ServeFlags) => {
+    let opts;
+    try {
+      opts = parseServeFlags(flags);
+    } catch (err) {
+      console.error(`etcdsim serve: ${err instanceof Error ? err.message : String(err)}`);
+      process.exit(2);
+    }
+    await runServe(opts);
+  });
+
+await program.parseAsync(process.argv);

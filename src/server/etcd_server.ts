@@ -160,11 +160,11 @@ export class EtcdServer {
       memberId: String(this.member.memberId),
       raftTerm: String(this.member.raftTerm),
     });
-    // Every commit is one Raft entry and grows the estimated db file; it may also have queued watch responses.
+    // Every commit is one Raft entry and grows the estimated db file. (Watch responses it queues reach
+    // their clients through each stream's onQueue hook.)
     this.kv.subscribe((_rev, events) => {
       this.appliedIndex++;
       for (const ev of events) this.storedBytes += ev.kv.key.byteLength + ev.kv.value.byteLength + DB_BYTES_PER_REVISION;
-      this.delivery.poke();
     });
     // Lease revokes by expiry and lease checkpoints are Raft proposals too (client requests count in the services).
     this.lessor.subscribe((ev) => {

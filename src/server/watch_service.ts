@@ -55,6 +55,9 @@ export class WatchCall implements Deliverable {
     private readonly onClose: (call: WatchCall) => void,
   ) {
     this.stream = server.watchable.newWatchStream();
+    // Responses a timer step queues (catch-up, victims, progress) must reach the client too, not only
+    // those caused by a request or a commit.
+    this.stream.onQueue = () => server.delivery.poke();
     server.delivery.add(this);
   }
 
@@ -96,7 +99,6 @@ export class WatchCall implements Deliverable {
     } catch (err) {
       throw toGrpcError(err);
     }
-    this.server.delivery.poke();
   }
 
   /** Takes every queued response, in order, in message form. */

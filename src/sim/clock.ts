@@ -223,6 +223,11 @@ class RealTimer {
 export interface RealClockOptions {
   /** unref() every timer so pending lease/watch timers do not keep the process alive (default false). */
   readonly unref?: boolean;
+  /**
+   * Simulated milliseconds per host millisecond (default 1). Server mode's `--clock-speed`: at 10 a 60 s
+   * lease expires after 6 s of wall time — for demos and teaching sessions.
+   */
+  readonly speed?: number;
 }
 
 /**
@@ -235,14 +240,19 @@ export interface RealClockOptions {
  * A periodic timer that falls behind skips the ticks it missed, like Go's time.Ticker.
  */
 export class RealClock implements Clock {
-  private readonly origin = Date.now() - performance.now();
+  private readonly originMs = Date.now();
+  private readonly originPerf = performance.now();
+  private readonly speed: number;
   private readonly live = new Set<RealTimer>();
   private closed = false;
 
-  constructor(private readonly opts: RealClockOptions = {}) {}
+  constructor(private readonly opts: RealClockOptions = {}) {
+    this.speed = opts.speed ?? 1;
+    if (!(Number.isFinite(this.speed) && this.speed > 0)) throw new RangeError(`RealClock: speed must be a positive number, got ${this.speed}`);
+  }
 
   now(): number {
-    return Math.floor(this.origin + performance.now());
+    return Math.floor(this.originMs + (performance.now() - this.originPerf) * this.speed);
   }
 
   setTimer(atMs: number, fn: () => void, _name?: string): TimerHandle {
@@ -291,7 +301,7 @@ export class RealClock implements Clock {
 
   /** Arms `timer` to call `onDue` once now() >= atMs, re-arming if Node fires early or the wait exceeds its limit. */
   private arm(timer: RealTimer, atMs: number, onDue: () => void): void {
-    const delay = Math.min(Math.max(0, atMs - this.now()), MAX_TIMEOUT_MS);
+    const delay = Math.min(Math.max(0, Math.ceil((atMs - this.now()) / this.speed)), MAX_TIMEOUT_MS);
     timer.timeout = setTimeout(() => {
       if (!this.live.has(timer)) return;
       if (this.now() < atMs) this.arm(timer, atMs, onDue);

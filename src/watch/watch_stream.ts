@@ -42,6 +42,11 @@ export class WatchStream {
   private readonly progress = new Map<number, boolean>();
   private progressTimer: TimerHandle | undefined;
   private closed = false;
+  /**
+   * Called whenever a response is queued — from a request, a commit, or a timer step (catch-up sync,
+   * victim retry, progress). Front doors that push responses to clients hook their delivery here.
+   */
+  onQueue: (() => void) | undefined;
 
   constructor(
     private readonly ws: WatchableStore,
@@ -156,6 +161,7 @@ export class WatchStream {
     if (this.inChannel >= this.ws.chanBufLen) return false;
     this.inChannel++;
     this.queue.push({ watchId, events, revision, compactRevision });
+    this.onQueue?.();
     return true;
   }
 
@@ -208,7 +214,10 @@ export class WatchStream {
   }
 
   private reply(resp: WatchResponse): WatchResponse {
-    if (!this.closed) this.queue.push({ ctrl: resp });
+    if (!this.closed) {
+      this.queue.push({ ctrl: resp });
+      this.onQueue?.();
+    }
     return resp;
   }
 

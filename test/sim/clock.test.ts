@@ -264,3 +264,14 @@ test('RealClock: now() is monotonic and near Date.now(); handles cancel without 
   clock.close();
   assert.throws(() => clock.setTimer(0, fail), /closed/);
 });
+
+test('RealClock speed: rejects a non-positive speed; a timer an hour of fast time ahead is scheduled and cancelled', () => {
+  assert.throws(() => new RealClock({ speed: 0 }), RangeError);
+  assert.throws(() => new RealClock({ speed: Number.NaN }), RangeError);
+  const fast = new RealClock({ speed: 1000, unref: true });
+  const t0 = fast.now();
+  // Due one simulated hour from now: at speed 1000 that is 3.6 s of wall time, far below setTimeout's limit.
+  const h = fast.setTimer(t0 + 3_600_000, () => assert.fail('must not run'));
+  assert.equal(fast.cancel(h), true);
+  fast.close();
+});

@@ -1,0 +1,332 @@
+/**
+ * Server mode: etcd's v3 gRPC API on a real port, served by @grpc/grpc-js over one EtcdServer (src/server).
+ * Every method maps to the service layer in proto-loader's message form (keepCase, longs and enums as
+ * strings, defaults, oneofs), so the services' answers go on the wire unchanged and any etcd client —
+ * etcdctl, etcd3, Go's clientv3, jetcd — talks to the simulator as to a single-member etcd.
+ *
+ * Streams: Watch and LeaseKeepAlive pipe requests into a WatchCall / KeepAliveCall and their responses
+ * out; a client that half-closes ends the call, one that cancels or disconnects cancels it — either way
+ * every watcher / keep-alive of the call is released. Methods the simulator does not model (Auth,
+ * membership changes, MoveLeader, Downgrade, Hash) answer UNIMPLEMENTED, as grpc-js does for any method a
+ * service leaves out. A message larger than max request bytes + 512 KiB is refused with RESOURCE_EXHAUSTED
+ * by grpc-js before it reaches a service (etcd's receive limit).
+ */
+import { fileURLToPath } from 'node:url';
+import { isIP } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { EtcdServer, toGrpcError, type EndListener, type EtcdServerOptions, type GrpcError, type ResponseListener } from '../server/index.js';
+import type * as M from '../server/messages.js';
+import { RealClock, type Clock } from '../sim/index.js';
+
+/** Where our .proto files live (etcdserverpb/rpc.proto imports mvccpb/kv.proto and authpb/auth.proto). */
+export const PROTO_DIR = fileURLToPath(new URL('./proto/', import.meta.url));
+
+/** The options every etcdsim gRPC peer (server and test clients) loads the protos with. */
+export const PROTO_LOADER_OPTIONS: protoLoader.Options = Object.freeze({
+  keepCase: true,
+  longs: String,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+  includeDirs: [PROTO_DIR],
+});
+
+/** etcd's default --max-request-bytes (1.5 MiB) and the gRPC overhead etcd adds to its receive limit. */
+export const DEFAULT_MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
+export const GRPC_OVERHEAD_BYTES = 512 * 1024;
+
+/** What the Watch and LeaseKeepAlive front doors need of a service-layer stream call. */
+interface StreamCall<Req, Res> {
+  write(req: Req): void;
+  onResponse(listener: ResponseListener<Res> | undefined): void;
+  onEnd(listener: EndListener): void;
+  end(): void;
+  cancel(): void;
+  abort(err?: GrpcError): void;
+}
+
+let cachedDefinition: grpc.GrpcObject | undefined;
+
+/** etcd's API as a grpc-js package object: `.etcdserverpb.KV`, `.Watch`, ... (loaded once). */
+export function loadEtcdProtos(): grpc.GrpcObject {
+  cachedDefinition ??= grpc.loadPackageDefinition(protoLoader.loadSync('etcdserverpb/rpc.proto', PROTO_LOADER_OPTIONS));
+  return cachedDefinition;
+}
+
+/** A service constructor of the etcdserverpb package (for servers' addService and for raw clients). */
+export function etcdService(name: 'KV' | 'Watch' | 'Lease' | 'Cluster' | 'Maintenance' | 'Auth'): grpc.ServiceClientConstructor {
+  const pkg = loadEtcdProtos()['etcdserverpb'] as grpc.GrpcObject;
+  return pkg[name] as grpc.ServiceClientConstructor;
+}
+
+export interface TlsOptions {
+  /** PEM server certificate chain. */
+  readonly cert: string | Buffer;
+  /** PEM private key. */
+  readonly key: string | Buffer;
+  /** PEM CA bundle; when given, clients must present a certificate it signed (etcd's --trusted-ca-file). */
+  readonly ca?: string | Buffer | undefined;
+}
+
+export interface ServeOptions extends Omit<EtcdServerOptions, 'clock'> {
+  /** Interface to bind (default 127.0.0.1). Anything but loopback needs `allowNonLoopback`. */
+  readonly host?: string | undefined;
+  /** Port (default 2379; 0 picks a free port). */
+  readonly port?: number | undefined;
+  readonly allowNonLoopback?: boolean | undefined;
+  /** Time source (default: the wall clock, accelerated by `clockSpeed`). Pass a VirtualClock to drive time from a test. */
+  readonly clock?: Clock | undefined;
+  /** Simulated seconds per wall-clock second (default 1). Ignored when `clock` is given. */
+  readonly clockSpeed?: number | undefined;
+  readonly tls?: TlsOptions | undefined;
+}
+
+export type StreamMethod = 'Watch' | 'LeaseKeepAlive';
+/** How a stream call ended: the client half-closed, the client canceled or went away, or the server aborted it. */
+export type StreamEndReason = 'end' | 'cancelled' | 'aborted';
+export interface StreamEndInfo {
+  readonly method: StreamMethod;
+  readonly reason: StreamEndReason;
+}
+
+export interface ServeHandle {
+  /** `http://host:port` (or https with TLS): what to give a client as its endpoint. */
+  readonly endpoint: string;
+  /** `host:port`, for clients that take an address. */
+  readonly address: string;
+  readonly port: number;
+  /** The simulated member: its clock, store, lessor, watchable store and services (fault hooks: services.watch.calls()). */
+  readonly server: EtcdServer;
+  /** Watch and keep-alive calls currently open over the network. */
+  readonly openStreams: number;
+  /** Calls `listener` whenever a stream call ends (after its watchers / keep-alives are released); returns an unsubscribe. */
+  onStreamEnd(listener: (info: StreamEndInfo) => void): () => void;
+  /** Ends every open stream, stops listening and stops the member's timers. Idempotent. */
+  close(): Promise<void>;
+}
+
+const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
+
+/** Whether `host` names only the local machine (localhost, 127.0.0.0/8, ::1). */
+export function isLoopback(host: string): boolean {
+  if (LOOPBACK_NAMES.has(host)) return true;
+  return isIP(host) === 4 && host.startsWith('127.');
+}
+
+/** Starts a simulated etcd member on a gRPC port; resolves once it accepts connections. */
+export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
+  const host = opts.host ?? '127.0.0.1';
+  const port = opts.port ?? 2379;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`serve: port must be 0..65535, got ${port}`);
+  if (!isLoopback(host) && opts.allowNonLoopback !== true) {
+    throw new Error(`serve: refusing to bind ${host}: not a loopback address (allow it explicitly with allowNonLoopback / --allow-non-loopback)`);
+  }
+  const maxRequestBytes = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
+  const ownClock = opts.clock === undefined;
+  const clock: Clock =
+    opts.clock ?? new RealClock({ unref: true, speed: opts.clockSpeed ?? 1 });
+
+  const grpcServer = new grpc.Server({
+    'grpc.max_receive_message_length': maxRequestBytes + GRPC_OVERHEAD_BYTES,
+    'grpc.max_send_message_length': -1,
+    // etcdctl pings every 2 s (--keepalive-time); accept that instead of answering GOAWAY too_many_pings.
+    'grpc.http2.min_ping_interval_without_data_ms': 1000,
+    'grpc.keepalive_permit_without_calls': 1,
+  });
+  const state: { server: EtcdServer | undefined } = { server: undefined };
+  const member = (): EtcdServer => {
+    if (state.server === undefined) throw new Error('etcdsim: request before the member started');
+    return state.server;
+  };
+  const open = new Set<{ abort(): void }>();
+  const endListeners = new Set<(info: StreamEndInfo) => void>();
+  const streamEnded = (info: StreamEndInfo): void => {
+    for (const l of [...endListeners]) l(info);
+  };
+
+  const stream = <Req, Res>(
+    method: StreamMethod,
+    openCall: () => StreamCall<Req, Res>,
+  ): grpc.handleBidiStreamingCall<Req, Res> => {
+    return (call) => {
+      const sc = openCall();
+      open.add(sc);
+      let clientGone = false;
+      let reason: StreamEndReason = 'aborted';
+      sc.onResponse((rs) => {
+        for (const r of rs) call.write(r);
+      });
+      sc.onEnd((err) => {
+        open.delete(sc);
+        if (!clientGone) {
+          if (err === undefined) call.end();
+          else call.emit('error', statusError(err));
+        }
+        streamEnded({ method, reason });
+      });
+      call.on('data', (req: Req) => {
+        try {
+          sc.write(req);
+        } catch (err) {
+          sc.abort(toGrpcError(err));
+        }
+      });
+      call.on('end', () => {
+        // A cancel also ends the request stream, and grpc-js may report the end first: decide on the next turn.
+        setImmediate(() => {
+          if (clientGone) return;
+          if (call.cancelled) {
+            clientGone = true;
+            reason = 'cancelled';
+            sc.cancel();
+            return;
+          }
+          reason = 'end';
+          sc.end();
+        });
+      });
+      call.on('cancelled', () => {
+        clientGone = true;
+        reason = 'cancelled';
+        sc.cancel();
+      });
+      call.on('error', () => {
+        // A write failed or we emitted the call's final error: the call is over either way.
+        clientGone = true;
+        sc.cancel();
+      });
+    };
+  };
+
+  grpcServer.addService(etcdService('KV').service, {
+    Range: unary((req: M.RangeRequest) => member().services.kv.range(req)),
+    Put: unary((req: M.PutRequest) => member().services.kv.put(req)),
+    DeleteRange: unary((req: M.DeleteRangeRequest) => member().services.kv.deleteRange(req)),
+    Txn: unary((req: M.TxnRequest) => member().services.kv.txn(req)),
+    Compact: unary((req: M.CompactionRequest) => member().services.kv.compact(req)),
+    RangeStream: serverStream((req: M.RangeRequest) => rangeStream(member().services.kv.range(req))),
+  } satisfies grpc.UntypedServiceImplementation);
+  grpcServer.addService(etcdService('Watch').service, {
+    Watch: stream<M.WatchRequest, M.WatchResponse>('Watch', () => member().services.watch.watch()),
+  });
+  grpcServer.addService(etcdService('Lease').service, {
+    LeaseGrant: unary((req: M.LeaseGrantRequest) => member().services.lease.leaseGrant(req)),
+    LeaseRevoke: unary((req: M.LeaseRevokeRequest) => member().services.lease.leaseRevoke(req)),
+    LeaseTimeToLive: unary((req: M.LeaseTimeToLiveRequest) => member().services.lease.leaseTimeToLive(req)),
+    LeaseLeases: unary((req: M.LeaseLeasesRequest) => member().services.lease.leaseLeases(req)),
+    LeaseKeepAlive: stream<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>('LeaseKeepAlive', () => member().services.lease.leaseKeepAlive()),
+  });
+  grpcServer.addService(etcdService('Cluster').service, {
+    MemberList: unary((req: M.MemberListRequest) => member().services.cluster.memberList(req)),
+  });
+  grpcServer.addService(etcdService('Maintenance').service, {
+    Status: unary((req: M.StatusRequest) => member().services.maintenance.status(req)),
+    HashKV: unary((req: M.HashKVRequest) => member().services.maintenance.hashKV(req)),
+    Defragment: unary((req: M.DefragmentRequest) => member().services.maintenance.defragment(req)),
+    Alarm: unary((req: M.AlarmRequest) => member().services.maintenance.alarm(req)),
+    Snapshot: serverStream((req: M.SnapshotRequest) => member().services.maintenance.snapshot(req)),
+  });
+  grpcServer.addService(etcdService('Auth').service, {});
+
+  const credentials =
+    opts.tls === undefined
+      ? grpc.ServerCredentials.createInsecure()
+      : grpc.ServerCredentials.createSsl(
+          opts.tls.ca === undefined ? null : Buffer.from(opts.tls.ca),
+          [{ private_key: Buffer.from(opts.tls.key), cert_chain: Buffer.from(opts.tls.cert) }],
+          opts.tls.ca !== undefined,
+        );
+  const hostPart = isIP(host) === 6 ? `[${host}]` : host;
+  const boundPort = await new Promise<number>((resolve, reject) => {
+    grpcServer.bindAsync(`${hostPart}:${port}`, credentials, (err, p) => (err ? reject(err) : resolve(p)));
+  });
+  const scheme = opts.tls === undefined ? 'http' : 'https';
+  const address = `${hostPart}:${boundPort}`;
+  const endpoint = `${scheme}://${address}`;
+
+  const { host: _h, port: _p, allowNonLoopback: _a, clock: _c, clockSpeed: _s, tls: _t, ...serverOpts } = opts;
+  const server = new EtcdServer({
+    ...serverOpts,
+    clock,
+    clientUrls: opts.clientUrls ?? [endpoint] });
+  server.delivery.setScheduler((flush) => setImmediate(flush));
+  state.server = server;
+
+  let closing: Promise<void> | undefined;
+  return {
+    endpoint,
+    address,
+    port: boundPort,
+    server,
+    get openStreams() {
+      return open.size;
+    },
+    onStreamEnd(listener) {
+      endListeners.add(listener);
+      return () => endListeners.delete(listener);
+    },
+    close() {
+      closing ??= (async () => {
+        for (const c of [...open]) c.abort();
+        await new Promise<void>((resolve) => {
+          grpcServer.tryShutdown(() => resolve());
+          // Clients that keep connections open must not hold the shutdown: force it on the next turn.
+          setImmediate(() => grpcServer.forceShutdown());
+        });
+        server.delivery.setScheduler(undefined);
+        server.close();
+        if (ownClock && clock instanceof RealClock) clock.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** A service error as grpc-js sends it: status code and details (no trailing metadata). */
+function statusError(err: { code: number; details: string }): grpc.ServerErrorResponse {
+  return Object.assign(new Error(err.details), { code: err.code, details: err.details });
+}
+
+function unary<Req, Res>(fn: (req: Req) => Res): grpc.handleUnaryCall<Req, Res> {
+  return (call, callback) => {
+    let res: Res;
+    try {
+      res = fn(call.request);
+    } catch (err) {
+      callback(statusError(toGrpcError(err)));
+      return;
+    }
+    callback(null, res);
+  };
+}
+
+function serverStream<Req, Res>(fn: (req: Req) => Res[]): grpc.handleServerStreamingCall<Req, Res> {
+  return (call) => {
+    let rs: Res[];
+    try {
+      rs = fn(call.request);
+    } catch (err) {
+      call.emit('error', statusError(toGrpcError(err)));
+      return;
+    }
+    for (const r of rs) call.write(r);
+    call.end();
+  };
+}
+
+/** RangeStream chunk size (keys per response). */
+const RANGE_STREAM_CHUNK = 1000;
+
+/**
+ * RangeStream (etcd 3.7): the Range result at one revision, cut into responses of up to 1000 keys.
+ * Every chunk carries the header, `more` and `count`, so merging the chunks (protobuf merge: repeated
+ * fields concatenate, scalars keep the last value) gives exactly the Range response.
+ */
+export function rangeStream(r: M.RangeResponse): Array<{ range_response: M.RangeResponse }> {
+  const out: Array<{ range_response: M.RangeResponse }> = [];
+  for (let i = 0; i === 0 || i < r.kvs.length; i += RANGE_STREAM_CHUNK) {
+    out.push({ range_response: { header: r.header, kvs: r.kvs.slice(i, i + RANGE_STREAM_CHUNK), more: r.more, count: r.count } });
+  }
+  return out;
+}
