@@ -9,6 +9,7 @@ import { VirtualClock } from '../sim/index.js';
 import type { WatchableStore, WatchStream } from '../watch/index.js';
 import type { Etcd3 } from 'etcd3';
 import { createEtcd3Client, type SimEtcd3Options } from './etcd3.js';
+import { EtcdClient } from './raw_client.js';
 
 /**
  * Timers that live outside the simulator but must follow its clock — etcd3's keep-alive interval and
@@ -67,6 +68,11 @@ export interface EtcdSim {
    */
   etcd3(options?: Etcd3SimOptions): Etcd3;
   /**
+   * etcd's raw v3 API, typed (see raw_client.ts): `kv`, `lease`, `watch()`, `maintenance`, `cluster` in
+   * etcd's message form, straight over `services`. Stream responses arrive on a later event-loop turn.
+   */
+  client(): EtcdClient;
+  /**
    * Lets `ms` of virtual time pass for the simulator and for the clients on it: the clock moves in steps of
    * at most 10 ms, linked timers tick along, and promise chains run between steps.
    */
@@ -96,6 +102,15 @@ export function createEtcdSim(options: EtcdSimOptions = {}): EtcdSim {
       tickZero(turns - 1);
     });
   };
+  // Clients live on the event loop: their stream responses are delivered on a later turn, never inside
+  // the call that caused them. Every in-process client sets this same scheduler.
+  const useEventLoopDelivery = (): void =>
+    server.delivery.setScheduler((flush) =>
+      setImmediate(() => {
+        flush();
+        tickZero(ZERO_TICK_TURNS);
+      }),
+    );
   return {
     server,
     clock,
@@ -121,17 +136,14 @@ export function createEtcdSim(options: EtcdSimOptions = {}): EtcdSim {
     restore: (snapshot) => server.restore(snapshot),
     hash: () => server.kv.hash(),
     etcd3: (opts = {}) => {
-      // Clients live on the event loop: their stream responses are delivered on a later turn, never
-      // inside the call that caused them.
-      server.delivery.setScheduler((flush) =>
-        setImmediate(() => {
-          flush();
-          tickZero(ZERO_TICK_TURNS);
-        }),
-      );
+      useEventLoopDelivery();
       const { timers, ...etcd3Options } = opts;
       if (timers !== undefined && !drivers.includes(timers)) drivers.push(timers);
       return createEtcd3Client(server.services, etcd3Options);
+    },
+    client: () => {
+      useEventLoopDelivery();
+      return new EtcdClient(server.services);
     },
     advanceAsync: async (ms) => {
       if (!(ms >= 0)) throw new RangeError(`advanceAsync: ms must be >= 0, got ${ms}`);

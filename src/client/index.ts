@@ -1,2 +1,16 @@
 /** In-process access to the simulator. */
 export { createEtcdSim, type EtcdSim, type EtcdSimOptions } from './create.js';
+export {
+  EtcdClient,
+  KVClient,
+  LeaseClient,
+  MaintenanceClient,
+  ClusterClient,
+  EtcdStream,
+  EtcdWatchStream,
+  EtcdKeepAliveStream,
+  prefix,
+  fromKey,
+  type Req,
+  type StreamEvents,
+} from './raw_client.js';

@@ -35,7 +35,8 @@ let slabUsed = 0;
 export function copyBytes(src: Uint8Array): Uint8Array {
   const n = src.byteLength;
   if (n === 0) return EMPTY_BYTES;
-  if (n > SLAB_MAX_COPY) return src.slice();
+  // Uint8Array's slice copies; a Buffer's slice would be a view of the caller's memory.
+  if (n > SLAB_MAX_COPY) return Uint8Array.prototype.slice.call(src);
   if (slabUsed + n > SLAB_SIZE) {
     slab = new Uint8Array(SLAB_SIZE);
     slabUsed = 0;
@@ -79,7 +80,7 @@ export function prefixEnd(key: Uint8Array): Uint8Array {
   for (let i = key.length - 1; i >= 0; i--) {
     const b = key[i]!;
     if (b < 0xff) {
-      const end = key.slice(0, i + 1);
+      const end = Uint8Array.prototype.slice.call(key, 0, i + 1); // a copy, even for a Buffer
       end[i] = b + 1;
       return end;
     }

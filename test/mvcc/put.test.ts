@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ErrEmptyKey, ErrKeyNotFound, ErrLeaseNotFound, ErrLeaseProvided, ErrValueProvided, GrpcCode, MvccStore, text } from '../../src/index.js';
+import { ErrEmptyKey, ErrKeyNotFound, ErrLeaseNotFound, ErrLeaseProvided, ErrValueProvided, GrpcCode, MvccStore, prefixEnd, text } from '../../src/index.js';
 import { assertUnchanged, b, FakeLessor, get, kv } from './helpers.js';
 
 test('put creates and updates a key, returning the new revision', () => {
@@ -154,4 +154,18 @@ test('the store keeps its own copy of keys and values: a caller reusing its buff
   assert.equal(s.range({ key: b('zzzzzzzzzz') }).count, 0);
   for (let i = 0; i < 2000; i++) s.put({ key: b(`k${i}`), value: b(`value-${i}`) }); // spans several slabs
   for (let i = 0; i < 2000; i += 137) assert.equal(text(s.range({ key: b(`k${i}`) }).kvs[0]!.value), `value-${i}`);
+});
+
+test('keys and values given as Node Buffers are copied too (Buffer#slice would only make a view)', () => {
+  const s = new MvccStore();
+  const big = Buffer.alloc(5000, 1);
+  const key = Buffer.from('buffer-key');
+  s.put({ key, value: big });
+  big.fill(2);
+  key.fill(0x7a);
+  assert.equal(s.range({ key: b('buffer-key') }).kvs[0]!.value[0], 1);
+  const k = Buffer.from('a/');
+  const end = prefixEnd(k);
+  assert.equal(k.toString(), 'a/');
+  assert.equal(Buffer.from(end).toString(), 'a0');
 });

@@ -1,0 +1,363 @@
+/**
+ * EtcdClient: etcd's raw v3 API, typed, in-process — for code that wants etcd's own services without
+ * the `etcd3` package. Its shape is etcd's six-service client (`kv`, `lease`, `watch`, `maintenance`,
+ * `cluster`); requests and responses are the message form of src/server/messages.ts (snake_case fields,
+ * int64 as decimal strings, bytes as Buffers).
+ *
+ * Thin on purpose: every call goes to the server layer's services (sim.services) and nothing else, so
+ * every rule, every validation and every error is the server's. What this layer adds:
+ *  - unary calls return Promises and reject with the server's grpc-js-shaped error (an `Error` with a
+ *    numeric `code`, `details` and `message = "<code> <NAME>: <details>"`);
+ *  - the bytes fields of requests (`key`, `range_end`, `value`, in txn compares and ops too) may be
+ *    strings, sent as UTF-8 (a string in a bytes field given to the services directly would be read as
+ *    base64, as protobufjs does); `prefix()` and `fromKey()` build the usual key ranges;
+ *  - the two bidirectional streams (Watch, LeaseKeepAlive) as small typed objects: requests in with
+ *    send() and friends, responses out through `on('data')` listeners or async iteration, close().
+ *
+ * Responses reach a stream at the simulator's delivery points (src/server/delivery.ts): `sim.client()`
+ * sets the event-loop scheduler, so they arrive on a later turn of the event loop, as over a network;
+ * `sim.advance()`, `sim.advanceAsync()` and `sim.flush()` deliver too.
+ */
+import { Buffer } from 'node:buffer';
+import { prefixEnd } from '../mvcc/index.js';
+import { toGrpcError, type EtcdServices, type GrpcError, type KeepAliveCall, type WatchCall } from '../server/index.js';
+import type * as M from '../server/messages.js';
+
+// ---------------------------------------------------------------------------------------------------
+// Requests with text keys
+
+/**
+ * A request as EtcdClient accepts it: the message form, where each bytes field may also be a string
+ * (sent as its UTF-8 bytes).
+ */
+export type Req<T> = T extends Uint8Array
+  ? T | string
+  : T extends readonly (infer E)[]
+    ? readonly Req<E>[]
+    : T extends object
+      ? { [K in keyof T]: Req<T[K]> }
+      : T;
+
+/** The bytes fields of etcd's request messages (Range, Put, DeleteRange, Compare, WatchCreate). */
+const BYTES_FIELDS: ReadonlySet<string> = new Set(['key', 'range_end', 'value']);
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !ArrayBuffer.isView(v);
+}
+
+/** Turns the string bytes fields of a request (at any depth) into UTF-8; the caller's object is not changed. */
+function encode<T>(req: Req<T>): T {
+  return encodeValue(req) as T;
+}
+
+function encodeValue(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(encodeValue);
+  if (!isRecord(v)) return v;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) {
+    out[k] = typeof x === 'string' ? (BYTES_FIELDS.has(k) ? Buffer.from(x, 'utf8') : x) : encodeValue(x);
+  }
+  return out;
+}
+
+/** A fresh plain Uint8Array (Buffer.prototype.slice shares memory, so prefixEnd must not see a Buffer). */
+function bytesOf(key: Uint8Array | string): Uint8Array {
+  return typeof key === 'string' ? new Uint8Array(Buffer.from(key, 'utf8')) : Uint8Array.from(key);
+}
+
+const NUL = (): Uint8Array => new Uint8Array([0]);
+
+/**
+ * `{ key, range_end }` for every key starting with `key` (clientv3.WithPrefix); an empty prefix means
+ * every key (key and range_end "\0").
+ */
+export function prefix(key: Uint8Array | string): { key: Uint8Array; range_end: Uint8Array } {
+  const k = bytesOf(key);
+  if (k.byteLength === 0) return { key: NUL(), range_end: NUL() };
+  return { key: k, range_end: prefixEnd(k) };
+}
+
+/** `{ key, range_end }` for every key >= `key` (clientv3.WithFromKey: range_end "\0"; empty key: "\0"). */
+export function fromKey(key: Uint8Array | string): { key: Uint8Array; range_end: Uint8Array } {
+  const k = bytesOf(key);
+  return { key: k.byteLength === 0 ? NUL() : k, range_end: NUL() };
+}
+
+/** Runs a unary service call as a gRPC call completes: a Promise, rejected with a grpc-js-shaped error. */
+async function unary<T>(fn: () => T): Promise<T> {
+  try {
+    return fn();
+  } catch (err) {
+    throw toGrpcError(err);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Streams
+
+/** Events of a stream: each response, the error that broke the stream, the end (always, once, last). */
+export interface StreamEvents<Res> {
+  data: (response: Res) => void;
+  error: (err: GrpcError) => void;
+  end: () => void;
+}
+
+/**
+ * The client side of one bidirectional call (Watch or LeaseKeepAlive). Responses go to the `data`
+ * listeners when there are any; otherwise they are kept, in order, for async iteration (`for await`),
+ * which ends when the call ends and throws the error that broke it, if any. A call broken by the server
+ * or a fault hook fires `error`, then `end`; `close()` ends it cleanly (`end` only). Responses not yet
+ * delivered when the call ends are dropped, as on a canceled gRPC call.
+ */
+export abstract class EtcdStream<Res> implements AsyncIterable<Res> {
+  private readonly listeners: { [E in keyof StreamEvents<Res>]: StreamEvents<Res>[E][] } = { data: [], error: [], end: [] };
+  private readonly buffer: Res[] = [];
+  private waiters: (() => void)[] = [];
+  private endedWith: { err: GrpcError | undefined } | undefined;
+
+  protected constructor(private readonly call: WatchCall | KeepAliveCall) {
+    (call as WatchCall).onResponse((rs) => this.receive(rs as Res[]));
+    call.onEnd((err) => this.finish(err));
+  }
+
+  /** True once the call has ended (closed by the client, or broken). */
+  get ended(): boolean {
+    return this.endedWith !== undefined;
+  }
+
+  /** The error that broke the call, if it was broken. */
+  get error(): GrpcError | undefined {
+    return this.endedWith?.err;
+  }
+
+  on<E extends keyof StreamEvents<Res>>(event: E, listener: StreamEvents<Res>[E]): this {
+    if (event === 'end' && this.endedWith !== undefined) {
+      (listener as StreamEvents<Res>['end'])();
+      return this;
+    }
+    this.listeners[event].push(listener);
+    return this;
+  }
+
+  off<E extends keyof StreamEvents<Res>>(event: E, listener: StreamEvents<Res>[E]): this {
+    const ls = this.listeners[event];
+    const i = ls.indexOf(listener);
+    if (i >= 0) ls.splice(i, 1);
+    return this;
+  }
+
+  /** Ends the call from the client side (etcd closes its side of the stream); `end` fires. */
+  close(): void {
+    this.call.end();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Res> {
+    for (;;) {
+      const next = this.buffer.shift();
+      if (next !== undefined) {
+        yield next;
+        continue;
+      }
+      if (this.endedWith !== undefined) {
+        if (this.endedWith.err !== undefined) throw this.endedWith.err;
+        return;
+      }
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+  }
+
+  private receive(rs: Res[]): void {
+    const data = this.listeners.data;
+    if (data.length > 0) {
+      for (const r of rs) for (const l of [...data]) l(r);
+    } else {
+      this.buffer.push(...rs);
+      this.wake();
+    }
+  }
+
+  private finish(err: GrpcError | undefined): void {
+    this.endedWith = { err };
+    if (err !== undefined) for (const l of this.listeners.error.splice(0)) l(err);
+    for (const l of this.listeners.end.splice(0)) l();
+    this.listeners.data.length = 0;
+    this.wake();
+  }
+
+  private wake(): void {
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  /** Writes one request; a message no protobuf decoder would produce throws INVALID_ARGUMENT here. */
+  protected write(req: M.WatchRequest | M.LeaseKeepAliveRequest): void {
+    (this.call as WatchCall).write(req as M.WatchRequest);
+  }
+}
+
+/** One Watch call (etcd's Watch_WatchClient): create, cancel and progress requests in, WatchResponses out. */
+export class EtcdWatchStream extends EtcdStream<M.WatchResponse> {
+  /** @internal Use `client.watch()`. */
+  constructor(call: WatchCall) {
+    super(call);
+  }
+
+  /** Sends a WatchRequest as it is. */
+  send(req: Req<M.WatchRequest>): void {
+    this.write(encode<M.WatchRequest>(req));
+  }
+
+  /** Creates a watcher (a WatchCreateRequest); its `created` response, or its refusal, comes as a response. */
+  create(req: Req<M.WatchCreateRequest>): void {
+    this.write({ create_request: encode<M.WatchCreateRequest>(req) });
+  }
+
+  /** Cancels a watcher by its ID (etcd answers `canceled: true`; an unknown ID gets no answer). */
+  cancel(watchId: M.Int64Input): void {
+    this.write({ cancel_request: { watch_id: watchId } });
+  }
+
+  /** Asks for a progress notification (a response with no events, watch_id -1, once all watchers are synced). */
+  progress(): void {
+    this.write({ progress_request: {} });
+  }
+}
+
+/** One LeaseKeepAlive call (etcd's Lease_LeaseKeepAliveClient): each send({ID}) renews and is answered {ID, TTL}. */
+export class EtcdKeepAliveStream extends EtcdStream<M.LeaseKeepAliveResponse> {
+  /** @internal Use `client.lease.keepAlive()`. */
+  constructor(call: KeepAliveCall) {
+    super(call);
+  }
+
+  /** Renews the lease `ID` once; the answer's TTL is "0" when the lease is unknown or expired. */
+  send(req: M.LeaseKeepAliveRequest): void {
+    this.write(req);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Services
+
+/** etcdserverpb.KV. */
+export class KVClient {
+  constructor(private readonly services: EtcdServices) {}
+
+  range(req: Req<M.RangeRequest>): Promise<M.RangeResponse> {
+    return unary(() => this.services.kv.range(encode<M.RangeRequest>(req)));
+  }
+
+  put(req: Req<M.PutRequest>): Promise<M.PutResponse> {
+    return unary(() => this.services.kv.put(encode<M.PutRequest>(req)));
+  }
+
+  deleteRange(req: Req<M.DeleteRangeRequest>): Promise<M.DeleteRangeResponse> {
+    return unary(() => this.services.kv.deleteRange(encode<M.DeleteRangeRequest>(req)));
+  }
+
+  txn(req: Req<M.TxnRequest>): Promise<M.TxnResponse> {
+    return unary(() => this.services.kv.txn(encode<M.TxnRequest>(req)));
+  }
+
+  compact(req: M.CompactionRequest): Promise<M.CompactionResponse> {
+    return unary(() => this.services.kv.compact(req));
+  }
+}
+
+/** etcdserverpb.Lease (method names without etcd's `Lease` prefix). */
+export class LeaseClient {
+  constructor(
+    private readonly services: EtcdServices,
+    private readonly opened: (s: EtcdKeepAliveStream) => EtcdKeepAliveStream = (s) => s,
+  ) {}
+
+  grant(req: M.LeaseGrantRequest): Promise<M.LeaseGrantResponse> {
+    return unary(() => this.services.lease.leaseGrant(req));
+  }
+
+  revoke(req: M.LeaseRevokeRequest): Promise<M.LeaseRevokeResponse> {
+    return unary(() => this.services.lease.leaseRevoke(req));
+  }
+
+  timeToLive(req: M.LeaseTimeToLiveRequest): Promise<M.LeaseTimeToLiveResponse> {
+    return unary(() => this.services.lease.leaseTimeToLive(req));
+  }
+
+  leases(req: M.LeaseLeasesRequest = {}): Promise<M.LeaseLeasesResponse> {
+    return unary(() => this.services.lease.leaseLeases(req));
+  }
+
+  /** Opens one LeaseKeepAlive call. */
+  keepAlive(): EtcdKeepAliveStream {
+    return this.opened(new EtcdKeepAliveStream(this.services.lease.leaseKeepAlive()));
+  }
+}
+
+/** etcdserverpb.Maintenance. */
+export class MaintenanceClient {
+  constructor(private readonly services: EtcdServices) {}
+
+  status(req: M.StatusRequest = {}): Promise<M.StatusResponse> {
+    return unary(() => this.services.maintenance.status(req));
+  }
+
+  hashKV(req: M.HashKVRequest = {}): Promise<M.HashKVResponse> {
+    return unary(() => this.services.maintenance.hashKV(req));
+  }
+
+  defragment(req: M.DefragmentRequest = {}): Promise<M.DefragmentResponse> {
+    return unary(() => this.services.maintenance.defragment(req));
+  }
+
+  alarm(req: M.AlarmRequest = {}): Promise<M.AlarmResponse> {
+    return unary(() => this.services.maintenance.alarm(req));
+  }
+
+  /** Snapshot (a server stream), all its responses: the simulator's is one token response (see MaintenanceService). */
+  snapshot(req: M.SnapshotRequest = {}): Promise<M.SnapshotResponse[]> {
+    return unary(() => this.services.maintenance.snapshot(req));
+  }
+}
+
+/** etcdserverpb.Cluster. */
+export class ClusterClient {
+  constructor(private readonly services: EtcdServices) {}
+
+  memberList(req: M.MemberListRequest = {}): Promise<M.MemberListResponse> {
+    return unary(() => this.services.cluster.memberList(req));
+  }
+}
+
+/**
+ * etcd's v3 API over one simulated member's services. Without `sim.client()`'s event-loop scheduler
+ * (e.g. `new EtcdClient(server.services)`), stream responses arrive only at `flush()` / `advance()`.
+ */
+export class EtcdClient {
+  readonly kv: KVClient;
+  readonly lease: LeaseClient;
+  readonly maintenance: MaintenanceClient;
+  readonly cluster: ClusterClient;
+  private readonly streams = new Set<{ close(): void }>();
+
+  constructor(private readonly services: EtcdServices) {
+    this.kv = new KVClient(services);
+    this.lease = new LeaseClient(services, (s) => this.track(s));
+    this.maintenance = new MaintenanceClient(services);
+    this.cluster = new ClusterClient(services);
+  }
+
+  /** Opens one Watch call. */
+  watch(): EtcdWatchStream {
+    return this.track(new EtcdWatchStream(this.services.watch.watch()));
+  }
+
+  /** Closes every stream this client opened and has not seen end. */
+  close(): void {
+    for (const s of [...this.streams]) s.close();
+  }
+
+  private track<S extends EtcdWatchStream | EtcdKeepAliveStream>(s: S): S {
+    this.streams.add(s);
+    s.on('end', () => this.streams.delete(s));
+    return s;
+  }
+}
