@@ -1,6 +1,7 @@
-/** The `etcdsim` command line: `demo` (the default) and `serve`. */
+/** The `etcdsim` command line: `demo` (the default), `serve` and `run`. */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { runDemo, runWatchLeaseDemo } from './demo.js';
+import { runCommand } from './run_command.js';
 import { parseServeFlags, runServe, type ServeFlags } from './serve.js';
 
 const program = new Command();
@@ -53,6 +54,16 @@ program
       process.exit(2);
     }
     await runServe(opts);
+  });
+
+program
+  .command('run')
+  .description('run a scenario script (a bundled one by name, or a file): transcript, expectations, --html timeline; --list lists them')
+  .argument('[args...]', 'FILE|NAME [--html OUT] [--seed N] [--variant NAME] | --list')
+  .allowUnknownOption()
+  .helpOption(false)
+  .action(async (args: string[]) => {
+    process.exitCode = await runCommand(args, (line) => console.log(line));
   });
 
 await program.parseAsync(process.argv);

@@ -41,6 +41,10 @@ export interface EtcdServerOptions {
   readonly leaseCheckpointIntervalMs?: number | undefined;
   /** Watch stream buffer before watchers become victims (etcd chanBufLen, 128). */
   readonly watchChanBufLen?: number | undefined;
+  /** Historical-bug switch (etcd PR #20281); `false` reproduces issue #20221 for teaching runs. */
+  readonly restoreKeepsFutureMinRev?: boolean | undefined;
+  /** Historical-bug switch (etcd PR #20229); `false` sends progress below a future watch's start revision. */
+  readonly progressRespectsStartRev?: boolean | undefined;
   /** cluster_id of every response header (uint64; default etcd's default single-member cluster ID). */
   readonly clusterId?: bigint | undefined;
   /** member_id of every response header and the member's ID (uint64; default etcd's default member ID). */
@@ -141,6 +145,8 @@ export class EtcdServer {
       random: this.random.fork('watch'),
       progressNotifyIntervalMs: opts.watchProgressNotifyIntervalMs,
       chanBufLen: opts.watchChanBufLen,
+      restoreKeepsFutureMinRev: opts.restoreKeepsFutureMinRev,
+      progressRespectsStartRev: opts.progressRespectsStartRev,
     });
     const etcdVersion = opts.etcdVersion ?? '3.7';
     this.member = Object.freeze({
