@@ -4,13 +4,11 @@
  * TTL "-1", Leases lists every lease ID. Headers carry the current store revision (a revoke's: the
  * revision after its deletes).
  */
-import { GrpcCode } from '../mvcc/index.js';
 import { bytesOut, header, int64ToBigInt, int64ToNumber } from './convert.js';
-import { asGrpc, cancelledError, grpcError, toGrpcError, type GrpcError } from './errors.js';
-import type { Deliverable } from './delivery.js';
+import { asGrpc, toGrpcError } from './errors.js';
+import { StreamCall } from './stream_call.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
-import type { EndListener, ResponseListener } from './watch_service.js';
 
 export class LeaseService {
   private readonly open = new Set<KeepAliveCall>();
@@ -75,21 +73,11 @@ export class LeaseService {
  * WatchCall's (delivery.ts); end/cancel/abort/onEnd behave as there. A lessor that is not primary makes
  * etcd fail the stream: the call is aborted with that error.
  */
-export class KeepAliveCall implements Deliverable {
+export class KeepAliveCall extends StreamCall<M.LeaseKeepAliveResponse> {
   private queue: M.LeaseKeepAliveResponse[] = [];
-  private responseListener: ResponseListener<M.LeaseKeepAliveResponse> | undefined;
-  private readonly endListeners: EndListener[] = [];
-  private endedWith: { err: GrpcError | undefined } | undefined;
 
-  constructor(
-    private readonly server: EtcdServer,
-    private readonly onClose: (call: KeepAliveCall) => void,
-  ) {
-    server.delivery.add(this);
-  }
-
-  get ended(): boolean {
-    return this.endedWith !== undefined;
+  constructor(server: EtcdServer, onClose: (call: KeepAliveCall) => void) {
+    super(server, onClose as (call: StreamCall<M.LeaseKeepAliveResponse>) => void, 'etcdsim: keep-alive stream broken');
   }
 
   get pending(): number {
@@ -123,48 +111,7 @@ export class KeepAliveCall implements Deliverable {
     return q;
   }
 
-  onResponse(listener: ResponseListener<M.LeaseKeepAliveResponse> | undefined): void {
-    this.responseListener = listener;
-    if (listener !== undefined) this.server.delivery.poke();
-  }
-
-  flush(): number {
-    return this.deliver();
-  }
-
-  /** @internal */
-  deliver(): number {
-    const listener = this.responseListener;
-    if (listener === undefined || this.ended || this.queue.length === 0) return 0;
-    const rs = this.take();
-    listener(rs);
-    return rs.length;
-  }
-
-  onEnd(listener: EndListener): void {
-    if (this.endedWith !== undefined) listener(this.endedWith.err);
-    else this.endListeners.push(listener);
-  }
-
-  end(): void {
-    this.finish(undefined);
-  }
-
-  cancel(): void {
-    this.finish(cancelledError());
-  }
-
-  abort(err: GrpcError = grpcError(GrpcCode.UNAVAILABLE, 'etcdsim: keep-alive stream broken')): void {
-    this.finish(err);
-  }
-
-  private finish(err: GrpcError | undefined): void {
-    if (this.endedWith !== undefined) return;
-    this.endedWith = { err };
+  protected release(): void {
     this.queue = [];
-    this.server.delivery.remove(this);
-    this.onClose(this);
-    this.responseListener = undefined;
-    for (const l of this.endListeners.splice(0)) l(err);
   }
 }

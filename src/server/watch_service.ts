@@ -10,15 +10,13 @@
  * error after abort(). Writes after the end are ignored.
  */
 import { INVALID_WATCH_ID, type WatchResponse as DWatchResponse, type WatchStream } from '../watch/index.js';
-import { GrpcCode } from '../mvcc/index.js';
 import { eventOut, header, int64ToBigInt, int64ToExactNumber, watchCreateIn } from './convert.js';
-import { cancelledError, grpcError, toGrpcError, type GrpcError } from './errors.js';
-import type { Deliverable } from './delivery.js';
+import { toGrpcError } from './errors.js';
+import { StreamCall } from './stream_call.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
 
-export type ResponseListener<T> = (responses: T[]) => void;
-export type EndListener = (err: GrpcError | undefined) => void;
+export type { EndListener, ResponseListener } from './stream_call.js';
 
 export class WatchService {
   private readonly open = new Set<WatchCall>();
@@ -38,11 +36,8 @@ export class WatchService {
   }
 }
 
-export class WatchCall implements Deliverable {
+export class WatchCall extends StreamCall<M.WatchResponse> {
   readonly stream: WatchStream;
-  private responseListener: ResponseListener<M.WatchResponse> | undefined;
-  private readonly endListeners: EndListener[] = [];
-  private endedWith: { err: GrpcError | undefined } | undefined;
   /**
    * Watch IDs beyond ±2^53 cannot be the stream's numbers; each gets a fractional stand-in (the stream
    * only compares IDs, and a client can never send a fraction), mapped back on the way out.
@@ -50,20 +45,12 @@ export class WatchCall implements Deliverable {
   private readonly bigIds = new Map<bigint, number>();
   private readonly bigIdOf = new Map<number, bigint>();
 
-  constructor(
-    private readonly server: EtcdServer,
-    private readonly onClose: (call: WatchCall) => void,
-  ) {
+  constructor(server: EtcdServer, onClose: (call: WatchCall) => void) {
+    super(server, onClose as (call: StreamCall<M.WatchResponse>) => void, 'etcdsim: watch stream broken');
     this.stream = server.watchable.newWatchStream();
     // Responses a timer step queues (catch-up, victims, progress) must reach the client too, not only
     // those caused by a request or a commit.
     this.stream.onQueue = () => server.delivery.poke();
-    server.delivery.add(this);
-  }
-
-  /** True once the call ended (end, cancel or abort). */
-  get ended(): boolean {
-    return this.endedWith !== undefined;
   }
 
   /** Number of responses queued and not yet taken or delivered. */
@@ -107,59 +94,8 @@ export class WatchCall implements Deliverable {
     return rs.length === 0 ? [] : rs.map((r) => this.responseOut(r));
   }
 
-  /**
-   * Sets the listener that receives responses at delivery points (replacing any previous one; undefined
-   * removes it). Responses already queued are delivered at the next delivery point.
-   */
-  onResponse(listener: ResponseListener<M.WatchResponse> | undefined): void {
-    this.responseListener = listener;
-    if (listener !== undefined) this.server.delivery.poke();
-  }
-
-  /** Delivers this call's queued responses to its listener now. */
-  flush(): number {
-    return this.deliver();
-  }
-
-  /** @internal Delivery point: pushes queued responses to the listener. */
-  deliver(): number {
-    const listener = this.responseListener;
-    if (listener === undefined || this.ended || this.stream.pending === 0) return 0;
-    const rs = this.take();
-    if (rs.length > 0) listener(rs);
-    return rs.length;
-  }
-
-  /** Registers a listener for the end of the call (called at once if it already ended). */
-  onEnd(listener: EndListener): void {
-    if (this.endedWith !== undefined) listener(this.endedWith.err);
-    else this.endListeners.push(listener);
-  }
-
-  /** The client half-closes: etcd closes the stream; the call ends cleanly. */
-  end(): void {
-    this.finish(undefined);
-  }
-
-  /** The client cancels the call (grpc-js: "1 CANCELLED: Cancelled on client"). */
-  cancel(): void {
-    this.finish(cancelledError());
-  }
-
-  /** The server or the network breaks the call (default: UNAVAILABLE), e.g. to inject a fault. */
-  abort(err: GrpcError = grpcError(GrpcCode.UNAVAILABLE, 'etcdsim: watch stream broken')): void {
-    this.finish(err);
-  }
-
-  private finish(err: GrpcError | undefined): void {
-    if (this.endedWith !== undefined) return;
-    this.endedWith = { err };
+  protected release(): void {
     this.stream.close();
-    this.server.delivery.remove(this);
-    this.onClose(this);
-    this.responseListener = undefined;
-    const listeners = this.endListeners.splice(0);
-    for (const l of listeners) l(err);
   }
 
   private responseOut(r: DWatchResponse): M.WatchResponse {

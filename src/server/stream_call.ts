@@ -1,0 +1,97 @@
+/**
+ * What the server's two bidirectional calls (Watch, LeaseKeepAlive) share: responses taken by the client
+ * or pushed to a listener at delivery points (delivery.ts), and one way of ending. `end()` is the client
+ * half-closing, `cancel()` the client canceling ("1 CANCELLED: Cancelled on client"), `abort(err)` the
+ * server or the network breaking the call (fault injection, UNAVAILABLE by default). The end listeners
+ * fire once; nothing is delivered after the end and writes are ignored.
+ */
+import { GrpcCode } from '../mvcc/index.js';
+import type { Deliverable } from './delivery.js';
+import { cancelledError, grpcError, type GrpcError } from './errors.js';
+import type { EtcdServer } from './etcd_server.js';
+
+export type ResponseListener<T> = (responses: T[]) => void;
+export type EndListener = (err: GrpcError | undefined) => void;
+
+export abstract class StreamCall<Res> implements Deliverable {
+  private responseListener: ResponseListener<Res> | undefined;
+  private readonly endListeners: EndListener[] = [];
+  private endedWith: { err: GrpcError | undefined } | undefined;
+
+  protected constructor(
+    protected readonly server: EtcdServer,
+    private readonly onClose: (call: StreamCall<Res>) => void,
+    /** Details of the default abort error, naming the stream. */
+    private readonly brokenDetails: string,
+  ) {
+    server.delivery.add(this);
+  }
+
+  /** Number of responses queued and not yet taken or delivered. */
+  abstract get pending(): number;
+
+  /** Takes every queued response, in order, in message form. */
+  abstract take(): Res[];
+
+  /** Drops what the call holds once it ended (its stream, its queue). */
+  protected abstract release(): void;
+
+  /** True once the call ended (end, cancel or abort). */
+  get ended(): boolean {
+    return this.endedWith !== undefined;
+  }
+
+  /**
+   * Sets the listener that receives responses at delivery points (replacing any previous one; undefined
+   * removes it). Responses already queued are delivered at the next delivery point.
+   */
+  onResponse(listener: ResponseListener<Res> | undefined): void {
+    this.responseListener = listener;
+    if (listener !== undefined) this.server.delivery.poke();
+  }
+
+  /** Delivers this call's queued responses to its listener now. */
+  flush(): number {
+    return this.deliver();
+  }
+
+  /** @internal Delivery point: pushes queued responses to the listener. */
+  deliver(): number {
+    const listener = this.responseListener;
+    if (listener === undefined || this.ended || this.pending === 0) return 0;
+    const rs = this.take();
+    if (rs.length > 0) listener(rs);
+    return rs.length;
+  }
+
+  /** Registers a listener for the end of the call (called at once if it already ended). */
+  onEnd(listener: EndListener): void {
+    if (this.endedWith !== undefined) listener(this.endedWith.err);
+    else this.endListeners.push(listener);
+  }
+
+  /** The client half-closes: the call ends cleanly. */
+  end(): void {
+    this.finish(undefined);
+  }
+
+  /** The client cancels the call. */
+  cancel(): void {
+    this.finish(cancelledError());
+  }
+
+  /** The server or the network breaks the call, e.g. to inject a fault. */
+  abort(err: GrpcError = grpcError(GrpcCode.UNAVAILABLE, this.brokenDetails)): void {
+    this.finish(err);
+  }
+
+  private finish(err: GrpcError | undefined): void {
+    if (this.endedWith !== undefined) return;
+    this.endedWith = { err };
+    this.release();
+    this.server.delivery.remove(this);
+    this.onClose(this);
+    this.responseListener = undefined;
+    for (const l of this.endListeners.splice(0)) l(err);
+  }
+}
