@@ -1,6 +1,7 @@
-/** The `etcdsim` command line: `demo` (the default), `serve` and `run`. */
+/** The `etcdsim` command line: `demo` (the default), `serve`, `run` and `diff`. */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { runDemo, runWatchLeaseDemo } from './demo.js';
+import { runDiff } from './diff_command.js';
 import { runCommand } from './run_command.js';
 import { parseServeFlags, runServe, type ServeFlags } from './serve.js';
 
@@ -64,6 +65,16 @@ program
   .helpOption(false)
   .action(async (args: string[]) => {
     process.exitCode = await runCommand(args, (line) => console.log(line));
+  });
+
+program
+  .command('diff')
+  .description('run the same generated workload against a real etcd and the simulator; print the first divergence, shrunk')
+  .argument('[args...]', '--start-etcd [--etcd-bin PATH] | --endpoint HOST:PORT, --seed N, --ops N, --etcd-version V, --json')
+  .allowUnknownOption()
+  .helpOption(false)
+  .action(async (args: string[]) => {
+    process.exitCode = await runDiff(args, (line) => console.log(line));
   });
 
 await program.parseAsync(process.argv);

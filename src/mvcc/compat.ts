@@ -22,6 +22,11 @@ export interface Compat {
    * could overtake events, issue #15220); later releases answer through the channel, only when synced.
    */
   readonly progressRequestAlwaysAnswered: boolean;
+  /**
+   * Before etcd 3.6 moved the apply logic into server/etcdserver/txn, a txn's pre-checks ran every put check
+   * (ignore_* flags, lease) before any range check (revision); since then they run in op order.
+   */
+  readonly txnChecksPutsFirst: boolean;
 }
 
 export function compatFor(version: EtcdVersion): Compat {
@@ -29,5 +34,6 @@ export function compatFor(version: EtcdVersion): Compat {
     keepTombstoneAtCompactRev: version !== '3.4',
     negativeWatchStartRevRejected: version !== '3.4',
     progressRequestAlwaysAnswered: version === '3.4',
+    txnChecksPutsFirst: version === '3.4' || version === '3.5',
   };
 }

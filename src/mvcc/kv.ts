@@ -115,7 +115,12 @@ export class MvccStore {
     checkRequestSize(txnSize(r), this.maxRequestBytes);
     const s = this.storage;
     const path = compareToPath(s, r);
-    checkTxn(s, r, path, { i: 0 });
+    if (this.compat.txnChecksPutsFirst) {
+      checkTxn(s, r, path, { i: 0 }, 'puts');
+      checkTxn(s, r, path, { i: 0 }, 'ranges');
+    } else {
+      checkTxn(s, r, path, { i: 0 });
+    }
     const tw = s.write();
     let resp: TxnResponse;
     try {

@@ -470,3 +470,20 @@ test('a rolled-back txn restores lease attachments: the deleted key is attached 
   assert.equal(attachedAfter, attachedBefore);
   assert.equal(s.checkValid(), undefined);
 });
+
+test('which check fails first: etcd 3.6+ checks txn ops in order, etcd 3.4 checks every put before any range', () => {
+  const build = (s: MvccStore): void => {
+    s.put({ key: b('x'), value: b('1') }); // 2
+    s.put({ key: b('x'), value: b('2') }); // 3
+    s.compact(3);
+  };
+  const txn = {
+    success: [{ requestRange: { key: b('x'), revision: 2 } }, { requestPut: { key: b('missing'), ignoreLease: true } }],
+  };
+  const newer = new MvccStore();
+  build(newer);
+  assertUnchanged(newer, ErrCompacted, () => newer.txn(txn));
+  const older = new MvccStore({ etcdVersion: '3.4' });
+  build(older);
+  assertUnchanged(older, ErrKeyNotFound, () => older.txn(txn));
+});

@@ -1,0 +1,148 @@
+/**
+ * A throwaway real etcd for differential runs: a fresh data dir (in /dev/shm when it exists, so fsyncs are
+ * cheap), free loopback ports, ready once etcd logs "ready to serve client requests", stopped by PID
+ * (SIGTERM, then SIGKILL) and its data dir removed — also when the Node process exits.
+ *
+ * Timing flags: heartbeat 100 ms and election timeout 10 s give a minimum lease TTL of 15 s
+ * (etcd: ceil(3/2 × election timeout)), so no lease granted by a workload can expire during a run on the
+ * real etcd while the simulator's virtual clock stands still. etcd's initial election tick advance
+ * (on by default) still elects the single member at once.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const DIFF_HEARTBEAT_MS = 100;
+export const DIFF_ELECTION_MS = 10_000;
+/** The minimum lease TTL those flags give, in seconds. */
+export const DIFF_MIN_LEASE_TTL = Math.ceil((3 * DIFF_ELECTION_MS) / 2 / 1000);
+
+export interface EtcdProcess {
+  /** host:port of the client URL. */
+  readonly address: string;
+  readonly pid: number;
+  /** The last lines etcd logged (for failure messages). */
+  log(): string;
+  /** Stops etcd by PID and removes its data dir. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** The etcd binary to use: `bin`, else `etcd` on PATH; throws a message saying how to install it. */
+export function findEtcdBinary(bin?: string): string {
+  if (bin !== undefined) {
+    if (!existsSync(bin)) throw new Error(`etcd binary not found at ${bin}`);
+    return bin;
+  }
+  try {
+    const p = execFileSync('sh', ['-c', 'command -v etcd'], { encoding: 'utf8' }).trim();
+    if (p !== '') return p;
+  } catch {
+    // fall through
+  }
+  throw new Error("etcd is not on PATH: install etcd 3.4 (Debian: apt-get install -y etcd-server) or pass --etcd-bin PATH");
+}
+
+/** Whether an etcd binary is available (for tests that skip outside CI). */
+export function hasEtcdBinary(): boolean {
+  try {
+    findEtcdBinary();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      const port = typeof a === 'object' && a !== null ? a.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface StartEtcdOptions {
+  readonly bin?: string | undefined;
+  /** Give up after this long (default 30 s). */
+  readonly readyTimeoutMs?: number | undefined;
+}
+
+export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProcess> {
+  const bin = findEtcdBinary(opts.bin);
+  const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+  const dir = mkdtempSync(join(base, 'etcdsim-diff-'));
+  const [cp, pp] = [await freePort(), await freePort()];
+  const client = `http://127.0.0.1:${cp}`;
+  const peer = `http://127.0.0.1:${pp}`;
+  const child: ChildProcess = spawn(
+    bin,
+    [
+      '--name', 'default', '--data-dir', dir,
+      '--listen-client-urls', client, '--advertise-client-urls', client,
+      '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
+      '--initial-cluster', `default=${peer}`,
+      '--heartbeat-interval', String(DIFF_HEARTBEAT_MS), '--election-timeout', String(DIFF_ELECTION_MS),
+      '--log-level', 'warn',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let log = '';
+  const onData = (d: Buffer): void => {
+    log = (log + d.toString()).slice(-20_000);
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  const cleanupDir = (): void => rmSync(dir, { recursive: true, force: true });
+  const killOnExit = (): void => {
+    child.kill('SIGKILL');
+    cleanupDir();
+  };
+  process.once('exit', killOnExit);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      process.off('exit', killOnExit);
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const guard = setTimeout(() => child.kill('SIGKILL'), 5000);
+        await exited;
+        clearTimeout(guard);
+      }
+      cleanupDir();
+    })();
+    return stopping;
+  };
+  const address = `127.0.0.1:${cp}`;
+  try {
+    await waitReady(address, child, exited, opts.readyTimeoutMs ?? 30_000, () => log);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { address, pid: child.pid ?? -1, log: () => log, stop };
+}
+
+/** Polls /health until etcd answers healthy. */
+async function waitReady(address: string, child: ChildProcess, exited: Promise<void>, timeoutMs: number, log: () => string): Promise<void> {
+  let gone = false;
+  void exited.then(() => (gone = true));
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (gone) throw new Error(`etcd exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${log().slice(-2000)}`);
+    try {
+      const res = await fetch(`http://${address}/health`);
+      const body = (await res.json()) as { health?: unknown };
+      if (body.health === 'true' || body.health === true) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`etcd did not become healthy within ${timeoutMs} ms:\n${log().slice(-2000)}`);
+}

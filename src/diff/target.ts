@@ -1,0 +1,189 @@
+/**
+ * The two sides of a differential run behind one interface: the simulator's services (in-process, through
+ * `sim.services`) and a real etcd (through the gRPC client, src/grpc/client.ts). Unary calls are Promises
+ * on both; streams collect every response they receive, in arrival order.
+ *
+ * Settling after an op: the simulator is synchronous except for watch catch-up, which etcd runs in a
+ * periodic sync loop (every 100 ms); the sim side runs that sync step by hand until no watcher is behind,
+ * without moving its virtual clock, then drains its streams. The etcd side waits until each stream has at
+ * least as many responses as the simulator's (bounded by a timeout); extra responses etcd sends later are
+ * caught by the next comparisons and by the end-of-run grace period.
+ */
+import type { EtcdSim } from '../client/create.js';
+import { toGrpcError, type GrpcError } from '../server/errors.js';
+import type * as M from '../server/messages.js';
+import type { EtcdGrpcClient, GrpcBidiCall, KVClient } from '../grpc/client.js';
+
+export interface DiffStream<Req, Res> {
+  write(req: Req): void;
+  /** Every response received so far, oldest first. */
+  readonly responses: Res[];
+  /** Set once the stream ended: undefined error for a clean end. */
+  readonly ended: { readonly err: GrpcError | undefined } | undefined;
+  close(): void;
+}
+
+export interface DiffLease {
+  leaseGrant(req: M.LeaseGrantRequest): Promise<M.LeaseGrantResponse>;
+  leaseRevoke(req: M.LeaseRevokeRequest): Promise<M.LeaseRevokeResponse>;
+  leaseTimeToLive(req: M.LeaseTimeToLiveRequest): Promise<M.LeaseTimeToLiveResponse>;
+  leaseLeases(req?: M.LeaseLeasesRequest): Promise<M.LeaseLeasesResponse>;
+}
+
+export interface DiffTarget {
+  readonly name: 'etcdsim' | 'etcd';
+  readonly kv: KVClient;
+  readonly lease: DiffLease;
+  openWatch(): DiffStream<M.WatchRequest, M.WatchResponse>;
+  openKeepAlive(): DiffStream<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>;
+  /**
+   * Lets the effects of the last op reach the streams. `expected` (etcd side) gives, per stream in
+   * opening order, how many responses the simulator's counterpart holds.
+   */
+  settle(streams: readonly DiffStream<unknown, unknown>[], expected: readonly number[]): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The simulator
+
+interface PullCall<Req, Res> {
+  write(req: Req): void;
+  take(): Res[];
+  onEnd(l: (err: GrpcError | undefined) => void): void;
+  cancel(): void;
+}
+
+class SimStream<Req, Res> implements DiffStream<Req, Res> {
+  readonly responses: Res[] = [];
+  ended: { err: GrpcError | undefined } | undefined;
+  constructor(private readonly call: PullCall<Req, Res>) {
+    call.onEnd((err) => {
+      this.drain();
+      this.ended = { err };
+    });
+  }
+  write(req: Req): void {
+    // A request no protobuf decoder would produce breaks the call, as a gRPC server would.
+    this.call.write(req);
+  }
+  drain(): void {
+    if (this.ended !== undefined) return;
+    for (const r of this.call.take()) this.responses.push(r);
+  }
+  close(): void {
+    if (this.ended === undefined) this.call.cancel();
+  }
+}
+
+async function call<T>(fn: () => T): Promise<T> {
+  try {
+    return fn();
+  } catch (err) {
+    throw toGrpcError(err);
+  }
+}
+
+/** The simulator as a diff target. Its clock never moves: no lease expires during a run. */
+export function simTarget(sim: EtcdSim): DiffTarget {
+  const s = sim.services;
+  const streams: SimStream<unknown, unknown>[] = [];
+  return {
+    name: 'etcdsim',
+    kv: {
+      range: (r) => call(() => s.kv.range(r)),
+      put: (r) => call(() => s.kv.put(r)),
+      deleteRange: (r) => call(() => s.kv.deleteRange(r)),
+      txn: (r) => call(() => s.kv.txn(r)),
+      compact: (r) => call(() => s.kv.compact(r)),
+    },
+    lease: {
+      leaseGrant: (r) => call(() => s.lease.leaseGrant(r)),
+      leaseRevoke: (r) => call(() => s.lease.leaseRevoke(r)),
+      leaseTimeToLive: (r) => call(() => s.lease.leaseTimeToLive(r)),
+      leaseLeases: (r) => call(() => s.lease.leaseLeases(r ?? {})),
+    },
+    openWatch() {
+      const st = new SimStream<M.WatchRequest, M.WatchResponse>(s.watch.watch());
+      streams.push(st as SimStream<unknown, unknown>);
+      return st;
+    },
+    openKeepAlive() {
+      const st = new SimStream<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>(s.lease.leaseKeepAlive());
+      streams.push(st as SimStream<unknown, unknown>);
+      return st;
+    },
+    async settle() {
+      const w = sim.watchable;
+      // etcd's sync loop: catch up every unsynced watcher (batches of revisions, compaction cancels).
+      for (let i = 0; i < 10_000 && w.unsynced.size > 0; i++) w.syncWatchers();
+      for (const st of streams) st.drain();
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// A real etcd
+
+class GrpcStream<Req, Res> implements DiffStream<Req, Res> {
+  readonly responses: Res[] = [];
+  ended: { err: GrpcError | undefined } | undefined;
+  private waiters: (() => void)[] = [];
+  constructor(private readonly call: GrpcBidiCall<Req, Res>) {
+    call.onResponse((rs) => {
+      for (const r of rs) this.responses.push(r);
+      this.wake();
+    });
+    call.onEnd((err) => {
+      this.ended = { err };
+      this.wake();
+    });
+  }
+  write(req: Req): void {
+    this.call.write(req);
+  }
+  close(): void {
+    this.call.cancel();
+  }
+  /** Resolves once `n` responses arrived, the stream ended, or `timeoutMs` passed. */
+  waitFor(n: number, timeoutMs: number): Promise<void> {
+    if (this.responses.length >= n || this.ended !== undefined) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, timeoutMs);
+      const check = (): void => {
+        if (this.responses.length >= n || this.ended !== undefined) done();
+        else this.waiters.push(check);
+      };
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.waiters.push(check);
+    });
+  }
+  private wake(): void {
+    const ws = this.waiters.splice(0);
+    for (const w of ws) w();
+  }
+}
+
+export interface EtcdTargetOptions {
+  /** How long to wait for stream responses the simulator produced (default 2000 ms). */
+  readonly streamTimeoutMs?: number | undefined;
+}
+
+/** A real etcd (through the gRPC client) as a diff target. */
+export function etcdTarget(client: EtcdGrpcClient, opts: EtcdTargetOptions = {}): DiffTarget {
+  const timeout = opts.streamTimeoutMs ?? 2000;
+  return {
+    name: 'etcd',
+    kv: client.kv,
+    lease: client.lease,
+    openWatch: () => new GrpcStream(client.watch.watch()),
+    openKeepAlive: () => new GrpcStream(client.lease.leaseKeepAlive()),
+    async settle(streams, expected) {
+      await Promise.all(
+        streams.map((st, i) => (st instanceof GrpcStream ? st.waitFor(expected[i] ?? 0, timeout) : Promise.resolve())),
+      );
+    },
+  };
+}

@@ -1,0 +1,197 @@
+/**
+ * A gRPC client for a real etcd (or `etcdsim serve`) over the same service interfaces as the simulator's
+ * server layer, in the same message form (src/server/messages.ts): our protos loaded with proto-loader's
+ * keepCase / longs String / enums String / defaults / oneofs. Unary methods return Promises that reject
+ * with grpc-js's error (an `Error` with numeric `code`, `details`, `metadata`); Watch and LeaseKeepAlive
+ * are bidirectional stream objects shaped like the server layer's WatchCall / KeepAliveCall: `write()`,
+ * `onResponse()`, `onEnd()`, `end()`, `cancel()`.
+ *
+ * So one workload object can run against `sim.services` (in-process, synchronous results wrapped in
+ * Promises by the caller) or against this client.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { etcdService } from './server.js';
+import type { GrpcError } from '../server/errors.js';
+import type * as M from '../server/messages.js';
+
+export type ResponsesListener<T> = (responses: T[]) => void;
+export type StreamEndListener = (err: GrpcError | undefined) => void;
+
+/** The client side of one bidirectional call. */
+export interface GrpcBidiCall<Req, Res> {
+  readonly ended: boolean;
+  write(req: Req): void;
+  /** Receives each response as it arrives (an array of one, as the server layer's listeners take arrays). */
+  onResponse(listener: ResponsesListener<Res> | undefined): void;
+  /** Called once when the call ends: undefined on a clean end, else the error that ended it. */
+  onEnd(listener: StreamEndListener): void;
+  /** Half-closes (the server ends the call). */
+  end(): void;
+  /** Cancels the call. */
+  cancel(): void;
+}
+
+export interface KVClient {
+  range(req: M.RangeRequest): Promise<M.RangeResponse>;
+  put(req: M.PutRequest): Promise<M.PutResponse>;
+  deleteRange(req: M.DeleteRangeRequest): Promise<M.DeleteRangeResponse>;
+  txn(req: M.TxnRequest): Promise<M.TxnResponse>;
+  compact(req: M.CompactionRequest): Promise<M.CompactionResponse>;
+}
+
+export interface LeaseClient {
+  leaseGrant(req: M.LeaseGrantRequest): Promise<M.LeaseGrantResponse>;
+  leaseRevoke(req: M.LeaseRevokeRequest): Promise<M.LeaseRevokeResponse>;
+  leaseTimeToLive(req: M.LeaseTimeToLiveRequest): Promise<M.LeaseTimeToLiveResponse>;
+  leaseLeases(req?: M.LeaseLeasesRequest): Promise<M.LeaseLeasesResponse>;
+  leaseKeepAlive(): GrpcBidiCall<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>;
+}
+
+export interface WatchClient {
+  watch(): GrpcBidiCall<M.WatchRequest, M.WatchResponse>;
+}
+
+export interface MaintenanceClient {
+  status(req?: M.StatusRequest): Promise<M.StatusResponse>;
+  hashKV(req: M.HashKVRequest): Promise<M.HashKVResponse>;
+}
+
+export interface ClusterClient {
+  memberList(req?: M.MemberListRequest): Promise<M.MemberListResponse>;
+}
+
+/** etcd's services over one gRPC channel, in message form. */
+export interface EtcdGrpcClient {
+  readonly address: string;
+  readonly kv: KVClient;
+  readonly lease: LeaseClient;
+  readonly watch: WatchClient;
+  readonly maintenance: MaintenanceClient;
+  readonly cluster: ClusterClient;
+  /** Cancels open streams and closes the channel. */
+  close(): void;
+}
+
+export interface ConnectOptions {
+  /** Deadline of each unary call in ms (default 10 s). */
+  readonly deadlineMs?: number | undefined;
+}
+
+type UnaryFn = (req: unknown, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: unknown) => void) => void;
+type BidiFn = () => grpc.ClientDuplexStream<unknown, unknown>;
+
+/** Connects (lazily, as grpc-js does) to `address` (`host:port`) without TLS. */
+export function connectEtcd(address: string, opts: ConnectOptions = {}): EtcdGrpcClient {
+  const deadlineMs = opts.deadlineMs ?? 10_000;
+  const creds = grpc.credentials.createInsecure();
+  // One channel for every service: grpc-js shares the subchannel when the address and options match.
+  const kvc = new (etcdService('KV'))(address, creds);
+  const leasec = new (etcdService('Lease'))(address, creds);
+  const watchc = new (etcdService('Watch'))(address, creds);
+  const maintc = new (etcdService('Maintenance'))(address, creds);
+  const clusterc = new (etcdService('Cluster'))(address, creds);
+  const clients = [kvc, leasec, watchc, maintc, clusterc];
+  const open = new Set<GrpcBidiCall<unknown, unknown>>();
+
+  const method = <F>(client: grpc.Client, name: string): F => {
+    const f = (client as unknown as Record<string, unknown>)[name];
+    if (typeof f !== 'function') throw new Error(`etcd client: no method ${name}`);
+    return (f as (...a: unknown[]) => unknown).bind(client) as F;
+  };
+  const unary =
+    <Req, Res>(client: grpc.Client, name: string) =>
+    (req: Req): Promise<Res> =>
+      new Promise<Res>((resolve, reject) => {
+        method<UnaryFn>(client, name)(req ?? {}, new grpc.Metadata(), { deadline: Date.now() + deadlineMs }, (err, res) =>
+          err ? reject(err) : resolve(res as Res),
+        );
+      });
+  const bidi = <Req, Res>(client: grpc.Client, name: string): GrpcBidiCall<Req, Res> => {
+    const call = new BidiCall<Req, Res>(method<BidiFn>(client, name)() as grpc.ClientDuplexStream<Req, Res>);
+    open.add(call as GrpcBidiCall<unknown, unknown>);
+    call.onEnd(() => open.delete(call as GrpcBidiCall<unknown, unknown>));
+    return call;
+  };
+
+  return {
+    address,
+    kv: {
+      range: unary(kvc, 'Range'),
+      put: unary(kvc, 'Put'),
+      deleteRange: unary(kvc, 'DeleteRange'),
+      txn: unary(kvc, 'Txn'),
+      compact: unary(kvc, 'Compact'),
+    },
+    lease: {
+      leaseGrant: unary(leasec, 'LeaseGrant'),
+      leaseRevoke: unary(leasec, 'LeaseRevoke'),
+      leaseTimeToLive: unary(leasec, 'LeaseTimeToLive'),
+      leaseLeases: unary<M.LeaseLeasesRequest | undefined, M.LeaseLeasesResponse>(leasec, 'LeaseLeases'),
+      leaseKeepAlive: () => bidi(leasec, 'LeaseKeepAlive'),
+    },
+    watch: { watch: () => bidi(watchc, 'Watch') },
+    maintenance: {
+      status: unary<M.StatusRequest | undefined, M.StatusResponse>(maintc, 'Status'),
+      hashKV: unary(maintc, 'HashKV'),
+    },
+    cluster: { memberList: unary<M.MemberListRequest | undefined, M.MemberListResponse>(clusterc, 'MemberList') },
+    close() {
+      for (const c of [...open]) c.cancel();
+      for (const c of clients) c.close();
+    },
+  };
+}
+
+class BidiCall<Req, Res> implements GrpcBidiCall<Req, Res> {
+  private listener: ResponsesListener<Res> | undefined;
+  private readonly buffered: Res[] = [];
+  private readonly endListeners: StreamEndListener[] = [];
+  private endedWith: { err: GrpcError | undefined } | undefined;
+  private cancelled = false;
+
+  constructor(private readonly call: grpc.ClientDuplexStream<Req, Res>) {
+    call.on('data', (res: Res) => {
+      if (this.listener !== undefined) this.listener([res]);
+      else this.buffered.push(res);
+    });
+    call.on('error', (err: grpc.ServiceError) => {
+      this.finish(this.cancelled && err.code === grpc.status.CANCELLED ? undefined : (err as unknown as GrpcError));
+    });
+    call.on('end', () => this.finish(undefined));
+  }
+
+  get ended(): boolean {
+    return this.endedWith !== undefined;
+  }
+
+  write(req: Req): void {
+    if (this.ended) return;
+    this.call.write(req);
+  }
+
+  onResponse(listener: ResponsesListener<Res> | undefined): void {
+    this.listener = listener;
+    if (listener !== undefined && this.buffered.length > 0) listener(this.buffered.splice(0));
+  }
+
+  onEnd(listener: StreamEndListener): void {
+    if (this.endedWith !== undefined) listener(this.endedWith.err);
+    else this.endListeners.push(listener);
+  }
+
+  end(): void {
+    if (!this.ended) this.call.end();
+  }
+
+  cancel(): void {
+    if (this.ended) return;
+    this.cancelled = true;
+    this.call.cancel();
+  }
+
+  private finish(err: GrpcError | undefined): void {
+    if (this.endedWith !== undefined) return;
+    this.endedWith = { err };
+    for (const l of this.endListeners.splice(0)) l(err);
+  }
+}
