@@ -12,10 +12,11 @@ import { etcd3Section } from './etcd3.bench.js';
 import { formatNs, gcAvailable, spread, targetMet, type BenchContext, type BenchSection, type Row } from './harness.js';
 import { leaseSection } from './lease.bench.js';
 import { mvccSection } from './mvcc.bench.js';
+import { serverSection } from './server.bench.js';
 import { watchSection } from './watch.bench.js';
 
 /** Every section, in the order they run. Add new areas (watch, lease, etcd3 adapter) here. */
-const SECTIONS: readonly BenchSection[] = [mvccSection, watchSection, leaseSection, etcd3Section];
+const SECTIONS: readonly BenchSection[] = [mvccSection, watchSection, leaseSection, etcd3Section, serverSection];
 
 interface Args {
   readonly quick: boolean;

@@ -1,18 +1,28 @@
 // The one place the etcd3 feature tests get their client from.
 //
-// ETCD_ENDPOINT=host:port → a real etcd (Debian's 3.4.23 was used); otherwise the simulator through
-// `sim.etcd3()` (not wired yet). Tests use only etcd3's public API plus these helpers, so the same
-// files run against both. Against a real etcd, `advance(ms)` is a real wait (a real etcd has a real
-// clock) — it is the only place these tests wait; against the simulator it moves the virtual clock and
-// must also drive the timers etcd3 itself schedules (lease keep-alive interval, watch reconnect backoff).
+// ETCD_ENDPOINT=host:port → a real etcd (Debian's 3.4.23 was used); ETCDSIM_TARGET=serve → the simulator
+// served over real gRPC by `serve({ port: 0 })` in this process (test/grpc/etcd3_network.test.ts runs the
+// files that way); otherwise the simulator in-process through `sim.etcd3()`. Tests use only etcd3's public
+// API plus these helpers, so the same files run against all three. Against a real etcd, `advance(ms)` is a
+// real wait (a real etcd has a real clock) — it is the only place these tests wait; against the simulator
+// it moves the virtual clock and must also drive the timers etcd3 itself schedules (lease keep-alive
+// interval, watch reconnect backoff).
 import net from 'node:net';
 import { mock } from 'node:test';
 import { Etcd3 } from 'etcd3';
 import { createEtcdSim } from '../../src/index.js';
+import { serve } from '../../src/grpc/server.js';
+import { VirtualClock } from '../../src/sim/index.js';
+
+// The host's timer functions, taken before any test enables mock timers (the served target needs one
+// real timer of its own; see served()).
+const realSetTimeout = globalThis.setTimeout;
+const realSetInterval = globalThis.setInterval;
+const realClearInterval = globalThis.clearInterval;
 
 export interface Target {
   readonly client: Etcd3;
-  readonly kind: 'etcd' | 'sim';
+  readonly kind: 'etcd' | 'sim' | 'serve';
   /** Let `ms` of time pass: real time against etcd, virtual time (plus etcd3's timers) on the simulator. */
   advance(ms: number): Promise<void>;
   /** Compact the key-value history at `rev` (physical). */
@@ -39,7 +49,102 @@ export async function target(options: TargetOptions = {}): Promise<Target> {
   if (endpoint !== undefined && endpoint !== '') {
     return realEtcd(endpoint, options);
   }
+  const kind = process.env['ETCDSIM_TARGET'];
+  if (kind === 'serve') return served(options);
+  if (kind !== undefined && kind !== '' && kind !== 'sim') throw new Error(`ETCDSIM_TARGET must be sim or serve, got ${kind}`);
   return simulator();
+}
+
+/** Virtual-time step of the served target's advance (etcd3's keep-alive runs every TTL/3 ≈ 667 ms). */
+const SERVED_STEP_MS = 10;
+/** Event-loop turns let pass before and after one real 1 ms timer turn, after each step. setImmediate
+ *  turns alone were seen to leave a server-initiated HTTP/2 write (a watch sync's replay) undelivered until
+ *  the loop went idle, in about one run of three; one real timer turn per step makes it go out. */
+const SERVED_SETTLE_TURNS = 8;
+
+/**
+ * The simulator over the network: `serve({ port: 0, clock })` with a VirtualClock, and a plain
+ * `new Etcd3({ hosts })` speaking real gRPC (HTTP/2 over loopback TCP) to it.
+ *
+ * Time. Everything that schedules with JS timers runs on virtual time, as on the in-process target: the
+ * member's lease expiry and watch sync on the VirtualClock, etcd3's keep-alive interval / reconnect
+ * backoff and grpc-js's own timers (call deadlines, reconnect backoff, HTTP/2 keepalive) on node:test's
+ * mock timers. `advance(ms)` moves both in 10 ms steps and after each step lets real event-loop turns
+ * pass, so the socket traffic a step caused (a keep-alive and its answer, a watch event) completes at that
+ * step's virtual instant. The alternatives were worse: real time (RealClock, optionally accelerated with
+ * `speed`) makes every lease test wait seconds of wall time — and a sped-up server clock cannot be
+ * combined with etcd3's real keep-alive interval without kept leases expiring — while mocking only the
+ * server's clock leaves etcd3's 667 ms keep-alives on wall time, behind the server's. Sockets themselves
+ * use Node's internal timers, which the mock leaves alone, so I/O proceeds in real time between steps.
+ * What stays nondeterministic is only how many event-loop turns a round trip takes; the settle turns
+ * cover a loopback round trip, and the tests' `eventually` loops tolerate a step more.
+ *
+ * Zero-delay timers (etcd3 awaits `delay(0)` after cancelling a watch; grpc-js defers some work the same
+ * way) must fire without anyone advancing time, so one real 1 ms interval ticks the mock by 0 ms while the
+ * target lives.
+ *
+ * breakable: like the real etcd target, the client goes through a loopback TCP proxy, so breaking watch
+ * streams cuts the real connection and a partition holds real bytes.
+ */
+async function served(options: TargetOptions): Promise<Target> {
+  const clock = new VirtualClock();
+  const handle = await serve({ port: 0, clock });
+  const proxy = options.breakable === true ? await LoopbackProxy.start(handle.address) : undefined;
+  const hosts = proxy === undefined ? handle.address : `127.0.0.1:${proxy.port}`;
+  mock.timers.enable({ apis: ['setTimeout', 'setInterval', 'Date'], now: 0 });
+  const zeroTicker = realSetInterval(() => mock.timers.tick(0), 1);
+  const client = new Etcd3({ hosts });
+  const others: Etcd3[] = [];
+  const settle = async (): Promise<void> => {
+    for (let i = 0; i < SERVED_SETTLE_TURNS; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+    await new Promise<void>((resolve) => realSetTimeout(resolve, 1));
+    for (let i = 0; i < SERVED_SETTLE_TURNS; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+  };
+  const step = (ms: number): void => {
+    const to = clock.now() + ms;
+    // instant by instant, so the member's responses of each instant go out at that instant
+    for (let due = clock.nextDue(); due !== undefined && due <= to; due = clock.nextDue()) {
+      clock.advanceTo(due);
+      handle.server.flush();
+    }
+    clock.advanceTo(to);
+    handle.server.flush();
+    mock.timers.tick(ms);
+  };
+  const p = proxy;
+  return {
+    client,
+    kind: 'serve',
+    advance: async (ms) => {
+      if (!(ms >= 0)) throw new RangeError(`advance: ms must be >= 0, got ${ms}`);
+      await settle();
+      for (let left = ms; left > 0; left -= SERVED_STEP_MS) {
+        step(Math.min(left, SERVED_STEP_MS));
+        await settle();
+      }
+    },
+    compact: async (rev) => {
+      await client.kv.compact({ revision: rev, physical: true });
+    },
+    breakWatchStreams: p === undefined ? undefined : () => p.breakAll(),
+    partition: p === undefined ? undefined : () => p.hold(),
+    another: () => {
+      const c = new Etcd3({ hosts: handle.address });
+      others.push(c);
+      return c;
+    },
+    close: async () => {
+      try {
+        for (const c of others) c.close();
+        client.close();
+        if (p !== undefined) await p.close();
+        await handle.close();
+      } finally {
+        realClearInterval(zeroTicker);
+        mock.timers.reset();
+      }
+    },
+  };
 }
 
 /**

@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serve, type ServeHandle } from '../../src/grpc/server.js';
+import type { VirtualClock } from '../../src/sim/index.js';
 
 export function requireBinary(name: string): string {
   try {
@@ -39,6 +40,8 @@ export interface Target {
   /** Replacements applied to every output: IDs, addresses, lease IDs. */
   readonly subst: Array<[string, string]>;
   leases: number;
+  /** The simulated member (etcdsim only). */
+  readonly handle?: ServeHandle | undefined;
   close(): Promise<void>;
 }
 
@@ -139,10 +142,18 @@ export function noteLease(t: Target, grantOutput: string): string {
 const HEARTBEAT_MS = 100;
 const ELECTION_MS = 1000;
 
-export async function startSim(): Promise<Target> {
+/** `etcdsim serve` in this process, as etcd 3.4; on the wall clock unless a (virtual) `clock` is given. */
+export async function startSim(opts: { clock?: VirtualClock } = {}): Promise<Target> {
   const peerPort = await freePort();
   const peerUrl = `http://127.0.0.1:${peerPort}`;
-  const h = await serve({ port: 0, etcdVersion: '3.4', peerUrls: [peerUrl], heartbeatIntervalMs: HEARTBEAT_MS, electionTicks: ELECTION_MS / HEARTBEAT_MS });
+  const h = await serve({
+    port: 0,
+    etcdVersion: '3.4',
+    peerUrls: [peerUrl],
+    heartbeatIntervalMs: HEARTBEAT_MS,
+    electionTicks: ELECTION_MS / HEARTBEAT_MS,
+    clock: opts.clock,
+  });
   simHandle = h;
   const t: Target = {
     name: 'etcdsim',
@@ -150,6 +161,7 @@ export async function startSim(): Promise<Target> {
     peerUrl,
     subst: [],
     leases: 0,
+    handle: h,
     close: () => h.close(),
   };
   await learnIds(t);
