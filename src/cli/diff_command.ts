@@ -142,7 +142,7 @@ export async function runDiff(args: string[], out: (line: string) => void): Prom
     }
     client ??= connectEtcd(address);
     const progress = progressBar(flags.json);
-    const report = await runDiffCheck({ etcd: client, etcdVersion: flags.etcdVersion, ops: flags.ops, seed: flags.seed, onProgress: progress.update });
+    const report = await runDiffCheck({ etcd: client, etcdVersion: flags.etcdVersion, ops: flags.ops, seed: flags.seed ?? freshSeed(), onProgress: progress.update });
     progress.done();
     if (flags.json) out(JSON.stringify(jsonReport(report, flags, address), null, 2));
     else for (const line of textReport(report, flags)) out(line);
@@ -209,4 +209,9 @@ function progressBar(json: boolean): { update: (p: { ops: number; target: number
       if (tty && shown) process.stderr.write('\r\x1b[2K');
     },
   };
+}
+
+/** A new seed per `etcdsim diff` run unless --seed is given (the CLI may read the clock; src/diff does not). */
+function freshSeed(): number {
+  return (Date.now() ^ Math.floor(Math.random() * 0x100000000)) | 0;
 }

@@ -21,7 +21,8 @@ export interface DiffCheckOptions {
   readonly ops?: number | undefined;
   /** Most ops per run (default 40). */
   readonly maxOpsPerRun?: number | undefined;
-  readonly seed?: number | undefined;
+  /** The workload's seed: a run is a pure function of it (the caller picks one; src/diff reads no clock). */
+  readonly seed: number;
   /** fast-check counterexample path, to replay a failure (with its seed). */
   readonly path?: string | undefined;
   /** Wraps the simulator's side (tests plant divergences this way). */
@@ -71,7 +72,7 @@ export async function runDiffCheck(o: DiffCheckOptions): Promise<DiffReport> {
   const target = o.ops ?? 1000;
   // Runs average about maxOps/2 ops each.
   const numRuns = Math.max(1, Math.round(target / Math.max(1, maxOps / 2)));
-  const seed = o.seed ?? (Date.now() ^ (Math.random() * 0x100000000)) | 0;
+  const seed = o.seed;
   let runs = 0;
   let opsRun = 0;
   let compared = 0;
