@@ -22,6 +22,8 @@ export const DIFF_MIN_LEASE_TTL = Math.ceil((3 * DIFF_ELECTION_MS) / 2 / 1000);
 export interface EtcdProcess {
   /** host:port of the client URL. */
   readonly address: string;
+  /** The member's peer URL. */
+  readonly peerUrl: string;
   readonly pid: number;
   /** The last lines etcd logged (for failure messages). */
   log(): string;
@@ -68,6 +70,9 @@ export function freePort(): Promise<number> {
 
 export interface StartEtcdOptions {
   readonly bin?: string | undefined;
+  /** --heartbeat-interval and --election-timeout in ms (default: the differential runs' 100 / 10000). */
+  readonly heartbeatMs?: number | undefined;
+  readonly electionMs?: number | undefined;
   /** Give up after this long (default 30 s). */
   readonly readyTimeoutMs?: number | undefined;
 }
@@ -86,7 +91,7 @@ export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProces
       '--listen-client-urls', client, '--advertise-client-urls', client,
       '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
       '--initial-cluster', `default=${peer}`,
-      '--heartbeat-interval', String(DIFF_HEARTBEAT_MS), '--election-timeout', String(DIFF_ELECTION_MS),
+      '--heartbeat-interval', String(opts.heartbeatMs ?? DIFF_HEARTBEAT_MS), '--election-timeout', String(opts.electionMs ?? DIFF_ELECTION_MS),
       '--log-level', 'warn',
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
@@ -125,7 +130,7 @@ export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProces
     await stop();
     throw err;
   }
-  return { address, pid: child.pid ?? -1, log: () => log, stop };
+  return { address, peerUrl: peer, pid: child.pid ?? -1, log: () => log, stop };
 }
 
 /** Polls /health until etcd answers healthy. */

@@ -3,11 +3,8 @@
  * 3.4.23 on loopback, so tests can compare what etcdctl prints. Both binaries are required: a missing one
  * fails with a message (`.ci/run` installs them).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { execFileSync, spawn } from 'node:child_process';
+import { freePort, startEtcd as startEtcdProcess } from '../../src/diff/etcd_process.js';
 import { serve, type ServeHandle } from '../../src/grpc/server.js';
 import type { VirtualClock } from '../../src/sim/index.js';
 
@@ -19,17 +16,7 @@ export function requireBinary(name: string): string {
   }
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      const port = typeof a === 'object' && a !== null ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 /** One etcd (real or simulated) as etcdctl sees it, with what must be normalised in its outputs. */
 export interface Target {
@@ -168,59 +155,17 @@ export async function startSim(opts: { clock?: VirtualClock } = {}): Promise<Tar
   return t;
 }
 
+/** A fresh real etcd 3.4.23 on loopback (src/diff's launcher), with the same timing flags as startSim. */
 export async function startEtcd(): Promise<Target> {
   requireBinary('etcd');
-  const dir = mkdtempSync(join(tmpdir(), 'etcdsim-real-'));
-  const [cp, pp] = [await freePort(), await freePort()];
-  const client = `http://127.0.0.1:${cp}`;
-  const peer = `http://127.0.0.1:${pp}`;
-  const child: ChildProcess = spawn(
-    'etcd',
-    [
-      '--name', 'default', '--data-dir', dir,
-      '--listen-client-urls', client, '--advertise-client-urls', client,
-      '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
-      '--initial-cluster', `default=${peer}`,
-      '--heartbeat-interval', String(HEARTBEAT_MS), '--election-timeout', String(ELECTION_MS),
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  // never leave an etcd behind, even if the test process dies
-  const killOnExit = (): void => {
-    child.kill('SIGKILL');
-  };
-  process.once('exit', killOnExit);
-  let log = '';
-  await new Promise<void>((resolve, reject) => {
-    const guard = setTimeout(() => reject(new Error(`etcd did not become ready:\n${log.slice(-2000)}`)), 20_000);
-    const onData = (d: Buffer): void => {
-      log += d.toString();
-      if (log.includes('ready to serve client requests')) {
-        clearTimeout(guard);
-        resolve();
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    child.on('exit', (code) => {
-      clearTimeout(guard);
-      reject(new Error(`etcd exited (${code}):\n${log.slice(-2000)}`));
-    });
-  });
-  child.removeAllListeners('exit');
+  const proc = await startEtcdProcess({ heartbeatMs: HEARTBEAT_MS, electionMs: ELECTION_MS });
   const t: Target = {
     name: 'etcd',
-    address: `127.0.0.1:${cp}`,
-    peerUrl: peer,
+    address: proc.address,
+    peerUrl: proc.peerUrl,
     subst: [],
     leases: 0,
-    close: async () => {
-      process.off('exit', killOnExit);
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
-      rmSync(dir, { recursive: true, force: true });
-    },
+    close: () => proc.stop(),
   };
   await learnIds(t);
   return t;
