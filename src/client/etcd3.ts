@@ -8,11 +8,16 @@
  * error casting under a mock, so errors are cast with etcd3's own castGrpcError; its builders send enums
  * as numbers and its bundled proto names them 'Descend', 'Mod', 'Put'…, so requests accept those names and
  * events carry 'Put'/'Delete'; a stream must end (not error while writable) and tolerate a double cancel.
+ *
+ * Auth: under a mock etcd3 skips its Authenticator, so no `token` metadata ever reaches `exec`. The adapter
+ * does what that Authenticator does against a real etcd: with `auth: { username, password }` it calls
+ * Auth.authenticate once, sends the token with every call (streams included, as the call's context), and
+ * on "invalid auth token" forgets it, authenticates again and retries the call (connection-pool.js exec).
  */
 import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
 import type { Etcd3, IOptions } from 'etcd3';
-import type { EtcdServices, KeepAliveCall, WatchCall } from '../server/index.js';
+import type { CallContext, EtcdServices, KeepAliveCall, WatchCall } from '../server/index.js';
 
 /** etcd3's names for etcd's enums (its bundled rpc.proto); the numbers are etcd's. */
 const ETCD3_ENUMS: Readonly<Record<string, Readonly<Record<string, number>>>> = {
@@ -24,6 +29,23 @@ const ETCD3_ENUMS: Readonly<Record<string, Readonly<Record<string, number>>>> = 
 };
 
 const ETCD3_EVENT_TYPE: Readonly<Record<string, string>> = { PUT: 'Put', DELETE: 'Delete' };
+const ETCD3_PERMISSION: Readonly<Record<string, string>> = { READ: 'Read', WRITE: 'Write', READWRITE: 'Readwrite' };
+
+/** Permission types as etcd3 names them ('Read', 'Write', 'Readwrite') in RoleGet answers. */
+function permsOut<T extends { perm?: unknown }>(resp: T): T {
+  const perm = resp.perm;
+  if (!Array.isArray(perm)) return resp;
+  return { ...resp, perm: perm.map((p: Plain) => ({ ...p, permType: ETCD3_PERMISSION[String(p['permType'])] ?? p['permType'] })) };
+}
+
+/** etcd3's `auth` option. */
+interface Credentials {
+  readonly username: string;
+  readonly password: string;
+}
+
+/** etcd's message for an unknown or expired token (what makes etcd3 re-authenticate). */
+const INVALID_AUTH_TOKEN = 'etcdserver: invalid auth token';
 
 type Plain = Record<string, unknown>;
 
@@ -134,9 +156,29 @@ const identity = (x: unknown): unknown => x;
 export class SimCallable {
   readonly callOptionsFactory = undefined;
   private readonly cast: (err: Error) => Error;
+  /** The pending or current token (etcd3's Authenticator.awaitingMetadata). */
+  private token: Promise<string> | undefined;
 
-  constructor(private readonly services: EtcdServices) {
+  constructor(
+    private readonly services: EtcdServices,
+    private readonly credentials?: Credentials,
+  ) {
     this.cast = loadEtcd3().castGrpcError;
+  }
+
+  /** The caller's context: the token when credentials were given (authenticating first if needed). */
+  private async context(): Promise<CallContext> {
+    const creds = this.credentials;
+    if (creds === undefined) return {};
+    this.token ??= Promise.resolve().then(() => {
+      try {
+        return this.services.auth.authenticate({ name: creds.username, password: creds.password }).token;
+      } catch (err) {
+        this.token = undefined;
+        throw this.cast(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
+    return { token: await this.token };
   }
 
   async exec(service: string, method: string, payload: unknown): Promise<unknown> {
@@ -145,23 +187,39 @@ export class SimCallable {
     if (typeof fn !== 'function') throw this.cast(unimplemented(service, method));
     // Only Range and Txn requests carry enums (sort options, compares); the rest go through untouched.
     const req = method === 'range' || method === 'txn' ? enumsIn(payload ?? {}) : (payload ?? {});
+    // etcd3 sends Authenticate itself without a token; everything else carries the caller's.
+    const call = async (): Promise<unknown> => {
+      const ctx = service === 'Auth' && method === 'authenticate' ? {} : await this.context();
+      try {
+        return permsOut(eventsOut((fn as (req: unknown, ctx: CallContext) => object).call(svc, req, ctx)));
+      } catch (err) {
+        throw this.cast(err instanceof Error ? err : new Error(String(err)));
+      }
+    };
     try {
-      return eventsOut((fn as (req: unknown) => object).call(svc, req));
+      return await call();
     } catch (err) {
-      throw this.cast(err instanceof Error ? err : new Error(String(err)));
+      if (this.credentials === undefined || !isInvalidToken(err)) throw err;
+      this.token = undefined; // etcd3: invalidateMetadata(), then the call again
+      return call();
     }
   }
 
   async withConnection<R>(service: string, fn: (args: { resource: unknown; client: unknown; metadata: unknown }) => R | Promise<R>): Promise<R> {
-    const client = {
-      watch: () => new SimDuplex(this.services.watch.watch(), this.cast, enumsIn, (r) => eventsOut(r as { events?: unknown })),
-      leaseKeepAlive: () => new SimDuplex(this.services.lease.leaseKeepAlive(), this.cast, identity, identity),
-    };
     if (service !== 'Watch' && service !== 'Lease') throw this.cast(unimplemented(service, 'stream'));
+    const ctx = await this.context();
+    const client = {
+      watch: () => new SimDuplex(this.services.watch.watch(ctx), this.cast, enumsIn, (r) => eventsOut(r as { events?: unknown })),
+      leaseKeepAlive: () => new SimDuplex(this.services.lease.leaseKeepAlive(ctx), this.cast, identity, identity),
+    };
     return fn({ resource: RESOURCE, client, metadata: METADATA });
   }
 
   markFailed(): void {}
+}
+
+function isInvalidToken(err: unknown): boolean {
+  return err instanceof Error && err.message.includes(INVALID_AUTH_TOKEN);
 }
 
 function serviceKey(service: string): string {
@@ -196,6 +254,7 @@ export function createEtcd3Client(services: EtcdServices, options: SimEtcd3Optio
     hosts: '127.0.0.1:0',
     faultHandling: { watchBackoff: CONSTANT_BACKOFF, ...options.faultHandling } as NonNullable<IOptions['faultHandling']>,
   });
-  client.mock(new SimCallable(services) as unknown as Parameters<Etcd3['mock']>[0]);
+  const creds = options.auth === undefined ? undefined : { username: options.auth.username, password: options.auth.password };
+  client.mock(new SimCallable(services, creds) as unknown as Parameters<Etcd3['mock']>[0]);
   return client;
 }

@@ -6,6 +6,8 @@ export {
   LeaseClient,
   MaintenanceClient,
   ClusterClient,
+  AuthClient,
+  type Session,
   EtcdStream,
   EtcdWatchStream,
   EtcdKeepAliveStream,

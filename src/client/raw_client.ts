@@ -12,7 +12,9 @@
  *    strings, sent as UTF-8 (a string in a bytes field given to the services directly would be read as
  *    base64, as protobufjs does); `prefix()` and `fromKey()` build the usual key ranges;
  *  - the two bidirectional streams (Watch, LeaseKeepAlive) as small typed objects: requests in with
- *    send() and friends, responses out through `on('data')` listeners or async iteration, close().
+ *    send() and friends, responses out through `on('data')` listeners or async iteration, close();
+ *  - auth: `authenticate(name, password)` keeps the token it gets and sends it with every later call
+ *    (the CallContext server mode fills from the `token` metadata); `auth` is etcd's Auth service.
  *
  * Responses reach a stream at the simulator's delivery points (src/server/delivery.ts): `sim.client()`
  * sets the event-loop scheduler, so they arrive on a later turn of the event loop, as over a network;
@@ -20,7 +22,7 @@
  */
 import { Buffer } from 'node:buffer';
 import { prefixEnd } from '../mvcc/index.js';
-import { toGrpcError, type EtcdServices, type GrpcError, type KeepAliveCall, type WatchCall } from '../server/index.js';
+import { toGrpcError, type CallContext, type EtcdServices, type GrpcError, type KeepAliveCall, type WatchCall } from '../server/index.js';
 import type * as M from '../server/messages.js';
 
 // ---------------------------------------------------------------------------------------------------
@@ -238,28 +240,38 @@ export class EtcdKeepAliveStream extends EtcdStream<M.LeaseKeepAliveResponse> {
 // ---------------------------------------------------------------------------------------------------
 // Services
 
+/** The caller's credentials, shared by an EtcdClient's service clients (what gRPC metadata carries). */
+export interface Session {
+  token?: string | undefined;
+}
+
+const ctxOf = (session: Session): CallContext => (session.token === undefined ? {} : { token: session.token });
+
 /** etcdserverpb.KV. */
 export class KVClient {
-  constructor(private readonly services: EtcdServices) {}
+  constructor(
+    private readonly services: EtcdServices,
+    private readonly session: Session = {},
+  ) {}
 
   range(req: Req<M.RangeRequest>): Promise<M.RangeResponse> {
-    return unary(() => this.services.kv.range(encode<M.RangeRequest>(req)));
+    return unary(() => this.services.kv.range(encode<M.RangeRequest>(req), ctxOf(this.session)));
   }
 
   put(req: Req<M.PutRequest>): Promise<M.PutResponse> {
-    return unary(() => this.services.kv.put(encode<M.PutRequest>(req)));
+    return unary(() => this.services.kv.put(encode<M.PutRequest>(req), ctxOf(this.session)));
   }
 
   deleteRange(req: Req<M.DeleteRangeRequest>): Promise<M.DeleteRangeResponse> {
-    return unary(() => this.services.kv.deleteRange(encode<M.DeleteRangeRequest>(req)));
+    return unary(() => this.services.kv.deleteRange(encode<M.DeleteRangeRequest>(req), ctxOf(this.session)));
   }
 
   txn(req: Req<M.TxnRequest>): Promise<M.TxnResponse> {
-    return unary(() => this.services.kv.txn(encode<M.TxnRequest>(req)));
+    return unary(() => this.services.kv.txn(encode<M.TxnRequest>(req), ctxOf(this.session)));
   }
 
   compact(req: M.CompactionRequest): Promise<M.CompactionResponse> {
-    return unary(() => this.services.kv.compact(req));
+    return unary(() => this.services.kv.compact(req, ctxOf(this.session)));
   }
 }
 
@@ -268,18 +280,19 @@ export class LeaseClient {
   constructor(
     private readonly services: EtcdServices,
     private readonly opened: (s: EtcdKeepAliveStream) => EtcdKeepAliveStream = (s) => s,
+    private readonly session: Session = {},
   ) {}
 
   grant(req: M.LeaseGrantRequest): Promise<M.LeaseGrantResponse> {
-    return unary(() => this.services.lease.leaseGrant(req));
+    return unary(() => this.services.lease.leaseGrant(req, ctxOf(this.session)));
   }
 
   revoke(req: M.LeaseRevokeRequest): Promise<M.LeaseRevokeResponse> {
-    return unary(() => this.services.lease.leaseRevoke(req));
+    return unary(() => this.services.lease.leaseRevoke(req, ctxOf(this.session)));
   }
 
   timeToLive(req: M.LeaseTimeToLiveRequest): Promise<M.LeaseTimeToLiveResponse> {
-    return unary(() => this.services.lease.leaseTimeToLive(req));
+    return unary(() => this.services.lease.leaseTimeToLive(req, ctxOf(this.session)));
   }
 
   leases(req: M.LeaseLeasesRequest = {}): Promise<M.LeaseLeasesResponse> {
@@ -288,33 +301,36 @@ export class LeaseClient {
 
   /** Opens one LeaseKeepAlive call. */
   keepAlive(): EtcdKeepAliveStream {
-    return this.opened(new EtcdKeepAliveStream(this.services.lease.leaseKeepAlive()));
+    return this.opened(new EtcdKeepAliveStream(this.services.lease.leaseKeepAlive(ctxOf(this.session))));
   }
 }
 
 /** etcdserverpb.Maintenance. */
 export class MaintenanceClient {
-  constructor(private readonly services: EtcdServices) {}
+  constructor(
+    private readonly services: EtcdServices,
+    private readonly session: Session = {},
+  ) {}
 
   status(req: M.StatusRequest = {}): Promise<M.StatusResponse> {
-    return unary(() => this.services.maintenance.status(req));
+    return unary(() => this.services.maintenance.status(req, ctxOf(this.session)));
   }
 
   hashKV(req: M.HashKVRequest = {}): Promise<M.HashKVResponse> {
-    return unary(() => this.services.maintenance.hashKV(req));
+    return unary(() => this.services.maintenance.hashKV(req, ctxOf(this.session)));
   }
 
   defragment(req: M.DefragmentRequest = {}): Promise<M.DefragmentResponse> {
-    return unary(() => this.services.maintenance.defragment(req));
+    return unary(() => this.services.maintenance.defragment(req, ctxOf(this.session)));
   }
 
   alarm(req: M.AlarmRequest = {}): Promise<M.AlarmResponse> {
-    return unary(() => this.services.maintenance.alarm(req));
+    return unary(() => this.services.maintenance.alarm(req, ctxOf(this.session)));
   }
 
   /** Snapshot (a server stream), all its responses: the simulator's is one token response (see MaintenanceService). */
   snapshot(req: M.SnapshotRequest = {}): Promise<M.SnapshotResponse[]> {
-    return unary(() => this.services.maintenance.snapshot(req));
+    return unary(() => this.services.maintenance.snapshot(req, ctxOf(this.session)));
   }
 }
 
@@ -327,6 +343,70 @@ export class ClusterClient {
   }
 }
 
+/** etcdserverpb.Auth (method names as etcd's, lower camel case). */
+export class AuthClient {
+  constructor(
+    private readonly services: EtcdServices,
+    private readonly session: Session = {},
+  ) {}
+
+  private call<R>(fn: (ctx: CallContext) => R): Promise<R> {
+    return unary(() => fn(ctxOf(this.session)));
+  }
+
+  authEnable(): Promise<M.AuthHeaderResponse> {
+    return this.call((c) => this.services.auth.authEnable({}, c));
+  }
+  authDisable(): Promise<M.AuthHeaderResponse> {
+    return this.call((c) => this.services.auth.authDisable({}, c));
+  }
+  authStatus(): Promise<M.AuthStatusResponse> {
+    return this.call((c) => this.services.auth.authStatus({}, c));
+  }
+  authenticate(req: M.AuthenticateRequest): Promise<M.AuthenticateResponse> {
+    return this.call(() => this.services.auth.authenticate(req));
+  }
+  userAdd(req: M.AuthUserAddRequest): Promise<M.AuthHeaderResponse> {
+    return this.call((c) => this.services.auth.userAdd(req, c));
+  }
+  userGet(req: M.AuthUserGetRequest): Promise<M.AuthUserGetResponse> {
+    return this.call((c) => this.services.auth.userGet(req, c));
+  }
+  userList(): Promise<M.AuthUserListResponse> {
+    return this.call((c) => this.services.auth.userList({}, c));
+  }
+  userDelete(req: M.AuthUserDeleteRequest): Promise<M.AuthHeaderResponse> {
+    return this.call((c) => this.services.auth.userDelete(req, c));
+  }
+  userChangePassword(req: M.AuthUserChangePasswordRequest): Promise<M.AuthHeaderResponse> {
+    return this.call((c) => this.services.auth.userChangePassword(req, c));
+  }
+  userGrantRole(req: M.AuthUserGrantRoleRequest): Promise<M.AuthHeaderResponse> {
+    return this.call((c) => this.services.auth.userGrantRole(req, c));
+  }
+  userRevokeRole(req: M.AuthUserRevokeRoleRequest): Promise<M.AuthHeaderResponse> {
+    return this.call((c) => this.services.auth.userRevokeRole(req, c));
+  }
+  roleAdd(req: M.AuthRoleAddRequest): Promise<M.AuthHeaderResponse> {
+    return this.call((c) => this.services.auth.roleAdd(req, c));
+  }
+  roleGet(req: M.AuthRoleGetRequest): Promise<M.AuthRoleGetResponse> {
+    return this.call((c) => this.services.auth.roleGet(req, c));
+  }
+  roleList(): Promise<M.AuthRoleListResponse> {
+    return this.call((c) => this.services.auth.roleList({}, c));
+  }
+  roleDelete(req: M.AuthRoleDeleteRequest): Promise<M.AuthHeaderResponse> {
+    return this.call((c) => this.services.auth.roleDelete(req, c));
+  }
+  roleGrantPermission(req: Req<M.AuthRoleGrantPermissionRequest>): Promise<M.AuthHeaderResponse> {
+    return this.call((c) => this.services.auth.roleGrantPermission(encode<M.AuthRoleGrantPermissionRequest>(req), c));
+  }
+  roleRevokePermission(req: Req<M.AuthRoleRevokePermissionRequest>): Promise<M.AuthHeaderResponse> {
+    return this.call((c) => this.services.auth.roleRevokePermission(encode<M.AuthRoleRevokePermissionRequest>(req), c));
+  }
+}
+
 /**
  * etcd's v3 API over one simulated member's services. Without `sim.client()`'s event-loop scheduler
  * (e.g. `new EtcdClient(server.services)`), stream responses arrive only at `flush()` / `advance()`.
@@ -336,18 +416,36 @@ export class EtcdClient {
   readonly lease: LeaseClient;
   readonly maintenance: MaintenanceClient;
   readonly cluster: ClusterClient;
+  readonly auth: AuthClient;
   private readonly streams = new Set<{ close(): void }>();
+  private readonly session: Session = {};
 
   constructor(private readonly services: EtcdServices) {
-    this.kv = new KVClient(services);
-    this.lease = new LeaseClient(services, (s) => this.track(s));
-    this.maintenance = new MaintenanceClient(services);
+    this.kv = new KVClient(services, this.session);
+    this.lease = new LeaseClient(services, (s) => this.track(s), this.session);
+    this.maintenance = new MaintenanceClient(services, this.session);
     this.cluster = new ClusterClient(services);
+    this.auth = new AuthClient(services, this.session);
+  }
+
+  /**
+   * Auth.Authenticate; the token is kept and sent with every later call and stream of this client, as
+   * a gRPC client sends it in the `token` metadata. Resolves with the token.
+   */
+  async authenticate(name: string, password: string): Promise<string> {
+    const { token } = await this.auth.authenticate({ name, password });
+    this.session.token = token;
+    return token;
+  }
+
+  /** The token this client sends (undefined before authenticate()). */
+  get token(): string | undefined {
+    return this.session.token;
   }
 
   /** Opens one Watch call. */
   watch(): EtcdWatchStream {
-    return this.track(new EtcdWatchStream(this.services.watch.watch()));
+    return this.track(new EtcdWatchStream(this.services.watch.watch(ctxOf(this.session))));
   }
 
   /** Closes every stream this client opened and has not seen end. */

@@ -6,8 +6,8 @@
  *
  * Streams: Watch and LeaseKeepAlive pipe requests into a WatchCall / KeepAliveCall and their responses
  * out; a client that half-closes ends the call, one that cancels or disconnects cancels it — either way
- * every watcher / keep-alive of the call is released. Methods the simulator does not model (Auth,
- * membership changes, MoveLeader, Downgrade, Hash) answer UNIMPLEMENTED, as grpc-js does for any method a
+ * every watcher / keep-alive of the call is released. Methods the simulator does not model (membership
+ * changes, MoveLeader, Downgrade, Hash) answer UNIMPLEMENTED, as grpc-js does for any method a
  * service leaves out. A message larger than max request bytes + 512 KiB is refused with RESOURCE_EXHAUSTED
  * by grpc-js before it reaches a service (etcd's receive limit).
  */
@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { isIP } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { EtcdServer, toGrpcError, type EndListener, type EtcdServerOptions, type GrpcError, type ResponseListener } from '../server/index.js';
+import { EtcdServer, toGrpcError, type CallContext, type EndListener, type EtcdServerOptions, type GrpcError, type ResponseListener } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import { RealClock, type Clock } from '../sim/index.js';
 
@@ -147,10 +147,10 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
 
   const stream = <Req, Res>(
     method: StreamMethod,
-    openCall: () => StreamCall<Req, Res>,
+    openCall: (ctx: CallContext) => StreamCall<Req, Res>,
   ): grpc.handleBidiStreamingCall<Req, Res> => {
     return (call) => {
-      const sc = openCall();
+      const sc = openCall(callContext(call.metadata));
       open.add(sc);
       let clientGone = false;
       let reason: StreamEndReason = 'aborted';
@@ -200,34 +200,53 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
   };
 
   grpcServer.addService(etcdService('KV').service, {
-    Range: unary((req: M.RangeRequest) => member().services.kv.range(req)),
-    Put: unary((req: M.PutRequest) => member().services.kv.put(req)),
-    DeleteRange: unary((req: M.DeleteRangeRequest) => member().services.kv.deleteRange(req)),
-    Txn: unary((req: M.TxnRequest) => member().services.kv.txn(req)),
-    Compact: unary((req: M.CompactionRequest) => member().services.kv.compact(req)),
-    RangeStream: serverStream((req: M.RangeRequest) => rangeStream(member().services.kv.range(req))),
+    Range: unary((req: M.RangeRequest, ctx) => member().services.kv.range(req, ctx)),
+    Put: unary((req: M.PutRequest, ctx) => member().services.kv.put(req, ctx)),
+    DeleteRange: unary((req: M.DeleteRangeRequest, ctx) => member().services.kv.deleteRange(req, ctx)),
+    Txn: unary((req: M.TxnRequest, ctx) => member().services.kv.txn(req, ctx)),
+    Compact: unary((req: M.CompactionRequest, ctx) => member().services.kv.compact(req, ctx)),
+    RangeStream: serverStream((req: M.RangeRequest, ctx) => rangeStream(member().services.kv.range(req, ctx))),
   } satisfies grpc.UntypedServiceImplementation);
   grpcServer.addService(etcdService('Watch').service, {
-    Watch: stream<M.WatchRequest, M.WatchResponse>('Watch', () => member().services.watch.watch()),
+    Watch: stream<M.WatchRequest, M.WatchResponse>('Watch', (ctx) => member().services.watch.watch(ctx)),
   });
   grpcServer.addService(etcdService('Lease').service, {
-    LeaseGrant: unary((req: M.LeaseGrantRequest) => member().services.lease.leaseGrant(req)),
-    LeaseRevoke: unary((req: M.LeaseRevokeRequest) => member().services.lease.leaseRevoke(req)),
-    LeaseTimeToLive: unary((req: M.LeaseTimeToLiveRequest) => member().services.lease.leaseTimeToLive(req)),
+    LeaseGrant: unary((req: M.LeaseGrantRequest, ctx) => member().services.lease.leaseGrant(req, ctx)),
+    LeaseRevoke: unary((req: M.LeaseRevokeRequest, ctx) => member().services.lease.leaseRevoke(req, ctx)),
+    LeaseTimeToLive: unary((req: M.LeaseTimeToLiveRequest, ctx) => member().services.lease.leaseTimeToLive(req, ctx)),
     LeaseLeases: unary((req: M.LeaseLeasesRequest) => member().services.lease.leaseLeases(req)),
-    LeaseKeepAlive: stream<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>('LeaseKeepAlive', () => member().services.lease.leaseKeepAlive()),
+    LeaseKeepAlive: stream<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>('LeaseKeepAlive', (ctx) => member().services.lease.leaseKeepAlive(ctx)),
   });
   grpcServer.addService(etcdService('Cluster').service, {
     MemberList: unary((req: M.MemberListRequest) => member().services.cluster.memberList(req)),
   });
   grpcServer.addService(etcdService('Maintenance').service, {
-    Status: unary((req: M.StatusRequest) => member().services.maintenance.status(req)),
-    HashKV: unary((req: M.HashKVRequest) => member().services.maintenance.hashKV(req)),
-    Defragment: unary((req: M.DefragmentRequest) => member().services.maintenance.defragment(req)),
-    Alarm: unary((req: M.AlarmRequest) => member().services.maintenance.alarm(req)),
-    Snapshot: serverStream((req: M.SnapshotRequest) => member().services.maintenance.snapshot(req)),
+    Status: unary((req: M.StatusRequest, ctx) => member().services.maintenance.status(req, ctx)),
+    HashKV: unary((req: M.HashKVRequest, ctx) => member().services.maintenance.hashKV(req, ctx)),
+    Defragment: unary((req: M.DefragmentRequest, ctx) => member().services.maintenance.defragment(req, ctx)),
+    Alarm: unary((req: M.AlarmRequest, ctx) => member().services.maintenance.alarm(req, ctx)),
+    Snapshot: serverStream((req: M.SnapshotRequest, ctx) => member().services.maintenance.snapshot(req, ctx)),
   });
-  grpcServer.addService(etcdService('Auth').service, {});
+  const auth = () => member().services.auth;
+  grpcServer.addService(etcdService('Auth').service, {
+    AuthEnable: unary((req: M.AuthEnableRequest, ctx) => auth().authEnable(req, ctx)),
+    AuthDisable: unary((req: M.AuthDisableRequest, ctx) => auth().authDisable(req, ctx)),
+    AuthStatus: unary((req: M.AuthStatusRequest, ctx) => auth().authStatus(req, ctx)),
+    Authenticate: unary((req: M.AuthenticateRequest, ctx) => auth().authenticate(req, ctx)),
+    UserAdd: unary((req: M.AuthUserAddRequest, ctx) => auth().userAdd(req, ctx)),
+    UserGet: unary((req: M.AuthUserGetRequest, ctx) => auth().userGet(req, ctx)),
+    UserList: unary((req: M.AuthUserListRequest, ctx) => auth().userList(req, ctx)),
+    UserDelete: unary((req: M.AuthUserDeleteRequest, ctx) => auth().userDelete(req, ctx)),
+    UserChangePassword: unary((req: M.AuthUserChangePasswordRequest, ctx) => auth().userChangePassword(req, ctx)),
+    UserGrantRole: unary((req: M.AuthUserGrantRoleRequest, ctx) => auth().userGrantRole(req, ctx)),
+    UserRevokeRole: unary((req: M.AuthUserRevokeRoleRequest, ctx) => auth().userRevokeRole(req, ctx)),
+    RoleAdd: unary((req: M.AuthRoleAddRequest, ctx) => auth().roleAdd(req, ctx)),
+    RoleGet: unary((req: M.AuthRoleGetRequest, ctx) => auth().roleGet(req, ctx)),
+    RoleList: unary((req: M.AuthRoleListRequest, ctx) => auth().roleList(req, ctx)),
+    RoleDelete: unary((req: M.AuthRoleDeleteRequest, ctx) => auth().roleDelete(req, ctx)),
+    RoleGrantPermission: unary((req: M.AuthRoleGrantPermissionRequest, ctx) => auth().roleGrantPermission(req, ctx)),
+    RoleRevokePermission: unary((req: M.AuthRoleRevokePermissionRequest, ctx) => auth().roleRevokePermission(req, ctx)),
+  });
 
   const credentials =
     opts.tls === undefined
@@ -288,11 +307,17 @@ function statusError(err: { code: number; details: string }): grpc.ServerErrorRe
   return Object.assign(new Error(err.details), { code: err.code, details: err.details });
 }
 
-function unary<Req, Res>(fn: (req: Req) => Res): grpc.handleUnaryCall<Req, Res> {
+/** The caller of a call: etcd reads the simple token from the `token` metadata (or `authorization`). */
+function callContext(md: grpc.Metadata): CallContext {
+  const v = md.get('token')[0] ?? md.get('authorization')[0];
+  return v === undefined ? {} : { token: typeof v === 'string' ? v : v.toString('utf8') };
+}
+
+function unary<Req, Res>(fn: (req: Req, ctx: CallContext) => Res): grpc.handleUnaryCall<Req, Res> {
   return (call, callback) => {
     let res: Res;
     try {
-      res = fn(call.request);
+      res = fn(call.request, callContext(call.metadata));
     } catch (err) {
       callback(statusError(toGrpcError(err)));
       return;
@@ -301,11 +326,11 @@ function unary<Req, Res>(fn: (req: Req) => Res): grpc.handleUnaryCall<Req, Res> 
   };
 }
 
-function serverStream<Req, Res>(fn: (req: Req) => Res[]): grpc.handleServerStreamingCall<Req, Res> {
+function serverStream<Req, Res>(fn: (req: Req, ctx: CallContext) => Res[]): grpc.handleServerStreamingCall<Req, Res> {
   return (call) => {
     let rs: Res[];
     try {
-      rs = fn(call.request);
+      rs = fn(call.request, callContext(call.metadata));
     } catch (err) {
       call.emit('error', statusError(toGrpcError(err)));
       return;

@@ -56,6 +56,26 @@ export const ErrEmptyWatcherRange = kind(GrpcCode.INVALID_ARGUMENT, 'mvcc: watch
 export const ErrWatcherDuplicateID = kind(GrpcCode.INVALID_ARGUMENT, 'mvcc: duplicate watch ID provided on the WatchStream');
 export const ErrWatcherNotExist = kind(GrpcCode.INVALID_ARGUMENT, 'mvcc: watcher does not exist');
 
+// Auth errors (server/auth/store.go, mapped to api/v3rpc/rpctypes/error.go by v3rpc/util.go togRPCError).
+export const ErrRootUserNotExist = kind(GrpcCode.FAILED_PRECONDITION, 'etcdserver: root user does not exist');
+export const ErrRootRoleNotExist = kind(GrpcCode.FAILED_PRECONDITION, 'etcdserver: root user does not have root role');
+export const ErrUserAlreadyExist = kind(GrpcCode.FAILED_PRECONDITION, 'etcdserver: user name already exists');
+export const ErrUserEmpty = kind(GrpcCode.INVALID_ARGUMENT, 'etcdserver: user name is empty');
+export const ErrUserNotFound = kind(GrpcCode.FAILED_PRECONDITION, 'etcdserver: user name not found');
+export const ErrRoleAlreadyExist = kind(GrpcCode.FAILED_PRECONDITION, 'etcdserver: role name already exists');
+export const ErrRoleNotFound = kind(GrpcCode.FAILED_PRECONDITION, 'etcdserver: role name not found');
+export const ErrRoleEmpty = kind(GrpcCode.INVALID_ARGUMENT, 'etcdserver: role name is empty');
+export const ErrAuthFailed = kind(GrpcCode.INVALID_ARGUMENT, 'etcdserver: authentication failed, invalid user ID or password');
+export const ErrPermissionNotGiven = kind(GrpcCode.INVALID_ARGUMENT, 'etcdserver: permission not given');
+export const ErrPermissionDenied = kind(GrpcCode.PERMISSION_DENIED, 'etcdserver: permission denied');
+export const ErrRoleNotGranted = kind(GrpcCode.FAILED_PRECONDITION, 'etcdserver: role is not granted to the user');
+export const ErrPermissionNotGranted = kind(GrpcCode.FAILED_PRECONDITION, 'etcdserver: permission is not granted to the role');
+export const ErrAuthNotEnabled = kind(GrpcCode.FAILED_PRECONDITION, 'etcdserver: authentication is not enabled');
+export const ErrInvalidAuthToken = kind(GrpcCode.UNAUTHENTICATED, 'etcdserver: invalid auth token');
+export const ErrInvalidAuthMgmt = kind(GrpcCode.INVALID_ARGUMENT, 'etcdserver: invalid auth management');
+/** auth.ErrNoPasswordUser has no rpctypes mapping: togRPCError sends it as Unknown with the auth package's text. */
+export const ErrNoPasswordUser = kind(GrpcCode.UNKNOWN, 'auth: authentication failed, password was given for no password user');
+
 /** An error etcd would return: `code` is the gRPC status code, `message` etcd's exact text. */
 export class EtcdError extends Error {
   override readonly name = 'EtcdError';

@@ -4,11 +4,14 @@
  * client, later the gRPC server and the scenario runner) drives the same instance, so each etcd rule lives
  * once, below this layer. The server knows nothing of its front doors.
  */
+import { AuthStore, type AuthInfo, type AuthSetup } from '../auth/index.js';
 import { Lessor } from '../lease/index.js';
 import { MvccStore, type EtcdVersion, type StoreSnapshot } from '../mvcc/index.js';
 import { SimRandom, Ticker, VirtualClock, type Clock } from '../sim/index.js';
 import { WatchableStore } from '../watch/index.js';
 import { Delivery } from './delivery.js';
+import { AuthService } from './auth_service.js';
+import type { CallContext } from './call_context.js';
 import { ClusterService } from './cluster_service.js';
 import { KVService } from './kv_service.js';
 import { LeaseService } from './lease_service.js';
@@ -59,6 +62,12 @@ export interface EtcdServerOptions {
   readonly raftTerm?: bigint | number | undefined;
   /** Version string Status reports (default: the release `etcdVersion` stands for, e.g. '3.7.0'). */
   readonly version?: string | undefined;
+  /** --auth-token-ttl in seconds (300): how long a simple token lives after its last use. */
+  readonly authTokenTTL?: number | undefined;
+  /** Password hash cost: 0 = fast (default), 4..31 = bcrypt-like (etcd's --bcrypt-cost is 10). */
+  readonly authHashCost?: number | undefined;
+  /** Users and roles to start with, and whether auth starts enabled (see AuthSetup). */
+  readonly auth?: AuthSetup | undefined;
 }
 
 /** etcd's IDs for a member started with no flags (name "default", peer URL http://localhost:2380). */
@@ -100,6 +109,7 @@ export interface EtcdServices {
   readonly lease: LeaseService;
   readonly maintenance: MaintenanceService;
   readonly cluster: ClusterService;
+  readonly auth: AuthService;
 }
 
 export class EtcdServer {
@@ -109,6 +119,10 @@ export class EtcdServer {
   readonly lessor: Lessor;
   readonly kv: MvccStore;
   readonly watchable: WatchableStore;
+  /** Users, roles, permissions, tokens (etcd's auth store). */
+  readonly auth: AuthStore;
+  /** The release whose rules this member follows. */
+  readonly etcdVersion: EtcdVersion;
   readonly member: MemberInfo;
   /** The header identity in message form (decimal strings), computed once. */
   readonly identity: HeaderIdentity;
@@ -148,7 +162,17 @@ export class EtcdServer {
       restoreKeepsFutureMinRev: opts.restoreKeepsFutureMinRev,
       progressRespectsStartRev: opts.progressRespectsStartRev,
     });
+    this.auth = new AuthStore({
+      clock: this.clock,
+      random: this.random.fork('auth'),
+      tokenTTL: opts.authTokenTTL,
+      hashCost: opts.authHashCost,
+      // etcd PR #13006 (v3.6): RoleGet of role root answers READWRITE over every key; before, no permission.
+      rootPermInRoleGet: opts.etcdVersion !== '3.4' && opts.etcdVersion !== '3.5',
+    });
+    if (opts.auth !== undefined) this.auth.apply(opts.auth);
     const etcdVersion = opts.etcdVersion ?? '3.7';
+    this.etcdVersion = etcdVersion;
     this.member = Object.freeze({
       clusterId: opts.clusterId ?? DEFAULT_CLUSTER_ID,
       memberId: opts.memberId ?? DEFAULT_MEMBER_ID,
@@ -182,6 +206,7 @@ export class EtcdServer {
       lease: new LeaseService(this),
       maintenance: new MaintenanceService(this),
       cluster: new ClusterService(this),
+      auth: new AuthService(this),
     };
   }
 
@@ -191,6 +216,14 @@ export class EtcdServer {
    */
   get raftIndex(): number {
     return this.appliedIndex;
+  }
+
+  /**
+   * The caller of a request (etcd's AuthInfoFromCtx): undefined while auth is disabled or without a
+   * token; throws ErrInvalidAuthToken for an unknown or expired token.
+   */
+  authInfo(ctx: CallContext | undefined): AuthInfo | undefined {
+    return this.auth.authInfo(ctx?.token);
   }
 
   /** Counts one Raft entry that did not commit a revision (a write that changed nothing, a lease grant, ...). */

@@ -13,6 +13,8 @@ export { WatchService, WatchCall, type ResponseListener, type EndListener } from
 export { LeaseService, KeepAliveCall } from './lease_service.js';
 export { MaintenanceService } from './maintenance_service.js';
 export { ClusterService } from './cluster_service.js';
+export { AuthService, permissionIn, permissionOut } from './auth_service.js';
+export type { CallContext } from './call_context.js';
 export { Delivery, type Deliverable, type DeliveryScheduler } from './delivery.js';
 export {
   grpcError,

@@ -6,44 +6,86 @@
  * store revision (for Range even when reading the past; for a write the revision it created; for
  * Compact the current one). Inside a Txn, range/put/delete responses carry only `revision` (the txn's
  * revision as of that op) and a nested txn's header is empty, as etcd 3.4.23 was observed to answer.
+ *
+ * Auth: each call takes the caller's CallContext. While auth is enabled the request is validated (etcd's
+ * gRPC-layer checks come first), then the caller's permissions are checked (src/auth/enforce.ts) before
+ * anything is applied; a denied write is still one Raft entry, as etcd denies it at apply time.
  */
-import type { RequestOp, TxnRequest as DTxnRequest } from '../mvcc/index.js';
+import { checkDeleteRangeAuth, checkPutAuth, checkRangeAuth, checkTxnAuth, type LeaseKeys } from '../auth/index.js';
+import { keyBytes, type RequestOp, type TxnRequest as DTxnRequest } from '../mvcc/index.js';
+import { checkDeleteRequest, checkPutRequest, checkRangeRequest, checkTxnRequest } from '../mvcc/validate.js';
+import type { CallContext } from './call_context.js';
 import { deleteRangeIn, deleteRangeOut, header, int64ToNumber, putIn, putOut, rangeIn, rangeOut, txnIn, txnOut } from './convert.js';
 import { asGrpc } from './errors.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
 
 export class KVService {
-  constructor(private readonly server: EtcdServer) {}
+  private readonly leaseKeys: LeaseKeys;
+
+  constructor(private readonly server: EtcdServer) {
+    this.leaseKeys = (id) => server.lessor.keyStringsOf(id).map(keyBytes);
+  }
 
   /** KV.Range. */
-  range(req: M.RangeRequest): M.RangeResponse {
-    const r = asGrpc(() => this.server.kv.range(rangeIn(req)));
-    return rangeOut(r, header(this.server.identity, r.revision));
+  range(req: M.RangeRequest, ctx?: CallContext): M.RangeResponse {
+    const server = this.server;
+    const r = asGrpc(() => {
+      const d = rangeIn(req);
+      if (server.auth.enabled) {
+        checkRangeRequest(d);
+        checkRangeAuth(server.auth, server.authInfo(ctx), d);
+      }
+      return server.kv.range(d);
+    });
+    return rangeOut(r, header(server.identity, r.revision));
   }
 
   /** KV.Put: always a new revision. */
-  put(req: M.PutRequest): M.PutResponse {
-    const r = asGrpc(() => this.server.kv.put(putIn(req)));
-    return putOut(r, header(this.server.identity, r.revision));
+  put(req: M.PutRequest, ctx?: CallContext): M.PutResponse {
+    const server = this.server;
+    const r = asGrpc(() => {
+      const d = putIn(req);
+      if (server.auth.enabled) {
+        checkPutRequest(d);
+        const ai = server.authInfo(ctx);
+        this.denied(() => checkPutAuth(server.auth, ai, this.leaseKeys, d));
+      }
+      return server.kv.put(d);
+    });
+    return putOut(r, header(server.identity, r.revision));
   }
 
   /** KV.DeleteRange: one revision for all deleted keys, none when nothing matched. */
-  deleteRange(req: M.DeleteRangeRequest): M.DeleteRangeResponse {
+  deleteRange(req: M.DeleteRangeRequest, ctx?: CallContext): M.DeleteRangeResponse {
     const server = this.server;
-    const r = asGrpc(() => server.kv.deleteRange(deleteRangeIn(req)));
+    const r = asGrpc(() => {
+      const d = deleteRangeIn(req);
+      if (server.auth.enabled) {
+        checkDeleteRequest(d);
+        const ai = server.authInfo(ctx);
+        this.denied(() => checkDeleteRangeAuth(server.auth, ai, d));
+      }
+      return server.kv.deleteRange(d);
+    });
     if (r.deleted === 0) server.noteRaftEntry(); // proposed and applied, but nothing committed
     return deleteRangeOut(r, header(server.identity, r.revision));
   }
 
   /** KV.Txn. A read-only txn is served like a Range (no Raft entry), as etcd does. */
-  txn(req: M.TxnRequest): M.TxnResponse {
+  txn(req: M.TxnRequest, ctx?: CallContext): M.TxnResponse {
     const server = this.server;
     const before = server.kv.currentRevision;
     let readOnly = true;
     const r = asGrpc(() => {
       const t = txnIn(req);
       readOnly = isTxnReadOnly(t);
+      if (server.auth.enabled) {
+        checkTxnRequest(t, server.kv.maxTxnOps);
+        const ai = server.authInfo(ctx);
+        if (readOnly) checkTxnAuth(server.auth, ai, this.leaseKeys, t);
+        else this.denied(() => checkTxnAuth(server.auth, ai, this.leaseKeys, t));
+      }
       return server.kv.txn(t);
     });
     if (!readOnly && server.kv.currentRevision === before) server.noteRaftEntry();
@@ -51,11 +93,25 @@ export class KVService {
   }
 
   /** KV.Compact. `physical` is accepted: the simulator's compaction is complete when the call returns. */
-  compact(req: M.CompactionRequest): M.CompactionResponse {
+  compact(req: M.CompactionRequest, ctx?: CallContext): M.CompactionResponse {
     const server = this.server;
-    const r = asGrpc(() => server.kv.compact(int64ToNumber(req.revision, 'revision')));
+    const r = asGrpc(() => {
+      const rev = int64ToNumber(req.revision, 'revision');
+      server.authInfo(ctx); // an invalid token fails before the proposal
+      return server.kv.compact(rev);
+    });
     server.noteRaftEntry();
     return { header: header(server.identity, r.revision) };
+  }
+
+  /** A write denied at apply time was still proposed: one Raft entry, then the error. */
+  private denied(check: () => void): void {
+    try {
+      check();
+    } catch (err) {
+      this.server.noteRaftEntry();
+      throw err;
+    }
   }
 }
 

@@ -3,7 +3,14 @@
  * KeepAlive of an unknown or expired lease answers TTL "0" (not an error), TimeToLive of an unknown lease
  * TTL "-1", Leases lists every lease ID. Headers carry the current store revision (a revoke's: the
  * revision after its deletes).
+ *
+ * Auth (while enabled; server/etcdserver/v3_server.go and apply/auth.go): LeaseRevoke needs WRITE on
+ * every attached key, LeaseKeepAlive too (a refusal ends the stream with the error), LeaseTimeToLive READ
+ * on them; root may do all three. KeepAlive and TimeToLive without a token are ErrUserEmpty.
  */
+import { checkLeaseKeysAuth } from '../auth/index.js';
+import { ErrUserEmpty, fail, keyBytes } from '../mvcc/index.js';
+import type { CallContext } from './call_context.js';
 import { bytesOut, header, int64ToBigInt, int64ToNumber } from './convert.js';
 import { asGrpc, toGrpcError } from './errors.js';
 import { StreamCall } from './stream_call.js';
@@ -16,26 +23,45 @@ export class LeaseService {
   constructor(private readonly server: EtcdServer) {}
 
   /** Lease.LeaseGrant: ID "0" lets the server pick a positive 63-bit ID (from the seeded PRNG). */
-  leaseGrant(req: M.LeaseGrantRequest): M.LeaseGrantResponse {
+  leaseGrant(req: M.LeaseGrantRequest, ctx?: CallContext): M.LeaseGrantResponse {
     const server = this.server;
-    const g = asGrpc(() => server.lessor.grant(int64ToBigInt(req.ID, 'ID'), int64ToNumber(req.TTL, 'TTL')));
+    const g = asGrpc(() => {
+      server.authInfo(ctx); // an invalid token fails before the proposal
+      return server.lessor.grant(int64ToBigInt(req.ID, 'ID'), int64ToNumber(req.TTL, 'TTL'));
+    });
     server.noteRaftEntry();
     return { header: header(server.identity, server.kv.currentRevision), ID: String(g.id), TTL: String(g.ttl), error: '' };
   }
 
   /** Lease.LeaseRevoke: deletes the attached keys in one revision. */
-  leaseRevoke(req: M.LeaseRevokeRequest): M.LeaseRevokeResponse {
+  leaseRevoke(req: M.LeaseRevokeRequest, ctx?: CallContext): M.LeaseRevokeResponse {
     const server = this.server;
     const before = server.kv.currentRevision;
-    asGrpc(() => server.lessor.revoke(int64ToBigInt(req.ID, 'ID')));
+    asGrpc(() => {
+      const id = int64ToBigInt(req.ID, 'ID');
+      if (server.auth.enabled) {
+        const ai = server.authInfo(ctx);
+        try {
+          checkLeaseKeysAuth(server.auth, ai, leaseKeys(server, id));
+        } catch (err) {
+          server.noteRaftEntry(); // refused at apply time: proposed all the same
+          throw err;
+        }
+      }
+      server.lessor.revoke(id);
+    });
     if (server.kv.currentRevision === before) server.noteRaftEntry();
     return { header: header(server.identity, server.kv.currentRevision) };
   }
 
   /** Lease.LeaseTimeToLive: unknown lease → TTL "-1", grantedTTL "0", no error. */
-  leaseTimeToLive(req: M.LeaseTimeToLiveRequest): M.LeaseTimeToLiveResponse {
+  leaseTimeToLive(req: M.LeaseTimeToLiveRequest, ctx?: CallContext): M.LeaseTimeToLiveResponse {
     const server = this.server;
-    const t = asGrpc(() => server.lessor.timeToLive(int64ToBigInt(req.ID, 'ID'), req.keys === true));
+    const t = asGrpc(() => {
+      const id = int64ToBigInt(req.ID, 'ID');
+      checkLeaseAccess(server, ctx, id, 'READ');
+      return server.lessor.timeToLive(id, req.keys === true);
+    });
     return {
       header: header(server.identity, server.kv.currentRevision),
       ID: String(t.id),
@@ -55,8 +81,8 @@ export class LeaseService {
   }
 
   /** Lease.LeaseKeepAlive: opens one bidirectional keep-alive stream. */
-  leaseKeepAlive(): KeepAliveCall {
-    const call = new KeepAliveCall(this.server, (c) => this.open.delete(c));
+  leaseKeepAlive(ctx?: CallContext): KeepAliveCall {
+    const call = new KeepAliveCall(this.server, (c) => this.open.delete(c), ctx);
     this.open.add(call);
     return call;
   }
@@ -76,7 +102,11 @@ export class LeaseService {
 export class KeepAliveCall extends StreamCall<M.LeaseKeepAliveResponse> {
   private queue: M.LeaseKeepAliveResponse[] = [];
 
-  constructor(server: EtcdServer, onClose: (call: KeepAliveCall) => void) {
+  constructor(
+    server: EtcdServer,
+    onClose: (call: KeepAliveCall) => void,
+    private readonly ctx?: CallContext,
+  ) {
     super(server, onClose as (call: StreamCall<M.LeaseKeepAliveResponse>) => void, 'etcdsim: keep-alive stream broken');
   }
 
@@ -95,6 +125,7 @@ export class KeepAliveCall extends StreamCall<M.LeaseKeepAliveResponse> {
       throw toGrpcError(err);
     }
     try {
+      checkLeaseAccess(server, this.ctx, id, 'WRITE');
       ttl = server.lessor.keepAlive(id);
     } catch (err) {
       this.abort(toGrpcError(err));
@@ -114,4 +145,17 @@ export class KeepAliveCall extends StreamCall<M.LeaseKeepAliveResponse> {
   protected release(): void {
     this.queue = [];
   }
+}
+
+function leaseKeys(server: EtcdServer, id: bigint): Uint8Array[] {
+  return server.lessor.keyStringsOf(id).map(keyBytes);
+}
+
+/** checkLeaseRenew / checkLeaseTimeToLive: a token is required; root passes; others need `kind` on every key. */
+function checkLeaseAccess(server: EtcdServer, ctx: CallContext | undefined, id: bigint, kind: 'READ' | 'WRITE'): void {
+  if (!server.auth.enabled) return;
+  const ai = server.authInfo(ctx);
+  if (ai === undefined) fail(ErrUserEmpty);
+  if (server.auth.isAdmin(ai)) return;
+  for (const k of leaseKeys(server, id)) server.auth.checkOp(ai, kind, k);
 }

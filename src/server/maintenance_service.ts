@@ -7,6 +7,8 @@ import { Buffer } from 'node:buffer';
 import type { StoreSnapshot } from '../mvcc/index.js';
 import { header, int64ToNumber } from './convert.js';
 import { asGrpc, invalidArgument } from './errors.js';
+import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty, ErrUserNotFound, EtcdError, GrpcCode, fail } from '../mvcc/index.js';
+import type { CallContext } from './call_context.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
 
@@ -20,7 +22,8 @@ export class MaintenanceService {
   constructor(private readonly server: EtcdServer) {}
 
   /** Maintenance.Status: version, estimated db size, leader (this member), raft index and term. */
-  status(_req: M.StatusRequest = {}): M.StatusResponse {
+  status(_req: M.StatusRequest = {}, ctx?: CallContext): M.StatusResponse {
+    requireAuthInfo(this.server, ctx);
     const s = this.server;
     const index = String(s.raftIndex);
     return {
@@ -43,7 +46,8 @@ export class MaintenanceService {
    * or below the compaction point is compacted, one above the current revision is future. The hash is
    * the simulator's own (equal hashes, equal histories), not bolt's CRC.
    */
-  hashKV(req: M.HashKVRequest = {}): M.HashKVResponse {
+  hashKV(req: M.HashKVRequest = {}, ctx?: CallContext): M.HashKVResponse {
+    requireAdmin(this.server, ctx);
     const s = this.server;
     return asGrpc(() => {
       const kv = s.kv;
@@ -55,7 +59,8 @@ export class MaintenanceService {
   }
 
   /** Maintenance.Defragment: nothing to do; etcd answers without a header. */
-  defragment(_req: M.DefragmentRequest = {}): M.DefragmentResponse {
+  defragment(_req: M.DefragmentRequest = {}, ctx?: CallContext): M.DefragmentResponse {
+    requireAdmin(this.server, ctx);
     return { header: null };
   }
 
@@ -63,7 +68,10 @@ export class MaintenanceService {
    * Maintenance.Alarm: the simulator raises no alarms (no space quota, no corruption check), so every
    * action answers an empty list, without a header as etcd does then. Each request is a Raft entry.
    */
-  alarm(_req: M.AlarmRequest = {}): M.AlarmResponse {
+  alarm(_req: M.AlarmRequest = {}, ctx?: CallContext): M.AlarmResponse {
+    const action = _req.action ?? 0;
+    if (action === 0 || action === 'GET') requireAuthInfo(this.server, ctx);
+    else requireAdmin(this.server, ctx);
     this.server.noteRaftEntry();
     return { header: null, alarms: [] };
   }
@@ -72,7 +80,8 @@ export class MaintenanceService {
    * Maintenance.Snapshot (a server stream): one response whose blob is a token for the simulator's
    * state at this moment — not a bolt file. Pass the blob to restore() on the same server.
    */
-  snapshot(_req: M.SnapshotRequest = {}): M.SnapshotResponse[] {
+  snapshot(_req: M.SnapshotRequest = {}, ctx?: CallContext): M.SnapshotResponse[] {
+    requireAdmin(this.server, ctx);
     const s = this.server;
     const token = `${SNAPSHOT_PREFIX}${++this.snapshotSeq}@${s.kv.currentRevision}`;
     this.snapshots.set(token, s.kv.snapshot());
@@ -86,4 +95,41 @@ export class MaintenanceService {
     if (snap === undefined) throw invalidArgument(`etcdsim: unknown snapshot ${JSON.stringify(token.slice(0, 64))}`);
     this.server.restore(snap);
   }
+}
+
+/**
+ * etcd 3.4's authMaintenanceServer returned the auth package's own errors unmapped, so clients saw
+ * Unknown with "auth: ..." (observed on 3.4.23: `rpc error: code = Unknown desc = auth: permission
+ * denied`); later releases map them with togRPCError.
+ */
+const RAW_AUTH_TEXT = new Map([
+  [ErrPermissionDenied, 'auth: permission denied'],
+  [ErrUserEmpty, 'auth: user name is empty'],
+  [ErrUserNotFound, 'auth: user not found'],
+  [ErrInvalidAuthToken, 'auth: invalid auth token'],
+]);
+
+function maintenanceAuth(server: EtcdServer, check: () => void): void {
+  asGrpc(() => {
+    try {
+      check();
+    } catch (err) {
+      const raw = err instanceof EtcdError && server.etcdVersion === '3.4' ? RAW_AUTH_TEXT.get(err.kind) : undefined;
+      if (raw !== undefined) throw new EtcdError({ code: GrpcCode.UNKNOWN, message: raw });
+      throw err;
+    }
+  });
+}
+
+/** authMaintenanceServer.isPermitted: root only while auth is enabled. */
+function requireAdmin(server: EtcdServer, ctx: CallContext | undefined): void {
+  maintenanceAuth(server, () => server.auth.checkAdmin(server.authInfo(ctx)));
+}
+
+/** authMaintenanceServer.requireAuthInfo: any authenticated user while auth is enabled. */
+function requireAuthInfo(server: EtcdServer, ctx: CallContext | undefined): void {
+  if (server.etcdVersion === '3.4') return; // 3.4.23 answers Status and Alarm GET to anyone (observed)
+  maintenanceAuth(server, () => {
+    if (server.auth.enabled && server.authInfo(ctx) === undefined) fail(ErrUserEmpty);
+  });
 }

@@ -336,3 +336,122 @@ export interface MemberListResponse {
   header: ResponseHeader;
   members: Member[];
 }
+
+// ---------------------------------------------------------------------------------------------------
+// Auth (etcdserverpb.Auth, authpb)
+
+export type PermissionType = 'READ' | 'WRITE' | 'READWRITE';
+
+/** authpb.Permission. */
+export interface Permission {
+  permType: PermissionType;
+  key: Buffer;
+  range_end: Buffer;
+}
+
+export interface PermissionInput {
+  permType?: PermissionType | number | undefined;
+  key?: BytesInput | undefined;
+  range_end?: BytesInput | undefined;
+}
+
+export type AuthEnableRequest = Record<string, never> | object;
+export type AuthDisableRequest = Record<string, never> | object;
+export type AuthStatusRequest = Record<string, never> | object;
+export type AuthUserListRequest = Record<string, never> | object;
+export type AuthRoleListRequest = Record<string, never> | object;
+
+export interface AuthenticateRequest {
+  name?: string | undefined;
+  password?: string | undefined;
+}
+
+export interface AuthUserAddRequest {
+  name?: string | undefined;
+  password?: string | undefined;
+  options?: { no_password?: boolean | undefined } | null | undefined;
+  hashedPassword?: string | undefined;
+}
+
+export interface AuthUserGetRequest {
+  name?: string | undefined;
+}
+
+export interface AuthUserDeleteRequest {
+  name?: string | undefined;
+}
+
+export interface AuthUserChangePasswordRequest {
+  name?: string | undefined;
+  password?: string | undefined;
+  hashedPassword?: string | undefined;
+}
+
+export interface AuthUserGrantRoleRequest {
+  user?: string | undefined;
+  role?: string | undefined;
+}
+
+export interface AuthUserRevokeRoleRequest {
+  name?: string | undefined;
+  role?: string | undefined;
+}
+
+export interface AuthRoleAddRequest {
+  name?: string | undefined;
+}
+
+export interface AuthRoleGetRequest {
+  role?: string | undefined;
+}
+
+export interface AuthRoleDeleteRequest {
+  role?: string | undefined;
+}
+
+export interface AuthRoleGrantPermissionRequest {
+  name?: string | undefined;
+  perm?: PermissionInput | null | undefined;
+}
+
+export interface AuthRoleRevokePermissionRequest {
+  role?: string | undefined;
+  key?: BytesInput | undefined;
+  range_end?: BytesInput | undefined;
+}
+
+/** The response of every auth call that returns only a header. */
+export interface AuthHeaderResponse {
+  header: ResponseHeader;
+}
+
+export interface AuthStatusResponse {
+  header: ResponseHeader;
+  enabled: boolean;
+  authRevision: string;
+}
+
+export interface AuthenticateResponse {
+  header: ResponseHeader;
+  token: string;
+}
+
+export interface AuthUserGetResponse {
+  header: ResponseHeader;
+  roles: string[];
+}
+
+export interface AuthUserListResponse {
+  header: ResponseHeader;
+  users: string[];
+}
+
+export interface AuthRoleGetResponse {
+  header: ResponseHeader;
+  perm: Permission[];
+}
+
+export interface AuthRoleListResponse {
+  header: ResponseHeader;
+  roles: string[];
+}

@@ -10,7 +10,9 @@
  * error after abort(). Writes after the end are ignored.
  */
 import { INVALID_WATCH_ID, type WatchResponse as DWatchResponse, type WatchStream } from '../watch/index.js';
-import { eventOut, header, int64ToBigInt, int64ToExactNumber, watchCreateIn } from './convert.js';
+import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty, isEtcdError } from '../mvcc/index.js';
+import { bytesIn, eventOut, header, int64ToBigInt, int64ToExactNumber, watchCreateIn } from './convert.js';
+import type { CallContext } from './call_context.js';
 import { toGrpcError } from './errors.js';
 import { StreamCall } from './stream_call.js';
 import type * as M from './messages.js';
@@ -23,9 +25,9 @@ export class WatchService {
 
   constructor(private readonly server: EtcdServer) {}
 
-  /** Watch: opens one bidirectional stream. */
-  watch(): WatchCall {
-    const call = new WatchCall(this.server, (c) => this.open.delete(c));
+  /** Watch: opens one bidirectional stream; `ctx` is the caller (checked on every create while auth is on). */
+  watch(ctx?: CallContext): WatchCall {
+    const call = new WatchCall(this.server, (c) => this.open.delete(c), ctx);
     this.open.add(call);
     return call;
   }
@@ -44,8 +46,17 @@ export class WatchCall extends StreamCall<M.WatchResponse> {
    */
   private readonly bigIds = new Map<bigint, number>();
   private readonly bigIdOf = new Map<number, bigint>();
+  /**
+   * Responses already taken from the stream, in order, ahead of one the call answered itself (a create
+   * refused by auth): every response keeps the order of etcd's control stream.
+   */
+  private early: M.WatchResponse[] = [];
 
-  constructor(server: EtcdServer, onClose: (call: WatchCall) => void) {
+  constructor(
+    server: EtcdServer,
+    onClose: (call: WatchCall) => void,
+    private readonly ctx?: CallContext,
+  ) {
     super(server, onClose as (call: StreamCall<M.WatchResponse>) => void, 'etcdsim: watch stream broken');
     this.stream = server.watchable.newWatchStream();
     // Responses a timer step queues (catch-up, victims, progress) must reach the client too, not only
@@ -55,7 +66,7 @@ export class WatchCall extends StreamCall<M.WatchResponse> {
 
   /** Number of responses queued and not yet taken or delivered. */
   get pending(): number {
-    return this.stream.pending;
+    return this.early.length + this.stream.pending;
   }
 
   /**
@@ -76,7 +87,9 @@ export class WatchCall extends StreamCall<M.WatchResponse> {
     try {
       if (which === 'create_request' && req.create_request != null) {
         const c = req.create_request;
-        this.stream.watch(watchCreateIn(c, this.idIn(c.watch_id)));
+        const refused = this.authRefusal(c);
+        if (refused !== undefined) this.answerRefused(refused);
+        else this.stream.watch(watchCreateIn(c, this.idIn(c.watch_id)));
       } else if (which === 'cancel_request' && req.cancel_request != null) {
         const id = this.knownIdIn(req.cancel_request.watch_id);
         if (id !== undefined) this.stream.cancel(id);
@@ -91,10 +104,50 @@ export class WatchCall extends StreamCall<M.WatchResponse> {
   /** Takes every queued response, in order, in message form. */
   take(): M.WatchResponse[] {
     const rs = this.stream.take();
-    return rs.length === 0 ? [] : rs.map((r) => this.responseOut(r));
+    const out = rs.length === 0 ? [] : rs.map((r) => this.responseOut(r));
+    if (this.early.length === 0) return out;
+    const early = this.early;
+    this.early = [];
+    return out.length === 0 ? early : [...early, ...out];
+  }
+
+  /**
+   * isWatchPermitted (v3rpc/watch.go): while auth is enabled the caller must be able to READ the whole
+   * watched range; if not, the cancel reason etcd gives: the Go text of its gRPC status error
+   * (`rpctypes.ErrGRPCPermissionDenied.Error()`), "rpc error: code = PermissionDenied desc = ...".
+   */
+  private authRefusal(c: M.WatchCreateRequest): string | undefined {
+    const server = this.server;
+    if (!server.auth.enabled) return undefined;
+    try {
+      const ai = server.authInfo(this.ctx);
+      server.auth.checkOp(ai, 'READ', bytesIn(c.key), c.range_end === undefined ? undefined : bytesIn(c.range_end));
+      return undefined;
+    } catch (err) {
+      if (isEtcdError(err, ErrInvalidAuthToken)) return `rpc error: code = Unauthenticated desc = ${ErrInvalidAuthToken.message}`;
+      if (isEtcdError(err, ErrUserEmpty)) return `rpc error: code = InvalidArgument desc = ${ErrUserEmpty.message}`;
+      return `rpc error: code = PermissionDenied desc = ${ErrPermissionDenied.message}`;
+    }
+  }
+
+  /** A refused create: created+canceled, watch_id -1, queued after everything the stream queued before it. */
+  private answerRefused(cancelReason: string): void {
+    const before = this.stream.take().map((r) => this.responseOut(r));
+    this.early.push(...before, {
+      header: header(this.server.identity, this.server.kv.currentRevision),
+      watch_id: '-1',
+      created: true,
+      canceled: true,
+      compact_revision: '0',
+      cancel_reason: cancelReason,
+      fragment: false,
+      events: [],
+    });
+    this.server.delivery.poke();
   }
 
   protected release(): void {
+    this.early = [];
     this.stream.close();
   }
 
