@@ -4,6 +4,7 @@
  * list with no alarm carry no header at all).
  */
 import { Buffer } from 'node:buffer';
+import { createHash } from 'node:crypto';
 import type { StoreSnapshot } from '../mvcc/index.js';
 import { header, int64ToNumber } from './convert.js';
 import { asGrpc, invalidArgument } from './errors.js';
@@ -85,12 +86,12 @@ export class MaintenanceService {
     const s = this.server;
     const token = `${SNAPSHOT_PREFIX}${++this.snapshotSeq}@${s.kv.currentRevision}`;
     this.snapshots.set(token, s.kv.snapshot());
-    return [{ header: header(s.identity, s.kv.currentRevision), remaining_bytes: '0', blob: Buffer.from(token, 'utf8') }];
+    return [{ header: header(s.identity, s.kv.currentRevision), remaining_bytes: '0', blob: snapshotBlob(token) }];
   }
 
   /** Restores a state taken by snapshot() (as a follower applies a leader's snapshot: see EtcdServer.restore). */
   restore(blob: Uint8Array): void {
-    const token = Buffer.from(blob).toString('utf8');
+    const token = snapshotToken(blob);
     const snap = this.snapshots.get(token);
     if (snap === undefined) throw invalidArgument(`etcdsim: unknown snapshot ${JSON.stringify(token.slice(0, 64))}`);
     this.server.restore(snap);
@@ -133,3 +134,25 @@ function requireAuthInfo(server: EtcdServer, ctx: CallContext | undefined): void
     if (server.auth.enabled && server.authInfo(ctx) === undefined) fail(ErrUserEmpty);
   });
 }
+
+/**
+ * The snapshot stream's payload: the token, zero-padded to whole 512-byte pages and followed by the SHA-256
+ * of those pages — the framing etcdctl's `snapshot save` checks (a bolt file is pages; etcd appends the
+ * hash), so the save succeeds. It is still a token, not a bolt database: `snapshot status` cannot read it.
+ */
+function snapshotBlob(token: string): Buffer {
+  const text = Buffer.from(token, 'utf8');
+  const pages = Buffer.alloc(Math.ceil(text.length / SNAPSHOT_PAGE) * SNAPSHOT_PAGE);
+  text.copy(pages);
+  return Buffer.concat([pages, createHash('sha256').update(pages).digest()]);
+}
+
+/** The token inside a snapshot payload (or inside a bare token, as earlier versions handed out). */
+function snapshotToken(blob: Uint8Array): string {
+  const b = Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength);
+  const body = b.length % SNAPSHOT_PAGE === 32 ? b.subarray(0, b.length - 32) : b;
+  const end = body.indexOf(0);
+  return body.subarray(0, end < 0 ? body.length : end).toString('utf8');
+}
+
+const SNAPSHOT_PAGE = 512;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createEtcdSim, DEFAULT_CLUSTER_ID, DEFAULT_MEMBER_ID } from '../../src/index.js';
@@ -79,6 +80,11 @@ test('Defragment and Alarm answer as etcd 3.4.23 does (no header); Snapshot/rest
   assert.ok(snap !== undefined);
   assert.deepStrictEqual(snap.header, hdr(2));
   assert.equal(snap.remaining_bytes, '0');
+  // Framed as etcdctl's `snapshot save` checks it: whole 512-byte pages, then their SHA-256.
+  const blob = Buffer.from(snap.blob);
+  assert.equal(blob.length % 512, 32);
+  const pages = blob.subarray(0, blob.length - 32);
+  assert.deepStrictEqual(blob.subarray(blob.length - 32), createHash('sha256').update(pages).digest());
   const h = sim.hash();
   sim.services.kv.put({ key: B('a'), value: B('2') });
   m.restore(snap.blob);
