@@ -20,6 +20,8 @@ export interface ServeFlags {
   keyFile?: string | undefined;
   trustedCaFile?: string | undefined;
   allowNonLoopback: boolean;
+  authTokenTtl: number;
+  bcryptCost?: number | undefined;
 }
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
@@ -71,6 +73,8 @@ export function parseServeFlags(f: ServeFlags): ServeOptions {
     seed,
     clockSpeed,
     etcdVersion: f.etcdVersion as EtcdVersion,
+    authTokenTTL: f.authTokenTtl,
+    authHashCost: f.bcryptCost,
     clientUrls: f.advertiseClientUrls?.split(',').map((s) => s.trim()),
     tls:
       f.certFile === undefined || f.keyFile === undefined

@@ -20,11 +20,16 @@ const flags = (over: Partial<ServeFlags> = {}): ServeFlags => ({
   clockSpeed: '1',
   etcdVersion: '3.7',
   allowNonLoopback: false,
+  authTokenTtl: 300,
   ...over,
 });
 
 test('serve flags map to serve() options as etcd names them', () => {
-  const o = parseServeFlags(flags({ listenClientUrls: 'http://localhost:0', heartbeatInterval: 50, electionTimeout: 500, seed: '42', clockSpeed: '10', etcdVersion: '3.4' }));
+  const o = parseServeFlags(
+    flags({ listenClientUrls: 'http://localhost:0', heartbeatInterval: 50, electionTimeout: 500, seed: '42', clockSpeed: '10', etcdVersion: '3.4', authTokenTtl: 60, bcryptCost: 4 }),
+  );
+  assert.equal(o.authTokenTTL, 60);
+  assert.equal(o.authHashCost, 4);
   assert.equal(o.host, 'localhost');
   assert.equal(o.port, 0);
   assert.equal(o.electionTicks, 10);
