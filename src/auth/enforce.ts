@@ -2,8 +2,8 @@
  * The permission checks the server makes before applying a KV or lease request while auth is enabled
  * (server/etcdserver/apply/auth.go): Range READ over its range; Put WRITE on its key, WRITE on every key
  * already attached to its lease, READ on the key with prev_kv; DeleteRange WRITE over its range, READ too
- * with prev_kv; Txn every compare (READ) and every op of both branches, nested txns included, whichever
- * branch would run (CheckTxnAuth); LeaseRevoke WRITE on every attached key unless the caller is root.
+ * with prev_kv; Txn every compare (READ) and every op of both branches, nested txns included (not on
+ * etcd 3.4: AuthStore.checksNestedTxns), whichever branch would run (CheckTxnAuth); LeaseRevoke WRITE on every attached key unless the caller is root.
  * Each throws etcd's error (ErrUserEmpty without a token, ErrPermissionDenied) and changes nothing.
  */
 import type { DeleteRangeRequest, PutRequest, RangeRequest, RequestOp, TxnRequest } from '../mvcc/index.js';
@@ -41,7 +41,7 @@ function checkOpsAuth(as: AuthStore, ai: AuthInfo | undefined, leaseKeys: LeaseK
       const d = op.requestDeleteRange;
       if (d.prevKv === true) as.checkOp(ai, 'READ', d.key, d.rangeEnd);
       as.checkOp(ai, 'WRITE', d.key, d.rangeEnd);
-    } else if (op.requestTxn !== undefined) checkTxnAuth(as, ai, leaseKeys, op.requestTxn);
+    } else if (op.requestTxn !== undefined && as.checksNestedTxns) checkTxnAuth(as, ai, leaseKeys, op.requestTxn);
   }
 }
 

@@ -67,6 +67,24 @@ export interface AuthStoreOptions {
   readonly hashCost?: number | undefined;
   /** RoleGet of role root answers ROOT_PERMISSION (etcd ≥ 3.6, PR #13006); else its own, empty list. */
   readonly rootPermInRoleGet?: boolean | undefined;
+  /**
+   * A token sent while auth is disabled is still looked up (etcd 3.4: AuthInfoFromCtx does not look at the
+   * enabled flag, and disabling drops every token), so any token then fails with ErrInvalidAuthToken
+   * (observed on 3.4.23: Range, Put, DeleteRange, Txn, Compact, LeaseGrant, LeaseRevoke, admin RPCs and
+   * Watch creates; LeaseTimeToLive, LeaseKeepAlive and LeaseLeases do not look).
+   */
+  readonly tokensCheckedWhileDisabled?: boolean | undefined;
+  /**
+   * A txn's permission check descends into nested txns (etcd ≥ 3.5). etcd 3.4's checkTxnAuth checks the
+   * compares and the range / put / delete ops of both branches but skips a nested txn entirely (observed
+   * on 3.4.23: a user without any permission runs a txn whose branches hold only nested txns).
+   */
+  readonly checksNestedTxns?: boolean | undefined;
+  /**
+   * LeaseTimeToLive and LeaseKeepAlive check the caller (token, then READ / WRITE on the attached keys):
+   * etcd ≥ 3.5.9 and 3.4.26 (CVE-2023-32082). etcd 3.4.23 checks neither, not even the token (observed).
+   */
+  readonly checksLeaseAccess?: boolean | undefined;
 }
 
 /** Users, roles and permissions to start with (applied before any request, auth revision bumps included). */
@@ -86,15 +104,28 @@ export class AuthStore {
   readonly tokens: SimpleTokens;
   readonly hasher: PasswordHasher;
   private readonly rootPermInRoleGet: boolean;
+  private readonly tokensCheckedWhileDisabled: boolean;
+  /** See AuthStoreOptions.checksNestedTxns. */
+  readonly checksNestedTxns: boolean;
+  /** See AuthStoreOptions.checksLeaseAccess. */
+  readonly checksLeaseAccess: boolean;
 
   constructor(opts: AuthStoreOptions) {
     this.rootPermInRoleGet = opts.rootPermInRoleGet ?? true;
+    this.tokensCheckedWhileDisabled = opts.tokensCheckedWhileDisabled ?? false;
+    this.checksNestedTxns = opts.checksNestedTxns ?? true;
+    this.checksLeaseAccess = opts.checksLeaseAccess ?? true;
     this.tokens = new SimpleTokens(opts.clock, opts.random.fork('token'), (opts.tokenTTL ?? 300) * 1000);
     this.hasher = new PasswordHasher(opts.random.fork('salt'), opts.hashCost ?? 0);
   }
 
   get enabled(): boolean {
     return this.enabledFlag;
+  }
+
+  /** Whether a request's token is looked up now: while enabled, and on etcd 3.4 also while disabled. */
+  get checksTokens(): boolean {
+    return this.enabledFlag || this.tokensCheckedWhileDisabled;
   }
 
   /** The auth revision (AuthStatus authRevision). */
@@ -137,11 +168,11 @@ export class AuthStore {
   }
 
   /**
-   * AuthInfoFromCtx: undefined while auth is disabled or when no token was sent; the token's user when it
-   * is valid; ErrInvalidAuthToken when it is unknown or expired.
+   * AuthInfoFromCtx: undefined while auth is disabled (unless tokensCheckedWhileDisabled) or when no token
+   * was sent; the token's user when it is valid; ErrInvalidAuthToken when it is unknown or expired.
    */
   authInfo(token: string | undefined): AuthInfo | undefined {
-    if (!this.enabledFlag || token === undefined) return undefined;
+    if (!this.checksTokens || token === undefined) return undefined;
     const user = this.tokens.info(token);
     if (user === undefined) fail(ErrInvalidAuthToken);
     return { username: user };

@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import type { EtcdGrpcClient } from '../grpc/client.js';
 import type { EtcdVersion } from '../mvcc/index.js';
-import { workloadArb } from './arbitraries.js';
+import { authWorkloadArb, workloadArb } from './arbitraries.js';
 import { runWorkload, type Divergence, type RunResult } from './engine.js';
 import type { Op } from './ops.js';
 import { resetEtcd, simAt } from './reset.js';
@@ -19,6 +19,8 @@ export interface DiffCheckOptions {
   readonly etcdVersion?: EtcdVersion | undefined;
   /** Total ops to generate, roughly (runs × ops per run); default 1000. */
   readonly ops?: number | undefined;
+  /** Which workloads: KV / Watch / Lease (default) or auth setup and requests as random users (authWorkloadArb). */
+  readonly workload?: 'kv' | 'auth' | undefined;
   /** Most ops per run (default 40). */
   readonly maxOpsPerRun?: number | undefined;
   /** The workload's seed: a run is a pure function of it (the caller picks one; src/diff reads no clock). */
@@ -77,7 +79,8 @@ export async function runDiffCheck(o: DiffCheckOptions): Promise<DiffReport> {
   let opsRun = 0;
   let compared = 0;
   let divergences = 0;
-  const property = fc.asyncProperty(workloadArb({ maxOps }), async (ops) => {
+  const arb = o.workload === 'auth' ? authWorkloadArb({ maxOps }) : workloadArb({ maxOps });
+  const property = fc.asyncProperty(arb, async (ops) => {
     const r = await runOnce(ops, o);
     runs++;
     opsRun += r.ops;

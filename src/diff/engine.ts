@@ -9,7 +9,8 @@
 import { Buffer } from 'node:buffer';
 import type * as M from '../server/messages.js';
 import { canon, text, ttlWithin, type Canon, type LeaseNames } from './normalise.js';
-import type { CompareSpec, DeleteOp, EndSpec, LeaseRef, Op, PutOp, RangeOp, RevSpec, TxnOpSpec, TxnSpec } from './ops.js';
+import type { CallContext } from '../server/call_context.js';
+import { BOGUS_CALLER, BOGUS_TOKEN, passwordOf, type CompareSpec, type DeleteOp, type EndSpec, type LeaseRef, type Op, type PermSpec, type PutOp, type RangeOp, type RevSpec, type TxnOpSpec, type TxnSpec } from './ops.js';
 import type { DiffStream, DiffTarget } from './target.js';
 
 /** Revisions of the simulator, used to resolve relative revisions identically for both sides. */
@@ -48,8 +49,11 @@ interface Side {
   readonly target: DiffTarget;
   readonly leases: string[];
   readonly names: LeaseNames;
-  readonly watch: (DiffStream<M.WatchRequest, M.WatchResponse> | undefined)[];
-  keepAlive: DiffStream<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse> | undefined;
+  /** Watch streams by index and caller (a stream carries its caller's token from its opening on). */
+  readonly watch: Map<string, DiffStream<M.WatchRequest, M.WatchResponse>>;
+  readonly keepAlive: Map<string, DiffStream<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>>;
+  /** This side's token per user: the last one its Authenticate returned. */
+  readonly tokens: Map<string, string>;
   /** Every stream, in opening order, with its name. */
   readonly streams: Array<{ name: string; stream: DiffStream<unknown, unknown> }>;
 }
@@ -74,7 +78,7 @@ export interface EngineOptions {
 }
 
 export async function runWorkload(ops: readonly Op[], sim: DiffTarget, etcd: DiffTarget, revs: Revisions, opts: EngineOptions = {}): Promise<RunResult> {
-  const mk = (target: DiffTarget): Side => ({ target, leases: [], names: { names: new Map() }, watch: [], keepAlive: undefined, streams: [] });
+  const mk = (target: DiffTarget): Side => ({ target, leases: [], names: { names: new Map() }, watch: new Map(), keepAlive: new Map(), tokens: new Map(), streams: [] });
   const a = mk(sim);
   const b = mk(etcd);
   const transcript: TranscriptStep[] = [];
@@ -85,13 +89,14 @@ export async function runWorkload(ops: readonly Op[], sim: DiffTarget, etcd: Dif
   try {
     for (let i = 0; i < ops.length && divergence === undefined; i++) {
       const op = ops[i]!;
+      const inner = unwrap(op);
       // Both requests are built from the revisions before the op (the simulator runs it first).
       const cur = revs.current();
       const compacted = revs.compacted();
       const before: Revisions = { current: () => cur, compacted: () => compacted };
       const ra = await exec(op, a, before);
-      if (op.op === 'watch' && behind(op.watch.start, before)) lastCatchUpWatch = performance.now();
-      if (op.op === 'compact' && lastCatchUpWatch !== undefined) {
+      if (inner.op === 'watch' && behind(inner.watch.start, before)) lastCatchUpWatch = performance.now();
+      if (inner.op === 'compact' && lastCatchUpWatch !== undefined) {
         // etcd catches up a watcher from the past in a sync loop every 100 ms; a compaction before that
         // cancels it, after it does not — let etcd's loop run first, as the simulator's already did.
         const wait = (opts.catchUpWaitMs ?? 300) - (performance.now() - lastCatchUpWatch);
@@ -101,7 +106,7 @@ export async function runWorkload(ops: readonly Op[], sim: DiffTarget, etcd: Dif
       const rb = await exec(op, b, before);
       const ca = outcomeCanon(op, ra, a);
       let cb = outcomeCanon(op, rb, b);
-      if (op.op === 'timeToLive' && 'ok' in ra && 'ok' in rb) cb = ttlWithin(ca, cb);
+      if (inner.op === 'timeToLive' && 'ok' in ra && 'ok' in rb) cb = ttlWithin(ca, cb);
       const ta = text(ca);
       const tb = text(cb);
       compared++;
@@ -195,29 +200,88 @@ function newResponses(a: Side, b: Side, seen: Map<string, number>): TranscriptSt
 // ---------------------------------------------------------------------------------------------------
 // Executing one op on one side
 
+/** The request an op issues (an `as` op: the request it wraps). */
+function unwrap(op: Op): Op {
+  return op.op === 'as' ? unwrap(op.req) : op;
+}
+
 function outcomeCanon(op: Op, r: Outcome, side: Side): Canon {
   if ('err' in r) return { error: { code: r.err.code, details: r.err.details } };
   if (r.ok === 'sent') return 'sent';
-  void op;
-  return canon(r.ok, side.names);
+  const c = canon(r.ok, side.names);
+  // Simple tokens are random: the only thing normalised for auth.
+  if (unwrap(op).op === 'authenticate' && typeof c === 'object' && c !== null && !Array.isArray(c) && typeof c['token'] === 'string' && c['token'] !== '') {
+    return { ...c, token: '<token>' };
+  }
+  return c;
 }
 
-async function exec(op: Op, side: Side, revs: Revisions): Promise<Outcome> {
+/** The caller's context on this side: its token for `user`, none, or a token nobody issued. */
+function callerCtx(side: Side, user: string | undefined): CallContext | undefined {
+  if (user === undefined) return undefined;
+  if (user === BOGUS_CALLER) return { token: BOGUS_TOKEN };
+  const token = side.tokens.get(user);
+  return token === undefined ? undefined : { token };
+}
+
+function permReq(p: PermSpec): M.PermissionInput {
+  return { permType: p.type, ...keyRange(p.key, p.end) };
+}
+
+async function exec(op: Op, side: Side, revs: Revisions, caller?: string): Promise<Outcome> {
   const t = side.target;
+  const ctx = callerCtx(side, caller);
   try {
     switch (op.op) {
+      case 'as':
+        return await exec(op.req, side, revs, op.user);
       case 'put':
-        return { ok: await t.kv.put(putReq(op.put, side)) };
+        return { ok: await t.kv.put(putReq(op.put, side), ctx) };
       case 'range':
-        return { ok: await t.kv.range(rangeReq(op.range, revs)) };
+        return { ok: await t.kv.range(rangeReq(op.range, revs), ctx) };
       case 'delete':
-        return { ok: await t.kv.deleteRange(deleteReq(op.del)) };
+        return { ok: await t.kv.deleteRange(deleteReq(op.del), ctx) };
       case 'txn':
-        return { ok: await t.kv.txn(txnReq(op.txn, side, revs)) };
+        return { ok: await t.kv.txn(txnReq(op.txn, side, revs), ctx) };
       case 'bigTxn':
-        return { ok: await t.kv.txn({ success: Array.from({ length: op.count }, () => ({ request_range: { key: bytes('a') } })) }) };
+        return { ok: await t.kv.txn({ success: Array.from({ length: op.count }, () => ({ request_range: { key: bytes('a') } })) }, ctx) };
       case 'compact':
-        return { ok: await t.kv.compact({ revision: String(rev(op.rev, revs)), physical: op.physical }) };
+        return { ok: await t.kv.compact({ revision: String(rev(op.rev, revs)), physical: op.physical }, ctx) };
+      case 'userAdd':
+        return { ok: await t.auth.userAdd({ name: op.name, password: passwordOf(op.name), ...(op.noPassword === true ? { options: { no_password: true } } : {}) }, ctx) };
+      case 'userDelete':
+        return { ok: await t.auth.userDelete({ name: op.name }, ctx) };
+      case 'userGet':
+        return { ok: await t.auth.userGet({ name: op.name }, ctx) };
+      case 'userList':
+        return { ok: await t.auth.userList({}, ctx) };
+      case 'userGrantRole':
+        return { ok: await t.auth.userGrantRole({ user: op.user, role: op.role }, ctx) };
+      case 'userRevokeRole':
+        return { ok: await t.auth.userRevokeRole({ name: op.user, role: op.role }, ctx) };
+      case 'roleAdd':
+        return { ok: await t.auth.roleAdd({ name: op.name }, ctx) };
+      case 'roleDelete':
+        return { ok: await t.auth.roleDelete({ role: op.name }, ctx) };
+      case 'roleGet':
+        return { ok: await t.auth.roleGet({ role: op.name }, ctx) };
+      case 'roleList':
+        return { ok: await t.auth.roleList({}, ctx) };
+      case 'roleGrantPermission':
+        return { ok: await t.auth.roleGrantPermission({ name: op.role, perm: permReq(op.perm) }, ctx) };
+      case 'roleRevokePermission': {
+        const kr = keyRange(op.key, op.end);
+        return { ok: await t.auth.roleRevokePermission({ role: op.role, ...kr }, ctx) };
+      }
+      case 'authEnable':
+        return { ok: await t.auth.authEnable({}, ctx) };
+      case 'authDisable':
+        return { ok: await t.auth.authDisable({}, ctx) };
+      case 'authenticate': {
+        const res = await t.auth.authenticate({ name: op.user, password: op.wrongPassword === true ? 'wrong' : passwordOf(op.user) }, ctx);
+        side.tokens.set(op.user, res.token);
+        return { ok: res };
+      }
       case 'watch': {
         const w = op.watch;
         const filters: M.FilterType[] = [];
@@ -231,35 +295,38 @@ async function exec(op: Op, side: Side, revs: Revisions): Promise<Outcome> {
           progress_notify: w.progressNotify === true,
           watch_id: String(w.watchId ?? 0),
         };
-        watchStream(side, w.stream).write({ create_request: create });
+        watchStream(side, w.stream, caller).write({ create_request: create });
         return { ok: 'sent' };
       }
       case 'watchCancel':
-        watchStream(side, op.stream).write({ cancel_request: { watch_id: String(op.watchId) } });
+        watchStream(side, op.stream, caller).write({ cancel_request: { watch_id: String(op.watchId) } });
         return { ok: 'sent' };
       case 'watchProgress':
-        watchStream(side, op.stream).write({ progress_request: {} });
+        watchStream(side, op.stream, caller).write({ progress_request: {} });
         return { ok: 'sent' };
       case 'grant': {
-        const res = await t.lease.leaseGrant({ TTL: String(op.ttl), ID: op.id ?? '0' });
+        const res = await t.lease.leaseGrant({ TTL: String(op.ttl), ID: op.id ?? '0' }, ctx);
         side.leases.push(res.ID);
         if ((op.id ?? '0') === '0' && !side.names.names.has(res.ID)) side.names.names.set(res.ID, `L${side.names.names.size + 1}`);
         return { ok: res };
       }
       case 'revoke':
-        return { ok: await t.lease.leaseRevoke({ ID: leaseId(op.lease, side) }) };
+        return { ok: await t.lease.leaseRevoke({ ID: leaseId(op.lease, side) }, ctx) };
       case 'keepAlive': {
-        if (side.keepAlive === undefined) {
-          side.keepAlive = t.openKeepAlive();
-          side.streams.push({ name: 'keepalive', stream: side.keepAlive as DiffStream<unknown, unknown> });
+        const key = caller ?? '';
+        let ka = side.keepAlive.get(key);
+        if (ka === undefined) {
+          ka = t.openKeepAlive(ctx);
+          side.keepAlive.set(key, ka);
+          side.streams.push({ name: caller === undefined ? 'keepalive' : `keepalive as ${caller}`, stream: ka as DiffStream<unknown, unknown> });
         }
-        side.keepAlive.write({ ID: leaseId(op.lease, side) });
+        ka.write({ ID: leaseId(op.lease, side) });
         return { ok: 'sent' };
       }
       case 'timeToLive':
-        return { ok: await t.lease.leaseTimeToLive({ ID: leaseId(op.lease, side), keys: op.keys }) };
+        return { ok: await t.lease.leaseTimeToLive({ ID: leaseId(op.lease, side), keys: op.keys }, ctx) };
       case 'leases':
-        return { ok: await t.lease.leaseLeases({}) };
+        return { ok: await t.lease.leaseLeases({}, ctx) };
     }
   } catch (err) {
     const e = err as { code?: unknown; details?: unknown; message?: unknown };
@@ -268,12 +335,14 @@ async function exec(op: Op, side: Side, revs: Revisions): Promise<Outcome> {
   }
 }
 
-function watchStream(side: Side, i: number): DiffStream<M.WatchRequest, M.WatchResponse> {
-  let s = side.watch[i];
+/** Watch stream `i` of `caller` (opened with the caller's token of the moment, on first use). */
+function watchStream(side: Side, i: number, caller: string | undefined): DiffStream<M.WatchRequest, M.WatchResponse> {
+  const name = caller === undefined ? `watch stream ${i}` : `watch stream ${i} as ${caller}`;
+  let s = side.watch.get(name);
   if (s === undefined) {
-    s = side.target.openWatch();
-    side.watch[i] = s;
-    side.streams.push({ name: `watch stream ${i}`, stream: s as DiffStream<unknown, unknown> });
+    s = side.target.openWatch(callerCtx(side, caller));
+    side.watch.set(name, s);
+    side.streams.push({ name, stream: s as DiffStream<unknown, unknown> });
   }
   return s;
 }

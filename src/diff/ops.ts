@@ -7,6 +7,9 @@
  *  - watch streams by a small index (opened on first use, on both sides);
  *  - revisions relative to the current or the compaction revision (both sides agree on both while they
  *    have not diverged), or absolute (0, negative).
+ *  - callers by user name (`as`): each side holds the token its own Authenticate returned for that user
+ *    (simple tokens are random, so they differ between the sides); a user this side holds no token for
+ *    calls without one, and BOGUS_CALLER sends a token neither side issued.
  * Keys are latin1 strings, so "\u0000" and "ÿ" (0xff) are single bytes.
  */
 export type LeaseRef = { readonly granted: number } | { readonly id: string };
@@ -101,4 +104,39 @@ export type Op =
   | { readonly op: 'revoke'; readonly lease: LeaseRef }
   | { readonly op: 'keepAlive'; readonly lease: LeaseRef }
   | { readonly op: 'timeToLive'; readonly lease: LeaseRef; readonly keys: boolean }
-  | { readonly op: 'leases' };
+  | { readonly op: 'leases' }
+  // Auth. Passwords are passwordOf(name), so a reset can always authenticate as root; Authenticate can
+  // send a wrong one.
+  | { readonly op: 'userAdd'; readonly name: string; readonly noPassword?: boolean | undefined }
+  | { readonly op: 'userDelete'; readonly name: string }
+  | { readonly op: 'userGet'; readonly name: string }
+  | { readonly op: 'userList' }
+  | { readonly op: 'userGrantRole'; readonly user: string; readonly role: string }
+  | { readonly op: 'userRevokeRole'; readonly user: string; readonly role: string }
+  | { readonly op: 'roleAdd'; readonly name: string }
+  | { readonly op: 'roleDelete'; readonly name: string }
+  | { readonly op: 'roleGet'; readonly name: string }
+  | { readonly op: 'roleList' }
+  | { readonly op: 'roleGrantPermission'; readonly role: string; readonly perm: PermSpec }
+  | { readonly op: 'roleRevokePermission'; readonly role: string; readonly key: string; readonly end: EndSpec }
+  | { readonly op: 'authEnable' }
+  | { readonly op: 'authDisable' }
+  | { readonly op: 'authenticate'; readonly user: string; readonly wrongPassword?: boolean | undefined }
+  /** `req` issued by user `user` (with this side's token for it). */
+  | { readonly op: 'as'; readonly user: string; readonly req: Op };
+
+/** A key permission: READ, WRITE or READWRITE on a key, a range, a prefix or from a key. */
+export interface PermSpec {
+  readonly type: 'READ' | 'WRITE' | 'READWRITE';
+  readonly key: string;
+  readonly end: EndSpec;
+}
+
+/** The password every generated user gets. */
+export function passwordOf(name: string): string {
+  return `pw-${name}`;
+}
+
+/** A caller whose token neither side issued (etcd: invalid auth token). */
+export const BOGUS_CALLER = '?bogus';
+export const BOGUS_TOKEN = 'bogusbogusbogusb.1';

@@ -9,19 +9,44 @@
  * Instead: the etcd is emptied (every lease revoked, every key deleted) and compacted at its current
  * revision R; the simulator is created fresh and restored to exactly that state (revision R, compacted at
  * R, no keys). Then both hold the same revisions and compare exactly, with no offset at all.
+ *
+ * Auth state persists on the etcd too: the reset first turns auth off (as root, whose password a workload
+ * always sets to passwordOf('root')) and deletes every user and role, so each run starts, like a fresh
+ * simulator, with auth disabled and no users or roles. (The auth revision is not reset — nothing in the
+ * workload compares it: etcd 3.4 has no AuthStatus.)
  */
 import { createEtcdSim, type EtcdSim } from '../client/create.js';
 import type { EtcdGrpcClient } from '../grpc/client.js';
 import type { EtcdVersion } from '../mvcc/index.js';
 import { DIFF_ELECTION_MS, DIFF_HEARTBEAT_MS } from './etcd_process.js';
+import { passwordOf } from './ops.js';
 
 const ALL = { key: Buffer.from([0]), range_end: Buffer.from([0]) };
 
 /** etcd's error text for compacting at or below the compaction revision. */
 const COMPACTED = 'etcdserver: mvcc: required revision has been compacted';
 
-/** Empties the etcd and compacts it at its current revision; returns that revision. */
+/** etcd's answer to a token-less admin call while auth is enabled. */
+const USER_EMPTY = 'etcdserver: user name is empty';
+
+/** Turns auth off on the etcd (as root) and deletes every user and role. */
+export async function resetAuth(c: EtcdGrpcClient): Promise<void> {
+  try {
+    await c.auth.authDisable({}); // succeeds (a no-op) while auth is disabled
+  } catch (err) {
+    if ((err as { details?: unknown }).details !== USER_EMPTY) throw err;
+    const { token } = await c.auth.authenticate({ name: 'root', password: passwordOf('root') }).catch((e: unknown) => {
+      throw new Error(`diff: auth is enabled on the etcd and root's password is not the workload's (${String(e)})`);
+    });
+    await c.auth.authDisable({}, { token });
+  }
+  for (const name of (await c.auth.userList({})).users) await c.auth.userDelete({ name });
+  for (const role of (await c.auth.roleList({})).roles) await c.auth.roleDelete({ role });
+}
+
+/** Empties the etcd (auth included, see resetAuth) and compacts it at its current revision; returns that revision. */
 export async function resetEtcd(c: EtcdGrpcClient): Promise<number> {
+  await resetAuth(c);
   const leases = await c.lease.leaseLeases({});
   for (const l of leases.leases) {
     await c.lease.leaseRevoke({ ID: l.ID }).catch(() => undefined); // may have expired meanwhile

@@ -12,7 +12,8 @@
 import type { EtcdSim } from '../client/create.js';
 import { toGrpcError, type GrpcError } from '../server/errors.js';
 import type * as M from '../server/messages.js';
-import type { EtcdGrpcClient, GrpcBidiCall, KVClient } from '../grpc/client.js';
+import type { AuthClient, EtcdGrpcClient, GrpcBidiCall, KVClient } from '../grpc/client.js';
+import type { CallContext } from '../server/call_context.js';
 
 export interface DiffStream<Req, Res> {
   write(req: Req): void;
@@ -23,19 +24,21 @@ export interface DiffStream<Req, Res> {
   close(): void;
 }
 
+/** Every call takes the caller's CallContext last (sim: the services' argument; etcd: `token` metadata). */
 export interface DiffLease {
-  leaseGrant(req: M.LeaseGrantRequest): Promise<M.LeaseGrantResponse>;
-  leaseRevoke(req: M.LeaseRevokeRequest): Promise<M.LeaseRevokeResponse>;
-  leaseTimeToLive(req: M.LeaseTimeToLiveRequest): Promise<M.LeaseTimeToLiveResponse>;
-  leaseLeases(req?: M.LeaseLeasesRequest): Promise<M.LeaseLeasesResponse>;
+  leaseGrant(req: M.LeaseGrantRequest, ctx?: CallContext): Promise<M.LeaseGrantResponse>;
+  leaseRevoke(req: M.LeaseRevokeRequest, ctx?: CallContext): Promise<M.LeaseRevokeResponse>;
+  leaseTimeToLive(req: M.LeaseTimeToLiveRequest, ctx?: CallContext): Promise<M.LeaseTimeToLiveResponse>;
+  leaseLeases(req?: M.LeaseLeasesRequest, ctx?: CallContext): Promise<M.LeaseLeasesResponse>;
 }
 
 export interface DiffTarget {
   readonly name: 'etcdsim' | 'etcd';
   readonly kv: KVClient;
   readonly lease: DiffLease;
-  openWatch(): DiffStream<M.WatchRequest, M.WatchResponse>;
-  openKeepAlive(): DiffStream<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>;
+  readonly auth: AuthClient;
+  openWatch(ctx?: CallContext): DiffStream<M.WatchRequest, M.WatchResponse>;
+  openKeepAlive(ctx?: CallContext): DiffStream<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>;
   /**
    * Lets the effects of the last op reach the streams. `expected` (etcd side) gives, per stream in
    * opening order, how many responses the simulator's counterpart holds.
@@ -90,25 +93,43 @@ export function simTarget(sim: EtcdSim): DiffTarget {
   return {
     name: 'etcdsim',
     kv: {
-      range: (r) => call(() => s.kv.range(r)),
-      put: (r) => call(() => s.kv.put(r)),
-      deleteRange: (r) => call(() => s.kv.deleteRange(r)),
-      txn: (r) => call(() => s.kv.txn(r)),
-      compact: (r) => call(() => s.kv.compact(r)),
+      range: (r, c) => call(() => s.kv.range(r, c)),
+      put: (r, c) => call(() => s.kv.put(r, c)),
+      deleteRange: (r, c) => call(() => s.kv.deleteRange(r, c)),
+      txn: (r, c) => call(() => s.kv.txn(r, c)),
+      compact: (r, c) => call(() => s.kv.compact(r, c)),
     },
     lease: {
-      leaseGrant: (r) => call(() => s.lease.leaseGrant(r)),
-      leaseRevoke: (r) => call(() => s.lease.leaseRevoke(r)),
-      leaseTimeToLive: (r) => call(() => s.lease.leaseTimeToLive(r)),
-      leaseLeases: (r) => call(() => s.lease.leaseLeases(r ?? {})),
+      leaseGrant: (r, c) => call(() => s.lease.leaseGrant(r, c)),
+      leaseRevoke: (r, c) => call(() => s.lease.leaseRevoke(r, c)),
+      leaseTimeToLive: (r, c) => call(() => s.lease.leaseTimeToLive(r, c)),
+      leaseLeases: (r) => call(() => s.lease.leaseLeases(r ?? {})), // no permission check, as in etcd
     },
-    openWatch() {
-      const st = new SimStream<M.WatchRequest, M.WatchResponse>(s.watch.watch());
+    auth: {
+      authEnable: (r, c) => call(() => s.auth.authEnable(r, c)),
+      authDisable: (r, c) => call(() => s.auth.authDisable(r, c)),
+      authenticate: (r, c) => call(() => s.auth.authenticate(r, c)),
+      userAdd: (r, c) => call(() => s.auth.userAdd(r, c)),
+      userGet: (r, c) => call(() => s.auth.userGet(r, c)),
+      userList: (r, c) => call(() => s.auth.userList(r, c)),
+      userDelete: (r, c) => call(() => s.auth.userDelete(r, c)),
+      userChangePassword: (r, c) => call(() => s.auth.userChangePassword(r, c)),
+      userGrantRole: (r, c) => call(() => s.auth.userGrantRole(r, c)),
+      userRevokeRole: (r, c) => call(() => s.auth.userRevokeRole(r, c)),
+      roleAdd: (r, c) => call(() => s.auth.roleAdd(r, c)),
+      roleGet: (r, c) => call(() => s.auth.roleGet(r, c)),
+      roleList: (r, c) => call(() => s.auth.roleList(r, c)),
+      roleDelete: (r, c) => call(() => s.auth.roleDelete(r, c)),
+      roleGrantPermission: (r, c) => call(() => s.auth.roleGrantPermission(r, c)),
+      roleRevokePermission: (r, c) => call(() => s.auth.roleRevokePermission(r, c)),
+    },
+    openWatch(ctx) {
+      const st = new SimStream<M.WatchRequest, M.WatchResponse>(s.watch.watch(ctx));
       streams.push(st as SimStream<unknown, unknown>);
       return st;
     },
-    openKeepAlive() {
-      const st = new SimStream<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>(s.lease.leaseKeepAlive());
+    openKeepAlive(ctx) {
+      const st = new SimStream<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>(s.lease.leaseKeepAlive(ctx));
       streams.push(st as SimStream<unknown, unknown>);
       return st;
     },
@@ -178,8 +199,9 @@ export function etcdTarget(client: EtcdGrpcClient, opts: EtcdTargetOptions = {})
     name: 'etcd',
     kv: client.kv,
     lease: client.lease,
-    openWatch: () => new GrpcStream(client.watch.watch()),
-    openKeepAlive: () => new GrpcStream(client.lease.leaseKeepAlive()),
+    auth: client.auth,
+    openWatch: (ctx) => new GrpcStream(client.watch.watch(ctx)),
+    openKeepAlive: (ctx) => new GrpcStream(client.lease.leaseKeepAlive(ctx)),
     async settle(streams, expected) {
       await Promise.all(
         streams.map((st, i) => (st instanceof GrpcStream ? st.waitFor(expected[i] ?? 0, timeout) : Promise.resolve())),

@@ -7,10 +7,12 @@
  * `onResponse()`, `onEnd()`, `end()`, `cancel()`.
  *
  * So one workload object can run against `sim.services` (in-process, synchronous results wrapped in
- * Promises by the caller) or against this client.
+ * Promises by the caller) or against this client. Like the services, every method takes an optional last
+ * CallContext: its token travels as the `token` metadata, as etcd's clients send it.
  */
 import * as grpc from '@grpc/grpc-js';
 import { etcdService } from './server.js';
+import type { CallContext } from '../server/call_context.js';
 import type { GrpcError } from '../server/errors.js';
 import type * as M from '../server/messages.js';
 
@@ -32,28 +34,47 @@ export interface GrpcBidiCall<Req, Res> {
 }
 
 export interface KVClient {
-  range(req: M.RangeRequest): Promise<M.RangeResponse>;
-  put(req: M.PutRequest): Promise<M.PutResponse>;
-  deleteRange(req: M.DeleteRangeRequest): Promise<M.DeleteRangeResponse>;
-  txn(req: M.TxnRequest): Promise<M.TxnResponse>;
-  compact(req: M.CompactionRequest): Promise<M.CompactionResponse>;
+  range(req: M.RangeRequest, ctx?: CallContext): Promise<M.RangeResponse>;
+  put(req: M.PutRequest, ctx?: CallContext): Promise<M.PutResponse>;
+  deleteRange(req: M.DeleteRangeRequest, ctx?: CallContext): Promise<M.DeleteRangeResponse>;
+  txn(req: M.TxnRequest, ctx?: CallContext): Promise<M.TxnResponse>;
+  compact(req: M.CompactionRequest, ctx?: CallContext): Promise<M.CompactionResponse>;
 }
 
 export interface LeaseClient {
-  leaseGrant(req: M.LeaseGrantRequest): Promise<M.LeaseGrantResponse>;
-  leaseRevoke(req: M.LeaseRevokeRequest): Promise<M.LeaseRevokeResponse>;
-  leaseTimeToLive(req: M.LeaseTimeToLiveRequest): Promise<M.LeaseTimeToLiveResponse>;
-  leaseLeases(req?: M.LeaseLeasesRequest): Promise<M.LeaseLeasesResponse>;
-  leaseKeepAlive(): GrpcBidiCall<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>;
+  leaseGrant(req: M.LeaseGrantRequest, ctx?: CallContext): Promise<M.LeaseGrantResponse>;
+  leaseRevoke(req: M.LeaseRevokeRequest, ctx?: CallContext): Promise<M.LeaseRevokeResponse>;
+  leaseTimeToLive(req: M.LeaseTimeToLiveRequest, ctx?: CallContext): Promise<M.LeaseTimeToLiveResponse>;
+  leaseLeases(req?: M.LeaseLeasesRequest, ctx?: CallContext): Promise<M.LeaseLeasesResponse>;
+  leaseKeepAlive(ctx?: CallContext): GrpcBidiCall<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>;
 }
 
 export interface WatchClient {
-  watch(): GrpcBidiCall<M.WatchRequest, M.WatchResponse>;
+  watch(ctx?: CallContext): GrpcBidiCall<M.WatchRequest, M.WatchResponse>;
 }
 
 export interface MaintenanceClient {
   status(req?: M.StatusRequest): Promise<M.StatusResponse>;
   hashKV(req: M.HashKVRequest): Promise<M.HashKVResponse>;
+}
+
+export interface AuthClient {
+  authEnable(req?: M.AuthEnableRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  authDisable(req?: M.AuthDisableRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  authenticate(req: M.AuthenticateRequest, ctx?: CallContext): Promise<M.AuthenticateResponse>;
+  userAdd(req: M.AuthUserAddRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  userGet(req: M.AuthUserGetRequest, ctx?: CallContext): Promise<M.AuthUserGetResponse>;
+  userList(req?: M.AuthUserListRequest, ctx?: CallContext): Promise<M.AuthUserListResponse>;
+  userDelete(req: M.AuthUserDeleteRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  userChangePassword(req: M.AuthUserChangePasswordRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  userGrantRole(req: M.AuthUserGrantRoleRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  userRevokeRole(req: M.AuthUserRevokeRoleRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  roleAdd(req: M.AuthRoleAddRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  roleGet(req: M.AuthRoleGetRequest, ctx?: CallContext): Promise<M.AuthRoleGetResponse>;
+  roleList(req?: M.AuthRoleListRequest, ctx?: CallContext): Promise<M.AuthRoleListResponse>;
+  roleDelete(req: M.AuthRoleDeleteRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  roleGrantPermission(req: M.AuthRoleGrantPermissionRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  roleRevokePermission(req: M.AuthRoleRevokePermissionRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
 }
 
 export interface ClusterClient {
@@ -68,6 +89,7 @@ export interface EtcdGrpcClient {
   readonly watch: WatchClient;
   readonly maintenance: MaintenanceClient;
   readonly cluster: ClusterClient;
+  readonly auth: AuthClient;
   /** Cancels open streams and closes the channel. */
   close(): void;
 }
@@ -78,7 +100,7 @@ export interface ConnectOptions {
 }
 
 type UnaryFn = (req: unknown, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: unknown) => void) => void;
-type BidiFn = () => grpc.ClientDuplexStream<unknown, unknown>;
+type BidiFn = (md: grpc.Metadata) => grpc.ClientDuplexStream<unknown, unknown>;
 
 /** Connects (lazily, as grpc-js does) to `address` (`host:port`) without TLS. */
 export function connectEtcd(address: string, opts: ConnectOptions = {}): EtcdGrpcClient {
@@ -90,7 +112,8 @@ export function connectEtcd(address: string, opts: ConnectOptions = {}): EtcdGrp
   const watchc = new (etcdService('Watch'))(address, creds);
   const maintc = new (etcdService('Maintenance'))(address, creds);
   const clusterc = new (etcdService('Cluster'))(address, creds);
-  const clients = [kvc, leasec, watchc, maintc, clusterc];
+  const authc = new (etcdService('Auth'))(address, creds);
+  const clients = [kvc, leasec, watchc, maintc, clusterc, authc];
   const open = new Set<GrpcBidiCall<unknown, unknown>>();
 
   const method = <F>(client: grpc.Client, name: string): F => {
@@ -100,14 +123,14 @@ export function connectEtcd(address: string, opts: ConnectOptions = {}): EtcdGrp
   };
   const unary =
     <Req, Res>(client: grpc.Client, name: string) =>
-    (req: Req): Promise<Res> =>
+    (req: Req, ctx?: CallContext): Promise<Res> =>
       new Promise<Res>((resolve, reject) => {
-        method<UnaryFn>(client, name)(req ?? {}, new grpc.Metadata(), { deadline: Date.now() + deadlineMs }, (err, res) =>
+        method<UnaryFn>(client, name)(req ?? {}, metadata(ctx), { deadline: Date.now() + deadlineMs }, (err, res) =>
           err ? reject(err) : resolve(res as Res),
         );
       });
-  const bidi = <Req, Res>(client: grpc.Client, name: string): GrpcBidiCall<Req, Res> => {
-    const call = new BidiCall<Req, Res>(method<BidiFn>(client, name)() as grpc.ClientDuplexStream<Req, Res>);
+  const bidi = <Req, Res>(client: grpc.Client, name: string, ctx: CallContext | undefined): GrpcBidiCall<Req, Res> => {
+    const call = new BidiCall<Req, Res>(method<BidiFn>(client, name)(metadata(ctx)) as grpc.ClientDuplexStream<Req, Res>);
     open.add(call as GrpcBidiCall<unknown, unknown>);
     call.onEnd(() => open.delete(call as GrpcBidiCall<unknown, unknown>));
     return call;
@@ -127,19 +150,44 @@ export function connectEtcd(address: string, opts: ConnectOptions = {}): EtcdGrp
       leaseRevoke: unary(leasec, 'LeaseRevoke'),
       leaseTimeToLive: unary(leasec, 'LeaseTimeToLive'),
       leaseLeases: unary<M.LeaseLeasesRequest | undefined, M.LeaseLeasesResponse>(leasec, 'LeaseLeases'),
-      leaseKeepAlive: () => bidi(leasec, 'LeaseKeepAlive'),
+      leaseKeepAlive: (ctx?: CallContext) => bidi(leasec, 'LeaseKeepAlive', ctx),
     },
-    watch: { watch: () => bidi(watchc, 'Watch') },
+    watch: { watch: (ctx?: CallContext) => bidi(watchc, 'Watch', ctx) },
     maintenance: {
       status: unary<M.StatusRequest | undefined, M.StatusResponse>(maintc, 'Status'),
       hashKV: unary(maintc, 'HashKV'),
     },
     cluster: { memberList: unary<M.MemberListRequest | undefined, M.MemberListResponse>(clusterc, 'MemberList') },
+    auth: {
+      authEnable: unary<M.AuthEnableRequest | undefined, M.AuthHeaderResponse>(authc, 'AuthEnable'),
+      authDisable: unary<M.AuthDisableRequest | undefined, M.AuthHeaderResponse>(authc, 'AuthDisable'),
+      authenticate: unary(authc, 'Authenticate'),
+      userAdd: unary(authc, 'UserAdd'),
+      userGet: unary(authc, 'UserGet'),
+      userList: unary<M.AuthUserListRequest | undefined, M.AuthUserListResponse>(authc, 'UserList'),
+      userDelete: unary(authc, 'UserDelete'),
+      userChangePassword: unary(authc, 'UserChangePassword'),
+      userGrantRole: unary(authc, 'UserGrantRole'),
+      userRevokeRole: unary(authc, 'UserRevokeRole'),
+      roleAdd: unary(authc, 'RoleAdd'),
+      roleGet: unary(authc, 'RoleGet'),
+      roleList: unary<M.AuthRoleListRequest | undefined, M.AuthRoleListResponse>(authc, 'RoleList'),
+      roleDelete: unary(authc, 'RoleDelete'),
+      roleGrantPermission: unary(authc, 'RoleGrantPermission'),
+      roleRevokePermission: unary(authc, 'RoleRevokePermission'),
+    },
     close() {
       for (const c of [...open]) c.cancel();
       for (const c of clients) c.close();
     },
   };
+}
+
+/** The call's metadata: the caller's simple token as `token`, as etcd's clients send it. */
+function metadata(ctx: CallContext | undefined): grpc.Metadata {
+  const md = new grpc.Metadata();
+  if (ctx?.token !== undefined) md.set('token', ctx.token);
+  return md;
 }
 
 class BidiCall<Req, Res> implements GrpcBidiCall<Req, Res> {

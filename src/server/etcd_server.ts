@@ -169,6 +169,9 @@ export class EtcdServer {
       hashCost: opts.authHashCost,
       // etcd PR #13006 (v3.6): RoleGet of role root answers READWRITE over every key; before, no permission.
       rootPermInRoleGet: opts.etcdVersion !== '3.4' && opts.etcdVersion !== '3.5',
+      tokensCheckedWhileDisabled: opts.etcdVersion === '3.4',
+      checksNestedTxns: opts.etcdVersion !== '3.4',
+      checksLeaseAccess: opts.etcdVersion !== '3.4',
     });
     if (opts.auth !== undefined) this.auth.apply(opts.auth);
     const etcdVersion = opts.etcdVersion ?? '3.7';

@@ -6,7 +6,8 @@
  *
  * Auth (while enabled; server/etcdserver/v3_server.go and apply/auth.go): LeaseRevoke needs WRITE on
  * every attached key, LeaseKeepAlive too (a refusal ends the stream with the error), LeaseTimeToLive READ
- * on them; root may do all three. KeepAlive and TimeToLive without a token are ErrUserEmpty.
+ * on them; root may do all three. KeepAlive and TimeToLive without a token are ErrUserEmpty. etcd 3.4.23
+ * checks neither KeepAlive nor TimeToLive (AuthStore.checksLeaseAccess).
  */
 import { checkLeaseKeysAuth } from '../auth/index.js';
 import { ErrUserEmpty, fail, keyBytes } from '../mvcc/index.js';
@@ -39,7 +40,7 @@ export class LeaseService {
     const before = server.kv.currentRevision;
     asGrpc(() => {
       const id = int64ToBigInt(req.ID, 'ID');
-      if (server.auth.enabled) {
+      if (server.auth.checksTokens) {
         const ai = server.authInfo(ctx);
         try {
           checkLeaseKeysAuth(server.auth, ai, leaseKeys(server, id));
@@ -153,7 +154,7 @@ function leaseKeys(server: EtcdServer, id: bigint): Uint8Array[] {
 
 /** checkLeaseRenew / checkLeaseTimeToLive: a token is required; root passes; others need `kind` on every key. */
 function checkLeaseAccess(server: EtcdServer, ctx: CallContext | undefined, id: bigint, kind: 'READ' | 'WRITE'): void {
-  if (!server.auth.enabled) return;
+  if (!server.auth.enabled || !server.auth.checksLeaseAccess) return; // 3.4.23: no check at all
   const ai = server.authInfo(ctx);
   if (ai === undefined) fail(ErrUserEmpty);
   if (server.auth.isAdmin(ai)) return;

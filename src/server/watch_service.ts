@@ -118,10 +118,19 @@ export class WatchCall extends StreamCall<M.WatchResponse> {
    */
   private authRefusal(c: M.WatchCreateRequest): string | undefined {
     const server = this.server;
-    if (!server.auth.enabled) return undefined;
+    if (!server.auth.checksTokens) return undefined;
     try {
       const ai = server.authInfo(this.ctx);
-      server.auth.checkOp(ai, 'READ', bytesIn(c.key), c.range_end === undefined ? undefined : bytesIn(c.range_end));
+      let key = bytesIn(c.key);
+      let end = c.range_end === undefined ? undefined : bytesIn(c.range_end);
+      if (server.etcdVersion === '3.4') {
+        // 3.4's watch server rewrites the create first (empty key → "\0"; range_end "\0" → empty) and
+        // then checks an empty range_end as a single key: a from-key watch needs READ on its key only
+        // (observed on 3.4.23: READ on prefix "\0" permits watching every key).
+        if (key.length === 0) key = Uint8Array.of(0);
+        if (end !== undefined && end.length === 1 && end[0] === 0) end = undefined;
+      }
+      server.auth.checkOp(ai, 'READ', key, end);
       return undefined;
     } catch (err) {
       if (isEtcdError(err, ErrInvalidAuthToken)) return `rpc error: code = Unauthenticated desc = ${ErrInvalidAuthToken.message}`;
