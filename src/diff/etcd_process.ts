@@ -13,6 +13,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { RealClock } from '../sim/index.js';
 
 export const DIFF_HEARTBEAT_MS = 100;
 export const DIFF_ELECTION_MS = 10_000;
@@ -137,8 +138,10 @@ export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProces
 async function waitReady(address: string, child: ChildProcess, exited: Promise<void>, timeoutMs: number, log: () => string): Promise<void> {
   let gone = false;
   void exited.then(() => (gone = true));
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
+  // A real process on real time: the wall clock comes from src/sim, the one owner of time.
+  const clock = new RealClock({ unref: true });
+  const deadline = clock.now() + timeoutMs;
+  while (clock.now() < deadline) {
     if (gone) throw new Error(`etcd exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${log().slice(-2000)}`);
     try {
       const res = await fetch(`http://${address}/health`);
