@@ -4,7 +4,7 @@
  */
 import type { CompactResponse, MvccStore, StoreSnapshot } from '../mvcc/index.js';
 import type { Lessor } from '../lease/index.js';
-import { EtcdServer, type EtcdServerOptions, type EtcdServices, type GrpcError } from '../server/index.js';
+import { EtcdServer, type EtcdServerOptions, type EtcdServices, type GrpcError, type MemberSnapshot } from '../server/index.js';
 import { VirtualClock } from '../sim/index.js';
 import type { WatchableStore, WatchStream } from '../watch/index.js';
 import type { Etcd3 } from 'etcd3';
@@ -56,10 +56,13 @@ export interface EtcdSim {
   breakKeepAliveStreams(err?: GrpcError): number;
   /** Compacts the history at `revision` (etcd's Compact; errors as etcd's). */
   compact(revision: number): CompactResponse;
-  /** The store's full state, for restore(). */
-  snapshot(): StoreSnapshot;
-  /** Restores a snapshot as a follower does (watchers move to unsynced, lessor rebuilt). */
-  restore(snapshot: StoreSnapshot): void;
+  /** The member's full state for restore(): the store and the auth state (users, roles, enabled, revision; no tokens). */
+  snapshot(): MemberSnapshot;
+  /**
+   * Restores a snapshot as a follower does (watchers move to unsynced, lessor rebuilt, auth state replaced
+   * when the snapshot carries one; the member's tokens stay, as etcd's in-memory simple tokens do).
+   */
+  restore(snapshot: StoreSnapshot | MemberSnapshot): void;
   /** A digest of the whole history: equal hashes, equal stores. */
   hash(): number;
   /**
@@ -132,7 +135,7 @@ export function createEtcdSim(options: EtcdSimOptions = {}): EtcdSim {
       return calls.length;
     },
     compact: (revision) => server.kv.compact(revision),
-    snapshot: () => server.kv.snapshot(),
+    snapshot: () => server.snapshot(),
     restore: (snapshot) => server.restore(snapshot),
     hash: () => server.kv.hash(),
     etcd3: (opts = {}) => {

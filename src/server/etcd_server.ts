@@ -4,7 +4,7 @@
  * client, later the gRPC server and the scenario runner) drives the same instance, so each etcd rule lives
  * once, below this layer. The server knows nothing of its front doors.
  */
-import { AuthStore, type AuthInfo, type AuthSetup } from '../auth/index.js';
+import { AuthStore, type AuthInfo, type AuthSetup, type AuthSnapshot } from '../auth/index.js';
 import { Lessor } from '../lease/index.js';
 import { MvccStore, type EtcdVersion, type StoreSnapshot } from '../mvcc/index.js';
 import { SimRandom, Ticker, VirtualClock, type Clock } from '../sim/index.js';
@@ -68,6 +68,11 @@ export interface EtcdServerOptions {
   readonly authHashCost?: number | undefined;
   /** Users and roles to start with, and whether auth starts enabled (see AuthSetup). */
   readonly auth?: AuthSetup | undefined;
+}
+
+/** A member's snapshot (EtcdServer.snapshot()): the store's state plus the auth store's persistent state. */
+export interface MemberSnapshot extends StoreSnapshot {
+  readonly auth?: AuthSnapshot | undefined;
 }
 
 /** etcd's IDs for a member started with no flags (name "default", peer URL http://localhost:2380). */
@@ -250,12 +255,23 @@ export class EtcdServer {
   }
 
   /**
-   * Restores a snapshot as a follower applies the leader's: the store's state is replaced, synced watchers
-   * are moved to unsynced, and the lessor's key sets are rebuilt from the restored keys.
+   * The member's state as etcd's snapshot carries it: the MVCC store plus the auth store's persistent state
+   * (users, roles, permissions, enabled flag, auth revision — etcd's auth buckets). Tokens are not in it.
    */
-  restore(snapshot: StoreSnapshot): void {
+  snapshot(): MemberSnapshot {
+    return { ...this.kv.snapshot(), auth: this.auth.snapshot() };
+  }
+
+  /**
+   * Restores a snapshot as a follower applies the leader's: the store's state is replaced, synced watchers
+   * are moved to unsynced, and the lessor's key sets are rebuilt from the restored keys. A snapshot taken by
+   * snapshot() also replaces the auth state (etcd's authStore.Recover; the member's in-memory tokens stay,
+   * see AuthStore.restore); a bare store snapshot (MvccStore.snapshot()) leaves the auth state as it is.
+   */
+  restore(snapshot: StoreSnapshot | MemberSnapshot): void {
     this.watchable.restore(snapshot);
     this.lessor.recoverFromStore();
+    if ('auth' in snapshot && snapshot.auth !== undefined) this.auth.restore(snapshot.auth);
   }
 
   /** Stops every periodic step (lease expiry, watch sync, progress) so a real clock lets the process exit. */

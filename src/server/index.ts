@@ -7,6 +7,7 @@ export {
   type EtcdServerOptions,
   type EtcdServices,
   type MemberInfo,
+  type MemberSnapshot,
 } from './etcd_server.js';
 export { KVService } from './kv_service.js';
 export { WatchService, WatchCall, type ResponseListener, type EndListener } from './watch_service.js';

@@ -5,19 +5,18 @@
  */
 import { Buffer } from 'node:buffer';
 import { createHash } from 'node:crypto';
-import type { StoreSnapshot } from '../mvcc/index.js';
 import { header, int64ToNumber } from './convert.js';
 import { asGrpc, invalidArgument } from './errors.js';
 import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty, ErrUserNotFound, EtcdError, GrpcCode, fail } from '../mvcc/index.js';
 import type { CallContext } from './call_context.js';
 import type * as M from './messages.js';
-import type { EtcdServer } from './etcd_server.js';
+import type { EtcdServer, MemberSnapshot } from './etcd_server.js';
 
 const SNAPSHOT_PREFIX = 'etcdsim-snapshot/';
 
 export class MaintenanceService {
   /** Snapshots handed out by snapshot(), by token; restore() takes them back. */
-  private readonly snapshots = new Map<string, StoreSnapshot>();
+  private readonly snapshots = new Map<string, MemberSnapshot>();
   private snapshotSeq = 0;
 
   constructor(private readonly server: EtcdServer) {}
@@ -79,13 +78,14 @@ export class MaintenanceService {
 
   /**
    * Maintenance.Snapshot (a server stream): one response whose blob is a token for the simulator's
-   * state at this moment — not a bolt file. Pass the blob to restore() on the same server.
+   * state at this moment (store and auth state, as etcd's snapshot holds the auth buckets) — not a bolt
+   * file. Pass the blob to restore() on the same server.
    */
   snapshot(_req: M.SnapshotRequest = {}, ctx?: CallContext): M.SnapshotResponse[] {
     requireAdmin(this.server, ctx);
     const s = this.server;
     const token = `${SNAPSHOT_PREFIX}${++this.snapshotSeq}@${s.kv.currentRevision}`;
-    this.snapshots.set(token, s.kv.snapshot());
+    this.snapshots.set(token, s.snapshot());
     return [{ header: header(s.identity, s.kv.currentRevision), remaining_bytes: '0', blob: snapshotBlob(token) }];
   }
 

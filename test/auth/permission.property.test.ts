@@ -87,11 +87,28 @@ function merge(ivls: Ivl[]): Ivl[] {
   return out;
 }
 
-/** RoleGrantPermission on a key and range_end already granted replaces its type: the last grant wins. */
+/**
+ * The role's permission list after granting `perms` in order, as etcd 3.4's RoleGrantPermission builds it
+ * (observed on 3.4.23 with etcdctl role grant-permission / role get): the list stays sorted by key (grants on
+ * an equal key keep their grant order); a grant looks at the first permission whose key is >= its key, and
+ * only if that one has the same key and range_end is its type replaced — otherwise the grant is inserted
+ * after the permissions with an equal key, even when another permission further on has the same key and
+ * range_end. So READ "b", READ from "b", WRITE from "b" keeps all three (READ from "b" stays).
+ */
 function effective(perms: Perm[]): Perm[] {
-  const byRange = new Map<string, Perm>();
-  for (const p of perms) byRange.set(JSON.stringify([p.key, p.rangeEnd]), p);
-  return [...byRange.values()];
+  const list: Perm[] = [];
+  for (const p of perms) {
+    let i = 0;
+    while (i < list.length && list[i]!.key < p.key) i++;
+    const first = list[i];
+    if (first !== undefined && first.key === p.key && first.rangeEnd === p.rangeEnd) {
+      list[i] = { ...first, permType: p.permType };
+      continue;
+    }
+    while (i < list.length && list[i]!.key === p.key) i++;
+    list.splice(i, 0, { ...p });
+  }
+  return list;
 }
 
 function allowed(granted: Perm[], kind: Kind, key: string, end: string): boolean {
@@ -206,11 +223,6 @@ test('property: a request succeeds iff the permission model allows it; a denied 
         run(s, { t: 'range', r: { key: 'a', end: '\0' } }, root);
       }
     }),
-    // A fixed seed unless ETCDSIM_SEED is given: random seeds still find a disagreement between this oracle
-    // and the auth store about several grants sharing one key (seed 260241684, see the issue note), so CI
-    // stays reproducible while that is open.
-    { seed: KNOWN_GOOD_SEED, ...parameters(200) },
+    parameters(200),
   );
 });
-
-const KNOWN_GOOD_SEED = 20261130;
