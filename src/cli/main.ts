@@ -1,9 +1,9 @@
-/** The `etcdsim` command line: `demo` (the default), `serve`, `run` and `diff`. */
+/**
+ * The `etcdsim` command line: `demo` (the default), `serve`, `run` and `diff`. Each command loads its
+ * modules when it runs, so `serve` starts without compiling the scenario runner or the differential engine.
+ */
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { runDemo, runWatchLeaseDemo } from './demo.js';
-import { runDiff } from './diff_command.js';
-import { runCommand } from './run_command.js';
-import { parseServeFlags, runServe, type ServeFlags } from './serve.js';
+import type { ServeFlags } from './serve.js';
 
 const program = new Command();
 program
@@ -17,7 +17,8 @@ program
 program
   .command('demo', { isDefault: true })
   .description('print a short tour of the etcd rules the simulator follows')
-  .action(() => {
+  .action(async () => {
+    const { runDemo, runWatchLeaseDemo } = await import('./demo.js');
     runDemo((line) => console.log(line));
     runWatchLeaseDemo((line) => console.log(line));
   });
@@ -49,6 +50,7 @@ program
   .option('--auth-token-ttl <s>', 'lifetime of a simple auth token in seconds', int('--auth-token-ttl'), 300)
   .option('--bcrypt-cost <n>', 'password hashing cost as etcd (10); default: fast hashing for tests', int('--bcrypt-cost'))
   .action(async (flags: ServeFlags) => {
+    const { parseServeFlags, runServe } = await import('./serve.js');
     let opts;
     try {
       opts = parseServeFlags(flags);
@@ -66,6 +68,7 @@ program
   .allowUnknownOption()
   .helpOption(false)
   .action(async (args: string[]) => {
+    const { runCommand } = await import('./run_command.js');
     process.exitCode = await runCommand(args, (line) => console.log(line));
   });
 
@@ -76,6 +79,7 @@ program
   .allowUnknownOption()
   .helpOption(false)
   .action(async (args: string[]) => {
+    const { runDiff } = await import('./diff_command.js');
     process.exitCode = await runDiff(args, (line) => console.log(line));
   });
 
