@@ -46,6 +46,7 @@ program
   .option('--cert-file <path>', 'TLS certificate (PEM)')
   .option('--key-file <path>', 'TLS private key (PEM)')
   .option('--trusted-ca-file <path>', 'CA bundle; clients must present a certificate it signed')
+  .option('--client-cert-auth', 'require client certificates (as etcd; --trusted-ca-file alone already does)', false)
   .option('--allow-non-loopback', 'allow binding to an interface other than loopback', false)
   .option('--auth-token-ttl <s>', 'lifetime of a simple auth token in seconds', int('--auth-token-ttl'), 300)
   .option('--bcrypt-cost <n>', 'password hashing cost as etcd (10); default: fast hashing for tests', int('--bcrypt-cost'))

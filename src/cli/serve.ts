@@ -19,6 +19,7 @@ export interface ServeFlags {
   certFile?: string | undefined;
   keyFile?: string | undefined;
   trustedCaFile?: string | undefined;
+  clientCertAuth?: boolean | undefined;
   allowNonLoopback: boolean;
   authTokenTtl: number;
   bcryptCost?: number | undefined;
@@ -36,8 +37,11 @@ export function parseDuration(v: string): number {
   return ms;
 }
 
-/** Validates the flags and turns them into serve() options (throws with a message for the user). */
-export function parseServeFlags(f: ServeFlags): ServeOptions {
+/**
+ * Validates the flags and turns them into serve() options (throws with a message for the user); `warn`
+ * gets what etcd only warns about (default: stderr).
+ */
+export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m) => console.error(`etcdsim serve: ${m}`)): ServeOptions {
   const urls = f.listenClientUrls.split(',').map((s) => s.trim()).filter((s) => s !== '');
   if (urls.length !== 1) throw new Error('--listen-client-urls: exactly one URL is supported');
   let url: URL;
@@ -50,10 +54,10 @@ export function parseServeFlags(f: ServeFlags): ServeOptions {
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   const port = url.port === '' ? 2379 : Number(url.port);
   const tlsWanted = url.protocol === 'https:';
-  if (tlsWanted !== (f.certFile !== undefined)) {
-    throw new Error(tlsWanted ? 'an https:// listen URL needs --cert-file and --key-file' : '--cert-file needs an https:// listen URL');
-  }
   if ((f.certFile === undefined) !== (f.keyFile === undefined)) throw new Error('--cert-file and --key-file go together');
+  if (tlsWanted && f.certFile === undefined) throw new Error('an https:// listen URL needs --cert-file and --key-file');
+  // etcd serves plaintext on an http:// URL and only warns that the key/cert files are ignored.
+  if (!tlsWanted && f.certFile !== undefined) warn(`the scheme of client url ${urls[0] ?? ''} is HTTP while key/cert files are presented: ignoring them`);
   const seed = /^\d+$/.test(f.seed) ? BigInt(f.seed) : undefined;
   if (seed === undefined) throw new Error('--seed must be a non-negative integer');
   const clockSpeed = Number(f.clockSpeed);
@@ -77,12 +81,13 @@ export function parseServeFlags(f: ServeFlags): ServeOptions {
     authHashCost: f.bcryptCost,
     clientUrls: f.advertiseClientUrls?.split(',').map((s) => s.trim()),
     tls:
-      f.certFile === undefined || f.keyFile === undefined
+      !tlsWanted || f.certFile === undefined || f.keyFile === undefined
         ? undefined
         : {
             cert: readFileSync(f.certFile),
             key: readFileSync(f.keyFile),
             ca: f.trustedCaFile === undefined ? undefined : readFileSync(f.trustedCaFile),
+            clientCertAuth: f.clientCertAuth === true,
           },
   };
 }

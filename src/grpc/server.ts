@@ -17,6 +17,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { EtcdServer, toGrpcError, type CallContext, type EndListener, type EtcdServerOptions, type GrpcError, type ResponseListener } from '../server/index.js';
 import type * as M from '../server/messages.js';
+import { encodeDeleteRangeResponse, encodePutResponse, encodeRangeResponse, encodeTxnResponse, encodeWatchResponse } from './codec.js';
 import { RealClock, type Clock } from '../sim/index.js';
 
 /** Where our .proto files live (etcdserverpb/rpc.proto imports mvccpb/kv.proto and authpb/auth.proto). */
@@ -65,8 +66,17 @@ export interface TlsOptions {
   readonly cert: string | Buffer;
   /** PEM private key. */
   readonly key: string | Buffer;
-  /** PEM CA bundle; when given, clients must present a certificate it signed (etcd's --trusted-ca-file). */
+  /**
+   * PEM CA bundle (etcd's --trusted-ca-file). As in etcd (3.4 through 3.7), giving it alone already makes
+   * clients present a certificate it signed: a client without one fails the TLS handshake.
+   */
   readonly ca?: string | Buffer | undefined;
+  /**
+   * etcd's --client-cert-auth: require a client certificate even without `ca` (then verified against the
+   * system's roots, as etcd verifies against Go's). Not modelled: etcd's use of the certificate's CN as the
+   * user name when auth is enabled.
+   */
+  readonly clientCertAuth?: boolean | undefined;
 }
 
 export interface ServeOptions extends Omit<EtcdServerOptions, 'clock'> {
@@ -199,7 +209,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     };
   };
 
-  grpcServer.addService(etcdService('KV').service, {
+  grpcServer.addService(withEncoders(etcdService('KV').service, KV_ENCODERS), {
     Range: unary((req: M.RangeRequest, ctx) => member().services.kv.range(req, ctx)),
     Put: unary((req: M.PutRequest, ctx) => member().services.kv.put(req, ctx)),
     DeleteRange: unary((req: M.DeleteRangeRequest, ctx) => member().services.kv.deleteRange(req, ctx)),
@@ -207,7 +217,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     Compact: unary((req: M.CompactionRequest, ctx) => member().services.kv.compact(req, ctx)),
     RangeStream: serverStream((req: M.RangeRequest, ctx) => rangeStream(member().services.kv.range(req, ctx))),
   } satisfies grpc.UntypedServiceImplementation);
-  grpcServer.addService(etcdService('Watch').service, {
+  grpcServer.addService(withEncoders(etcdService('Watch').service, WATCH_ENCODERS), {
     Watch: stream<M.WatchRequest, M.WatchResponse>('Watch', (ctx) => member().services.watch.watch(ctx)),
   });
   grpcServer.addService(etcdService('Lease').service, {
@@ -254,7 +264,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
       : grpc.ServerCredentials.createSsl(
           opts.tls.ca === undefined ? null : Buffer.from(opts.tls.ca),
           [{ private_key: Buffer.from(opts.tls.key), cert_chain: Buffer.from(opts.tls.cert) }],
-          opts.tls.ca !== undefined,
+          opts.tls.ca !== undefined || opts.tls.clientCertAuth === true,
         );
   const hostPart = isIP(host) === 6 ? `[${host}]` : host;
   const boundPort = await new Promise<number>((resolve, reject) => {
@@ -300,6 +310,25 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
       return closing;
     },
   };
+}
+
+const KV_ENCODERS: Readonly<Record<string, (r: never) => Buffer>> = {
+  Range: encodeRangeResponse,
+  Put: encodePutResponse,
+  DeleteRange: encodeDeleteRangeResponse,
+  Txn: encodeTxnResponse,
+};
+const WATCH_ENCODERS: Readonly<Record<string, (r: never) => Buffer>> = { Watch: encodeWatchResponse };
+
+/** `def` with the bulk responses encoded by src/grpc/codec.ts instead of proto-loader (the same messages on the wire, less work). */
+function withEncoders(def: grpc.ServiceDefinition, encoders: Readonly<Record<string, (r: never) => Buffer>>): grpc.ServiceDefinition {
+  const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = { ...def };
+  for (const [method, encode] of Object.entries(encoders)) {
+    const m = def[method];
+    if (m === undefined) throw new Error(`etcdsim: no method ${method} to encode`);
+    out[method] = { ...m, responseSerialize: encode as (r: unknown) => Buffer };
+  }
+  return out;
 }
 
 /** A service error as grpc-js sends it: status code and details (no trailing metadata). */

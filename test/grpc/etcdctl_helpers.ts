@@ -3,9 +3,12 @@
  * 3.4.23 on loopback, so tests can compare what etcdctl prints. Both binaries are required: a missing one
  * fails with a message (`.ci/run` installs them).
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { freePort, startEtcd as startEtcdProcess } from '../../src/diff/etcd_process.js';
-import { serve, type ServeHandle } from '../../src/grpc/server.js';
+import { serve, type ServeHandle, type TlsOptions } from '../../src/grpc/server.js';
 import type { VirtualClock } from '../../src/sim/index.js';
 
 export function requireBinary(name: string): string {
@@ -23,6 +26,8 @@ export interface Target {
   readonly name: 'etcd' | 'etcdsim';
   /** host:port (etcdctl without a scheme: see the report on :authority). */
   readonly address: string;
+  /** etcdctl flags every command gets (TLS: --cacert, --cert, --key). */
+  readonly flags?: readonly string[] | undefined;
   readonly peerUrl: string;
   /** Replacements applied to every output: IDs, addresses, lease IDs. */
   readonly subst: Array<[string, string]>;
@@ -40,7 +45,7 @@ export interface CtlResult {
 /** Runs etcdctl with `args` against `t`; resolves with exit code and stdout+stderr, normalised. */
 export function ctl(t: Target, args: string[], input?: string): Promise<CtlResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn('etcdctl', [`--endpoints=${t.address}`, '--dial-timeout=3s', '--command-timeout=3s', ...args], {
+    const child = spawn('etcdctl', [`--endpoints=${t.address}`, '--dial-timeout=3s', '--command-timeout=3s', ...(t.flags ?? []), ...args], {
       env: { ...process.env, ETCDCTL_API: '3' },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
@@ -61,7 +66,7 @@ export function ctl(t: Target, args: string[], input?: string): Promise<CtlResul
  */
 export function watchUntil(t: Target, args: string[], until: string, afterStart: () => Promise<void>): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn('etcdctl', [`--endpoints=${t.address}`, 'watch', ...args], { env: { ...process.env, ETCDCTL_API: '3' } });
+    const child = spawn('etcdctl', [`--endpoints=${t.address}`, ...(t.flags ?? []), 'watch', ...args], { env: { ...process.env, ETCDCTL_API: '3' } });
     let out = '';
     let started = false;
     const guard = setTimeout(() => {
@@ -87,24 +92,130 @@ export function watchUntil(t: Target, args: string[], until: string, afterStart:
   });
 }
 
-let simHandle: ServeHandle | undefined;
-
-/** Waits until the target has a watch registered (sim: by state; etcd: by polling its metrics). */
-async function waitForWatchers(t: Target): Promise<void> {
+/**
+ * Waits until the target has at least `n` watchers registered (sim: by state; etcd: by polling its
+ * metrics over plain http, so not for a TLS etcd).
+ */
+async function waitForWatchers(t: Target, n = 1): Promise<void> {
   const deadline = performance.now() + 10_000; // failure guard only
+  let seen = 0;
   while (performance.now() < deadline) {
     if (t.name === 'etcdsim') {
-      const w = simHandle?.server.watchable;
-      if (w !== undefined && w.synced.size + w.unsynced.size > 0) return;
+      const w = t.handle?.server.watchable;
+      if (w === undefined) throw new Error('etcdsim target without a serve() handle');
+      seen = w.synced.size + w.unsynced.size;
+      if (seen >= n) return;
       await new Promise<void>((r) => setImmediate(r));
     } else {
       const res = await fetch(`http://${t.address}/metrics`);
       const text = await res.text();
       const m = /^etcd_debugging_mvcc_watcher_total (\d+)/m.exec(text);
-      if (m !== null && Number(m[1]) > 0) return;
+      seen = Number(m?.[1] ?? 0);
+      if (seen >= n) return;
     }
   }
-  throw new Error(`${t.name}: no watcher registered`);
+  throw new Error(`${t.name}: ${seen} watchers registered, expected ${n}`);
+}
+
+/** What an interactive `etcdctl watch -i` printed, and how it ended. */
+export interface InteractiveResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * `etcdctl watch -i` as a user runs it: stdin stays open, each `send` is one typed line, and the test waits
+ * for what etcdctl prints (event-driven: every wait resolves on the child's output; a guard timer only
+ * turns a hang into a failure that shows what was printed).
+ */
+export class InteractiveWatch {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private out = '';
+  private err = '';
+  private readonly waiters = new Set<() => void>();
+  private readonly exited: Promise<number | null>;
+
+  constructor(
+    private readonly t: Target,
+    args: string[] = [],
+    private readonly guardMs = 15_000,
+  ) {
+    this.child = spawn('etcdctl', [`--endpoints=${t.address}`, ...(t.flags ?? []), 'watch', '-i', ...args], {
+      env: { ...process.env, ETCDCTL_API: '3' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const poke = (): void => {
+      for (const w of [...this.waiters]) w();
+    };
+    this.child.stdout.on('data', (d: Buffer) => {
+      this.out += d.toString();
+      poke();
+    });
+    this.child.stderr.on('data', (d: Buffer) => {
+      this.err += d.toString();
+      poke();
+    });
+    this.exited = new Promise((resolve, reject) => {
+      this.child.on('error', reject);
+      this.child.on('close', (code) => {
+        resolve(code);
+        poke();
+      });
+    });
+  }
+
+  /** Types one line (a newline is added). */
+  send(line: string): void {
+    this.child.stdin.write(`${line}\n`);
+  }
+
+  /** Resolves once `text` occurs at least `times` times in what etcdctl printed on `stream` so far. */
+  waitFor(stream: 'stdout' | 'stderr', text: string, times = 1): Promise<void> {
+    const count = (): number => (stream === 'stdout' ? this.out : this.err).split(text).length - 1;
+    return new Promise((resolve, reject) => {
+      const check = (): void => {
+        if (count() >= times) {
+          this.waiters.delete(check);
+          clearTimeout(guard);
+          resolve();
+        } else if (this.child.exitCode !== null || this.child.signalCode !== null) {
+          this.waiters.delete(check);
+          clearTimeout(guard);
+          reject(new Error(`${this.t.name}: etcdctl exited; expected ${JSON.stringify(text)} x${times} on ${stream}; ${this.printed()}`));
+        }
+      };
+      const guard = setTimeout(() => {
+        this.waiters.delete(check);
+        reject(new Error(`${this.t.name}: expected ${JSON.stringify(text)} x${times} on ${stream}; ${this.printed()}`));
+      }, this.guardMs);
+      this.waiters.add(check);
+      check();
+    });
+  }
+
+  /** Resolves once the server has at least `n` watchers (the typed `watch` lines reached it). */
+  watchers(n: number): Promise<void> {
+    return waitForWatchers(this.t, n);
+  }
+
+  /** Closes stdin (etcdctl then exits on EOF) and resolves with everything printed, normalised. */
+  async end(): Promise<InteractiveResult> {
+    this.child.stdin.end();
+    const guard = setTimeout(() => this.child.kill('SIGKILL'), this.guardMs);
+    const code = await this.exited;
+    clearTimeout(guard);
+    return { code, stdout: normalise(this.t, this.out), stderr: normalise(this.t, this.err) };
+  }
+
+  /** Stops etcdctl at once (cleanup after a failure). */
+  kill(): void {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+  }
+
+  private printed(): string {
+    return `stdout ${JSON.stringify(this.out)}, stderr ${JSON.stringify(this.err)}`;
+  }
 }
 
 function normalise(t: Target, s: string): string {
@@ -129,8 +240,11 @@ export function noteLease(t: Target, grantOutput: string): string {
 const HEARTBEAT_MS = 100;
 const ELECTION_MS = 1000;
 
-/** `etcdsim serve` in this process, as etcd 3.4; on the wall clock unless a (virtual) `clock` is given. */
-export async function startSim(opts: { clock?: VirtualClock } = {}): Promise<Target> {
+/**
+ * `etcdsim serve` in this process, as etcd 3.4; on the wall clock unless a (virtual) `clock` is given;
+ * over TLS when `tls` is given, etcdctl then getting `flags` (--cacert, ...) on every command.
+ */
+export async function startSim(opts: { clock?: VirtualClock; tls?: TlsOptions; flags?: readonly string[] } = {}): Promise<Target> {
   const peerPort = await freePort();
   const peerUrl = `http://127.0.0.1:${peerPort}`;
   const h = await serve({
@@ -140,18 +254,19 @@ export async function startSim(opts: { clock?: VirtualClock } = {}): Promise<Tar
     heartbeatIntervalMs: HEARTBEAT_MS,
     electionTicks: ELECTION_MS / HEARTBEAT_MS,
     clock: opts.clock,
+    tls: opts.tls,
   });
-  simHandle = h;
   const t: Target = {
     name: 'etcdsim',
     address: h.address,
+    flags: opts.flags,
     peerUrl,
     subst: [],
     leases: 0,
     handle: h,
     close: () => h.close(),
   };
-  await learnIds(t);
+  await learnIdsOrClose(t);
   return t;
 }
 
@@ -167,8 +282,93 @@ export async function startEtcd(): Promise<Target> {
     leases: 0,
     close: () => proc.stop(),
   };
-  await learnIds(t);
+  await learnIdsOrClose(t);
   return t;
+}
+
+/** etcd's TLS flags for the client port, as files. */
+export interface EtcdTlsFiles {
+  readonly certFile: string;
+  readonly keyFile: string;
+  readonly trustedCaFile?: string | undefined;
+  readonly clientCertAuth?: boolean | undefined;
+}
+
+/**
+ * A fresh real etcd 3.4.23 serving clients over TLS (https:// client URL, plain peer URL), the same timing
+ * flags as startSim; ready when it logs "ready to serve client requests". etcdctl gets `flags` on every
+ * command. Stopped by PID; its data dir is removed.
+ */
+export async function startEtcdTls(tls: EtcdTlsFiles, flags: readonly string[]): Promise<Target> {
+  requireBinary('etcd');
+  const dir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'etcdsim-tls-'));
+  const [cp, pp] = [await freePort(), await freePort()];
+  const client = `https://127.0.0.1:${cp}`;
+  const peer = `http://127.0.0.1:${pp}`;
+  const child = spawn(
+    'etcd',
+    [
+      '--name', 'default', '--data-dir', dir,
+      '--listen-client-urls', client, '--advertise-client-urls', client,
+      '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer, '--initial-cluster', `default=${peer}`,
+      '--heartbeat-interval', String(HEARTBEAT_MS), '--election-timeout', String(ELECTION_MS),
+      '--cert-file', tls.certFile, '--key-file', tls.keyFile,
+      ...(tls.trustedCaFile === undefined ? [] : ['--trusted-ca-file', tls.trustedCaFile]),
+      ...(tls.clientCertAuth === true ? ['--client-cert-auth'] : []),
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const killOnExit = (): void => {
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('exit', killOnExit);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async (): Promise<void> => {
+    process.off('exit', killOnExit);
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const guard = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(guard);
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  let log = '';
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const guard = setTimeout(() => reject(new Error(`etcd (TLS) not ready within 30 s:\n${log.slice(-2000)}`)), 30_000);
+      const onData = (d: Buffer): void => {
+        log = (log + d.toString()).slice(-20_000);
+        if (log.includes('ready to serve client requests')) {
+          clearTimeout(guard);
+          resolve();
+        }
+      };
+      child.stdout.on('data', onData);
+      child.stderr.on('data', onData);
+      void exited.then(() => {
+        clearTimeout(guard);
+        reject(new Error(`etcd (TLS) exited before it was ready:\n${log.slice(-2000)}`));
+      });
+    });
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const t: Target = { name: 'etcd', address: `127.0.0.1:${cp}`, flags, peerUrl: peer, subst: [], leases: 0, close: stop };
+  await learnIdsOrClose(t);
+  return t;
+}
+
+/** learnIds, stopping the target when it fails (a target left running would keep the test process alive). */
+async function learnIdsOrClose(t: Target): Promise<void> {
+  try {
+    await learnIds(t);
+  } catch (err) {
+    await t.close();
+    throw err;
+  }
 }
 
 /** Reads the member's IDs (MemberList: no Raft entry, no revision) and sets up their normalisation. */
