@@ -10,6 +10,10 @@
  * Kubernetes list does); watch delivery of 10k events (64-in-flight puts until a prefix Watcher has emitted
  * all of them); txn CAS (each awaited: compare the value, put the next one); start-up (spawn to ready).
  * Without any etcd, the rows show etcdsim alone (baseline = subject, ratio 1, noted).
+ *
+ * The put and txn rows also note the floor: the same load against bench/null_server.mjs, a gRPC server that
+ * answers at once and does nothing. What the etcd3 client and grpc-js spend per call is in every figure of
+ * a row, etcd's included, so when that floor alone is above half of etcd's time no server can reach 0.5.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
@@ -60,7 +64,7 @@ function freePort(): Promise<number> {
 }
 
 /** Spawns `cmd args`, resolves once its output matches `ready`, with the ms it took. */
-function spawnUntil(cmd: string, args: string[], ready: RegExp, onStop: () => void): Promise<{ child: ChildProcess; ms: number }> {
+function spawnUntil(cmd: string, args: string[], ready: RegExp, onStop: () => void): Promise<{ child: ChildProcess; ms: number; log: string }> {
   const t0 = performance.now();
   const child = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
@@ -77,7 +81,7 @@ function spawnUntil(cmd: string, args: string[], ready: RegExp, onStop: () => vo
         child.stderr?.off('data', onData);
         child.stdout?.resume();
         child.stderr?.resume();
-        resolve({ child, ms: performance.now() - t0 });
+        resolve({ child, ms: performance.now() - t0, log });
       }
     };
     child.stdout?.on('data', onData);
@@ -134,7 +138,7 @@ async function startRealEtcd(): Promise<{ server: Server; ms: number }> {
   const client = `http://127.0.0.1:${cp}`;
   const peer = `http://127.0.0.1:${pp}`;
   const cleanup = (): void => rmSync(dir, { recursive: true, force: true });
-  let started: { child: ChildProcess; ms: number };
+  let started: { child: ChildProcess; ms: number; log: string };
   try {
     started = await spawnUntil(
       'etcd',
@@ -200,6 +204,8 @@ interface LoadSpec {
   readonly name: string;
   readonly unit: string;
   readonly load: Load;
+  /** Whether the do-nothing server (bench/null_server.mjs) can answer this load: then the row notes the floor. */
+  readonly floor?: boolean;
 }
 
 const key = (p: string, i: number): string => `${p}${String(i).padStart(6, '0')}`;
@@ -208,6 +214,7 @@ const LOADS: readonly LoadSpec[] = [
   {
     name: 'sequential put latency (each awaited)',
     unit: 'put',
+    floor: true,
     load: (c, sz, p) =>
       sample(sz.rounds, async (r) => {
         const n = r < 0 ? Math.min(50, sz.seqPuts) : sz.seqPuts;
@@ -218,6 +225,7 @@ const LOADS: readonly LoadSpec[] = [
   {
     name: `put throughput (${IN_FLIGHT} in flight)`,
     unit: 'put',
+    floor: true,
     load: (c, sz, p) =>
       sample(sz.rounds, async (r) => {
         const n = r < 0 ? Math.min(500, sz.inflightPuts) : sz.inflightPuts;
@@ -285,6 +293,7 @@ const LOADS: readonly LoadSpec[] = [
   {
     name: 'txn CAS (value compare → put, each awaited)',
     unit: 'txn',
+    floor: true,
     load: async (c, sz, p) => {
       const k = `${p}cas`;
       let v = 0;
@@ -303,12 +312,12 @@ const LOADS: readonly LoadSpec[] = [
 ];
 
 /** Every load against one server, with a fresh client and key prefix; the prefix is deleted afterwards. */
-async function runLoads(server: Server, sz: Sizes, ctx: BenchContext): Promise<Sample[]> {
+async function runLoads(server: Server, sz: Sizes, ctx: BenchContext, loads: readonly LoadSpec[] = LOADS): Promise<Sample[]> {
   const client = new Etcd3({ hosts: server.hosts });
   const p = `${PREFIX}${Date.now()}/`;
   try {
     const out: Sample[] = [];
-    for (const l of LOADS) {
+    for (const l of loads) {
       ctx.log(`server: ${server.name}: ${l.name}`);
       out.push(await l.load(client, sz, p));
     }
@@ -317,6 +326,14 @@ async function runLoads(server: Server, sz: Sizes, ctx: BenchContext): Promise<S
     await client.delete().prefix(PREFIX);
     client.close();
   }
+}
+
+/** bench/null_server.mjs: a gRPC server that answers at once and does nothing (the client's own floor). */
+async function startNullServer(): Promise<Server> {
+  const { child, log } = await spawnUntil(process.execPath, ['bench/null_server.mjs'], /null server on \S+\n/, () => {});
+  child.removeAllListeners('exit');
+  const hosts = /null server on (\S+)\n/.exec(log)?.[1] ?? '';
+  return { name: 'null server', hosts, stop: () => stopChild(child) };
 }
 
 async function startups(start: () => Promise<{ server: Server; ms: number }>, n: number): Promise<Sample> {
@@ -362,9 +379,26 @@ export const serverSection: BenchSection = {
       }
     }
 
+    ctx.log('server: null server (no work: the client\'s floor)');
+    const floorLoads = LOADS.filter((l) => l.floor === true);
+    const nul = await startNullServer();
+    let floorSamples: Sample[];
+    try {
+      floorSamples = await runLoads(nul, sz, ctx, floorLoads);
+    } finally {
+      await nul.stop();
+    }
+    const floorOf = (l: LoadSpec): Sample | undefined => floorSamples[floorLoads.indexOf(l)];
+
     const rows: Row[] = LOADS.map((l, i) => {
       const s = simSamples[i]!;
       const b = etcdSamples?.[i] ?? s;
+      const f = floorOf(l);
+      const floorNote =
+        f === undefined
+          ? ''
+          : `; a server doing no work: ${(f.nsPerOp / 1000).toFixed(0)} µs/${l.unit}` +
+            (etcdSamples === undefined ? '' : ` = ${(f.nsPerOp / b.nsPerOp).toFixed(2)}× etcd's time (the client's own floor)`);
       return {
         name: l.name,
         unit: l.unit,
@@ -375,8 +409,8 @@ export const serverSection: BenchSection = {
         target: etcdSamples === undefined ? undefined : { maxRatio: 0.5 },
         note:
           etcdSamples === undefined
-            ? `etcdsim ${perSecond(s.nsPerOp)}; no etcd to compare with (install etcd or set ETCD_ENDPOINT)`
-            : `etcdsim ${perSecond(s.nsPerOp)} vs etcd ${perSecond(b.nsPerOp)} (${(b.nsPerOp / s.nsPerOp).toFixed(1)}× etcd's rate)`,
+            ? `etcdsim ${perSecond(s.nsPerOp)}; no etcd to compare with (install etcd or set ETCD_ENDPOINT)${floorNote}`
+            : `etcdsim ${perSecond(s.nsPerOp)} vs etcd ${perSecond(b.nsPerOp)} (${(b.nsPerOp / s.nsPerOp).toFixed(1)}× etcd's rate)${floorNote}`,
       };
     });
 
