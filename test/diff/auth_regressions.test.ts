@@ -85,25 +85,23 @@ test('a write too large is refused before its permissions are checked (size at p
 });
 
 /**
- * KNOWN DIVERGENCE (not fixed): for an empty or inverted query (range_end ≤ key) etcd's pkg/adt
- * IntervalTree.Contains depends on the tree's shape — its visit compares the query with each node
- * asymmetrically and prunes subtrees with `Interval{begin, max}.Compare(query)` — so READ from "a" permits
- * a Range ["a", "a") while WRITE on ["aa", ∞) and ["a", "a") does not permit a DeleteRange ["aa", "a").
- * src/auth/range_perm.ts filters intervals by a symmetric overlap and denies the first. The generated auth
- * workloads avoid such queries (arbitraries.ts properRanges). The agreement assertion is left out here:
- * this test pins etcd's answers only.
+ * For an empty or inverted query (range_end ≤ key) etcd's pkg/adt IntervalTree.Contains depends on the
+ * tree's shape — its visit compares the query with each node asymmetrically and prunes subtrees with
+ * `Interval{begin, max}.Compare(query)` — so READ from "a" permits a Range ["a", "a") while WRITE on
+ * ["aa", ∞) and ["a", "a") does not permit a DeleteRange ["aa", "a"). Once a divergence (the simulator
+ * filtered by a symmetric overlap: denied the first, permitted the second); src/auth/range_perm.ts now
+ * builds etcd's tree, and the generated auth workloads send such queries too.
  */
-test('known divergence: empty / inverted ranges against etcd\'s interval tree (etcd answers pinned)', { skip: skipWithoutEtcd }, async () => {
-  const run = async (ops: Op[]): Promise<string[]> => (await runOnce(ops, { etcd: etcd.get().client, etcdVersion: '3.4' })).transcript.map((s) => s.etcd);
-  const a = await run([
+test('empty / inverted ranges are checked against an interval tree shaped as etcd\'s', { skip: skipWithoutEtcd }, async () => {
+  const a = await agree([
     ...SETUP,
     { op: 'roleGrantPermission', role: 'r2', perm: { type: 'READ', key: 'a', end: 'fromKey' } },
     { op: 'userGrantRole', user: 'u2', role: 'r2' },
     ...ENABLE,
     { op: 'as', user: 'u2', req: { op: 'range', range: { key: 'a', end: { end: 'a' } } } },
   ]);
-  assert.match(a[SETUP.length + 2 + ENABLE.length]!, /"count":"0"/); // the simulator: permission denied
-  const b = await run([
+  assert.match(a[SETUP.length + 2 + ENABLE.length]!, /"count":"0"/); // permitted, and an empty range is empty
+  const b = await agree([
     ...SETUP,
     { op: 'roleGrantPermission', role: 'r1', perm: { type: 'WRITE', key: 'aa', end: 'fromKey' } },
     { op: 'roleGrantPermission', role: 'r1', perm: { type: 'READWRITE', key: 'a', end: { end: 'a' } } },
@@ -111,7 +109,7 @@ test('known divergence: empty / inverted ranges against etcd\'s interval tree (e
     ...ENABLE,
     { op: 'as', user: 'u1', req: { op: 'delete', del: { key: 'aa', end: { end: 'a' } } } },
   ]);
-  assert.equal(b[SETUP.length + 3 + ENABLE.length], DENIED); // the simulator: deleted 0
+  assert.equal(b[SETUP.length + 3 + ENABLE.length], DENIED);
 });
 
 test('etcd 3.4 checks a from-key watch (range_end "\\0") as its key alone, an empty key as "\\0"', { skip: skipWithoutEtcd }, async () => {
