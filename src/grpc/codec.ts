@@ -246,74 +246,48 @@ function writeEvent(o: Out, ev: M.Event): void {
 }
 
 const utf8 = new TextEncoder();
+const EMPTY = new Uint8Array(0);
+const reasonBytes = (r: M.WatchResponse): Uint8Array => (r.cancel_reason === '' ? EMPTY : utf8.encode(r.cancel_reason));
 
-function watchSize(r: M.WatchResponse, reason: Uint8Array): number {
+function watchSize(r: M.WatchResponse): number {
   let n =
     messageFieldSize(1, headerSize(r.header)) +
     int64FieldSize(2, r.watch_id) +
     boolFieldSize(r.created) +
     boolFieldSize(r.canceled) +
     int64FieldSize(5, r.compact_revision) +
-    bytesFieldSize(6, reason) +
+    bytesFieldSize(6, reasonBytes(r)) +
     boolFieldSize(r.fragment);
   for (const ev of r.events) n += messageFieldSize(11, eventSize(ev));
   return n;
 }
-function writeWatch(o: Out, r: M.WatchResponse, reason: Uint8Array): void {
+function writeWatch(o: Out, r: M.WatchResponse): void {
   writeHeader(o, 1, r.header);
   writeInt64Field(o, 2, r.watch_id);
   writeBoolField(o, 3, r.created);
   writeBoolField(o, 4, r.canceled);
   writeInt64Field(o, 5, r.compact_revision);
-  writeBytesField(o, 6, reason);
+  writeBytesField(o, 6, reasonBytes(r));
   writeBoolField(o, 7, r.fragment);
   for (const ev of r.events) writeEvent(o, ev);
 }
 
-function finish(o: Out, size: number): Buffer {
-  if (o.pos !== size) throw new Error(`etcdsim codec: wrote ${o.pos} bytes of a ${size}-byte message`);
+/** Measures `r`, then writes it into a buffer of exactly that size. */
+function encode<T>(r: T, size: (r: T) => number, write: (o: Out, r: T) => void): Buffer {
+  const n = size(r);
+  const o = new Out(n);
+  write(o, r);
+  if (o.pos !== n) throw new Error(`etcdsim codec: wrote ${o.pos} bytes of a ${n}-byte message`);
   return o.buf;
 }
 
-const EMPTY = new Uint8Array(0);
-
 /** etcdserverpb.RangeResponse on the wire. */
-export function encodeRangeResponse(r: M.RangeResponse): Buffer {
-  const size = rangeSize(r);
-  const o = new Out(size);
-  writeRange(o, r);
-  return finish(o, size);
-}
-
+export const encodeRangeResponse = (r: M.RangeResponse): Buffer => encode(r, rangeSize, writeRange);
 /** etcdserverpb.PutResponse on the wire. */
-export function encodePutResponse(r: M.PutResponse): Buffer {
-  const size = putSize(r);
-  const o = new Out(size);
-  writePut(o, r);
-  return finish(o, size);
-}
-
+export const encodePutResponse = (r: M.PutResponse): Buffer => encode(r, putSize, writePut);
 /** etcdserverpb.DeleteRangeResponse on the wire. */
-export function encodeDeleteRangeResponse(r: M.DeleteRangeResponse): Buffer {
-  const size = deleteRangeSize(r);
-  const o = new Out(size);
-  writeDeleteRange(o, r);
-  return finish(o, size);
-}
-
+export const encodeDeleteRangeResponse = (r: M.DeleteRangeResponse): Buffer => encode(r, deleteRangeSize, writeDeleteRange);
 /** etcdserverpb.TxnResponse on the wire (nested txns included). */
-export function encodeTxnResponse(r: M.TxnResponse): Buffer {
-  const size = txnSize(r);
-  const o = new Out(size);
-  writeTxn(o, r);
-  return finish(o, size);
-}
-
+export const encodeTxnResponse = (r: M.TxnResponse): Buffer => encode(r, txnSize, writeTxn);
 /** etcdserverpb.WatchResponse on the wire. */
-export function encodeWatchResponse(r: M.WatchResponse): Buffer {
-  const reason = r.cancel_reason === '' ? EMPTY : utf8.encode(r.cancel_reason);
-  const size = watchSize(r, reason);
-  const o = new Out(size);
-  writeWatch(o, r, reason);
-  return finish(o, size);
-}
+export const encodeWatchResponse = (r: M.WatchResponse): Buffer => encode(r, watchSize, writeWatch);
