@@ -1,22 +1,15 @@
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ctl, requireBinary, startEtcd, startSim, type Target } from '../grpc/etcdctl_helpers.js';
+import { ctl, requireBinary, beforeFreshSimAndEtcd, type Target } from '../grpc/etcdctl_helpers.js';
 
 // etcdctl's user, role and auth commands (and --user) against etcdsim serve and a fresh real etcd 3.4.23,
 // the same commands in the same order: every output and exit code must match.
 requireBinary('etcdctl');
 let sim: Target;
 let etcd: Target;
-
-before(async () => {
-  const [a, b] = await Promise.allSettled([startSim(), startEtcd()]);
-  if (a.status === 'fulfilled') sim = a.value;
-  if (b.status === 'fulfilled') etcd = b.value;
-  if (a.status === 'rejected') throw a.reason;
-  if (b.status === 'rejected') throw b.reason;
-});
-after(async () => {
-  await Promise.all([(sim as Target | undefined)?.close(), (etcd as Target | undefined)?.close()]);
+beforeFreshSimAndEtcd((s, e) => {
+  sim = s;
+  etcd = e;
 });
 
 async function same(args: string[], input?: string): Promise<string> {

@@ -4,6 +4,7 @@
  * fails with a message (`.ci/run` installs them).
  */
 import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { after, before } from 'node:test';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -239,6 +240,24 @@ export function noteLease(t: Target, grantOutput: string): string {
 
 const HEARTBEAT_MS = 100;
 const ELECTION_MS = 1000;
+
+/**
+ * Registers before/after hooks that start a fresh etcdsim serve and a fresh real etcd 3.4.23 for the test
+ * file (fresh both, so their revisions match), hand them to `use`, and close both afterwards.
+ */
+export function beforeFreshSimAndEtcd(use: (sim: Target, etcd: Target) => void, simOpts?: Parameters<typeof startSim>[0]): void {
+  let started: Target[] = [];
+  before(async () => {
+    const [a, b] = await Promise.allSettled([startSim(simOpts), startEtcd()]);
+    started = [a, b].flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    if (a.status === 'rejected') throw a.reason;
+    if (b.status === 'rejected') throw b.reason;
+    use(a.value, b.value);
+  });
+  after(async () => {
+    await Promise.all(started.map((t) => t.close()));
+  });
+}
 
 /**
  * `etcdsim serve` in this process, as etcd 3.4; on the wall clock unless a (virtual) `clock` is given;

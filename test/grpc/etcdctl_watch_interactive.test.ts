@@ -1,6 +1,6 @@
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ctl, InteractiveWatch, requireBinary, startEtcd, startSim, type InteractiveResult, type Target } from './etcdctl_helpers.js';
+import { ctl, InteractiveWatch, requireBinary, beforeFreshSimAndEtcd, type InteractiveResult, type Target } from './etcdctl_helpers.js';
 
 // `etcdctl watch -i` the way a user runs it: stdin stays open, watch lines are typed one at a time while
 // other etcdctl processes write, and every step waits for what the watch prints. The same session runs
@@ -8,16 +8,9 @@ import { ctl, InteractiveWatch, requireBinary, startEtcd, startSim, type Interac
 requireBinary('etcdctl');
 let sim: Target;
 let etcd: Target;
-
-before(async () => {
-  const [a, b] = await Promise.allSettled([startSim(), startEtcd()]);
-  if (a.status === 'fulfilled') sim = a.value;
-  if (b.status === 'fulfilled') etcd = b.value;
-  if (a.status === 'rejected') throw a.reason;
-  if (b.status === 'rejected') throw b.reason;
-});
-after(async () => {
-  await Promise.all([(sim as Target | undefined)?.close(), (etcd as Target | undefined)?.close()]);
+beforeFreshSimAndEtcd((s, e) => {
+  sim = s;
+  etcd = e;
 });
 
 async function put(t: Target, ...args: string[]): Promise<void> {

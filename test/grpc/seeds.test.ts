@@ -9,11 +9,11 @@
 // the next sync, and that sync cancels the watcher. Exercise 002 runs against a fresh real etcd 3.4.23 too,
 // and the two must print the same; so do 003's refused-at-open and boundary steps (on a real etcd the
 // replay of 2000 events is over in milliseconds, so its mid-flight step is asserted on the simulator only).
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { VirtualClock } from '../../src/sim/index.js';
-import { ctl, requireBinary, startEtcd, startSim, type Target } from './etcdctl_helpers.js';
+import { ctl, requireBinary, beforeFreshSimAndEtcd, type Target } from './etcdctl_helpers.js';
 import { B, RawClient } from './helpers.js';
 
 requireBinary('etcdctl');
@@ -22,17 +22,10 @@ requireBinary('etcdctl');
 let sim: Target;
 let etcd: Target;
 const clock = new VirtualClock();
-
-before(async () => {
-  const [a, b] = await Promise.allSettled([startSim({ clock }), startEtcd()]);
-  if (a.status === 'fulfilled') sim = a.value;
-  if (b.status === 'fulfilled') etcd = b.value;
-  if (a.status === 'rejected') throw a.reason;
-  if (b.status === 'rejected') throw b.reason;
-});
-after(async () => {
-  await Promise.all([(sim as Target | undefined)?.close(), (etcd as Target | undefined)?.close()]);
-});
+beforeFreshSimAndEtcd((s, e) => {
+  sim = s;
+  etcd = e;
+}, { clock });
 
 /** Lets `ms` of virtual time pass on the simulated member (watch sync steps run); nothing on a real etcd. */
 function tick(t: Target, ms: number): void {
