@@ -76,6 +76,26 @@ export interface StartEtcdOptions {
   readonly electionMs?: number | undefined;
   /** Give up after this long (default 30 s). */
   readonly readyTimeoutMs?: number | undefined;
+  /** Serve clients over TLS (an https:// client URL; the peer URL stays plain). */
+  readonly tls?: EtcdTlsFiles | undefined;
+}
+
+/** etcd's TLS flags for the client port, as files. */
+export interface EtcdTlsFiles {
+  readonly certFile: string;
+  readonly keyFile: string;
+  /** --trusted-ca-file: as in etcd, giving it already requires client certificates signed by it. */
+  readonly trustedCaFile?: string | undefined;
+  readonly clientCertAuth?: boolean | undefined;
+}
+
+function tlsFlags(tls: EtcdTlsFiles | undefined): string[] {
+  if (tls === undefined) return [];
+  return [
+    '--cert-file', tls.certFile, '--key-file', tls.keyFile,
+    ...(tls.trustedCaFile === undefined ? [] : ['--trusted-ca-file', tls.trustedCaFile]),
+    ...(tls.clientCertAuth === true ? ['--client-cert-auth'] : []),
+  ];
 }
 
 export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProcess> {
@@ -83,7 +103,7 @@ export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProces
   const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
   const dir = mkdtempSync(join(base, 'etcdsim-diff-'));
   const [cp, pp] = [await freePort(), await freePort()];
-  const client = `http://127.0.0.1:${cp}`;
+  const client = `${opts.tls === undefined ? 'http' : 'https'}://127.0.0.1:${cp}`;
   const peer = `http://127.0.0.1:${pp}`;
   const child: ChildProcess = spawn(
     bin,
@@ -93,7 +113,9 @@ export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProces
       '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
       '--initial-cluster', `default=${peer}`,
       '--heartbeat-interval', String(opts.heartbeatMs ?? DIFF_HEARTBEAT_MS), '--election-timeout', String(opts.electionMs ?? DIFF_ELECTION_MS),
-      '--log-level', 'warn',
+      // Over TLS readiness is its log line (the /health probe would need the CA), so keep info lines then.
+      '--log-level', opts.tls === undefined ? 'warn' : 'info',
+      ...tlsFlags(opts.tls),
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -126,12 +148,35 @@ export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProces
   };
   const address = `127.0.0.1:${cp}`;
   try {
-    await waitReady(address, child, exited, opts.readyTimeoutMs ?? 30_000, () => log);
+    const timeoutMs = opts.readyTimeoutMs ?? 30_000;
+    if (opts.tls === undefined) await waitReady(address, child, exited, timeoutMs, () => log);
+    else await waitLogged(/ready to serve client requests/, child, exited, timeoutMs, () => log);
   } catch (err) {
     await stop();
     throw err;
   }
   return { address, peerUrl: peer, pid: child.pid ?? -1, log: () => log, stop };
+}
+
+/** Waits until etcd's log matches `ready` (its output is collected into `log()` as it arrives). */
+async function waitLogged(ready: RegExp, child: ChildProcess, exited: Promise<void>, timeoutMs: number, log: () => string): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const guard = setTimeout(() => reject(new Error(`etcd not ready within ${timeoutMs} ms:\n${log().slice(-2000)}`)), timeoutMs);
+    const check = (): void => {
+      if (!ready.test(log())) return;
+      clearTimeout(guard);
+      child.stdout?.off('data', check);
+      child.stderr?.off('data', check);
+      resolve();
+    };
+    child.stdout?.on('data', check);
+    child.stderr?.on('data', check);
+    void exited.then(() => {
+      clearTimeout(guard);
+      reject(new Error(`etcd exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${log().slice(-2000)}`));
+    });
+    check();
+  });
 }
 
 /** Polls /health until etcd answers healthy. */

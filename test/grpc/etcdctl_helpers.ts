@@ -5,10 +5,7 @@
  */
 import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { after, before } from 'node:test';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { freePort, startEtcd as startEtcdProcess } from '../../src/diff/etcd_process.js';
+import { freePort, startEtcd as startEtcdProcess, type EtcdTlsFiles } from '../../src/diff/etcd_process.js';
 import { serve, type ServeHandle, type TlsOptions } from '../../src/grpc/server.js';
 import type { VirtualClock } from '../../src/sim/index.js';
 
@@ -290,6 +287,8 @@ export async function startSim(opts: { clock?: VirtualClock; tls?: TlsOptions; f
 }
 
 /** A fresh real etcd 3.4.23 on loopback (src/diff's launcher), with the same timing flags as startSim. */
+export type { EtcdTlsFiles };
+
 export async function startEtcd(): Promise<Target> {
   requireBinary('etcd');
   const proc = await startEtcdProcess({ heartbeatMs: HEARTBEAT_MS, electionMs: ELECTION_MS });
@@ -305,77 +304,14 @@ export async function startEtcd(): Promise<Target> {
   return t;
 }
 
-/** etcd's TLS flags for the client port, as files. */
-export interface EtcdTlsFiles {
-  readonly certFile: string;
-  readonly keyFile: string;
-  readonly trustedCaFile?: string | undefined;
-  readonly clientCertAuth?: boolean | undefined;
-}
-
 /**
  * A fresh real etcd 3.4.23 serving clients over TLS (https:// client URL, plain peer URL), the same timing
- * flags as startSim; ready when it logs "ready to serve client requests". etcdctl gets `flags` on every
- * command. Stopped by PID; its data dir is removed.
+ * flags as startSim. etcdctl gets `flags` on every command.
  */
 export async function startEtcdTls(tls: EtcdTlsFiles, flags: readonly string[]): Promise<Target> {
   requireBinary('etcd');
-  const dir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'etcdsim-tls-'));
-  const [cp, pp] = [await freePort(), await freePort()];
-  const client = `https://127.0.0.1:${cp}`;
-  const peer = `http://127.0.0.1:${pp}`;
-  const child = spawn(
-    'etcd',
-    [
-      '--name', 'default', '--data-dir', dir,
-      '--listen-client-urls', client, '--advertise-client-urls', client,
-      '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer, '--initial-cluster', `default=${peer}`,
-      '--heartbeat-interval', String(HEARTBEAT_MS), '--election-timeout', String(ELECTION_MS),
-      '--cert-file', tls.certFile, '--key-file', tls.keyFile,
-      ...(tls.trustedCaFile === undefined ? [] : ['--trusted-ca-file', tls.trustedCaFile]),
-      ...(tls.clientCertAuth === true ? ['--client-cert-auth'] : []),
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  const killOnExit = (): void => {
-    child.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  };
-  process.once('exit', killOnExit);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = async (): Promise<void> => {
-    process.off('exit', killOnExit);
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      const guard = setTimeout(() => child.kill('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(guard);
-    }
-    rmSync(dir, { recursive: true, force: true });
-  };
-  let log = '';
-  try {
-    await new Promise<void>((resolve, reject) => {
-      const guard = setTimeout(() => reject(new Error(`etcd (TLS) not ready within 30 s:\n${log.slice(-2000)}`)), 30_000);
-      const onData = (d: Buffer): void => {
-        log = (log + d.toString()).slice(-20_000);
-        if (log.includes('ready to serve client requests')) {
-          clearTimeout(guard);
-          resolve();
-        }
-      };
-      child.stdout.on('data', onData);
-      child.stderr.on('data', onData);
-      void exited.then(() => {
-        clearTimeout(guard);
-        reject(new Error(`etcd (TLS) exited before it was ready:\n${log.slice(-2000)}`));
-      });
-    });
-  } catch (err) {
-    await stop();
-    throw err;
-  }
-  const t: Target = { name: 'etcd', address: `127.0.0.1:${cp}`, flags, peerUrl: peer, subst: [], leases: 0, close: stop };
+  const proc = await startEtcdProcess({ heartbeatMs: HEARTBEAT_MS, electionMs: ELECTION_MS, tls });
+  const t: Target = { name: 'etcd', address: proc.address, flags, peerUrl: proc.peerUrl, subst: [], leases: 0, close: () => proc.stop() };
   await learnIdsOrClose(t);
   return t;
 }
