@@ -3,7 +3,7 @@
  * modules when it runs, so `serve` starts without compiling the scenario runner or the differential engine.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
-import type { ServeFlags } from './serve.js';
+import { SERVE_FLAG_DEFAULTS as D, type ServeFlags } from './serve_flags.js';
 
 const program = new Command();
 program
@@ -32,23 +32,23 @@ const int = (name: string) => (v: string): number => {
 program
   .command('serve')
   .description("serve etcd's v3 gRPC API (etcdctl, etcd3, any etcd client) from the simulator, on the wall clock")
-  .option('--listen-client-urls <url>', 'URL to serve clients on (http:// or https://; port 0 picks a free port)', 'http://127.0.0.1:2379')
+  .option('--listen-client-urls <url>', 'URL to serve clients on (http:// or https://; port 0 picks a free port)', D.listenClientUrls)
   .option('--advertise-client-urls <urls>', 'client URLs the member reports (default: the listen URL)')
-  .option('--name <name>', "the member's name", 'default')
-  .option('--max-txn-ops <n>', 'maximum operations in one txn', int('--max-txn-ops'), 128)
-  .option('--max-request-bytes <n>', 'maximum request size in bytes (receive limit: this + 512 KiB)', int('--max-request-bytes'), 1572864)
-  .option('--experimental-watch-progress-notify-interval <duration>', 'progress notify interval (e.g. 10m, 5s, 500ms)', '10m')
-  .option('--heartbeat-interval <ms>', 'heartbeat interval in ms (sets the minimum lease TTL with --election-timeout)', int('--heartbeat-interval'), 100)
-  .option('--election-timeout <ms>', 'election timeout in ms', int('--election-timeout'), 1000)
-  .option('--seed <n>', 'seed of every random choice (lease IDs, progress jitter)', '0')
-  .option('--clock-speed <x>', 'simulated seconds per wall-clock second (e.g. 10 for demos)', '1')
-  .addOption(new Option('--etcd-version <v>', 'which etcd release to behave as').choices(['3.4', '3.5', '3.6', '3.7']).default('3.7'))
+  .option('--name <name>', "the member's name", D.name)
+  .option('--max-txn-ops <n>', 'maximum operations in one txn', int('--max-txn-ops'), D.maxTxnOps)
+  .option('--max-request-bytes <n>', 'maximum request size in bytes (receive limit: this + 512 KiB)', int('--max-request-bytes'), D.maxRequestBytes)
+  .option('--experimental-watch-progress-notify-interval <duration>', 'progress notify interval (e.g. 10m, 5s, 500ms)', D.experimentalWatchProgressNotifyInterval)
+  .option('--heartbeat-interval <ms>', 'heartbeat interval in ms (sets the minimum lease TTL with --election-timeout)', int('--heartbeat-interval'), D.heartbeatInterval)
+  .option('--election-timeout <ms>', 'election timeout in ms', int('--election-timeout'), D.electionTimeout)
+  .option('--seed <n>', 'seed of every random choice (lease IDs, progress jitter)', D.seed)
+  .option('--clock-speed <x>', 'simulated seconds per wall-clock second (e.g. 10 for demos)', D.clockSpeed)
+  .addOption(new Option('--etcd-version <v>', 'which etcd release to behave as').choices(['3.4', '3.5', '3.6', '3.7']).default(D.etcdVersion))
   .option('--cert-file <path>', 'TLS certificate (PEM)')
   .option('--key-file <path>', 'TLS private key (PEM)')
   .option('--trusted-ca-file <path>', 'CA bundle; clients must present a certificate it signed')
   .option('--client-cert-auth', 'require client certificates (as etcd; --trusted-ca-file alone already does)', false)
-  .option('--allow-non-loopback', 'allow binding to an interface other than loopback', false)
-  .option('--auth-token-ttl <s>', 'lifetime of a simple auth token in seconds', int('--auth-token-ttl'), 300)
+  .option('--allow-non-loopback', 'allow binding to an interface other than loopback', D.allowNonLoopback)
+  .option('--auth-token-ttl <s>', 'lifetime of a simple auth token in seconds', int('--auth-token-ttl'), D.authTokenTtl)
   .option('--bcrypt-cost <n>', 'password hashing cost as etcd (10); default: fast hashing for tests', int('--bcrypt-cost'))
   .action(async (flags: ServeFlags) => {
     const { parseServeFlags, runServe } = await import('./serve.js');

@@ -3,27 +3,8 @@ import { readFileSync } from 'node:fs';
 import { serve, type ServeOptions } from '../grpc/server.js';
 import type { EtcdVersion } from '../mvcc/index.js';
 
-/** What commander hands the action (option names camel-cased). */
-export interface ServeFlags {
-  listenClientUrls: string;
-  advertiseClientUrls?: string | undefined;
-  name: string;
-  maxTxnOps: number;
-  maxRequestBytes: number;
-  experimentalWatchProgressNotifyInterval: string;
-  heartbeatInterval: number;
-  electionTimeout: number;
-  seed: string;
-  clockSpeed: string;
-  etcdVersion: string;
-  certFile?: string | undefined;
-  keyFile?: string | undefined;
-  trustedCaFile?: string | undefined;
-  clientCertAuth?: boolean | undefined;
-  allowNonLoopback: boolean;
-  authTokenTtl: number;
-  bcryptCost?: number | undefined;
-}
+export { SERVE_FLAG_DEFAULTS, type ServeFlags } from './serve_flags.js';
+import type { ServeFlags } from './serve_flags.js';
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };

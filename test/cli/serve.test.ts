@@ -3,26 +3,12 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { parseDuration, parseServeFlags, type ServeFlags } from '../../src/cli/serve.js';
+import { parseDuration, parseServeFlags, SERVE_FLAG_DEFAULTS, type ServeFlags } from '../../src/cli/serve.js';
 import { requireBinary } from '../grpc/etcdctl_helpers.js';
 
 const run = promisify(execFile);
 
-const flags = (over: Partial<ServeFlags> = {}): ServeFlags => ({
-  listenClientUrls: 'http://127.0.0.1:2379',
-  name: 'default',
-  maxTxnOps: 128,
-  maxRequestBytes: 1572864,
-  experimentalWatchProgressNotifyInterval: '10m',
-  heartbeatInterval: 100,
-  electionTimeout: 1000,
-  seed: '0',
-  clockSpeed: '1',
-  etcdVersion: '3.7',
-  allowNonLoopback: false,
-  authTokenTtl: 300,
-  ...over,
-});
+const flags = (over: Partial<ServeFlags> = {}): ServeFlags => ({ ...SERVE_FLAG_DEFAULTS, ...over });
 
 test('serve flags map to serve() options as etcd names them', () => {
   const o = parseServeFlags(

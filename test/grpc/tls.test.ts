@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Etcd3 } from 'etcd3';
-import { parseServeFlags, type ServeFlags } from '../../src/cli/serve.js';
+import { parseServeFlags, SERVE_FLAG_DEFAULTS, type ServeFlags } from '../../src/cli/serve.js';
 import { ctl, requireBinary, startEtcdTls, startSim, type CtlResult, type Target } from './etcdctl_helpers.js';
 
 // etcdsim serve over TLS (etcd's --cert-file / --key-file / --trusted-ca-file / --client-cert-auth), with a
@@ -253,20 +253,7 @@ test('etcdsim serve over https: the ready line names an https:// endpoint, etcdc
 });
 
 test('serve flags: TLS as etcd reads it (cert files ignored on an http:// URL with a warning)', () => {
-  const base: ServeFlags = {
-    listenClientUrls: 'https://127.0.0.1:0',
-    name: 'default',
-    maxTxnOps: 128,
-    maxRequestBytes: 1572864,
-    experimentalWatchProgressNotifyInterval: '10m',
-    heartbeatInterval: 100,
-    electionTimeout: 1000,
-    seed: '0',
-    clockSpeed: '1',
-    etcdVersion: '3.4',
-    allowNonLoopback: false,
-    authTokenTtl: 300,
-  };
+  const base: ServeFlags = { ...SERVE_FLAG_DEFAULTS, listenClientUrls: 'https://127.0.0.1:0', etcdVersion: '3.4' };
   const warnings: string[] = [];
   const warn = (m: string): void => {
     warnings.push(m);
