@@ -44,7 +44,8 @@ export function copyBytes(src: Uint8Array): Uint8Array {
   const start = slabUsed;
   slab.set(src, start);
   slabUsed = (start + n + 7) & ~7; // keep copies 8-byte aligned
-  return slab.subarray(start, start + n);
+  // The constructor skips subarray's species lookup: measurably cheaper, and this runs twice per put.
+  return new Uint8Array(slab.buffer, start, n);
 }
 
 /** Index key → bytes (a fresh copy the caller may keep). */

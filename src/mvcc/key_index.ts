@@ -1,14 +1,16 @@
 /**
  * keyIndex (etcd server/storage/mvcc/key_index.go): the revision history of one key. etcd keeps it as
  * generations — one "life" of the key each, from its creation to the delete whose tombstone ends it.
- * A tombstone already marks where a generation ends, so we keep one flat list of KeyValues in revision
- * order and derive the generations when asked: a put appends, a delete appends its tombstone, and the key
- * is live exactly when the newest entry is not a tombstone.
+ * A tombstone already marks where a generation ends, so we keep one list of KeyValues in revision order
+ * and derive the generations when asked: a put appends, a delete appends its tombstone, and the key is
+ * live exactly when the newest entry is not a tombstone.
  *
  * We keep the KeyValue of every revision here (etcd keeps revisions here and values in the backend), so a
- * historical read is one binary search and a write allocates nothing else.
+ * historical read is one binary search. The newest revision sits in a field of its own and only the older
+ * ones in an array, created at a key's second revision: most keys of a large store have one revision, and
+ * a read at the current revision — nearly every read — then goes straight from keyIndex to KeyValue.
  */
-import type { KeyString } from './bytes.js';
+import { EMPTY_BYTES, type KeyString } from './bytes.js';
 import type { KeyValue } from './types.js';
 
 /** One life of a key: its KeyValues in revision order; a tombstone (createRevision 0) may end it. */
@@ -19,17 +21,51 @@ export function isTombstone(kv: KeyValue): boolean {
   return kv.createRevision === 0;
 }
 
-export class KeyIndex {
-  /** The key as raw bytes, shared by every KeyValue of this key (one copy per key, not per revision). */
-  readonly keyBytes: Uint8Array;
-  readonly key: KeyString;
-  /** Every stored revision, oldest first; tombstones end generations. Empty: nothing left (remove the key). */
-  revs: KeyValue[];
+const NO_REVS: readonly KeyValue[] = [];
 
-  constructor(key: KeyString, keyBytes: Uint8Array, revs: KeyValue[] = []) {
+export class KeyIndex {
+  /**
+   * The key as raw bytes, shared by every KeyValue of this key (one copy per key, not per revision).
+   * Like `key`, set once: by the constructor, or by claim() when a spare keyIndex enters the tree.
+   */
+  keyBytes: Uint8Array;
+  key: KeyString;
+  /** The newest stored revision; undefined only while nothing is stored (a spare, or all rolled back). */
+  private newest: KeyValue | undefined;
+  /** The revisions before `newest`, oldest first; undefined while there are none. */
+  private older: KeyValue[] | undefined;
+
+  /**
+   * A keyIndex holding `revs` (oldest first). Without arguments: a spare, not yet in the tree, that
+   * claim() turns into a key's index.
+   */
+  constructor(key: KeyString = '', keyBytes: Uint8Array = EMPTY_BYTES, revs: readonly KeyValue[] = NO_REVS) {
     this.key = key;
     this.keyBytes = keyBytes;
-    this.revs = revs;
+    this.newest = revs[revs.length - 1];
+    this.older = revs.length > 1 ? revs.slice(0, -1) : undefined;
+  }
+
+  /**
+   * Makes a spare the index of a new key whose first revision is `first`. The store inserts a spare
+   * before it knows whether the key is new (one B-tree descent instead of a miss and an insert), and
+   * only then fills it in.
+   */
+  claim(key: KeyString, first: KeyValue): void {
+    this.key = key;
+    this.keyBytes = first.key;
+    this.newest = first;
+  }
+
+  /** Every stored revision, oldest first (a fresh array). Empty: nothing left (remove the key). */
+  get revs(): KeyValue[] {
+    if (this.newest === undefined) return [];
+    return this.older === undefined ? [this.newest] : [...this.older, this.newest];
+  }
+
+  /** Whether no revision is left. */
+  isEmpty(): boolean {
+    return this.newest === undefined;
   }
 
   /** etcd's generations, derived: the last one is the current generation, empty while the key is deleted. */
@@ -44,27 +80,25 @@ export class KeyIndex {
 
   /** The live KeyValue at the newest revision, or undefined when the key is deleted. */
   current(): KeyValue | undefined {
-    const last = this.revs[this.revs.length - 1];
+    const last = this.newest;
     return last === undefined || isTombstone(last) ? undefined : last;
   }
 
   /** Appends a put or a tombstone (the caller guarantees revisions only grow, and deletes only live keys). */
   append(kv: KeyValue): void {
-    this.revs.push(kv);
+    const before = this.newest;
+    if (before !== undefined) {
+      if (this.older === undefined) this.older = [before];
+      else this.older.push(before);
+    }
+    this.newest = kv;
   }
 
-  /** Index of the newest revision with modRevision <= atRev, or -1. */
-  private floor(atRev: number): number {
-    const revs = this.revs;
-    let hi = revs.length - 1;
-    if (hi < 0 || revs[hi]!.modRevision <= atRev) return hi;
-    let lo = -1; // revs[lo] <= atRev < revs[hi], with revs[-1] = -infinity
-    while (hi - lo > 1) {
-      const mid = (lo + hi) >>> 1;
-      if (revs[mid]!.modRevision <= atRev) lo = mid;
-      else hi = mid;
-    }
-    return lo;
+  /** Removes the newest revision (undoing an append). */
+  pop(): void {
+    const older = this.older;
+    this.newest = older === undefined ? undefined : older.pop();
+    if (older !== undefined && older.length === 0) this.older = undefined;
   }
 
   /**
@@ -72,10 +106,11 @@ export class KeyIndex {
    * or between generations). Mirrors keyIndex.get.
    */
   get(atRev: number): KeyValue | undefined {
-    const i = this.floor(atRev);
-    if (i < 0) return undefined;
-    const kv = this.revs[i]!;
-    return isTombstone(kv) ? undefined : kv;
+    const newest = this.newest;
+    let kv: KeyValue | undefined;
+    if (newest === undefined || newest.modRevision <= atRev) kv = newest;
+    else if (this.older !== undefined) kv = this.older[floor(this.older, atRev)];
+    return kv === undefined || isTombstone(kv) ? undefined : kv;
   }
 
   /**
@@ -86,24 +121,34 @@ export class KeyIndex {
    * should leave the index.
    */
   compact(atRev: number, keepTombstoneAtRev: boolean): boolean {
-    const i = this.floor(atRev);
-    if (i >= 0) {
-      const kv = this.revs[i]!;
-      const dropThrough = isTombstone(kv) && (kv.modRevision < atRev || !keepTombstoneAtRev);
-      const keepFrom = dropThrough ? i + 1 : i;
-      if (keepFrom > 0) this.revs = this.revs.slice(keepFrom);
+    const newest = this.newest;
+    if (newest === undefined) return true;
+    const older = this.older;
+    const n = older === undefined ? 0 : older.length; // index of `newest` in the full list
+    const i = newest.modRevision <= atRev ? n : older === undefined ? -1 : floor(older, atRev);
+    if (i < 0) return false;
+    const kv = i === n ? newest : older![i]!;
+    const dropThrough = isTombstone(kv) && (kv.modRevision < atRev || !keepTombstoneAtRev);
+    const keepFrom = dropThrough ? i + 1 : i;
+    if (keepFrom > n) {
+      this.newest = undefined;
+      this.older = undefined;
+    } else if (keepFrom > 0) {
+      this.older = keepFrom === n ? undefined : older!.slice(keepFrom);
     }
-    return this.revs.length === 0;
+    return this.newest === undefined;
   }
 
   /** Structural invariants of a keyIndex; returns a description of the first violation, if any. */
   checkValid(): string | undefined {
     const name = JSON.stringify(this.key);
-    if (this.revs.length === 0) return `${name}: no revisions left in the index`;
+    const revs = this.revs;
+    if (revs.length === 0) return `${name}: no revisions left in the index`;
+    if (this.older !== undefined && this.older.length === 0) return `${name}: an empty list of older revisions`;
     let prev = 0;
     let genStart: KeyValue | undefined;
     let before: KeyValue | undefined;
-    for (const kv of this.revs) {
+    for (const kv of revs) {
       // Equal main revisions are legal: a txn may put and delete one key (etcd's "\0" delete quirk), at two
       // sub-revisions of the same main revision.
       if (kv.modRevision < prev) return `${name}: revisions going backwards at ${kv.modRevision}`;
@@ -121,4 +166,17 @@ export class KeyIndex {
     }
     return undefined;
   }
+}
+
+/** Index of the newest entry of `revs` with modRevision <= atRev, or -1. */
+function floor(revs: readonly KeyValue[], atRev: number): number {
+  let hi = revs.length - 1;
+  if (hi < 0 || revs[hi]!.modRevision <= atRev) return hi;
+  let lo = -1; // revs[lo] <= atRev < revs[hi], with revs[-1] = -infinity
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >>> 1;
+    if (revs[mid]!.modRevision <= atRev) lo = mid;
+    else hi = mid;
+  }
+  return lo;
 }

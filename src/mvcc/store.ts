@@ -5,10 +5,10 @@
  * (options, txns, validation) live in range.ts, txn.ts and validate.ts, and MvccStore in kv.ts ties them
  * together.
  */
-import { BTreeEx as BTree } from 'sorted-btree/extended/index.js';
 import { copyBytes, EMPTY_BYTES, keyString, type KeyString } from './bytes.js';
 import { ErrCompacted, ErrFutureRev, fail } from './errors.js';
 import { KeyIndex, isTombstone } from './key_index.js';
+import { TreeIndex } from './tree_index.js';
 import type { Event, KeyValue, LeaseHook } from './types.js';
 
 /**
@@ -69,20 +69,30 @@ export interface StorageOptions {
 
 /**
  * Revision index + revision log. `currentRev` starts at 1 and `compactRev` at -1, as in etcd's NewStore,
- * which is why the very first Compact(0) succeeds. The log holds every event from the compaction revision
- * on, one entry per main revision, so watchers can replay history without touching the index.
+ * which is why the very first Compact(0) succeeds. The log holds every change from the compaction revision
+ * on, so watchers can replay history without touching the index.
+ *
+ * The log is flat: the KeyValues themselves, in revision order, plus where each revision's run starts. A
+ * KeyValue already says what its event is (a tombstone is a DELETE, anything else a PUT), so Event objects
+ * and per-revision arrays are made only when someone reads them: a store keeps every change it ever
+ * logged, and at a million puts each retained object per put costs more in garbage collection than the
+ * B-tree insert itself.
  */
 export class Storage implements ReadView {
   /** The revision index, in byte order of keys (etcd's treeIndex). */
-  index = new BTree<KeyString, KeyIndex>();
+  index = new TreeIndex();
   currentRev = 1;
   compactRev = -1;
-  /** log[i] holds the events of revision logStart + i. */
-  log: (readonly Event[])[] = [];
+  /** Every change of revisions logStart..currentRev, in revision then sub-revision order. */
+  log: KeyValue[] = [];
+  /** logAt[i]: where in `log` the changes of revision logStart + i begin (one entry per revision). */
+  logAt: number[] = [];
   logStart = 2;
   readonly lessor: LeaseHook | undefined;
   readonly keepTombstoneAtCompactRev: boolean;
   private readonly listeners: CommitListener[] = [];
+  /** The keyIndex the next new key will get (see writePut); never in the tree while it is spare. */
+  spare = new KeyIndex();
 
   constructor(opts: StorageOptions = {}) {
     this.lessor = opts.lessor;
@@ -113,7 +123,14 @@ export class Storage implements ReadView {
    */
   putOne(key: KeyString, keyBytes: Uint8Array, value: Uint8Array, lease: bigint): number {
     const rev = this.currentRev + 1;
-    this.commit(rev, [writePut(this, rev, key, keyBytes, value, lease)]);
+    const kv = writePut(this, rev, key, keyBytes, value, lease);
+    this.currentRev = rev;
+    this.logAt.push(this.log.length);
+    this.log.push(kv);
+    if (this.listeners.length > 0) {
+      const events = [toEvent(kv)];
+      for (let i = 0; i < this.listeners.length; i++) this.listeners[i]!(rev, events);
+    }
     return rev;
   }
 
@@ -126,15 +143,24 @@ export class Storage implements ReadView {
     };
   }
 
-  /** Events of one main revision (empty if it was compacted away or never existed). */
-  eventsAt(rev: number): readonly Event[] {
-    return this.log[rev - this.logStart] ?? NO_EVENTS;
+  /** Events of one main revision (empty if it was compacted away or never existed); a fresh array. */
+  eventsAt(rev: number): Event[] {
+    const i = rev - this.logStart;
+    const logAt = this.logAt;
+    if (i < 0 || i >= logAt.length) return [];
+    const end = i + 1 < logAt.length ? logAt[i + 1]! : this.log.length;
+    const events: Event[] = [];
+    for (let j = logAt[i]!; j < end; j++) events.push(toEvent(this.log[j]!));
+    return events;
   }
 
-  /** Records a committed txn; called by WriteTxn.end(). */
-  commit(rev: number, events: readonly Event[]): void {
+  /** Records a committed txn's changes (in sub-revision order); called by WriteTxn.end(). */
+  commit(rev: number, changes: readonly KeyValue[]): void {
     this.currentRev = rev;
-    this.log.push(events);
+    this.logAt.push(this.log.length);
+    for (const kv of changes) this.log.push(kv);
+    if (this.listeners.length === 0) return;
+    const events = changes.map(toEvent);
     for (let i = 0; i < this.listeners.length; i++) this.listeners[i]!(rev, events);
   }
 
@@ -152,26 +178,40 @@ export class Storage implements ReadView {
       if (ki.compact(rev, keep)) emptied.push(key);
     });
     if (emptied.length > 0) this.index.deleteKeys(emptied);
-    const drop = rev - this.logStart;
+    this.compactLog(rev, keep);
+  }
+
+  /** Drops the log's revisions below `rev` (and, by the pre-3.6 rule, the tombstones at `rev`). */
+  private compactLog(rev: number, keepTombstoneAtRev: boolean): void {
+    const drop = Math.min(rev - this.logStart, this.logAt.length);
     if (drop > 0) {
-      this.log = this.log.slice(Math.min(drop, this.log.length));
+      const cut = drop < this.logAt.length ? this.logAt[drop]! : this.log.length;
+      this.log = this.log.slice(cut);
+      this.logAt = this.logAt.slice(drop).map((at) => at - cut);
       this.logStart = rev;
     }
-    if (!keep) {
-      // Before etcd 3.6 the backend dropped a tombstone at exactly the compaction revision, so a watch
-      // from that revision no longer saw the delete.
-      const at = this.log[rev - this.logStart];
-      if (at !== undefined) this.log[rev - this.logStart] = at.filter((ev) => ev.type !== 'DELETE');
-    }
+    const i = rev - this.logStart;
+    if (keepTombstoneAtRev || i < 0 || i >= this.logAt.length) return;
+    // Before etcd 3.6 the backend dropped a tombstone at exactly the compaction revision, so a watch
+    // from that revision no longer saw the delete.
+    const start = this.logAt[i]!;
+    const end = i + 1 < this.logAt.length ? this.logAt[i + 1]! : this.log.length;
+    const kept = this.log.slice(start, end).filter((kv) => !isTombstone(kv));
+    const removed = end - start - kept.length;
+    if (removed === 0) return;
+    this.log = this.log.slice(0, start).concat(kept, this.log.slice(end));
+    for (let j = i + 1; j < this.logAt.length; j++) this.logAt[j]! -= removed;
   }
 
   /** A deep, detached copy of the state (KeyValues are immutable and shared). */
   snapshot(): StoreSnapshot {
     const keys: { key: KeyString; keyBytes: Uint8Array; revs: KeyValue[] }[] = [];
     this.index.forEachPair((key, ki) => {
-      keys.push({ key, keyBytes: ki.keyBytes, revs: ki.revs.slice() });
+      keys.push({ key, keyBytes: ki.keyBytes, revs: ki.revs });
     });
-    return { currentRev: this.currentRev, compactRev: this.compactRev, keys, log: this.log.slice(), logStart: this.logStart };
+    const log: Event[][] = [];
+    for (let i = 0; i < this.logAt.length; i++) log.push(this.eventsAt(this.logStart + i));
+    return { currentRev: this.currentRev, compactRev: this.compactRev, keys, log, logStart: this.logStart };
   }
 
   /**
@@ -179,21 +219,23 @@ export class Storage implements ReadView {
    * compaction revision (etcd issue #6567 / PR #6633).
    */
   restore(snap: StoreSnapshot): void {
-    const keys: KeyString[] = [];
-    const values: KeyIndex[] = [];
-    for (const k of snap.keys) {
-      keys.push(k.key);
-      values.push(new KeyIndex(k.key, k.keyBytes, k.revs.slice()));
-    }
-    this.index = BTree.bulkLoad<KeyString, KeyIndex>(keys, values, 64);
+    this.index = new TreeIndex(snap.keys.map((k) => new KeyIndex(k.key, k.keyBytes, k.revs)));
     this.compactRev = snap.compactRev;
     this.currentRev = Math.max(snap.currentRev, snap.compactRev);
-    this.log = snap.log.slice();
+    this.log = [];
+    this.logAt = [];
+    for (const events of snap.log) {
+      this.logAt.push(this.log.length);
+      for (const ev of events) this.log.push(ev.kv);
+    }
     this.logStart = snap.logStart;
   }
 }
 
-const NO_EVENTS: readonly Event[] = Object.freeze([]);
+/** The event a logged change stands for: a tombstone is a DELETE, any other KeyValue a PUT. */
+function toEvent(kv: KeyValue): Event {
+  return { type: isTombstone(kv) ? 'DELETE' : 'PUT', kv };
+}
 
 /** Checks a read revision against a view (mvcc rangeKeys) and resolves <= 0 to the view's revision. */
 function readRevision(s: Storage, viewRev: number, atRev: number): number {
@@ -249,15 +291,15 @@ function rangeIndex(
  * The change a put makes at revision `rev` (storeTxnWrite.put): a new KeyValue carrying the generation's
  * create revision and the next version, appended to the key's index, and the lease moved if it changed.
  */
-function writePut(s: Storage, rev: number, key: KeyString, keyBytes: Uint8Array, value: Uint8Array, lease: bigint): Event {
-  let ki = s.index.get(key);
+function writePut(s: Storage, rev: number, key: KeyString, keyBytes: Uint8Array, value: Uint8Array, lease: bigint): KeyValue {
+  // Insert-if-absent with the spare keyIndex: one B-tree descent for a new key.
+  const ki = s.index.getOrAdd(key, s.spare);
   let prev: KeyValue | undefined;
   let kv: KeyValue;
-  if (ki === undefined) {
-    const bytes = copyBytes(keyBytes);
-    kv = { key: bytes, createRevision: rev, modRevision: rev, version: 1, value: copyBytes(value), lease };
-    ki = new KeyIndex(key, bytes, [kv]);
-    s.index.set(key, ki);
+  if (ki === s.spare) {
+    s.spare = new KeyIndex();
+    kv = { key: copyBytes(keyBytes), createRevision: rev, modRevision: rev, version: 1, value: copyBytes(value), lease };
+    ki.claim(key, kv);
   } else {
     prev = ki.current();
     kv = {
@@ -275,7 +317,7 @@ function writePut(s: Storage, rev: number, key: KeyString, keyBytes: Uint8Array,
     if (oldLease !== 0n) s.lessor.detach(oldLease, ki.keyBytes);
     if (lease !== 0n) s.lessor.attach(lease, ki.keyBytes);
   }
-  return { type: 'PUT', kv };
+  return kv;
 }
 
 /**
@@ -285,7 +327,8 @@ function writePut(s: Storage, rev: number, key: KeyString, keyBytes: Uint8Array,
  */
 export class WriteTxn implements ReadView {
   readonly beginRev: number;
-  readonly changes: Event[] = [];
+  /** This txn's changes in sub-revision order; tombstones are its deletes. */
+  readonly changes: KeyValue[] = [];
   private ended = false;
 
   constructor(private readonly s: Storage) {
@@ -325,7 +368,7 @@ export class WriteTxn implements ReadView {
     scan(s, key, end, this.rev, (ki, live) => {
       const tomb: KeyValue = { key: ki.keyBytes, createRevision: 0, modRevision: rev, version: 0, value: EMPTY_BYTES, lease: 0n };
       ki.append(tomb);
-      this.changes.push({ type: 'DELETE', kv: tomb });
+      this.changes.push(tomb);
       if (live.lease !== 0n && s.lessor !== undefined) s.lessor.detach(live.lease, ki.keyBytes);
       deleted++;
     });
@@ -341,11 +384,11 @@ export class WriteTxn implements ReadView {
   rollback(): void {
     const s = this.s;
     for (let i = this.changes.length - 1; i >= 0; i--) {
-      const { type, kv } = this.changes[i]!;
+      const kv = this.changes[i]!;
       const key = keyString(kv.key);
       const ki = s.index.get(key)!;
-      ki.revs.pop();
-      if (type === 'DELETE') {
+      ki.pop();
+      if (isTombstone(kv)) {
         const live = ki.current()!;
         if (live.lease !== 0n) s.lessor?.attach(live.lease, ki.keyBytes);
         continue;
@@ -356,7 +399,7 @@ export class WriteTxn implements ReadView {
         if (kv.lease !== 0n) s.lessor.detach(kv.lease, ki.keyBytes);
         if (oldLease !== 0n) s.lessor.attach(oldLease, ki.keyBytes);
       }
-      if (ki.revs.length === 0) s.index.delete(key);
+      if (ki.isEmpty()) s.index.delete(key);
     }
     this.changes.length = 0;
     this.ended = true;
