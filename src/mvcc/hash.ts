@@ -1,6 +1,7 @@
 /**
- * A deterministic digest of the store's history (the role of etcd's HashKV): FNV-1a over every stored
- * revision up to a revision, in key order then revision order, plus the compaction revision.
+ * The simulator's digest of a store's history, for tests that assert "nothing changed": FNV-1a over every
+ * stored revision up to a revision, in key order then revision order, plus the compaction revision (which
+ * etcd's own HashKV value leaves out — that one is hash_kv.ts).
  */
 import type { Storage } from './store.js';
 
@@ -18,7 +19,7 @@ function mixNumber(h: number, n: number): number {
   return Math.imul(h ^ Math.floor(n / 0x100000000), FNV_PRIME);
 }
 
-export function hashKV(s: Storage, revision: number): number {
+export function historyDigest(s: Storage, revision: number): number {
   let h = mixNumber(FNV_OFFSET, s.compactRev);
   s.index.forEachPair((_key, ki) => {
     for (const kv of ki.revs) {

@@ -1,5 +1,5 @@
 /** The MVCC store: etcd's revisioned key-value engine (server/storage/mvcc). */
-export { MvccStore, type MvccOptions } from './kv.js';
+export { MvccStore, type HashKVResult, type MvccOptions } from './kv.js';
 export { compatFor, type Compat, type EtcdVersion } from './compat.js';
 export * from './errors.js';
 export * from './types.js';

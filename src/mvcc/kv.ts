@@ -37,7 +37,15 @@ import {
   DEFAULT_MAX_REQUEST_BYTES,
   DEFAULT_MAX_TXN_OPS,
 } from './validate.js';
-import { hashKV } from './hash.js';
+import { historyDigest } from './hash.js';
+import { hashKV } from './hash_kv.js';
+
+/** What HashKV answers: the hash, the revision it covers and the compaction revision (-1: none yet). */
+export interface HashKVResult {
+  readonly hash: number;
+  readonly hashRevision: number;
+  readonly compactRevision: number;
+}
 
 export interface MvccOptions {
   /** --max-txn-ops (etcd default 128). */
@@ -152,16 +160,30 @@ export class MvccStore {
   }
 
   /**
-   * A hash of every stored revision up to `revision` (<= 0 or absent: current) and of the compaction point,
-   * in the spirit of etcd's HashKV: equal hashes mean equal histories, so tests can assert "nothing
-   * changed". Errors as HashKV's: a revision at or below the compaction point is compacted, one above the
+   * A digest of every stored revision up to `revision` (<= 0 or absent: current) and of the compaction
+   * point: equal digests mean equal histories, so tests can assert "nothing changed" (etcd's own HashKV
+   * value, which leaves the compaction point out, is hashKV()). Errors as HashKV's: a revision at or below the compaction point is compacted, one above the
    * current revision is a future revision.
    */
   hash(revision = 0): number {
     const s = this.storage;
     if (revision > 0 && revision <= s.compactRev) fail(ErrCompacted);
     if (revision > s.currentRev) fail(ErrFutureRev);
-    return hashKV(s, revision > 0 ? revision : s.currentRev);
+    return historyDigest(s, revision > 0 ? revision : s.currentRev);
+  }
+
+  /**
+   * etcd's HashKV (Maintenance.HashKV, `etcdctl endpoint hashkv`): the very value etcd computes for the same
+   * history, so a simulator and a real etcd that applied the same requests report the same hash (see
+   * hash_kv.ts). `revision` <= 0: current. Errors as etcd's: at or below the compaction point
+   * ErrCompacted (unlike Range, which may read the compaction revision itself), above current ErrFutureRev.
+   */
+  hashKV(revision = 0): HashKVResult {
+    const s = this.storage;
+    if (revision > 0 && revision <= s.compactRev) fail(ErrCompacted);
+    if (revision > s.currentRev) fail(ErrFutureRev);
+    const at = revision > 0 ? revision : s.currentRev;
+    return { hash: hashKV(s, at), hashRevision: at, compactRevision: s.compactRev };
   }
 
   /** The KeyValue of `key` visible at `revision`, or undefined (no compaction check: callers decide). */

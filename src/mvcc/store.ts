@@ -8,6 +8,7 @@
 import { copyBytes, EMPTY_BYTES, keyString, type KeyString } from './bytes.js';
 import { ErrCompacted, ErrFutureRev, fail } from './errors.js';
 import { KeyIndex, isTombstone } from './key_index.js';
+import { setSubRevision } from './sub_revision.js';
 import { TreeIndex } from './tree_index.js';
 import type { Event, KeyValue, LeaseHook } from './types.js';
 
@@ -159,6 +160,7 @@ export class Storage implements ReadView {
     this.currentRev = rev;
     this.logAt.push(this.log.length);
     for (const kv of changes) this.log.push(kv);
+    for (let sub = 1; sub < changes.length; sub++) setSubRevision(changes[sub]!, sub);
     if (this.listeners.length === 0) return;
     const events = changes.map(toEvent);
     for (let i = 0; i < this.listeners.length; i++) this.listeners[i]!(rev, events);

@@ -41,20 +41,25 @@ export class MaintenanceService {
   }
 
   /**
-   * Maintenance.HashKV: a hash of the history up to `revision` (0: current) and the compaction revision
-   * (-1 before any). The header revision is the hashed revision. Errors as etcd's HashByRev: a revision at
-   * or below the compaction point is compacted, one above the current revision is future. The hash is
-   * the simulator's own (equal hashes, equal histories), not bolt's CRC.
+   * Maintenance.HashKV: etcd's hash of the history up to `revision` (0: current) — the same value a real
+   * etcd reports after the same requests (MvccStore.hashKV) — and the compaction revision (-1 before any).
+   * The header revision is the current one even when an older revision is hashed (observed on 3.4.23).
+   * Errors as etcd's HashByRev: at or below the compaction point compacted, above current future.
    */
   hashKV(req: M.HashKVRequest = {}, ctx?: CallContext): M.HashKVResponse {
     requireAdmin(this.server, ctx);
     const s = this.server;
     return asGrpc(() => {
       const kv = s.kv;
-      const rev = int64ToNumber(req.revision, 'revision');
-      const hash = kv.hash(rev);
-      const at = rev > 0 ? rev : kv.currentRevision;
-      return { header: header(s.identity, at), hash, compact_revision: String(kv.compactRevision) };
+      const r = kv.hashKV(int64ToNumber(req.revision, 'revision'));
+      // The header carries the current revision, whichever revision was hashed (etcd's HashByRev).
+      return {
+        header: header(s.identity, kv.currentRevision),
+        hash: r.hash,
+        compact_revision: String(r.compactRevision),
+        // hash_revision came with the compaction hash check (3.5.5+); 3.4's message has no such field.
+        hash_revision: s.etcdVersion === '3.4' ? '0' : String(r.hashRevision),
+      };
     });
   }
 

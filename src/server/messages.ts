@@ -282,6 +282,8 @@ export interface HashKVResponse {
   /** uint32: a number, not a string. */
   hash: number;
   compact_revision: string;
+  /** The revision the hash covers (etcd 3.5.5+; '0', i.e. absent, as 3.4). */
+  hash_revision: string;
 }
 
 export type DefragmentRequest = Record<string, never> | object;

@@ -54,13 +54,13 @@ test('HashKV: compact_revision -1 before any compaction; revision errors as etcd
   const sim = newSim();
   const m = sim.services.maintenance;
   const k = sim.services.kv;
-  const fresh = m.hashKV({});
-  assert.deepStrictEqual({ ...fresh, hash: 0 }, { header: hdr(1), hash: 0, compact_revision: '-1' });
-  assert.ok(Number.isInteger(fresh.hash) && fresh.hash >= 0 && fresh.hash < 2 ** 32);
+  // etcd's own values (etcd 3.4.23 printed the same hashes for the same puts).
+  assert.deepStrictEqual(m.hashKV({}), { header: hdr(1), hash: 1084519789, compact_revision: '-1', hash_revision: '1' });
   k.put({ key: B('a'), value: B('1') });
   k.put({ key: B('b'), value: B('2') });
   const at2 = m.hashKV({ revision: '2' });
-  assert.deepStrictEqual(at2.header, hdr(2));
+  // The header carries the current revision, not the hashed one (observed on 3.4.23).
+  assert.deepStrictEqual(at2, { header: hdr(3), hash: 2587454935, compact_revision: '-1', hash_revision: '2' });
   assert.notEqual(m.hashKV({}).hash, at2.hash);
   assert.equal(m.hashKV({ revision: '2' }).hash, at2.hash);
   assertGrpcError(() => m.hashKV({ revision: '4' }), 11, 'etcdserver: mvcc: required revision is a future revision', 'OUT_OF_RANGE');
@@ -91,4 +91,15 @@ test('Defragment and Alarm answer as etcd 3.4.23 does (no header); Snapshot/rest
   assert.equal(sim.hash(), h);
   assert.equal(sim.services.kv.range({ key: B('a') }).kvs[0]!.value.toString(), '1');
   assertGrpcError(() => m.restore(B('nope')), 3, 'etcdsim: unknown snapshot "nope"', 'INVALID_ARGUMENT');
+});
+
+test('HashKV under etcd 3.4 rules has no hash_revision (the field came with 3.5.5), the same hash', () => {
+  const old = createEtcdSim({ etcdVersion: '3.4' });
+  const now = createEtcdSim();
+  for (const sim of [old, now]) sim.services.kv.put({ key: B('a'), value: B('1') });
+  const [a, b] = [old.services.maintenance.hashKV({}), now.services.maintenance.hashKV({})];
+  assert.equal(a.hash_revision, '0');
+  assert.equal(b.hash_revision, '2');
+  assert.equal(a.hash, 2587454935);
+  assert.equal(b.hash, a.hash);
 });
