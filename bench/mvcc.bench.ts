@@ -47,6 +47,12 @@ interface KeySet {
   readonly n: number;
   readonly bytes: readonly Uint8Array[];
   readonly strs: readonly string[];
+  /**
+   * The same keys as other string objects (what any caller looking a key up holds): looked up with the very
+   * objects it stores, the tree would end each search's last comparison on identity, a shortcut worth
+   * ~300 ns at 100k keys that no real lookup gets.
+   */
+  readonly lookupStrs: readonly string[];
   readonly values: readonly Uint8Array[];
 }
 
@@ -58,6 +64,7 @@ function makeKeys(n: number, stream: string): KeySet {
   rnd.fill(valBuf);
   const bytes: Uint8Array[] = new Array<Uint8Array>(n);
   const strs: string[] = new Array<string>(n);
+  const lookupStrs: string[] = new Array<string>(n);
   const values: Uint8Array[] = new Array<Uint8Array>(n);
   for (let i = 0; i < n; i++) {
     const k = keyBuf.subarray(i * KEY_SIZE, (i + 1) * KEY_SIZE);
@@ -68,9 +75,10 @@ function makeKeys(n: number, stream: string): KeySet {
     k[KEY_SIZE - 1] = i & 0xff;
     bytes[i] = k;
     strs[i] = Buffer.from(k.buffer, k.byteOffset, k.byteLength).toString('latin1');
+    lookupStrs[i] = Buffer.from(k.buffer, k.byteOffset, k.byteLength).toString('latin1');
     values[i] = valBuf.subarray(i * VALUE_SIZE, (i + 1) * VALUE_SIZE);
   }
-  return { n, bytes, strs, values };
+  return { n, bytes, strs, lookupStrs, values };
 }
 
 function latin1Bytes(s: string): Uint8Array {
@@ -164,7 +172,7 @@ function rangeOneRow(ks: KeySet, store: MvccStore, tree: BTree<string, number>, 
   const baseline: Case<number> = {
     setup: (warmup) => (warmup ? warmCount : sz.lookups),
     run: (count) => {
-      const strs = ks.strs;
+      const strs = ks.lookupStrs;
       let found = 0;
       for (let q = 0; q < count; q++) if (tree.get(strs[order[q]!]!) !== undefined) found++;
       expectEqual('btree get hits', found, count);
@@ -175,7 +183,14 @@ function rangeOneRow(ks: KeySet, store: MvccStore, tree: BTree<string, number>, 
   ctx.log(`mvcc: single-key Range at ${ks.n} keys`);
   const m = measurePair(subject, baseline, { rounds: sz.rounds, warmup: 1, gc: false });
   return row(
-    { name: `Range, single key, ${label(ks.n)} keys`, unit: 'range', baselineName: 'btree get', target: WITHIN_2X, reference: ETCD_RANGE },
+    {
+      name: `Range, single key, ${label(ks.n)} keys`,
+      unit: 'range',
+      baselineName: 'btree get',
+      target: WITHIN_2X,
+      reference: ETCD_RANGE,
+      note: 'the bare get looks keys up with strings equal to, not identical with, the ones it stored (as any caller does)',
+    },
     m,
   );
 }
