@@ -14,7 +14,7 @@
  *
  * The sub-revision of each change is its position in its txn (etcd numbers a txn's changes 0, 1, 2, …).
  */
-import CRC32C from 'crc-32/crc32c';
+import CRC32C from 'crc-32/crc32c.js';
 import { isTombstone } from './key_index.js';
 import type { Storage } from './store.js';
 import { subRevision } from './sub_revision.js';
