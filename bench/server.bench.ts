@@ -11,7 +11,7 @@
  * all of them); txn CAS (each awaited: compare the value, put the next one); start-up (spawn to ready).
  * Without any etcd, the rows show etcdsim alone (baseline = subject, ratio 1, noted).
  *
- * The put and txn rows also note the floor: the same load against bench/null_server.mjs, a gRPC server that
+ * The put, txn and 10k-range rows also note the floor: the same load against bench/null_server.mjs, a gRPC server that
  * answers at once and does nothing. What the etcd3 client and grpc-js spend per call is in every figure of
  * a row, etcd's included, so when that floor alone is above half of etcd's time no server can reach 0.5.
  */
@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Etcd3 } from 'etcd3';
-import type { BenchContext, BenchSection, Row, Sample } from './harness.js';
+import { formatNs, type BenchContext, type BenchSection, type Row, type Sample } from './harness.js';
 
 interface Sizes {
   readonly seqPuts: number;
@@ -236,6 +236,7 @@ const LOADS: readonly LoadSpec[] = [
   {
     name: 'range of 10k keys (with values)',
     unit: 'range',
+    floor: true,
     load: async (c, sz, p) => {
       await pool(sz.rangeKeys, IN_FLIGHT, (i) => c.put(key(`${p}r/`, i)).value(VALUE).exec());
       return sample(sz.rounds, async () => {
@@ -397,7 +398,7 @@ export const serverSection: BenchSection = {
       const floorNote =
         f === undefined
           ? ''
-          : `; a server doing no work: ${(f.nsPerOp / 1000).toFixed(0)} µs/${l.unit}` +
+          : `; a server doing no work: ${formatNs(f.nsPerOp)}/${l.unit}` +
             (etcdSamples === undefined ? '' : ` = ${(f.nsPerOp / b.nsPerOp).toFixed(2)}× etcd's time (the client's own floor)`);
       return {
         name: l.name,
