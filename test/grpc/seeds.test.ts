@@ -88,18 +88,21 @@ class BackgroundWatch {
 
 /** Waits until the member has `n` watchers registered (sim: its watch store; etcd: its metrics). */
 async function watchers(t: Target, n: number): Promise<void> {
-  const deadline = performance.now() + 15_000; // a failure guard only
+  const deadline = performance.now() + 30_000; // a failure guard only
+  let seen = NaN;
   while (performance.now() < deadline) {
     if (t.handle !== undefined) {
       const w = t.handle.server.watchable;
-      if (w.synced.size + w.unsynced.size === n) return;
+      seen = w.synced.size + w.unsynced.size;
+      if (seen === n) return;
       await new Promise<void>((r) => setImmediate(r));
     } else {
       const text = await (await fetch(`http://${t.address}/metrics`)).text();
-      if (Number(/^etcd_debugging_mvcc_watcher_total (\d+)/m.exec(text)?.[1]) === n) return;
+      seen = Number(/^etcd_debugging_mvcc_watcher_total (\d+)/m.exec(text)?.[1]);
+      if (seen === n) return;
     }
   }
-  throw new Error(`${t.name}: never saw ${n} watchers registered`);
+  throw new Error(`${t.name}: never saw ${n} watchers registered (last count: ${seen})`);
 }
 
 const revisionOf = (json: string): number => {
