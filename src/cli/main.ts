@@ -46,7 +46,7 @@ program
   .option('--cert-file <path>', 'TLS certificate (PEM)')
   .option('--key-file <path>', 'TLS private key (PEM)')
   .option('--trusted-ca-file <path>', 'CA bundle; clients must present a certificate it signed')
-  .option('--client-cert-auth', 'require client certificates (as etcd; --trusted-ca-file alone already does)', false)
+  .option('--client-cert-auth', 'require client certificates; with auth enabled, a request without a token is made by the user the certificate CN names', false)
   .option('--allow-non-loopback', 'allow binding to an interface other than loopback', D.allowNonLoopback)
   .option('--auth-token-ttl <s>', 'lifetime of a simple auth token in seconds', int('--auth-token-ttl'), D.authTokenTtl)
   .option('--bcrypt-cost <n>', 'password hashing cost as etcd (10); default: fast hashing for tests', int('--bcrypt-cost'))

@@ -73,13 +73,14 @@ export interface TlsOptions {
   readonly ca?: string | Buffer | undefined;
   /**
    * etcd's --client-cert-auth: require a client certificate even without `ca` (then verified against the
-   * system's roots, as etcd verifies against Go's). Not modelled: etcd's use of the certificate's CN as the
-   * user name when auth is enabled.
+   * system's roots, as etcd verifies against Go's), and, while auth is enabled, take a call without a token
+   * as made by the user its certificate's Common Name names (EtcdServerOptions.clientCertAuth). With `ca`
+   * alone the certificate is required but its CN is ignored, as in etcd.
    */
   readonly clientCertAuth?: boolean | undefined;
 }
 
-export interface ServeOptions extends Omit<EtcdServerOptions, 'clock'> {
+export interface ServeOptions extends Omit<EtcdServerOptions, 'clock' | 'clientCertAuth'> {
   /** Interface to bind (default 127.0.0.1). Anything but loopback needs `allowNonLoopback`. */
   readonly host?: string | undefined;
   /** Port (default 2379; 0 picks a free port). */
@@ -155,12 +156,19 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     for (const l of [...endListeners]) l(info);
   };
 
+  // The certificate is read only when its CN can matter (the member ignores it otherwise anyway).
+  const readCommonName = opts.tls?.clientCertAuth === true;
+  const callContext = (call: CallSurface): CallContext => contextOf(call, readCommonName);
+  const unary = <Req, Res>(fn: (req: Req, ctx: CallContext) => Res): grpc.handleUnaryCall<Req, Res> => unaryHandler(fn, callContext);
+  const serverStream = <Req, Res>(fn: (req: Req, ctx: CallContext) => Res[]): grpc.handleServerStreamingCall<Req, Res> =>
+    serverStreamHandler(fn, callContext);
+
   const stream = <Req, Res>(
     method: StreamMethod,
     openCall: (ctx: CallContext) => StreamCall<Req, Res>,
   ): grpc.handleBidiStreamingCall<Req, Res> => {
     return (call) => {
-      const sc = openCall(callContext(call.metadata));
+      const sc = openCall(callContext(call));
       open.add(sc);
       let clientGone = false;
       let reason: StreamEndReason = 'aborted';
@@ -278,7 +286,9 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
   const server = new EtcdServer({
     ...serverOpts,
     clock,
-    clientUrls: opts.clientUrls ?? [endpoint] });
+    clientUrls: opts.clientUrls ?? [endpoint],
+    clientCertAuth: opts.tls?.clientCertAuth === true,
+  });
   server.delivery.setScheduler((flush) => setImmediate(flush));
   state.server = server;
 
@@ -336,17 +346,45 @@ function statusError(err: { code: number; details: string }): grpc.ServerErrorRe
   return Object.assign(new Error(err.details), { code: err.code, details: err.details });
 }
 
-/** The caller of a call: etcd reads the simple token from the `token` metadata (or `authorization`). */
-function callContext(md: grpc.Metadata): CallContext {
+/** What every kind of grpc-js server call offers: its metadata and its transport's auth context. */
+type CallSurface = Pick<grpc.ServerUnaryCall<unknown, unknown>, 'metadata' | 'getAuthContext'>;
+
+/**
+ * The caller of a call: etcd reads the simple token from the `token` metadata (or `authorization`) and,
+ * when `withCommonName`, the Common Name of the client certificate — only of one the TLS handshake
+ * verified (grpc-js reports no certificate otherwise, as Go's VerifiedChains is then empty), and not for a
+ * request that came through etcd's gRPC gateway (metadata `grpcgateway-accept`: etcd ignores the CN then).
+ */
+function contextOf(call: CallSurface, withCommonName: boolean): CallContext {
+  const md = call.metadata;
   const v = md.get('token')[0] ?? md.get('authorization')[0];
-  return v === undefined ? {} : { token: typeof v === 'string' ? v : v.toString('utf8') };
+  const token = v === undefined ? undefined : typeof v === 'string' ? v : v.toString('utf8');
+  const cn = withCommonName && md.get('grpcgateway-accept').length === 0 ? peerCommonName(call) : undefined;
+  if (cn === undefined) return token === undefined ? {} : { token };
+  return token === undefined ? { certCommonName: cn } : { token, certCommonName: cn };
 }
 
-function unary<Req, Res>(fn: (req: Req, ctx: CallContext) => Res): grpc.handleUnaryCall<Req, Res> {
+/**
+ * The verified peer certificate's Common Name: '' when its subject has none; the last of several (Go's
+ * pkix.Name keeps the last CN attribute; Node lists them all). Undefined without a verified certificate.
+ */
+function peerCommonName(call: CallSurface): string | undefined {
+  const cert = call.getAuthContext().sslPeerCertificate;
+  if (cert === undefined) return undefined;
+  const cn: unknown = (cert.subject as Partial<Record<string, unknown>> | undefined)?.['CN'];
+  if (typeof cn === 'string') return cn;
+  if (Array.isArray(cn)) {
+    const last: unknown = cn[cn.length - 1];
+    return typeof last === 'string' ? last : '';
+  }
+  return '';
+}
+
+function unaryHandler<Req, Res>(fn: (req: Req, ctx: CallContext) => Res, callContext: (call: CallSurface) => CallContext): grpc.handleUnaryCall<Req, Res> {
   return (call, callback) => {
     let res: Res;
     try {
-      res = fn(call.request, callContext(call.metadata));
+      res = fn(call.request, callContext(call));
     } catch (err) {
       callback(statusError(toGrpcError(err)));
       return;
@@ -355,11 +393,14 @@ function unary<Req, Res>(fn: (req: Req, ctx: CallContext) => Res): grpc.handleUn
   };
 }
 
-function serverStream<Req, Res>(fn: (req: Req, ctx: CallContext) => Res[]): grpc.handleServerStreamingCall<Req, Res> {
+function serverStreamHandler<Req, Res>(
+  fn: (req: Req, ctx: CallContext) => Res[],
+  callContext: (call: CallSurface) => CallContext,
+): grpc.handleServerStreamingCall<Req, Res> {
   return (call) => {
     let rs: Res[];
     try {
-      rs = fn(call.request, callContext(call.metadata));
+      rs = fn(call.request, callContext(call));
     } catch (err) {
       call.emit('error', statusError(toGrpcError(err)));
       return;

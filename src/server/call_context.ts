@@ -1,10 +1,18 @@
 /**
  * Who makes a call: what a gRPC request carries beside its message. Every service method takes it as an
- * optional last argument; server mode fills it from the `token` metadata, the in-process etcd3 adapter
- * and raw client from the token they got from Auth.Authenticate. No context (or no token) is a call
- * without credentials, which is all a call needs while auth is disabled.
+ * optional last argument; server mode fills it from the `token` metadata and, over TLS with client-cert-auth,
+ * from the client certificate; the in-process etcd3 adapter and raw client from the token they got from
+ * Auth.Authenticate. No context (or neither field) is a call without credentials, which is all a call needs
+ * while auth is disabled.
  */
 export interface CallContext {
   /** The simple token from Auth.Authenticate (gRPC metadata `token`). */
   readonly token?: string | undefined;
+  /**
+   * The Common Name of the verified client certificate the call came over ('' for a certificate without
+   * one; with several CN attributes, the last, as Go's crypto/x509 reads it). Undefined without a verified
+   * client certificate. The member takes it as the user name only when it was started with client-cert-auth
+   * (EtcdServerOptions.clientCertAuth) and the call carries no token (etcd's AuthInfoFromTLS).
+   */
+  readonly certCommonName?: string | undefined;
 }

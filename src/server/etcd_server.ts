@@ -68,6 +68,11 @@ export interface EtcdServerOptions {
   readonly authHashCost?: number | undefined;
   /** Users and roles to start with, and whether auth starts enabled (see AuthSetup). */
   readonly auth?: AuthSetup | undefined;
+  /**
+   * --client-cert-auth: a call without a token is made by the user its client certificate's Common Name
+   * names (CallContext.certCommonName). Off by default, and off in etcd with --trusted-ca-file alone.
+   */
+  readonly clientCertAuth?: boolean | undefined;
 }
 
 /** A member's snapshot (EtcdServer.snapshot()): the store's state plus the auth store's persistent state. */
@@ -134,6 +139,8 @@ export class EtcdServer {
   /** When stream responses reach their listeners (see delivery.ts). */
   readonly delivery = new Delivery();
   readonly services: EtcdServices;
+  /** Whether a client certificate's Common Name authenticates a call without a token (--client-cert-auth). */
+  readonly clientCertAuth: boolean;
   private appliedIndex = INITIAL_RAFT_INDEX;
   private storedBytes = 0;
 
@@ -179,6 +186,7 @@ export class EtcdServer {
       checksLeaseAccess: opts.etcdVersion !== '3.4',
     });
     if (opts.auth !== undefined) this.auth.apply(opts.auth);
+    this.clientCertAuth = opts.clientCertAuth === true;
     const etcdVersion = opts.etcdVersion ?? '3.7';
     this.etcdVersion = etcdVersion;
     this.member = Object.freeze({
@@ -227,11 +235,17 @@ export class EtcdServer {
   }
 
   /**
-   * The caller of a request (etcd's AuthInfoFromCtx): undefined while auth is disabled or without a
-   * token; throws ErrInvalidAuthToken for an unknown or expired token.
+   * The caller of a request (etcd's EtcdServer.AuthInfoFromCtx): the token's user; throws
+   * ErrInvalidAuthToken for an unknown or expired token. Without a token (or while auth is disabled, when
+   * the token is not looked up) a member started with client-cert-auth takes the client certificate's
+   * Common Name as the user name, unchecked: a name that is no user, or '', is then refused by the
+   * permission checks (permission denied; user name not found / empty for admin requests — observed on
+   * 3.4.23). Otherwise undefined (no caller). The checks ignore the caller while auth is disabled.
    */
   authInfo(ctx: CallContext | undefined): AuthInfo | undefined {
-    return this.auth.authInfo(ctx?.token);
+    const ai = this.auth.authInfo(ctx?.token);
+    if (ai !== undefined || !this.clientCertAuth || ctx?.certCommonName === undefined) return ai;
+    return { username: ctx.certCommonName };
   }
 
   /** Counts one Raft entry that did not commit a revision (a write that changed nothing, a lease grant, ...). */

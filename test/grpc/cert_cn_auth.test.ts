@@ -1,0 +1,169 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { etcdService } from '../../src/grpc/server.js';
+import { ctl, requireBinary, startEtcdTls, startSim, type CtlResult, type Target } from './etcdctl_helpers.js';
+
+// etcd's "common name as user name" (--client-cert-auth): with auth enabled, a call without a token is made
+// by the user the verified client certificate's CN names; a token wins over it; with --trusted-ca-file
+// alone (certificates required, flag off) the CN is ignored. The same etcdctl sequences against etcdsim
+// serve and a real etcd 3.4.23 given the same certificates, outputs compared.
+requireBinary('etcdctl');
+requireBinary('openssl');
+
+let dir: string;
+const path = (n: string): string => join(dir, n);
+
+function openssl(...args: string[]): void {
+  execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+/** A P-256 key and a certificate with subject `subj`, signed by the test CA. */
+function issue(name: string, subj: string, ext: string): void {
+  writeFileSync(path(`${name}.ext`), ext);
+  openssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subj);
+  openssl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`);
+}
+
+const CLIENT_EXT = 'extendedKeyUsage=clientAuth\n';
+
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), 'etcdsim-cn-'));
+  openssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-subj', '/CN=etcdsim cn test ca', '-days', '2');
+  issue('server', '/CN=localhost', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n');
+  issue('root', '/CN=root', CLIENT_EXT);
+  issue('alice', '/CN=alice', CLIENT_EXT);
+  issue('bob', '/CN=bob', CLIENT_EXT); // no such user
+  issue('nocn', '/O=etcdsim', CLIENT_EXT); // no CN at all
+  issue('multi', '/CN=alice/CN=root', CLIENT_EXT); // Go keeps the last CN
+});
+after(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** etcdctl flags presenting the client certificate `name`. */
+const as = (name: string): string[] => [`--cacert=${path('ca.crt')}`, `--cert=${path(`${name}.crt`)}`, `--key=${path(`${name}.key`)}`];
+
+async function withBoth(clientCertAuth: boolean, body: (etcd: Target, sim: Target) => Promise<void>): Promise<void> {
+  const flags = as('root');
+  const [a, b] = await Promise.allSettled([
+    startEtcdTls({ certFile: path('server.crt'), keyFile: path('server.key'), trustedCaFile: path('ca.crt'), clientCertAuth }, flags),
+    startSim({
+      tls: { cert: readFileSync(path('server.crt')), key: readFileSync(path('server.key')), ca: readFileSync(path('ca.crt')), clientCertAuth },
+      flags,
+    }),
+  ]);
+  try {
+    if (a.status === 'rejected') throw a.reason;
+    if (b.status === 'rejected') throw b.reason;
+    await body(a.value, b.value);
+  } finally {
+    await Promise.all([a.status === 'fulfilled' ? a.value.close() : undefined, b.status === 'fulfilled' ? b.value.close() : undefined]);
+  }
+}
+
+/** etcdctl with the certificate `cert` (and `extra` flags) on both; the outputs must be equal. */
+async function same(etcd: Target, sim: Target, cert: string, args: string[], extra: string[] = [], input?: string): Promise<CtlResult> {
+  const flags = [...as(cert), ...extra];
+  const a = await ctl({ ...etcd, flags }, args, input);
+  const b = await ctl({ ...sim, flags }, args, input);
+  const cmd = [`cert=${cert}`, ...extra, ...args].join(' ');
+  assert.deepEqual({ cmd, ...b }, { cmd, ...a }, `etcdctl ${cmd}`);
+  return a;
+}
+
+const ok = (r: CtlResult, out: string): void => assert.deepEqual({ code: r.code, out: r.out }, { code: 0, out });
+const failed = (r: CtlResult, msg: RegExp): void => {
+  assert.notEqual(r.code, 0, r.out);
+  assert.match(r.out, msg);
+};
+
+/** Sets up root (role root) and alice (role reader: READ on k), puts k=v0, enables auth — as root's certificate. */
+async function setUp(etcd: Target, sim: Target): Promise<void> {
+  for (const args of [
+    ['put', 'k', 'v0'],
+    ['user', 'add', 'root:rootpw'],
+    ['user', 'add', 'alice:alicepw'],
+    ['role', 'add', 'reader'],
+    ['role', 'grant-permission', 'reader', 'read', 'k'],
+    ['user', 'grant-role', 'alice', 'reader'],
+    ['user', 'grant-role', 'root', 'root'],
+    ['auth', 'enable'],
+  ]) {
+    assert.equal((await same(etcd, sim, 'root', args)).code, 0, args.join(' '));
+  }
+}
+
+/** A raw KV.Range of `key` over TLS with the certificate `cert` and the metadata `md`: the error details, or 'ok'. */
+async function rawRange(t: Target, cert: string, md: Record<string, string>): Promise<string> {
+  const KV = etcdService('KV');
+  const creds = grpc.credentials.createSsl(readFileSync(path('ca.crt')), readFileSync(path(`${cert}.key`)), readFileSync(path(`${cert}.crt`)));
+  const client = new KV(t.address, creds);
+  const meta = new grpc.Metadata();
+  for (const [k, v] of Object.entries(md)) meta.set(k, v);
+  try {
+    return await new Promise<string>((resolve) => {
+      client['Range']?.({ key: Buffer.from('k') }, meta, (err: grpc.ServiceError | null) => resolve(err === null ? 'ok' : `${err.code} ${err.details}`));
+    });
+  } finally {
+    client.close();
+  }
+}
+
+test('--client-cert-auth with auth enabled: the certificate CN is the user; a token wins; disabling auth ignores it', async () => {
+  await withBoth(true, async (etcd, sim) => {
+    assert.equal(sim.handle?.server.clientCertAuth, true);
+    await setUp(etcd, sim);
+    // CN=root: root may do anything, admin requests included
+    ok(await same(etcd, sim, 'root', ['get', 'k']), 'k\nv0\n');
+    ok(await same(etcd, sim, 'root', ['put', 'k', 'v1']), 'OK\n');
+    ok(await same(etcd, sim, 'root', ['user', 'list']), 'alice\nroot\n');
+    await same(etcd, sim, 'root', ['defrag']);
+    // CN=alice: READ on k only
+    ok(await same(etcd, sim, 'alice', ['get', 'k']), 'k\nv1\n');
+    failed(await same(etcd, sim, 'alice', ['put', 'k', 'v2']), /Error: etcdserver: permission denied/);
+    failed(await same(etcd, sim, 'alice', ['user', 'list']), /Error: etcdserver: permission denied/);
+    failed(await same(etcd, sim, 'alice', ['defrag']), /Failed to defragment/);
+    failed(await same(etcd, sim, 'alice', ['txn'], [], '\nput k v\n\n\n'), /permission denied/);
+    // CN=bob names no user: not checked on the way in, refused by the checks
+    failed(await same(etcd, sim, 'bob', ['get', 'k']), /Error: etcdserver: permission denied/);
+    failed(await same(etcd, sim, 'bob', ['user', 'list']), /Error: etcdserver: user name not found/);
+    failed(await same(etcd, sim, 'bob', ['watch', 'k']), /watch was canceled .*permission denied/);
+    // no CN: the empty user name
+    failed(await same(etcd, sim, 'nocn', ['get', 'k']), /Error: etcdserver: permission denied/);
+    failed(await same(etcd, sim, 'nocn', ['user', 'list']), /Error: etcdserver: user name is empty/);
+    // two CN attributes (alice, then root): the last one counts
+    ok(await same(etcd, sim, 'multi', ['put', 'k', 'm']), 'OK\n');
+    // a token wins over the certificate, either way
+    ok(await same(etcd, sim, 'alice', ['put', 'k', 'v3'], ['--user=root:rootpw']), 'OK\n');
+    failed(await same(etcd, sim, 'root', ['put', 'k', 'v4'], ['--user=alice:alicepw']), /Error: etcdserver: permission denied/);
+    ok(await same(etcd, sim, 'root', ['get', 'k'], ['--user=alice:alicepw']), 'k\nv3\n');
+    // a request marked as coming through the gRPC gateway: etcd ignores the CN
+    for (const t of [etcd, sim]) {
+      assert.equal(await rawRange(t, 'root', {}), 'ok', `${t.name}: raw Range as CN=root`);
+      assert.equal(await rawRange(t, 'root', { 'grpcgateway-accept': 'application/json' }), `${grpc.status.INVALID_ARGUMENT} etcdserver: user name is empty`, `${t.name}: gateway`);
+    }
+    // auth disabled (by CN=root): the CN no longer matters
+    ok(await same(etcd, sim, 'root', ['auth', 'disable']), 'Authentication Disabled\n');
+    ok(await same(etcd, sim, 'bob', ['put', 'k', 'v5']), 'OK\n');
+    ok(await same(etcd, sim, 'nocn', ['get', 'k']), 'k\nv5\n');
+    ok(await same(etcd, sim, 'alice', ['put', 'k', 'v6']), 'OK\n');
+  });
+});
+
+test('--trusted-ca-file without --client-cert-auth: a client certificate is required but its CN is no user', async () => {
+  await withBoth(false, async (etcd, sim) => {
+    assert.equal(sim.handle?.server.clientCertAuth, false);
+    await setUp(etcd, sim);
+    failed(await same(etcd, sim, 'root', ['get', 'k']), /Error: etcdserver: user name is empty/);
+    failed(await same(etcd, sim, 'root', ['put', 'k', 'v1']), /Error: etcdserver: user name is empty/);
+    failed(await same(etcd, sim, 'root', ['user', 'list']), /Error: etcdserver: user name is empty/);
+    ok(await same(etcd, sim, 'alice', ['put', 'k', 'v1'], ['--user=root:rootpw']), 'OK\n');
+    ok(await same(etcd, sim, 'root', ['get', 'k'], ['--user=alice:alicepw']), 'k\nv1\n');
+    failed(await same(etcd, sim, 'root', ['put', 'k', 'v2'], ['--user=alice:alicepw']), /Error: etcdserver: permission denied/);
+  });
+});
