@@ -2,17 +2,12 @@
 // KV, watch and lease request needs, and that a denied request changes nothing.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Buffer } from 'node:buffer';
 import { EtcdServer, type CallContext } from '../../src/server/index.js';
 import { covers, RangePermissions } from '../../src/auth/index.js';
-import { ErrPermissionDenied, ErrUserEmpty, ErrInvalidAuthToken, type EtcdErrorKind } from '../../src/mvcc/index.js';
+import { ErrPermissionDenied, ErrUserEmpty, ErrInvalidAuthToken } from '../../src/mvcc/index.js';
+import { b, rejects } from './helpers.js';
 
-const b = (s: string): Buffer => Buffer.from(s);
 const u8 = (s: string): Uint8Array => new TextEncoder().encode(s);
-
-function rejects(fn: () => unknown, kind: EtcdErrorKind): void {
-  assert.throws(fn, (err: Error & { code?: number; details?: string }) => err.details === kind.message && err.code === kind.code);
-}
 
 /** root + user u with role r holding `perms`; auth on. */
 function setup(perms: Array<{ permType: 'READ' | 'WRITE' | 'READWRITE'; key: string; rangeEnd?: string }>): { s: EtcdServer; root: CallContext; u: CallContext } {

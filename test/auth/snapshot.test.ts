@@ -7,17 +7,8 @@ import assert from 'node:assert/strict';
 import { Buffer } from 'node:buffer';
 import { createEtcdSim, type EtcdSim } from '../../src/client/index.js';
 import type { CallContext } from '../../src/server/index.js';
-import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty, type EtcdErrorKind } from '../../src/mvcc/index.js';
-
-const b = (s: string): Buffer => Buffer.from(s);
-
-function rejects(fn: () => unknown, kind: EtcdErrorKind): void {
-  assert.throws(fn, (err: Error & { code?: number; details?: string }) => {
-    assert.equal(err.details, kind.message);
-    assert.equal(err.code, kind.code);
-    return true;
-  });
-}
+import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty } from '../../src/mvcc/index.js';
+import { b, rejects } from './helpers.js';
 
 /** root, users u1..u4 with role r (READWRITE on [k, l)), auth on. */
 function authSim(seed = 1): EtcdSim {

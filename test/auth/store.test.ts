@@ -2,7 +2,6 @@
 // (server/auth/store.go, apply/auth.go) with the auth revision bumps etcd makes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Buffer } from 'node:buffer';
 import { EtcdServer, type CallContext } from '../../src/server/index.js';
 import {
   ErrAuthFailed,
@@ -23,18 +22,8 @@ import {
   ErrUserEmpty,
   ErrUserNotFound,
   GrpcCode,
-  type EtcdErrorKind,
 } from '../../src/mvcc/index.js';
-
-const b = (s: string): Buffer => Buffer.from(s);
-
-function rejects(fn: () => unknown, kind: EtcdErrorKind): void {
-  assert.throws(fn, (err: Error & { code?: number; details?: string }) => {
-    assert.equal(err.details, kind.message);
-    assert.equal(err.code, kind.code);
-    return true;
-  });
-}
+import { b, rejects } from './helpers.js';
 
 function fresh(): EtcdServer {
   return new EtcdServer();
