@@ -1,12 +1,10 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { etcdService } from '../../src/grpc/server.js';
-import { ctl, requireBinary, startEtcdTls, startSim, type CtlResult, type Target } from './etcdctl_helpers.js';
+import { ctl, requireBinary, withTlsPair, type CtlResult, type Target } from './etcdctl_helpers.js';
+import { CLIENT_EXT, SERVER_EXT, TestPki } from './pki.js';
 
 // etcd's "common name as user name" (--client-cert-auth): with auth enabled, a call without a token is made
 // by the user the verified client certificate's CN names; a token wins over it; with --trusted-ca-file
@@ -15,55 +13,25 @@ import { ctl, requireBinary, startEtcdTls, startSim, type CtlResult, type Target
 requireBinary('etcdctl');
 requireBinary('openssl');
 
-let dir: string;
-const path = (n: string): string => join(dir, n);
-
-function openssl(...args: string[]): void {
-  execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-}
-
-/** A P-256 key and a certificate with subject `subj`, signed by the test CA. */
-function issue(name: string, subj: string, ext: string): void {
-  writeFileSync(path(`${name}.ext`), ext);
-  openssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subj);
-  openssl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`);
-}
-
-const CLIENT_EXT = 'extendedKeyUsage=clientAuth\n';
+const pki = new TestPki('etcdsim-cn-');
+const path = (n: string): string => pki.path(n);
 
 before(() => {
-  dir = mkdtempSync(join(tmpdir(), 'etcdsim-cn-'));
-  openssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-subj', '/CN=etcdsim cn test ca', '-days', '2');
-  issue('server', '/CN=localhost', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n');
-  issue('root', '/CN=root', CLIENT_EXT);
-  issue('alice', '/CN=alice', CLIENT_EXT);
-  issue('bob', '/CN=bob', CLIENT_EXT); // no such user
-  issue('nocn', '/O=etcdsim', CLIENT_EXT); // no CN at all
-  issue('multi', '/CN=alice/CN=root', CLIENT_EXT); // Go keeps the last CN
+  pki.ca('ca');
+  pki.issue('server', '/CN=localhost', 'ca', SERVER_EXT);
+  pki.issue('root', '/CN=root', 'ca', CLIENT_EXT);
+  pki.issue('alice', '/CN=alice', 'ca', CLIENT_EXT);
+  pki.issue('bob', '/CN=bob', 'ca', CLIENT_EXT); // no such user
+  pki.issue('nocn', '/O=etcdsim', 'ca', CLIENT_EXT); // no CN at all
+  pki.issue('multi', '/CN=alice/CN=root', 'ca', CLIENT_EXT); // Go keeps the last CN
 });
-after(() => {
-  rmSync(dir, { recursive: true, force: true });
-});
+after(() => pki.remove());
 
 /** etcdctl flags presenting the client certificate `name`. */
 const as = (name: string): string[] => [`--cacert=${path('ca.crt')}`, `--cert=${path(`${name}.crt`)}`, `--key=${path(`${name}.key`)}`];
 
-async function withBoth(clientCertAuth: boolean, body: (etcd: Target, sim: Target) => Promise<void>): Promise<void> {
-  const flags = as('root');
-  const [a, b] = await Promise.allSettled([
-    startEtcdTls({ certFile: path('server.crt'), keyFile: path('server.key'), trustedCaFile: path('ca.crt'), clientCertAuth }, flags),
-    startSim({
-      tls: { cert: readFileSync(path('server.crt')), key: readFileSync(path('server.key')), ca: readFileSync(path('ca.crt')), clientCertAuth },
-      flags,
-    }),
-  ]);
-  try {
-    if (a.status === 'rejected') throw a.reason;
-    if (b.status === 'rejected') throw b.reason;
-    await body(a.value, b.value);
-  } finally {
-    await Promise.all([a.status === 'fulfilled' ? a.value.close() : undefined, b.status === 'fulfilled' ? b.value.close() : undefined]);
-  }
+function withBoth(clientCertAuth: boolean, body: (etcd: Target, sim: Target) => Promise<void>): Promise<void> {
+  return withTlsPair({ certFile: path('server.crt'), keyFile: path('server.key'), trustedCaFile: path('ca.crt'), clientCertAuth }, as('root'), body);
 }
 
 /** etcdctl with the certificate `cert` (and `extra` flags) on both; the outputs must be equal. */

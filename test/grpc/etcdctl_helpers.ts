@@ -4,6 +4,7 @@
  * fails with a message (`.ci/run` installs them).
  */
 import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { after, before } from 'node:test';
 import { freePort, startEtcd as startEtcdProcess, type EtcdTlsFiles } from '../../src/diff/etcd_process.js';
 import { serve, type ServeHandle, type TlsOptions } from '../../src/grpc/server.js';
@@ -302,6 +303,33 @@ export async function startEtcd(): Promise<Target> {
   };
   await learnIdsOrClose(t);
   return t;
+}
+
+/**
+ * Starts a real etcd 3.4.23 and etcdsim serve with the same TLS files and flags (etcdctl gets `flags` on
+ * every command), runs `body`, and stops both.
+ */
+export async function withTlsPair(tls: EtcdTlsFiles, flags: readonly string[], body: (etcd: Target, sim: Target) => Promise<void>): Promise<void> {
+  const read = (p: string): Buffer => readFileSync(p);
+  const [a, b] = await Promise.allSettled([
+    startEtcdTls(tls, flags),
+    startSim({
+      tls: {
+        cert: read(tls.certFile),
+        key: read(tls.keyFile),
+        ca: tls.trustedCaFile === undefined ? undefined : read(tls.trustedCaFile),
+        clientCertAuth: tls.clientCertAuth,
+      },
+      flags,
+    }),
+  ]);
+  try {
+    if (a.status === 'rejected') throw a.reason;
+    if (b.status === 'rejected') throw b.reason;
+    await body(a.value, b.value);
+  } finally {
+    await Promise.all([a.status === 'fulfilled' ? a.value.close() : undefined, b.status === 'fulfilled' ? b.value.close() : undefined]);
+  }
 }
 
 /**

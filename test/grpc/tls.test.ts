@@ -1,12 +1,11 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { Etcd3 } from 'etcd3';
 import { parseServeFlags, SERVE_FLAG_DEFAULTS, type ServeFlags } from '../../src/cli/serve.js';
-import { ctl, requireBinary, startEtcdTls, startSim, type CtlResult, type Target } from './etcdctl_helpers.js';
+import { ctl, requireBinary, startEtcdTls, startSim, withTlsPair, type CtlResult, type Target } from './etcdctl_helpers.js';
+import { CLIENT_EXT, SERVER_EXT, TestPki } from './pki.js';
 
 // etcdsim serve over TLS (etcd's --cert-file / --key-file / --trusted-ca-file / --client-cert-auth), with a
 // throwaway CA made by openssl for this file: etcdctl and the etcd3 client against it, compared with a real
@@ -14,30 +13,17 @@ import { ctl, requireBinary, startEtcdTls, startSim, type CtlResult, type Target
 requireBinary('etcdctl');
 requireBinary('openssl');
 
-let dir: string;
+const pki = new TestPki('etcdsim-tls-');
 /** Paths of the PEM files made in `before`. */
 const f = { ca: '', serverCert: '', serverKey: '', clientCert: '', clientKey: '', rogueCert: '', rogueKey: '' };
 
-function openssl(...args: string[]): void {
-  execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-}
-
-/** A P-256 key and a certificate for it signed by `caName` (its .crt/.key in `dir`), with extensions `ext`. */
-function issue(name: string, cn: string, caName: string, ext: string): void {
-  writeFileSync(join(dir, `${name}.ext`), ext);
-  openssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${cn}`);
-  openssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${caName}.crt`, '-CAkey', `${caName}.key`, '-CAcreateserial', '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`);
-}
-
 before(() => {
-  dir = mkdtempSync(join(tmpdir(), 'etcdsim-tls-'));
-  for (const ca of ['ca', 'rogue-ca']) {
-    openssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${ca}.key`, '-out', `${ca}.crt`, '-subj', `/CN=etcdsim test ${ca}`, '-days', '2');
-  }
-  issue('server', 'localhost', 'ca', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n');
-  issue('client', 'app', 'ca', 'extendedKeyUsage=clientAuth\n');
-  issue('rogue', 'app', 'rogue-ca', 'extendedKeyUsage=clientAuth\n');
-  const p = (n: string): string => join(dir, n);
+  pki.ca('ca');
+  pki.ca('rogue-ca');
+  pki.issue('server', '/CN=localhost', 'ca', SERVER_EXT);
+  pki.issue('client', '/CN=app', 'ca', CLIENT_EXT);
+  pki.issue('rogue', '/CN=app', 'rogue-ca', CLIENT_EXT);
+  const p = (n: string): string => pki.path(n);
   Object.assign(f, {
     ca: p('ca.crt'),
     serverCert: p('server.crt'),
@@ -48,31 +34,12 @@ before(() => {
     rogueKey: p('rogue.key'),
   });
 });
-after(() => {
-  rmSync(dir, { recursive: true, force: true });
-});
+after(() => pki.remove());
 
 /** Starts both targets with these TLS settings, runs `body`, stops both. */
-async function withBoth(
-  tls: { ca?: boolean; clientCertAuth?: boolean },
-  flags: string[],
-  body: (etcd: Target, sim: Target) => Promise<void>,
-): Promise<void> {
-  const read = (p: string): Buffer => readFileSync(p);
-  const [a, b] = await Promise.allSettled([
-    startEtcdTls({ certFile: f.serverCert, keyFile: f.serverKey, trustedCaFile: tls.ca === true ? f.ca : undefined, clientCertAuth: tls.clientCertAuth }, flags),
-    startSim({
-      tls: { cert: read(f.serverCert), key: read(f.serverKey), ca: tls.ca === true ? read(f.ca) : undefined, clientCertAuth: tls.clientCertAuth },
-      flags,
-    }),
-  ]);
-  try {
-    if (a.status === 'rejected') throw a.reason;
-    if (b.status === 'rejected') throw b.reason;
-    await body(a.value, b.value);
-  } finally {
-    await Promise.all([a.status === 'fulfilled' ? a.value.close() : undefined, b.status === 'fulfilled' ? b.value.close() : undefined]);
-  }
+function withBoth(tls: { ca?: boolean; clientCertAuth?: boolean }, flags: string[], body: (etcd: Target, sim: Target) => Promise<void>): Promise<void> {
+  const files = { certFile: f.serverCert, keyFile: f.serverKey, trustedCaFile: tls.ca === true ? f.ca : undefined, clientCertAuth: tls.clientCertAuth };
+  return withTlsPair(files, flags, body);
 }
 
 /** Runs etcdctl on both (with `flags` instead of the targets' own when given); the outputs must be equal. */
@@ -181,7 +148,7 @@ test('the etcd3 client over TLS: a root certificate for server TLS, plus a key a
       c.close();
     }
     // a client that does not trust the server's CA fails the handshake
-    const stranger = etcd3(server, { rootCertificate: readFileSync(join(dir, 'rogue-ca.crt')) });
+    const stranger = etcd3(server, { rootCertificate: readFileSync(pki.path('rogue-ca.crt')) });
     try {
       await assert.rejects(stranger.get('/e/a').string(), /UNAVAILABLE|certificate|self.signed|unable to verify/i);
     } finally {
