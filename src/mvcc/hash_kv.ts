@@ -85,15 +85,16 @@ export function hashKV(s: Storage, revision: number): number {
   const below: { kv: KeyValue; kept: boolean }[] = [];
   let keepIsEmpty = true;
   s.index.forEachPair((_key, ki) => {
+    const revs = ki.revs;
     let newest: KeyValue | undefined;
-    for (const kv of ki.revs) {
+    for (const kv of revs) {
       if (kv.modRevision > revision) break; // revisions are in order
       newest = kv;
     }
     if (newest === undefined) return;
     const kept = !isTombstone(newest);
     if (kept) keepIsEmpty = false;
-    for (const kv of ki.revs) {
+    for (const kv of revs) {
       if (kv.modRevision > revision) break;
       if (kv.modRevision > s.compactRev) entries.push({ kv, sub: subRevision(kv) });
       else below.push({ kv, kept: kept && kv === newest });
