@@ -4,6 +4,7 @@
  * sorted-btree compares such strings much faster than it compares byte arrays.
  */
 import { Buffer } from 'node:buffer';
+import type { KeyValue } from './types.js';
 
 /** A key as the index holds it: one latin1 character per byte. */
 export type KeyString = string;
@@ -44,8 +45,32 @@ export function copyBytes(src: Uint8Array): Uint8Array {
   const start = slabUsed;
   slab.set(src, start);
   slabUsed = (start + n + 7) & ~7; // keep copies 8-byte aligned
-  // The constructor skips subarray's species lookup: measurably cheaper, and this runs twice per put.
+  // The constructor skips subarray's species lookup: measurably cheaper, and this runs on every put.
   return new Uint8Array(slab.buffer, start, n);
+}
+
+/**
+ * A new key's first KeyValue (version 1, created at `rev`), with private copies of its key and value: what
+ * two copyBytes calls would make, in one pass over the slab when both fit.
+ */
+export function firstKeyValue(key: Uint8Array, value: Uint8Array, rev: number, lease: bigint): KeyValue {
+  const nk = key.byteLength;
+  const nv = value.byteLength;
+  if (nk === 0 || nv === 0 || nk > SLAB_MAX_COPY || nv > SLAB_MAX_COPY) {
+    return { key: copyBytes(key), createRevision: rev, modRevision: rev, version: 1, value: copyBytes(value), lease };
+  }
+  const vAt = (nk + 7) & ~7;
+  const need = vAt + nv;
+  if (slabUsed + need > SLAB_SIZE) {
+    slab = new Uint8Array(SLAB_SIZE);
+    slabUsed = 0;
+  }
+  const start = slabUsed;
+  slab.set(key, start);
+  slab.set(value, start + vAt);
+  slabUsed = (start + need + 7) & ~7;
+  const buf = slab.buffer;
+  return { key: new Uint8Array(buf, start, nk), createRevision: rev, modRevision: rev, version: 1, value: new Uint8Array(buf, start + vAt, nv), lease };
 }
 
 /** Index key → bytes (a fresh copy the caller may keep). */

@@ -26,35 +26,21 @@ const NO_REVS: readonly KeyValue[] = [];
 export class KeyIndex {
   /**
    * The key as raw bytes, shared by every KeyValue of this key (one copy per key, not per revision).
-   * Like `key`, set once: by the constructor, or by claim() when a spare keyIndex enters the tree.
+   * Like `key`, set once by the constructor.
    */
   keyBytes: Uint8Array;
   key: KeyString;
-  /** The newest stored revision; undefined only while nothing is stored (a spare, or all rolled back). */
+  /** The newest stored revision; undefined only while nothing is stored (empty, or all rolled back). */
   private newest: KeyValue | undefined;
   /** The revisions before `newest`, oldest first; undefined while there are none. */
   private older: KeyValue[] | undefined;
 
-  /**
-   * A keyIndex holding `revs` (oldest first). Without arguments: a spare, not yet in the tree, that
-   * claim() turns into a key's index.
-   */
+  /** A keyIndex holding `revs` (oldest first); without arguments, an empty one. */
   constructor(key: KeyString = '', keyBytes: Uint8Array = EMPTY_BYTES, revs: readonly KeyValue[] = NO_REVS) {
     this.key = key;
     this.keyBytes = keyBytes;
     this.newest = revs[revs.length - 1];
     this.older = revs.length > 1 ? revs.slice(0, -1) : undefined;
-  }
-
-  /**
-   * Makes a spare the index of a new key whose first revision is `first`. The store inserts a spare
-   * before it knows whether the key is new (one B-tree descent instead of a miss and an insert), and
-   * only then fills it in.
-   */
-  claim(key: KeyString, first: KeyValue): void {
-    this.key = key;
-    this.keyBytes = first.key;
-    this.newest = first;
   }
 
   /** Every stored revision, oldest first (a fresh array). Empty: nothing left (remove the key). */

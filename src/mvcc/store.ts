@@ -5,7 +5,7 @@
  * (options, txns, validation) live in range.ts, txn.ts and validate.ts, and MvccStore in kv.ts ties them
  * together.
  */
-import { copyBytes, EMPTY_BYTES, keyString, type KeyString } from './bytes.js';
+import { copyBytes, EMPTY_BYTES, firstKeyValue, keyString, type KeyString } from './bytes.js';
 import { ErrCompacted, ErrFutureRev, fail } from './errors.js';
 import { KeyIndex, isTombstone } from './key_index.js';
 import { setSubRevision } from './sub_revision.js';
@@ -92,8 +92,6 @@ export class Storage implements ReadView {
   readonly lessor: LeaseHook | undefined;
   readonly keepTombstoneAtCompactRev: boolean;
   private readonly listeners: CommitListener[] = [];
-  /** The keyIndex the next new key will get (see writePut); never in the tree while it is spare. */
-  spare = new KeyIndex();
 
   constructor(opts: StorageOptions = {}) {
     this.lessor = opts.lessor;
@@ -110,7 +108,7 @@ export class Storage implements ReadView {
 
   get(key: KeyString, atRev: number): KeyValue | undefined {
     const rev = readRevision(this, this.currentRev, atRev); // checked even when the key is absent
-    return this.index.get(key)?.get(rev);
+    return this.index.getAt(key, rev);
   }
 
   /** Starts a write transaction (mvcc.TxnWrite); its changes become visible to readers at end(). */
@@ -174,12 +172,8 @@ export class Storage implements ReadView {
     if (rev <= this.compactRev) fail(ErrCompacted);
     if (rev > this.currentRev) fail(ErrFutureRev);
     this.compactRev = rev;
-    const emptied: KeyString[] = [];
     const keep = this.keepTombstoneAtCompactRev;
-    this.index.forEachPair((key, ki) => {
-      if (ki.compact(rev, keep)) emptied.push(key);
-    });
-    if (emptied.length > 0) this.index.deleteKeys(emptied);
+    this.index.compact(rev, keep);
     this.compactLog(rev, keep);
   }
 
@@ -282,10 +276,25 @@ function rangeIndex(
   const kvs: KeyValue[] = [];
   const max = countOnly ? 0 : limit > 0 ? limit : Infinity;
   let count = 0;
-  scan(s, key, end, rev, (_ki, kv) => {
+  if (end === undefined) {
+    const kv = s.index.getAt(key, rev);
+    if (kv !== undefined) {
+      if (max > 0) kvs.push(kv);
+      count = 1;
+    }
+    return { kvs, count, rev: viewRev };
+  }
+  if (end !== '' && end <= key) return { kvs, count, rev: viewRev };
+  const visit = (kv: KeyValue): void => {
     if (count < max) kvs.push(kv);
     count++;
-  });
+  };
+  if (end === '') {
+    const hi = s.index.maxKey();
+    if (hi !== undefined) s.index.forRangeAt(key, hi, true, rev, visit);
+  } else {
+    s.index.forRangeAt(key, end, false, rev, visit);
+  }
   return { kvs, count, rev: viewRev };
 }
 
@@ -294,26 +303,25 @@ function rangeIndex(
  * create revision and the next version, appended to the key's index, and the lease moved if it changed.
  */
 function writePut(s: Storage, rev: number, key: KeyString, keyBytes: Uint8Array, value: Uint8Array, lease: bigint): KeyValue {
-  // Insert-if-absent with the spare keyIndex: one B-tree descent for a new key.
-  const ki = s.index.getOrAdd(key, s.spare);
-  let prev: KeyValue | undefined;
-  let kv: KeyValue;
-  if (ki === s.spare) {
-    s.spare = new KeyIndex();
-    kv = { key: copyBytes(keyBytes), createRevision: rev, modRevision: rev, version: 1, value: copyBytes(value), lease };
-    ki.claim(key, kv);
-  } else {
-    prev = ki.current();
-    kv = {
-      key: ki.keyBytes,
-      createRevision: prev === undefined ? rev : prev.createRevision,
-      modRevision: rev,
-      version: prev === undefined ? 1 : prev.version + 1,
-      value: copyBytes(value),
-      lease,
-    };
-    ki.append(kv);
+  // Insert-if-absent: one B-tree descent for a new key, whose slot then holds its KeyValue directly.
+  const slot = s.index.insert(key);
+  if (slot >= 0) {
+    const first = firstKeyValue(keyBytes, value, rev, lease);
+    s.index.setFirst(slot, first);
+    if (lease !== 0n && s.lessor !== undefined) s.lessor.attach(lease, first.key);
+    return first;
   }
+  const ki = s.index.get(key)!;
+  const prev = ki.current();
+  const kv: KeyValue = {
+    key: ki.keyBytes,
+    createRevision: prev === undefined ? rev : prev.createRevision,
+    modRevision: rev,
+    version: prev === undefined ? 1 : prev.version + 1,
+    value: copyBytes(value),
+    lease,
+  };
+  ki.append(kv);
   const oldLease = prev === undefined ? 0n : prev.lease;
   if (oldLease !== lease && s.lessor !== undefined) {
     if (oldLease !== 0n) s.lessor.detach(oldLease, ki.keyBytes);
@@ -351,7 +359,7 @@ export class WriteTxn implements ReadView {
 
   get(key: KeyString, atRev: number): KeyValue | undefined {
     const rev = readRevision(this.s, this.rev, atRev); // checked even when the key is absent
-    return this.s.index.get(key)?.get(rev);
+    return this.s.index.getAt(key, rev);
   }
 
   /** Writes `value` under `key` (storeTxnWrite.put); returns the revision of the change. */
