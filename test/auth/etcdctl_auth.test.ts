@@ -1,10 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ctl, requireBinary, beforeFreshSimAndEtcd, type Target } from '../grpc/etcdctl_helpers.js';
+import { ctl, beforeFreshSimAndEtcd, type Target } from '../grpc/etcdctl_helpers.js';
 
 // etcdctl's user, role and auth commands (and --user) against etcdsim serve and a fresh real etcd 3.4.23,
 // the same commands in the same order: every output and exit code must match.
-requireBinary('etcdctl');
 let sim: Target;
 let etcd: Target;
 beforeFreshSimAndEtcd((s, e) => {

@@ -1,10 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ctl, noteLease, requireBinary, beforeFreshSimAndEtcd, watchUntil, type Target } from './etcdctl_helpers.js';
+import { ctl, noteLease, beforeFreshSimAndEtcd, watchUntil, type Target } from './etcdctl_helpers.js';
 
 // etcdctl against etcdsim serve and a fresh real etcd 3.4.23, the same commands in the same order: every
 // output must match once cluster/member IDs, addresses, lease IDs and raft terms are normalised.
-requireBinary('etcdctl');
 let sim: Target;
 let etcd: Target;
 beforeFreshSimAndEtcd((s, e) => {

@@ -241,9 +241,11 @@ const ELECTION_MS = 1000;
 
 /**
  * Registers before/after hooks that start a fresh etcdsim serve and a fresh real etcd 3.4.23 for the test
- * file (fresh both, so their revisions match), hand them to `use`, and close both afterwards.
+ * file (fresh both, so their revisions match), hand them to `use`, and close both afterwards. Fails at once
+ * without etcdctl.
  */
 export function beforeFreshSimAndEtcd(use: (sim: Target, etcd: Target) => void, simOpts?: Parameters<typeof startSim>[0]): void {
+  requireBinary('etcdctl');
   let started: Target[] = [];
   before(async () => {
     const [a, b] = await Promise.allSettled([startSim(simOpts), startEtcd()]);

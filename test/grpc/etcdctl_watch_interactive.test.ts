@@ -1,11 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ctl, InteractiveWatch, requireBinary, beforeFreshSimAndEtcd, type InteractiveResult, type Target } from './etcdctl_helpers.js';
+import { ctl, InteractiveWatch, beforeFreshSimAndEtcd, type InteractiveResult, type Target } from './etcdctl_helpers.js';
 
 // `etcdctl watch -i` the way a user runs it: stdin stays open, watch lines are typed one at a time while
 // other etcdctl processes write, and every step waits for what the watch prints. The same session runs
 // against a fresh real etcd 3.4.23 and a fresh etcdsim serve; what etcdctl prints must be the same.
-requireBinary('etcdctl');
 let sim: Target;
 let etcd: Target;
 beforeFreshSimAndEtcd((s, e) => {
