@@ -10,7 +10,7 @@
  * ones in an array, created at a key's second revision: most keys of a large store have one revision, and
  * a read at the current revision — nearly every read — then goes straight from keyIndex to KeyValue.
  */
-import { EMPTY_BYTES, type KeyString } from './bytes.js';
+import type { KeyString } from './bytes.js';
 import type { KeyValue } from './types.js';
 
 /** One life of a key: its KeyValues in revision order; a tombstone (createRevision 0) may end it. */
@@ -21,22 +21,26 @@ export function isTombstone(kv: KeyValue): boolean {
   return kv.createRevision === 0;
 }
 
-const NO_REVS: readonly KeyValue[] = [];
+/**
+ * Whether `kv`, a key's newest revision at or below the compaction revision `atRev`, goes with the
+ * compaction (a put stays: it is what a read at atRev sees): a tombstone below atRev does, and one exactly
+ * at atRev only by the pre-3.6 rule (`keepTombstoneAtRev` false).
+ */
+export function compactsAway(kv: KeyValue, atRev: number, keepTombstoneAtRev: boolean): boolean {
+  return isTombstone(kv) && (kv.modRevision < atRev || !keepTombstoneAtRev);
+}
 
 export class KeyIndex {
-  /**
-   * The key as raw bytes, shared by every KeyValue of this key (one copy per key, not per revision).
-   * Like `key`, set once by the constructor.
-   */
-  keyBytes: Uint8Array;
-  key: KeyString;
+  /** The key as raw bytes, shared by every KeyValue of this key (one copy per key, not per revision). */
+  readonly keyBytes: Uint8Array;
+  readonly key: KeyString;
   /** The newest stored revision; undefined only while nothing is stored (empty, or all rolled back). */
   private newest: KeyValue | undefined;
   /** The revisions before `newest`, oldest first; undefined while there are none. */
   private older: KeyValue[] | undefined;
 
-  /** A keyIndex holding `revs` (oldest first); without arguments, an empty one. */
-  constructor(key: KeyString = '', keyBytes: Uint8Array = EMPTY_BYTES, revs: readonly KeyValue[] = NO_REVS) {
+  /** A keyIndex holding `revs` (oldest first). */
+  constructor(key: KeyString, keyBytes: Uint8Array, revs: readonly KeyValue[]) {
     this.key = key;
     this.keyBytes = keyBytes;
     this.newest = revs[revs.length - 1];
@@ -114,7 +118,7 @@ export class KeyIndex {
     const i = newest.modRevision <= atRev ? n : older === undefined ? -1 : floor(older, atRev);
     if (i < 0) return false;
     const kv = i === n ? newest : older![i]!;
-    const dropThrough = isTombstone(kv) && (kv.modRevision < atRev || !keepTombstoneAtRev);
+    const dropThrough = compactsAway(kv, atRev, keepTombstoneAtRev);
     const keepFrom = dropThrough ? i + 1 : i;
     if (keepFrom > n) {
       this.newest = undefined;

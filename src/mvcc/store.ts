@@ -249,17 +249,21 @@ function scan(s: Storage, key: KeyString, end: RangeEnd, rev: number, visit: (ki
     if (kv !== undefined) visit(ki!, kv);
     return;
   }
-  if (end !== '' && end <= key) return;
-  const onPair = (_k: KeyString, ki: KeyIndex): void => {
+  const high = spanHigh(s, key, end);
+  if (high === undefined) return;
+  s.index.forRange(key, high, end === '', (_k, ki) => {
     const kv = ki.get(rev);
     if (kv !== undefined) visit(ki, kv);
-  };
-  if (end === '') {
-    const hi = s.index.maxKey();
-    if (hi !== undefined) s.index.forRange(key, hi, true, onPair);
-  } else {
-    s.index.forRange(key, end, false, onPair);
-  }
+  });
+}
+
+/**
+ * The upper bound of the keys [key, end) names, for the index's forRange: `end` itself, or the greatest key
+ * (inclusive) when `end` is '' (to the end of the keyspace); undefined when no key can match.
+ */
+function spanHigh(s: Storage, key: KeyString, end: KeyString): KeyString | undefined {
+  if (end === '') return s.index.maxKey();
+  return end > key ? end : undefined;
 }
 
 /** mvcc rangeKeys over the index, for a view whose revision is `viewRev`. */
@@ -284,17 +288,12 @@ function rangeIndex(
     }
     return { kvs, count, rev: viewRev };
   }
-  if (end !== '' && end <= key) return { kvs, count, rev: viewRev };
-  const visit = (kv: KeyValue): void => {
+  const high = spanHigh(s, key, end);
+  if (high === undefined) return { kvs, count, rev: viewRev };
+  s.index.forRangeAt(key, high, end === '', rev, (kv) => {
     if (count < max) kvs.push(kv);
     count++;
-  };
-  if (end === '') {
-    const hi = s.index.maxKey();
-    if (hi !== undefined) s.index.forRangeAt(key, hi, true, rev, visit);
-  } else {
-    s.index.forRangeAt(key, end, false, rev, visit);
-  }
+  });
   return { kvs, count, rev: viewRev };
 }
 

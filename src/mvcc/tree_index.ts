@@ -14,7 +14,7 @@
  */
 import { BTreeEx as BTree } from 'sorted-btree/extended/index.js';
 import type { KeyString } from './bytes.js';
-import { KeyIndex, isTombstone } from './key_index.js';
+import { KeyIndex, compactsAway, isTombstone } from './key_index.js';
 import type { KeyValue } from './types.js';
 
 /**
@@ -159,7 +159,7 @@ export class TreeIndex {
       const empty =
         e instanceof KeyIndex
           ? e.compact(atRev, keepTombstoneAtRev)
-          : isTombstone(e) && (e.modRevision < atRev || (e.modRevision === atRev && !keepTombstoneAtRev));
+          : e.modRevision <= atRev && compactsAway(e, atRev, keepTombstoneAtRev);
       if (empty) emptied.push(key);
     });
     if (emptied.length > 0) this.deleteKeys(emptied);
