@@ -98,7 +98,7 @@ interface ClientWorld {
 
 /** A simulator holding KEYS keys, and (for the subject) an etcd3 client on it. */
 function world(withClient: boolean): { sim: EtcdSim; client: Etcd3 | undefined } {
-  const sim = createEtcdSim();
+  const sim = createEtcdSim({ time: 'virtual' });
   for (let i = 0; i < KEYS; i++) sim.services.kv.put({ key: keyBuf(i), value: VALUE });
   return { sim, client: withClient ? sim.etcd3() : undefined };
 }

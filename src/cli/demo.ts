@@ -47,7 +47,7 @@ function showResponse(r: WatchResponse): string {
 
 /** The second half of the tour: watches and leases on the virtual clock. */
 export function runWatchLeaseDemo(print: (line: string) => void): void {
-  const sim = createEtcdSim({ seed: 1 });
+  const sim = createEtcdSim({ time: 'virtual', seed: 1 });
   const b = utf8;
   const R = sim.kv.put({ key: b('/w/start'), value: b('x') }).revision;
   for (let i = 1; i <= 3; i++) sim.kv.put({ key: b(`/w/k${i}`), value: b(String(i)) });

@@ -1,11 +1,12 @@
 /**
- * createEtcdSim: a simulated etcd for unit tests — starts in microseconds, runs on a virtual clock, and
- * gives tests the levers a real etcd hides (advance time, compact, restore, hash).
+ * createEtcdSim: a simulated etcd for unit tests — starts in microseconds, runs on real time by default (a
+ * drop-in for a real etcd) or on a virtual clock the test drives, and gives tests the levers a real etcd
+ * hides (advance time, compact, restore, hash).
  */
 import type { CompactResponse, MvccStore, StoreSnapshot } from '../mvcc/index.js';
 import type { Lessor } from '../lease/index.js';
 import { EtcdServer, type EtcdServerOptions, type EtcdServices, type GrpcError, type MemberSnapshot } from '../server/index.js';
-import { VirtualClock } from '../sim/index.js';
+import { RealClock, VirtualClock, afterHostTime, type Clock } from '../sim/index.js';
 import type { WatchableStore, WatchStream } from '../watch/index.js';
 import type { Etcd3 } from 'etcd3';
 import { createEtcd3Client, type SimEtcd3Options } from './etcd3.js';
@@ -25,11 +26,36 @@ export interface Etcd3SimOptions extends SimEtcd3Options {
   readonly timers?: TimerDriver | undefined;
 }
 
-export type EtcdSimOptions = Omit<EtcdServerOptions, 'clock'>;
+/**
+ * How time passes for a simulator (see the README's table of what flows when):
+ *  - 'real' (the default): a real clock, as a real etcd has. Lease expiry, the watch sync step that replays
+ *    history to watchers opened at a past revision, victim retries and progress notifications happen by
+ *    themselves, so unchanged client code written for a real etcd works. `clockSpeed` makes that time run
+ *    faster (10: a 60 s lease expires after 6 s).
+ *  - 'virtual': a virtual clock that moves only when the test moves it (`advance`, `advanceAsync`), so a run
+ *    is a pure function of its inputs and seed. Work etcd does on its own clock waits until then.
+ */
+export type TimeMode = 'real' | 'virtual';
 
-export interface EtcdSim {
+export interface EtcdSimOptions extends Omit<EtcdServerOptions, 'clock'> {
+  /** 'real' (default) or 'virtual'; see TimeMode. */
+  readonly time?: TimeMode | undefined;
+  /** With time 'real': simulated milliseconds per host millisecond (default 1), as `serve --clock-speed`. */
+  readonly clockSpeed?: number | undefined;
+  /**
+   * With time 'virtual': warn (process warning `EtcdsimVirtualClockWarning`) when a client stream waits for
+   * watch work that only a moving clock does and nobody has moved it for this many host ms (default 1000;
+   * 0 turns the warning off).
+   */
+  readonly stallWarningMs?: number | undefined;
+}
+
+export interface EtcdSim<C extends Clock = Clock> {
   readonly server: EtcdServer;
-  readonly clock: VirtualClock;
+  /** How time passes for this simulator. */
+  readonly time: TimeMode;
+  /** The member's clock: a VirtualClock with time 'virtual', a RealClock with time 'real'. */
+  readonly clock: C;
   /** The KV API (Range, Put, DeleteRange, Txn, Compact) with etcd's errors. */
   readonly kv: MvccStore;
   /** Grant, revoke, keep-alive, time-to-live, leases. */
@@ -43,9 +69,10 @@ export interface EtcdSim {
   /** Opens a watch stream (one gRPC Watch call) in the engine's form. */
   watchStream(): WatchStream;
   /**
-   * Moves virtual time forward, running every lease expiry, watch sync and progress tick due meanwhile;
-   * after each instant at which something ran (and at the end), queued stream responses are delivered
-   * to their listeners.
+   * Time 'virtual' only: moves virtual time forward, running every lease expiry, watch sync and progress
+   * tick due meanwhile; after each instant at which something ran (and at the end), queued stream
+   * responses are delivered to their listeners. Client code on the event loop (etcd3, the raw client)
+   * needs `await advanceAsync(ms)` instead, which lets it run between the steps.
    */
   advance(ms: number): void;
   /** Delivers queued watch / keep-alive responses to their listeners now. Returns how many. */
@@ -67,33 +94,78 @@ export interface EtcdSim {
   hash(): number;
   /**
    * A real `Etcd3` client (npm etcd3, an optional peer) running on this simulator in-process, through its
-   * `mock()` plug point. Pass `timers` so its keep-alives and reconnects follow the virtual clock.
+   * `mock()` plug point. With time 'virtual', pass `timers` so its keep-alives and reconnects follow the
+   * virtual clock, and let time pass with `await sim.advanceAsync(ms)`: a watcher opened at a past
+   * revision gets its history at the next watch sync step (every 100 ms of simulated time).
    */
   etcd3(options?: Etcd3SimOptions): Etcd3;
   /**
    * etcd's raw v3 API, typed (see raw_client.ts): `kv`, `lease`, `watch()`, `maintenance`, `cluster` in
-   * etcd's message form, straight over `services`. Stream responses arrive on a later event-loop turn.
+   * etcd's message form, straight over `services`. Stream responses arrive once the current synchronous
+   * code is done (a microtask later), never inside the call that caused them.
    */
   client(): EtcdClient;
   /**
-   * Lets `ms` of virtual time pass for the simulator and for the clients on it: the clock moves in steps of
-   * at most 10 ms, linked timers tick along, and promise chains run between steps.
+   * Time 'virtual' only: lets `ms` of virtual time pass for the simulator and for the clients on it: the
+   * clock moves in steps of at most 10 ms, linked timers tick along, and client code runs between steps.
    */
   advanceAsync(ms: number): Promise<void>;
-  /** Lets pending client work run (promise chains, stream deliveries) without moving time. */
+  /**
+   * Lets pending client work run (promise chains, stream deliveries, zero-delay timers of linked drivers)
+   * without moving time: turns of the event loop until two in a row deliver and commit nothing.
+   */
   settle(): Promise<void>;
+  /** Stops the member's timers (lease expiry, watch sync); with time 'real' the process may then exit. */
+  close(): void;
 }
 
+/** createEtcdSim with time 'virtual': the clock is a VirtualClock. */
+export function createEtcdSim(options: EtcdSimOptions & { readonly time: 'virtual' }): EtcdSim<VirtualClock>;
+/** createEtcdSim with time 'real' (the default): the clock is a RealClock. */
+export function createEtcdSim(options?: EtcdSimOptions & { readonly time?: 'real' | undefined }): EtcdSim<RealClock>;
+export function createEtcdSim(options?: EtcdSimOptions): EtcdSim;
 export function createEtcdSim(options: EtcdSimOptions = {}): EtcdSim {
-  const clock = new VirtualClock();
-  const server = new EtcdServer({ ...options, clock });
+  const { time = 'real', clockSpeed, stallWarningMs = DEFAULT_STALL_WARNING_MS, ...serverOptions } = options;
+  if (time !== 'real' && time !== 'virtual') throw new RangeError(`createEtcdSim: time must be 'real' or 'virtual', got ${String(time)}`);
+  if (clockSpeed !== undefined && time !== 'real') throw new RangeError("createEtcdSim: clockSpeed applies to time 'real' only");
+  const virtual = time === 'virtual' ? new VirtualClock() : undefined;
+  // Unref'd timers: an idle simulator never keeps the process alive; open client streams do (below).
+  const real = virtual === undefined ? new RealClock({ unref: true, speed: clockSpeed ?? 1 }) : undefined;
+  const clock: Clock = virtual ?? real!;
+  const server = new EtcdServer({ ...serverOptions, clock });
   const drivers: TimerDriver[] = [];
+  if (real !== undefined) {
+    // An open Watch or LeaseKeepAlive call is an open connection: like a socket to etcd, it keeps the
+    // process alive, so a client awaiting a replay or an expiry is not cut off by an idle event loop.
+    let release: (() => void) | undefined;
+    server.delivery.onOpenChange = (open) => {
+      if (open > 0) release ??= real.hold();
+      else if (release !== undefined) {
+        release();
+        release = undefined;
+      }
+    };
+  }
+  const needVirtual = (what: string): VirtualClock => {
+    if (virtual === undefined) {
+      throw new Error(
+        `etcdsim: ${what} moves a virtual clock, and this simulator runs on real time (time: 'real', the default): ` +
+          `time passes by itself. Create it with createEtcdSim({ time: 'virtual' }) to drive time from the test.`,
+      );
+    }
+    return virtual;
+  };
+  const stall = virtual !== undefined && stallWarningMs > 0 ? new StallWatch(server, virtual, stallWarningMs) : undefined;
+  const activity = (): number => server.delivery.delivered + server.raftIndex;
   const settle = async (): Promise<void> => {
-    // A few event-loop turns: each lets promise chains finish and scheduled deliveries run; zero-delay
-    // timers of linked drivers (etcd3's delay(0)) fire in between.
-    for (let i = 0; i < SETTLE_TURNS; i++) {
+    // Macrotask turns: each lets every promise chain run to its next wait, delivers what it caused and
+    // fires zero-delay timers of linked drivers (etcd3's delay(0)). Done once two turns in a row did nothing.
+    let quiet = 0;
+    for (let turn = 0; turn < MAX_SETTLE_TURNS && quiet < QUIET_TURNS; turn++) {
+      const before = activity();
       await new Promise<void>((resolve) => setImmediate(resolve));
       for (const d of drivers) d.tick(0);
+      quiet = activity() === before ? quiet + 1 : 0;
     }
   };
   // Zero-delay timers that client code sets in reaction to a delivery (etcd3 awaits delay(0) after a
@@ -105,24 +177,27 @@ export function createEtcdSim(options: EtcdSimOptions = {}): EtcdSim {
       tickZero(turns - 1);
     });
   };
-  // Clients live on the event loop: their stream responses are delivered on a later turn, never inside
-  // the call that caused them. Every in-process client sets this same scheduler.
+  // Clients live on the event loop: their stream responses are delivered once the synchronous code that
+  // caused them is done — a microtask later, so a reading client keeps up with a burst of writes as it
+  // keeps up with etcd over a socket. Every in-process client sets this same scheduler.
   const useEventLoopDelivery = (): void =>
     server.delivery.setScheduler((flush) =>
-      setImmediate(() => {
+      queueMicrotask(() => {
         flush();
+        stall?.check();
         tickZero(ZERO_TICK_TURNS);
       }),
     );
   return {
     server,
+    time,
     clock,
     kv: server.kv,
     lessor: server.lessor,
     watchable: server.watchable,
     services: server.services,
     watchStream: () => server.watchable.newWatchStream(),
-    advance: (ms) => advance(clock, server, ms),
+    advance: (ms) => advance(needVirtual('sim.advance()'), server, ms),
     flush: () => server.flush(),
     breakWatchStreams: (err) => {
       const calls = server.services.watch.calls();
@@ -139,9 +214,12 @@ export function createEtcdSim(options: EtcdSimOptions = {}): EtcdSim {
     restore: (snapshot) => server.restore(snapshot),
     hash: () => server.kv.hash(),
     etcd3: (opts = {}) => {
-      useEventLoopDelivery();
       const { timers, ...etcd3Options } = opts;
-      if (timers !== undefined && !drivers.includes(timers)) drivers.push(timers);
+      if (timers !== undefined) {
+        needVirtual('sim.etcd3({ timers })');
+        if (!drivers.includes(timers)) drivers.push(timers);
+      }
+      useEventLoopDelivery();
       return createEtcd3Client(server.services, etcd3Options);
     },
     client: () => {
@@ -149,24 +227,79 @@ export function createEtcdSim(options: EtcdSimOptions = {}): EtcdSim {
       return new EtcdClient(server.services);
     },
     advanceAsync: async (ms) => {
+      const vclock = needVirtual('sim.advanceAsync()');
       if (!(ms >= 0)) throw new RangeError(`advanceAsync: ms must be >= 0, got ${ms}`);
       await settle();
       for (let left = ms; left > 0; ) {
         const step = Math.min(left, ASYNC_STEP_MS);
-        advance(clock, server, step);
+        advance(vclock, server, step);
         for (const d of drivers) d.tick(step);
         left -= step;
         await settle();
       }
     },
     settle,
+    close: () => {
+      stall?.cancel();
+      drivers.length = 0; // linked timers (mock timers) may be gone after this; never tick them again
+      server.delivery.onOpenChange = undefined;
+      server.close();
+      real?.close();
+    },
   };
 }
 
 /** Largest step of advanceAsync: fine enough for etcd3's timers (keep-alive every TTL/3, 100 ms retries). */
 const ASYNC_STEP_MS = 10;
-const SETTLE_TURNS = 4;
+/** settle() ends after this many event-loop turns in a row without a delivery or a write. */
+const QUIET_TURNS = 2;
+/** A bound on settle() for client code that never goes quiet (it polls on zero-delay timers). */
+const MAX_SETTLE_TURNS = 10_000;
 const ZERO_TICK_TURNS = 3;
+const DEFAULT_STALL_WARNING_MS = 1000;
+
+/**
+ * The trap of a virtual clock, made visible: a client stream waits for watch work that only the clock's
+ * steps do (history replay of a watcher at a past revision, a victim's retry) and nobody moves the clock.
+ * After `ms` of host time with the clock standing still, one process warning says what to do.
+ */
+class StallWatch {
+  private armed: { cancel(): void } | undefined;
+  private warned = false;
+
+  constructor(
+    private readonly server: EtcdServer,
+    private readonly clock: VirtualClock,
+    private readonly ms: number,
+  ) {}
+
+  /** Called after each delivery to in-process clients. */
+  check(): void {
+    if (this.warned || this.armed !== undefined || !this.waiting()) return;
+    const at = this.clock.now();
+    this.armed = afterHostTime(this.ms, () => {
+      this.armed = undefined;
+      if (this.clock.now() !== at || !this.waiting() || this.warned) return;
+      this.warned = true;
+      process.emitWarning(
+        'a client is waiting for watch work that runs on the virtual clock (history replay for a watcher opened ' +
+          'at a past revision, or a slow watcher\'s retry), and the clock has not moved. Let time pass with ' +
+          "`await sim.advanceAsync(ms)` (the watch sync step runs every 100 ms), or create the simulator with time: 'real'.",
+        { type: 'EtcdsimVirtualClockWarning' },
+      );
+    });
+  }
+
+  cancel(): void {
+    this.armed?.cancel();
+    this.armed = undefined;
+  }
+
+  private waiting(): boolean {
+    const ws = this.server.watchable;
+    return this.server.delivery.openCalls > 0 && (ws.unsynced.size > 0 || ws.victims.length > 0);
+  }
+}
 
 /** Advances instant by instant so stream listeners hear each step's responses at that step's time. */
 function advance(clock: VirtualClock, server: EtcdServer, ms: number): void {

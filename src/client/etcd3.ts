@@ -122,8 +122,9 @@ class SimDuplex extends EventEmitter {
     });
     call.onEnd((err) => {
       this.writable = false;
-      // Never synchronously inside the caller's write/cancel: etcd3 expects stream events to come later.
-      setImmediate(() => {
+      // Never synchronously inside the caller's write/cancel: etcd3 expects stream events to come later —
+      // but as soon as grpc-js reports a canceled call's status (process.nextTick), before any timer.
+      queueMicrotask(() => {
         if (err !== undefined && !this.closed) this.emit('error', this.cast(err));
         this.closed = true;
         this.emit('end');

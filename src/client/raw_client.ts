@@ -25,6 +25,9 @@ import { prefixEnd } from '../mvcc/index.js';
 import { toGrpcError, type CallContext, type EtcdServices, type GrpcError, type KeepAliveCall, type WatchCall } from '../server/index.js';
 import type * as M from '../server/messages.js';
 
+/** grpc-js's readable high-water mark for a client stream (Node's object-mode default). */
+const STREAM_HIGH_WATER_MARK = 16;
+
 // ---------------------------------------------------------------------------------------------------
 // Requests with text keys
 
@@ -110,12 +113,19 @@ export interface StreamEvents<Res> {
  * which ends when the call ends and throws the error that broke it, if any. A call broken by the server
  * or a fault hook fires `error`, then `end`; `close()` ends it cleanly (`end` only). Responses not yet
  * delivered when the call ends are dropped, as on a canceled gRPC call.
+ *
+ * Flow control as a gRPC client stream has it: without `data` listeners, at most `highWaterMark` (16,
+ * grpc-js's) responses wait here; then the stream stops reading, and the server's window and watch channel
+ * fill — a client that does not iterate is a slow consumer, and etcd's victim handling applies. Iterating
+ * (or adding a `data` listener) reads again.
  */
 export abstract class EtcdStream<Res> implements AsyncIterable<Res> {
   private readonly listeners: { [E in keyof StreamEvents<Res>]: StreamEvents<Res>[E][] } = { data: [], error: [], end: [] };
   private readonly buffer: Res[] = [];
   private waiters: (() => void)[] = [];
   private endedWith: { err: GrpcError | undefined } | undefined;
+  /** Responses kept for iteration before the stream stops reading. */
+  readonly highWaterMark = STREAM_HIGH_WATER_MARK;
 
   protected constructor(private readonly call: WatchCall | KeepAliveCall) {
     (call as WatchCall).onResponse((rs) => this.receive(rs as Res[]));
@@ -138,6 +148,7 @@ export abstract class EtcdStream<Res> implements AsyncIterable<Res> {
       return this;
     }
     this.listeners[event].push(listener);
+    if (event === 'data') this.call.resume();
     return this;
   }
 
@@ -157,6 +168,7 @@ export abstract class EtcdStream<Res> implements AsyncIterable<Res> {
     for (;;) {
       const next = this.buffer.shift();
       if (next !== undefined) {
+        if (this.buffer.length < this.highWaterMark) this.call.resume();
         yield next;
         continue;
       }
@@ -173,7 +185,8 @@ export abstract class EtcdStream<Res> implements AsyncIterable<Res> {
     if (data.length > 0) {
       for (const r of rs) for (const l of [...data]) l(r);
     } else {
-      this.buffer.push(...rs);
+      for (const r of rs) this.buffer.push(r);
+      if (this.buffer.length >= this.highWaterMark) this.call.pause();
       this.wake();
     }
   }

@@ -81,6 +81,7 @@ export interface SimOptions {
 /** A simulator with the diff etcd's timing flags, restored to revision `rev`, compacted at `rev`, empty. */
 export function simAt(rev: number, opts: SimOptions): EtcdSim {
   const sim = createEtcdSim({
+    time: 'virtual',
     etcdVersion: opts.etcdVersion,
     version: opts.version ?? (opts.etcdVersion === '3.4' ? '3.4.23' : undefined),
     seed: opts.seed ?? 1,

@@ -45,6 +45,9 @@ interface StreamCall<Req, Res> {
   end(): void;
   cancel(): void;
   abort(err?: GrpcError): void;
+  pause(): void;
+  resume(): void;
+  readonly isPaused: boolean;
 }
 
 let cachedDefinition: grpc.GrpcObject | undefined;
@@ -172,8 +175,17 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
       open.add(sc);
       let clientGone = false;
       let reason: StreamEndReason = 'aborted';
+      // Flow control as etcd's send loop meets it: once grpc-js buffers past its high-water mark (the
+      // client is not reading, so HTTP/2's window is closed) the call stops taking responses; the stream's
+      // window and channel then fill and its watchers become victims. 'drain' reopens it.
+      const resume = (): void => sc.resume();
       sc.onResponse((rs) => {
-        for (const r of rs) call.write(r);
+        let open = true;
+        for (const r of rs) open = call.write(r);
+        if (!open && !sc.isPaused) {
+          sc.pause();
+          call.once('drain', resume);
+        }
       });
       sc.onEnd((err) => {
         open.delete(sc);
@@ -289,7 +301,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     clientUrls: opts.clientUrls ?? [endpoint],
     clientCertAuth: opts.tls?.clientCertAuth === true,
   });
-  server.delivery.setScheduler((flush) => setImmediate(flush));
+  server.delivery.setScheduler((flush) => queueMicrotask(flush));
   state.server = server;
 
   let closing: Promise<void> | undefined;

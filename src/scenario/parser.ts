@@ -174,6 +174,7 @@ export const OPTION_KEYS: Readonly<Record<string, (v: string) => boolean>> = {
   restoreKeepsFutureMinRev: isBool,
   progressRespectsStartRev: isBool,
   watchChanBufLen: isPosInt,
+  watchSendWindowBytes: (v) => /^(0|[1-9][0-9]*)$/.test(v),
   minLeaseTTL: isPosInt,
   watchProgressNotifyIntervalMs: isPosInt,
 };

@@ -189,10 +189,12 @@ class Run {
     const num = (k: string): number | undefined => (opts.has(k) ? Number(opts.get(k)) : undefined);
     const bool = (k: string): boolean | undefined => (opts.has(k) ? opts.get(k) === 'true' : undefined);
     this.sim = createEtcdSim({
+      time: 'virtual',
       seed,
       etcdVersion: opts.get('etcd-version') as EtcdVersion | undefined,
       minLeaseTTL: num('minLeaseTTL'),
       watchChanBufLen: num('watchChanBufLen'),
+      watchSendWindowBytes: num('watchSendWindowBytes'),
       watchProgressNotifyIntervalMs: num('watchProgressNotifyIntervalMs'),
       restoreKeepsFutureMinRev: bool('restoreKeepsFutureMinRev'),
       progressRespectsStartRev: bool('progressRespectsStartRev'),
@@ -593,7 +595,7 @@ class Run {
       if (err !== undefined && w.state === 'open') w.state = 'broken';
     });
     call.onResponse((rs) => this.onWatchResponses(w, call, rs));
-    if (w.slow) call.onResponse(undefined);
+    if (w.slow) call.pause();
     call.write({ create_request: { ...w.create, start_revision: startRev } });
     const cmd = `watch ${w.display}${startRev !== 0 ? ` --rev=${startRev}` : ''}`;
     this.out(`$ etcdctl ${cmd} &   # ${how === 'watch' ? `watch ${w.name}` : `${w.name} resumed`}, at rev ${this.sim.kv.currentRevision}`);
@@ -734,8 +736,12 @@ class Run {
       case 'slow': {
         const w = this.watch(d.name);
         w.slow = true;
-        w.call?.onResponse(undefined);
-        this.out(`# slow ${d.name}: the client stops reading its stream; responses queue on the server (buffer ${this.sim.watchable.chanBufLen})`);
+        w.call?.pause();
+        const ws = this.sim.watchable;
+        this.out(
+          `# slow ${d.name}: the client stops reading its stream; the server's transport window (${ws.sendWindowBytes} B) fills, ` +
+            `then its watch channel (${ws.chanBufLen} responses), then the watcher becomes a victim`,
+        );
         return;
       }
       case 'drain': {
@@ -744,7 +750,7 @@ class Run {
         const call = w.call;
         const pending = call?.pending ?? 0;
         this.out(`# drain ${d.name}: the client reads again (${pending} response${pending === 1 ? '' : 's'} queued)`);
-        if (call !== undefined && !call.ended) call.onResponse((rs) => this.onWatchResponses(w, call, rs));
+        call?.resume();
         this.sim.flush();
         return;
       }

@@ -7,8 +7,9 @@
  *    progress notify), and once at the end — deterministic on the virtual clock;
  *  - through the scheduler, if one is set: whenever responses may have become pending (a stream write,
  *    a commit, a service call), the scheduler is handed a flush function, once until that flush runs.
- *    An adapter that lives on the event loop sets e.g. `(flush) => setImmediate(flush)`; the simulator
- *    itself never touches the event loop.
+ *    An adapter that lives on the event loop sets e.g. `(flush) => queueMicrotask(flush)`, so a client
+ *    that reads keeps up with a burst of writes even when the event loop never turns in between, as it
+ *    keeps up with etcd over a socket; the simulator itself never touches the event loop.
  * Without a listener, responses simply wait for `take()`.
  */
 
@@ -26,18 +27,35 @@ export class Delivery {
   private scheduled = false;
   private flushing = false;
   private again = false;
+  private deliveredTotal = 0;
+  private readonly scheduledFlush = (): void => {
+    this.scheduled = false;
+    this.flush();
+  };
 
   /** Open calls (watch and keep-alive streams). */
   get openCalls(): number {
     return this.calls.size;
   }
 
+  /**
+   * Told the number of open calls whenever a call opens or ends: a front door whose calls stand for open
+   * connections (an in-process client on a real clock) keeps the process alive while any is open.
+   */
+  onOpenChange: ((open: number) => void) | undefined;
+
+  /** Responses delivered to listeners so far (a front door can tell whether a turn of its loop did anything). */
+  get delivered(): number {
+    return this.deliveredTotal;
+  }
+
   add(call: Deliverable): void {
     this.calls.add(call);
+    this.onOpenChange?.(this.calls.size);
   }
 
   remove(call: Deliverable): void {
-    this.calls.delete(call);
+    if (this.calls.delete(call)) this.onOpenChange?.(this.calls.size);
   }
 
   /** Sets (or clears, with undefined) the scheduler of automatic flushes. */
@@ -50,11 +68,7 @@ export class Delivery {
   poke(): void {
     if (this.scheduler === undefined || this.scheduled || this.calls.size === 0) return;
     this.scheduled = true;
-    const flush = (): void => {
-      this.scheduled = false;
-      this.flush();
-    };
-    this.scheduler(flush);
+    this.scheduler(this.scheduledFlush);
   }
 
   /**
@@ -74,11 +88,12 @@ export class Delivery {
       do {
         this.again = false;
         pass = 0;
-        for (const c of [...this.calls]) pass += c.deliver();
+        for (const c of this.calls) pass += c.deliver();
         n += pass;
       } while (pass > 0 || this.again);
     } finally {
       this.flushing = false;
+      this.deliveredTotal += n;
     }
     return n;
   }

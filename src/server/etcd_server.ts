@@ -44,6 +44,11 @@ export interface EtcdServerOptions {
   readonly leaseCheckpointIntervalMs?: number | undefined;
   /** Watch stream buffer before watchers become victims (etcd chanBufLen, 128). */
   readonly watchChanBufLen?: number | undefined;
+  /**
+   * Bytes a watch stream's transport holds unread before etcd's send loop waits (grpc-go's per-stream
+   * write quota, 64 KiB); a client that stops reading fills it, then the channel.
+   */
+  readonly watchSendWindowBytes?: number | undefined;
   /** Historical-bug switch (etcd PR #20281); `false` reproduces issue #20221 for teaching runs. */
   readonly restoreKeepsFutureMinRev?: boolean | undefined;
   /** Historical-bug switch (etcd PR #20229); `false` sends progress below a future watch's start revision. */
@@ -171,6 +176,7 @@ export class EtcdServer {
       random: this.random.fork('watch'),
       progressNotifyIntervalMs: opts.watchProgressNotifyIntervalMs,
       chanBufLen: opts.watchChanBufLen,
+      sendWindowBytes: opts.watchSendWindowBytes,
       restoreKeepsFutureMinRev: opts.restoreKeepsFutureMinRev,
       progressRespectsStartRev: opts.progressRespectsStartRev,
     });
@@ -207,7 +213,7 @@ export class EtcdServer {
       raftTerm: String(this.member.raftTerm),
     });
     // Every commit is one Raft entry and grows the estimated db file. (Watch responses it queues reach
-    // their clients through each stream's onQueue hook.)
+    // their clients through each stream's onSend hook.)
     this.kv.subscribe((_rev, events) => {
       this.appliedIndex++;
       for (const ev of events) this.storedBytes += ev.kv.key.byteLength + ev.kv.value.byteLength + DB_BYTES_PER_REVISION;

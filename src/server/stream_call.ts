@@ -15,6 +15,7 @@ export type EndListener = (err: GrpcError | undefined) => void;
 
 export abstract class StreamCall<Res> implements Deliverable {
   private responseListener: ResponseListener<Res> | undefined;
+  private paused = false;
   private readonly endListeners: EndListener[] = [];
   private endedWith: { err: GrpcError | undefined } | undefined;
 
@@ -32,6 +33,11 @@ export abstract class StreamCall<Res> implements Deliverable {
 
   /** Takes every queued response, in order, in message form. */
   abstract take(): Res[];
+
+  /** What one read of the transport gives (default: everything queued); a listener gets one batch at a time. */
+  protected readBatch(): Res[] {
+    return this.take();
+  }
 
   /** Drops what the call holds once it ended (its stream, its queue). */
   protected abstract release(): void;
@@ -55,13 +61,40 @@ export abstract class StreamCall<Res> implements Deliverable {
     return this.deliver();
   }
 
-  /** @internal Delivery point: pushes queued responses to the listener. */
+  /**
+   * The client stops reading (its receive buffer is full, or its transport pushes back): nothing reaches
+   * the listener until resume(), and the stream's window and channel fill as they would in etcd.
+   */
+  pause(): void {
+    this.paused = true;
+  }
+
+  /** The client reads again: queued responses go out at the next delivery point. */
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.server.delivery.poke();
+  }
+
+  /** Whether the client has stopped reading (see pause()). */
+  get isPaused(): boolean {
+    return this.paused;
+  }
+
+  /**
+   * @internal Delivery point: pushes queued responses to the listener, one transport batch at a time,
+   * until none is left or the listener pauses the call.
+   */
   deliver(): number {
     const listener = this.responseListener;
-    if (listener === undefined || this.ended || this.pending === 0) return 0;
-    const rs = this.take();
-    if (rs.length > 0) listener(rs);
-    return rs.length;
+    let n = 0;
+    while (listener !== undefined && listener === this.responseListener && !this.paused && !this.ended && this.pending > 0) {
+      const rs = this.readBatch();
+      if (rs.length === 0) break;
+      n += rs.length;
+      listener(rs);
+    }
+    return n;
   }
 
   /** Registers a listener for the end of the call (called at once if it already ended). */

@@ -59,9 +59,9 @@ export class WatchCall extends StreamCall<M.WatchResponse> {
   ) {
     super(server, onClose as (call: StreamCall<M.WatchResponse>) => void, 'etcdsim: watch stream broken');
     this.stream = server.watchable.newWatchStream();
-    // Responses a timer step queues (catch-up, victims, progress) must reach the client too, not only
+    // Responses a timer step sends (catch-up, victims, progress) must reach the client too, not only
     // those caused by a request or a commit.
-    this.stream.onQueue = () => server.delivery.poke();
+    this.stream.onSend = () => server.delivery.poke();
   }
 
   /** Number of responses queued and not yet taken or delivered. */
@@ -103,7 +103,15 @@ export class WatchCall extends StreamCall<M.WatchResponse> {
 
   /** Takes every queued response, in order, in message form. */
   take(): M.WatchResponse[] {
-    const rs = this.stream.take();
+    return this.withEarly(this.stream.take());
+  }
+
+  /** One read of the transport: what its window holds now. */
+  protected override readBatch(): M.WatchResponse[] {
+    return this.withEarly(this.stream.readWindow());
+  }
+
+  private withEarly(rs: readonly DWatchResponse[]): M.WatchResponse[] {
     const out = rs.length === 0 ? [] : rs.map((r) => this.responseOut(r));
     if (this.early.length === 0) return out;
     const early = this.early;

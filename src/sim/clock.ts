@@ -211,6 +211,8 @@ export class VirtualClock implements Clock {
 // ---------------------------------------------------------------------------------------------
 // RealClock
 
+const noop = (): void => {};
+
 /** Node's setTimeout silently turns delays above this into 1 ms; longer waits are chained. */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
@@ -245,6 +247,8 @@ export class RealClock implements Clock {
   private readonly speed: number;
   private readonly live = new Set<RealTimer>();
   private closed = false;
+  private holds = 0;
+  private keeper: ReturnType<typeof setInterval> | undefined;
 
   constructor(private readonly opts: RealClockOptions = {}) {
     this.speed = opts.speed ?? 1;
@@ -285,8 +289,29 @@ export class RealClock implements Clock {
     return timer as unknown as TimerHandle;
   }
 
+  /**
+   * Keeps the process alive until the returned release is called, as an open socket to etcd does, even
+   * when the timers themselves are unref'd: while a client holds a stream open, the watch sync, victim
+   * retry and lease expiry it may be waiting for must get to run. Releasing twice is harmless.
+   */
+  hold(): () => void {
+    if (this.holds++ === 0 && !this.closed) this.keeper = setInterval(noop, MAX_TIMEOUT_MS);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.holds === 0) this.dropKeeper();
+    };
+  }
+
+  private dropKeeper(): void {
+    if (this.keeper !== undefined) clearInterval(this.keeper);
+    this.keeper = undefined;
+  }
+
   /** Cancels every pending timer; afterwards scheduling throws. Idempotent. */
   close(): void {
+    this.dropKeeper();
     this.closed = true;
     for (const timer of this.live) clearTimeout(timer.timeout);
     this.live.clear();
@@ -309,4 +334,13 @@ export class RealClock implements Clock {
     }, delay);
     if (this.opts.unref === true) timer.timeout.unref();
   }
+}
+
+/**
+ * Runs `fn` once after `ms` of host time unless cancelled: for watchdogs that look at the simulator from
+ * outside (a virtual clock nobody advances while a client waits). Not part of any simulated behaviour.
+ */
+export function afterHostTime(ms: number, fn: () => void): { cancel(): void } {
+  const t = setTimeout(fn, ms);
+  return { cancel: () => clearTimeout(t) };
 }

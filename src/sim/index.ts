@@ -6,6 +6,7 @@
 
 export {
   RealClock,
+  afterHostTime,
   VirtualClock,
   checkPeriod,
   nextPeriodicDue,

@@ -3,9 +3,18 @@
  * server side of a Watch call (v3rpc/watch.go serverWatchStream): created and canceled replies, prev_kv
  * looked up when a response is sent, fragmenting, periodic progress notifications and progress requests.
  *
- * Delivery is pull-based: responses wait in the stream until the client takes them. A client that does
- * not take them is a slow consumer: after `chanBufLen` undelivered event responses the stream's watchers
- * become victims, exactly as a full channel makes them in etcd.
+ * The send path is etcd's, in three stages:
+ *  1. the channel: what watchers have offered and the send loop has not yet sent. It holds at most
+ *     `chanBufLen` (128) watch responses; when it is full, `offer()` fails and the watcher becomes a victim.
+ *  2. the send loop: moves responses from the channel into the transport, rendering them on the way
+ *     (prev_kv is read at that moment, large responses are fragmented), for as long as the transport's
+ *     window has room — etcd's sendLoop, which blocks in gRPC's Send while the window is closed. It runs
+ *     whenever something is offered and whenever the client reads, so a client that keeps reading keeps
+ *     the channel empty, however bursty the writes.
+ *  3. the transport window (`windowBytes`, grpc-go's 64 KiB per-stream write quota): rendered responses the
+ *     client has not read yet. A client that stops reading fills it, then the channel; its watchers then
+ *     become victims and later catch up through the victim and unsynced paths, in etcd's batches.
+ * Reading is `take()` (everything that can be read now) or `read(n)` (a slow reader's n responses).
  */
 import {
   ErrCompacted,
@@ -17,7 +26,7 @@ import {
 } from '../mvcc/index.js';
 import { rangeEndOf } from '../mvcc/store.js';
 import type { TimerHandle } from '../sim/index.js';
-import { fragmentResponse } from './fragment.js';
+import { fragmentResponse, watchResponseSize } from './fragment.js';
 import type { WatchCreateRequest, WatchEvent, WatchResponse } from './types.js';
 import type { WatchableStore } from './watchable_store.js';
 import type { Watcher } from './watcher.js';
@@ -25,7 +34,7 @@ import type { Watcher } from './watcher.js';
 /** clientv3.InvalidWatchID: the watch ID of stream-wide progress and of failed creates. */
 export const INVALID_WATCH_ID = -1;
 
-/** A response waiting in the stream: a control reply already final, or a channel entry still to render. */
+/** A response waiting to be sent: a control reply already final, or a channel entry still to render. */
 type Pending =
   | { readonly ctrl: WatchResponse }
   | { readonly ctrl?: undefined; readonly watchId: number; readonly events: readonly Event[]; readonly revision: number; readonly compactRevision: number };
@@ -33,9 +42,20 @@ type Pending =
 export class WatchStream {
   private readonly watchers = new Map<number, Watcher>();
   private nextId = 0;
+  /**
+   * What the send loop has not sent yet, in order: the channel's watch responses and the control replies
+   * (created, canceled) between them. Read from `head`; compacted as it empties.
+   */
   private queue: Pending[] = [];
-  /** Channel entries not yet taken; the channel is full at chanBufLen. */
+  private head = 0;
+  /** Watch responses in the queue; the channel is full at chanBufLen (control replies do not count). */
   private inChannel = 0;
+  /** Rendered responses in the transport, not yet read by the client, and their encoded size. */
+  private sent: WatchResponse[] = [];
+  private sentHead = 0;
+  private sentBytes = 0;
+  /** The transport's window in bytes: the send loop stops while this much is unread. */
+  private window: number;
   private readonly prevKv = new Set<number>();
   private readonly fragment = new Set<number>();
   /** Watchers with progress_notify → "no events since the last progress tick". */
@@ -43,15 +63,17 @@ export class WatchStream {
   private progressTimer: TimerHandle | undefined;
   private closed = false;
   /**
-   * Called whenever a response is queued — from a request, a commit, or a timer step (catch-up sync,
-   * victim retry, progress). Front doors that push responses to clients hook their delivery here.
+   * Called whenever the send loop hands responses to the transport — after a request, a commit, a timer
+   * step (catch-up sync, victim retry, progress) or a read. Front doors that push responses to their
+   * clients hook their delivery here.
    */
-  onQueue: (() => void) | undefined;
+  onSend: (() => void) | undefined;
 
   constructor(
     private readonly ws: WatchableStore,
     readonly seq: number,
   ) {
+    this.window = ws.sendWindowBytes;
     const clock = ws.clock;
     if (clock !== undefined) {
       const base = ws.progressNotifyIntervalMs;
@@ -65,9 +87,31 @@ export class WatchStream {
     }
   }
 
-  /** Number of responses waiting to be taken. */
+  /** Responses the client can read now (in the transport), plus those still waiting in the channel. */
   get pending(): number {
-    return this.queue.length;
+    return this.sent.length - this.sentHead + this.queue.length - this.head;
+  }
+
+  /** The transport's window in bytes (grpc-go's per-stream write quota, 64 KiB by default). */
+  get windowBytes(): number {
+    return this.window;
+  }
+
+  /** Resizes the window (a transport with its own flow control below may want a smaller one). */
+  set windowBytes(bytes: number) {
+    if (!(Number.isSafeInteger(bytes) && bytes >= 0)) throw new RangeError(`windowBytes must be a non-negative integer, got ${bytes}`);
+    this.window = bytes;
+    this.sendLoop();
+  }
+
+  /** Watch responses waiting in the channel (at most chanBufLen). */
+  get channelLength(): number {
+    return this.inChannel;
+  }
+
+  /** Responses and bytes in the transport, sent and not yet read (bytes at most windowBytes + one response). */
+  get inTransport(): { readonly responses: number; readonly bytes: number } {
+    return { responses: this.sent.length - this.sentHead, bytes: this.sentBytes };
   }
 
   /** IDs of the watchers on this stream. */
@@ -144,7 +188,11 @@ export class WatchStream {
     for (const w of this.watchers.values()) this.ws.cancelWatcher(w);
     this.watchers.clear();
     this.queue = [];
+    this.head = 0;
     this.inChannel = 0;
+    this.sent = [];
+    this.sentHead = 0;
+    this.sentBytes = 0;
     if (this.progressTimer !== undefined) this.ws.clock?.cancel(this.progressTimer);
   }
 
@@ -161,28 +209,100 @@ export class WatchStream {
     if (this.inChannel >= this.ws.chanBufLen) return false;
     this.inChannel++;
     this.queue.push({ watchId, events, revision, compactRevision });
-    this.onQueue?.();
+    this.sendLoop();
     return true;
   }
 
-  /** Takes every waiting response, in order, rendered as the client receives them. */
+  /** Reads every response the client can get now: the transport's, and what the send loop then sends. */
   take(): WatchResponse[] {
-    const queue = this.queue;
-    if (queue.length === 0) return [];
-    this.queue = [];
-    this.inChannel = 0;
-    const out: WatchResponse[] = [];
-    for (const p of queue) {
-      if (p.ctrl !== undefined) {
-        out.push(p.ctrl);
-        continue;
-      }
-      const resp = this.render(p.watchId, p.events, p.revision, p.compactRevision);
-      if (p.events.length > 0 && this.progress.get(p.watchId) === true) this.progress.set(p.watchId, false);
-      if (this.fragment.has(p.watchId)) out.push(...fragmentResponse(resp, this.ws.maxResponseBytes));
-      else out.push(resp);
+    const out = this.readWindow();
+    for (let more = out; more.length > 0; ) {
+      more = this.readWindow();
+      for (const r of more) out.push(r);
     }
     return out;
+  }
+
+  /**
+   * Reads what the transport holds now (at most one window), which lets the send loop refill it: one
+   * read of a client that reads as fast as responses arrive. A reader waiting on an empty transport takes
+   * the next response straight from the send loop, so a window of 0 is an unbuffered transport.
+   */
+  readWindow(): WatchResponse[] {
+    if (this.sentHead === this.sent.length) {
+      if (this.head === this.queue.length) return [];
+      this.sendNext();
+    }
+    const batch = this.sentHead === 0 ? this.sent : this.sent.slice(this.sentHead);
+    this.sent = [];
+    this.sentHead = 0;
+    this.sentBytes = 0;
+    this.sendLoop();
+    return batch;
+  }
+
+  /** A slow reader: reads at most `max` responses from the transport, then lets the send loop go on. */
+  read(max: number): WatchResponse[] {
+    const out: WatchResponse[] = [];
+    while (out.length < max) {
+      if (this.sentHead === this.sent.length) {
+        if (this.head === this.queue.length) break;
+        this.sendNext();
+      }
+      const r = this.sent[this.sentHead]!;
+      this.sent[this.sentHead++] = undefined as unknown as WatchResponse;
+      this.sentBytes -= watchResponseSize(r);
+      out.push(r);
+      if (this.sentHead === this.sent.length) {
+        this.sent = [];
+        this.sentHead = 0;
+        this.sentBytes = 0;
+      }
+      this.sendLoop();
+    }
+    return out;
+  }
+
+  /**
+   * etcd's sendLoop: sends from the channel (and the control replies in their place) while the transport's
+   * window has room. A response goes out whole once any room is left, as HTTP/2 sends what fits and the
+   * rest as the window reopens.
+   */
+  private sendLoop(): void {
+    let moved = false;
+    while (this.head < this.queue.length && this.sentBytes < this.window) {
+      this.sendNext();
+      moved = true;
+    }
+    if (moved) this.onSend?.();
+  }
+
+  /** Sends the next queued response into the transport, rendered (and fragmented) as it goes out. */
+  private sendNext(): void {
+    const queue = this.queue;
+    const p = queue[this.head]!;
+    queue[this.head++] = undefined as unknown as Pending;
+    if (this.head === queue.length) {
+      this.queue = [];
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > queue.length) {
+      this.queue = queue.slice(this.head);
+      this.head = 0;
+    }
+    if (p.ctrl !== undefined) {
+      this.transmit(p.ctrl);
+      return;
+    }
+    this.inChannel--;
+    const resp = this.render(p.watchId, p.events, p.revision, p.compactRevision);
+    if (p.events.length > 0 && this.progress.get(p.watchId) === true) this.progress.set(p.watchId, false);
+    if (this.fragment.has(p.watchId)) for (const f of fragmentResponse(resp, this.ws.maxResponseBytes)) this.transmit(f);
+    else this.transmit(resp);
+  }
+
+  private transmit(resp: WatchResponse): void {
+    this.sent.push(resp);
+    this.sentBytes += watchResponseSize(resp);
   }
 
   /** The periodic progress tick: watchers with progress_notify and no events since the last tick. */
@@ -216,19 +336,22 @@ export class WatchStream {
   private reply(resp: WatchResponse): WatchResponse {
     if (!this.closed) {
       this.queue.push({ ctrl: resp });
-      this.onQueue?.();
+      this.sendLoop();
     }
     return resp;
   }
 
+  /** A canceled watcher's responses still in the channel are never sent (those in the transport are). */
   private dropQueued(watchId: number): void {
     if (this.inChannel === 0) return;
     const kept: Pending[] = [];
-    for (const p of this.queue) {
+    for (let i = this.head; i < this.queue.length; i++) {
+      const p = this.queue[i]!;
       if (p.ctrl === undefined && p.watchId === watchId) this.inChannel--;
       else kept.push(p);
     }
     this.queue = kept;
+    this.head = 0;
   }
 }
 

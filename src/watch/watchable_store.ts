@@ -24,6 +24,8 @@ export const WATCH_DEFAULTS = {
   maxWatchersPerSync: 512,
   watchBatchMaxRevs: 1000,
   progressNotifyIntervalMs: 10 * 60 * 1000,
+  /** grpc-go's per-stream write quota (defaultWriteQuota): what Send accepts before it blocks. */
+  sendWindowBytes: 64 * 1024,
 } as const;
 
 export interface WatchableStoreOptions {
@@ -37,6 +39,8 @@ export interface WatchableStoreOptions {
   readonly victimIntervalMs?: number | undefined;
   /** Responses a stream buffers before its watchers become victims (etcd chanBufLen). */
   readonly chanBufLen?: number | undefined;
+  /** Bytes a stream's transport holds unread before its send loop waits (see WatchStream). */
+  readonly sendWindowBytes?: number | undefined;
   readonly maxWatchersPerSync?: number | undefined;
   readonly watchBatchMaxRevs?: number | undefined;
   /** --experimental-watch-progress-notify-interval (etcd default 10 min). */
@@ -64,6 +68,7 @@ export class WatchableStore {
   /** Batches that could not be delivered, each retried as a whole (etcd watcherBatch list). */
   victims: Map<Watcher, EventBatch>[] = [];
   readonly chanBufLen: number;
+  readonly sendWindowBytes: number;
   readonly maxWatchersPerSync: number;
   readonly watchBatchMaxRevs: number;
   readonly progressNotifyIntervalMs: number;
@@ -84,6 +89,7 @@ export class WatchableStore {
     opts: WatchableStoreOptions = {},
   ) {
     this.chanBufLen = opts.chanBufLen ?? WATCH_DEFAULTS.chanBufLen;
+    this.sendWindowBytes = opts.sendWindowBytes ?? WATCH_DEFAULTS.sendWindowBytes;
     this.maxWatchersPerSync = opts.maxWatchersPerSync ?? WATCH_DEFAULTS.maxWatchersPerSync;
     this.watchBatchMaxRevs = opts.watchBatchMaxRevs ?? WATCH_DEFAULTS.watchBatchMaxRevs;
     this.progressNotifyIntervalMs = opts.progressNotifyIntervalMs ?? WATCH_DEFAULTS.progressNotifyIntervalMs;

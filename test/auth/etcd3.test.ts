@@ -5,7 +5,7 @@ import { EtcdAuthenticationFailedError, EtcdPermissionDeniedError, EtcdUserNotFo
 import { createEtcdSim } from '../../src/index.js';
 
 test('etcd3: users and roles end to end, then an auth-enabled client is allowed and denied as its role says', async () => {
-  const sim = createEtcdSim();
+  const sim = createEtcdSim({ time: 'virtual' });
   const admin = sim.etcd3();
   const rootUser = await admin.user('root').create('rootpw');
   await rootUser.addRole('root');
@@ -49,6 +49,7 @@ test('etcd3: users and roles end to end, then an auth-enabled client is allowed 
 
 test('etcd3: an expired token is renewed by authenticating again, as the real client does; a password change too', async () => {
   const sim = createEtcdSim({
+    time: 'virtual',
     authTokenTTL: 300,
     auth: { users: [{ name: 'root', password: 'pw', roles: ['root'] }], enable: true },
   });
@@ -69,6 +70,7 @@ test('etcd3: an expired token is renewed by authenticating again, as the real cl
 
 test('etcd3: a watch on an unreadable key fails, a readable one sees events', async () => {
   const sim = createEtcdSim({
+    time: 'virtual',
     auth: {
       roles: [{ name: 'r', permissions: [{ permType: 'READ', key: 'ok' }] }],
       users: [

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { createEtcdSim } from '../../src/index.js';
 
 test('raw client: auth service, authenticate, then permission-checked calls and a refused watch', async () => {
-  const sim = createEtcdSim();
+  const sim = createEtcdSim({ time: 'virtual' });
   const c = sim.client();
   await c.auth.userAdd({ name: 'root', password: 'pw' });
   await c.auth.userGrantRole({ user: 'root', role: 'root' });

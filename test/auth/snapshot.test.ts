@@ -13,6 +13,7 @@ import { b, rejects } from './helpers.js';
 /** root, users u1..u4 with role r (READWRITE on [k, l)), auth on. */
 function authSim(seed = 1): EtcdSim {
   return createEtcdSim({
+    time: 'virtual',
     seed,
     auth: {
       roles: [{ name: 'r', permissions: [{ permType: 'READWRITE', key: 'k', rangeEnd: 'l' }] }],
@@ -88,7 +89,7 @@ test('the snapshot is a copy: changes after it do not leak into it, and it can b
 
 test('a follower restored from a leader snapshot gets its auth state but not its tokens', () => {
   const leader = authSim(1);
-  const follower = createEtcdSim({ seed: 2 });
+  const follower = createEtcdSim({ time: 'virtual', seed: 2 });
   const leaderToken = login(leader, 'u1');
   const snap = leader.snapshot();
   follower.restore(snap);

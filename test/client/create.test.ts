@@ -6,7 +6,7 @@ const b = utf8;
 
 /** A seeded scenario touching leases, watches, progress, compaction and expiry; returns its full trace. */
 function scenario(seed: number): string {
-  const sim = createEtcdSim({ seed, watchProgressNotifyIntervalMs: 1000 });
+  const sim = createEtcdSim({ time: 'virtual', seed, watchProgressNotifyIntervalMs: 1000 });
   const trace: string[] = [];
   const st = sim.watchStream();
   const record = (label: string, rs: WatchResponse[]): void => {
@@ -45,7 +45,7 @@ test('same seed, same trace, byte for byte; another seed changes only what is ra
 });
 
 test('a lease expires on the virtual clock: its keys go in one revision and the watcher sees one response', () => {
-  const sim = createEtcdSim();
+  const sim = createEtcdSim({ time: 'virtual' });
   const st = sim.watchStream();
   st.watch({ key: b('/l/'), rangeEnd: b('/l0') });
   const { id, ttl } = sim.lessor.grant(0n, 1);
@@ -67,8 +67,8 @@ test('a lease expires on the virtual clock: its keys go in one revision and the 
 });
 
 test('restore moves watchers to unsynced and rebuilds the lessor from the restored keys', () => {
-  const leader = createEtcdSim();
-  const follower = createEtcdSim();
+  const leader = createEtcdSim({ time: 'virtual' });
+  const follower = createEtcdSim({ time: 'virtual' });
   const lease = follower.lessor.grant(7n, 60);
   leader.lessor.grant(7n, 60);
   for (const s of [leader, follower]) s.kv.put({ key: b('k'), value: b('v'), lease: 7n });

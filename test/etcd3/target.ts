@@ -152,7 +152,7 @@ async function served(options: TargetOptions): Promise<Target> {
  * clock through node:test's mock timers, which advanceAsync ticks together with the simulator.
  */
 function simulator(): Target {
-  const sim = createEtcdSim();
+  const sim = createEtcdSim({ time: 'virtual' });
   mock.timers.enable({ apis: ['setTimeout', 'setInterval', 'Date'], now: 0 });
   const client = sim.etcd3({ timers: mock.timers });
   const others: Etcd3[] = [];
@@ -196,6 +196,7 @@ function simulator(): Target {
       for (const c of others) c.close();
       client.close();
       await sim.settle();
+      sim.close();
       mock.timers.reset();
     },
   };

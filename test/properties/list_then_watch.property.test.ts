@@ -40,6 +40,8 @@ type Strategy = 'correct' | 'cursorPerEvent' | 'resumeAfterCompaction';
 interface Config {
   readonly limit: number;
   readonly chanBufLen: number;
+  /** The transport window: 0 is an unbuffered transport, 200 B a few responses, 64 KiB etcd's. */
+  readonly sendWindowBytes: number;
   readonly fragment: boolean;
 }
 
@@ -53,6 +55,7 @@ type Action =
 const configArb: fc.Arbitrary<Config> = fc.record({
   limit: fc.integer({ min: 1, max: 4 }),
   chanBufLen: fc.constantFrom(1, 2, 4, 128),
+  sendWindowBytes: fc.constantFrom(0, 200, 64 * 1024),
   fragment: fc.boolean(),
 });
 
@@ -268,7 +271,7 @@ function run(strategy: Strategy, cfg: Config, actions: readonly Action[]): void 
   const ticker = new Ticker(clock);
   const kv = new MvccStore();
   const { history } = recordHistory(kv);
-  const ws = new WatchableStore(kv, { ticker, clock, chanBufLen: cfg.chanBufLen, maxResponseBytes: FRAGMENT_LIMIT });
+  const ws = new WatchableStore(kv, { ticker, clock, chanBufLen: cfg.chanBufLen, sendWindowBytes: cfg.sendWindowBytes, maxResponseBytes: FRAGMENT_LIMIT });
   const client = new InformerClient(kv, ws, cfg, strategy);
 
   for (const a of actions) {

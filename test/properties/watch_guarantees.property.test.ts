@@ -35,6 +35,8 @@ const STREAMS = 3;
 
 interface Config {
   readonly chanBufLen: number;
+  /** The transport window: 0 is an unbuffered transport, 200 B a few responses, 64 KiB etcd's. */
+  readonly sendWindowBytes: number;
   readonly progressMs: number;
   readonly fragmentLimit: number | undefined;
   readonly seed: number;
@@ -64,12 +66,15 @@ type Action =
   | { readonly t: 'open'; readonly s: number; readonly spec: WatchSpec }
   | { readonly t: 'cancel'; readonly s: number; readonly pick: number }
   | { readonly t: 'take'; readonly s: number }
+  /** A slow reader: reads `n` responses and stops. */
+  | { readonly t: 'read'; readonly s: number; readonly n: number }
   | { readonly t: 'progress'; readonly s: number }
   | { readonly t: 'break'; readonly s: number; readonly resume: boolean }
   | { readonly t: 'tick'; readonly ms: number };
 
 const configArb: fc.Arbitrary<Config> = fc.record({
   chanBufLen: fc.constantFrom(1, 2, 4, 128),
+  sendWindowBytes: fc.constantFrom(0, 200, 64 * 1024),
   progressMs: fc.constantFrom(100, 300, 1000),
   fragmentLimit: fc.constantFrom(undefined, 160),
   seed: fc.integer(),
@@ -111,6 +116,7 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ t: fc.constant('open' as const), s: streamArb, spec: specArb }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('cancel' as const), s: streamArb, pick: fc.nat() }) },
   { weight: 4, arbitrary: fc.record({ t: fc.constant('take' as const), s: streamArb }) },
+  { weight: 3, arbitrary: fc.record({ t: fc.constant('read' as const), s: streamArb, n: fc.integer({ min: 1, max: 5 }) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('progress' as const), s: streamArb }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('break' as const), s: streamArb, resume: fc.boolean() }) },
   { weight: 3, arbitrary: fc.integer({ min: 1, max: 400 }).map((ms) => ({ t: 'tick' as const, ms })) },
@@ -147,6 +153,7 @@ function simulate(cfg: Config, actions: readonly Action[]): { history: Committed
     clock,
     random: new SimRandom(cfg.seed),
     chanBufLen: cfg.chanBufLen,
+    sendWindowBytes: cfg.sendWindowBytes,
     progressNotifyIntervalMs: cfg.progressMs,
     ...(cfg.fragmentLimit === undefined ? {} : { maxResponseBytes: cfg.fragmentLimit }),
   });
@@ -211,6 +218,9 @@ function simulate(cfg: Config, actions: readonly Action[]): { history: Committed
       }
       case 'take':
         streams[a.s]!.take();
+        break;
+      case 'read':
+        streams[a.s]!.read(a.n);
         break;
       case 'progress':
         streams[a.s]!.stream.requestProgress();

@@ -132,6 +132,8 @@ export class RecordedStream {
   private readonly live = new Map<number, WatchRecord>();
   /** Records whose created response was not taken yet, by ID. */
   private readonly announced = new Map<number, WatchRecord>();
+  /** Records whose canceled response was taken, by ID. */
+  private readonly ended = new Map<number, WatchRecord>();
 
   constructor(readonly stream: WatchStream) {}
 
@@ -162,6 +164,13 @@ export class RecordedStream {
     return got;
   }
 
+  /** A slow reader: takes at most `n` responses (the send loop refills the window behind it). */
+  read(n: number): WatchResponse[] {
+    const got = this.stream.read(n);
+    for (const r of got) this.route(r);
+    return got;
+  }
+
   private route(r: WatchResponse): void {
     if (r.watchId === INVALID_WATCH_ID) {
       if (r.created) return; // a failed create: already recorded from watch()'s return value
@@ -174,11 +183,18 @@ export class RecordedStream {
       this.announced.delete(r.watchId);
       if (rec !== undefined) this.live.set(r.watchId, rec);
     }
+    if (rec === undefined && r.canceled && this.ended.get(r.watchId)?.cancelRequested === true) {
+      // The answer to a cancel sent after the watch was already canceled by compaction (that response was
+      // on the wire, unread): etcd still knows the ID and answers canceled once more.
+      this.ended.delete(r.watchId);
+      return;
+    }
     if (rec === undefined) throw new Error(`response for unknown watch ${r.watchId}: ${JSON.stringify(r, jsonBytes)}`);
     if (!rec.cancelRequested || r.canceled) rec.responses.push(r);
     if (r.canceled) {
       rec.canceled = true;
       this.live.delete(r.watchId);
+      this.ended.set(r.watchId, rec);
     }
   }
 
@@ -188,6 +204,7 @@ export class RecordedStream {
     for (const rec of this.records) if (!rec.canceled) rec.broken = true;
     this.live.clear();
     this.announced.clear();
+    this.ended.clear();
   }
 
   /** Watches still open (created, not canceled, stream not broken). */

@@ -133,7 +133,7 @@ test('watch events print as etcdctl watch prints them, labelled with the watch n
 
 test('a slow consumer: responses queue on the server while it does not read, and arrive when it drains', () => {
   const r = runScenario(
-    ['option watchChanBufLen=2', 'watch W /k', 'slow W', 'put /k 1', 'put /k 2', 'put /k 3', 'put /k 4', 'expect watch W events == []', 'drain W', 'advance 100ms', 'expect watch W events == [PUT /k@2, PUT /k@3, PUT /k@4, PUT /k@5]'].join('\n'),
+    ['option watchChanBufLen=2', 'option watchSendWindowBytes=0', 'watch W /k', 'slow W', 'put /k 1', 'put /k 2', 'put /k 3', 'put /k 4', 'expect watch W events == []', 'drain W', 'advance 100ms', 'expect watch W events == [PUT /k@2, PUT /k@3, PUT /k@4, PUT /k@5]'].join('\n'),
   );
   assert.equal(r.failure, undefined, r.transcript.join('\n'));
 });

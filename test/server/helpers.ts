@@ -7,7 +7,7 @@ export const B = (s: string): Buffer => Buffer.from(s, 'utf8');
 
 /** A sim with fixed, recognisable identity so whole responses can be compared. */
 export function newSim(opts: EtcdSimOptions = {}): EtcdSim {
-  return createEtcdSim({ clusterId: 11n, memberId: 22n, raftTerm: 3, ...opts });
+  return createEtcdSim({ time: 'virtual', clusterId: 11n, memberId: 22n, raftTerm: 3, ...opts });
 }
 
 export function hdr(revision: number | string): M.ResponseHeader {

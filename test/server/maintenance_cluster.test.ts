@@ -35,7 +35,7 @@ test('Status: version, leader, raft index/term, db size, header', () => {
 });
 
 test('default identity is etcd\'s default single member; MemberList has no header revision', () => {
-  const sim = createEtcdSim();
+  const sim = createEtcdSim({ time: 'virtual' });
   sim.services.kv.put({ key: B('a') });
   assert.deepStrictEqual(sim.services.cluster.memberList(), {
     header: { cluster_id: String(DEFAULT_CLUSTER_ID), member_id: String(DEFAULT_MEMBER_ID), revision: '0', raft_term: '2' },
@@ -94,8 +94,8 @@ test('Defragment and Alarm answer as etcd 3.4.23 does (no header); Snapshot/rest
 });
 
 test('HashKV under etcd 3.4 rules has no hash_revision (the field came with 3.5.5), the same hash', () => {
-  const old = createEtcdSim({ etcdVersion: '3.4' });
-  const now = createEtcdSim();
+  const old = createEtcdSim({ time: 'virtual', etcdVersion: '3.4' });
+  const now = createEtcdSim({ time: 'virtual' });
   for (const sim of [old, now]) sim.services.kv.put({ key: B('a'), value: B('1') });
   const [a, b] = [old.services.maintenance.hashKV({}), now.services.maintenance.hashKV({})];
   assert.equal(a.hash_revision, '0');

@@ -121,7 +121,7 @@ test('a compaction between sync steps only cancels watchers still below it', () 
 });
 
 test('a compaction cancel that finds the channel full is retried at the next sync step', () => {
-  const { kv, ws, st } = setup({}, { chanBufLen: 1, watchBatchMaxRevs: 3 });
+  const { kv, ws, st } = setup({}, { sendWindowBytes: 0, chanBufLen: 1, watchBatchMaxRevs: 3 });
   for (let i = 0; i < 10; i++) put(kv, 'k', `${i}`); // 2..11
   st.watch({ key: b('k'), startRevision: 2 });
   ws.syncWatchers(); // 2..4 fills the one-slot channel

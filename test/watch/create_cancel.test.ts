@@ -218,7 +218,7 @@ test('etcd 3.4: a negative-start watcher synced in the same step as a behind wat
 
 test('closing a stream cancels every watcher (synced, unsynced, victim) and queues nothing more', () => {
   const kv = new MvccStore();
-  const ws = new WatchableStore(kv, { chanBufLen: 1 });
+  const ws = new WatchableStore(kv, { sendWindowBytes: 0, chanBufLen: 1 });
   const st = ws.newWatchStream();
   const other = ws.newWatchStream();
   for (let i = 0; i < 3; i++) put(kv, 'k', `v${i}`); // revs 2..4

@@ -52,7 +52,7 @@ test('prev_kv in a replay, as observed in etcd 3.4.23 (watch "\\0".."\\0" from 5
 });
 
 test('prev_kv is read when the response is sent: omitted if the previous revision was compacted meanwhile', () => {
-  const { kv, st } = setup();
+  const { kv, st } = setup({}, { sendWindowBytes: 0 }); // responses wait in the channel, not yet rendered
   st.watch({ key: b('k'), prevKv: true });
   st.take();
   put(kv, 'k', 'v1'); // 2

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { b, compactCanceled, created, put, putEv, range, resp, revsOf, setup, show, takeShown, txnPut } from './helpers.js';
 
 test('a full channel makes the watcher a victim; after the client takes, nothing is lost or reordered', () => {
-  const { kv, ws, st } = setup({}, { chanBufLen: 2 });
+  const { kv, ws, st } = setup({}, { sendWindowBytes: 0, chanBufLen: 2 });
   st.watch({ key: b('k') });
   st.take();
   put(kv, 'k', '1'); // 2
@@ -39,7 +39,7 @@ test('a full channel makes the watcher a victim; after the client takes, nothing
 });
 
 test('a victim that did not fall behind goes straight back to synced', () => {
-  const { kv, ws, st } = setup({}, { chanBufLen: 1 });
+  const { kv, ws, st } = setup({}, { sendWindowBytes: 0, chanBufLen: 1 });
   st.watch({ key: b('k') });
   put(kv, 'k', '1'); // 2
   put(kv, 'k', '2'); // 3: victim
@@ -64,7 +64,7 @@ test('a victim that did not fall behind goes straight back to synced', () => {
 });
 
 test('a victim multi-key revision is retried as one response', () => {
-  const { kv, ws, st } = setup({}, { chanBufLen: 1 });
+  const { kv, ws, st } = setup({}, { sendWindowBytes: 0, chanBufLen: 1 });
   st.watch({ key: b('a'), rangeEnd: b('z') });
   put(kv, 'a', '1'); // 2 fills the channel
   const r = txnPut(kv, [
@@ -78,7 +78,7 @@ test('a victim multi-key revision is retried as one response', () => {
 });
 
 test('watchers sharing a full stream: the ones that could not be queued retry, in order', () => {
-  const { kv, ws, st } = setup({}, { chanBufLen: 1 });
+  const { kv, ws, st } = setup({}, { sendWindowBytes: 0, chanBufLen: 1 });
   st.watch({ key: b('k') }); // 0
   st.watch({ key: b('k') }); // 1
   st.take();
@@ -101,7 +101,7 @@ test('watchers sharing a full stream: the ones that could not be queued retry, i
 });
 
 test('a catch-up batch that finds the channel full is retried with header moreRev - 1', () => {
-  const { kv, ws, st } = setup({}, { chanBufLen: 1, watchBatchMaxRevs: 3 });
+  const { kv, ws, st } = setup({}, { sendWindowBytes: 0, chanBufLen: 1, watchBatchMaxRevs: 3 });
   for (let i = 0; i < 10; i++) put(kv, 'k', `${i}`); // 2..11
   st.watch({ key: b('k'), startRevision: 2 });
   st.take();
@@ -130,7 +130,7 @@ test('a catch-up batch that finds the channel full is retried with header moreRe
 });
 
 test('a victim that falls behind a compaction is canceled with compact_revision after its batch is delivered', () => {
-  const { kv, ws, st } = setup({}, { chanBufLen: 1 });
+  const { kv, ws, st } = setup({}, { sendWindowBytes: 0, chanBufLen: 1 });
   st.watch({ key: b('k') });
   st.take();
   put(kv, 'k', '1'); // 2 queued
@@ -149,7 +149,7 @@ test('a victim that falls behind a compaction is canceled with compact_revision 
 });
 
 test('a long run of a slow consumer: every revision exactly once, in order', () => {
-  const { kv, ws, st } = setup({}, { chanBufLen: 3, watchBatchMaxRevs: 4 });
+  const { kv, ws, st } = setup({}, { sendWindowBytes: 0, chanBufLen: 3, watchBatchMaxRevs: 4 });
   st.watch({ key: b('k'), rangeEnd: b('l') });
   const all = [...st.take()];
   let n = 0;

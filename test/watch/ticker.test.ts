@@ -100,7 +100,7 @@ test('when a sync step finishes some watchers but not all, the rest is synced ag
 });
 
 test('victims are retried every 10 ms once the client takes; a victim behind is caught up by the sync step', () => {
-  const { clock, kv, ws } = ticked({ chanBufLen: 2 });
+  const { clock, kv, ws } = ticked({ sendWindowBytes: 0, chanBufLen: 2 });
   const st = ws.newWatchStream();
   st.watch({ key: b('k') });
   st.take();
