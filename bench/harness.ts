@@ -63,6 +63,11 @@ export interface Row {
   /** etcd's own figure for the same operation, for orientation (not a pass/fail line). */
   readonly reference?: { readonly label: string; readonly nsPerOp: number } | undefined;
   readonly note?: string | undefined;
+  /**
+   * What the figures are: 'time' (default) — nsPerOp is ns per `unit`; 'bytes' — nsPerOp holds a size in
+   * bytes (e.g. a process's peak RSS), printed as such; the ratio is still subject ÷ baseline.
+   */
+  readonly measure?: 'time' | 'bytes' | undefined;
 }
 
 /** Options the runner gives every section. */
@@ -243,6 +248,21 @@ export class FastRandom {
 
 // ---------------------------------------------------------------------------------------------------
 // Formatting.
+
+/** A byte count as KiB / MiB / GiB. */
+export function formatBytes(n: number): string {
+  if (!Number.isFinite(n)) return String(n);
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 ** 2) return `${(n / 1024).toFixed(1)} KiB`;
+  if (n < 1024 ** 3) return `${(n / 1024 ** 2).toFixed(1)} MiB`;
+  return `${(n / 1024 ** 3).toFixed(2)} GiB`;
+}
+
+/** One of a row's figures as the table shows it: a time per op, or a size for 'bytes' rows. */
+export function formatFigure(r: Row, value: number, withUnit: boolean): string {
+  if (r.measure === 'bytes') return formatBytes(value);
+  return withUnit ? `${formatNs(value)}/${r.unit}` : formatNs(value);
+}
 
 export function formatNs(ns: number): string {
   if (!Number.isFinite(ns)) return String(ns);

@@ -8,15 +8,16 @@
  * Output: a table on stdout; with --json, exactly one JSON object on stdout instead (progress always goes
  * to stderr). The exit code is 0 even when a target is missed: benchmarks report, tests judge.
  */
+import { deliverySection } from './delivery.bench.js';
 import { etcd3Section } from './etcd3.bench.js';
-import { formatNs, gcAvailable, spread, targetMet, type BenchContext, type BenchSection, type Row } from './harness.js';
+import { formatFigure, gcAvailable, spread, targetMet, type BenchContext, type BenchSection, type Row, type Sample } from './harness.js';
 import { leaseSection } from './lease.bench.js';
 import { mvccSection } from './mvcc.bench.js';
 import { serverSection } from './server.bench.js';
 import { watchSection } from './watch.bench.js';
 
 /** Every section, in the order they run. Add new areas (watch, lease, etcd3 adapter) here. */
-const SECTIONS: readonly BenchSection[] = [mvccSection, watchSection, leaseSection, etcd3Section, serverSection];
+const SECTIONS: readonly BenchSection[] = [mvccSection, watchSection, leaseSection, etcd3Section, serverSection, deliverySection];
 
 interface Args {
   readonly quick: boolean;
@@ -63,6 +64,12 @@ function ratioText(r: Row): string {
   return `${r.ratio.toFixed(2)}×`;
 }
 
+/** ± of a side; '—' when a round had no finite figure (e.g. a side that stalled or failed). */
+function spreadText(s: Sample): string {
+  const x = spread(s);
+  return Number.isFinite(x) ? `${(x * 100).toFixed(0)}%` : '—';
+}
+
 function targetText(r: Row): string {
   const met = targetMet(r);
   if (r.target === undefined || met === undefined) return '—';
@@ -78,18 +85,18 @@ function pad(s: string, w: number, right = false): string {
 function printTable(results: readonly SectionResult[], args: Args, totalSeconds: number): void {
   const out: string[] = [];
   out.push(`etcdsim benchmarks — node ${process.version}, ${args.quick ? 'quick' : 'full'} run, gc between rounds: ${gcAvailable ? 'yes' : 'no'}`);
-  out.push('ratio = subject ns/op ÷ baseline ns/op, both medians of rounds taken in this run; ± = (max-min)/median over rounds');
+  out.push('ratio = subject ns/op ÷ baseline ns/op (rows in bytes: subject size ÷ baseline size), both medians of rounds taken in this run; ± = (max-min)/median over rounds');
   for (const res of results) {
     out.push('');
     out.push(`== ${res.section.name}: ${res.section.title} (${res.seconds.toFixed(1)} s)`);
     const header = ['row', 'subject /op', '±', 'baseline', 'baseline /op', '±', 'ratio', 'target', 'etcd reference'];
     const lines = res.rows.map((r) => [
       r.name,
-      `${formatNs(r.subject.nsPerOp)}/${r.unit}`,
-      `${(spread(r.subject) * 100).toFixed(0)}%`,
+      formatFigure(r, r.subject.nsPerOp, true),
+      spreadText(r.subject),
       r.baselineName,
-      formatNs(r.baseline.nsPerOp),
-      `${(spread(r.baseline) * 100).toFixed(0)}%`,
+      formatFigure(r, r.baseline.nsPerOp, false),
+      spreadText(r.baseline),
       ratioText(r),
       targetText(r),
       r.reference === undefined ? '—' : `${r.reference.label} (${(r.reference.nsPerOp / r.subject.nsPerOp).toFixed(1)}× ours)`,
@@ -125,6 +132,8 @@ function jsonReport(results: readonly SectionResult[], args: Args, totalSeconds:
       rows: res.rows.map((r) => ({
         name: r.name,
         unit: r.unit,
+        // 'bytes': the *NsPerOp fields below hold sizes in bytes (e.g. peak RSS), not times
+        measure: r.measure ?? 'time',
         subjectNsPerOp: r.subject.nsPerOp,
         subjectRoundsNsPerOp: r.subject.rounds,
         subjectOpsPerRound: r.subject.ops,
