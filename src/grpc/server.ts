@@ -48,6 +48,7 @@ interface StreamCall<Req, Res> {
   pause(): void;
   resume(): void;
   readonly isPaused: boolean;
+  listenerBatch: number;
 }
 
 let cachedDefinition: grpc.GrpcObject | undefined;
@@ -169,24 +170,45 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
   const stream = <Req, Res>(
     method: StreamMethod,
     openCall: (ctx: CallContext) => StreamCall<Req, Res>,
+    encode?: (r: Res) => Buffer,
   ): grpc.handleBidiStreamingCall<Req, Res> => {
     return (call) => {
       const sc = openCall(callContext(call));
       open.add(sc);
       let clientGone = false;
       let reason: StreamEndReason = 'aborted';
-      // Flow control as etcd's send loop meets it: once grpc-js buffers past its high-water mark (the
-      // client is not reading, so HTTP/2's window is closed) the call stops taking responses; the stream's
-      // window and channel then fill and its watchers become victims. 'drain' reopens it.
       const resume = (): void => sc.resume();
-      sc.onResponse((rs) => {
-        let open = true;
-        for (const r of rs) open = call.write(r);
-        if (!open && !sc.isPaused) {
-          sc.pause();
-          call.once('drain', resume);
-        }
-      });
+      if (encode === undefined) {
+        // Respect grpc-js's backpressure: stop taking responses once it buffers past its high-water mark.
+        sc.onResponse((rs) => {
+          let more = true;
+          for (const r of rs) more = call.write(r);
+          if (!more && !sc.isPaused) {
+            sc.pause();
+            call.once('drain', resume);
+          }
+        });
+      } else {
+        // etcd's send loop blocks in Send while grpc-go's per-stream write quota (64 KiB) is used up; the
+        // quota comes back as the transport puts bytes on the wire, within the client's HTTP/2 window. So
+        // here: responses are encoded as they are taken, one at a time, and the call stops taking once
+        // WRITE_QUOTA bytes are written and not yet flushed; what a client does not read then waits in
+        // the stream's window and channel, and its watchers become victims, as in etcd.
+        let unflushed = 0;
+        const flushed = (bytes: number) => (): void => {
+          unflushed -= bytes;
+          if (unflushed < WRITE_QUOTA && sc.isPaused) resume();
+        };
+        sc.listenerBatch = 1;
+        sc.onResponse((rs) => {
+          for (const r of rs) {
+            const buf = encode(r);
+            unflushed += buf.byteLength;
+            call.write(buf as unknown as Res, flushed(buf.byteLength));
+          }
+          if (unflushed >= WRITE_QUOTA) sc.pause();
+        });
+      }
       sc.onEnd((err) => {
         open.delete(sc);
         if (!clientGone) {
@@ -238,7 +260,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     RangeStream: serverStream((req: M.RangeRequest, ctx) => rangeStream(member().services.kv.range(req, ctx))),
   } satisfies grpc.UntypedServiceImplementation);
   grpcServer.addService(withEncoders(etcdService('Watch').service, WATCH_ENCODERS), {
-    Watch: stream<M.WatchRequest, M.WatchResponse>('Watch', (ctx) => member().services.watch.watch(ctx)),
+    Watch: stream<M.WatchRequest, M.WatchResponse>('Watch', (ctx) => member().services.watch.watch(ctx), encodeWatchResponse),
   });
   grpcServer.addService(etcdService('Lease').service, {
     LeaseGrant: unary((req: M.LeaseGrantRequest, ctx) => member().services.lease.leaseGrant(req, ctx)),
@@ -340,7 +362,11 @@ const KV_ENCODERS: Readonly<Record<string, (r: never) => Buffer>> = {
   DeleteRange: encodeDeleteRangeResponse,
   Txn: encodeTxnResponse,
 };
-const WATCH_ENCODERS: Readonly<Record<string, (r: never) => Buffer>> = { Watch: encodeWatchResponse };
+/** Watch responses are encoded by the stream handler (it counts their bytes); grpc-js passes them through. */
+const WATCH_ENCODERS: Readonly<Record<string, (r: never) => Buffer>> = { Watch: (r: Buffer) => r };
+
+/** grpc-go's per-stream write quota (defaultWriteQuota): what Send accepts before it blocks. */
+const WRITE_QUOTA = 64 * 1024;
 
 /** `def` with the bulk responses encoded by src/grpc/codec.ts instead of proto-loader (the same messages on the wire, less work). */
 function withEncoders(def: grpc.ServiceDefinition, encoders: Readonly<Record<string, (r: never) => Buffer>>): grpc.ServiceDefinition {

@@ -16,6 +16,12 @@ export type EndListener = (err: GrpcError | undefined) => void;
 export abstract class StreamCall<Res> implements Deliverable {
   private responseListener: ResponseListener<Res> | undefined;
   private paused = false;
+  /**
+   * Responses handed to the listener per call (default: a whole transport batch). A front door whose own
+   * transport pushes back per message (gRPC's write()) takes them one at a time, so that it stops taking
+   * the moment the transport is full and the rest stays in the stream's window and channel, as in etcd.
+   */
+  listenerBatch = Number.POSITIVE_INFINITY;
   private readonly endListeners: EndListener[] = [];
   private endedWith: { err: GrpcError | undefined } | undefined;
 
@@ -34,8 +40,8 @@ export abstract class StreamCall<Res> implements Deliverable {
   /** Takes every queued response, in order, in message form. */
   abstract take(): Res[];
 
-  /** What one read of the transport gives (default: everything queued); a listener gets one batch at a time. */
-  protected readBatch(): Res[] {
+  /** What one read of the transport gives, at most `max` responses (default: everything queued). */
+  protected readBatch(_max: number): Res[] {
     return this.take();
   }
 
@@ -89,7 +95,7 @@ export abstract class StreamCall<Res> implements Deliverable {
     const listener = this.responseListener;
     let n = 0;
     while (listener !== undefined && listener === this.responseListener && !this.paused && !this.ended && this.pending > 0) {
-      const rs = this.readBatch();
+      const rs = this.readBatch(this.listenerBatch);
       if (rs.length === 0) break;
       n += rs.length;
       listener(rs);

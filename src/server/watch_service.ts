@@ -106,9 +106,9 @@ export class WatchCall extends StreamCall<M.WatchResponse> {
     return this.withEarly(this.stream.take());
   }
 
-  /** One read of the transport: what its window holds now. */
-  protected override readBatch(): M.WatchResponse[] {
-    return this.withEarly(this.stream.readWindow());
+  /** One read of the transport: what its window holds now, or at most `max` responses. */
+  protected override readBatch(max: number): M.WatchResponse[] {
+    return this.withEarly(max === Number.POSITIVE_INFINITY ? this.stream.readWindow() : this.stream.read(max));
   }
 
   private withEarly(rs: readonly DWatchResponse[]): M.WatchResponse[] {
