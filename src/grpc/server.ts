@@ -260,7 +260,17 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     RangeStream: serverStream((req: M.RangeRequest, ctx) => rangeStream(member().services.kv.range(req, ctx))),
   } satisfies grpc.UntypedServiceImplementation);
   grpcServer.addService(withEncoders(etcdService('Watch').service, WATCH_ENCODERS), {
-    Watch: stream<M.WatchRequest, M.WatchResponse>('Watch', (ctx) => member().services.watch.watch(ctx), encodeWatchResponse),
+    Watch: stream<M.WatchRequest, M.WatchResponse>(
+      'Watch',
+      (ctx) => {
+        const call = member().services.watch.watch(ctx);
+        // The handler's write quota is this stream's transport window: the send loop hands responses
+        // straight to it, and the channel of 128 is the only buffer before it, as in etcd.
+        call.stream.windowBytes = 0;
+        return call;
+      },
+      encodeWatchResponse,
+    ),
   });
   grpcServer.addService(etcdService('Lease').service, {
     LeaseGrant: unary((req: M.LeaseGrantRequest, ctx) => member().services.lease.leaseGrant(req, ctx)),

@@ -63,9 +63,9 @@ export class WatchStream {
   private progressTimer: TimerHandle | undefined;
   private closed = false;
   /**
-   * Called whenever the send loop hands responses to the transport — after a request, a commit, a timer
-   * step (catch-up sync, victim retry, progress) or a read. Front doors that push responses to their
-   * clients hook their delivery here.
+   * Called whenever the send loop hands responses to the transport (or, with a window of 0, has one ready
+   * for the reader) — after a request, a commit, a timer step (catch-up sync, victim retry, progress) or a
+   * read. Front doors that push responses to their clients hook their delivery here.
    */
   onSend: (() => void) | undefined;
 
@@ -274,7 +274,8 @@ export class WatchStream {
       this.sendNext();
       moved = true;
     }
-    if (moved) this.onSend?.();
+    // An unbuffered transport (window 0) hands over only when the reader reads: tell it there is something.
+    if (moved || (this.window === 0 && this.head < this.queue.length)) this.onSend?.();
   }
 
   /** Sends the next queued response into the transport, rendered (and fragmented) as it goes out. */
