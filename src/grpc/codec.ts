@@ -65,6 +65,15 @@ class Out {
   varint(v: number | bigint): void {
     const b = this.buf;
     if (typeof v === 'number') {
+      if (v < 0x80000000) {
+        // Revisions, lengths, tags: 32-bit integer arithmetic, no float division.
+        while (v >= 0x80) {
+          b[this.pos++] = (v & 0x7f) | 0x80;
+          v >>>= 7;
+        }
+        b[this.pos++] = v;
+        return;
+      }
       while (v >= 0x80) {
         b[this.pos++] = (v % 0x80) | 0x80;
         v = Math.floor(v / 0x80);
