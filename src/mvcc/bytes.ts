@@ -24,53 +24,59 @@ export function keyString(bytes: Uint8Array): KeyString {
 
 const SLAB_SIZE = 64 * 1024;
 const SLAB_MAX_COPY = 1024;
-let slab = new Uint8Array(SLAB_SIZE);
-let slabUsed = 0;
 
 /**
- * A private copy of caller-owned bytes (keys and values must not change when the caller reuses its
+ * Private copies of caller-owned bytes (keys and values must not change when the caller reuses its
  * buffer). Small copies share 64 KiB slabs, as Node's Buffer pool does: one ArrayBuffer per copy would
  * dominate the cost of a put through garbage collection. The price: a slab stays alive while any copy in
- * it does.
+ * it does. Each store has its own slabs, and a copy's length is the source's own byteLength, so nothing a
+ * caller passes can make one copy overlap another — in this store or any other.
  */
-export function copyBytes(src: Uint8Array): Uint8Array {
-  const n = src.byteLength;
-  if (n === 0) return EMPTY_BYTES;
-  // Uint8Array's slice copies; a Buffer's slice would be a view of the caller's memory.
-  if (n > SLAB_MAX_COPY) return Uint8Array.prototype.slice.call(src);
-  if (slabUsed + n > SLAB_SIZE) {
-    slab = new Uint8Array(SLAB_SIZE);
-    slabUsed = 0;
-  }
-  const start = slabUsed;
-  slab.set(src, start);
-  slabUsed = (start + n + 7) & ~7; // keep copies 8-byte aligned
-  // The constructor skips subarray's species lookup: measurably cheaper, and this runs on every put.
-  return new Uint8Array(slab.buffer, start, n);
-}
+export class ByteSlab {
+  private slab = new Uint8Array(SLAB_SIZE);
+  private used = 0;
 
-/**
- * A new key's first KeyValue (version 1, created at `rev`), with private copies of its key and value: what
- * two copyBytes calls would make, in one pass over the slab when both fit.
- */
-export function firstKeyValue(key: Uint8Array, value: Uint8Array, rev: number, lease: bigint): KeyValue {
-  const nk = key.byteLength;
-  const nv = value.byteLength;
-  if (nk === 0 || nv === 0 || nk > SLAB_MAX_COPY || nv > SLAB_MAX_COPY) {
-    return { key: copyBytes(key), createRevision: rev, modRevision: rev, version: 1, value: copyBytes(value), lease };
+  /** A private copy of `src`. */
+  copy(src: Uint8Array): Uint8Array {
+    const n = src.byteLength;
+    if (n === 0) return EMPTY_BYTES;
+    // Uint8Array's slice copies; a Buffer's slice would be a view of the caller's memory.
+    if (n > SLAB_MAX_COPY) return Uint8Array.prototype.slice.call(src);
+    const start = this.reserve(n);
+    this.slab.set(src, start);
+    // The constructor skips subarray's species lookup: measurably cheaper, and this runs on every put.
+    return new Uint8Array(this.slab.buffer, start, n);
   }
-  const vAt = (nk + 7) & ~7;
-  const need = vAt + nv;
-  if (slabUsed + need > SLAB_SIZE) {
-    slab = new Uint8Array(SLAB_SIZE);
-    slabUsed = 0;
+
+  /**
+   * A new key's first KeyValue (version 1, created at `rev`), with private copies of its key and value:
+   * what two copy() calls would make, in one reservation when both fit.
+   */
+  firstKeyValue(key: Uint8Array, value: Uint8Array, rev: number, lease: bigint): KeyValue {
+    const nk = key.byteLength;
+    const nv = value.byteLength;
+    if (nk === 0 || nv === 0 || nk > SLAB_MAX_COPY || nv > SLAB_MAX_COPY) {
+      return { key: this.copy(key), createRevision: rev, modRevision: rev, version: 1, value: this.copy(value), lease };
+    }
+    const vAt = (nk + 7) & ~7;
+    const start = this.reserve(vAt + nv);
+    const slab = this.slab;
+    slab.set(key, start);
+    slab.set(value, start + vAt);
+    const buf = slab.buffer;
+    return { key: new Uint8Array(buf, start, nk), createRevision: rev, modRevision: rev, version: 1, value: new Uint8Array(buf, start + vAt, nv), lease };
   }
-  const start = slabUsed;
-  slab.set(key, start);
-  slab.set(value, start + vAt);
-  slabUsed = (start + need + 7) & ~7;
-  const buf = slab.buffer;
-  return { key: new Uint8Array(buf, start, nk), createRevision: rev, modRevision: rev, version: 1, value: new Uint8Array(buf, start + vAt, nv), lease };
+
+  /** Room for `n` bytes (0 < n <= SLAB_SIZE), 8-byte aligned; a fresh slab when the current one is full. */
+  private reserve(n: number): number {
+    if (this.used + n > SLAB_SIZE) {
+      this.slab = new Uint8Array(SLAB_SIZE);
+      this.used = 0;
+    }
+    const start = this.used;
+    this.used = (start + n + 7) & ~7;
+    return start;
+  }
 }
 
 /** Index key → bytes (a fresh copy the caller may keep). */

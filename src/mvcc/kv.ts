@@ -38,6 +38,7 @@ import {
   DEFAULT_MAX_TXN_OPS,
 } from './validate.js';
 import { historyDigest } from './hash.js';
+import { checkDeleteShape, checkPutShape, checkRangeShape, checkRevisionShape, checkTxnShape } from './shape.js';
 import { hashKV } from './hash_kv.js';
 
 /** What HashKV answers: the hash, the revision it covers and the compaction revision (-1: none yet). */
@@ -83,12 +84,14 @@ export class MvccStore {
 
   /** Range: keys at a revision; header revision is the current one even for historical reads. */
   range(r: RangeRequest): RangeResponse {
+    checkRangeShape(r);
     checkRangeRequest(r);
     return executeRange(this.storage, r);
   }
 
   /** Put: always takes a new revision, even when nothing about the key changes. */
   put(r: PutRequest): PutResponse {
+    checkPutShape(r);
     checkPutRequest(r);
     checkRequestSize(putSize(r), this.maxRequestBytes);
     checkPut(this.storage, r, false);
@@ -105,6 +108,7 @@ export class MvccStore {
 
   /** DeleteRange: one revision for every deleted key; none at all when nothing matched. */
   deleteRange(r: DeleteRangeRequest): DeleteRangeResponse {
+    checkDeleteShape(r);
     checkDeleteRequest(r);
     checkRequestSize(deleteRangeSize(r), this.maxRequestBytes);
     const tw = this.storage.write();
@@ -117,6 +121,7 @@ export class MvccStore {
 
   /** Txn: guards, then one branch as one revision (or none if the branch changes nothing). */
   txn(r: TxnRequest): TxnResponse {
+    checkTxnShape(r);
     checkTxnRequest(r, this.maxTxnOps);
     checkIntervals(r.success ?? []);
     checkIntervals(r.failure ?? []);
@@ -155,6 +160,7 @@ export class MvccStore {
 
   /** Compact: drops history before `revision` by etcd's keep rule. Errors: compacted or future revision. */
   compact(revision: number): CompactResponse {
+    checkRevisionShape('compact revision', revision);
     this.storage.compact(revision);
     return { revision: this.storage.currentRev };
   }
@@ -166,6 +172,7 @@ export class MvccStore {
    * current revision is a future revision.
    */
   hash(revision = 0): number {
+    checkRevisionShape('hash revision', revision);
     const s = this.storage;
     if (revision > 0 && revision <= s.compactRev) fail(ErrCompacted);
     if (revision > s.currentRev) fail(ErrFutureRev);
@@ -179,6 +186,7 @@ export class MvccStore {
    * ErrCompacted (unlike Range, which may read the compaction revision itself), above current ErrFutureRev.
    */
   hashKV(revision = 0): HashKVResult {
+    checkRevisionShape('hashKV revision', revision);
     const s = this.storage;
     if (revision > 0 && revision <= s.compactRev) fail(ErrCompacted);
     if (revision > s.currentRev) fail(ErrFutureRev);

@@ -5,7 +5,7 @@
  * (options, txns, validation) live in range.ts, txn.ts and validate.ts, and MvccStore in kv.ts ties them
  * together.
  */
-import { copyBytes, EMPTY_BYTES, firstKeyValue, keyString, type KeyString } from './bytes.js';
+import { ByteSlab, EMPTY_BYTES, keyString, type KeyString } from './bytes.js';
 import { ErrCompacted, ErrFutureRev, fail } from './errors.js';
 import { KeyIndex, isTombstone } from './key_index.js';
 import { setSubRevision } from './sub_revision.js';
@@ -92,6 +92,8 @@ export class Storage implements ReadView {
   readonly lessor: LeaseHook | undefined;
   readonly keepTombstoneAtCompactRev: boolean;
   private readonly listeners: CommitListener[] = [];
+  /** Where this store's copies of keys and values live (its own, never shared with another store). */
+  readonly bytes = new ByteSlab();
 
   constructor(opts: StorageOptions = {}) {
     this.lessor = opts.lessor;
@@ -305,7 +307,7 @@ function writePut(s: Storage, rev: number, key: KeyString, keyBytes: Uint8Array,
   // Insert-if-absent: one B-tree descent for a new key, whose slot then holds its KeyValue directly.
   const slot = s.index.insert(key);
   if (slot >= 0) {
-    const first = firstKeyValue(keyBytes, value, rev, lease);
+    const first = s.bytes.firstKeyValue(keyBytes, value, rev, lease);
     s.index.setFirst(slot, first);
     if (lease !== 0n && s.lessor !== undefined) s.lessor.attach(lease, first.key);
     return first;
@@ -317,7 +319,7 @@ function writePut(s: Storage, rev: number, key: KeyString, keyBytes: Uint8Array,
     createRevision: prev === undefined ? rev : prev.createRevision,
     modRevision: rev,
     version: prev === undefined ? 1 : prev.version + 1,
-    value: copyBytes(value),
+    value: s.bytes.copy(value),
     lease,
   };
   ki.append(kv);

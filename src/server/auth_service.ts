@@ -27,7 +27,7 @@ const PERM_TYPES: Readonly<Record<string, PermissionType>> = {
 export function permissionIn(p: M.PermissionInput): KeyPermission {
   const t = PERM_TYPES[String(p.permType ?? 0)];
   if (t === undefined) throw invalidArgument(`invalid permType ${String(p.permType)}`);
-  return { permType: t, key: bytesIn(p.key), rangeEnd: bytesIn(p.range_end) };
+  return { permType: t, key: bytesIn(p.key, 'key'), rangeEnd: bytesIn(p.range_end, 'range_end') };
 }
 
 export function permissionOut(p: KeyPermission): M.Permission {
@@ -143,6 +143,6 @@ export class AuthService {
   }
 
   roleRevokePermission(req: M.AuthRoleRevokePermissionRequest, ctx?: CallContext): M.AuthHeaderResponse {
-    return this.simple(ctx, () => this.server.auth.roleRevokePermission(req.role ?? '', bytesIn(req.key), bytesIn(req.range_end)));
+    return this.simple(ctx, () => this.server.auth.roleRevokePermission(req.role ?? '', bytesIn(req.key, 'key'), bytesIn(req.range_end, 'range_end')));
   }
 }

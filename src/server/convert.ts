@@ -84,10 +84,14 @@ export function int64ToExactNumber(v: M.Int64Input | undefined, field: string): 
   return b >= -BigInt(MAX_SAFE) && b <= BigInt(MAX_SAFE) ? Number(b) : undefined;
 }
 
-/** Request bytes: no copy. A string is base64, as protobufjs's fromObject reads it. Absent is empty. */
-export function bytesIn(v: M.BytesInput | string | undefined): Uint8Array {
+/**
+ * Request bytes: no copy. A string is base64, as protobufjs's fromObject reads it. Absent is empty.
+ * Anything else (a number, a plain object) is refused as protobufjs refuses it, naming the field.
+ */
+export function bytesIn(v: M.BytesInput | string | undefined, field = 'bytes'): Uint8Array {
   if (v == null) return EMPTY;
   if (typeof v === 'string') return Buffer.from(v, 'base64');
+  if (!(v instanceof Uint8Array)) throw invalidArgument(`invalid bytes value for field ${field}: ${typeof v}`);
   return v;
 }
 
@@ -115,17 +119,30 @@ function enumIn<T extends string>(v: T | number | string | undefined, names: rea
 // ---------------------------------------------------------------------------------------------------
 // KV requests
 
-export function rangeIn(r: M.RangeRequest): D.RangeRequest {
+/** A message field that may be absent: protobuf decodes a missing message as an empty one. */
+function msg<T extends object>(v: T | null | undefined): Partial<T> {
+  return v ?? {};
+}
+
+/** A repeated field: absent is empty; anything but an array is a malformed request. */
+function listIn<T>(v: readonly T[] | null | undefined, field: string): readonly T[] {
+  if (v == null) return [];
+  if (!Array.isArray(v)) throw invalidArgument(`invalid repeated value for field ${field}: ${typeof v}`);
+  return v;
+}
+
+export function rangeIn(req: M.RangeRequest): D.RangeRequest {
+  const r = msg(req);
   return {
-    key: bytesIn(r.key),
-    rangeEnd: r.range_end === undefined ? undefined : bytesIn(r.range_end),
+    key: bytesIn(r.key, 'key'),
+    rangeEnd: r.range_end === undefined ? undefined : bytesIn(r.range_end, 'range_end'),
     limit: int64ToNumber(r.limit, 'limit'),
     revision: int64ToNumber(r.revision, 'revision'),
     sortOrder: enumIn(r.sort_order, SORT_ORDERS),
     sortTarget: enumIn(r.sort_target, SORT_TARGETS),
-    serializable: r.serializable,
-    keysOnly: r.keys_only,
-    countOnly: r.count_only,
+    serializable: r.serializable ?? undefined,
+    keysOnly: r.keys_only ?? undefined,
+    countOnly: r.count_only ?? undefined,
     minModRevision: int64ToNumber(r.min_mod_revision, 'min_mod_revision'),
     maxModRevision: int64ToNumber(r.max_mod_revision, 'max_mod_revision'),
     minCreateRevision: int64ToNumber(r.min_create_revision, 'min_create_revision'),
@@ -133,42 +150,46 @@ export function rangeIn(r: M.RangeRequest): D.RangeRequest {
   };
 }
 
-export function putIn(r: M.PutRequest): D.PutRequest {
+export function putIn(req: M.PutRequest): D.PutRequest {
+  const r = msg(req);
   return {
-    key: bytesIn(r.key),
-    value: bytesIn(r.value),
+    key: bytesIn(r.key, 'key'),
+    value: bytesIn(r.value, 'value'),
     lease: r.lease === undefined ? 0n : int64ToBigInt(r.lease, 'lease'),
-    prevKv: r.prev_kv,
-    ignoreValue: r.ignore_value,
-    ignoreLease: r.ignore_lease,
+    prevKv: r.prev_kv ?? undefined,
+    ignoreValue: r.ignore_value ?? undefined,
+    ignoreLease: r.ignore_lease ?? undefined,
   };
 }
 
-export function deleteRangeIn(r: M.DeleteRangeRequest): D.DeleteRangeRequest {
+export function deleteRangeIn(req: M.DeleteRangeRequest): D.DeleteRangeRequest {
+  const r = msg(req);
   return {
-    key: bytesIn(r.key),
-    rangeEnd: r.range_end === undefined ? undefined : bytesIn(r.range_end),
-    prevKv: r.prev_kv,
+    key: bytesIn(r.key, 'key'),
+    rangeEnd: r.range_end === undefined ? undefined : bytesIn(r.range_end, 'range_end'),
+    prevKv: r.prev_kv ?? undefined,
   };
 }
 
-export function compareIn(c: M.Compare): D.Compare {
+export function compareIn(cmp: M.Compare): D.Compare {
+  const c = msg(cmp);
   const u = c.target_union;
   const has = (m: NonNullable<M.Compare['target_union']>): boolean => (u === undefined ? c[m] !== undefined : u === m);
   return {
-    key: bytesIn(c.key),
-    rangeEnd: c.range_end === undefined ? undefined : bytesIn(c.range_end),
+    key: bytesIn(c.key, 'key'),
+    rangeEnd: c.range_end === undefined ? undefined : bytesIn(c.range_end, 'range_end'),
     target: enumIn(c.target, COMPARE_TARGETS) ?? 'VERSION',
     result: enumIn(c.result, COMPARE_RESULTS) ?? 'EQUAL',
     version: has('version') ? int64ToNumber(c.version, 'version') : undefined,
     createRevision: has('create_revision') ? int64ToNumber(c.create_revision, 'create_revision') : undefined,
     modRevision: has('mod_revision') ? int64ToNumber(c.mod_revision, 'mod_revision') : undefined,
-    value: has('value') ? bytesIn(c.value) : undefined,
+    value: has('value') ? bytesIn(c.value, 'value') : undefined,
     lease: has('lease') ? int64ToBigInt(c.lease, 'lease') : undefined,
   };
 }
 
-export function requestOpIn(op: M.RequestOp): D.RequestOp {
+export function requestOpIn(req: M.RequestOp): D.RequestOp {
+  const op = msg(req);
   const which =
     op.request ??
     (op.request_range !== undefined
@@ -194,11 +215,12 @@ export function requestOpIn(op: M.RequestOp): D.RequestOp {
   }
 }
 
-export function txnIn(t: M.TxnRequest): D.TxnRequest {
+export function txnIn(req: M.TxnRequest): D.TxnRequest {
+  const t = msg(req);
   return {
-    compare: (t.compare ?? []).map(compareIn),
-    success: (t.success ?? []).map(requestOpIn),
-    failure: (t.failure ?? []).map(requestOpIn),
+    compare: listIn(t.compare, 'compare').map(compareIn),
+    success: listIn(t.success, 'success').map(requestOpIn),
+    failure: listIn(t.failure, 'failure').map(requestOpIn),
   };
 }
 
@@ -213,14 +235,14 @@ export function watchCreateIn(r: M.WatchCreateRequest, watchId: number): DWatchC
     if (name === 'NOPUT' || name === 'NODELETE') filters.push(name);
   }
   return {
-    key: bytesIn(r.key),
-    rangeEnd: r.range_end === undefined ? undefined : bytesIn(r.range_end),
+    key: bytesIn(r.key, 'key'),
+    rangeEnd: r.range_end === undefined ? undefined : bytesIn(r.range_end, 'range_end'),
     startRevision: int64ToNumber(r.start_revision, 'start_revision'),
-    progressNotify: r.progress_notify,
+    progressNotify: r.progress_notify ?? undefined,
     filters,
-    prevKv: r.prev_kv,
+    prevKv: r.prev_kv ?? undefined,
     watchId,
-    fragment: r.fragment,
+    fragment: r.fragment ?? undefined,
   };
 }
 

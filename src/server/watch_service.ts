@@ -129,8 +129,8 @@ export class WatchCall extends StreamCall<M.WatchResponse> {
     if (!server.auth.checksTokens) return undefined;
     try {
       const ai = server.authInfo(this.ctx);
-      let key = bytesIn(c.key);
-      let end = c.range_end === undefined ? undefined : bytesIn(c.range_end);
+      let key = bytesIn(c.key, 'key');
+      let end = c.range_end === undefined ? undefined : bytesIn(c.range_end, 'range_end');
       if (server.etcdVersion === '3.4') {
         // 3.4's watch server rewrites the create first (empty key → "\0"; range_end "\0" → empty) and
         // then checks an empty range_end as a single key: a from-key watch needs READ on its key only
