@@ -27,6 +27,12 @@ export interface Compat {
    * (ignore_* flags, lease) before any range check (revision); since then they run in op order.
    */
   readonly txnChecksPutsFirst: boolean;
+  /**
+   * etcd 3.4's checkRangeRequest (v3rpc/key.go) looked at the key only; an unknown sort_order reached the
+   * apply, which neither sorts nor refuses it: the keys come in key order, truncated to the limit. 3.5 added
+   * the sort option checks (ErrInvalidSortOption).
+   */
+  readonly sortOrderUnchecked: boolean;
 }
 
 export function compatFor(version: EtcdVersion): Compat {
@@ -35,5 +41,6 @@ export function compatFor(version: EtcdVersion): Compat {
     negativeWatchStartRevRejected: version !== '3.4',
     progressRequestAlwaysAnswered: version === '3.4',
     txnChecksPutsFirst: version === '3.4' || version === '3.5',
+    sortOrderUnchecked: version === '3.4',
   };
 }

@@ -85,7 +85,7 @@ export class MvccStore {
   /** Range: keys at a revision; header revision is the current one even for historical reads. */
   range(r: RangeRequest): RangeResponse {
     checkRangeShape(r);
-    checkRangeRequest(r);
+    checkRangeRequest(r, !this.compat.sortOrderUnchecked);
     return executeRange(this.storage, r);
   }
 
@@ -122,7 +122,7 @@ export class MvccStore {
   /** Txn: guards, then one branch as one revision (or none if the branch changes nothing). */
   txn(r: TxnRequest): TxnResponse {
     checkTxnShape(r);
-    checkTxnRequest(r, this.maxTxnOps);
+    checkTxnRequest(r, this.maxTxnOps, !this.compat.sortOrderUnchecked);
     checkIntervals(r.success ?? []);
     checkIntervals(r.failure ?? []);
     checkRequestSize(txnSize(r), this.maxRequestBytes);

@@ -53,7 +53,9 @@ export function executeRange(view: ReadView, r: RangeRequest): RangeResponse {
   // needs no sort at all.
   if (target !== 'KEY' && order === 'NONE') order = 'ASCEND';
   else if (target === 'KEY' && order === 'ASCEND') order = 'NONE';
-  if (order !== 'NONE') {
+  // An order no release knows (only etcd 3.4 lets one through): chosen, so nothing was limited early, but
+  // neither ascending nor descending, so nothing sorts — key order.
+  if (order === 'ASCEND' || order === 'DESCEND') {
     const less = SORTERS[target];
     // Stable, so ties keep key order in both directions (as Go's insertion sort does for small inputs).
     kvs.sort(order === 'ASCEND' ? less : (a, b) => less(b, a));

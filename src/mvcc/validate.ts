@@ -25,9 +25,10 @@ export const DEFAULT_MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
 const SORT_ORDERS: ReadonlySet<string> = new Set(['NONE', 'ASCEND', 'DESCEND']);
 const SORT_TARGETS: ReadonlySet<string> = new Set(['KEY', 'VERSION', 'CREATE', 'MOD', 'VALUE']);
 
-export function checkRangeRequest(r: RangeRequest): void {
+/** `sortOrderChecked` false: etcd 3.4, whose checkRangeRequest looks at the key only (see compat.ts). */
+export function checkRangeRequest(r: RangeRequest, sortOrderChecked = true): void {
   if (r.key.length === 0) fail(ErrEmptyKey);
-  if (r.sortOrder !== undefined && !SORT_ORDERS.has(r.sortOrder)) fail(ErrInvalidSortOption);
+  if (sortOrderChecked && r.sortOrder !== undefined && !SORT_ORDERS.has(r.sortOrder)) fail(ErrInvalidSortOption);
   if (r.sortTarget !== undefined && !SORT_TARGETS.has(r.sortTarget)) fail(ErrInvalidSortOption);
 }
 
@@ -46,22 +47,22 @@ export function checkDeleteRequest(r: DeleteRangeRequest): void {
  * each op is checked, a nested txn against what its parent left of the budget; an op with nothing set is
  * etcd's "key not found".
  */
-export function checkTxnRequest(r: TxnRequest, maxTxnOps: number): void {
+export function checkTxnRequest(r: TxnRequest, maxTxnOps: number, sortOrderChecked = true): void {
   const compare = r.compare ?? [];
   const success = r.success ?? [];
   const failure = r.failure ?? [];
   const opc = Math.max(compare.length, success.length, failure.length);
   if (opc > maxTxnOps) fail(ErrTooManyOps);
   for (const c of compare) if (c.key.length === 0) fail(ErrEmptyKey);
-  for (const op of success) checkRequestOp(op, maxTxnOps - opc);
-  for (const op of failure) checkRequestOp(op, maxTxnOps - opc);
+  for (const op of success) checkRequestOp(op, maxTxnOps - opc, sortOrderChecked);
+  for (const op of failure) checkRequestOp(op, maxTxnOps - opc, sortOrderChecked);
 }
 
-function checkRequestOp(op: RequestOp, maxTxnOps: number): void {
-  if (op.requestRange !== undefined) return checkRangeRequest(op.requestRange);
+function checkRequestOp(op: RequestOp, maxTxnOps: number, sortOrderChecked: boolean): void {
+  if (op.requestRange !== undefined) return checkRangeRequest(op.requestRange, sortOrderChecked);
   if (op.requestPut !== undefined) return checkPutRequest(op.requestPut);
   if (op.requestDeleteRange !== undefined) return checkDeleteRequest(op.requestDeleteRange);
-  if (op.requestTxn !== undefined) return checkTxnRequest(op.requestTxn, maxTxnOps);
+  if (op.requestTxn !== undefined) return checkTxnRequest(op.requestTxn, maxTxnOps, sortOrderChecked);
   fail(ErrKeyNotFound);
 }
 

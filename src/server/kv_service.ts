@@ -35,7 +35,7 @@ export class KVService {
     const r = asGrpc(() => {
       const d = rangeIn(req);
       if (server.auth.checksTokens) {
-        checkRangeRequest(d);
+        checkRangeRequest(d, !server.kv.compat.sortOrderUnchecked);
         checkRangeAuth(server.auth, server.authInfo(ctx), d);
       }
       return server.kv.range(d);
@@ -85,7 +85,7 @@ export class KVService {
       const t = txnIn(req);
       readOnly = isTxnReadOnly(t);
       if (server.auth.checksTokens) {
-        checkTxnRequest(t, server.kv.maxTxnOps);
+        checkTxnRequest(t, server.kv.maxTxnOps, !server.kv.compat.sortOrderUnchecked);
         // v3rpc's Txn checks put/delete overlaps too, before any token or permission is looked at (observed
         // on 3.4.23: duplicate key, not permission denied / invalid auth token). etcd 3.5+ has the same
         // order; TODO lead: apply it to every version once test/auth/permission.property.test.ts's

@@ -115,3 +115,18 @@ test('validation runs before anything: a bad second op rejects puts before it', 
   assertUnchanged(s, ErrLeaseProvided, () => s.txn({ success: [{ requestPut: { key: b('x') } }, { requestPut: { key: b('a'), ignoreLease: true, lease: 3n } }] }));
   assertUnchanged(s, ErrTooManyOps, () => s.txn({ success: [{ requestPut: { key: b('x') } }], failure: Array.from({ length: 129 }, () => ({ requestRange: { key: b('a') } })) }));
 });
+
+test("etcd 3.4 lets an unknown sort_order through (key order, truncated); 3.5+ refuse it — observed on 3.4.23", () => {
+  const old = new MvccStore({ etcdVersion: '3.4' });
+  const now = new MvccStore();
+  for (const s of [old, now]) for (const k of ['b', 'a', 'c', 'd']) s.put({ key: b(k), value: b(`v${k}`) });
+  const keys = (r: { kvs: { key: Uint8Array }[] }): string[] => r.kvs.map((kv) => Buffer.from(kv.key).toString());
+  const r1 = old.range({ key: b('a'), rangeEnd: b('z'), sortOrder: '3' as SortOrder, limit: 2 });
+  assert.deepEqual([keys(r1), r1.more, r1.count], [['a', 'b'], true, 4]);
+  const r2 = old.range({ key: b('a'), rangeEnd: b('z'), sortOrder: '7' as SortOrder, sortTarget: 'VALUE', limit: 3 });
+  assert.deepEqual([keys(r2), r2.more], [['a', 'b', 'c'], true]);
+  const inTxn = old.txn({ success: [{ requestRange: { key: b('a'), rangeEnd: b('z'), sortOrder: '5' as SortOrder } }] });
+  assert.equal(inTxn.succeeded, true);
+  assert.throws(() => now.range({ key: b('a'), rangeEnd: b('z'), sortOrder: '3' as SortOrder }), (e: unknown) => isEtcdError(e, ErrInvalidSortOption));
+  assert.throws(() => now.txn({ success: [{ requestRange: { key: b('a'), sortOrder: '3' as SortOrder } }] }), (e: unknown) => isEtcdError(e, ErrInvalidSortOption));
+});
