@@ -25,6 +25,7 @@ import {
 } from '../mvcc/errors.js';
 import { MvccStore, type MvccOptions } from '../mvcc/kv.js';
 import type { LeaseHook } from '../mvcc/types.js';
+import { invalidField } from '../mvcc/shape.js';
 import type { Clock } from '../sim/clock.js';
 import { IndexedHeap, type HeapItem } from '../sim/heap.js';
 import { SimRandom } from '../sim/random.js';
@@ -139,8 +140,9 @@ function checkInt(what: string, v: number, min: number): void {
   if (!Number.isSafeInteger(v) || v < min) throw new RangeError(`Lessor: ${what} must be an integer >= ${min}, got ${v}`);
 }
 
+/** A lease ID from a JavaScript caller: an int64 bigint, else INVALID_ARGUMENT (see mvcc/shape.ts). */
 function checkLeaseId(id: bigint): void {
-  if (typeof id !== 'bigint' || id < MIN_INT64 || id > MAX_INT64) throw new RangeError(`Lessor: lease ID must be an int64 bigint, got ${String(id)}`);
+  if (typeof id !== 'bigint' || id < MIN_INT64 || id > MAX_INT64) invalidField('lease ID', 'an int64 bigint', id);
 }
 
 /** etcd's lessor. See the module comment for how time and the store come in. */
@@ -238,7 +240,7 @@ export class Lessor implements LeaseHook {
     checkLeaseId(id);
     if (!Number.isSafeInteger(ttlSeconds)) {
       if (Number.isInteger(ttlSeconds) && ttlSeconds > MAX_LEASE_TTL) fail(ErrLeaseTTLTooLarge);
-      throw new RangeError(`Lessor.grant: TTL must be an integer number of seconds, got ${ttlSeconds}`);
+      invalidField('lease TTL', 'an integer number of seconds', ttlSeconds);
     }
     if (ttlSeconds > MAX_LEASE_TTL) fail(ErrLeaseTTLTooLarge);
     if (id === 0n) {
@@ -266,6 +268,7 @@ export class Lessor implements LeaseHook {
    * subject to --max-txn-ops or the request size limit. Error: ErrLeaseNotFound.
    */
   revoke(id: bigint): RevokeResult {
+    checkLeaseId(id);
     return this.revokeLease(id, 'revoke');
   }
 
@@ -276,6 +279,7 @@ export class Lessor implements LeaseHook {
    * (etcd waits for that revoke, then answers not found).
    */
   renew(id: bigint): number {
+    checkLeaseId(id);
     if (!this.isPrimary) fail(ErrNotPrimary);
     const l = this.leaseMap.get(id);
     if (l === undefined) fail(ErrLeaseNotFound);
@@ -301,6 +305,7 @@ export class Lessor implements LeaseHook {
 
   /** LeaseTimeToLive; unknown lease ⇒ ttl -1 (the gRPC answer). See {@link TimeToLiveResult}. */
   timeToLive(id: bigint, keys = false): TimeToLiveResult {
+    checkLeaseId(id);
     const l = this.leaseMap.get(id);
     if (l === undefined) return { id, ttl: -1, grantedTTL: 0, keys: [] };
     const remainingMs = l.remainingMs(this.clock.now());

@@ -10,6 +10,8 @@ import {
 } from '../../src/lease/index.js';
 import {
   ErrLeaseExist,
+  EtcdError,
+  GrpcCode,
   ErrLeaseNotFound,
   ErrLeaseTTLTooLarge,
   isEtcdError,
@@ -105,8 +107,14 @@ test('negative and maximal int64 IDs are accepted like any other; non-int64 is r
   put('k', -5n);
   assert.equal(get('k')?.lease, -5n);
   assert.deepEqual(lessor.leases(), [-5n, (1n << 63n) - 1n]);
-  assert.throws(() => lessor.grant(1n << 63n, 10), RangeError);
-  assert.throws(() => lessor.grant(1n, 1.5), RangeError);
+  const invalid = (field: string) => (err: unknown) => err instanceof EtcdError && err.code === GrpcCode.INVALID_ARGUMENT && err.message.includes(field);
+  assert.throws(() => lessor.grant(1n << 63n, 10), invalid('lease ID'));
+  assert.throws(() => lessor.grant(1n, 1.5), invalid('lease TTL'));
+  assert.throws(() => lessor.grant(7 as never, 10), invalid('lease ID'));
+  assert.throws(() => lessor.revoke(-5 as never), invalid('lease ID'));
+  assert.throws(() => lessor.keepAlive('1' as never), invalid('lease ID'));
+  assert.throws(() => lessor.timeToLive(null as never), invalid('lease ID'));
+  assert.deepEqual(lessor.leases(), [-5n, (1n << 63n) - 1n]);
 });
 
 // --- Attach / detach through the store -----------------------------------------------------------
