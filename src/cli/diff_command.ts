@@ -11,7 +11,8 @@
  * A diff writes, deletes every key, revokes every lease and compacts — and compaction is cluster-wide — so
  * it refuses an endpoint whose keyspace is not empty, or that is not on this machine, unless told.
  *
- * Exit codes: 0 nothing diverged; 1 a divergence; 2 usage error or the etcd could not be used.
+ * Exit codes: 0 nothing diverged; 1 a divergence; 2 usage error or the etcd could not be used. The report
+ * goes to stdout, errors to stderr. The options are declared in program.ts (commander).
  */
 import { connectEtcd, type EtcdGrpcClient } from '../grpc/client.js';
 import { isLoopback } from '../grpc/server.js';
@@ -19,12 +20,12 @@ import type { EtcdVersion } from '../mvcc/index.js';
 import { runDiffCheck, type DiffReport } from '../diff/check.js';
 import { startEtcd, type EtcdProcess } from '../diff/etcd_process.js';
 import { keyspaceEmpty } from '../diff/reset.js';
+import { CliError, runCli, type CliIo, type DiffOptions } from './program.js';
 
-const USAGE = [
-  'usage: etcdsim diff --start-etcd [--etcd-bin PATH] [options]',
-  '       etcdsim diff --endpoint HOST:PORT [--force] [--allow-non-loopback] [options]',
-  'options: --seed N  --ops N  --etcd-version 3.4|3.5|3.6|3.7  --json',
-].join('\n');
+/** An error's message on one line. */
+function oneLine(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).replace(/\s*\n\s*/g, ' ');
+}
 
 export interface DiffFlags {
   startEtcd: boolean;
@@ -38,47 +39,29 @@ export interface DiffFlags {
   json: boolean;
 }
 
-class UsageError extends Error {}
+function int(name: string, v: string, min: number): number {
+  const n = /^\s*$/.test(v) ? NaN : Number(v);
+  if (!Number.isSafeInteger(n) || n < min) throw new CliError(`${name} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+  return n;
+}
 
-export function parseDiffArgs(args: readonly string[]): DiffFlags {
-  const a = args[0] === 'diff' ? args.slice(1) : [...args];
-  const f: DiffFlags = { startEtcd: false, etcdBin: undefined, endpoint: undefined, force: false, allowNonLoopback: false, seed: undefined, ops: 1000, etcdVersion: '3.4', json: false };
-  for (let i = 0; i < a.length; i++) {
-    const arg = a[i]!;
-    const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
-    const flag = eq > 0 ? arg.slice(0, eq) : arg;
-    const value = (): string => {
-      if (eq > 0) return arg.slice(eq + 1);
-      const v = a[++i];
-      if (v === undefined) throw new UsageError(`${flag} needs a value`);
-      return v;
-    };
-    const int = (name: string, v: string, min: number): number => {
-      const n = Number(v);
-      if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`${name} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
-      return n;
-    };
-    switch (flag) {
-      case '--start-etcd': f.startEtcd = true; break;
-      case '--etcd-bin': f.etcdBin = value(); break;
-      case '--endpoint': f.endpoint = value(); break;
-      case '--force': f.force = true; break;
-      case '--allow-non-loopback': f.allowNonLoopback = true; break;
-      case '--seed': f.seed = int('--seed', value(), -(2 ** 31)); break;
-      case '--ops': f.ops = int('--ops', value(), 1); break;
-      case '--json': f.json = true; break;
-      case '--etcd-version': {
-        const v = value();
-        if (v !== '3.4' && v !== '3.5' && v !== '3.6' && v !== '3.7') throw new UsageError(`--etcd-version must be 3.4, 3.5, 3.6 or 3.7, got ${JSON.stringify(v)}`);
-        f.etcdVersion = v;
-        break;
-      }
-      default:
-        throw new UsageError(`unknown argument ${JSON.stringify(arg)}`);
-    }
-  }
-  if (f.startEtcd === (f.endpoint !== undefined)) throw new UsageError('give exactly one of --start-etcd and --endpoint HOST:PORT');
-  if (f.etcdBin !== undefined && !f.startEtcd) throw new UsageError('--etcd-bin goes with --start-etcd');
+/** The options commander parsed, checked (a CliError, exit 2, names what is wrong). */
+export function diffFlags(o: DiffOptions): DiffFlags {
+  const v = o.etcdVersion;
+  if (v !== '3.4' && v !== '3.5' && v !== '3.6' && v !== '3.7') throw new CliError(`--etcd-version must be 3.4, 3.5, 3.6 or 3.7, got ${JSON.stringify(v)}`);
+  const f: DiffFlags = {
+    startEtcd: o.startEtcd === true,
+    etcdBin: o.etcdBin,
+    endpoint: o.endpoint,
+    force: o.force === true,
+    allowNonLoopback: o.allowNonLoopback === true,
+    seed: o.seed === undefined ? undefined : int('--seed', o.seed, -(2 ** 31)),
+    ops: int('--ops', o.ops, 1),
+    etcdVersion: v,
+    json: o.json === true,
+  };
+  if (f.startEtcd === (f.endpoint !== undefined)) throw new CliError('give exactly one of --start-etcd and --endpoint HOST:PORT');
+  if (f.etcdBin !== undefined && !f.startEtcd) throw new CliError('--etcd-bin goes with --start-etcd');
   return f;
 }
 
@@ -90,17 +73,22 @@ function hostOf(endpoint: string): string {
   return i < 0 ? e : e.slice(0, i);
 }
 
-/** Runs `etcdsim diff ...`; `args` are the words after `diff`. Lines go to `out`. */
-export async function runDiff(args: string[], out: (line: string) => void): Promise<number> {
-  let flags: DiffFlags;
-  try {
-    flags = parseDiffArgs(args);
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    out(`etcdsim diff: ${err.message}`);
-    out(USAGE);
+/**
+ * Runs `etcdsim diff ...` in-process; `args` are the words after `diff`. The report goes to `out`, errors
+ * to `err` (default: `out`). Resolves to the exit code.
+ */
+export async function runDiff(args: string[], out: (line: string) => void, err: (line: string) => void = out): Promise<number> {
+  return runCli(['diff', ...(args[0] === 'diff' ? args.slice(1) : args)], { out, err });
+}
+
+/** `etcdsim diff` after commander parsed it (see the file comment for the exit codes). */
+export async function executeDiff(opts: DiffOptions, io: CliIo): Promise<number> {
+  const flags = diffFlags(opts);
+  const out = io.out;
+  const fail = (line: string): number => {
+    io.err(line);
     return 2;
-  }
+  };
   let proc: EtcdProcess | undefined;
   let client: EtcdGrpcClient | undefined;
   try {
@@ -109,8 +97,7 @@ export async function runDiff(args: string[], out: (line: string) => void): Prom
       try {
         proc = await startEtcd({ bin: flags.etcdBin });
       } catch (err) {
-        out(`etcdsim diff: could not start etcd: ${err instanceof Error ? err.message : String(err)}`);
-        return 2;
+        return fail(`etcdsim diff: could not start etcd: ${oneLine(err)}`);
       }
       address = proc.address;
       if (!flags.json) out(`started etcd (pid ${proc.pid}) on ${address}`);
@@ -118,26 +105,23 @@ export async function runDiff(args: string[], out: (line: string) => void): Prom
       address = flags.endpoint!.replace(/^https?:\/\//, '');
       const host = hostOf(address);
       if (!isLoopback(host) && !flags.allowNonLoopback) {
-        out(
+        return fail(
           `etcdsim diff: refusing ${address}: not a loopback address. A diff deletes every key, revokes every lease and ` +
             'compacts the history (cluster-wide); point it only at a throwaway etcd. Pass --allow-non-loopback if you mean it.',
         );
-        return 2;
       }
       client = connectEtcd(address, { deadlineMs: 5000 });
       let state;
       try {
         state = await keyspaceEmpty(client);
       } catch (err) {
-        out(`etcdsim diff: cannot reach etcd at ${address}: ${err instanceof Error ? err.message : String(err)}`);
-        return 2;
+        return fail(`etcdsim diff: cannot reach etcd at ${address}: ${oneLine(err)}`);
       }
       if (!state.empty && !flags.force) {
-        out(
+        return fail(
           `etcdsim diff: refusing ${address}: its keyspace is not empty (${state.keys} keys, ${state.leases} leases). ` +
             'A diff deletes every key, revokes every lease and compacts the history. Use an empty etcd, or pass --force to wipe it.',
         );
-        return 2;
       }
     }
     client ??= connectEtcd(address);

@@ -3,17 +3,17 @@
  * script (see scenarios/README.md), prints its transcript, optionally writes the timeline page.
  * FILE may be a path or the name of a bundled scenario (`etcdsim run watch-from-the-past`).
  *
- * Exit codes: 0 every expectation held; 1 an expectation failed or a step errored; 2 usage or syntax error.
+ * Exit codes: 0 every expectation held; 1 an expectation failed or a step errored (or the timeline could
+ * not be written); 2 usage or syntax error. The transcript goes to stdout, errors to stderr. The options are
+ * declared in program.ts (commander).
  */
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { basename, join, relative, resolve } from 'node:path';
+import { accessSync, constants, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { renderHtml, runScenario } from '../scenario/index.js';
+import { CliError, runCli, type CliIo, type RunOptions } from './program.js';
 
 /** Where the bundled scenarios live (the package's scenarios/ folder). */
 export const SCENARIO_DIR = fileURLToPath(new URL('../../scenarios/', import.meta.url));
-
-const USAGE = 'usage: etcdsim run FILE|NAME [--html OUT] [--seed N] [--variant NAME]\n       etcdsim run --list';
 
 export interface BundledScenario {
   /** Name to pass to `etcdsim run` (path under scenarios/ without the extension). */
@@ -47,87 +47,82 @@ function resolveScenario(arg: string): string | undefined {
   return existsSync(bundled) ? bundled : undefined;
 }
 
-/** Runs `etcdsim run ...`; `args` are the words after `run` (a leading `run` is accepted too). */
-export async function runCommand(args: string[], out: (line: string) => void): Promise<number> {
-  const a = args[0] === 'run' ? args.slice(1) : [...args];
-  let file: string | undefined;
-  let html: string | undefined;
-  let seed = 0;
-  let variant: string | undefined;
-  let list = false;
-  for (let i = 0; i < a.length; i++) {
-    const arg = a[i]!;
-    const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
-    const value = (): string | undefined => inline ?? a[++i];
-    switch (flag) {
-      case '--list':
-        list = true;
-        break;
-      case '--html':
-        html = value();
-        if (html === undefined) {
-          out(`etcdsim run: --html needs a file name\n${USAGE}`);
-          return 2;
-        }
-        break;
-      case '--seed': {
-        const v = value();
-        if (v === undefined || !/^\d+$/.test(v) || !Number.isSafeInteger(Number(v))) {
-          out(`etcdsim run: --seed must be a non-negative integer\n${USAGE}`);
-          return 2;
-        }
-        seed = Number(v);
-        break;
-      }
-      case '--variant':
-        variant = value();
-        if (variant === undefined) {
-          out(`etcdsim run: --variant needs a name\n${USAGE}`);
-          return 2;
-        }
-        break;
-      case '-h':
-      case '--help':
-        out(USAGE);
-        return 0;
-      default:
-        if (arg.startsWith('-')) {
-          out(`etcdsim run: unknown option ${arg}\n${USAGE}`);
-          return 2;
-        }
-        if (file !== undefined) {
-          out(`etcdsim run: one scenario at a time (got ${file} and ${arg})\n${USAGE}`);
-          return 2;
-        }
-        file = arg;
+/**
+ * Runs `etcdsim run ...` in-process; `args` are the words after `run` (a leading `run` is accepted too).
+ * Results go to `out`, errors to `err` (default: `out`). Resolves to the exit code.
+ */
+export async function runCommand(args: string[], out: (line: string) => void, err: (line: string) => void = out): Promise<number> {
+  return runCli(['run', ...(args[0] === 'run' ? args.slice(1) : args)], { out, err });
+}
+
+/** Where `--html FILE` cannot be written, in words; undefined when it looks writable. */
+function unwritable(file: string): string | undefined {
+  const path = resolve(file);
+  if (existsSync(path)) {
+    if (statSync(path).isDirectory()) return 'is a directory';
+    try {
+      accessSync(path, constants.W_OK);
+    } catch {
+      return 'permission denied';
     }
+    return undefined;
   }
-  if (list) {
+  const dir = dirname(path);
+  if (!existsSync(dir)) return `no such directory: ${dir}`;
+  if (!statSync(dir).isDirectory()) return `not a directory: ${dir}`;
+  try {
+    accessSync(dir, constants.W_OK);
+  } catch {
+    return `permission denied: ${dir}`;
+  }
+  return undefined;
+}
+
+function errnoText(e: unknown): string {
+  const code = (e as { code?: string }).code;
+  const words: Record<string, string> = { ENOENT: 'no such file or directory', EACCES: 'permission denied', EISDIR: 'is a directory', ENOTDIR: 'not a directory', ENOSPC: 'no space left on device', EROFS: 'read-only file system' };
+  return (code !== undefined ? words[code] : undefined) ?? (e instanceof Error ? e.message : String(e));
+}
+
+/** `etcdsim run` after commander parsed it: the scenario, run, with its exit code (see the file comment). */
+export async function executeRun(scenario: string | undefined, opts: RunOptions, io: CliIo): Promise<number> {
+  if (opts.list === true) {
     const all = listBundledScenarios();
     const width = Math.max(...all.map((s) => s.name.length), 4);
-    for (const s of all) out(`${s.name.padEnd(width)}  ${s.summary}`);
+    for (const s of all) io.out(`${s.name.padEnd(width)}  ${s.summary}`);
     return 0;
   }
-  if (file === undefined) {
-    out(USAGE);
-    return 2;
+  if (!/^\d+$/.test(opts.seed) || !Number.isSafeInteger(Number(opts.seed))) throw new CliError(`--seed must be a non-negative integer, got ${JSON.stringify(opts.seed)}`);
+  const seed = Number(opts.seed);
+  if (scenario === undefined) throw new CliError('missing the scenario: a FILE, or the NAME of a bundled one (etcdsim run --list)');
+  const path = resolveScenario(scenario);
+  if (path === undefined) throw new CliError(`no such scenario file or bundled scenario: ${scenario} (etcdsim run --list shows the bundled ones)`);
+  const html = opts.html;
+  if (html !== undefined) {
+    const why = unwritable(html);
+    if (why !== undefined) throw new CliError(`cannot write the timeline to ${html}: ${why}`);
   }
-  const path = resolveScenario(file);
-  if (path === undefined) {
-    out(`etcdsim run: no such scenario file or bundled scenario: ${file} (etcdsim run --list shows the bundled ones)`);
-    return 2;
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new CliError(`cannot read ${path}: ${errnoText(e)}`);
   }
-  const text = readFileSync(path, 'utf8');
   const title = basename(path);
-  const result = runScenario(text, { seed, variant, title });
-  for (const l of result.transcript) out(l);
+  const { renderHtml, runScenario } = await import('../scenario/index.js');
+  const result = runScenario(text, { seed, variant: opts.variant, title });
+  for (const l of result.transcript) io.out(l);
   if (html !== undefined) {
     const runs = result.runs.length > 0 ? result.runs.map((r) => ({ model: r.timeline, transcript: r.transcript })) : [{ model: result.timeline, transcript: result.transcript }];
-    writeFileSync(html, renderHtml(title, runs));
-    out(`# timeline written to ${resolve(html)}`);
+    try {
+      writeFileSync(html, renderHtml(title, runs));
+    } catch (e) {
+      throw new CliError(`cannot write the timeline to ${html}: ${errnoText(e)}`, 1);
+    }
+    io.out(`# timeline written to ${resolve(html)}`);
   }
   if (result.ok) return 0;
   const f = result.failure!;
-  out(`etcdsim run: ${basename(path)}:${f.line}: ${f.variant !== undefined ? `[${f.variant}] ` : ''}${f.message}`);
+  io.err(`etcdsim run: ${basename(path)}:${f.line}: ${f.variant !== undefined ? `[${f.variant}] ` : ''}${f.message}`);
   return f.kind === 'syntax' ? 2 : 1;
 }

@@ -1,97 +1,237 @@
-/** `etcdsim serve`: flags (named like etcd's) → serve() options, and the process lifecycle. */
+/**
+ * `etcdsim serve`: flags (named like etcd's, read as etcd 3.4.23 reads them) → serve() options, and the
+ * process lifecycle. Every flag is checked before anything binds; what etcd rejects is rejected with
+ * etcd's words and exit code, what etcd accepts (with a warning or a substitute value) is accepted the
+ * same way. docs/cli-errors.md has the table.
+ */
 import { readFileSync } from 'node:fs';
-import { serve, type ServeOptions } from '../grpc/server.js';
+import * as grpc from '@grpc/grpc-js';
+import { isLoopback, serve, type ServeOptions } from '../grpc/server.js';
 import type { EtcdVersion } from '../mvcc/index.js';
+import { FlagValueError, parseEtcdUrl, parseGoDuration, parseGoUint, type EtcdUrl } from './go_flags.js';
+import { CliError, consoleIo, type CliIo } from './program.js';
+import { CLOCK_SPEED_MAX, CLOCK_SPEED_MIN, ETCD_VERSIONS, type ServeFlags } from './serve_flags.js';
 
 export { SERVE_FLAG_DEFAULTS, type ServeFlags } from './serve_flags.js';
-import type { ServeFlags } from './serve_flags.js';
 
-const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+/** etcd's simple-token TTL when --auth-token-ttl is 0 (auth/simple_token.go: a TTL <= 0 means 300 s). */
+const DEFAULT_TOKEN_TTL_S = 300;
+/** etcd's --bcrypt-cost range (bcrypt.MinCost..MaxCost) and what it uses outside it. */
+const BCRYPT_MIN = 4;
+const BCRYPT_MAX = 31;
+const BCRYPT_DEFAULT = 10;
+/** etcd's watch progress notify interval: the default (for <= 0) and the minimum it adjusts to. */
+const PROGRESS_DEFAULT_MS = 10 * 60_000;
+const PROGRESS_MIN_MS = 100;
+/** etcd warns above 10 MiB of --max-request-bytes. */
+const MAX_REQUEST_BYTES_RECOMMENDED = 10 * 1024 * 1024;
+/** etcd's upper bound of --election-timeout (embed.maxElectionMs). */
+const MAX_ELECTION_MS = 50_000n;
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
-/** A Go-style duration ("10m", "5s", "500ms", "1h") in ms. */
-export function parseDuration(v: string): number {
-  const m = DURATION.exec(v.trim());
-  if (m === null) throw new Error(`invalid duration ${JSON.stringify(v)} (examples: 10m, 5s, 500ms)`);
-  const ms = Number(m[1]) * (UNIT_MS[m[2] ?? 'ms'] ?? 1);
-  if (!Number.isSafeInteger(ms) || ms <= 0) throw new Error(`duration ${JSON.stringify(v)} must be a positive whole number of ms`);
-  return ms;
+/** Go's flag-package error: usage, exit 2. */
+function invalid(flag: string, value: string, reason: string): CliError {
+  return new CliError(`invalid value ${JSON.stringify(value)} for flag ${flag}: ${reason}`, 2);
+}
+
+/** etcd's "error verifying flags" (etcdmain, exit 1). */
+function unverified(what: string): CliError {
+  return new CliError(`error verifying flags, ${what}. See 'etcdsim serve --help'.`, 1);
+}
+
+function uintFlag(flag: string, value: string): bigint {
+  try {
+    return parseGoUint(value);
+  } catch (err) {
+    if (err instanceof FlagValueError) throw invalid(flag, value, err.reason);
+    throw err;
+  }
+}
+
+/** A uint64 as a JS number: values past 2^53 mean "no limit" here and are clamped. */
+function clamp(v: bigint): number {
+  return Number(v > SAFE ? SAFE : v);
+}
+
+function urlsFlag(flag: string, value: string): EtcdUrl[] {
+  const parts = value.split(',');
+  try {
+    return parts.map((p) => parseEtcdUrl(p));
+  } catch (err) {
+    if (err instanceof FlagValueError) throw invalid(flag, value, err.reason);
+    throw err;
+  }
+}
+
+/** Go's text for a failed open/read of `path` (etcd prints it as is). */
+function readError(err: unknown, path: string): string {
+  const code = (err as { code?: string }).code;
+  const text: Record<string, string> = {
+    ENOENT: 'no such file or directory',
+    EACCES: 'permission denied',
+    EISDIR: 'is a directory',
+    ENOTDIR: 'not a directory',
+  };
+  if (code === 'EISDIR') return `read ${path}: is a directory`;
+  return `open ${path}: ${(code !== undefined ? text[code] : undefined) ?? (err instanceof Error ? err.message : String(err))}`;
+}
+
+function readPem(path: string, what: 'certificate' | 'key' | 'CA'): Buffer {
+  let buf: Buffer;
+  try {
+    buf = readFileSync(path);
+  } catch (err) {
+    throw new CliError(readError(err, path), 1);
+  }
+  if (!buf.includes('-----BEGIN')) {
+    // Go's tls.X509KeyPair (etcd exits 1 with it); a CA bundle without certificates fails etcd's start too.
+    throw new CliError(what === 'CA' ? `failed to find any PEM data in CA file ${path}` : `tls: failed to find any PEM data in ${what === 'key' ? 'key' : 'certificate'} input`, 1);
+  }
+  return buf;
 }
 
 /**
- * Validates the flags and turns them into serve() options (throws with a message for the user); `warn`
- * gets what etcd only warns about (default: stderr).
+ * Validates the flags and turns them into serve() options, before anything binds. Throws a CliError
+ * (one line; exit 2 where etcd's flag parser rejects the value, 1 where etcd's start-up checks do);
+ * `warn` gets what etcd only warns about (default: stderr).
  */
-export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m) => console.error(`etcdsim serve: ${m}`)): ServeOptions {
-  const urls = f.listenClientUrls.split(',').map((s) => s.trim()).filter((s) => s !== '');
-  if (urls.length !== 1) throw new Error('--listen-client-urls: exactly one URL is supported');
-  let url: URL;
+export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m) => consoleIo.err(`etcdsim serve: ${m}`)): ServeOptions {
+  // 1. What Go's flag package parses (etcd: usage, exit 2).
+  const listen = urlsFlag('--listen-client-urls', f.listenClientUrls);
+  const advertise = f.advertiseClientUrls === undefined ? undefined : urlsFlag('--advertise-client-urls', f.advertiseClientUrls);
+  const maxTxnOps = uintFlag('--max-txn-ops', f.maxTxnOps);
+  const maxRequestBytes = uintFlag('--max-request-bytes', f.maxRequestBytes);
+  const heartbeat = uintFlag('--heartbeat-interval', f.heartbeatInterval);
+  const election = uintFlag('--election-timeout', f.electionTimeout);
+  const tokenTtl = uintFlag('--auth-token-ttl', f.authTokenTtl);
+  const bcryptCost = f.bcryptCost === undefined ? undefined : uintFlag('--bcrypt-cost', f.bcryptCost);
+  let progressMs: number;
   try {
-    url = new URL(urls[0] ?? '');
-  } catch {
-    throw new Error(`--listen-client-urls: not a URL: ${JSON.stringify(urls[0])}`);
+    progressMs = parseGoDuration(f.experimentalWatchProgressNotifyInterval);
+  } catch (err) {
+    if (err instanceof FlagValueError) throw invalid('--experimental-watch-progress-notify-interval', f.experimentalWatchProgressNotifyInterval, err.reason);
+    throw err;
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('--listen-client-urls: scheme must be http or https');
-  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
-  const port = url.port === '' ? 2379 : Number(url.port);
-  const tlsWanted = url.protocol === 'https:';
-  if ((f.certFile === undefined) !== (f.keyFile === undefined)) throw new Error('--cert-file and --key-file go together');
-  if (tlsWanted && f.certFile === undefined) throw new Error('an https:// listen URL needs --cert-file and --key-file');
-  // etcd serves plaintext on an http:// URL and only warns that the key/cert files are ignored.
-  if (!tlsWanted && f.certFile !== undefined) warn(`the scheme of client url ${urls[0] ?? ''} is HTTP while key/cert files are presented: ignoring them`);
+  // etcdsim's own flags (usage, exit 2).
+  if (!(ETCD_VERSIONS as readonly string[]).includes(f.etcdVersion)) throw invalid('--etcd-version', f.etcdVersion, `must be one of ${ETCD_VERSIONS.join(', ')}`);
   const seed = /^\d+$/.test(f.seed) ? BigInt(f.seed) : undefined;
-  if (seed === undefined) throw new Error('--seed must be a non-negative integer');
-  const clockSpeed = Number(f.clockSpeed);
-  if (!(Number.isFinite(clockSpeed) && clockSpeed > 0)) throw new Error('--clock-speed must be a positive number');
-  if (f.heartbeatInterval <= 0) throw new Error('--heartbeat-interval must be positive');
-  if (f.electionTimeout < 5 * f.heartbeatInterval) throw new Error('--election-timeout should be at least 5 times --heartbeat-interval (etcd)');
+  if (seed === undefined || seed >= 2n ** 64n) throw invalid('--seed', f.seed, 'must be an integer from 0 to 18446744073709551615');
+  const clockSpeed = /^\s*$/.test(f.clockSpeed) ? NaN : Number(f.clockSpeed);
+  if (!(clockSpeed >= CLOCK_SPEED_MIN && clockSpeed <= CLOCK_SPEED_MAX)) {
+    throw invalid('--clock-speed', f.clockSpeed, `must be a number from ${CLOCK_SPEED_MIN} to ${CLOCK_SPEED_MAX}`);
+  }
+  if (listen.length !== 1) throw invalid('--listen-client-urls', f.listenClientUrls, 'etcdsim serves exactly one client URL');
+  const url = listen[0]!;
+  if (url.scheme !== 'http' && url.scheme !== 'https') throw invalid('--listen-client-urls', f.listenClientUrls, 'etcdsim serves http:// and https:// URLs only, not unix sockets');
+
+  // 2. etcd's checks after parsing (etcdmain: "error verifying flags", exit 1), in etcd's order.
+  if (heartbeat === 0n) throw unverified('--heartbeat-interval must be >0 (set to 0ms)');
+  if (election === 0n) throw unverified('--election-timeout must be >0 (set to 0ms)');
+  if (5n * heartbeat > election) throw unverified(`--election-timeout[${election}ms] should be at least as 5 times as --heartbeat-interval[${heartbeat}ms]`);
+  if (election > MAX_ELECTION_MS) throw unverified(`--election-timeout[${election}ms] is too long, and should be set less than ${MAX_ELECTION_MS}ms`);
+
+  // 3. What etcd finds when it starts (exit 1).
+  if (f.name === '') throw new CliError('couldn\'t find local name "" in the initial cluster configuration', 1);
+  const tlsWanted = url.scheme === 'https';
+  if (tlsWanted && f.certFile === undefined && f.keyFile === undefined) {
+    // etcd: "TLS key/cert (--cert-file, --key-file) must be provided for client url https://... with HTTPS scheme"
+    throw new CliError(`an https:// listen URL needs --cert-file and --key-file (client url ${url.raw})`, 1);
+  }
+  if (tlsWanted && (f.certFile === undefined) !== (f.keyFile === undefined)) {
+    throw new CliError(`--cert-file and --key-file go together (etcd: KeyFile and CertFile must both be present[key: ${f.keyFile ?? ''}, cert: ${f.certFile ?? ''}])`, 1);
+  }
+  const port = url.port === '' ? 0 : Number(url.port);
+  if (port > 65535) throw new CliError(`listen tcp: address ${url.port}: invalid port`, 1);
+  if (!isLoopback(url.host) && !f.allowNonLoopback) {
+    throw new CliError(`refusing to bind ${url.host}: not a loopback address (allow it with --allow-non-loopback)`, 1);
+  }
+
+  // 4. What etcd accepts, with a warning or a value of its own.
+  // etcd serves plaintext on an http:// URL and only warns that the key/cert files are ignored.
+  if (!tlsWanted && (f.certFile !== undefined || f.keyFile !== undefined)) warn(`the scheme of client url ${url.raw} is HTTP while key/cert files are presented: ignoring them`);
+  if (maxRequestBytes > BigInt(MAX_REQUEST_BYTES_RECOMMENDED)) warn(`MaxRequestBytes ${maxRequestBytes} exceeds maximum recommended size ${MAX_REQUEST_BYTES_RECOMMENDED}`);
+  let authHashCost: number | undefined;
+  if (bcryptCost !== undefined) {
+    if (bcryptCost < BigInt(BCRYPT_MIN) || bcryptCost > BigInt(BCRYPT_MAX)) {
+      warn(`Use default bcrypt-cost ${BCRYPT_DEFAULT} instead of the invalid value ${bcryptCost}`);
+      authHashCost = BCRYPT_DEFAULT;
+    } else authHashCost = Number(bcryptCost);
+  }
+  let watchProgressNotifyIntervalMs = PROGRESS_DEFAULT_MS;
+  if (progressMs > 0 && progressMs < PROGRESS_MIN_MS) {
+    warn(`adjusting watch progress notify interval to minimum period ${PROGRESS_MIN_MS}ms`);
+    watchProgressNotifyIntervalMs = PROGRESS_MIN_MS;
+  } else if (progressMs > 0) watchProgressNotifyIntervalMs = Math.round(progressMs);
+
+  const tls =
+    tlsWanted && f.certFile !== undefined && f.keyFile !== undefined
+      ? {
+          cert: readPem(f.certFile, 'certificate'),
+          key: readPem(f.keyFile, 'key'),
+          ca: f.trustedCaFile === undefined ? undefined : readPem(f.trustedCaFile, 'CA'),
+          clientCertAuth: f.clientCertAuth === true,
+        }
+      : undefined;
   return {
-    host,
+    host: url.host,
     port,
     allowNonLoopback: f.allowNonLoopback,
     memberName: f.name,
-    maxTxnOps: f.maxTxnOps,
-    maxRequestBytes: f.maxRequestBytes,
-    watchProgressNotifyIntervalMs: parseDuration(f.experimentalWatchProgressNotifyInterval),
-    heartbeatIntervalMs: f.heartbeatInterval,
-    electionTicks: Math.floor(f.electionTimeout / f.heartbeatInterval),
+    maxTxnOps: clamp(maxTxnOps),
+    maxRequestBytes: clamp(maxRequestBytes),
+    watchProgressNotifyIntervalMs,
+    heartbeatIntervalMs: Number(heartbeat),
+    electionTicks: Number(election / heartbeat),
     seed,
     clockSpeed,
     etcdVersion: f.etcdVersion as EtcdVersion,
-    authTokenTTL: f.authTokenTtl,
-    authHashCost: f.bcryptCost,
-    clientUrls: f.advertiseClientUrls?.split(',').map((s) => s.trim()),
-    tls:
-      !tlsWanted || f.certFile === undefined || f.keyFile === undefined
-        ? undefined
-        : {
-            cert: readFileSync(f.certFile),
-            key: readFileSync(f.keyFile),
-            ca: f.trustedCaFile === undefined ? undefined : readFileSync(f.trustedCaFile),
-            clientCertAuth: f.clientCertAuth === true,
-          },
+    // etcd: a TTL of 0 is the default (300 s); past ~285,000 years a TTL is as good as forever.
+    authTokenTTL: tokenTtl === 0n ? DEFAULT_TOKEN_TTL_S : Math.min(clamp(tokenTtl), Math.floor(Number.MAX_SAFE_INTEGER / 1000)),
+    authHashCost,
+    clientUrls: advertise?.map((u) => u.raw),
+    tls,
   };
 }
 
-/** Serves until SIGINT/SIGTERM; prints one line (the endpoint) when ready. */
-export async function runServe(opts: ServeOptions): Promise<void> {
+/** etcd's words for a failed listen (`listen tcp ADDR: bind: ...`), from grpc-js's bind error. */
+function bindError(err: unknown, address: string): string {
+  const msg = err instanceof Error ? err.message : String(err);
+  const words: Record<string, string> = {
+    EADDRINUSE: 'address already in use',
+    EADDRNOTAVAIL: 'cannot assign requested address',
+    EACCES: 'permission denied',
+  };
+  const code = /\b(EADDRINUSE|EADDRNOTAVAIL|EACCES)\b/.exec(msg)?.[1];
+  if (code !== undefined) return `listen tcp ${address}: bind: ${words[code] ?? code}`;
+  return msg.replace(/\s*\n\s*/g, ' ');
+}
+
+/**
+ * Serves until SIGTERM / SIGINT; prints one line (the endpoint) when ready. Throws a CliError (exit 1)
+ * when it cannot listen. On the signal the process exits 0 at once, as etcd stops: its gRPC server drops
+ * every connection, so an open Watch or LeaseKeepAlive stream ends with 14 UNAVAILABLE at the client
+ * (grpc-js: "Connection dropped"), not with a status the server sent.
+ */
+export async function runServe(opts: ServeOptions, io: CliIo = consoleIo): Promise<void> {
+  // etcd's gRPC Stop(): connections are closed under the open streams; nothing is kept to flush. The
+  // handlers are in place before the ready line: a client may signal as soon as it reads it.
+  const stop = (): void => process.exit(0);
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  // grpc-js logs a failed bind itself ("E No address added out of total 1 resolved"); the error below
+  // says it once. GRPC_VERBOSITY, when set, is left to rule.
+  const quiet = process.env['GRPC_VERBOSITY'] === undefined;
+  if (quiet) grpc.setLogVerbosity(grpc.logVerbosity.NONE);
   let handle;
   try {
     handle = await serve(opts);
   } catch (err) {
-    console.error(`etcdsim serve: ${err instanceof Error ? err.message : String(err)}`);
-    process.exitCode = 1;
-    return;
-  }
-  const h = handle;
-  console.log(`etcdsim serving etcd v3 API on ${h.endpoint}`);
-  const stop = (): void => {
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
-    void h.close().then(() => {
-      process.exitCode = 0;
-    });
-  };
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
+    const host = opts.host ?? '127.0.0.1';
+    throw new CliError(bindError(err, `${host.includes(':') ? `[${host}]` : host}:${opts.port ?? 2379}`), 1);
+  } finally {
+    if (quiet) grpc.setLogVerbosity(grpc.logVerbosity.ERROR);
+  }
+  io.out(`etcdsim serving etcd v3 API on ${handle.endpoint}`);
 }

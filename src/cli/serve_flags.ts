@@ -3,16 +3,19 @@
  * own, so the command line can declare them without loading the gRPC server.
  */
 
-/** What commander hands the action (option names camel-cased). */
+/**
+ * What commander hands the action (option names camel-cased), every value as typed: parseServeFlags
+ * (serve.ts) reads them as etcd does, before anything binds.
+ */
 export interface ServeFlags {
   listenClientUrls: string;
   advertiseClientUrls?: string | undefined;
   name: string;
-  maxTxnOps: number;
-  maxRequestBytes: number;
+  maxTxnOps: string;
+  maxRequestBytes: string;
   experimentalWatchProgressNotifyInterval: string;
-  heartbeatInterval: number;
-  electionTimeout: number;
+  heartbeatInterval: string;
+  electionTimeout: string;
   seed: string;
   clockSpeed: string;
   etcdVersion: string;
@@ -21,22 +24,29 @@ export interface ServeFlags {
   trustedCaFile?: string | undefined;
   clientCertAuth?: boolean | undefined;
   allowNonLoopback: boolean;
-  authTokenTtl: number;
-  bcryptCost?: number | undefined;
+  authTokenTtl: string;
+  bcryptCost?: string | undefined;
 }
 
 /** etcd's defaults (and ours for --seed / --clock-speed / --etcd-version). */
 export const SERVE_FLAG_DEFAULTS: Readonly<ServeFlags> = Object.freeze({
   listenClientUrls: 'http://127.0.0.1:2379',
   name: 'default',
-  maxTxnOps: 128,
-  maxRequestBytes: 1572864,
+  maxTxnOps: '128',
+  maxRequestBytes: '1572864',
   experimentalWatchProgressNotifyInterval: '10m',
-  heartbeatInterval: 100,
-  electionTimeout: 1000,
+  heartbeatInterval: '100',
+  electionTimeout: '1000',
   seed: '0',
   clockSpeed: '1',
   etcdVersion: '3.7',
   allowNonLoopback: false,
-  authTokenTtl: 300,
+  authTokenTtl: '300',
 });
+
+/** The releases `--etcd-version` can name. */
+export const ETCD_VERSIONS = ['3.4', '3.5', '3.6', '3.7'] as const;
+
+/** `--clock-speed` bounds (etcdsim's own flag): from a thousandth of real time to a thousand times it. */
+export const CLOCK_SPEED_MIN = 0.001;
+export const CLOCK_SPEED_MAX = 1000;

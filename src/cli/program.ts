@@ -1,0 +1,209 @@
+/**
+ * The `etcdsim` command line, declared with commander: `demo` (what a bare `etcdsim` runs), `serve`,
+ * `run` and `diff`, each with `--help`. Each command loads its modules when it runs, so `serve` starts
+ * without compiling the scenario runner or the differential engine.
+ *
+ * Errors: a user error is one line on stderr, `etcdsim CMD: what is wrong`, and a non-zero exit — 2 for
+ * usage (unknown command or option, a missing or unparsable value), or the code etcd exits with where
+ * `serve` mirrors an etcd check (docs/cli-errors.md lists every case). Never a stack trace.
+ */
+import { Command, CommanderError, Option } from 'commander';
+import { ETCD_VERSIONS, SERVE_FLAG_DEFAULTS as D, type ServeFlags } from './serve_flags.js';
+
+/** Where a command's lines go: `out` its results, `err` errors and warnings. */
+export interface CliIo {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+export const consoleIo: CliIo = {
+  out: (line) => console.log(line),
+  err: (line) => console.error(line),
+};
+
+/** A user error: printed as one line (`etcdsim CMD: message`), then the command exits with `exitCode`. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number = 2,
+  ) {
+    super(message);
+  }
+}
+
+const COMMANDS = ['demo', 'serve', 'run', 'diff'];
+
+function linesOf(text: string): string[] {
+  return text.replace(/\n$/, '').split('\n');
+}
+
+/** Commander's error text ("error: ...", maybe with a "(Did you mean ...?)" line) as one line. */
+function oneLine(message: string): string {
+  return message
+    .replace(/^error: /, '')
+    .trim()
+    .replace(/\s*\n\s*/g, ' ');
+}
+
+/** Output, errors and exit handling of one command; `prefix` starts its error lines. */
+function configure(cmd: Command, io: CliIo, prefix: string): Command {
+  return cmd
+    .exitOverride()
+    .showHelpAfterError(false)
+    .configureOutput({
+      writeOut: (s) => {
+        for (const l of linesOf(s)) io.out(l);
+      },
+      writeErr: (s) => {
+        for (const l of linesOf(s)) io.err(l);
+      },
+      outputError: (s) => {
+        let line = oneLine(s);
+        if (line.startsWith('unknown command ')) line += ` (commands: ${COMMANDS.join(', ')})`;
+        io.err(`${prefix}: ${line}`);
+      },
+    });
+}
+
+/** Runs a command's work: its exit code, or the CliError's as one line on `err`. */
+async function act(io: CliIo, prefix: string, work: () => Promise<number>): Promise<number> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof CliError) {
+      io.err(`${prefix}: ${err.message}`);
+      return err.exitCode;
+    }
+    // A bug, not a user error: still one line, the stack only on request.
+    const msg = err instanceof Error ? err.message : String(err);
+    io.err(`${prefix}: internal error: ${msg.split('\n')[0] ?? ''}${process.env['ETCDSIM_DEBUG'] ? '' : ' (ETCDSIM_DEBUG=1 shows the stack)'}`);
+    if (process.env['ETCDSIM_DEBUG'] && err instanceof Error && err.stack !== undefined) for (const l of linesOf(err.stack)) io.err(l);
+    return 1;
+  }
+}
+
+/** An option whose default shows in --help as typed (`default: 128`, not `"128"`). */
+function opt(flags: string, description: string, def: string | boolean): Option {
+  const o = new Option(flags, description);
+  return typeof def === 'boolean' ? o.default(def) : o.default(def, def);
+}
+
+/** The whole program; the exit code of the command that ran lands in `result.code`. */
+export function buildProgram(io: CliIo, result: { code: number }): Command {
+  const program = configure(new Command('etcdsim'), io, 'etcdsim')
+    .description('etcd v3 semantics, simulated: MVCC revisions, watches, leases. Without a command: the demo.')
+    .usage('[command] [options]');
+
+  configure(program.command('demo'), io, 'etcdsim demo')
+    .description('print a short tour of the etcd rules the simulator follows (what a bare `etcdsim` runs)')
+    .action(async () => {
+      result.code = await act(io, 'etcdsim demo', async () => {
+        const { runDemo, runWatchLeaseDemo } = await import('./demo.js');
+        runDemo(io.out);
+        runWatchLeaseDemo(io.out);
+        return 0;
+      });
+    });
+
+  configure(program.command('serve'), io, 'etcdsim serve')
+    .description("serve etcd's v3 gRPC API (etcdctl, etcd3, any etcd client) from the simulator, on the wall clock; SIGTERM or SIGINT stops it")
+    .addOption(opt('--listen-client-urls <url>', 'URL to serve clients on (http:// or https://; port 0 picks a free port)', D.listenClientUrls))
+    .option('--advertise-client-urls <urls>', 'client URLs the member reports (default: the listen URL)')
+    .option('--name <name>', "the member's name", D.name)
+    .addOption(opt('--max-txn-ops <n>', 'maximum operations in one txn', D.maxTxnOps))
+    .addOption(opt('--max-request-bytes <n>', 'maximum request size in bytes (receive limit: this + 512 KiB)', D.maxRequestBytes))
+    .addOption(opt('--experimental-watch-progress-notify-interval <duration>', 'progress notify interval, a Go duration (10m, 5s, 1h30m; at least 100ms)', D.experimentalWatchProgressNotifyInterval))
+    .addOption(opt('--heartbeat-interval <ms>', 'heartbeat interval in ms (sets the minimum lease TTL with --election-timeout)', D.heartbeatInterval))
+    .addOption(opt('--election-timeout <ms>', 'election timeout in ms (5 to 50000 heartbeats)', D.electionTimeout))
+    .addOption(opt('--seed <n>', 'seed of every random choice (lease IDs, progress jitter), 0 to 2^64-1', D.seed))
+    .addOption(opt('--clock-speed <x>', 'simulated seconds per wall-clock second, 0.001 to 1000 (e.g. 10 for demos)', D.clockSpeed))
+    .addOption(opt('--etcd-version <v>', `which etcd release to behave as: ${ETCD_VERSIONS.join(', ')}`, D.etcdVersion))
+    .option('--cert-file <path>', 'TLS certificate (PEM)')
+    .option('--key-file <path>', 'TLS private key (PEM)')
+    .option('--trusted-ca-file <path>', 'CA bundle; clients must present a certificate it signed')
+    .option('--client-cert-auth', 'require client certificates; with auth enabled, a request without a token is made by the user the certificate CN names', false)
+    .addOption(opt('--allow-non-loopback', 'allow binding to an interface other than loopback', D.allowNonLoopback))
+    .addOption(opt('--auth-token-ttl <s>', 'lifetime of a simple auth token in seconds (0: the default, as etcd)', D.authTokenTtl))
+    .option('--bcrypt-cost <n>', 'password hashing cost as etcd (4..31, else 10); default: fast hashing for tests')
+    .action(async (flags: ServeFlags) => {
+      result.code = await act(io, 'etcdsim serve', async () => {
+        const { parseServeFlags, runServe } = await import('./serve.js');
+        const opts = parseServeFlags(flags, (m) => io.err(`etcdsim serve: ${m}`));
+        await runServe(opts, io);
+        return 0;
+      });
+    });
+
+  configure(program.command('run'), io, 'etcdsim run')
+    .description('run a scenario script (a bundled one by name, or a file): transcript, expectations, --html timeline')
+    .argument('[scenario]', 'a scenario file, or the name of a bundled scenario (see --list)')
+    .option('--html <file>', 'also write the timeline page to <file>')
+    .addOption(opt('--seed <n>', 'seed of the run (a non-negative integer)', '0'))
+    .option('--variant <name>', 'run only this variant of the scenario')
+    .option('--list', 'list the bundled scenarios and exit')
+    .addHelpText('after', '\nExit codes: 0 every expectation held; 1 an expectation failed or a step errored; 2 usage or syntax error.')
+    .action(async (scenario: string | undefined, opts: RunOptions) => {
+      result.code = await act(io, 'etcdsim run', async () => {
+        const { executeRun } = await import('./run_command.js');
+        return executeRun(scenario, opts, io);
+      });
+    });
+
+  configure(program.command('diff'), io, 'etcdsim diff')
+    .description('run the same generated workload against a real etcd and the simulator; print the first divergence, shrunk')
+    .option('--start-etcd', 'start a throwaway local etcd (fresh data dir, free loopback ports)')
+    .option('--etcd-bin <path>', 'the etcd binary for --start-etcd (default: etcd on PATH)')
+    .option('--endpoint <host:port>', 'an etcd you run; it must be empty and on loopback unless --force / --allow-non-loopback')
+    .option('--force', 'wipe a non-empty etcd (a diff deletes every key, revokes every lease and compacts)')
+    .option('--allow-non-loopback', 'allow an endpoint that is not on this machine')
+    .option('--seed <n>', 'seed of the workloads (default: a fresh one, printed)')
+    .addOption(opt('--ops <n>', 'operations to run', '1000'))
+    .addOption(opt('--etcd-version <v>', `the etcd release the simulator follows: ${ETCD_VERSIONS.join(', ')}`, '3.4'))
+    .option('--json', 'print the report as JSON')
+    .addHelpText('after', '\nExit codes: 0 nothing diverged; 1 a divergence; 2 usage error or the etcd could not be used.')
+    .action(async (opts: DiffOptions) => {
+      result.code = await act(io, 'etcdsim diff', async () => {
+        const { executeDiff } = await import('./diff_command.js');
+        return executeDiff(opts, io);
+      });
+    });
+
+  return program;
+}
+
+/** `etcdsim run`'s options as commander hands them over. */
+export interface RunOptions {
+  html?: string | undefined;
+  seed: string;
+  variant?: string | undefined;
+  list?: boolean | undefined;
+}
+
+/** `etcdsim diff`'s options as commander hands them over. */
+export interface DiffOptions {
+  startEtcd?: boolean | undefined;
+  etcdBin?: string | undefined;
+  endpoint?: string | undefined;
+  force?: boolean | undefined;
+  allowNonLoopback?: boolean | undefined;
+  seed?: string | undefined;
+  ops: string;
+  etcdVersion: string;
+  json?: boolean | undefined;
+}
+
+/**
+ * Runs `etcdsim ARGV...` (the words after `etcdsim`; none runs the demo) and resolves to its exit code.
+ * `serve` resolves once it is listening and keeps the process alive.
+ */
+export async function runCli(argv: readonly string[], io: CliIo = consoleIo): Promise<number> {
+  const result = { code: 0 };
+  const program = buildProgram(io, result);
+  try {
+    await program.parseAsync(argv.length === 0 ? ['demo'] : [...argv], { from: 'user' });
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
+    throw err;
+  }
+  return result.code;
+}
