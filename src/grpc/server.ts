@@ -8,16 +8,25 @@
  * out; a client that half-closes ends the call, one that cancels or disconnects cancels it — either way
  * every watcher / keep-alive of the call is released. Methods the simulator does not model (membership
  * changes, MoveLeader, Downgrade, Hash) answer UNIMPLEMENTED, as grpc-js does for any method a
- * service leaves out. A message larger than max request bytes + 512 KiB is refused with RESOURCE_EXHAUSTED
- * by grpc-js before it reaches a service (etcd's receive limit).
+ * service leaves out.
+ *
+ * Wire errors are etcd's (docs/observed-etcd-3.4.23.md, "Wire errors"): front_door.ts answers what grpc-go
+ * answers before a method runs (unknown paths, the receive limit of max request bytes + 512 KiB, framing,
+ * encodings, requests without a message); every request is checked as gogo's generated Unmarshal checks it
+ * (gogo_check.ts) and a malformed one is refused with its text; a call carrying a simple token whose raft
+ * index is not applied yet waits, as etcd's token check does (see holdForToken); and close() drops the
+ * connections as a stopping etcd does, so open streams end UNAVAILABLE on the client.
  */
 import { fileURLToPath } from 'node:url';
 import { isIP } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { EtcdServer, toGrpcError, type CallContext, type EndListener, type EtcdServerOptions, type GrpcError, type ResponseListener } from '../server/index.js';
+import { EtcdServer, grpcError, toGrpcError, type CallContext, type EndListener, type EtcdServerOptions, type GrpcError, type ResponseListener } from '../server/index.js';
 import type * as M from '../server/messages.js';
+import { ErrInvalidAuthToken, type EtcdVersion } from '../mvcc/index.js';
 import { encodeDeleteRangeResponse, encodePutResponse, encodeRangeResponse, encodeTxnResponse, encodeWatchResponse } from './codec.js';
+import { claimDoorStream, DEADLINE_METADATA, installFrontDoor, type MethodKind } from './front_door.js';
+import { compileGogoChecks, type GogoCheck } from './gogo_check.js';
 import { RealClock, type Clock } from '../sim/index.js';
 
 /** Where our .proto files live (etcdserverpb/rpc.proto imports mvccpb/kv.proto and authpb/auth.proto). */
@@ -51,12 +60,25 @@ interface StreamCall<Req, Res> {
   listenerBatch: number;
 }
 
+let cachedPackage: protoLoader.PackageDefinition | undefined;
 let cachedDefinition: grpc.GrpcObject | undefined;
+let cachedChecks: ((fullName: string) => GogoCheck) | undefined;
+
+function etcdPackageDefinition(): protoLoader.PackageDefinition {
+  cachedPackage ??= protoLoader.loadSync('etcdserverpb/rpc.proto', PROTO_LOADER_OPTIONS);
+  return cachedPackage;
+}
 
 /** etcd's API as a grpc-js package object: `.etcdserverpb.KV`, `.Watch`, ... (loaded once). */
 export function loadEtcdProtos(): grpc.GrpcObject {
-  cachedDefinition ??= grpc.loadPackageDefinition(protoLoader.loadSync('etcdserverpb/rpc.proto', PROTO_LOADER_OPTIONS));
+  cachedDefinition ??= grpc.loadPackageDefinition(etcdPackageDefinition());
   return cachedDefinition;
+}
+
+/** gogo's Unmarshal checks for every message of our protos (built once). */
+function gogoChecks(): (fullName: string) => GogoCheck {
+  cachedChecks ??= compileGogoChecks(etcdPackageDefinition());
+  return cachedChecks;
 }
 
 /** A service constructor of the etcdserverpb package (for servers' addService and for raw clients). */
@@ -138,6 +160,8 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     throw new Error(`serve: refusing to bind ${host}: not a loopback address (allow it explicitly with allowNonLoopback / --allow-non-loopback)`);
   }
   const maxRequestBytes = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
+  const etcdVersion: EtcdVersion = opts.etcdVersion ?? '3.7';
+  const streamUnmarshal = streamUnmarshalPrefix(etcdVersion);
   const ownClock = opts.clock === undefined;
   const clock: Clock =
     opts.clock ?? new RealClock({ unref: true, speed: opts.clockSpeed ?? 1 });
@@ -149,7 +173,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     'grpc.http2.min_ping_interval_without_data_ms': 1000,
     'grpc.keepalive_permit_without_calls': 1,
   });
-  const state: { server: EtcdServer | undefined } = { server: undefined };
+  const state: { server: EtcdServer | undefined; shuttingDown: boolean } = { server: undefined, shuttingDown: false };
   const member = (): EtcdServer => {
     if (state.server === undefined) throw new Error('etcdsim: request before the member started');
     return state.server;
@@ -163,9 +187,71 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
   // The certificate is read only when its CN can matter (the member ignores it otherwise anyway).
   const readCommonName = opts.tls?.clientCertAuth === true;
   const callContext = (call: CallSurface): CallContext => contextOf(call, readCommonName);
-  const unary = <Req, Res>(fn: (req: Req, ctx: CallContext) => Res): grpc.handleUnaryCall<Req, Res> => unaryHandler(fn, callContext);
+
+  // Calls held by etcd's simple-token check until the raft index their token names is applied (or their
+  // deadline passes): see holdForToken.
+  const holds = new Set<TokenHold>();
+  const releaseHolds = (): void => {
+    const applied = BigInt(member().raftIndex);
+    for (const h of [...holds]) if (h.index <= applied) h.fire();
+  };
+  /**
+   * etcd's simple token is `<random>.<raft index of the Authenticate>`, and its check (tokenSimple's
+   * isValidSimpleToken, 3.4 through 3.7) first waits until the member has applied that index, then looks
+   * the token up. A token naming an index not applied yet — a made-up or mistyped one — therefore holds the
+   * call until writes reach that index, or until the call's deadline, and only then is it refused with
+   * `etcdserver: invalid auth token` (observed on 3.4.23; without a deadline the call never ends). A token
+   * this member issued names an applied index, so only tokens that fail the check are held.
+   */
+  const holdForToken = (call: grpc.ServerUnaryCall<unknown, unknown>, token: string, answer: () => void): boolean => {
+    const index = simpleTokenIndex(token, etcdVersion);
+    if (index === undefined || index <= BigInt(member().raftIndex)) return false;
+    let timer: NodeJS.Timeout | undefined;
+    const hold: TokenHold = {
+      index,
+      fire() {
+        hold.cancel();
+        answer();
+      },
+      cancel() {
+        holds.delete(hold);
+        if (timer !== undefined) clearTimeout(timer);
+        call.off('cancelled', hold.cancel);
+      },
+    };
+    holds.add(hold);
+    const deadline = deadlineOf(call);
+    if (deadline !== undefined) timer = setTimeout(hold.fire, Math.max(0, deadline - Date.now()));
+    call.once('cancelled', hold.cancel);
+    return true;
+  };
+
+  const unary = <Req, Res>(fn: (req: Req, ctx: CallContext) => Res): grpc.handleUnaryCall<Req, Res> => {
+    return (call, callback) => {
+      const req = call.request as Req | MalformedRequest;
+      if (req instanceof MalformedRequest) {
+        callback(statusError({ code: grpc.status.INTERNAL, details: `grpc: error unmarshalling request: ${req.error}` }));
+        return;
+      }
+      const ctx = callContext(call);
+      let res: Res;
+      try {
+        res = fn(req, ctx);
+      } catch (err) {
+        if (holds.size > 0) releaseHolds();
+        const e = toGrpcError(err);
+        if (ctx.token !== undefined && e.code === ErrInvalidAuthToken.code && e.details === ErrInvalidAuthToken.message) {
+          if (holdForToken(call as grpc.ServerUnaryCall<unknown, unknown>, ctx.token, () => callback(statusError(e)))) return;
+        }
+        callback(statusError(e));
+        return;
+      }
+      if (holds.size > 0) releaseHolds();
+      callback(null, res);
+    };
+  };
   const serverStream = <Req, Res>(fn: (req: Req, ctx: CallContext) => Res[]): grpc.handleServerStreamingCall<Req, Res> =>
-    serverStreamHandler(fn, callContext);
+    serverStreamHandler(fn, callContext, streamUnmarshal);
 
   const stream = <Req, Res>(
     method: StreamMethod,
@@ -173,10 +259,20 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     encode?: (r: Res) => Buffer,
   ): grpc.handleBidiStreamingCall<Req, Res> => {
     return (call) => {
+      // The front door's state of this very request (grpc-js starts a bidi handler inside the door's call).
+      const door = claimDoorStream();
       const sc = openCall(callContext(call));
       open.add(sc);
       let clientGone = false;
       let reason: StreamEndReason = 'aborted';
+      if (door !== undefined) door.fail = (code, details) => sc.abort(grpcError(code, details));
+      // etcd's stream handlers end with the context's error when the call's deadline passes (its Watch
+      // handler with code 2 or 4, a race between its receive loop and the context; 4 here).
+      const deadline = deadlineOf(call);
+      const deadlineTimer =
+        deadline === undefined
+          ? undefined
+          : setTimeout(() => sc.abort(grpcError(grpc.status.DEADLINE_EXCEEDED, 'context deadline exceeded')), Math.max(0, deadline - Date.now()));
       const resume = (): void => sc.resume();
       if (encode === undefined) {
         // Respect grpc-js's backpressure: stop taking responses once it buffers past its high-water mark.
@@ -211,13 +307,18 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
       }
       sc.onEnd((err) => {
         open.delete(sc);
-        if (!clientGone) {
+        if (deadlineTimer !== undefined) clearTimeout(deadlineTimer);
+        if (!clientGone && !state.shuttingDown) {
           if (err === undefined) call.end();
           else call.emit('error', statusError(err));
         }
         streamEnded({ method, reason });
       });
-      call.on('data', (req: Req) => {
+      call.on('data', (req: Req | MalformedRequest) => {
+        if (req instanceof MalformedRequest) {
+          sc.abort(grpcError(grpc.status.INTERNAL, streamUnmarshal + req.error));
+          return;
+        }
         try {
           sc.write(req);
         } catch (err) {
@@ -251,7 +352,15 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     };
   };
 
-  grpcServer.addService(withEncoders(etcdService('KV').service, KV_ENCODERS), {
+  const definitions = {
+    KV: withRequestChecks(withEncoders(etcdService('KV').service, KV_ENCODERS)),
+    Watch: withRequestChecks(withEncoders(etcdService('Watch').service, WATCH_ENCODERS)),
+    Lease: withRequestChecks(etcdService('Lease').service),
+    Cluster: withRequestChecks(etcdService('Cluster').service),
+    Maintenance: withRequestChecks(etcdService('Maintenance').service),
+    Auth: withRequestChecks(etcdService('Auth').service),
+  };
+  grpcServer.addService(definitions.KV, {
     Range: unary((req: M.RangeRequest, ctx) => member().services.kv.range(req, ctx)),
     Put: unary((req: M.PutRequest, ctx) => member().services.kv.put(req, ctx)),
     DeleteRange: unary((req: M.DeleteRangeRequest, ctx) => member().services.kv.deleteRange(req, ctx)),
@@ -259,7 +368,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     Compact: unary((req: M.CompactionRequest, ctx) => member().services.kv.compact(req, ctx)),
     RangeStream: serverStream((req: M.RangeRequest, ctx) => rangeStream(member().services.kv.range(req, ctx))),
   } satisfies grpc.UntypedServiceImplementation);
-  grpcServer.addService(withEncoders(etcdService('Watch').service, WATCH_ENCODERS), {
+  grpcServer.addService(definitions.Watch, {
     Watch: stream<M.WatchRequest, M.WatchResponse>(
       'Watch',
       (ctx) => {
@@ -272,17 +381,17 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
       encodeWatchResponse,
     ),
   });
-  grpcServer.addService(etcdService('Lease').service, {
+  grpcServer.addService(definitions.Lease, {
     LeaseGrant: unary((req: M.LeaseGrantRequest, ctx) => member().services.lease.leaseGrant(req, ctx)),
     LeaseRevoke: unary((req: M.LeaseRevokeRequest, ctx) => member().services.lease.leaseRevoke(req, ctx)),
     LeaseTimeToLive: unary((req: M.LeaseTimeToLiveRequest, ctx) => member().services.lease.leaseTimeToLive(req, ctx)),
     LeaseLeases: unary((req: M.LeaseLeasesRequest) => member().services.lease.leaseLeases(req)),
     LeaseKeepAlive: stream<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>('LeaseKeepAlive', (ctx) => member().services.lease.leaseKeepAlive(ctx)),
   });
-  grpcServer.addService(etcdService('Cluster').service, {
+  grpcServer.addService(definitions.Cluster, {
     MemberList: unary((req: M.MemberListRequest) => member().services.cluster.memberList(req)),
   });
-  grpcServer.addService(etcdService('Maintenance').service, {
+  grpcServer.addService(definitions.Maintenance, {
     Status: unary((req: M.StatusRequest, ctx) => member().services.maintenance.status(req, ctx)),
     HashKV: unary((req: M.HashKVRequest, ctx) => member().services.maintenance.hashKV(req, ctx)),
     Defragment: unary((req: M.DefragmentRequest, ctx) => member().services.maintenance.defragment(req, ctx)),
@@ -290,7 +399,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     Snapshot: serverStream((req: M.SnapshotRequest, ctx) => member().services.maintenance.snapshot(req, ctx)),
   });
   const auth = () => member().services.auth;
-  grpcServer.addService(etcdService('Auth').service, {
+  grpcServer.addService(definitions.Auth, {
     AuthEnable: unary((req: M.AuthEnableRequest, ctx) => auth().authEnable(req, ctx)),
     AuthDisable: unary((req: M.AuthDisableRequest, ctx) => auth().authDisable(req, ctx)),
     AuthStatus: unary((req: M.AuthStatusRequest, ctx) => auth().authStatus(req, ctx)),
@@ -322,6 +431,17 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
   const boundPort = await new Promise<number>((resolve, reject) => {
     grpcServer.bindAsync(`${hostPart}:${port}`, credentials, (err, p) => (err ? reject(err) : resolve(p)));
   });
+  const methods = new Map<string, MethodKind>();
+  for (const def of Object.values(definitions)) {
+    for (const m of Object.values(def)) methods.set(m.path, m.requestStream ? 'bidi' : m.responseStream ? 'serverStream' : 'unary');
+  }
+  const door = installFrontDoor(grpcServer, {
+    methods,
+    services: new Set([...methods.keys()].map((p) => p.slice(1, p.lastIndexOf('/')))),
+    maxReceiveBytes: maxRequestBytes + GRPC_OVERHEAD_BYTES,
+    // grpc-go 1.33 (etcd 3.4.23 as observed) answers a malformed method name RESOURCE_EXHAUSTED; 1.59+ UNIMPLEMENTED.
+    malformedMethodCode: etcdVersion === '3.4' ? grpc.status.RESOURCE_EXHAUSTED : grpc.status.UNIMPLEMENTED,
+  });
   const scheme = opts.tls === undefined ? 'http' : 'https';
   const address = `${hostPart}:${boundPort}`;
   const endpoint = `${scheme}://${address}`;
@@ -335,6 +455,12 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
   });
   server.delivery.setScheduler((flush) => queueMicrotask(flush));
   state.server = server;
+  // Held calls are released as the raft index moves: by a commit or a lessor entry here (wire calls also check after each call).
+  const onRaftEntry = (): void => {
+    if (holds.size > 0) queueMicrotask(releaseHolds);
+  };
+  server.kv.subscribe(onRaftEntry);
+  server.lessor.subscribe(onRaftEntry);
 
   let closing: Promise<void> | undefined;
   return {
@@ -351,6 +477,13 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     },
     close() {
       closing ??= (async () => {
+        // A stopping etcd drops its client connections (observed on 3.4.23: no GOAWAY, no trailers; a client
+        // sees UNAVAILABLE — grpc-js: `14 Connection dropped`). So: sockets first, then the calls are
+        // released here without answering anyone.
+        state.shuttingDown = true;
+        door.dropConnections();
+        door.forgetHeld();
+        for (const h of [...holds]) h.cancel();
         for (const c of [...open]) c.abort();
         await new Promise<void>((resolve) => {
           grpcServer.tryShutdown(() => resolve());
@@ -394,6 +527,78 @@ function statusError(err: { code: number; details: string }): grpc.ServerErrorRe
   return Object.assign(new Error(err.details), { code: err.code, details: err.details });
 }
 
+/** What a request deserializer returns for bytes etcd cannot decode; the handler refuses the call with Go's error text. */
+class MalformedRequest {
+  constructor(readonly error: string) {}
+}
+
+/** `def` with every request checked as etcd's gogo-generated Unmarshal checks it (gogo_check.ts) before protobuf.js decodes it. */
+function withRequestChecks(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
+  const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+  for (const [method, m] of Object.entries(def)) {
+    const requestType = (m as unknown as { requestType?: { type?: { name?: string } } }).requestType?.type?.name;
+    if (requestType === undefined) throw new Error(`etcdsim: no request type for ${method}`);
+    const check = gogoChecks()(`etcdserverpb.${requestType}`);
+    const decode = m.requestDeserialize;
+    out[method] = {
+      ...m,
+      requestDeserialize: (buf: Buffer): unknown => {
+        const err = check(buf);
+        if (err !== undefined) return new MalformedRequest(err);
+        try {
+          return decode(buf);
+        } catch (e) {
+          // Not expected: what gogo accepts, protobuf.js decodes.
+          return new MalformedRequest(e instanceof Error ? e.message : String(e));
+        }
+      },
+    };
+  }
+  return out;
+}
+
+/**
+ * grpc-go's text for a stream request it cannot decode; the colon came with grpc-go 1.53 (etcd 3.5.17 uses
+ * 1.59; 3.4.23 as observed, 1.33).
+ */
+function streamUnmarshalPrefix(v: EtcdVersion): string {
+  return v === '3.4' ? 'grpc: failed to unmarshal the received message ' : 'grpc: failed to unmarshal the received message: ';
+}
+
+/** A call held by the simple-token check (see holdForToken in serve). */
+interface TokenHold {
+  readonly index: bigint;
+  fire(): void;
+  cancel(): void;
+}
+
+/** The call's deadline (epoch ms) as the front door passed it on, or undefined for none. */
+function deadlineOf(call: { readonly metadata: grpc.Metadata }): number | undefined {
+  const v = call.metadata.get(DEADLINE_METADATA)[0];
+  return v === undefined ? undefined : Number(v);
+}
+
+/**
+ * The raft index etcd's isValidSimpleToken waits for, or undefined when it refuses the token at once: the
+ * token must split at '.' into exactly two parts; 3.4 parses the second with strconv.Atoi (a sign allowed,
+ * int64 range; a negative index becomes a huge uint64), 3.5+ with strconv.ParseUint (digits, uint64 range).
+ */
+export function simpleTokenIndex(token: string, v: EtcdVersion): bigint | undefined {
+  const parts = token.split('.');
+  if (parts.length !== 2) return undefined;
+  const s = parts[1]!;
+  if (v === '3.4') {
+    const m = /^([+-]?)(\d+)$/.exec(s);
+    if (m === null) return undefined;
+    const n = m[1] === '-' ? -BigInt(m[2]!) : BigInt(m[2]!);
+    if (n < -(2n ** 63n) || n >= 2n ** 63n) return undefined;
+    return BigInt.asUintN(64, n);
+  }
+  if (!/^\d+$/.test(s)) return undefined;
+  const n = BigInt(s);
+  return n >= 2n ** 64n ? undefined : n;
+}
+
 /** What every kind of grpc-js server call offers: its metadata and its transport's auth context. */
 type CallSurface = Pick<grpc.ServerUnaryCall<unknown, unknown>, 'metadata' | 'getAuthContext'>;
 
@@ -428,27 +633,20 @@ function peerCommonName(call: CallSurface): string | undefined {
   return '';
 }
 
-function unaryHandler<Req, Res>(fn: (req: Req, ctx: CallContext) => Res, callContext: (call: CallSurface) => CallContext): grpc.handleUnaryCall<Req, Res> {
-  return (call, callback) => {
-    let res: Res;
-    try {
-      res = fn(call.request, callContext(call));
-    } catch (err) {
-      callback(statusError(toGrpcError(err)));
-      return;
-    }
-    callback(null, res);
-  };
-}
-
 function serverStreamHandler<Req, Res>(
   fn: (req: Req, ctx: CallContext) => Res[],
   callContext: (call: CallSurface) => CallContext,
+  unmarshalPrefix: string,
 ): grpc.handleServerStreamingCall<Req, Res> {
   return (call) => {
+    const req = call.request as Req | MalformedRequest;
+    if (req instanceof MalformedRequest) {
+      call.emit('error', statusError({ code: grpc.status.INTERNAL, details: unmarshalPrefix + req.error }));
+      return;
+    }
     let rs: Res[];
     try {
-      rs = fn(call.request, callContext(call));
+      rs = fn(req, callContext(call));
     } catch (err) {
       call.emit('error', statusError(toGrpcError(err)));
       return;

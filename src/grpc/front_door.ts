@@ -1,0 +1,326 @@
+/**
+ * The front door: what etcd's gRPC server (grpc-go) answers before a request reaches a service method,
+ * in front of grpc-js on the same node:http2 server. grpc-js 1.14 has no hook for these (its unknown-method
+ * status, receive-size and framing checks are fixed texts or not there at all), so its 'stream' listener
+ * is wrapped: each new HTTP/2 stream passes through here first, and is either answered here, as grpc-go
+ * answers it, or handed to grpc-js unchanged with a scanner that follows the gRPC framing of its request
+ * bytes (a few integer operations per DATA chunk; no copy, no allocation per message).
+ *
+ * Answered here (texts observed on etcd 3.4.23, docs/observed-etcd-3.4.23.md, "Wire errors"):
+ * - a path that is no method: `12 unknown service S` / `12 unknown method M for service S`, and
+ *   `malformed method name: "<path>"` for a path without a second slash (code 8 in 3.4's grpc-go, 12 in
+ *   the grpc-go of etcd 3.5+);
+ * - a grpc-encoding other than identity: `12 grpc: Decompressor is not installed for grpc-encoding "gzip"`
+ *   (etcd registers no decompressor);
+ * - a non-gRPC content-type or a malformed grpc-timeout: RST_STREAM PROTOCOL_ERROR;
+ * - a request whose HEADERS frame ends the stream (no DATA at all): grpc-go never wakes the reader, so
+ *   etcd never answers; with a deadline it answers `4 context deadline exceeded` at the deadline;
+ * - deadlines: grpc-js would answer `4 Deadline exceeded` itself when a call's grpc-timeout passes; etcd's
+ *   grpc-go leaves that to the handler, so the door hands the deadline to our handlers instead
+ *   (DEADLINE_METADATA) and they end the call as etcd's do;
+ * - a message over the receive limit: `8 grpc: received message larger than max (N vs. M)`, as soon as
+ *   its 5-byte prefix arrives;
+ * - a message with the compressed flag (no encoding can be set here):
+ *   `13 grpc: compressed flag set with identity or empty encoding`; any other flag byte:
+ *   `13 grpc: received unexpected payload format N`;
+ * - the request side ending without a message: `2 EOF` for unary and server-streaming methods; with a
+ *   partial prefix or message `2 unexpected EOF` (unary) or `13 unexpected EOF` (streams).
+ * As in grpc-go, a unary or server-streaming call reads one message: what follows it is not looked at.
+ *
+ * On a bidirectional stream the answer goes through the method's handler (claimDoorStream below), so that
+ * it ends the call as the handler ends it — in trailers after responses already sent, and with the call's
+ * watchers or keep-alives released.
+ */
+import * as http2 from 'node:http2';
+import type { Socket } from 'node:net';
+import type * as grpc from '@grpc/grpc-js';
+
+export type MethodKind = 'unary' | 'serverStream' | 'bidi';
+
+export interface FrontDoorOptions {
+  /** Every method grpc-js serves, by path (`/etcdserverpb.KV/Range`). */
+  readonly methods: ReadonlyMap<string, MethodKind>;
+  /** The services those methods belong to (`etcdserverpb.KV`). */
+  readonly services: ReadonlySet<string>;
+  /** The receive limit (etcd: --max-request-bytes + 512 KiB). */
+  readonly maxReceiveBytes: number;
+  /** The code of `malformed method name`: 8 in etcd 3.4.23's grpc-go (1.33), 12 in etcd 3.5+'s (1.59 and later). */
+  readonly malformedMethodCode: number;
+}
+
+export interface FrontDoor {
+  /** Drops every connection as etcd does when it stops: the sockets close, no GOAWAY, no trailers. */
+  dropConnections(): void;
+  /** Ends the calls that etcd would keep waiting (HEADERS-only requests) — their sockets are going. */
+  forgetHeld(): void;
+}
+
+type StreamListener = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => void;
+type AnyHttp2Server = http2.Http2Server | http2.Http2SecureServer;
+
+const END_STREAM = 0x1;
+const noop = (): void => {};
+
+/**
+ * The state of one gRPC request seen by the door; a bidirectional handler claims it (claimDoorStream) and
+ * sets `fail`, through which the door's answers then end the call.
+ */
+export class DoorStream {
+  /** Set by a bidi handler: ends the call with this status. */
+  fail: ((code: number, details: string) => void) | undefined = undefined;
+  private headerGot = 0;
+  private flag = 0;
+  private length = 0;
+  private remaining = 0;
+  private done = false;
+
+  constructor(
+    readonly stream: http2.ServerHttp2Stream,
+    private readonly kind: MethodKind,
+    private readonly max: number,
+  ) {}
+
+  readonly onData = (chunk: Buffer): void => {
+    if (this.done) return;
+    const n = chunk.length;
+    let i = 0;
+    while (i < n) {
+      if (this.remaining > 0) {
+        const take = Math.min(this.remaining, n - i);
+        i += take;
+        this.remaining -= take;
+        if (this.remaining === 0 && !this.complete()) return;
+        continue;
+      }
+      const b = chunk[i++]!;
+      if (this.headerGot === 0) {
+        this.flag = b;
+        this.length = 0;
+      } else {
+        this.length = this.length * 256 + b;
+      }
+      if (++this.headerGot < 5) continue;
+      this.headerGot = 0;
+      if (this.length > this.max) {
+        this.answer(8, `grpc: received message larger than max (${this.length} vs. ${this.max})`);
+        return;
+      }
+      this.remaining = this.length;
+      if (this.remaining === 0 && !this.complete()) return;
+    }
+  };
+
+  readonly onEnd = (): void => {
+    if (this.done) return;
+    const partial = this.headerGot > 0 || this.remaining > 0;
+    if (this.kind === 'bidi') {
+      if (partial) this.answer(13, 'unexpected EOF');
+      return;
+    }
+    if (!partial) this.answer(2, 'EOF');
+    else if (this.kind === 'unary') this.answer(2, 'unexpected EOF');
+    else this.answer(13, 'unexpected EOF');
+  };
+
+  /** A whole message arrived: false when it is refused (the call is over). */
+  private complete(): boolean {
+    if (this.flag === 1) {
+      this.answer(13, 'grpc: compressed flag set with identity or empty encoding');
+      return false;
+    }
+    if (this.flag !== 0) {
+      this.answer(13, `grpc: received unexpected payload format ${this.flag}`);
+      return false;
+    }
+    // grpc-go reads one request message of a unary or server-streaming call, nothing after it.
+    if (this.kind !== 'bidi') this.done = true;
+    return true;
+  }
+
+  private answer(code: number, details: string): void {
+    this.done = true;
+    if (this.fail !== undefined) this.fail(code, details);
+    else answerNow(this.stream, code, details);
+  }
+}
+
+let pendingDoorStream: DoorStream | undefined;
+
+/** The metadata entry that carries a call's deadline (epoch ms) to its handler in place of grpc-timeout. */
+export const DEADLINE_METADATA = 'etcdsim-deadline-ms';
+
+/**
+ * The DoorStream of the call whose handler grpc-js is starting right now (grpc-js starts a bidi handler
+ * synchronously inside the 'stream' event the door forwards), or undefined. Call it first thing in a bidi handler.
+ */
+export function claimDoorStream(): DoorStream | undefined {
+  const d = pendingDoorStream;
+  pendingDoorStream = undefined;
+  return d;
+}
+
+/** The http2 servers grpc-js listens with (a private field of grpc-js 1.14's Server, checked at start-up). */
+function http2ServersOf(server: grpc.Server): AnyHttp2Server[] {
+  const map = (server as unknown as { http2Servers?: unknown }).http2Servers;
+  if (!(map instanceof Map)) throw new Error('etcdsim: this @grpc/grpc-js has no Server.http2Servers map (front door needs grpc-js 1.14)');
+  return [...(map.keys() as IterableIterator<AnyHttp2Server>)];
+}
+
+/** Installs the door on every http2 server `server` has bound (call right after bindAsync resolves). */
+export function installFrontDoor(server: grpc.Server, opts: FrontDoorOptions): FrontDoor {
+  // The raw sockets (an http2 session's own socket refuses destroy()); for TLS, the TCP socket under it.
+  const sockets = new Set<Socket>();
+  const held = new Set<{ stream: http2.ServerHttp2Stream; timer: NodeJS.Timeout | undefined }>();
+  for (const h2 of http2ServersOf(server)) {
+    const listeners = h2.listeners('stream') as StreamListener[];
+    if (listeners.length !== 1) throw new Error(`etcdsim: expected grpc-js's one 'stream' listener, found ${listeners.length}`);
+    const grpcListener = listeners[0]!;
+    h2.removeListener('stream', grpcListener);
+    h2.on('connection', (socket: Socket) => {
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+    });
+    h2.on('stream', (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
+      const contentType = headers['content-type'];
+      if (typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
+        // grpc-go (and etcd's cmux in front of it) resets a non-gRPC request: RST_STREAM PROTOCOL_ERROR.
+        refuse(stream);
+        return;
+      }
+      const path = headers[':path'] ?? '';
+      const kind = opts.methods.get(path);
+      if (kind === undefined) {
+        unknownPath(stream, path, opts);
+        return;
+      }
+      const encoding = headers['grpc-encoding'];
+      if (encoding !== undefined && encoding !== '' && encoding !== 'identity') {
+        answerNow(stream, 12, `grpc: Decompressor is not installed for grpc-encoding ${goQuote(String(encoding))}`);
+        return;
+      }
+      // The deadline is the handlers' business, as in etcd (a grpc-go server sends no status of its own when
+      // it passes; the handler ends with the context's error): grpc-js gets no grpc-timeout, so it runs no
+      // deadline timer, and the handlers read the deadline from the DEADLINE_METADATA entry put in its place.
+      const timeout = headers['grpc-timeout'];
+      delete headers[DEADLINE_METADATA];
+      let timeoutMs: number | undefined;
+      if (timeout !== undefined) {
+        timeoutMs = parseGrpcTimeout(String(timeout));
+        if (timeoutMs === undefined) {
+          refuse(stream);
+          return;
+        }
+        delete headers['grpc-timeout'];
+        headers[DEADLINE_METADATA] = String(Date.now() + timeoutMs);
+      }
+      if ((flags & END_STREAM) !== 0) {
+        // The HEADERS frame ended the request: grpc-go's reader waits for a DATA frame that cannot come.
+        stream.on('error', noop);
+        const h = { stream, timer: undefined as NodeJS.Timeout | undefined };
+        held.add(h);
+        if (timeoutMs !== undefined) h.timer = setTimeout(() => answerNow(stream, 4, 'context deadline exceeded'), Math.max(0, timeoutMs));
+        stream.once('close', () => {
+          if (h.timer !== undefined) clearTimeout(h.timer);
+          held.delete(h);
+        });
+        return;
+      }
+      const door = new DoorStream(stream, kind, opts.maxReceiveBytes);
+      // First in line: an answer given here closes the stream before grpc-js looks at the same chunk.
+      stream.prependListener('data', door.onData);
+      stream.prependListener('end', door.onEnd);
+      pendingDoorStream = kind === 'bidi' ? door : undefined;
+      try {
+        grpcListener(stream, headers, flags, rawHeaders);
+      } finally {
+        pendingDoorStream = undefined;
+      }
+    });
+  }
+  return {
+    dropConnections() {
+      for (const s of sockets) s.destroy();
+    },
+    forgetHeld() {
+      for (const h of held) if (h.timer !== undefined) clearTimeout(h.timer);
+      held.clear();
+    },
+  };
+}
+
+function unknownPath(stream: http2.ServerHttp2Stream, path: string, opts: FrontDoorOptions): void {
+  // grpc-go's handleStream: strip one leading '/', split at the last '/'.
+  const sm = path.startsWith('/') ? path.slice(1) : path;
+  const pos = sm.lastIndexOf('/');
+  if (pos < 0) {
+    answerNow(stream, opts.malformedMethodCode, `malformed method name: ${goQuote(path)}`);
+    return;
+  }
+  const service = sm.slice(0, pos);
+  const method = sm.slice(pos + 1);
+  answerNow(stream, 12, opts.services.has(service) ? `unknown method ${method} for service ${service}` : `unknown service ${service}`);
+}
+
+function refuse(stream: http2.ServerHttp2Stream): void {
+  stream.on('error', noop);
+  stream.close(http2.constants.NGHTTP2_PROTOCOL_ERROR);
+}
+
+/**
+ * A trailers-only answer as grpc-go writes it (`:status 200`, `content-type: application/grpc`, status and
+ * message in the one HEADERS frame that ends the stream), then RST_STREAM NO_ERROR for a request side still
+ * open. Closing the stream here also makes grpc-js, if it holds the stream, drop it (its calls check
+ * `stream.closed` before every step).
+ */
+export function answerNow(stream: http2.ServerHttp2Stream, code: number, details: string): void {
+  stream.on('error', noop);
+  if (stream.destroyed || stream.closed) return;
+  if (!stream.headersSent) {
+    stream.respond(
+      { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeGrpcMessage(details) },
+      { endStream: true },
+    );
+  }
+  stream.close(http2.constants.NGHTTP2_NO_ERROR);
+}
+
+/** grpc-go's encodeGrpcMessage: printable ASCII except '%' as is, every other byte of the UTF-8 as %XX. */
+export function encodeGrpcMessage(s: string): string {
+  let plain = true;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x25) {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) return s;
+  let out = '';
+  for (const b of Buffer.from(s, 'utf8')) {
+    out += b >= 0x20 && b <= 0x7e && b !== 0x25 ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+/** Go's %q for the ASCII strings HTTP/2 header values are: quotes, with `"` and `\` escaped and other bytes as \xNN. */
+export function goQuote(s: string): string {
+  let out = '"';
+  for (const b of Buffer.from(s, 'utf8')) {
+    if (b === 0x22 || b === 0x5c) out += `\\${String.fromCharCode(b)}`;
+    else if (b === 0x09) out += '\\t';
+    else if (b >= 0x20 && b < 0x7f) out += String.fromCharCode(b);
+    else out += `\\x${b.toString(16).padStart(2, '0')}`;
+  }
+  return `${out}"`;
+}
+
+const TIMEOUT_UNIT_MS: Readonly<Record<string, number>> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000_001 };
+
+/** grpc-go's decodeTimeout: 1–8 characters of a (signed) integer, then a unit; milliseconds, or undefined when malformed. */
+export function parseGrpcTimeout(s: string): number | undefined {
+  if (s.length < 2 || s.length > 9) return undefined;
+  const unit = TIMEOUT_UNIT_MS[s[s.length - 1]!];
+  const digits = s.slice(0, -1);
+  if (unit === undefined || !/^[+-]?\d+$/.test(digits)) return undefined;
+  return Number(digits) * unit;
+}

@@ -1,0 +1,123 @@
+/**
+ * A raw gRPC-over-HTTP/2 client for wire tests (node:http2): requests with hand-made frames (5-byte prefix +
+ * bytes, any flag byte, any length claim), no DATA at all, unknown paths, odd headers — and what came back:
+ * the status and message from the trailers (or a trailers-only HEADERS frame), the RST_STREAM code, timing.
+ */
+import * as http2 from 'node:http2';
+import { Buffer } from 'node:buffer';
+
+export interface WireAnswer {
+  /** grpc-status, undefined when none arrived (the stream was reset or timed out). */
+  readonly code: number | undefined;
+  /** grpc-message, percent-decoded. */
+  readonly message: string | undefined;
+  /** Whether status and message came in the response's only HEADERS frame. */
+  readonly trailersOnly: boolean;
+  /** The RST_STREAM code the stream closed with (0: none / NO_ERROR). */
+  readonly rstCode: number;
+  /** DATA bytes received. */
+  readonly dataBytes: number;
+  readonly elapsedMs: number;
+  /** The client gave up after `timeoutMs` without an answer. */
+  readonly timedOut: boolean;
+}
+
+export interface WireRequest {
+  readonly path: string;
+  /** DATA to send; undefined: the HEADERS frame ends the request (no DATA frame at all). */
+  readonly body?: readonly Buffer[] | undefined;
+  /** Extra request headers (token, grpc-timeout, grpc-encoding, content-type, ...). */
+  readonly headers?: Readonly<Record<string, string>> | undefined;
+  /** Keep the request side open after the body (default: half-close). */
+  readonly keepOpen?: boolean | undefined;
+  /** Give up (cancel) after this long (default 3 s). */
+  readonly timeoutMs?: number | undefined;
+  /** Resolve as soon as a status arrives instead of waiting for the stream to close. */
+  readonly untilStatus?: boolean | undefined;
+  /** Wait this long between the body's chunks (each then goes out in a DATA frame of its own). */
+  readonly gapMs?: number | undefined;
+}
+
+/** A gRPC message frame: flag byte, 4-byte big-endian length, bytes. */
+export function frame(msg: Buffer | string, flag = 0): Buffer {
+  const bytes = typeof msg === 'string' ? Buffer.from(msg.replace(/\s+/g, ''), 'hex') : msg;
+  const b = Buffer.alloc(5 + bytes.length);
+  b[0] = flag;
+  b.writeUInt32BE(bytes.length, 1);
+  bytes.copy(b, 5);
+  return b;
+}
+
+export const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex');
+
+/** One HTTP/2 connection to `address` (host:port) for many raw calls. */
+export class WireClient {
+  private readonly session: http2.ClientHttp2Session;
+  constructor(address: string) {
+    this.session = http2.connect(`http://${address}`);
+    this.session.on('error', () => {});
+  }
+
+  call(req: WireRequest): Promise<WireAnswer> {
+    const t0 = Date.now();
+    return new Promise((resolve) => {
+      let headers: http2.IncomingHttpHeaders | undefined;
+      let trailers: http2.IncomingHttpHeaders | undefined;
+      let dataBytes = 0;
+      let timedOut = false;
+      let done = false;
+      const stream = this.session.request(
+        { ':method': 'POST', ':path': req.path, 'content-type': 'application/grpc', te: 'trailers', ...req.headers },
+        { endStream: req.body === undefined },
+      );
+      const finish = (): void => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        const src = trailers ?? headers ?? {};
+        const status = src['grpc-status'];
+        const message = src['grpc-message'];
+        resolve({
+          code: status === undefined ? undefined : Number(status),
+          message: message === undefined ? undefined : decodeURIComponent(String(message)),
+          trailersOnly: trailers === undefined && headers?.['grpc-status'] !== undefined,
+          rstCode: stream.rstCode ?? 0,
+          dataBytes,
+          elapsedMs: Date.now() - t0,
+          timedOut,
+        });
+        if (!stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
+      };
+      const timer = setTimeout(() => {
+        timedOut = true;
+        finish();
+      }, req.timeoutMs ?? 3000);
+      stream.on('response', (h) => {
+        headers = h;
+        if (req.untilStatus === true && h['grpc-status'] !== undefined) finish();
+      });
+      stream.on('trailers', (t) => {
+        trailers = t;
+        if (req.untilStatus === true) finish();
+      });
+      stream.on('data', (d: Buffer) => (dataBytes += d.length));
+      stream.on('error', () => {});
+      stream.on('close', finish);
+      if (req.body !== undefined) {
+        const body = req.body;
+        void (async () => {
+          for (const [i, b] of body.entries()) {
+            if (i > 0 && req.gapMs !== undefined) await new Promise((r) => setTimeout(r, req.gapMs));
+            if (done) return;
+            stream.write(b);
+          }
+          if (req.keepOpen !== true && !done) stream.end();
+        })();
+      }
+    });
+  }
+
+  close(): void {
+    this.session.close();
+  }
+}
