@@ -15,6 +15,7 @@ import { etcdService } from './server.js';
 import type { CallContext } from '../server/call_context.js';
 import type { GrpcError } from '../server/errors.js';
 import type * as M from '../server/messages.js';
+import { hostNow } from '../sim/index.js';
 
 export type ResponsesListener<T> = (responses: T[]) => void;
 export type StreamEndListener = (err: GrpcError | undefined) => void;
@@ -125,7 +126,7 @@ export function connectEtcd(address: string, opts: ConnectOptions = {}): EtcdGrp
     <Req, Res>(client: grpc.Client, name: string) =>
     (req: Req, ctx?: CallContext): Promise<Res> =>
       new Promise<Res>((resolve, reject) => {
-        method<UnaryFn>(client, name)(req ?? {}, metadata(ctx), { deadline: Date.now() + deadlineMs }, (err, res) =>
+        method<UnaryFn>(client, name)(req ?? {}, metadata(ctx), { deadline: hostNow() + deadlineMs }, (err, res) =>
           err ? reject(err) : resolve(res as Res),
         );
       });

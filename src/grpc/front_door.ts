@@ -34,6 +34,7 @@
 import * as http2 from 'node:http2';
 import type { Socket } from 'node:net';
 import type * as grpc from '@grpc/grpc-js';
+import { afterHostTime, hostNow } from '../sim/index.js';
 
 export type MethodKind = 'unary' | 'serverStream' | 'bidi';
 
@@ -170,7 +171,7 @@ function http2ServersOf(server: grpc.Server): AnyHttp2Server[] {
 export function installFrontDoor(server: grpc.Server, opts: FrontDoorOptions): FrontDoor {
   // The raw sockets (an http2 session's own socket refuses destroy()); for TLS, the TCP socket under it.
   const sockets = new Set<Socket>();
-  const held = new Set<{ stream: http2.ServerHttp2Stream; timer: NodeJS.Timeout | undefined }>();
+  const held = new Set<{ stream: http2.ServerHttp2Stream; timer: { cancel(): void } | undefined }>();
   for (const h2 of http2ServersOf(server)) {
     const listeners = h2.listeners('stream') as StreamListener[];
     if (listeners.length !== 1) throw new Error(`etcdsim: expected grpc-js's one 'stream' listener, found ${listeners.length}`);
@@ -211,16 +212,16 @@ export function installFrontDoor(server: grpc.Server, opts: FrontDoorOptions): F
           return;
         }
         delete headers['grpc-timeout'];
-        headers[DEADLINE_METADATA] = String(Date.now() + timeoutMs);
+        headers[DEADLINE_METADATA] = String(hostNow() + timeoutMs);
       }
       if ((flags & END_STREAM) !== 0) {
         // The HEADERS frame ended the request: grpc-go's reader waits for a DATA frame that cannot come.
         stream.on('error', noop);
-        const h = { stream, timer: undefined as NodeJS.Timeout | undefined };
+        const h: { stream: http2.ServerHttp2Stream; timer: { cancel(): void } | undefined } = { stream, timer: undefined };
         held.add(h);
-        if (timeoutMs !== undefined) h.timer = setTimeout(() => answerNow(stream, 4, 'context deadline exceeded'), Math.max(0, timeoutMs));
+        if (timeoutMs !== undefined) h.timer = afterHostTime(timeoutMs, () => answerNow(stream, 4, 'context deadline exceeded'));
         stream.once('close', () => {
-          if (h.timer !== undefined) clearTimeout(h.timer);
+          h.timer?.cancel();
           held.delete(h);
         });
         return;
@@ -242,7 +243,7 @@ export function installFrontDoor(server: grpc.Server, opts: FrontDoorOptions): F
       for (const s of sockets) s.destroy();
     },
     forgetHeld() {
-      for (const h of held) if (h.timer !== undefined) clearTimeout(h.timer);
+      for (const h of held) h.timer?.cancel();
       held.clear();
     },
   };

@@ -27,7 +27,7 @@ import { ErrInvalidAuthToken, type EtcdVersion } from '../mvcc/index.js';
 import { encodeDeleteRangeResponse, encodePutResponse, encodeRangeResponse, encodeTxnResponse, encodeWatchResponse } from './codec.js';
 import { claimDoorStream, DEADLINE_METADATA, installFrontDoor, type MethodKind } from './front_door.js';
 import { compileGogoChecks, type GogoCheck } from './gogo_check.js';
-import { RealClock, type Clock } from '../sim/index.js';
+import { afterHostTime, hostNow, RealClock, type Clock } from '../sim/index.js';
 
 /** Where our .proto files live (etcdserverpb/rpc.proto imports mvccpb/kv.proto and authpb/auth.proto). */
 export const PROTO_DIR = fileURLToPath(new URL('./proto/', import.meta.url));
@@ -206,7 +206,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
   const holdForToken = (call: grpc.ServerUnaryCall<unknown, unknown>, token: string, answer: () => void): boolean => {
     const index = simpleTokenIndex(token, etcdVersion);
     if (index === undefined || index <= BigInt(member().raftIndex)) return false;
-    let timer: NodeJS.Timeout | undefined;
+    let timer: { cancel(): void } | undefined;
     const hold: TokenHold = {
       index,
       fire() {
@@ -215,13 +215,13 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
       },
       cancel() {
         holds.delete(hold);
-        if (timer !== undefined) clearTimeout(timer);
+        timer?.cancel();
         call.off('cancelled', hold.cancel);
       },
     };
     holds.add(hold);
     const deadline = deadlineOf(call);
-    if (deadline !== undefined) timer = setTimeout(hold.fire, Math.max(0, deadline - Date.now()));
+    if (deadline !== undefined) timer = afterHostTime(deadline - hostNow(), hold.fire);
     call.once('cancelled', hold.cancel);
     return true;
   };
@@ -272,7 +272,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
       const deadlineTimer =
         deadline === undefined
           ? undefined
-          : setTimeout(() => sc.abort(grpcError(grpc.status.DEADLINE_EXCEEDED, 'context deadline exceeded')), Math.max(0, deadline - Date.now()));
+          : afterHostTime(deadline - hostNow(), () => sc.abort(grpcError(grpc.status.DEADLINE_EXCEEDED, 'context deadline exceeded')));
       const resume = (): void => sc.resume();
       if (encode === undefined) {
         // Respect grpc-js's backpressure: stop taking responses once it buffers past its high-water mark.
@@ -307,7 +307,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
       }
       sc.onEnd((err) => {
         open.delete(sc);
-        if (deadlineTimer !== undefined) clearTimeout(deadlineTimer);
+        deadlineTimer?.cancel();
         if (!clientGone && !state.shuttingDown) {
           if (err === undefined) call.end();
           else call.emit('error', statusError(err));

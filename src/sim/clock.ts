@@ -337,10 +337,16 @@ export class RealClock implements Clock {
 }
 
 /**
- * Runs `fn` once after `ms` of host time unless cancelled: for watchdogs that look at the simulator from
- * outside (a virtual clock nobody advances while a client waits). Not part of any simulated behaviour.
+ * Runs `fn` once after `ms` of host time unless cancelled: for what lives outside the simulated member —
+ * watchdogs that look at it from outside (a virtual clock nobody advances while a client waits) and the
+ * transport's own deadlines (a gRPC call's grpc-timeout is host time whatever the member's clock).
  */
 export function afterHostTime(ms: number, fn: () => void): { cancel(): void } {
-  const t = setTimeout(fn, ms);
+  const t = setTimeout(fn, Math.max(0, ms));
   return { cancel: () => clearTimeout(t) };
+}
+
+/** The host's wall-clock time in ms: for transport deadlines only, never for simulated behaviour. */
+export function hostNow(): number {
+  return Date.now();
 }

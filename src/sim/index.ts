@@ -7,6 +7,7 @@
 export {
   RealClock,
   afterHostTime,
+  hostNow,
   VirtualClock,
   checkPeriod,
   nextPeriodicDue,
