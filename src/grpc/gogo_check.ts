@@ -187,8 +187,10 @@ function readBigVarint(buf: Uint8Array, start: number, l: number): string | unde
     if (b < 0x80) break;
   }
   varPos = i;
-  varBig = BigInt.asUintN(64, v);
-  varNum = Number(varBig);
+  const u = BigInt.asUintN(64, v);
+  // A long encoding of a small value (valid protobuf, if unusual) is still that small value.
+  varBig = u < 1n << 49n ? undefined : u;
+  varNum = Number(u);
   return undefined;
 }
 

@@ -28,6 +28,7 @@ import { encodeDeleteRangeResponse, encodePutResponse, encodeRangeResponse, enco
 import { claimDoorStream, DEADLINE_METADATA, installFrontDoor, type MethodKind } from './front_door.js';
 import { compileGogoChecks, type GogoCheck } from './gogo_check.js';
 import { afterHostTime, hostNow, RealClock, type Clock } from '../sim/index.js';
+import { installVarintFix } from './protobuf_varint.js';
 
 /** Where our .proto files live (etcdserverpb/rpc.proto imports mvccpb/kv.proto and authpb/auth.proto). */
 export const PROTO_DIR = fileURLToPath(new URL('./proto/', import.meta.url));
@@ -534,6 +535,7 @@ class MalformedRequest {
 
 /** `def` with every request checked as etcd's gogo-generated Unmarshal checks it (gogo_check.ts) before protobuf.js decodes it. */
 function withRequestChecks(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
+  installVarintFix();
   const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
   for (const [method, m] of Object.entries(def)) {
     const requestType = (m as unknown as { requestType?: { type?: { name?: string } } }).requestType?.type?.name;
