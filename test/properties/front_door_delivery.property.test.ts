@@ -42,12 +42,11 @@ import { etcdService, serve } from '../../src/grpc/server.js';
 import type { WatchCall } from '../../src/server/index.js';
 import type * as M from '../../src/server/messages.js';
 import { VirtualClock } from '../../src/sim/index.js';
-import type { KeyValue } from '../../src/mvcc/index.js';
-import type { WatchCreateRequest, WatchEvent, WatchFilter, WatchResponse } from '../../src/watch/index.js';
+import type { WatchCreateRequest, WatchFilter, WatchResponse } from '../../src/watch/index.js';
 import { watchResponseSize } from '../../src/watch/fragment.js';
 import { checkWatch, formatViolations, isProgressNotify, recordHistory, type CommittedHistory } from '../../src/watch/guarantees.js';
 import { checkAsyncProperty, numRuns } from './harness.js';
-import { b, jsonBytes, KEYS, PREFIX, PREFIX_END } from './watch_harness.js';
+import { b, jsonBytes, KEYS, PREFIX, PREFIX_END, responseIn } from './watch_harness.js';
 
 const FILE = 'test/properties/front_door_delivery.property.test.ts';
 /** etcd's chanBufLen: the bound of every stream's channel at both front doors. */
@@ -186,30 +185,6 @@ async function applyWrite(kv: KvLike, w: Write, rev: number): Promise<void> {
 // ---------------------------------------------------------------------------------------------------
 // The client side: responses back in the engine's form, routed to their watchers
 
-function kvIn(kv: M.KeyValue): KeyValue {
-  return {
-    key: new Uint8Array(kv.key),
-    createRevision: Number(kv.create_revision),
-    modRevision: Number(kv.mod_revision),
-    version: Number(kv.version),
-    value: new Uint8Array(kv.value),
-    lease: BigInt(kv.lease),
-  };
-}
-
-/** A message-form WatchResponse (raw client, grpc-js) in the engine's form, as the checker reads it. */
-function responseIn(r: M.WatchResponse): WatchResponse {
-  return {
-    revision: Number(r.header.revision),
-    watchId: Number(r.watch_id),
-    created: r.created,
-    canceled: r.canceled,
-    compactRevision: Number(r.compact_revision),
-    cancelReason: r.cancel_reason,
-    fragment: r.fragment,
-    events: r.events.map((e): WatchEvent => (e.prev_kv == null ? { type: e.type, kv: kvIn(e.kv) } : { type: e.type, kv: kvIn(e.kv), prevKv: kvIn(e.prev_kv) })),
-  };
-}
 
 interface WatchRecord {
   readonly spec: WatchSpec;

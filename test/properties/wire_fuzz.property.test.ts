@@ -66,12 +66,12 @@ import * as grpc from '@grpc/grpc-js';
 import { connectEtcd, type EtcdGrpcClient, type GrpcBidiCall } from '../../src/grpc/client.js';
 import { DEFAULT_MAX_REQUEST_BYTES, etcdService, GRPC_OVERHEAD_BYTES, serve, type ServeHandle } from '../../src/grpc/server.js';
 import * as etcdErrors from '../../src/mvcc/errors.js';
-import type { KeyValue } from '../../src/mvcc/index.js';
 import type * as M from '../../src/server/messages.js';
 import { VirtualClock } from '../../src/sim/index.js';
 import { checkWatch, formatViolations, isProgressNotify, recordHistory, type CommittedHistory, type WatchViolation } from '../../src/watch/guarantees.js';
-import type { WatchCreateRequest, WatchEvent, WatchResponse } from '../../src/watch/index.js';
+import type { WatchCreateRequest, WatchResponse } from '../../src/watch/index.js';
 import { checkAsyncProperty, numRuns } from './harness.js';
+import { responseIn } from './watch_harness.js';
 import { frame, WireClient, type WireAnswer, type WireRequest } from '../grpc/raw_h2.js';
 
 const FILE = 'test/properties/wire_fuzz.property.test.ts';
@@ -824,30 +824,6 @@ async function until(cond: () => boolean, what: string, detail: () => string = (
   }
 }
 
-function kvIn(kv: M.KeyValue): KeyValue {
-  return {
-    key: new Uint8Array(kv.key),
-    createRevision: Number(kv.create_revision),
-    modRevision: Number(kv.mod_revision),
-    version: Number(kv.version),
-    value: new Uint8Array(kv.value),
-    lease: BigInt(kv.lease),
-  };
-}
-
-/** A message-form WatchResponse in the engine's form, as the guarantees checker reads it. */
-function responseIn(r: M.WatchResponse): WatchResponse {
-  return {
-    revision: Number(r.header.revision),
-    watchId: Number(r.watch_id),
-    created: r.created,
-    canceled: r.canceled,
-    compactRevision: Number(r.compact_revision),
-    cancelReason: r.cancel_reason,
-    fragment: r.fragment,
-    events: r.events.map((e): WatchEvent => (e.prev_kv == null ? { type: e.type, kv: kvIn(e.kv) } : { type: e.type, kv: kvIn(e.kv), prevKv: kvIn(e.prev_kv) })),
-  };
-}
 
 const latin1 = (u: Uint8Array): string => Buffer.from(u.buffer, u.byteOffset, u.byteLength).toString('latin1');
 const inWatch = (key: string): boolean => key >= WATCH_KEY && key < WATCH_END;
