@@ -93,7 +93,14 @@ test('the raw client is a slow consumer when nobody iterates: window, channel, v
 test('a virtual clock nobody moves while a client waits for a replay: a process warning says what to do', async () => {
   const sim = createEtcdSim({ time: 'virtual', stallWarningMs: 20 });
   const client = sim.etcd3();
-  const warned = new Promise<Error>((resolve) => process.once('warning', resolve));
+  const warned = new Promise<Error>((resolve) => {
+    const onWarning = (w: Error): void => {
+      if (w.name !== 'EtcdsimVirtualClockWarning') return; // another warning of the process
+      process.off('warning', onWarning);
+      resolve(w);
+    };
+    process.on('warning', onWarning);
+  });
   try {
     await client.put('/w/a').value('1');
     const watcher = await client.watch().prefix('/w/').startRevision('1').create();
