@@ -17,6 +17,7 @@
 import { connectEtcd, type EtcdGrpcClient } from '../grpc/client.js';
 import { isLoopback } from '../grpc/server.js';
 import type { EtcdVersion } from '../mvcc/index.js';
+import { freshSeed } from '../sim/random.js';
 import { runDiffCheck, type DiffReport } from '../diff/check.js';
 import { startEtcd, type EtcdProcess } from '../diff/etcd_process.js';
 import { keyspaceEmpty } from '../diff/reset.js';
@@ -195,7 +196,3 @@ function progressBar(json: boolean): { update: (p: { ops: number; target: number
   };
 }
 
-/** A new seed per `etcdsim diff` run unless --seed is given (the CLI may read the clock; src/diff does not). */
-function freshSeed(): number {
-  return (Date.now() ^ Math.floor(Math.random() * 0x100000000)) | 0;
-}

@@ -17,5 +17,5 @@ export {
   type RealClockOptions,
   type TimerHandle,
 } from './clock.js';
-export { SimRandom, fnv1a64 } from './random.js';
+export { SimRandom, fnv1a64, freshSeed } from './random.js';
 export { Ticker, type StepInfo, type StepOptions } from './ticker.js';

@@ -130,3 +130,11 @@ export class SimRandom {
     return items;
   }
 }
+
+/**
+ * A seed nobody chose: host time mixed with the host's randomness, for runs that explore (`etcdsim diff`
+ * without --seed). The run prints it, so it replays like any other seed.
+ */
+export function freshSeed(): number {
+  return (Date.now() ^ Math.floor(Math.random() * 0x100000000)) | 0;
+}
