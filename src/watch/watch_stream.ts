@@ -52,6 +52,8 @@ export class WatchStream {
   private inChannel = 0;
   /** Rendered responses in the transport, not yet read by the client, and their encoded size. */
   private sent: WatchResponse[] = [];
+  /** The encoded size of each response in `sent`, measured once as it was sent. */
+  private sentSizes: number[] = [];
   private sentHead = 0;
   private sentBytes = 0;
   /** The transport's window in bytes: the send loop stops while this much is unread. */
@@ -190,9 +192,7 @@ export class WatchStream {
     this.queue = [];
     this.head = 0;
     this.inChannel = 0;
-    this.sent = [];
-    this.sentHead = 0;
-    this.sentBytes = 0;
+    this.emptyTransport();
     if (this.progressTimer !== undefined) this.ws.clock?.cancel(this.progressTimer);
   }
 
@@ -234,9 +234,7 @@ export class WatchStream {
       this.sendNext();
     }
     const batch = this.sentHead === 0 ? this.sent : this.sent.slice(this.sentHead);
-    this.sent = [];
-    this.sentHead = 0;
-    this.sentBytes = 0;
+    this.emptyTransport();
     this.sendLoop();
     return batch;
   }
@@ -250,14 +248,10 @@ export class WatchStream {
         this.sendNext();
       }
       const r = this.sent[this.sentHead]!;
+      this.sentBytes -= this.sentSizes[this.sentHead]!;
       this.sent[this.sentHead++] = undefined as unknown as WatchResponse;
-      this.sentBytes -= watchResponseSize(r);
       out.push(r);
-      if (this.sentHead === this.sent.length) {
-        this.sent = [];
-        this.sentHead = 0;
-        this.sentBytes = 0;
-      }
+      if (this.sentHead === this.sent.length) this.emptyTransport();
       this.sendLoop();
     }
     return out;
@@ -302,8 +296,17 @@ export class WatchStream {
   }
 
   private transmit(resp: WatchResponse): void {
+    const size = watchResponseSize(resp);
     this.sent.push(resp);
-    this.sentBytes += watchResponseSize(resp);
+    this.sentSizes.push(size);
+    this.sentBytes += size;
+  }
+
+  private emptyTransport(): void {
+    this.sent = [];
+    this.sentSizes = [];
+    this.sentHead = 0;
+    this.sentBytes = 0;
   }
 
   /** The periodic progress tick: watchers with progress_notify and no events since the last tick. */
