@@ -12,6 +12,7 @@ import { canon, text, ttlWithin, type Canon, type LeaseNames } from './normalise
 import type { CallContext } from '../server/call_context.js';
 import { BOGUS_CALLER, BOGUS_TOKEN, passwordOf, type CompareSpec, type DeleteOp, type EndSpec, type LeaseRef, type Op, type PermSpec, type PutOp, type RangeOp, type RevSpec, type TxnOpSpec, type TxnSpec } from './ops.js';
 import type { DiffStream, DiffTarget } from './target.js';
+import { hostNow } from '../sim/index.js';
 
 /** Revisions of the simulator, used to resolve relative revisions identically for both sides. */
 export interface Revisions {
@@ -95,11 +96,11 @@ export async function runWorkload(ops: readonly Op[], sim: DiffTarget, etcd: Dif
       const compacted = revs.compacted();
       const before: Revisions = { current: () => cur, compacted: () => compacted };
       const ra = await exec(op, a, before);
-      if (inner.op === 'watch' && behind(inner.watch.start, before)) lastCatchUpWatch = performance.now();
+      if (inner.op === 'watch' && behind(inner.watch.start, before)) lastCatchUpWatch = hostNow();
       if (inner.op === 'compact' && lastCatchUpWatch !== undefined) {
         // etcd catches up a watcher from the past in a sync loop every 100 ms; a compaction before that
         // cancels it, after it does not — let etcd's loop run first, as the simulator's already did.
-        const wait = (opts.catchUpWaitMs ?? 300) - (performance.now() - lastCatchUpWatch);
+        const wait = (opts.catchUpWaitMs ?? 300) - (hostNow() - lastCatchUpWatch);
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
         lastCatchUpWatch = undefined;
       }
