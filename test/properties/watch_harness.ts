@@ -116,9 +116,10 @@ export interface WatchRecord {
   /** A canceled response arrived (compaction, or the client's own cancel). */
   canceled: boolean;
   /**
-   * The client asked to cancel it. Like the Go client, it stops listening at that point: responses
-   * still in flight (events the cancel may overtake, progress notifications vouching for them) are not
-   * the watch's any more; only the final canceled response is kept.
+   * The client asked to cancel it. Its own responses already on the wire still arrive, in order and
+   * whole (a fragmented response is sent in one go, so its last fragment precedes the canceled reply);
+   * those still in the channel are dropped, so a stream-wide progress notification after this point no
+   * longer vouches for this watch and is not recorded for it.
    */
   cancelRequested: boolean;
 }
@@ -191,7 +192,7 @@ export class RecordedStream {
       return;
     }
     if (rec === undefined) throw new Error(`response for unknown watch ${r.watchId}: ${JSON.stringify(r, jsonBytes)}`);
-    if (!rec.cancelRequested || r.canceled) rec.responses.push(r);
+    rec.responses.push(r);
     if (r.canceled) {
       rec.canceled = true;
       this.live.delete(r.watchId);
