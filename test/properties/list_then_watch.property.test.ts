@@ -10,14 +10,16 @@
  * revision + 1 on a new stream. A compaction cancel makes it list again and watch again. Slow consumption
  * (tiny stream buffers) makes it a victim now and then; some runs fragment responses.
  *
+ * Each completed list equals a Range of the prefix at its revision R, read when the last page arrives.
  * Once the history stops and every background step has run: the client's cache equals a Range of the
  * prefix at the current revision, its cursor never went backwards and ends at the current revision, it
  * never got an event it had already applied, and every revision that touched the prefix was either
  * applied in full or lies at or below a list revision.
  *
  * The property has teeth: a client that advances its cursor after each event (so a break mid-revision
- * loses the rest of that revision), and a client that answers a compaction cancel by watching from the
- * compaction revision + 1 instead of listing again, are both caught.
+ * loses the rest of that revision), a client that answers a compaction cancel by watching from the
+ * compaction revision + 1 instead of listing again, and a client that reads later pages at the current
+ * revision instead of R, are all caught.
  *
  * Runs: ETCDSIM_NUM_RUNS (default 300). Replay: ETCDSIM_SEED=<seed> ETCDSIM_PATH=<path> (see harness.ts).
  */
@@ -34,8 +36,8 @@ import { apply, b, historyOpArb, latin1, PREFIX, PREFIX_END, rangeNow, resolve, 
 
 const FILE = 'test/properties/list_then_watch.property.test.ts';
 
-/** correct, or one of the two wrong strategies the property must catch. */
-type Strategy = 'correct' | 'cursorPerEvent' | 'resumeAfterCompaction';
+/** correct, or one of the wrong strategies the property must catch. */
+type Strategy = 'correct' | 'cursorPerEvent' | 'resumeAfterCompaction' | 'unpinnedPages';
 
 interface Config {
   readonly limit: number;
@@ -112,7 +114,8 @@ class InformerClient {
     let resp;
     try {
       resp = this.listing
-        ? this.kv.range({ key: b(this.listNext), rangeEnd, limit: this.cfg.limit, revision: this.listR })
+        ? // Wrong (unpinnedPages): later pages read the current revision, so the list mixes two states.
+          this.kv.range({ key: b(this.listNext), rangeEnd, limit: this.cfg.limit, revision: this.strategy === 'unpinnedPages' ? 0 : this.listR })
         : this.kv.range({ key: b(PREFIX), rangeEnd, limit: this.cfg.limit });
     } catch (e) {
       if (!isEtcdError(e, ErrCompacted)) throw e;
@@ -134,9 +137,20 @@ class InformerClient {
     this.listing = false;
     this.cache.clear();
     for (const kv of this.listKvs) this.cache.set(latin1(kv.key), kv);
+    this.checkListed();
     this.listRevs.push(this.listR);
     this.setCursor(this.listR, 'list');
     this.connect();
+  }
+
+  /**
+   * The list is one state: the cache equals a Range of the prefix at R, read now (the watch's replay from
+   * R + 1 would otherwise repair a list that mixed two states, and the end state alone would not show it).
+   */
+  private checkListed(): void {
+    const want = this.kv.range({ key: b(PREFIX), rangeEnd: b(PREFIX_END), revision: this.listR }).kvs.map(showKv).join(' ');
+    const got = [...this.cache.values()].map(showKv).join(' ');
+    if (want !== got) this.problems.push(`the list at revision ${this.listR} is not the prefix's state at ${this.listR}:\n    list:  ${got}\n    range: ${want}`);
   }
 
   connect(): void {
@@ -353,4 +367,9 @@ test('List-then-Watch has teeth: advancing the cursor after the first event of a
 test('List-then-Watch has teeth: resuming from the compaction revision + 1 without listing again loses history', () => {
   const msg = mustFail('resumeAfterCompaction');
   assert.match(msg, /skipped revision|cache differs/);
+});
+
+test('List-then-Watch has teeth: pages not pinned to the first page\'s revision make a list of two states', () => {
+  const msg = mustFail('unpinnedPages');
+  assert.match(msg, /is not the prefix's state/);
 });
