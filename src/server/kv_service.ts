@@ -87,13 +87,9 @@ export class KVService {
       if (server.auth.checksTokens) {
         checkTxnRequest(t, server.kv.maxTxnOps, !server.kv.compat.sortOrderUnchecked);
         // v3rpc's Txn checks put/delete overlaps too, before any token or permission is looked at (observed
-        // on 3.4.23: duplicate key, not permission denied / invalid auth token). etcd 3.5+ has the same
-        // order; TODO lead: apply it to every version once test/auth/permission.property.test.ts's
-        // hasWriteConflict also counts nested txns' writes (it expects "permission denied" for them).
-        if (server.etcdVersion === '3.4') {
-          checkIntervals(t.success ?? []);
-          checkIntervals(t.failure ?? []);
-        }
+        // on 3.4.23: duplicate key, not permission denied / invalid auth token; 3.5+ keep that order).
+        checkIntervals(t.success ?? []);
+        checkIntervals(t.failure ?? []);
         const ai = server.authInfo(ctx);
         if (readOnly) checkTxnAuth(server.auth, ai, this.leaseKeys, t);
         else {
