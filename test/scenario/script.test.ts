@@ -39,6 +39,7 @@ test('malformed lines fail with the line number and what was expected', () => {
     ['lease keep-alive 694d\n', 1, /lease keep-alive expects a lease ID and --once/],
     ['resume W\n', 1, /resume expects a watch name and --rev=N/],
     ['watch 9lives /a\n', 1, /expected a watch name/],
+    ['put /a 1\netcdctl\n', 2, /expected an etcdctl command after etcdctl/],
   ];
   for (const [script, line, re] of cases) {
     const e = syntaxError(script);

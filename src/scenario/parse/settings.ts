@@ -1,0 +1,106 @@
+/**
+ * The member's configuration for a run, written before the first step: `option KEY=VALUE` (etcd server
+ * settings and the simulator's switches for known etcd bugs), `etcd-version V` (which etcd release's
+ * behaviour to model), and `variant NAME KEY=VALUE...` (run the script once per variant, each with its
+ * own settings, to show a behaviour with and without a fix).
+ */
+import { needName } from './arguments.js';
+import { plain, type Word } from './lexer.js';
+import { ScenarioSyntaxError } from './syntax_error.js';
+
+/** One `variant NAME KEY=VALUE...` line. */
+export interface VariantSettings {
+  readonly name: string;
+  readonly options: ReadonlyMap<string, string>;
+  readonly line: number;
+}
+
+/** Settings that must come before the first step: `option K=V`, `etcd-version V`, `variant NAME K=V...`. */
+export interface ScenarioSettings {
+  readonly options: ReadonlyMap<string, string>;
+  readonly variants: readonly VariantSettings[];
+  /** `##` notes before the first step: the scenario's description. */
+  readonly preamble: readonly string[];
+}
+
+/** Options a scenario may set, with a check of the value. */
+export const OPTION_KEYS: Readonly<Record<string, (v: string) => boolean>> = {
+  'etcd-version': (v) => ['3.4', '3.5', '3.6', '3.7'].includes(v),
+  restoreKeepsFutureMinRev: isBool,
+  progressRespectsStartRev: isBool,
+  watchChanBufLen: isPosInt,
+  watchSendWindowBytes: (v) => /^(0|[1-9][0-9]*)$/.test(v),
+  minLeaseTTL: isPosInt,
+  watchProgressNotifyIntervalMs: isPosInt,
+};
+
+function isBool(v: string): boolean {
+  return v === 'true' || v === 'false';
+}
+function isPosInt(v: string): boolean {
+  return /^[1-9]\d*$/.test(v);
+}
+
+/** One `KEY=VALUE`, checked against OPTION_KEYS. */
+function parseSetting(w: Word, lineNo: number): [string, string] {
+  const p = plain(w);
+  const eq = p?.indexOf('=') ?? -1;
+  if (p === undefined || eq <= 0) throw new ScenarioSyntaxError(lineNo, `expected KEY=VALUE, got ${w.raw}`);
+  const k = p.slice(0, eq);
+  const v = p.slice(eq + 1);
+  const check = OPTION_KEYS[k];
+  if (check === undefined) throw new ScenarioSyntaxError(lineNo, `unknown option ${k}; known: ${Object.keys(OPTION_KEYS).join(', ')}`);
+  if (!check(v)) throw new ScenarioSyntaxError(lineNo, `option ${k}: invalid value ${v}`);
+  return [k, v];
+}
+
+/** Where a settings line stands: after a step already, or behind a `[variant]` guard (both refused). */
+export interface SettingsLinePlace {
+  readonly lineNo: number;
+  readonly afterFirstStep: boolean;
+  readonly variant: string | undefined;
+}
+
+/**
+ * Reads an `option`, `etcd-version` or `variant` line into `options` / `variants`; false when `verb` is
+ * not one of them.
+ */
+export function parseSettingsLine(verb: string, args: readonly Word[], at: SettingsLinePlace, options: Map<string, string>, variants: VariantSettings[]): boolean {
+  const { lineNo } = at;
+  const beforeFirst = (what: string): void => {
+    if (at.afterFirstStep) throw new ScenarioSyntaxError(lineNo, `${what} must come before the first step`);
+    if (at.variant !== undefined) throw new ScenarioSyntaxError(lineNo, `${what} cannot be limited to a variant; use variant NAME KEY=VALUE`);
+  };
+  switch (verb) {
+    case 'option': {
+      beforeFirst('option');
+      if (args.length === 0) throw new ScenarioSyntaxError(lineNo, 'option expects KEY=VALUE');
+      for (const a of args) {
+        const [k, v] = parseSetting(a, lineNo);
+        options.set(k, v);
+      }
+      return true;
+    }
+    case 'etcd-version': {
+      beforeFirst('etcd-version');
+      const v = plain(args[0]);
+      if (args.length !== 1 || v === undefined || !OPTION_KEYS['etcd-version']!(v)) throw new ScenarioSyntaxError(lineNo, 'etcd-version expects 3.4, 3.5, 3.6 or 3.7');
+      options.set('etcd-version', v);
+      return true;
+    }
+    case 'variant': {
+      beforeFirst('variant');
+      const name = needName(args[0], lineNo, 'a variant name');
+      if (variants.some((v) => v.name === name)) throw new ScenarioSyntaxError(lineNo, `variant ${name} is declared twice`);
+      const vo = new Map<string, string>();
+      for (const a of args.slice(1)) {
+        const [k, v] = parseSetting(a, lineNo);
+        vo.set(k, v);
+      }
+      variants.push({ name, options: vo, line: lineNo });
+      return true;
+    }
+    default:
+      return false;
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * Runs an etcdctl command against the member's services, in etcd's message form (the path every front
+ * door takes), and writes what etcdctl 3.4 prints for it: put, get (`read at N`, `more` when a limit cut
+ * it), del, txn, compact (marked on the timeline), watch (run/watches.ts) and lease (run/leases.ts).
+ */
+import { delJson, delSimple, getJson, getSimple, putJson, putSimple, txnSimple } from '../format.js';
+import type { EtcdCommand } from '../parse/commands.js';
+import { callService } from './calls.js';
+import type { RunContext } from './context.js';
+import { echo, echoTxn, kvCommandLine } from './echo.js';
+import { deleteRangeRequest, putRequest, rangeRequest, txnRequest } from './requests.js';
+
+/** Runs `c`; `quiet` (for `repeat`) records the response without echoing it. */
+export function runCommand(ctx: RunContext, c: EtcdCommand, quiet = false): void {
+  const s = ctx.state;
+  const kv = s.sim.services.kv;
+  switch (c.kind) {
+    case 'put': {
+      const req = putRequest(s.vars, c);
+      callService(s, 'put', () => kv.put(req), (r) => (c.json ? [putJson(r)] : putSimple(r)));
+      if (!quiet) echo(s, kvCommandLine(s.vars, c));
+      return;
+    }
+    case 'get': {
+      const req = rangeRequest(s.vars, c);
+      const r = callService(s, 'get', () => kv.range(req), (r) => (c.json ? [getJson(r)] : getSimple(r, c.printValueOnly)));
+      if (r !== undefined) s.last.range = r;
+      const readAt = req.revision !== undefined && req.revision !== 0 ? `read at ${String(req.revision)}` : undefined;
+      if (!quiet) echo(s, kvCommandLine(s.vars, c), r !== undefined && r.more ? [readAt, 'more'].filter((x) => x !== undefined).join(', ') : readAt);
+      return;
+    }
+    case 'del': {
+      const req = deleteRangeRequest(s.vars, c);
+      callService(s, 'del', () => kv.deleteRange(req), (r) => (c.json ? [delJson(r)] : delSimple(r)));
+      if (!quiet) echo(s, kvCommandLine(s.vars, c));
+      return;
+    }
+    case 'txn': {
+      const req = txnRequest(s.vars, c);
+      callService(s, 'txn', () => kv.txn(req), txnSimple);
+      echoTxn(s, c);
+      return;
+    }
+    case 'compact': {
+      const rev = s.vars.int(c.rev, 'compact');
+      callService(s, 'compact', () => kv.compact({ revision: rev, physical: c.physical }), () => [`compacted revision ${rev}`]);
+      if (s.last.error === undefined) s.timeline.compactions.push({ rev, line: s.line });
+      echo(s, `compact ${rev}${c.physical ? ' --physical' : ''}`);
+      return;
+    }
+    case 'watch':
+      ctx.watches.open(c);
+      return;
+    case 'lease-grant':
+      ctx.leases.grant(c.ttl);
+      return;
+    case 'lease-keep-alive':
+      ctx.leases.keepAliveOnce(c.id);
+      return;
+    case 'lease-revoke':
+      ctx.leases.revoke(c.id);
+      return;
+    case 'lease-timetolive':
+      ctx.leases.timeToLive(c.id, c.keys);
+      return;
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * The `$ etcdctl ...` lines of a transcript: each command as a shell user would have typed it (words
+ * expanded, quoted where the shell needs it), annotated with the revision etcd answered at, followed by
+ * what etcdctl printed; a txn is shown with its input as a here-document.
+ */
+import { shellQuote } from '../format.js';
+import type { KvCommand, TxnCmd, WatchCmd } from '../parse/commands.js';
+import type { Word } from '../parse/lexer.js';
+import type { ShellVariables } from '../shell/expand.js';
+import type { RunState } from './state.js';
+
+/** The command line `etcdctl CMD`, then the last response's lines; `note` adds to the `# rev N` annotation. */
+export function echo(s: RunState, cmd: string, note?: string): void {
+  const ann: string[] = [];
+  if (s.last.revision !== undefined) ann.push(`rev ${s.last.revision}`);
+  if (note !== undefined) ann.push(note);
+  s.out(`$ etcdctl ${cmd}${ann.length > 0 ? `   # ${ann.join(', ')}` : ''}`);
+  for (const l of s.last.output) s.out(l);
+}
+
+/** `etcdctl txn <<EOF`, the block with its words expanded, `EOF`, then what etcdctl printed. */
+export function echoTxn(s: RunState, c: TxnCmd): void {
+  const ann = s.last.revision !== undefined ? `   # rev ${s.last.revision}` : '';
+  s.out(`$ etcdctl txn <<EOF${ann}`);
+  for (const b of c.body) s.out(b.text === '' || b.words.length === 0 ? s.vars.interpolate(b.text) : [b.text.split(/\s+/)[0], ...txnOpArgs(s.vars, b.words)].join(' '));
+  s.out('EOF');
+  for (const l of s.last.output) s.out(l);
+}
+
+/** A txn op's arguments (after its verb) as shown: flags as they are, other words quoted. */
+function txnOpArgs(vars: ShellVariables, words: readonly Word[]): string[] {
+  return words.slice(1).map((w) => {
+    const s = vars.expand(w);
+    return s.startsWith('-') ? s : shellQuote(s);
+  });
+}
+
+/** put, get or del as a command line (without `etcdctl`). */
+export function kvCommandLine(vars: ShellVariables, c: KvCommand): string {
+  const parts: string[] = [c.kind, shellQuote(vars.expand(c.key))];
+  if (c.kind === 'put') {
+    parts.push(shellQuote(vars.expand(c.value)));
+    if (c.lease !== undefined) parts.push(`--lease=${vars.expand(c.lease)}`);
+    if (c.prevKv) parts.push('--prev-kv');
+  } else {
+    if (c.rangeEnd !== undefined) parts.push(shellQuote(vars.expand(c.rangeEnd)));
+    if (c.prefix) parts.push('--prefix');
+    if (c.fromKey) parts.push('--from-key');
+    if (c.kind === 'get') {
+      if (c.rev !== undefined) parts.push(`--rev=${vars.expand(c.rev)}`);
+      if (c.limit !== undefined) parts.push(`--limit=${vars.expand(c.limit)}`);
+      if (c.keysOnly) parts.push('--keys-only');
+      if (c.printValueOnly) parts.push('--print-value-only');
+    } else if (c.prevKv) parts.push('--prev-kv');
+  }
+  if (c.json) parts.push('-w json');
+  return parts.join(' ');
+}
+
+/** A watch's key range and flags as typed after `etcdctl watch` (its `--rev` is added per stream). */
+export function watchArgs(vars: ShellVariables, c: WatchCmd): string {
+  return [shellQuote(vars.expand(c.key)), c.rangeEnd !== undefined ? shellQuote(vars.expand(c.rangeEnd)) : undefined, c.prefix ? '--prefix' : undefined, c.prevKv ? '--prev-kv' : undefined, c.progressNotify ? '--progress-notify' : undefined]
+    .filter((x) => x !== undefined)
+    .join(' ');
+}

@@ -1,0 +1,142 @@
+/**
+ * Checks the expectations of a script against what etcd answered and delivered: the last response
+ * (ok or error, header revision, etcdctl's output, a get's keys / more / count), a key read at a revision
+ * through the KV service, what a named watch received (events, last revision, cancelation and its
+ * compact_revision, progress notifications), and a lease's TTL read through LeaseTimeToLive. Each writes
+ * `# expect ...   ✓` or `✗ got ...` into the transcript.
+ */
+import { isGrpcError, type messages as M } from '../../server/index.js';
+import { str } from '../format.js';
+import type { CompareOp, Expectation } from '../parse/expectations.js';
+import { RunError } from '../run_error.js';
+import type { RunContext } from './context.js';
+import { bytes, leaseId } from './requests.js';
+import type { RunState } from './state.js';
+
+/** Checks `e` (its line as written: `text`); a failure is shown with what was found and stops the run. */
+export function checkExpectation(ctx: RunContext, e: Expectation, text: string): void {
+  const s = ctx.state;
+  const shown = displayed(s, text);
+  const fail = (got: string): never => {
+    s.out(`# ${shown}   ✗ got ${got}`);
+    throw new RunError('expectation', `${shown}: got ${got}`);
+  };
+  const lastRange = (): M.RangeResponse => s.last.range ?? fail(`no get response (the last step was ${s.last.what})`);
+  const cmp = (op: CompareOp, a: number, b: number): boolean =>
+    op === '==' ? a === b : op === '!=' ? a !== b : op === '<' ? a < b : op === '<=' ? a <= b : op === '>' ? a > b : a >= b;
+  switch (e.kind) {
+    case 'ok':
+      if (s.last.error !== undefined) fail(`an error: ${s.last.error}`);
+      break;
+    case 'error': {
+      if (s.last.error === undefined) fail(`no error (the last step, ${s.last.what}, succeeded)`);
+      if (e.message !== undefined) {
+        const want = s.vars.expand(e.message);
+        if (s.last.error !== want) fail(`error ${JSON.stringify(s.last.error)}`);
+      }
+      break;
+    }
+    case 'revision': {
+      if (s.last.revision === undefined) fail(`no revision (the last step, ${s.last.what}, ${s.last.error !== undefined ? `failed: ${s.last.error}` : 'has none'})`);
+      if (!cmp(e.op, s.last.revision!, s.vars.int(e.value, 'expect revision'))) fail(`revision ${s.last.revision}`);
+      break;
+    }
+    case 'output': {
+      const got = s.last.output.join('\n');
+      const want = s.vars.expand(e.text).replace(/\\n/g, '\n');
+      if (e.op === '==' ? got !== want : !got.includes(want)) fail(JSON.stringify(got));
+      break;
+    }
+    case 'keys': {
+      const r = lastRange();
+      const got = r.kvs.map((kv) => str(kv.key));
+      const want = e.keys.map((k) => s.vars.expand(k));
+      if (got.join('\u0001') !== want.join('\u0001')) fail(`[${got.join(', ')}]`);
+      break;
+    }
+    case 'more': {
+      const r = lastRange();
+      if (r.more !== e.value) fail(`more == ${String(r.more)}`);
+      break;
+    }
+    case 'count': {
+      const r = lastRange();
+      if (!cmp(e.op, Number(r.count), s.vars.int(e.value, 'expect count'))) fail(`count ${r.count}`);
+      break;
+    }
+    case 'get': {
+      const rev = e.rev === undefined ? 0 : s.vars.int(e.rev, 'expect get --rev');
+      let r: M.RangeResponse;
+      try {
+        r = s.sim.services.kv.range({ key: bytes(s.vars, e.key), revision: rev });
+      } catch (err) {
+        if (!isGrpcError(err)) throw err;
+        return fail(`an error: ${err.details}`);
+      }
+      const kv = r.kvs[0];
+      if (e.value === undefined) {
+        if (kv !== undefined) fail(`${JSON.stringify(str(kv.value))} (mod_revision ${kv.mod_revision})`);
+      } else {
+        const want = s.vars.expand(e.value);
+        if (kv === undefined) fail('no such key');
+        else if (str(kv.value) !== want) fail(JSON.stringify(str(kv.value)));
+      }
+      break;
+    }
+    case 'watch-events': {
+      const w = ctx.watches.get(e.name);
+      const got = w.events.map((ev) => `${ev.type} ${ev.key}@${ev.rev}`);
+      const want = e.events.map((p) => `${p.type} ${s.vars.expand(p.key)}@${s.vars.int(p.rev, 'event revision')}`);
+      if (got.join('\u0001') !== want.join('\u0001')) fail(`[${got.join(', ')}]`);
+      break;
+    }
+    case 'watch-last': {
+      const w = ctx.watches.get(e.name);
+      const lastEv = w.events[w.events.length - 1];
+      if (lastEv === undefined) fail('no events');
+      if (!cmp(e.op, lastEv!.rev, s.vars.int(e.value, 'expect watch last'))) fail(`last event at ${lastEv!.rev}`);
+      break;
+    }
+    case 'watch-canceled': {
+      const w = ctx.watches.get(e.name);
+      if (w.state !== 'canceled') fail(`the watch is ${w.state}`);
+      if (e.compactRevision !== undefined && w.compactRevision !== s.vars.int(e.compactRevision, 'compact_revision')) fail(`compact_revision ${w.compactRevision}`);
+      break;
+    }
+    case 'watch-open': {
+      const w = ctx.watches.get(e.name);
+      if (w.state !== 'open') fail(`the watch is ${w.state}${w.state === 'canceled' ? ` (compact_revision ${w.compactRevision})` : ''}`);
+      break;
+    }
+    case 'watch-progress': {
+      const w = ctx.watches.get(e.name);
+      const lastP = w.progress[w.progress.length - 1];
+      if (e.value === undefined) {
+        if (lastP !== undefined) fail(`progress notifications at [${w.progress.join(', ')}]`);
+      } else if (lastP !== s.vars.int(e.value, 'expect watch progress')) fail(lastP === undefined ? 'no progress notification' : `progress notify ${lastP}`);
+      break;
+    }
+    case 'lease-ttl':
+    case 'lease-state': {
+      const id = leaseId(s.vars, e.id);
+      const t = s.sim.services.lease.leaseTimeToLive({ ID: id });
+      const ttl = Number(t.TTL);
+      if (e.kind === 'lease-state') {
+        const alive = ttl !== -1;
+        if ((e.state === 'alive') !== alive) fail(alive ? `alive, TTL remaining ${ttl}s` : 'expired (TTL -1)');
+      } else if (!cmp(e.op, ttl, s.vars.int(e.value, 'expect lease ttl'))) fail(`remaining TTL ${ttl}`);
+      break;
+    }
+  }
+  s.out(`# ${shown}   ✓`);
+}
+
+/** The expectation as written, with variables shown by value where they are set. */
+function displayed(s: RunState, text: string): string {
+  const body = text.replace(/^\[[A-Za-z0-9_-]+\]\s*/, '');
+  try {
+    return s.vars.interpolate(body);
+  } catch {
+    return body;
+  }
+}

@@ -1,0 +1,198 @@
+/**
+ * A scenario's named watches, each an `etcdctl watch ... &` running in the background on its own Watch
+ * stream: opening one (at a start revision: etcd replays history from it, inclusive), printing its
+ * responses as etcdctl does (events, progress notifications, a cancelation with its compact_revision and
+ * etcdctl exiting), and what a client or its network does to it: cancel (Ctrl-C), break (the stream is
+ * cut), resume at a revision on a new stream, slow (stop reading: etcd's send window and channel fill)
+ * and drain, and a progress request. Each watch is also a lane of the timeline.
+ */
+import type { messages as M, WatchCall } from '../../server/index.js';
+import { str, watchEventLines } from '../format.js';
+import type { WatchCmd } from '../parse/commands.js';
+import type { Word } from '../parse/lexer.js';
+import { RunError } from '../run_error.js';
+import type { TimelineWatcher, TimelineWatchSegment } from '../timeline.js';
+import { watchArgs } from './echo.js';
+import { watchCreateRequest } from './requests.js';
+import type { RunState } from './state.js';
+
+/** An event a watch received. */
+export interface ReceivedEvent {
+  readonly type: 'PUT' | 'DELETE';
+  readonly key: string;
+  readonly rev: number;
+}
+
+/** A named watch: its request, its current stream, and what it has received so far. */
+export interface WatchState {
+  readonly name: string;
+  readonly create: M.WatchCreateRequest;
+  /** Its arguments as typed after `etcdctl watch`. */
+  readonly display: string;
+  call: WatchCall | undefined;
+  state: 'open' | 'canceled' | 'broken' | 'closed';
+  compactRevision: number;
+  slow: boolean;
+  readonly events: ReceivedEvent[];
+  readonly progress: number[];
+  readonly lane: TimelineWatcher;
+  segment: TimelineWatchSegment | undefined;
+}
+
+/** The run's watches by name. */
+export class ScenarioWatches {
+  private readonly byName = new Map<string, WatchState>();
+
+  constructor(private readonly s: RunState) {}
+
+  /** `watch NAME KEY ...`: a new watch, opened at `--rev` (0: from now). */
+  open(c: WatchCmd): void {
+    const s = this.s;
+    if (this.byName.has(c.name)) throw new RunError('error', `a watch named ${c.name} already exists (use resume ${c.name} --rev=N, or another name)`);
+    const create = watchCreateRequest(s.vars, c);
+    const rev = c.rev === undefined ? 0 : s.vars.int(c.rev, '--rev');
+    const display = watchArgs(s.vars, c);
+    const lane: TimelineWatcher = { name: c.name, range: `${s.vars.expand(c.key)}${c.prefix ? '*' : ''}`, segments: [], events: [], progress: [], cursor: 0 };
+    s.timeline.watchers.push(lane);
+    const w: WatchState = { name: c.name, create, display, call: undefined, state: 'open', compactRevision: 0, slow: false, events: [], progress: [], lane, segment: undefined };
+    this.byName.set(c.name, w);
+    this.openStream(w, rev, 'watch');
+  }
+
+  /** The watch named `name`; stops the run when there is none. */
+  get(name: string): WatchState {
+    const w = this.byName.get(name);
+    if (w === undefined) throw new RunError('error', `no watch named ${name} (open it first: watch ${name} KEY ...)`);
+    return w;
+  }
+
+  /** `cancel NAME`: the client closes its watch (etcdctl's Ctrl-C). */
+  cancel(name: string): void {
+    const s = this.s;
+    const w = this.get(name);
+    if (w.state === 'open' && w.call !== undefined) {
+      w.state = 'closed';
+      if (w.segment !== undefined) w.segment.end = { kind: 'closed', atRev: Math.max(w.lane.cursor, s.sim.kv.currentRevision), compactRevision: 0 };
+      w.call.cancel();
+    }
+    s.out(`# cancel ${name}: the client closes its watch (Ctrl-C) at rev ${s.sim.kv.currentRevision}`);
+  }
+
+  /** `break NAME`: the stream is cut (UNAVAILABLE); responses not yet delivered are lost with it. */
+  break(name: string): void {
+    const w = this.get(name);
+    if (w.state !== 'open' || w.call === undefined) throw new RunError('error', `break ${name}: the watch is not open (${w.state})`);
+    const lost = w.call.pending;
+    w.call.abort();
+    w.state = 'broken';
+    if (w.segment !== undefined) w.segment.end = { kind: 'broken', atRev: w.lane.cursor, compactRevision: 0 };
+    const lastEv = w.events[w.events.length - 1];
+    this.s.out(
+      `# break ${name}: the Watch stream is cut (UNAVAILABLE)${lost > 0 ? `; ${lost} undelivered response${lost === 1 ? '' : 's'} lost with it` : ''}; last event received: ${lastEv === undefined ? 'none' : `${lastEv.type} ${lastEv.key} @${lastEv.rev}`}`,
+    );
+  }
+
+  /** `resume NAME --rev=N`: the same watch on a new stream, from revision N. */
+  resume(name: string, rev: Word): void {
+    const w = this.get(name);
+    if (w.state === 'open') throw new RunError('error', `resume ${name}: the watch is still open (break or cancel it first)`);
+    this.openStream(w, this.s.vars.int(rev, 'resume --rev'), 'resume');
+  }
+
+  /** `slow NAME`: the client stops reading its stream. */
+  slow(name: string): void {
+    const w = this.get(name);
+    w.slow = true;
+    w.call?.pause();
+    const ws = this.s.sim.watchable;
+    this.s.out(
+      `# slow ${name}: the client stops reading its stream; the server's transport window (${ws.sendWindowBytes} B) fills, ` +
+        `then its watch channel (${ws.chanBufLen} responses), then the watcher becomes a victim`,
+    );
+  }
+
+  /** `drain NAME`: the client reads again. */
+  drain(name: string): void {
+    const w = this.get(name);
+    w.slow = false;
+    const call = w.call;
+    const pending = call?.pending ?? 0;
+    this.s.out(`# drain ${name}: the client reads again (${pending} response${pending === 1 ? '' : 's'} queued)`);
+    call?.resume();
+    this.s.sim.flush();
+  }
+
+  /** `progress NAME`: the client sends a WatchProgressRequest on the watch's stream. */
+  progress(name: string): void {
+    const w = this.get(name);
+    if (w.state !== 'open' || w.call === undefined) throw new RunError('error', `progress ${name}: the watch is not open (${w.state})`);
+    this.s.out(`# progress ${name}: the client sends a WatchProgressRequest on its stream`);
+    w.call.write({ progress_request: {} });
+  }
+
+  /** At the end of a run: no lane's cursor below 0. */
+  settleCursors(): void {
+    for (const w of this.byName.values()) w.lane.cursor = Math.max(w.lane.cursor, 0);
+  }
+
+  /** Opens a Watch stream for `w` and sends its create request at `startRev`. */
+  private openStream(w: WatchState, startRev: number, how: 'watch' | 'resume'): void {
+    const s = this.s;
+    const call = s.sim.services.watch.watch();
+    w.call = call;
+    w.state = 'open';
+    w.compactRevision = 0;
+    const seg: TimelineWatchSegment = { startRev, openedAtRev: s.sim.kv.currentRevision, end: undefined };
+    w.segment = seg;
+    w.lane.segments.push(seg);
+    if (startRev > 0) w.lane.cursor = Math.max(w.lane.cursor, Math.min(startRev - 1, s.sim.kv.currentRevision));
+    else w.lane.cursor = Math.max(w.lane.cursor, s.sim.kv.currentRevision);
+    call.onEnd((err) => {
+      if (w.call !== call) return;
+      if (err !== undefined && w.state === 'open') w.state = 'broken';
+    });
+    call.onResponse((rs) => this.onResponses(w, call, rs));
+    if (w.slow) call.pause();
+    call.write({ create_request: { ...w.create, start_revision: startRev } });
+    const cmd = `watch ${w.display}${startRev !== 0 ? ` --rev=${startRev}` : ''}`;
+    s.out(`$ etcdctl ${cmd} &   # ${how === 'watch' ? `watch ${w.name}` : `${w.name} resumed`}, at rev ${s.sim.kv.currentRevision}`);
+  }
+
+  /** Prints what etcdctl prints for the responses of `w`'s current stream, and records them. */
+  private onResponses(w: WatchState, call: WatchCall, rs: M.WatchResponse[]): void {
+    const s = this.s;
+    if (w.call !== call) return;
+    for (const r of rs) {
+      const rev = Number(r.header.revision);
+      if (r.canceled) {
+        s.timeMark();
+        const reason = r.cancel_reason !== '' ? r.cancel_reason : r.compact_revision !== '0' ? 'etcdserver: mvcc: required revision has been compacted' : 'etcdserver: watch canceled';
+        s.out(`[watch ${w.name}] watch was canceled (${reason})`);
+        s.out(`[watch ${w.name}] Error: watch is canceled by the server`);
+        w.state = 'canceled';
+        w.compactRevision = Number(r.compact_revision);
+        if (w.segment !== undefined) w.segment.end = { kind: 'canceled', atRev: Math.max(w.compactRevision, w.lane.cursor), compactRevision: w.compactRevision };
+        s.out(`# watch ${w.name}: canceled${w.compactRevision > 0 ? ` with compact_revision ${w.compactRevision}` : ''}; etcdctl exits`);
+        call.end();
+        return;
+      }
+      if (r.created) continue;
+      if (r.events.length === 0) {
+        s.timeMark();
+        s.out(`[watch ${w.name}] progress notify: ${rev}`);
+        w.progress.push(rev);
+        w.lane.progress.push(rev);
+        continue;
+      }
+      s.timeMark();
+      for (const ev of r.events) {
+        const er = Number(ev.kv.mod_revision);
+        for (const l of watchEventLines(ev)) s.out(`[watch ${w.name} @${er}] ${l}`.trimEnd());
+        const rec: ReceivedEvent = { type: ev.type, key: str(ev.kv.key), rev: er };
+        w.events.push(rec);
+        w.lane.events.push(rec);
+        w.lane.cursor = Math.max(w.lane.cursor, er);
+      }
+    }
+  }
+}

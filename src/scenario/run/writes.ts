@@ -1,0 +1,29 @@
+/**
+ * The member's history as the timeline draws it: every revision's events (puts, deletes, including those
+ * of a lease expiry), each with what caused it. A restore replaces the member's history with the
+ * snapshot's, so the recorded writes are rewritten to match.
+ */
+import { str } from '../format.js';
+import type { RunState } from './state.js';
+
+/** Records every write the member applies from now on into the timeline. */
+export function recordWrites(s: RunState): void {
+  s.sim.kv.subscribe((rev, events) => {
+    for (const ev of events) {
+      s.timeline.writes.push({ key: str(ev.kv.key), rev, type: ev.type, value: str(ev.kv.value), cause: s.cause });
+    }
+    s.timeline.maxRevision = Math.max(s.timeline.maxRevision, rev);
+  });
+}
+
+/** After a restore the member's history is the snapshot's: drop recorded writes above it, add the snapshot's. */
+export function resyncWrites(s: RunState, to: number): void {
+  const writes = s.timeline.writes;
+  for (let i = writes.length - 1; i >= 0; i--) if (writes[i]!.rev > to) writes.splice(i, 1);
+  const have = new Set(writes.map((w) => w.rev));
+  for (let r = Math.max(1, s.sim.kv.compactRevision); r <= to; r++) {
+    if (have.has(r)) continue;
+    for (const ev of s.sim.kv.eventsAt(r)) writes.push({ key: str(ev.kv.key), rev: r, type: ev.type, value: str(ev.kv.value), cause: s.cause });
+  }
+  writes.sort((a, b) => a.rev - b.rev);
+}
