@@ -58,6 +58,8 @@ export async function runCommand(args: string[], out: (line: string) => void, er
 /** Where `--html FILE` cannot be written, in words; undefined when it looks writable. */
 function unwritable(file: string): string | undefined {
   const path = resolve(file);
+  // `--html out/` names a directory (existing or not): writing it would fail with EISDIR after the run.
+  if (/[\\/]$/.test(file)) return 'that names a directory; give a file, e.g. ' + join(file, 'timeline.html');
   if (existsSync(path)) {
     if (statSync(path).isDirectory()) return 'is a directory';
     try {

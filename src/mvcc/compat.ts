@@ -8,8 +8,9 @@ export type EtcdVersion = '3.4' | '3.5' | '3.6' | '3.7';
 
 export interface Compat {
   /**
-   * etcd PR #18474 (issue #18089), v3.6.0 and backported to 3.5: compaction keeps a tombstone that sits
-   * exactly at the compaction revision, so a watch from that revision still sees the delete.
+   * etcd PR #18274 (issue #18089), v3.6.0, backported by PR #18474 (v3.5.16) and PR #18475 (v3.4.34):
+   * compaction keeps a tombstone that sits exactly at the compaction revision, so a watch from that
+   * revision still sees the delete. The '3.4' profile models a 3.4 release before the backport (3.4.23).
    */
   readonly keepTombstoneAtCompactRev: boolean;
   /**

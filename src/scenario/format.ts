@@ -134,6 +134,20 @@ export function shellQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
+/**
+ * Whether a shell-quoted word holds a NUL byte. A process's arguments are C strings, so no shell can pass a
+ * NUL to etcdctl: bash drops it from `$'/p/b\x00'`, and the pasted command would read from /p/b again.
+ */
+export function hasNul(quoted: string): boolean {
+  return /\$'(?:[^'\\]|\\.)*\\x00/.test(quoted);
+}
+
+/** The transcript's mark on a captured value that holds a NUL byte (see hasNul), with what to do instead. */
+export const NOT_PASTEABLE = 'not pasteable: a shell cannot pass a NUL byte to etcdctl (bash drops it); from a shell, start the page at the last key and skip it';
+
+/** The shorter mark on each command line that uses such a value. */
+export const NOT_PASTEABLE_SHORT = 'not pasteable (a NUL byte)';
+
 /** Virtual time for the transcript: seconds with millisecond precision. */
 export function showTime(ms: number): string {
   return `${(ms / 1000).toFixed(3).replace(/\.?0+$/, '') || '0'}s`;

@@ -2,7 +2,11 @@
  * The timeline picture of a scenario run: revisions on the x axis; one lane per key (every write a mark,
  * deletes distinct), one lane per watcher (its cursor, the events it received, cancel, break, resume),
  * one lane per lease (a bar from grant to expiry or revoke); the compaction point drawn as a cliff, restores
- * as marked lines. Rendered as one self-contained HTML page with inline SVG: no scripts, no external resources.
+ * as marked lines; reads at the revision they read; the script's notes as numbered steps. Long runs are
+ * compressed: spans where nothing but more of the same writes and deliveries happen are elided behind a
+ * break mark. Rendered as one self-contained HTML page with inline SVG (no external resources; the only
+ * links are to etcd's issues and PRs named in a description): the description, a predict-first question,
+ * the steps beside the picture, the answer, the transcript.
  */
 
 export interface TimelineWrite {
@@ -18,6 +22,8 @@ export interface TimelineWatchEvent {
   readonly key: string;
   readonly rev: number;
   readonly type: 'PUT' | 'DELETE';
+  /** The index of the watcher's segment (stream) that delivered it. */
+  readonly segment?: number | undefined;
 }
 
 export interface TimelineWatchSegment {
@@ -35,6 +41,8 @@ export interface TimelineWatcher {
   readonly segments: TimelineWatchSegment[];
   readonly events: TimelineWatchEvent[];
   readonly progress: number[];
+  /** For each progress notification, how many events the watcher had received when it arrived. */
+  readonly progressSeen: number[];
   /** The last revision this watcher has seen (its resume cursor is this + 1). */
   cursor: number;
 }
@@ -48,10 +56,31 @@ export interface TimelineLease {
   end: { kind: 'expired' | 'revoked'; atRev: number; atMs: number } | undefined;
 }
 
+/** A `##` note of the script, met while the run went on: one line of a numbered step on the page. */
+export interface TimelineNote {
+  readonly line: number;
+  readonly text: string;
+  /** The store revision when the note was reached (the step's place on the revision axis). */
+  readonly rev: number;
+}
+
+/** A get: the revision it read at (its --rev, or the header revision) and what it returned. */
+export interface TimelineRead {
+  readonly line: number;
+  readonly rev: number;
+  /** Read at a pinned revision (--rev), not the newest. */
+  readonly pinned: boolean;
+  readonly command: string;
+  readonly keys: readonly string[];
+  readonly more: boolean;
+}
+
 export interface TimelineModel {
   readonly title: string;
   readonly variant: string | undefined;
   readonly settings: readonly string[];
+  /** The scenario's description: its `##` lines before the first step (blank `##` lines split paragraphs). */
+  readonly description: readonly string[];
   maxRevision: number;
   readonly writes: TimelineWrite[];
   readonly compactions: { rev: number; line: number }[];
@@ -59,12 +88,14 @@ export interface TimelineModel {
   readonly leases: TimelineLease[];
   readonly restores: { name: string; fromRev: number; toRev: number; line: number }[];
   readonly snapshots: { name: string; rev: number; line: number }[];
+  readonly notes: TimelineNote[];
+  readonly reads: TimelineRead[];
   /** Set when the run stopped at a failed expectation or an error. */
   failure: string | undefined;
 }
 
-export function emptyTimeline(title: string, variant: string | undefined, settings: readonly string[]): TimelineModel {
-  return { title, variant, settings, maxRevision: 1, writes: [], compactions: [], watchers: [], leases: [], restores: [], snapshots: [], failure: undefined };
+export function emptyTimeline(title: string, variant: string | undefined, settings: readonly string[], description: readonly string[] = []): TimelineModel {
+  return { title, variant, settings, description, maxRevision: 1, writes: [], compactions: [], watchers: [], leases: [], restores: [], snapshots: [], notes: [], reads: [], failure: undefined };
 }
 
 /** Distinct keys in byte order (as etcd orders them). */
@@ -72,6 +103,56 @@ export function timelineKeys(m: TimelineModel): string[] {
   const keys = new Set<string>();
   for (const w of m.writes) keys.add(w.key);
   return [...keys].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Steps and description: what the page says beside the picture
+
+/** One numbered step of the page: consecutive `##` notes of the script, at the revision they were reached. */
+export interface TimelineStep {
+  readonly n: number;
+  readonly line: number;
+  readonly rev: number;
+  readonly text: string;
+}
+
+/** A note that starts with this is the answer to the description's `Predict:` question. */
+const ANSWER = /^Answer:\s*/;
+/** A description paragraph that starts with this is the question to answer before running. */
+const PREDICT = /^Predict:\s*/;
+
+/** The notes as numbered steps (adjacent note lines are one step), and the answer, if the script gives one. */
+export function timelineSteps(m: TimelineModel): { steps: TimelineStep[]; answer: string | undefined } {
+  const groups: { line: number; last: number; rev: number; text: string[] }[] = [];
+  for (const n of m.notes) {
+    const g = groups[groups.length - 1];
+    if (g !== undefined && n.line === g.last + 1) {
+      g.text.push(n.text);
+      g.last = n.line;
+    } else groups.push({ line: n.line, last: n.line, rev: n.rev, text: [n.text] });
+  }
+  const steps: TimelineStep[] = [];
+  let answer: string | undefined;
+  for (const g of groups) {
+    const text = g.text.join(' ').replace(/\s+/g, ' ').trim();
+    if (ANSWER.test(text)) answer = text.replace(ANSWER, '');
+    else steps.push({ n: steps.length + 1, line: g.line, rev: g.rev, text });
+  }
+  return { steps, answer };
+}
+
+/** The description as paragraphs (a `##` line with no text splits them), the first one being the title line. */
+export function descriptionParagraphs(description: readonly string[]): string[] {
+  const out: string[] = [];
+  let cur: string[] = [];
+  for (const l of description) {
+    if (l.trim() === '') {
+      if (cur.length > 0) out.push(cur.join(' '));
+      cur = [];
+    } else cur.push(l.trim());
+  }
+  if (cur.length > 0) out.push(cur.join(' '));
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -87,41 +168,196 @@ function label(s: string): string {
   return esc(s.replace(/[\x00-\x08\x0b\x0c\x0e-\x1f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`));
 }
 
+/** Page text: escaped, `code` spans, and etcd issue / PR numbers as links to etcd's GitHub. */
+function prose(s: string): string {
+  return label(s)
+    .replace(/`([^`]+)`/g, '<code>$1</code>')
+    .replace(/\b(PRs?|pull request|issue|etcd)?(\s*)#(\d{4,5})\b/g, (_m, kind: string | undefined, sp: string, n: string) => {
+      const path = kind !== undefined && /^(PRs?|pull request)$/.test(kind) ? 'pull' : 'issues';
+      return `${kind ?? ''}${sp}<a href="https://github.com/etcd-io/etcd/${path}/${n}">#${n}</a>`;
+    });
+}
+
 const LANE = 26;
 const LEFT = 190;
 const TOP = 46;
-const COLORS = { put: '#1f77b4', del: '#d62728', watch: '#2ca02c', lease: '#9467bd', cliff: '#7f7f7f', restore: '#ff7f0e', brk: '#e377c2' };
+/** Width of an elided span of revisions (a break in the axis). */
+const BREAK = 30;
+/** An uneventful span at least this long is elided, in a run longer than ELIDE_ABOVE revisions. */
+const MIN_ELIDE = 6;
+const ELIDE_ABOVE = 60;
+const COLORS = { put: '#1f77b4', del: '#d62728', watch: '#2ca02c', lease: '#9467bd', cliff: '#7f7f7f', restore: '#ff7f0e', brk: '#e377c2', read: '#8c564b', step: '#333' };
+
+/** The revision axis: which revisions are drawn one by one, which spans are elided behind a break mark. */
+interface Axis {
+  readonly step: number;
+  /** The x of a revision (inside a break: spread over the break's width). */
+  x(rev: number): number;
+  /** The elided span holding `rev`, if any. */
+  elidedAt(rev: number): { from: number; to: number } | undefined;
+  readonly breaks: readonly { from: number; to: number; x: number }[];
+  readonly visible: readonly number[];
+  readonly end: number;
+}
+
+/**
+ * Revisions where something other than a routine write or delivery happens — a watch opens, ends or waits,
+ * a compaction, a lease event, a read, a step of the script, the first and last write of a command, a gap
+ * in what a watcher received — with one revision either side. Long spans between them are elided, so a run
+ * of 2000 revisions stays a picture of a few hundred pixels.
+ */
+function anchorRevisions(m: TimelineModel, maxRev: number): Set<number> {
+  const a = new Set<number>([0, 1, m.maxRevision, maxRev]);
+  for (const c of m.compactions) a.add(c.rev);
+  for (const r of m.restores) a.add(r.fromRev).add(r.toRev);
+  for (const sn of m.snapshots) a.add(sn.rev);
+  for (const n of m.notes) a.add(n.rev);
+  for (const r of m.reads) a.add(r.rev);
+  for (const l of m.leases) {
+    a.add(l.grantedAtRev);
+    for (const k of l.keepAlives) a.add(k.atRev);
+    if (l.end !== undefined) a.add(l.end.atRev);
+  }
+  for (const w of m.watchers) {
+    a.add(w.cursor).add(w.cursor + 1);
+    for (const s of w.segments) {
+      a.add(s.openedAtRev).add(s.startRev > 0 ? s.startRev : s.openedAtRev + 1);
+      if (s.end !== undefined) a.add(s.end.atRev);
+    }
+    for (const p of w.progress) a.add(p);
+    const revs = w.events.map((e) => e.rev);
+    for (let i = 0; i < revs.length; i++) {
+      if (i === 0 || i === revs.length - 1 || revs[i]! - revs[i - 1]! !== 1 || revs[i + 1]! - revs[i]! !== 1) a.add(revs[i]!);
+    }
+  }
+  // Writes: the first and last of each run of writes made by one command (a `repeat` makes thousands).
+  const byRev = [...m.writes].sort((p, q) => p.rev - q.rev);
+  for (let i = 0; i < byRev.length; i++) {
+    const w = byRev[i]!;
+    const prev = byRev[i - 1];
+    const next = byRev[i + 1];
+    if (prev === undefined || prev.cause !== w.cause || w.type === 'DELETE' || next === undefined || next.cause !== w.cause) a.add(w.rev);
+  }
+  const out = new Set<number>();
+  for (const r of a) for (const d of [-1, 0, 1]) if (r + d >= 0 && r + d <= maxRev) out.add(r + d);
+  return out;
+}
+
+function buildAxis(m: TimelineModel, maxRev: number): Axis {
+  const keep = maxRev > ELIDE_ABOVE ? anchorRevisions(m, maxRev) : new Set(Array.from({ length: maxRev + 1 }, (_v, i) => i));
+  const spans: { from: number; to: number }[] = [];
+  let r = 0;
+  while (r <= maxRev) {
+    if (keep.has(r)) {
+      r++;
+      continue;
+    }
+    let e = r;
+    while (e + 1 <= maxRev && !keep.has(e + 1)) e++;
+    if (e - r + 1 >= MIN_ELIDE) spans.push({ from: r, to: e });
+    r = e + 1;
+  }
+  const inSpan = (rev: number): { from: number; to: number } | undefined => spans.find((sp) => rev >= sp.from && rev <= sp.to);
+  const visible: number[] = [];
+  for (let v = 0; v <= maxRev; v++) if (inSpan(v) === undefined) visible.push(v);
+  const step = Math.max(14, Math.min(48, Math.floor(900 / Math.max(1, visible.length + spans.length))));
+  // Left edge of each column: visible revisions get `step`, each elided span one BREAK.
+  const left = new Map<number, number>();
+  const breaks: { from: number; to: number; x: number }[] = [];
+  let cx = LEFT - step / 2;
+  for (let v = 0; v <= maxRev; v++) {
+    const sp = inSpan(v);
+    if (sp === undefined) {
+      left.set(v, cx);
+      cx += step;
+    } else if (v === sp.from) {
+      breaks.push({ ...sp, x: cx });
+      cx += BREAK;
+    }
+  }
+  const end = cx;
+  const x = (rev: number): number => {
+    const rv = Math.max(0, Math.min(rev, maxRev));
+    const l = left.get(rv);
+    if (l !== undefined) return l + step / 2;
+    const b = breaks.find((bb) => rv >= bb.from && rv <= bb.to)!;
+    return b.x + ((rv - b.from + 0.5) / (b.to - b.from + 1)) * BREAK;
+  };
+  return { step, x, elidedAt: inSpan, breaks, visible, end };
+}
+
+/** Offsets that keep several marks at one revision apart: `n` marks spread around the revision's x. */
+function spread(n: number, step: number): (i: number) => number {
+  const gap = Math.max(3, Math.min(9, (step - 2) / Math.max(n, 1)));
+  return (i) => (i - (n - 1) / 2) * gap;
+}
+
+interface Drawing {
+  readonly svg: string;
+  /** The lane labels alone, as an SVG of the same height (kept in view while the picture scrolls). */
+  readonly labels: string;
+  readonly width: number;
+}
 
 /** One SVG picture of one run. */
 export function renderSvg(m: TimelineModel): string {
+  return draw(m).svg;
+}
+
+function draw(m: TimelineModel): Drawing {
   const keys = timelineKeys(m);
   const maxRev = Math.max(m.maxRevision, 1) + 1;
-  const step = Math.max(14, Math.min(48, Math.floor(900 / maxRev)));
-  const x = (rev: number): number => LEFT + rev * step;
-  const rows = keys.length + m.watchers.length + m.leases.length;
-  const height = TOP + rows * LANE + 40 + (m.watchers.length > 0 ? 10 : 0) + (m.leases.length > 0 ? 10 : 0);
-  const width = x(maxRev) + 240;
+  const axis = buildAxis(m, maxRev);
+  const { x, step } = axis;
+  const { steps } = timelineSteps(m);
+  const hasReads = m.reads.length > 0;
+  const rows = keys.length + (hasReads ? 1 : 0) + m.watchers.length + m.leases.length;
+  const height = TOP + rows * LANE + 40 + (m.watchers.length > 0 ? 10 : 0) + (m.leases.length > 0 ? 10 : 0) + (hasReads ? 6 : 0);
+  const width = Math.ceil(axis.end + 240);
   const out: string[] = [];
+  const labels: string[] = [];
+  const laneLabel = (cy: number, text: string, fill = '#222'): string => {
+    const t = `<text class="lane-label" x="${LEFT - 8}" y="${cy + 4}" text-anchor="end" fill="${fill}">${text}</text>`;
+    labels.push(t);
+    return t;
+  };
   out.push(
     `<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="monospace" font-size="11" role="img" aria-label="${esc(m.title)}">`,
   );
   out.push(`<title>${esc(m.title)}${m.variant !== undefined ? ` (${esc(m.variant)})` : ''}</title>`);
-  // Axis: revisions.
+  // Axis: revisions, with a break mark where an uneventful span is elided.
   out.push('<g class="axis">');
   const tickEvery = Math.max(1, Math.ceil(30 / step));
-  for (let r = 1; r <= maxRev; r++) {
-    if (r % tickEvery !== 0 && r !== 1) continue;
+  let sinceTick = tickEvery;
+  let prevVisible = -2;
+  for (const r of axis.visible) {
+    if (r === 0) continue;
+    const afterBreak = r !== prevVisible + 1;
+    prevVisible = r;
+    sinceTick++;
+    if (sinceTick < tickEvery && !afterBreak && r !== 1) continue;
+    sinceTick = 0;
     out.push(`<line x1="${x(r)}" y1="${TOP - 6}" x2="${x(r)}" y2="${height - 30}" stroke="#eee"/>`);
     out.push(`<text x="${x(r)}" y="${TOP - 10}" text-anchor="middle" fill="#555">${r}</text>`);
   }
   out.push(`<text x="${LEFT - 8}" y="${TOP - 10}" text-anchor="end" fill="#555">revision →</text>`);
+  labels.push(`<text x="${LEFT - 8}" y="${TOP - 10}" text-anchor="end" fill="#555">revision →</text>`);
   out.push('</g>');
+  for (const b of axis.breaks) {
+    const n = b.to - b.from + 1;
+    const zx = b.x + BREAK / 2;
+    out.push(
+      `<g class="axis-break" data-from="${b.from}" data-to="${b.to}"><rect x="${b.x + 3}" y="${TOP - 4}" width="${BREAK - 6}" height="${height - TOP - 26}" fill="#f4f4f4"/>` +
+        `<path d="M${zx - 5},${TOP - 20}l4,-6l2,12l4,-6" stroke="#555" fill="none"/><path d="M${b.x + 3},${TOP - 4}V${height - 30}M${b.x + BREAK - 3},${TOP - 4}V${height - 30}" stroke="#999" stroke-dasharray="2 2"/>` +
+        `<text x="${zx}" y="${height - 18}" text-anchor="middle" fill="#777" font-size="9">${n}</text><title>${n} revisions elided (${b.from}..${b.to}): nothing but more of the same writes and deliveries</title></g>`,
+    );
+  }
 
   // Compaction cliff: everything left of the latest compaction point is gone.
   const compact = m.compactions.length > 0 ? Math.max(...m.compactions.map((c) => c.rev)) : 0;
   if (compact > 0) {
     out.push(
-      `<g class="compaction" data-rev="${compact}"><rect x="${LEFT}" y="${TOP - 4}" width="${x(compact) - LEFT}" height="${height - TOP - 26}" fill="#000" fill-opacity="0.07"/>` +
+      `<g class="compaction" data-rev="${compact}"><rect x="${LEFT}" y="${TOP - 4}" width="${Math.max(0, x(compact) - LEFT)}" height="${height - TOP - 26}" fill="#000" fill-opacity="0.07"/>` +
         `<line class="cliff" x1="${x(compact)}" y1="${TOP - 4}" x2="${x(compact)}" y2="${height - 30}" stroke="${COLORS.cliff}" stroke-width="3"/>` +
         `<text x="${x(compact) + 4}" y="${height - 18}" fill="${COLORS.cliff}">compacted at ${compact}</text></g>`,
     );
@@ -133,13 +369,23 @@ export function renderSvg(m: TimelineModel): string {
         `<text x="${x(r.toRev) + step / 2 + 3}" y="${height - 6}" fill="${COLORS.restore}">restore ${esc(r.name)} (${r.fromRev}→${r.toRev})</text></g>`,
     );
   }
+  // Steps of the script: numbered marks on the axis, where the step's note was reached.
+  const stepsAt = new Map<number, number>();
+  for (const st of steps) {
+    const k = stepsAt.get(st.rev) ?? 0;
+    stepsAt.set(st.rev, k + 1);
+    const sx = x(st.rev) + k * 14;
+    out.push(
+      `<g class="step-marker" data-step="${st.n}" data-rev="${st.rev}"><circle cx="${sx}" cy="${TOP - 28}" r="7" fill="#fff" stroke="${COLORS.step}"/><text x="${sx}" y="${TOP - 24.5}" text-anchor="middle" font-size="9" fill="${COLORS.step}">${st.n}</text><title>step ${st.n} (line ${st.line}, at revision ${st.rev})</title></g>`,
+    );
+  }
 
   let y = TOP;
   // Key lanes.
   out.push('<g class="keys">');
   for (const k of keys) {
     const cy = y + LANE / 2;
-    out.push(`<g class="key-lane" data-key="${label(k)}"><text x="${LEFT - 8}" y="${cy + 4}" text-anchor="end">${label(k)}</text>`);
+    out.push(`<g class="key-lane" data-key="${label(k)}">${laneLabel(cy, label(k))}`);
     out.push(`<line x1="${LEFT}" y1="${cy}" x2="${x(maxRev)}" y2="${cy}" stroke="#ddd"/>`);
     // A key's lifetime: from each put to the next delete.
     const ws = m.writes.filter((w) => w.key === k).sort((a, b) => a.rev - b.rev);
@@ -152,60 +398,131 @@ export function renderSvg(m: TimelineModel): string {
       }
     }
     if (liveFrom !== undefined) out.push(`<line class="alive" x1="${x(liveFrom)}" y1="${cy}" x2="${x(maxRev)}" y2="${cy}" stroke="${COLORS.put}" stroke-opacity="0.35" stroke-width="4"/>`);
+    const elided = new Map<number, { from: number; to: number; n: number }>();
     for (const w of ws) {
+      const sp = axis.elidedAt(w.rev);
+      if (sp !== undefined) {
+        const e = elided.get(sp.from) ?? { ...sp, n: 0 };
+        e.n++;
+        elided.set(sp.from, e);
+        continue;
+      }
       const tip = `${w.type} ${w.key}${w.type === 'PUT' ? `=${w.value}` : ''} @${w.rev} (${w.cause})`;
       if (w.type === 'PUT') {
         out.push(`<circle class="write put" data-key="${label(w.key)}" data-rev="${w.rev}" cx="${x(w.rev)}" cy="${cy}" r="5" fill="${COLORS.put}"><title>${label(tip)}</title></circle>`);
       } else {
-        const s = 5;
+        const sz = 5;
+        const byLease = w.cause.startsWith('lease');
         out.push(
-          `<path class="write delete tombstone" data-key="${label(w.key)}" data-rev="${w.rev}" d="M${x(w.rev) - s},${cy - s}L${x(w.rev) + s},${cy + s}M${x(w.rev) - s},${cy + s}L${x(w.rev) + s},${cy - s}" stroke="${COLORS.del}" stroke-width="2.5"><title>${label(tip)}</title></path>`,
+          `<path class="write delete tombstone${byLease ? ' lease-delete' : ''}" data-key="${label(w.key)}" data-rev="${w.rev}" d="M${x(w.rev) - sz},${cy - sz}L${x(w.rev) + sz},${cy + sz}M${x(w.rev) - sz},${cy + sz}L${x(w.rev) + sz},${cy - sz}" stroke="${byLease ? COLORS.lease : COLORS.del}" stroke-width="2.5"><title>${label(tip)}</title></path>`,
         );
       }
     }
+    for (const e of elided.values()) out.push(elidedBar(axis, e, cy, COLORS.put, `${e.n} writes to ${k} at revisions ${e.from}..${e.to}`, 'elided-writes'));
     out.push('</g>');
     y += LANE;
   }
   out.push('</g>');
+
+  // Reads: each get at the revision it read (a pinned --rev read filled, a read of the newest revision hollow).
+  if (hasReads) {
+    y += 6;
+    const cy = y + LANE / 2;
+    out.push(`<g class="reads-lane">${laneLabel(cy, 'reads (get)', COLORS.read)}`);
+    const atRev = new Map<number, number>();
+    for (const r of m.reads) atRev.set(r.rev, (atRev.get(r.rev) ?? 0) + 1);
+    const seen = new Map<number, number>();
+    for (const r of m.reads) {
+      const i = seen.get(r.rev) ?? 0;
+      seen.set(r.rev, i + 1);
+      const rx = x(r.rev) + spread(atRev.get(r.rev)!, step)(i);
+      const tip = `line ${r.line}: ${r.command} read at revision ${r.rev}${r.pinned ? ' (pinned --rev)' : ' (newest)'}: ${r.keys.length === 0 ? 'no keys' : r.keys.join(', ')}${r.more ? ', more' : ''}`;
+      out.push(
+        `<path class="read${r.pinned ? ' pinned' : ''}" data-rev="${r.rev}" d="M${rx},${cy - 6}l5,6l-5,6l-5,-6z" fill="${r.pinned ? COLORS.read : '#fff'}" stroke="${COLORS.read}" stroke-width="1.5"><title>${label(tip)}</title></path>`,
+      );
+    }
+    out.push('</g>');
+    y += LANE;
+  }
 
   // Watcher lanes.
   if (m.watchers.length > 0) y += 10;
   out.push('<g class="watchers">');
   for (const w of m.watchers) {
     const cy = y + LANE / 2;
-    out.push(`<g class="watcher-lane" data-watch="${esc(w.name)}"><text x="${LEFT - 8}" y="${cy + 4}" text-anchor="end" fill="${COLORS.watch}">watch ${esc(w.name)} ${label(w.range)}</text>`);
-    for (const s of w.segments) {
-      const from = s.startRev > 0 ? s.startRev : s.openedAtRev + 1;
-      const to = s.end !== undefined ? Math.max(s.end.atRev, from) : Math.max(w.cursor, m.maxRevision);
-      out.push(`<line class="watch-span" x1="${x(Math.min(from, maxRev))}" y1="${cy}" x2="${x(Math.min(to, maxRev))}" y2="${cy}" stroke="${COLORS.watch}" stroke-width="2" stroke-dasharray="${s.end === undefined ? '' : '4 2'}"/>`);
-      out.push(`<path class="watch-start" d="M${x(Math.min(from, maxRev))},${cy - 7}L${x(Math.min(from, maxRev)) + 6},${cy}L${x(Math.min(from, maxRev))},${cy + 7}Z" fill="${COLORS.watch}"><title>watch from ${s.startRev > 0 ? `--rev=${s.startRev}` : 'now'} (opened at revision ${s.openedAtRev})</title></path>`);
-      if (s.startRev > maxRev) out.push(`<text x="${x(maxRev) + 10}" y="${cy + 4}" fill="${COLORS.watch}">waits for revision ${s.startRev}</text>`);
-      if (s.end !== undefined) {
-        const ex = x(Math.min(s.end.atRev, maxRev));
-        if (s.end.kind === 'canceled') {
-          out.push(`<g class="watch-canceled" data-compact-revision="${s.end.compactRevision}"><rect x="${ex - 6}" y="${cy - 6}" width="12" height="12" fill="#fff" stroke="${COLORS.del}" stroke-width="2"/><text x="${ex + 9}" y="${cy - 6}" fill="${COLORS.del}">canceled${s.end.compactRevision > 0 ? `: compact_revision ${s.end.compactRevision}` : ''}</text></g>`);
-        } else if (s.end.kind === 'broken') {
+    out.push(`<g class="watcher-lane" data-watch="${esc(w.name)}">${laneLabel(cy, `watch ${esc(w.name)} ${label(w.range)}`, COLORS.watch)}`);
+    for (const sg of w.segments) {
+      const from = sg.startRev > 0 ? sg.startRev : sg.openedAtRev + 1;
+      const to = sg.end !== undefined ? Math.max(sg.end.atRev, from) : Math.max(w.cursor, m.maxRevision);
+      const tip = `watch from ${sg.startRev > 0 ? `--rev=${sg.startRev}` : 'now'} (opened at revision ${sg.openedAtRev})${sg.end !== undefined ? `; this stream ended (${sg.end.kind}): dashed` : ''}`;
+      out.push(`<line class="watch-span${sg.end !== undefined ? ' ended' : ''}" x1="${x(Math.min(from, maxRev))}" y1="${cy}" x2="${x(Math.min(to, maxRev))}" y2="${cy}" stroke="${COLORS.watch}" stroke-width="2" stroke-dasharray="${sg.end === undefined ? '' : '4 2'}"><title>${label(tip)}</title></line>`);
+      out.push(`<path class="watch-start" d="M${x(Math.min(from, maxRev))},${cy - 7}L${x(Math.min(from, maxRev)) + 6},${cy}L${x(Math.min(from, maxRev))},${cy + 7}Z" fill="${COLORS.watch}"><title>${label(tip)}</title></path>`);
+      if (sg.startRev > maxRev) out.push(`<text x="${x(maxRev) + 10}" y="${cy + 4}" fill="${COLORS.watch}">waits for revision ${sg.startRev}</text>`);
+      if (sg.end !== undefined) {
+        const ex = x(Math.min(sg.end.atRev, maxRev));
+        if (sg.end.kind === 'canceled') {
+          out.push(`<g class="watch-canceled" data-compact-revision="${sg.end.compactRevision}"><rect x="${ex - 6}" y="${cy - 6}" width="12" height="12" fill="#fff" stroke="${COLORS.del}" stroke-width="2"/><text x="${ex + 9}" y="${cy - 6}" fill="${COLORS.del}">canceled${sg.end.compactRevision > 0 ? `: compact_revision ${sg.end.compactRevision}` : ''}</text></g>`);
+        } else if (sg.end.kind === 'broken') {
           out.push(`<path class="watch-break" d="M${ex - 4},${cy - 9}L${ex + 3},${cy - 2}L${ex - 3},${cy + 2}L${ex + 4},${cy + 9}" stroke="${COLORS.brk}" stroke-width="2.5" fill="none"><title>stream broken</title></path>`);
         } else {
-          out.push(`<line class="watch-closed" x1="${ex}" y1="${cy - 7}" x2="${ex}" y2="${cy + 7}" stroke="${COLORS.watch}" stroke-width="3"/>`);
+          out.push(`<line class="watch-closed" x1="${ex}" y1="${cy - 7}" x2="${ex}" y2="${cy + 7}" stroke="${COLORS.watch}" stroke-width="3"><title>closed by the client</title></line>`);
         }
       }
     }
+    // Events: several at one revision (a txn) side by side; the same event received again drawn above.
     const seen = new Map<string, number>();
+    const perRev = new Map<number, Set<string>>();
     for (const e of w.events) {
-      const ex = x(e.rev);
+      const id = `${e.type} ${e.key}`;
+      const set = perRev.get(e.rev) ?? new Set<string>();
+      set.add(id);
+      perRev.set(e.rev, set);
+    }
+    const elided = new Map<number, { from: number; to: number; n: number }>();
+    for (const e of w.events) {
+      const sp = axis.elidedAt(e.rev);
+      if (sp !== undefined) {
+        const el = elided.get(sp.from) ?? { ...sp, n: 0 };
+        el.n++;
+        elided.set(sp.from, el);
+        continue;
+      }
       const id = `${e.type} ${e.key} ${e.rev}`;
       const dup = seen.get(id) ?? 0;
       seen.set(id, dup + 1);
-      // A duplicate delivery is drawn above the first one, so it can be seen.
-      const cy = y + LANE / 2 - dup * 9;
-      const tip = `${w.name} received ${e.type} ${e.key} @${e.rev}${dup > 0 ? ` (again: duplicate #${dup + 1})` : ''}`;
-      if (e.type === 'PUT') out.push(`<circle class="watch-event put" data-rev="${e.rev}" cx="${ex}" cy="${cy}" r="4" fill="${COLORS.put}" stroke="#fff"><title>${label(tip)}</title></circle>`);
-      else out.push(`<rect class="watch-event delete" data-rev="${e.rev}" x="${ex - 4}" y="${cy - 4}" width="8" height="8" fill="${COLORS.del}" stroke="#fff"><title>${label(tip)}</title></rect>`);
+      const group = [...perRev.get(e.rev)!];
+      const ex = x(e.rev) + spread(group.length, step)(group.indexOf(`${e.type} ${e.key}`));
+      const ey = y + LANE / 2 - dup * 9;
+      // What went wrong, flagged: an event below the start revision its stream asked for.
+      const seg = e.segment !== undefined ? w.segments[e.segment] : undefined;
+      const below = seg !== undefined && seg.startRev > 0 && e.rev < seg.startRev;
+      if (below) out.push(`<circle class="flag event-below-start" data-rev="${e.rev}" cx="${ex}" cy="${ey}" r="8" fill="none" stroke="${COLORS.del}" stroke-width="2"><title>${label(`wrong: ${e.type} ${e.key} @${e.rev} is below this watch's start revision ${seg!.startRev}`)}</title></circle>`);
+      const tip = `${w.name} received ${e.type} ${e.key} @${e.rev}${group.length > 1 ? ` (${group.indexOf(`${e.type} ${e.key}`) + 1} of ${group.length} events at this revision)` : ''}${dup > 0 ? ` (again: duplicate #${dup + 1})` : ''}`;
+      if (e.type === 'PUT') out.push(`<circle class="watch-event put" data-rev="${e.rev}" cx="${ex}" cy="${ey}" r="4" fill="${COLORS.put}" stroke="#fff"><title>${label(tip)}</title></circle>`);
+      else out.push(`<rect class="watch-event delete" data-rev="${e.rev}" x="${ex - 4}" y="${ey - 4}" width="8" height="8" fill="${COLORS.del}" stroke="#fff"><title>${label(tip)}</title></rect>`);
     }
-    for (const p of w.progress) out.push(`<line class="watch-progress" x1="${x(p)}" y1="${cy - 10}" x2="${x(p)}" y2="${cy + 10}" stroke="${COLORS.watch}" stroke-width="1"><title>progress notify ${p}</title></line>`);
+    for (const el of elided.values()) out.push(elidedBar(axis, el, cy, COLORS.watch, `${w.name} received ${el.n} events at revisions ${el.from}..${el.to}`, 'elided-events'));
+    w.progress.forEach((p, i) => {
+      // What went wrong, flagged: a progress notification that promised revisions the watcher had not yet
+      // received (events at or below it arrived after it), or that lies below the watch's start revision.
+      const seen = w.progressSeen[i] ?? 0;
+      const overtook = w.events.slice(seen).some((e) => e.rev <= p);
+      const start = w.segments.filter((sg) => sg.startRev > 0).map((sg) => sg.startRev);
+      const belowStart = start.length > 0 && p < Math.min(...start.filter((sr) => sr > 0));
+      const wrong = overtook ? `progress ${p} arrived before events at or below ${p}` : belowStart ? `progress ${p} is below the watch's start revision ${Math.min(...start)}` : undefined;
+      out.push(
+        `<line class="watch-progress${wrong !== undefined ? ' flag' : ''}" data-rev="${p}" x1="${x(p) + (wrong !== undefined ? -3 : 0)}" y1="${cy - 10}" x2="${x(p) + (wrong !== undefined ? -3 : 0)}" y2="${cy + 10}" stroke="${wrong !== undefined ? COLORS.del : COLORS.watch}" stroke-width="${wrong !== undefined ? 2.5 : 1.5}"><title>${label(wrong !== undefined ? `wrong: ${wrong}` : `progress notify: revision ${p} (no events up to it are still to come)`)}</title></line>`,
+      );
+      if (wrong !== undefined) out.push(`<text class="flag-label" x="${x(p) - 3}" y="${cy - 12}" text-anchor="middle" fill="${COLORS.del}" font-weight="bold">!</text>`);
+    });
     const lastSeg = w.segments[w.segments.length - 1];
-    if (lastSeg !== undefined && lastSeg.end?.kind !== 'canceled' && lastSeg.end?.kind !== 'closed' && !(lastSeg.startRev > m.maxRevision + 1)) out.push(`<path class="watch-cursor" data-rev="${w.cursor}" d="M${x(w.cursor)},${cy - 12}l-5,-6h10z" fill="${COLORS.watch}"><title>${esc(w.name)} has seen up to revision ${w.cursor}</title></path>`);
+    if (lastSeg !== undefined && lastSeg.end?.kind !== 'canceled' && lastSeg.end?.kind !== 'closed' && !(lastSeg.startRev > m.maxRevision + 1)) {
+      // The resume point: the revision after the last one seen (start_revision is inclusive).
+      const next = w.cursor + 1;
+      out.push(
+        `<path class="watch-cursor" data-rev="${next}" data-last="${w.cursor}" d="M${x(next)},${cy - 12}l-5,-6h10z" fill="${COLORS.watch}"><title>${esc(w.name)} has seen up to revision ${w.cursor}: it resumes with --rev=${next}</title></path>`,
+      );
+    }
     out.push('</g>');
     y += LANE;
   }
@@ -218,9 +535,16 @@ export function renderSvg(m: TimelineModel): string {
     const cy = y + LANE / 2;
     const to = l.end !== undefined ? l.end.atRev : maxRev;
     const tip = `lease ${l.id} TTL ${l.ttl}s, granted at t=${l.grantedAtMs / 1000}s${l.end !== undefined ? `, ${l.end.kind} at t=${l.end.atMs / 1000}s` : ''}`;
-    out.push(`<g class="lease-lane" data-lease="${esc(l.id)}"><text x="${LEFT - 8}" y="${cy + 4}" text-anchor="end" fill="${COLORS.lease}">lease ${esc(l.id.slice(-6))} TTL ${l.ttl}s</text>`);
+    out.push(`<g class="lease-lane" data-lease="${esc(l.id)}">${laneLabel(cy, `lease ${esc(l.id.slice(-6))} TTL ${l.ttl}s`, COLORS.lease)}`);
     out.push(`<rect class="lease-bar" x="${x(l.grantedAtRev)}" y="${cy - 5}" width="${Math.max(x(to) - x(l.grantedAtRev), 3)}" height="10" fill="${COLORS.lease}" fill-opacity="0.5"><title>${esc(tip)}</title></rect>`);
-    for (const k of l.keepAlives) out.push(`<circle class="lease-keepalive" cx="${x(k.atRev)}" cy="${cy}" r="3" fill="${COLORS.lease}"><title>keep-alive at t=${k.atMs / 1000}s</title></circle>`);
+    const kaAt = new Map<number, number>();
+    for (const k of l.keepAlives) kaAt.set(k.atRev, (kaAt.get(k.atRev) ?? 0) + 1);
+    const kaSeen = new Map<number, number>();
+    for (const k of l.keepAlives) {
+      const i = kaSeen.get(k.atRev) ?? 0;
+      kaSeen.set(k.atRev, i + 1);
+      out.push(`<circle class="lease-keepalive" cx="${x(k.atRev) + spread(kaAt.get(k.atRev)!, step)(i)}" cy="${cy}" r="3" fill="${COLORS.lease}" stroke="#fff"><title>keep-alive at t=${k.atMs / 1000}s</title></circle>`);
+    }
     if (l.end !== undefined) {
       out.push(`<line class="lease-end ${l.end.kind}" x1="${x(to)}" y1="${cy - 9}" x2="${x(to)}" y2="${cy + 9}" stroke="${COLORS.lease}" stroke-width="3"/>`);
       out.push(`<text x="${x(to) + 5}" y="${cy + 4}" fill="${COLORS.lease}">${l.end.kind} t=${l.end.atMs / 1000}s</text>`);
@@ -230,32 +554,81 @@ export function renderSvg(m: TimelineModel): string {
   }
   out.push('</g>');
   out.push('</svg>');
-  return out.join('\n');
+  const labelSvg = `<svg xmlns="http://www.w3.org/2000/svg" class="lane-labels" width="${LEFT}" height="${height}" viewBox="0 0 ${LEFT} ${height}" font-family="monospace" font-size="11" aria-hidden="true">${labels.join('')}</svg>`;
+  return { svg: out.join('\n'), labels: labelSvg, width };
 }
 
-const LEGEND = `<svg xmlns="http://www.w3.org/2000/svg" class="legend" width="900" height="56" font-family="monospace" font-size="11">
-<circle cx="10" cy="12" r="5" fill="${COLORS.put}"/><text x="20" y="16">put (a write)</text>
-<path d="M125,7L135,17M125,17L135,7" stroke="${COLORS.del}" stroke-width="2.5"/><text x="142" y="16">delete (tombstone)</text>
-<line x1="290" y1="12" x2="320" y2="12" stroke="${COLORS.put}" stroke-opacity="0.35" stroke-width="4"/><text x="326" y="16">key exists</text>
-<rect x="420" y="4" width="22" height="16" fill="#000" fill-opacity="0.07"/><line x1="442" y1="4" x2="442" y2="20" stroke="${COLORS.cliff}" stroke-width="3"/><text x="448" y="16">compacted history | cliff</text>
-<line x1="640" y1="4" x2="640" y2="20" stroke="${COLORS.restore}" stroke-dasharray="6 3" stroke-width="2"/><text x="646" y="16">snapshot restore</text>
-<path d="M4,33L10,40L4,47Z" fill="${COLORS.watch}"/><line x1="10" y1="40" x2="40" y2="40" stroke="${COLORS.watch}" stroke-width="2"/><text x="46" y="44">watcher from its start revision</text>
-<circle cx="290" cy="40" r="4" fill="${COLORS.put}"/><rect x="298" y="36" width="8" height="8" fill="${COLORS.del}"/><text x="312" y="44">events received</text>
-<path d="M440,28l-5,-6h10z" transform="translate(0,12)" fill="${COLORS.watch}"/><text x="450" y="44">cursor</text>
-<rect x="510" y="34" width="12" height="12" fill="#fff" stroke="${COLORS.del}" stroke-width="2"/><text x="527" y="44">canceled</text>
-<path d="M600,31L607,38L601,42L608,49" stroke="${COLORS.brk}" stroke-width="2.5" fill="none"/><text x="614" y="44">stream broken</text>
-<rect x="720" y="35" width="40" height="10" fill="${COLORS.lease}" fill-opacity="0.5"/><text x="766" y="44">lease lifetime</text>
-</svg>`;
+/** What stands for the marks of an elided span in one lane: a bar across the break, with their count. */
+function elidedBar(axis: Axis, e: { from: number; to: number; n: number }, cy: number, color: string, tip: string, cls: string): string {
+  const b = axis.breaks.find((bb) => bb.from === e.from)!;
+  return `<g class="${cls}" data-count="${e.n}"><rect x="${b.x + 4}" y="${cy - 4}" width="${BREAK - 8}" height="8" fill="${color}" fill-opacity="0.6"/><text x="${b.x + BREAK / 2}" y="${cy - 7}" text-anchor="middle" font-size="8" fill="${color}">×${e.n}</text><title>${label(tip)}</title></g>`;
+}
 
-/** A self-contained page: the transcript and one picture per run. */
+/** One legend entry: a small picture and what it means. */
+function legendItem(key: string, icon: string, text: string): string {
+  return `<li data-legend="${key}"><svg xmlns="http://www.w3.org/2000/svg" width="34" height="20" viewBox="0 0 34 20" aria-hidden="true">${icon}</svg>${text}</li>`;
+}
+
+const LEGEND = [
+  legendItem('put', `<circle cx="17" cy="10" r="5" fill="${COLORS.put}"/>`, 'put (a write)'),
+  legendItem('delete', `<path d="M12,5L22,15M12,15L22,5" stroke="${COLORS.del}" stroke-width="2.5"/>`, 'delete (a tombstone)'),
+  legendItem('lease-delete', `<path d="M12,5L22,15M12,15L22,5" stroke="${COLORS.lease}" stroke-width="2.5"/>`, 'delete by a lease (expiry or revoke)'),
+  legendItem('alive', `<line x1="2" y1="10" x2="32" y2="10" stroke="${COLORS.put}" stroke-opacity="0.35" stroke-width="4"/>`, 'the key exists'),
+  legendItem('compaction', `<rect x="2" y="2" width="20" height="16" fill="#000" fill-opacity="0.07"/><line x1="22" y1="2" x2="22" y2="18" stroke="${COLORS.cliff}" stroke-width="3"/>`, 'compacted history | the cliff'),
+  legendItem('restore', `<line x1="17" y1="2" x2="17" y2="18" stroke="${COLORS.restore}" stroke-dasharray="6 3" stroke-width="2"/>`, 'snapshot restore'),
+  legendItem('read', `<path d="M10,4l5,6l-5,6l-5,-6z" fill="${COLORS.read}"/><path d="M24,4l5,6l-5,6l-5,-6z" fill="#fff" stroke="${COLORS.read}"/>`, 'a get at its revision: pinned --rev | newest'),
+  legendItem('watch', `<path d="M2,3L8,10L2,17Z" fill="${COLORS.watch}"/><line x1="8" y1="10" x2="32" y2="10" stroke="${COLORS.watch}" stroke-width="2"/>`, 'a watch stream, from its start revision'),
+  legendItem('ended', `<line x1="2" y1="10" x2="32" y2="10" stroke="${COLORS.watch}" stroke-width="2" stroke-dasharray="4 2"/>`, 'dashed: that stream has ended'),
+  legendItem('events', `<circle cx="9" cy="10" r="4" fill="${COLORS.put}"/><rect x="19" y="6" width="8" height="8" fill="${COLORS.del}"/>`, 'events received (side by side when they share a revision)'),
+  legendItem('progress', `<line x1="17" y1="0" x2="17" y2="20" stroke="${COLORS.watch}" stroke-width="1.5"/>`, 'progress notification'),
+  legendItem('flag', `<line x1="10" y1="4" x2="10" y2="20" stroke="${COLORS.del}" stroke-width="2.5"/><circle cx="24" cy="12" r="6" fill="none" stroke="${COLORS.del}" stroke-width="2"/>`, 'wrong: progress before its events or below the start; an event below the start'),
+  legendItem('cursor', `<path d="M17,14l-5,-6h10z" fill="${COLORS.watch}"/>`, 'resume point: last revision seen + 1'),
+  legendItem('canceled', `<rect x="11" y="4" width="12" height="12" fill="#fff" stroke="${COLORS.del}" stroke-width="2"/>`, 'canceled by the server'),
+  legendItem('closed', `<line x1="17" y1="3" x2="17" y2="17" stroke="${COLORS.watch}" stroke-width="3"/>`, 'closed by the client'),
+  legendItem('broken', `<path d="M13,1L20,8L14,12L21,19" stroke="${COLORS.brk}" stroke-width="2.5" fill="none"/>`, 'stream broken'),
+  legendItem('lease', `<rect x="2" y="5" width="30" height="10" fill="${COLORS.lease}" fill-opacity="0.5"/><circle cx="17" cy="10" r="3" fill="${COLORS.lease}"/>`, 'lease lifetime, keep-alive'),
+  legendItem('step', `<circle cx="17" cy="10" r="7" fill="#fff" stroke="${COLORS.step}"/><text x="17" y="13.5" text-anchor="middle" font-size="9" font-family="monospace">1</text>`, 'step of the script (list beside)'),
+  legendItem('break', `<rect x="7" y="1" width="20" height="18" fill="#f4f4f4"/><path d="M12,10l4,-6l2,12l4,-6" stroke="#555" fill="none"/>`, 'elided revisions (count below; ×N marks inside)'),
+].join('\n');
+
+/** The description as the page shows it: the title line, the question to predict, and labelled paragraphs. */
+function descriptionHtml(paragraphs: readonly string[]): { lead: string; body: string; predict: string | undefined } {
+  const [first, ...rest] = paragraphs;
+  let predict: string | undefined;
+  const body: string[] = [];
+  for (const p of rest) {
+    if (PREDICT.test(p)) {
+      predict = p.replace(PREDICT, '');
+      continue;
+    }
+    // A paragraph that opens with a short label ("What goes wrong.") gets it as a heading.
+    const m = /^([A-Z][^.]{2,60})\.\s+(.*)$/.exec(p);
+    if (m !== null && /^(What goes wrong|What the fix changes|How it was found|The fix|Where|Why)/.test(m[1]!)) {
+      body.push(`<h3>${prose(m[1]!)}</h3><p>${prose(m[2]!)}</p>`);
+    } else body.push(`<p>${prose(p)}</p>`);
+  }
+  return { lead: first !== undefined ? `<p class="lead">${prose(first)}</p>` : '', body: body.join('\n'), predict };
+}
+
+/** A self-contained page: what the scenario is about, then per run its steps beside its picture, its answer, its transcript. */
 export function renderHtml(title: string, runs: readonly { model: TimelineModel; transcript: readonly string[] }[]): string {
+  const first = runs[0]?.model;
+  const desc = descriptionHtml(descriptionParagraphs(first?.description ?? []));
   const body: string[] = [];
   for (const r of runs) {
     const m = r.model;
+    const { steps, answer } = timelineSteps(m);
+    const d = draw(m);
     body.push(`<section class="run"${m.variant !== undefined ? ` data-variant="${esc(m.variant)}"` : ''}>`);
-    body.push(`<h2>${m.variant !== undefined ? `variant ${esc(m.variant)}` : 'run'}${m.settings.length > 0 ? ` <small>(${esc(m.settings.join(', '))})</small>` : ''}</h2>`);
+    body.push(`<h2>${m.variant !== undefined ? `variant ${esc(m.variant)}` : 'the run'}${m.settings.length > 0 ? ` <small>(${esc(m.settings.join(', '))})</small>` : ''}</h2>`);
     if (m.failure !== undefined) body.push(`<p class="failure">${label(m.failure)}</p>`);
-    body.push(renderSvg(m));
+    body.push('<div class="run-body">');
+    body.push(
+      `<ol class="steps">${steps.map((st) => `<li value="${st.n}" data-step="${st.n}" data-line="${st.line}" data-rev="${st.rev}">${prose(st.text)} <span class="at">line ${st.line}, revision ${st.rev}</span></li>`).join('')}</ol>`,
+    );
+    body.push(`<div class="figure"><div class="scroll">${d.labels}${d.svg}</div></div>`);
+    body.push('</div>');
+    if (answer !== undefined) body.push(`<details class="answer"><summary>Answer (predict first, then open)</summary><p>${prose(answer)}</p></details>`);
     body.push(`<details><summary>transcript</summary><pre class="transcript">${label(r.transcript.join('\n'))}</pre></details>`);
     body.push('</section>');
   }
@@ -263,31 +636,62 @@ export function renderHtml(title: string, runs: readonly { model: TimelineModel;
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(title)}</title>
 <style>
-body { font-family: sans-serif; margin: 1.5em; color: #222; }
-h1 { font-size: 1.3em; } h2 { font-size: 1.1em; margin-top: 1.5em; }
+body { font-family: sans-serif; margin: 1.5em; color: #222; overflow-wrap: anywhere; }
+h1 { font-size: 1.3em; } h2 { font-size: 1.1em; margin-top: 1.5em; } h3 { font-size: 1em; margin: 1em 0 0.3em; }
+p.lead { font-size: 1.05em; font-weight: bold; }
+.predict { border-left: 4px solid #2ca02c; background: #f3faf3; padding: 0.5em 0.8em; }
 .failure { color: #b00; font-weight: bold; }
-pre.transcript { background: #f7f7f7; padding: 0.8em; font-size: 12px; }
-svg.timeline { border: 1px solid #ddd; background: #fff; }
+ul.legend { list-style: none; padding: 0; display: flex; flex-wrap: wrap; gap: 0.3em 1.2em; font-size: 12px; }
+ul.legend li { display: flex; align-items: center; gap: 0.3em; }
+.run-body { display: grid; grid-template-columns: minmax(14em, 22em) minmax(0, 1fr); gap: 1em; align-items: start; }
+@media (max-width: 1000px) { .run-body { grid-template-columns: minmax(0, 1fr); } }
+ol.steps { margin: 0; padding-left: 1.8em; font-size: 14px; }
+ol.steps li { margin-bottom: 0.5em; }
+ol.steps .at { color: #888; font-size: 11px; white-space: nowrap; }
+.figure { min-width: 0; }
+.scroll { overflow-x: auto; display: flex; border: 1px solid #ddd; background: #fff; }
+.scroll svg.lane-labels { position: sticky; left: 0; z-index: 1; flex: none; background: linear-gradient(to right, #fff 92%, rgba(255,255,255,0)); }
+.scroll svg.timeline { flex: none; margin-left: -${LEFT}px; }
+pre.transcript { background: #f7f7f7; padding: 0.8em; font-size: 12px; overflow-x: auto; max-width: 100%; }
+details.answer { border-left: 4px solid #1f77b4; padding: 0.3em 0.8em; margin: 0.8em 0; }
+code { background: #f2f2f2; padding: 0 0.2em; }
 </style>
 <script>
-// Not needed to draw the page: it only records, for checks in a headless browser, that the SVG was parsed
-// and laid out (data-rendered, data-writes, data-svg-width) and whether any script error happened (data-errors).
+// Not needed to draw the page: it only records, for checks in a headless browser, that the page was laid out
+// (data-rendered, data-writes, data-svg-width, data-overflow-x, data-steps, data-legend, data-scroll-overflow,
+// data-labels-position) and whether any script error happened (data-errors).
 window.addEventListener('error', function () { var d = document.documentElement.dataset; d.errors = String(Number(d.errors || 0) + 1); });
-document.addEventListener('DOMContentLoaded', function () {
+window.addEventListener('load', function () {
   var d = document.documentElement.dataset;
   var svg = document.querySelector('svg.timeline');
+  var scroll = document.querySelector('.scroll');
+  var labels = document.querySelector('svg.lane-labels');
   d.writes = String(document.querySelectorAll('svg.timeline .write').length);
   d.svgWidth = String(svg ? Math.round(svg.getBoundingClientRect().width) : 0);
+  d.viewport = String(document.documentElement.clientWidth);
+  d.overflowX = String(document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  d.scrollOverflow = String(scroll ? scroll.scrollWidth - scroll.clientWidth : 0);
+  d.labelsPosition = labels ? getComputedStyle(labels).position : 'none';
+  d.steps = String(document.querySelectorAll('ol.steps li').length);
+  d.legend = String(document.querySelectorAll('ul.legend li').length);
   d.rendered = 'yes';
 });
 </script>
 </head>
 <body>
 <h1>${esc(title)}</h1>
-<p>Revisions run left to right. Each key has a lane; each watcher and lease has one below. Hover a mark for details.</p>
+${desc.lead}
+${desc.predict !== undefined ? `<div class="predict"><strong>Predict first:</strong> ${prose(desc.predict)}</div>` : ''}
+<div class="description">${desc.body}</div>
+<p>Revisions run left to right; long uneventful spans are elided behind a break mark. Each key has a lane; reads, each
+watcher and each lease have one below. The numbered steps beside the picture are the script's notes, marked on the axis
+where they happen. Hover a mark for details.</p>
+<ul class="legend">
 ${LEGEND}
+</ul>
 ${body.join('\n')}
 </body>
 </html>

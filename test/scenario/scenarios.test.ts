@@ -6,7 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { listBundledScenarios } from '../../src/cli/run_command.js';
-import { parseScenario, runScenario } from '../../src/scenario/index.js';
+import { parseScenario, renderHtml, runScenario } from '../../src/scenario/index.js';
+import { descriptionParagraphs, timelineSteps } from '../../src/scenario/timeline.js';
 
 const bundled = listBundledScenarios();
 
@@ -19,6 +20,14 @@ test('the bundled scenarios are there: the seeds exercises and the bug catalogue
     'txn-one-revision',
     'list-then-watch-relist',
     'lease-expiry-timing',
+    'compaction-during-replay',
+    'list-then-watch-paginated',
+    'relist-restarts-on-compacted',
+    'slow-consumer-victim',
+    'progress-bookmarks',
+    'offline-resume-vs-fresh-read',
+    'several-watchers-one-stream',
+    'bugs/15220-progress-overtakes-events',
     'bugs/18089-tombstone-at-compaction-revision',
     'bugs/20221-future-watch-lowered-after-restore',
     'bugs/20229-progress-below-future-start',
@@ -39,6 +48,26 @@ for (const s of bundled) {
   });
 }
 
+for (const s of bundled) {
+  test(`scenario ${s.name}: asks a question to predict first, answers it after the run, and the page shows both`, () => {
+    const text = readFileSync(s.path, 'utf8');
+    const predict = descriptionParagraphs(parseScenario(text).settings.preamble).find((p) => p.startsWith('Predict: '));
+    assert.ok(predict !== undefined && predict.length > 40, 'a Predict: paragraph in the description');
+    const r = runScenario(text, { title: s.name });
+    for (const run of r.runs) {
+      const { steps, answer } = timelineSteps(run.timeline);
+      assert.ok(answer !== undefined && answer.length > 40, `${run.variant ?? 'run'}: an ## Answer: note`);
+      assert.ok(steps.length >= 1, 'numbered steps from the notes');
+    }
+    const html = renderHtml(s.name, r.runs.map((x) => ({ model: x.timeline, transcript: x.transcript })));
+    assert.match(html, /<div class="predict"><strong>Predict first:<\/strong>/);
+    assert.match(html, /<details class="answer"><summary>Answer/);
+    // The question comes before the first picture, the answer after it.
+    assert.ok(html.indexOf('class="predict"') < html.indexOf('class="timeline"'));
+    assert.ok(html.indexOf('class="answer"') > html.indexOf('class="timeline"'));
+  });
+}
+
 for (const s of bundled.filter((b) => b.name.startsWith('bugs/'))) {
   test(`bug scenario ${s.name}: runs twice, bug on then off, with an explanation and its etcd issue`, () => {
     const text = readFileSync(s.path, 'utf8');
@@ -48,10 +77,20 @@ for (const s of bundled.filter((b) => b.name.startsWith('bugs/'))) {
       ['bug', 'fixed'],
     );
     assert.match(parsed.settings.preamble.join('\n'), /#\d{4,5}/, 'names the etcd issue/PR');
-    const paragraphs = parsed.settings.preamble.join('\n').split(/\n\s*\n/).filter((p) => p.trim() !== '');
+    const paragraphs = descriptionParagraphs(parsed.settings.preamble);
     assert.ok(paragraphs.length >= 3, 'a title and two paragraphs of explanation');
+    assert.ok(paragraphs.some((p) => p.startsWith('What goes wrong. ')), 'a "What goes wrong." paragraph');
+    assert.ok(paragraphs.some((p) => p.startsWith('What the fix changes. ')), 'a "What the fix changes." paragraph');
     const r = runScenario(text);
     assert.equal(r.runs.length, 2);
+    // The page says both, under their own headings, and links the etcd issue and the fix's PR.
+    const html = renderHtml(s.name, r.runs.map((x) => ({ model: x.timeline, transcript: x.transcript })));
+    assert.match(html, /<h3>What goes wrong<\/h3>/);
+    assert.match(html, /<h3>What the fix changes<\/h3>/);
+    const issue = /^etcd #(\d+)/.exec(paragraphs[0]!)?.[1];
+    assert.ok(issue !== undefined, 'the first line names the etcd issue');
+    assert.ok(html.includes(`<a href="https://github.com/etcd-io/etcd/issues/${issue}">#${issue}</a>`), 'links the issue');
+    assert.match(html, /PRs? <a href="https:\/\/github\.com\/etcd-io\/etcd\/pull\/\d+">/, 'links the fix PR');
     assert.ok(r.runs.every((run) => run.ok));
     // The variant-only expectations are what tell the two apart: each variant checks at least one of its own.
     for (const run of r.runs) {
@@ -84,4 +123,14 @@ test('the same scenario and seed give a byte-identical transcript; another seed 
   assert.notEqual(a.transcript.join('\n'), b.transcript.join('\n'));
   const noIds = (t: readonly string[]): string => t.join('\n').replace(/[0-9a-f]{16}/g, 'ID');
   assert.equal(noIds(a.transcript), noIds(b.transcript));
+});
+
+test('scenarios/README.md suggests an order that names every bundled lab, and documents the hints the issue asked for', () => {
+  const readme = readFileSync(new URL('../../scenarios/README.md', import.meta.url), 'utf8');
+  const order = /## A suggested order\n([\s\S]*?)\n## /.exec(readme)?.[1] ?? '';
+  for (const s of bundled.filter((b) => !b.name.startsWith('bugs/'))) assert.ok(order.includes(`\`${s.name}\``), `${s.name} is in the suggested order`);
+  for (const s of bundled.filter((b) => b.name.startsWith('bugs/'))) assert.ok(order.includes(`\`${s.name.slice(0, 'bugs/'.length + 5)}`), `${s.name} is in the suggested order`);
+  for (const hint of ['**Paging with `--prefix`.**', '**`expect watch W last OP N`**', '`expect watch W count OP N`', '**A behind watch needs `advance`.**', '**`advance`, not `sleep`.**', '**`${R+1}` is not arithmetic.**']) {
+    assert.ok(readme.includes(hint), hint);
+  }
 });

@@ -158,3 +158,60 @@ test('variants run in order, each on a fresh member, with its own options and gu
     ['new'],
   );
 });
+
+test('the common mistakes get a hint: sleep instead of advance, ${R+1} instead of $((R + 1)), no advance after a behind watch', () => {
+  const sleep = syntaxError('put /a 1\nsleep 1\n');
+  assert.equal(sleep.line, 2);
+  assert.match(sleep.detail, /time is virtual and moves only on advance \(e\.g\. advance 1s/);
+  const brace = syntaxError('put /a 1\nR = revision\nget /a --rev=${R+1}\n');
+  assert.equal(brace.line, 3);
+  assert.match(brace.detail, /^\$\{R\+1\} is not arithmetic: write \$\(\(R\+1\)\)/);
+  const behind = runScenario(['put /a 1', 'put /a 2', 'watch W /a --rev=2', 'expect watch W events == [PUT /a@2, PUT /a@3]'].join('\n'));
+  assert.equal(behind.ok, false);
+  assert.match(behind.failure!.message, /got \[\] \(hint: W started behind the head at --rev; .*add advance 100ms after opening it\)$/);
+  // Once time has moved, the hint is gone: the failure is about what was received.
+  const moved = runScenario(['put /a 1', 'put /a 2', 'watch W /a --rev=2', 'advance 100ms', 'expect watch W events == [PUT /a@3]'].join('\n'));
+  assert.equal(moved.failure?.message, 'expect watch W events == [PUT /a@3]: got [PUT /a@2, PUT /a@3]');
+});
+
+test('expect watch NAME count OP N counts the events received, over every stream of the watch', () => {
+  const r = runScenario(['watch W /c', 'put /c 1', 'put /c 2', 'expect watch W count == 2', 'break W', 'resume W --rev=2', 'advance 100ms', 'expect watch W count == 4', 'expect watch W count > 3'].join('\n'));
+  assert.equal(r.failure, undefined, r.transcript.join('\n'));
+  const bad = runScenario(['watch W /c', 'put /c 1', 'expect watch W count >= 2'].join('\n'));
+  assert.equal(bad.failure?.message, 'expect watch W count >= 2: got 1 events');
+  assert.match(syntaxError('watch W /c\nexpect watch W count 2\n').detail, /expect watch count: expected one of/);
+});
+
+test('watches typed into one session (--stream=S) share one Watch stream: told apart by ID, progress for all, a cancel or break as on etcd', () => {
+  const r = runScenario(
+    [
+      'put /m/a 0',
+      'put /m/b 0',
+      'watch A /m/a --stream=S',
+      'watch B /m/ --prefix --stream=S',
+      'put /m/a 1',
+      'expect watch A events == [PUT /m/a@4]',
+      'expect watch B events == [PUT /m/a@4]',
+      'progress A',
+      'expect watch B progress == 4',
+      'compact 4',
+      'watch C /m/ --prefix --rev=2 --stream=S',
+      'advance 100ms',
+      'expect watch C canceled compact_revision == 4',
+      'put /m/b 1',
+      'expect watch B last == 5',
+      'break A',
+      'put /m/b 2',
+      'expect watch B last == 5',
+    ].join('\n'),
+  );
+  assert.equal(r.failure, undefined, r.transcript.join('\n'));
+  assert.equal(r.transcript.filter((l) => l.startsWith('$ etcdctl watch -i &   # session S')).length, 1, 'one session, opened once');
+  assert.ok(r.transcript.includes('S> watch /m/ --prefix   # watch B on session S\'s stream, at rev 3'));
+  assert.ok(r.transcript.includes('[session S] progress notify: 4'));
+  assert.ok(r.transcript.includes('# watch C: canceled with compact_revision 4; session S and its other watches go on'));
+  assert.ok(!r.transcript.includes('[watch C] Error: watch is canceled by the server'), 'etcdctl watch -i does not exit');
+  const [a, b] = r.timeline.watchers;
+  assert.deepEqual([a!.segments[0]!.end?.kind, b!.segments[0]!.end?.kind], ['broken', 'broken'], 'the break cuts every watch on the stream');
+  assert.match(syntaxError('watch A /a --stream=\n').detail, /expected a stream name after --stream=/);
+});

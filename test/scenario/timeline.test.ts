@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { listBundledScenarios } from '../../src/cli/run_command.js';
 import { renderHtml, renderSvg, runScenario, timelineKeys } from '../../src/scenario/index.js';
+import { timelineSteps } from '../../src/scenario/timeline.js';
 import { hasClass, parseXml } from './xml.js';
 
 const path = (name: string): string => listBundledScenarios().find((s) => s.name === name)!.path;
@@ -68,11 +69,16 @@ test('the HTML page is self-contained: inline SVG, no external resources, a lege
   const r = runScenario(readFileSync(path('bugs/18089-tombstone-at-compaction-revision'), 'utf8'));
   const html = renderHtml('18089', r.runs.map((x) => ({ model: x.timeline, transcript: x.transcript })));
   assert.ok(html.startsWith('<!DOCTYPE html>'));
-  assert.doesNotMatch(html, /\s(src|href)=/);
-  assert.doesNotMatch(html, /url\(|@import|https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
+  // Nothing is loaded from elsewhere; the only links are to etcd's issues and PRs the description names.
+  assert.doesNotMatch(html, /\ssrc=|<link|url\(|@import/);
+  const hrefs = [...html.matchAll(/\shref="([^"]*)"/g)].map((h) => h[1]!);
+  assert.ok(hrefs.length > 0);
+  for (const h of hrefs) assert.match(h, /^https:\/\/github\.com\/etcd-io\/etcd\/(issues|pull)\/\d+$/);
+  assert.doesNotMatch(html.replace(/\shref="[^"]*"/g, ''), /https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
   const svgs = html.match(/<svg[\s\S]*?<\/svg>/g) ?? [];
-  assert.equal(svgs.length, 3, 'a legend and one picture per variant');
   for (const s of svgs) parseXml(s);
+  assert.equal(svgs.filter((s) => /^<svg[^>]*class="timeline"/.test(s)).length, 2, 'one picture per variant');
+  assert.equal(svgs.filter((s) => /^<svg[^>]*class="lane-labels"/.test(s)).length, 2, 'with its lane labels');
   assert.equal((html.match(/data-variant="/g) ?? []).length, 2);
   // The bug's picture lacks the DELETE the fix's picture has at the compaction revision.
   const [bug, fixed] = r.runs;
@@ -82,4 +88,103 @@ test('the HTML page is self-contained: inline SVG, no external resources, a lege
       .map((e) => `${e.attrs.class}@${e.attrs['data-rev']}`);
   assert.deepEqual(recv(renderSvg(bug!.timeline)), ['watch-event put@6']);
   assert.deepEqual(recv(renderSvg(fixed!.timeline)), ['watch-event delete@5', 'watch-event put@6']);
+});
+
+test('the page explains itself: the description, the notes as numbered steps beside the picture and on its axis', () => {
+  const r = runScenario(readFileSync(path('compaction-evicts-behind-watcher'), 'utf8'));
+  const { steps } = timelineSteps(r.timeline);
+  assert.ok(steps.length >= 5);
+  assert.equal(steps[0]!.text, 'Two watchers on the same prefix: B from the old revision A (behind: it needs history), C from now (current).');
+  const html = renderHtml('t', r.runs.map((x) => ({ model: x.timeline, transcript: x.transcript })));
+  assert.match(html, /<p class="lead">Deleting the history a watcher is still standing in: /);
+  const items = [...html.matchAll(/<li value="(\d+)" data-step="\d+" data-line="(\d+)" data-rev="(\d+)">/g)];
+  assert.deepEqual(
+    items.map((m) => [Number(m[1]), Number(m[2]), Number(m[3])]),
+    steps.map((s) => [s.n, s.line, s.rev]),
+  );
+  // The steps list sits beside the picture, in the same block, outside the collapsed transcript.
+  const body = /<div class="run-body">([\s\S]*?)<\/div>\n<\/div>/.exec(html)?.[1] ?? '';
+  assert.match(body, /<ol class="steps">/);
+  assert.match(body, /<svg[^>]*class="timeline"/);
+  const markers = parseXml(renderSvg(r.timeline)).filter((e) => hasClass(e, 'step-marker'));
+  assert.deepEqual(
+    markers.map((e) => [e.attrs['data-step'], e.attrs['data-rev']]),
+    steps.map((s) => [String(s.n), String(s.rev)]),
+  );
+});
+
+test('the legend names every kind of mark, dashed segments, progress ticks and lease-driven deletes included', () => {
+  const html = renderHtml('t', [{ model: runScenario('put /a 1').timeline, transcript: [] }]);
+  const entries = [...html.matchAll(/<li data-legend="([a-z-]+)">/g)].map((m) => m[1]);
+  for (const k of ['put', 'delete', 'lease-delete', 'alive', 'compaction', 'restore', 'read', 'watch', 'ended', 'events', 'progress', 'cursor', 'canceled', 'closed', 'broken', 'lease', 'step', 'break']) {
+    assert.ok(entries.includes(k), `legend entry ${k}`);
+  }
+  // What the legend promises is drawn: dashed ended streams, progress ticks, lease deletes in their own colour.
+  const lease = parseXml(renderSvg(runScenario(readFileSync(path('lease-expiry-timing'), 'utf8')).timeline));
+  assert.equal(lease.filter((e) => hasClass(e, 'lease-delete')).length, 3);
+  const relist = parseXml(renderSvg(runScenario(readFileSync(path('list-then-watch-relist'), 'utf8')).timeline));
+  assert.ok(relist.some((e) => hasClass(e, 'watch-span') && hasClass(e, 'ended') && e.attrs['stroke-dasharray'] === '4 2'));
+  const bookmarks = parseXml(renderSvg(runScenario(readFileSync(path('progress-bookmarks'), 'utf8')).timeline));
+  assert.ok(bookmarks.filter((e) => hasClass(e, 'watch-progress')).length >= 2);
+});
+
+test('the cursor marks the resume point, last seen + 1; several events at one revision are drawn apart', () => {
+  const past = runScenario(readFileSync(path('watch-from-the-past'), 'utf8')).timeline;
+  const h = past.watchers.find((w) => w.name === 'H')!;
+  const cursor = parseXml(renderSvg(past)).find((e) => hasClass(e, 'watch-cursor'))!;
+  assert.equal(cursor.attrs['data-last'], String(h.cursor));
+  assert.equal(cursor.attrs['data-rev'], String(h.cursor + 1));
+  const txn = runScenario(readFileSync(path('txn-one-revision'), 'utf8')).timeline;
+  const els = parseXml(renderSvg(txn));
+  // W's lane: three events at revision 3, at three different x positions.
+  const lanes = els.filter((e) => hasClass(e, 'watch-event') && e.attrs['data-rev'] === '3');
+  const xs = lanes.map((e) => Number(e.attrs.cx));
+  assert.ok(xs.length >= 3);
+  assert.equal(new Set(xs.slice(0, 3)).size, 3, `apart: ${xs.join(', ')}`);
+});
+
+test('reads are drawn at the revision they read: pinned pages at R, unpinned ones at the newest revision', () => {
+  const r = runScenario(readFileSync(path('pagination-pinned-revision'), 'utf8'));
+  const m = r.timeline;
+  const els = parseXml(renderSvg(m)).filter((e) => hasClass(e, 'read'));
+  assert.equal(els.length, m.reads.length);
+  const pinned = els.filter((e) => hasClass(e, 'pinned')).map((e) => e.attrs['data-rev']);
+  assert.deepEqual(pinned, ['6', '6'], 'pages 2 and 3 read at R = 6');
+  assert.ok(els.some((e) => !hasClass(e, 'pinned') && e.attrs['data-rev'] === '10'));
+});
+
+test('a 2000-revision run is compressed: uneventful spans elided behind break marks, every mark still counted', () => {
+  const r = runScenario(readFileSync(path('compaction-during-replay'), 'utf8'));
+  assert.ok(r.ok);
+  const m = r.timeline;
+  assert.ok(m.maxRevision > 2000);
+  const svg = renderSvg(m);
+  const els = parseXml(svg);
+  const width = Number(els[0]!.attrs.width);
+  assert.ok(width < 2000, `width ${width}`);
+  assert.ok(els.filter((e) => hasClass(e, 'axis-break')).length >= 2);
+  const count = (cls: string): number => els.filter((e) => hasClass(e, cls)).reduce((n, e) => n + Number(e.attrs['data-count']), 0);
+  assert.equal(els.filter((e) => hasClass(e, 'write')).length + count('elided-writes'), m.writes.length);
+  assert.equal(els.filter((e) => hasClass(e, 'watch-event')).length + count('elided-events'), m.watchers.reduce((n, w) => n + w.events.length, 0));
+  // What the lab is about stays visible: B's last event at 1001, its cancel at the compaction revision 1992.
+  assert.ok(els.some((e) => hasClass(e, 'watch-event') && e.attrs['data-rev'] === '1001'));
+  assert.ok(els.some((e) => hasClass(e, 'watch-canceled') && e.attrs['data-compact-revision'] === '1992'));
+  // A short run is drawn revision by revision.
+  assert.equal(parseXml(renderSvg(runScenario(readFileSync(path('watch-from-the-past'), 'utf8')).timeline)).filter((e) => hasClass(e, 'axis-break')).length, 0);
+});
+
+test('what went wrong is flagged: progress ahead of its events (15220), events below the start (20221), progress below the start (20229) — only with the bug', () => {
+  const flags = (name: string): Record<string, string[]> => {
+    const r = runScenario(readFileSync(path(name), 'utf8'));
+    assert.ok(r.ok);
+    return Object.fromEntries(r.runs.map((run) => [run.variant ?? 'run', parseXml(renderSvg(run.timeline)).filter((e) => hasClass(e, 'flag')).map((e) => `${e.attrs.class}@${e.attrs['data-rev']}`)]));
+  };
+  assert.deepEqual(flags('bugs/15220-progress-overtakes-events'), { bug: ['watch-progress flag@7'], fixed: [] });
+  assert.deepEqual(flags('bugs/20221-future-watch-lowered-after-restore'), {
+    bug: ['flag event-below-start@11', 'flag event-below-start@12', 'flag event-below-start@13', 'flag event-below-start@14'],
+    fixed: [],
+  });
+  assert.deepEqual(flags('bugs/20229-progress-below-future-start'), { bug: ['watch-progress flag@2', 'watch-progress flag@9'], fixed: [] });
+  // No lab outside the bug catalogue shows anything going wrong on etcd's side.
+  for (const s of listBundledScenarios().filter((b) => !b.name.startsWith('bugs/'))) assert.deepEqual(Object.values(flags(s.name)).flat(), [], s.name);
 });

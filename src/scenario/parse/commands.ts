@@ -79,6 +79,12 @@ export interface WatchCmd {
   readonly rev: Word | undefined;
   readonly prevKv: boolean;
   readonly progressNotify: boolean;
+  /**
+   * `--stream=S`: the watch is typed into one interactive `etcdctl watch -i` session named S, so every watch
+   * given the same S shares one Watch stream (etcd multiplexes them by watch ID). Without it, each watch is an
+   * `etcdctl watch ... &` of its own, on its own stream.
+   */
+  readonly stream: string | undefined;
 }
 
 /** Every etcdctl command a scenario can run. */
@@ -99,7 +105,7 @@ const USAGE = {
   get: 'get KEY [RANGE_END] [--prefix] [--from-key] [--rev=N] [--limit=N] [--keys-only] [--print-value-only] [-w json]',
   del: 'del KEY [RANGE_END] [--prefix] [--from-key] [--prev-kv] [-w json]',
   compact: 'compact REVISION [--physical]',
-  watch: 'watch NAME KEY [RANGE_END] [--prefix] [--rev=N] [--prev-kv] [--progress-notify]',
+  watch: 'watch NAME KEY [RANGE_END] [--prefix] [--rev=N] [--prev-kv] [--progress-notify] [--stream=S]',
   lease: 'lease grant TTL | lease keep-alive ID --once | lease revoke ID | lease timetolive ID [--keys]',
 } as const;
 
@@ -160,7 +166,9 @@ export function parseCommand(verb: string, args: readonly Word[], lineNo: number
       return { kind: 'compact', rev, physical: f.bools.has('--physical') };
     }
     case 'watch': {
-      const f = parseFlags(args, { bool: ['--prefix', '--prev-kv', '--progress-notify'], value: ['--rev'] }, lineNo, USAGE.watch);
+      const f = parseFlags(args, { bool: ['--prefix', '--prev-kv', '--progress-notify'], value: ['--rev', '--stream'] }, lineNo, USAGE.watch);
+      const streamWord = f.values.get('--stream');
+      const stream = streamWord === undefined ? undefined : needName(streamWord, lineNo, 'a stream name after --stream=');
       if (f.positional.length < 2 || f.positional.length > 3) throw new ScenarioSyntaxError(lineNo, `watch expects a name and a key (usage: ${USAGE.watch})`);
       const name = needName(f.positional[0], lineNo, 'a watch name');
       const rangeEnd = f.positional[2];
@@ -174,6 +182,7 @@ export function parseCommand(verb: string, args: readonly Word[], lineNo: number
         rev: intFlag(f, '--rev', lineNo),
         prevKv: f.bools.has('--prev-kv'),
         progressNotify: f.bools.has('--progress-notify'),
+        stream,
       };
     }
     case 'lease': {
@@ -202,6 +211,8 @@ export function parseCommand(verb: string, args: readonly Word[], lineNo: number
       throw new ScenarioSyntaxError(lineNo, `expected lease grant, keep-alive, revoke or timetolive (usage: ${USAGE.lease})`);
     }
     default:
+      // A lab written for a real shell waits with sleep; here time is virtual and moves only when told to.
+      if (verb === 'sleep') throw new ScenarioSyntaxError(lineNo, 'unknown command sleep: time is virtual and moves only on advance (e.g. advance 1s, advance 100ms)');
       throw new ScenarioSyntaxError(lineNo, `unknown command ${verb}`);
   }
 }

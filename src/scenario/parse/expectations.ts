@@ -30,6 +30,7 @@ export type Expectation =
   | { readonly kind: 'get'; readonly key: Word; readonly rev: Word | undefined; readonly value: Word | undefined }
   | { readonly kind: 'watch-events'; readonly name: string; readonly events: readonly EventPattern[] }
   | { readonly kind: 'watch-last'; readonly name: string; readonly op: CompareOp; readonly value: Word }
+  | { readonly kind: 'watch-count'; readonly name: string; readonly op: CompareOp; readonly value: Word }
   | { readonly kind: 'watch-canceled'; readonly name: string; readonly compactRevision: Word | undefined }
   | { readonly kind: 'watch-open'; readonly name: string }
   | { readonly kind: 'watch-progress'; readonly name: string; readonly value: Word | undefined }
@@ -62,6 +63,7 @@ const EXPECT_FORMS = [
   'expect get KEY [--rev=N] == VALUE | expect get KEY [--rev=N] absent',
   'expect watch NAME events == [PUT KEY@REV, DELETE KEY@REV]',
   'expect watch NAME last OP N',
+  'expect watch NAME count OP N',
   'expect watch NAME canceled [compact_revision == N]',
   'expect watch NAME open',
   'expect watch NAME progress == N | expect watch NAME progress none',
@@ -170,6 +172,9 @@ export function parseExpect(words: readonly Word[], rawAfterExpect: string, line
           const items = bracketList(rawAfterExpect, lineNo, 'expect watch events');
           return { kind: 'watch-events', name, events: items.map((s) => parseEventPattern(s, lineNo)) };
         }
+        case 'count':
+          noMore(words, 5, lineNo, 'expect watch count');
+          return { kind: 'watch-count', name, op: needOp(words[3], lineNo, 'expect watch count'), value: needInt(words[4], lineNo, 'expect watch count') };
         case 'last':
           noMore(words, 5, lineNo, 'expect watch last');
           return { kind: 'watch-last', name, op: needOp(words[3], lineNo, 'expect watch last'), value: needInt(words[4], lineNo, 'expect watch last') };
@@ -192,7 +197,7 @@ export function parseExpect(words: readonly Word[], rawAfterExpect: string, line
           return { kind: 'watch-progress', name, value: needInt(words[4], lineNo, 'expect watch progress') };
         }
         default:
-          throw new ScenarioSyntaxError(lineNo, `expect watch ${name}: expected events, last, canceled, open or progress, got ${words[2]?.raw ?? 'nothing'}`);
+          throw new ScenarioSyntaxError(lineNo, `expect watch ${name}: expected events, count, last, canceled, open or progress, got ${words[2]?.raw ?? 'nothing'}`);
       }
     }
     case 'lease': {

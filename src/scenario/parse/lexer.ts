@@ -69,6 +69,11 @@ export function splitWords(line: string, lineNo: number): Word[] {
         if (end < 0) throw new ScenarioSyntaxError(lineNo, `unterminated $'...' in ${line.slice(start)}`);
         segs.push({ text: unescapeAnsiC(line.slice(i + 2, end), lineNo), expand: false });
         i = end + 1;
+      } else if (c === '$' && line[i + 1] === '{' && !new RegExp(`^\\$\\{${VARIABLE_NAME}\\}`).test(line.slice(i))) {
+        // `${R+1}` is a common slip for `$((R + 1))`: bash would not add either.
+        const end = line.indexOf('}', i);
+        const inner = end < 0 ? line.slice(i) : line.slice(i, end + 1);
+        throw new ScenarioSyntaxError(lineNo, `${inner} is not arithmetic: write $((${inner.slice(2, -1) || 'R + 1'})); \${NAME} only substitutes a captured value`);
       } else if (c === '$' && line.startsWith('$((', i)) {
         const end = line.indexOf('))', i);
         if (end < 0) throw new ScenarioSyntaxError(lineNo, `unterminated $(( ... )) in ${line.slice(start)}`);

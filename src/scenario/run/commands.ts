@@ -3,7 +3,7 @@
  * door takes), and writes what etcdctl 3.4 prints for it: put, get (`read at N`, `more` when a limit cut
  * it), del, txn, compact (marked on the timeline), watch (run/watches.ts) and lease (run/leases.ts).
  */
-import { delJson, delSimple, getJson, getSimple, putJson, putSimple, txnSimple } from '../format.js';
+import { delJson, delSimple, getJson, getSimple, putJson, putSimple, str, txnSimple } from '../format.js';
 import type { EtcdCommand } from '../parse/commands.js';
 import { callService } from './calls.js';
 import type { RunContext } from './context.js';
@@ -25,6 +25,11 @@ export function runCommand(ctx: RunContext, c: EtcdCommand, quiet = false): void
       const req = rangeRequest(s.vars, c);
       const r = callService(s, 'get', () => kv.range(req), (r) => (c.json ? [getJson(r)] : getSimple(r, c.printValueOnly)));
       if (r !== undefined) s.last.range = r;
+      // Each get is drawn at the revision it read (a `repeat` of gets is one step: not drawn).
+      if (r !== undefined && !quiet) {
+        const pinned = req.revision !== undefined && req.revision !== 0;
+        s.timeline.reads.push({ line: s.line, rev: pinned ? Number(req.revision) : Number(r.header.revision), pinned, command: kvCommandLine(s.vars, c), keys: r.kvs.map((kv) => str(kv.key)), more: r.more });
+      }
       const readAt = req.revision !== undefined && req.revision !== 0 ? `read at ${String(req.revision)}` : undefined;
       if (!quiet) echo(s, kvCommandLine(s.vars, c), r !== undefined && r.more ? [readAt, 'more'].filter((x) => x !== undefined).join(', ') : readAt);
       return;

@@ -3,7 +3,7 @@
  * victim retry, lease expiry, progress notifications — run as they come due), captures into shell
  * variables, `repeat`, the watch directives (run/watches.ts) and snapshot / restore (run/snapshots.ts).
  */
-import { shellQuote, str } from '../format.js';
+import { hasNul, NOT_PASTEABLE, shellQuote, str } from '../format.js';
 import type { Directive } from '../parse/directives.js';
 import { RunError } from '../run_error.js';
 import { runCommand } from './commands.js';
@@ -16,6 +16,7 @@ export function runDirective(ctx: RunContext, d: Directive): void {
   switch (d.kind) {
     case 'note':
       s.out(`## ${d.text}`.trimEnd());
+      s.timeline.notes.push({ line: s.line, text: d.text, rev: s.sim.kv.currentRevision });
       return;
     case 'advance':
       s.advance(d.ms, d.raw);
@@ -43,7 +44,8 @@ export function runDirective(ctx: RunContext, d: Directive): void {
           break;
       }
       s.vars.set(d.name, v);
-      s.out(`# ${d.name} = ${d.what === 'expr' ? d.expr!.raw : d.what} → ${shellQuote(v)}`);
+      const shown = shellQuote(v);
+      s.out(`# ${d.name} = ${d.what === 'expr' ? d.expr!.raw : d.what} → ${shown}${hasNul(shown) ? ` (${NOT_PASTEABLE})` : ''}`);
       return;
     }
     case 'repeat': {
@@ -51,6 +53,9 @@ export function runDirective(ctx: RunContext, d: Directive): void {
       if (n < 1 || n > 100_000) throw new RunError('error', `repeat: count must be 1..100000, got ${n}`);
       const outputs = new Set<string>();
       const first = s.sim.kv.currentRevision;
+      // Watch events caused by the puts print while the loop runs; the command line that caused them goes
+      // before them (spliced in at this point once the loop is done), as in a terminal.
+      const at = s.transcript.length;
       let cmd = '';
       for (let i = 1; i <= n; i++) {
         s.vars.set('i', String(i));
@@ -60,8 +65,9 @@ export function runDirective(ctx: RunContext, d: Directive): void {
         s.sim.flush();
       }
       const lastRev = s.sim.kv.currentRevision;
-      s.out(`$ etcdctl ${d.raw.replace(/^repeat\s+\S+\s+/, '')}   # repeated ${n} times (i=1..${n}; first: ${cmd})${lastRev !== first ? `, revisions ${first + 1}..${lastRev}` : ''}`);
-      for (const o of outputs) s.out(outputs.size === 1 ? `${o}   (×${n})` : o);
+      const head = [`$ etcdctl ${d.raw.replace(/^repeat\s+\S+\s+/, '')}   # repeated ${n} times (i=1..${n}; first: ${cmd})${lastRev !== first ? `, revisions ${first + 1}..${lastRev}` : ''}`];
+      for (const o of outputs) head.push(outputs.size === 1 ? `${o}   (×${n})` : o);
+      s.transcript.splice(at, 0, ...head);
       return;
     }
     case 'cancel':

@@ -3,7 +3,7 @@
  * expanded, quoted where the shell needs it), annotated with the revision etcd answered at, followed by
  * what etcdctl printed; a txn is shown with its input as a here-document.
  */
-import { shellQuote } from '../format.js';
+import { hasNul, NOT_PASTEABLE_SHORT, shellQuote } from '../format.js';
 import type { KvCommand, TxnCmd, WatchCmd } from '../parse/commands.js';
 import type { Word } from '../parse/lexer.js';
 import type { ShellVariables } from '../shell/expand.js';
@@ -14,6 +14,7 @@ export function echo(s: RunState, cmd: string, note?: string): void {
   const ann: string[] = [];
   if (s.last.revision !== undefined) ann.push(`rev ${s.last.revision}`);
   if (note !== undefined) ann.push(note);
+  if (hasNul(cmd)) ann.push(NOT_PASTEABLE_SHORT);
   s.out(`$ etcdctl ${cmd}${ann.length > 0 ? `   # ${ann.join(', ')}` : ''}`);
   for (const l of s.last.output) s.out(l);
 }

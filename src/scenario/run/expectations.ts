@@ -12,6 +12,7 @@ import { RunError } from '../run_error.js';
 import type { RunContext } from './context.js';
 import { bytes, leaseId } from './requests.js';
 import type { RunState } from './state.js';
+import type { WatchState } from './watches.js';
 
 /** Checks `e` (its line as written: `text`); a failure is shown with what was found and stops the run. */
 export function checkExpectation(ctx: RunContext, e: Expectation, text: string): void {
@@ -21,6 +22,13 @@ export function checkExpectation(ctx: RunContext, e: Expectation, text: string):
     s.out(`# ${shown}   ✗ got ${got}`);
     throw new RunError('expectation', `${shown}: got ${got}`);
   };
+  /** A watch expectation that failed: a watch opened behind the head with no time since gets a hint. */
+  const failWatch = (w: WatchState, got: string): never =>
+    fail(
+      w.behind && w.state === 'open' && s.sim.clock.now() === w.openedAtMs
+        ? `${got} (hint: ${w.name} started behind the head at --rev; its history is replayed by the 100 ms sync step, which runs only when time moves: add advance 100ms after opening it)`
+        : got,
+    );
   const lastRange = (): M.RangeResponse => s.last.range ?? fail(`no get response (the last step was ${s.last.what})`);
   const cmp = (op: CompareOp, a: number, b: number): boolean =>
     op === '==' ? a === b : op === '!=' ? a !== b : op === '<' ? a < b : op === '<=' ? a <= b : op === '>' ? a > b : a >= b;
@@ -87,14 +95,20 @@ export function checkExpectation(ctx: RunContext, e: Expectation, text: string):
       const w = ctx.watches.get(e.name);
       const got = w.events.map((ev) => `${ev.type} ${ev.key}@${ev.rev}`);
       const want = e.events.map((p) => `${p.type} ${s.vars.expand(p.key)}@${s.vars.int(p.rev, 'event revision')}`);
-      if (got.join('\u0001') !== want.join('\u0001')) fail(`[${got.join(', ')}]`);
+      if (got.join('\u0001') !== want.join('\u0001')) failWatch(w, `[${got.join(', ')}]`);
       break;
     }
     case 'watch-last': {
       const w = ctx.watches.get(e.name);
       const lastEv = w.events[w.events.length - 1];
-      if (lastEv === undefined) fail('no events');
-      if (!cmp(e.op, lastEv!.rev, s.vars.int(e.value, 'expect watch last'))) fail(`last event at ${lastEv!.rev}`);
+      if (lastEv === undefined) failWatch(w, 'no events');
+      if (!cmp(e.op, lastEv!.rev, s.vars.int(e.value, 'expect watch last'))) failWatch(w, `last event at ${lastEv!.rev}`);
+      break;
+    }
+    case 'watch-count': {
+      // Every event received, over all of the watch's streams (a resumed stream's replay counts again).
+      const w = ctx.watches.get(e.name);
+      if (!cmp(e.op, w.events.length, s.vars.int(e.value, 'expect watch count'))) failWatch(w, `${w.events.length} events`);
       break;
     }
     case 'watch-canceled': {

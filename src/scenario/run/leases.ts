@@ -10,6 +10,7 @@ import type { TimelineLease } from '../timeline.js';
 import { callService } from './calls.js';
 import { echo } from './echo.js';
 import { leaseId } from './requests.js';
+import { markLeaseDeletes } from './writes.js';
 import type { RunState } from './state.js';
 
 /** The run's leases, by ID in hex as etcdctl prints it. */
@@ -24,6 +25,7 @@ export class ScenarioLeases {
       const hex = leaseHex(ev.id);
       const l = this.byHex.get(hex);
       if (l !== undefined) l.end = { kind: 'expired', atRev: ev.revision, atMs: ev.at };
+      if (ev.deleted > 0) markLeaseDeletes(s, ev.revision, `lease expiry (${hex})`);
       s.out(`# t=${showTime(ev.at)}: lease ${hex} expired; the lessor revoked it${ev.deleted > 0 ? `, deleting ${ev.deleted} key${ev.deleted === 1 ? '' : 's'} at revision ${ev.revision}` : ' (no keys attached)'}`);
     });
   }
@@ -71,10 +73,12 @@ export class ScenarioLeases {
   revoke(idWord: Word): void {
     const s = this.s;
     const id = leaseId(s.vars, idWord);
+    const before = s.sim.kv.currentRevision;
     const r = callService(s, 'lease revoke', () => s.sim.services.lease.leaseRevoke({ ID: id }), () => [`lease ${leaseHex(id)} revoked`], (d) => `Error: failed to revoke lease (${d})`);
     if (r !== undefined) {
       const l = this.byHex.get(leaseHex(id));
       if (l !== undefined) l.end = { kind: 'revoked', atRev: s.sim.kv.currentRevision, atMs: s.sim.clock.now() };
+      if (s.sim.kv.currentRevision > before) markLeaseDeletes(s, s.sim.kv.currentRevision, `lease revoke (${leaseHex(id)})`);
     }
     echo(s, `lease revoke ${leaseHex(id)}`);
   }

@@ -52,7 +52,7 @@ export function runVariant(parsed: ParsedScenario, variant: string | undefined, 
     progressRespectsStartRev: bool('progressRespectsStartRev'),
   });
   const settings = [...opts].map(([k, v]) => `${k}=${v}`);
-  const s = new RunState(sim, emptyTimeline(title, variant, settings));
+  const s = new RunState(sim, emptyTimeline(title, variant, settings, parsed.settings.preamble));
   recordWrites(s);
   const ctx: RunContext = { state: s, watches: new ScenarioWatches(s), leases: new ScenarioLeases(s), snapshots: new ScenarioSnapshots(s) };
 

@@ -37,11 +37,29 @@ export interface WatchState {
   readonly progress: number[];
   readonly lane: TimelineWatcher;
   segment: TimelineWatchSegment | undefined;
+  /** When the current stream opened, and whether it started behind the head (its history comes from the sync step). */
+  openedAtMs: number;
+  behind: boolean;
+  /** The interactive session (`--stream=S`) whose stream this watch shares, if any. */
+  readonly stream: string | undefined;
+  /** Its watch ID on a shared stream, once the server has answered the create. */
+  watchId: string | undefined;
+}
+
+/** An interactive `etcdctl watch -i` session: one Watch stream, several watches on it, told apart by watch ID. */
+interface SharedStream {
+  readonly name: string;
+  readonly call: WatchCall;
+  readonly byId: Map<string, WatchState>;
+  /** Watches whose create the server has not answered yet, in the order they were sent. */
+  readonly pending: WatchState[];
+  open: boolean;
 }
 
 /** The run's watches by name. */
 export class ScenarioWatches {
   private readonly byName = new Map<string, WatchState>();
+  private readonly streams = new Map<string, SharedStream>();
 
   constructor(private readonly s: RunState) {}
 
@@ -52,11 +70,12 @@ export class ScenarioWatches {
     const create = watchCreateRequest(s.vars, c);
     const rev = c.rev === undefined ? 0 : s.vars.int(c.rev, '--rev');
     const display = watchArgs(s.vars, c);
-    const lane: TimelineWatcher = { name: c.name, range: `${s.vars.expand(c.key)}${c.prefix ? '*' : ''}`, segments: [], events: [], progress: [], cursor: 0 };
+    const lane: TimelineWatcher = { name: c.name, range: `${s.vars.expand(c.key)}${c.prefix ? '*' : ''}`, segments: [], events: [], progress: [], progressSeen: [], cursor: 0 };
     s.timeline.watchers.push(lane);
-    const w: WatchState = { name: c.name, create, display, call: undefined, state: 'open', compactRevision: 0, slow: false, events: [], progress: [], lane, segment: undefined };
+    const w: WatchState = { name: c.name, create, display, call: undefined, state: 'open', compactRevision: 0, slow: false, events: [], progress: [], lane, segment: undefined, openedAtMs: 0, behind: false, stream: c.stream, watchId: undefined };
     this.byName.set(c.name, w);
-    this.openStream(w, rev, 'watch');
+    if (c.stream !== undefined) this.openShared(w, rev, c.stream);
+    else this.openStream(w, rev, 'watch');
   }
 
   /** The watch named `name`; stops the run when there is none. */
@@ -73,9 +92,15 @@ export class ScenarioWatches {
     if (w.state === 'open' && w.call !== undefined) {
       w.state = 'closed';
       if (w.segment !== undefined) w.segment.end = { kind: 'closed', atRev: Math.max(w.lane.cursor, s.sim.kv.currentRevision), compactRevision: 0 };
-      w.call.cancel();
+      // On a shared stream only this watch is canceled (a WatchCancelRequest); the others go on.
+      if (w.stream !== undefined && w.watchId !== undefined) w.call.write({ cancel_request: { watch_id: w.watchId } });
+      else w.call.cancel();
     }
-    s.out(`# cancel ${name}: the client closes its watch (Ctrl-C) at rev ${s.sim.kv.currentRevision}`);
+    s.out(
+      w.stream !== undefined && w.watchId !== undefined
+        ? `# cancel ${name}: the client cancels this watch alone (a WatchCancelRequest for its ID, as clientv3 sends when the watch's context ends; etcdctl watch -i has no command for it) at rev ${s.sim.kv.currentRevision}`
+        : `# cancel ${name}: the client closes its watch (Ctrl-C) at rev ${s.sim.kv.currentRevision}`,
+    );
   }
 
   /** `break NAME`: the stream is cut (UNAVAILABLE); responses not yet delivered are lost with it. */
@@ -84,6 +109,12 @@ export class ScenarioWatches {
     if (w.state !== 'open' || w.call === undefined) throw new RunError('error', `break ${name}: the watch is not open (${w.state})`);
     const lost = w.call.pending;
     w.call.abort();
+    const shared = w.stream !== undefined ? this.streams.get(w.stream) : undefined;
+    if (shared !== undefined && shared.call === w.call) {
+      // The session's one stream is cut: every watch on it is broken with it.
+      shared.open = false;
+      for (const o of [...shared.byId.values(), ...shared.pending]) if (o !== w && o.call === w.call && o.state === 'open') this.markBroken(o);
+    }
     w.state = 'broken';
     if (w.segment !== undefined) w.segment.end = { kind: 'broken', atRev: w.lane.cursor, compactRevision: 0 };
     const lastEv = w.events[w.events.length - 1];
@@ -126,7 +157,7 @@ export class ScenarioWatches {
   progress(name: string): void {
     const w = this.get(name);
     if (w.state !== 'open' || w.call === undefined) throw new RunError('error', `progress ${name}: the watch is not open (${w.state})`);
-    this.s.out(`# progress ${name}: the client sends a WatchProgressRequest on its stream`);
+    this.s.out(`# progress ${name}: the client sends a WatchProgressRequest on ${w.stream !== undefined && w.watchId !== undefined ? `session ${w.stream}'s stream (it is for every watch on it)` : 'its stream'}`);
     w.call.write({ progress_request: {} });
   }
 
@@ -135,18 +166,91 @@ export class ScenarioWatches {
     for (const w of this.byName.values()) w.lane.cursor = Math.max(w.lane.cursor, 0);
   }
 
-  /** Opens a Watch stream for `w` and sends its create request at `startRev`. */
-  private openStream(w: WatchState, startRev: number, how: 'watch' | 'resume'): void {
+  /** A watch whose stream was cut: broken, its timeline segment ended where its cursor stands. */
+  private markBroken(o: WatchState): void {
+    o.state = 'broken';
+    if (o.segment !== undefined && o.segment.end === undefined) o.segment.end = { kind: 'broken', atRev: o.lane.cursor, compactRevision: 0 };
+  }
+
+  /** The bookkeeping of a watch that starts at `startRev` on `call`: its state and a new timeline segment. */
+  private begin(w: WatchState, call: WatchCall, startRev: number): void {
     const s = this.s;
-    const call = s.sim.services.watch.watch();
     w.call = call;
     w.state = 'open';
     w.compactRevision = 0;
+    w.watchId = undefined;
+    w.openedAtMs = s.sim.clock.now();
+    w.behind = startRev > 0 && startRev <= s.sim.kv.currentRevision;
     const seg: TimelineWatchSegment = { startRev, openedAtRev: s.sim.kv.currentRevision, end: undefined };
     w.segment = seg;
     w.lane.segments.push(seg);
     if (startRev > 0) w.lane.cursor = Math.max(w.lane.cursor, Math.min(startRev - 1, s.sim.kv.currentRevision));
     else w.lane.cursor = Math.max(w.lane.cursor, s.sim.kv.currentRevision);
+  }
+
+  /**
+   * `watch NAME ... --stream=S`: the watch typed into the interactive session S. The session (one Watch
+   * stream) opens with its first watch; the server tells its watches apart by the watch ID of each create.
+   */
+  private openShared(w: WatchState, startRev: number, name: string): void {
+    const s = this.s;
+    let st = this.streams.get(name);
+    if (st === undefined || !st.open) {
+      const call = s.sim.services.watch.watch();
+      const fresh: SharedStream = { name, call, byId: new Map(), pending: [], open: true };
+      st = fresh;
+      this.streams.set(name, fresh);
+      call.onEnd((err) => {
+        if (err === undefined) return;
+        fresh.open = false;
+        for (const o of [...fresh.byId.values(), ...fresh.pending]) if (o.call === call && o.state === 'open') this.markBroken(o);
+      });
+      call.onResponse((rs) => this.onSharedResponses(fresh, rs));
+      s.out(`$ etcdctl watch -i &   # session ${name}: one Watch stream; each watch typed into it shares the stream`);
+    }
+    this.begin(w, st.call, startRev);
+    st.pending.push(w);
+    if (w.slow) st.call.pause();
+    st.call.write({ create_request: { ...w.create, start_revision: startRev } });
+    s.out(`${name}> watch ${w.display}${startRev !== 0 ? ` --rev=${startRev}` : ''}   # watch ${w.name} on session ${name}'s stream, at rev ${s.sim.kv.currentRevision}`);
+  }
+
+  /** A shared stream's responses: each to the watch whose ID it carries; a stream-wide progress answer (ID -1) to all. */
+  private onSharedResponses(st: SharedStream, rs: M.WatchResponse[]): void {
+    const s = this.s;
+    for (const r of rs) {
+      if (r.created) {
+        const w = st.pending.shift();
+        if (w === undefined) continue;
+        w.watchId = r.watch_id;
+        st.byId.set(r.watch_id, w);
+        if (r.canceled) this.onResponses(w, st.call, [r]);
+        continue;
+      }
+      if (r.watch_id === '-1' && r.events.length === 0) {
+        const rev = Number(r.header.revision);
+        s.timeMark();
+        s.out(`[session ${st.name}] progress notify: ${rev}`);
+        for (const w of st.byId.values()) {
+          if (w.call !== st.call || w.state !== 'open') continue;
+          w.progress.push(rev);
+          w.lane.progress.push(rev);
+          w.lane.progressSeen.push(w.lane.events.length);
+        }
+        continue;
+      }
+      const w = st.byId.get(r.watch_id);
+      // A watch the client canceled itself: the server's acknowledgement ends it, nothing to print.
+      if (w === undefined || w.state === 'closed') continue;
+      this.onResponses(w, st.call, [r]);
+    }
+  }
+
+  /** Opens a Watch stream for `w` and sends its create request at `startRev`. */
+  private openStream(w: WatchState, startRev: number, how: 'watch' | 'resume'): void {
+    const s = this.s;
+    const call = s.sim.services.watch.watch();
+    this.begin(w, call, startRev);
     call.onEnd((err) => {
       if (w.call !== call) return;
       if (err !== undefined && w.state === 'open') w.state = 'broken';
@@ -168,11 +272,19 @@ export class ScenarioWatches {
         s.timeMark();
         const reason = r.cancel_reason !== '' ? r.cancel_reason : r.compact_revision !== '0' ? 'etcdserver: mvcc: required revision has been compacted' : 'etcdserver: watch canceled';
         s.out(`[watch ${w.name}] watch was canceled (${reason})`);
-        s.out(`[watch ${w.name}] Error: watch is canceled by the server`);
         w.state = 'canceled';
         w.compactRevision = Number(r.compact_revision);
         if (w.segment !== undefined) w.segment.end = { kind: 'canceled', atRev: Math.max(w.compactRevision, w.lane.cursor), compactRevision: w.compactRevision };
-        s.out(`# watch ${w.name}: canceled${w.compactRevision > 0 ? ` with compact_revision ${w.compactRevision}` : ''}; etcdctl exits`);
+        const what = `# watch ${w.name}: canceled${w.compactRevision > 0 ? ` with compact_revision ${w.compactRevision}` : ''}`;
+        if (w.stream !== undefined && w.watchId !== undefined) {
+          // `etcdctl watch -i` prints the cancel (on stderr) and keeps its session, and the stream, going
+          // (observed on 3.4.23).
+          s.out(`${what}; session ${w.stream} and its other watches go on`);
+          return;
+        }
+        s.out(`[watch ${w.name}] Error: watch is canceled by the server`);
+        // etcdctl 3.4 watch ends with ExitWithError(ExitInterrupted, ...): exit status 5 (observed on 3.4.23).
+        s.out(`${what}; etcdctl exits with status 5`);
         call.end();
         return;
       }
@@ -182,6 +294,7 @@ export class ScenarioWatches {
         s.out(`[watch ${w.name}] progress notify: ${rev}`);
         w.progress.push(rev);
         w.lane.progress.push(rev);
+        w.lane.progressSeen.push(w.lane.events.length);
         continue;
       }
       s.timeMark();
@@ -190,7 +303,7 @@ export class ScenarioWatches {
         for (const l of watchEventLines(ev)) s.out(`[watch ${w.name} @${er}] ${l}`.trimEnd());
         const rec: ReceivedEvent = { type: ev.type, key: str(ev.kv.key), rev: er };
         w.events.push(rec);
-        w.lane.events.push(rec);
+        w.lane.events.push({ ...rec, segment: w.lane.segments.length - 1 });
         w.lane.cursor = Math.max(w.lane.cursor, er);
       }
     }

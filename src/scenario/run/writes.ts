@@ -16,6 +16,18 @@ export function recordWrites(s: RunState): void {
   });
 }
 
+/**
+ * The deletes at `rev` were the lessor's (a lease expired or was revoked: its keys go in one revision): mark
+ * them so, since the step running at that moment (an `advance`, a `lease revoke`) did not name those keys.
+ */
+export function markLeaseDeletes(s: RunState, rev: number, cause: string): void {
+  const writes = s.timeline.writes;
+  for (let i = 0; i < writes.length; i++) {
+    const w = writes[i]!;
+    if (w.rev === rev && w.type === 'DELETE') writes[i] = { ...w, cause };
+  }
+}
+
 /** After a restore the member's history is the snapshot's: drop recorded writes above it, add the snapshot's. */
 export function resyncWrites(s: RunState, to: number): void {
   const writes = s.timeline.writes;

@@ -1,0 +1,111 @@
+/**
+ * The text errors issue 17 found in the labs, each pinned where a test can see it: txn events in operation
+ * order and the resume point as last complete + 1; the PRs credited for etcd #18089; "refused" where both
+ * watches are accepted and then canceled, and the mid-replay case; keys with a NUL byte marked as not
+ * pasteable; `repeat`'s command printed before the events it caused; `--html` into a missing directory.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { listBundledScenarios, runCommand } from '../../src/cli/run_command.js';
+import { runScenario } from '../../src/scenario/index.js';
+
+const scenario = (name: string): string => readFileSync(listBundledScenarios().find((s) => s.name === name)!.path, 'utf8');
+const repoFile = (path: string): string => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
+
+test('txn-one-revision: events come in the order of the txn operations, and the safe resume point is last complete + 1', () => {
+  const text = scenario('txn-one-revision');
+  assert.doesNotMatch(text, /key order within/);
+  assert.match(text, /in the order of the txn's operations/);
+  const r = runScenario(text);
+  assert.ok(r.ok, r.transcript.join('\n'));
+  // The txn puts /t/b before /t/a: the watcher prints them in that order, not sorted by key.
+  const keys = r.transcript.filter((l) => /^\[watch W @3\] \/t\//.test(l));
+  assert.deepEqual(keys, ['[watch W @3] /t/b', '[watch W @3] /t/a', '[watch W @3] /t/ready']);
+  // The cursor is the last completely applied revision (T - 1 = 2); the watch resumes from it + 1 = T = 3.
+  assert.ok(r.transcript.includes('# C = $((T - 1)) → 2'));
+  assert.ok(r.transcript.some((l) => l.startsWith('$ etcdctl watch /t/ --prefix --rev=3 &   # watch SAFE')));
+  assert.doesNotMatch(text, /resume from it \(T\)/);
+});
+
+test('bugs/18089 credits the main fix (PR #18274) and the 3.5 / 3.4 backports (PR #18474, PR #18475), everywhere', () => {
+  const text = scenario('bugs/18089-tombstone-at-compaction-revision');
+  assert.match(text, /Fixed by PR #18274 \(v3\.6\.0\), backported to 3\.5 by PR #18474 \(v3\.5\.16\) and to 3\.4 by PR #18475 \(v3\.4\.34\)/);
+  assert.match(text, /Only releases\n## before those backports keep the old rule, such as etcd 3\.4\.23/);
+  // No text calls #18474 the fix, or says 3.4 as a whole keeps the old rule.
+  for (const [name, t] of [
+    ['18089 scenario', text],
+    ['scenarios/README.md', repoFile('scenarios/README.md')],
+    ['docs/version-differences.md', repoFile('docs/version-differences.md')],
+    ['src/mvcc/compat.ts', repoFile('src/mvcc/compat.ts')],
+  ] as const) {
+    assert.doesNotMatch(t, /PR #18474 \(v3\.6|Fixed by PR #18474|etcd 3\.4 keeps the old rule/, name);
+  }
+  assert.match(repoFile('src/mvcc/compat.ts'), /PR #18274 \(issue #18089\), v3\.6\.0, backported by PR #18474 \(v3\.5\.16\) and PR #18475 \(v3\.4\.34\)/);
+  assert.match(repoFile('docs/version-differences.md'), /PR #18274 \(v3\.6\.0\); backports PR #18474 \(v3\.5\.16\) and PR #18475 \(v3\.4\.34\)/);
+});
+
+test('compaction-evicts-behind-watcher: both watches are accepted, then canceled (status 5); the mid-replay case is its own lab', () => {
+  const text = scenario('compaction-evicts-behind-watcher');
+  assert.doesNotMatch(text, /refused/i);
+  assert.match(text, /compaction-during-replay/);
+  const r = runScenario(text);
+  assert.ok(r.ok);
+  for (const w of ['B', 'B2']) {
+    assert.ok(r.transcript.includes(`# watch ${w}: canceled with compact_revision 12; etcdctl exits with status 5`), w);
+  }
+  // Seed 003's mid-replay case: a thousand events printed, then the cancel, while C keeps going.
+  const mid = runScenario(scenario('compaction-during-replay'));
+  assert.ok(mid.ok, mid.transcript.join('\n'));
+  const b = mid.timeline.watchers.find((w) => w.name === 'B')!;
+  assert.equal(b.events.length, 1000);
+  assert.deepEqual(
+    [b.events[0]!.rev, b.events[999]!.rev],
+    [2, 1001],
+  );
+  assert.equal(b.segments[0]!.end?.kind, 'canceled');
+  assert.equal(b.segments[0]!.end?.compactRevision, 1992);
+  const at = mid.transcript.indexOf('[watch B] watch was canceled (etcdserver: mvcc: required revision has been compacted)');
+  assert.ok(at > mid.transcript.indexOf('[watch B @1001] PUT'), 'the cancel comes after the thousand events');
+  assert.equal(mid.transcript[at + 1], '[watch B] Error: watch is canceled by the server');
+  assert.equal(mid.transcript[at + 2], '# watch B: canceled with compact_revision 1992; etcdctl exits with status 5');
+});
+
+test('a key with a NUL byte is shown $-quoted and marked not pasteable (a shell cannot pass a NUL to etcdctl)', () => {
+  const r = runScenario(scenario('pagination-pinned-revision'));
+  assert.ok(r.ok);
+  const withNul = r.transcript.filter((l) => l.includes('\\x00'));
+  assert.ok(withNul.length >= 4);
+  for (const l of withNul) assert.match(l, /not pasteable/, l);
+  assert.ok(r.transcript.includes("# NEXT = next_key → $'/p/b\\x00' (not pasteable: a shell cannot pass a NUL byte to etcdctl (bash drops it); from a shell, start the page at the last key and skip it)"));
+  assert.ok(r.transcript.includes("$ etcdctl get $'/p/b\\x00' /p0 --rev=6 --limit=2   # rev 9, read at 6, more, not pasteable (a NUL byte)"));
+  // Keys without one are not marked.
+  assert.ok(!r.transcript.some((l) => l.startsWith('$ etcdctl get /p/ --prefix') && l.includes('pasteable')));
+});
+
+test('repeat: the command line comes before the watch events it caused', () => {
+  const r = runScenario(['watch W /r/ --prefix', 'repeat 2 put /r/k ${i}', 'expect watch W events == [PUT /r/k@2, PUT /r/k@3]'].join('\n'));
+  assert.ok(r.ok, r.transcript.join('\n'));
+  assert.deepEqual(r.transcript.slice(1, 5), ['$ etcdctl put /r/k ${i}   # repeated 2 times (i=1..2; first: put /r/k 1), revisions 2..3', 'OK   (×2)', '[watch W @2] PUT', '[watch W @2] /r/k']);
+});
+
+test('run --html into a missing directory, or onto a directory name: one line on stderr, exit 2, nothing run', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'etcdsim-html-'));
+  try {
+    for (const [target, why] of [
+      [join(dir, 'missing', 't.html'), `no such directory: ${join(dir, 'missing')}`],
+      [`${join(dir, 'missing')}/`, `that names a directory; give a file, e.g. ${join(dir, 'missing', 'timeline.html')}`],
+    ] as const) {
+      const out: string[] = [];
+      const err: string[] = [];
+      const code = await runCommand(['txn-one-revision', '--html', target], (l) => out.push(l), (l) => err.push(l));
+      assert.equal(code, 2);
+      assert.deepEqual(err, [`etcdsim run: cannot write the timeline to ${target}: ${why}`]);
+      assert.deepEqual(out, [], 'checked before the run');
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
