@@ -2,6 +2,8 @@
  * The flags of `etcdsim serve` and their defaults — etcd's where etcd has the flag — in a module of their
  * own, so the command line can declare them without loading the gRPC server.
  */
+// validate.js, not the mvcc index: the limits' one definition, without loading the store.
+import { DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_TXN_OPS } from '../mvcc/validate.js';
 
 /**
  * What commander hands the action (option names camel-cased), every value as typed: parseServeFlags
@@ -32,8 +34,8 @@ export interface ServeFlags {
 export const SERVE_FLAG_DEFAULTS: Readonly<ServeFlags> = Object.freeze({
   listenClientUrls: 'http://127.0.0.1:2379',
   name: 'default',
-  maxTxnOps: '128',
-  maxRequestBytes: '1572864',
+  maxTxnOps: String(DEFAULT_MAX_TXN_OPS),
+  maxRequestBytes: String(DEFAULT_MAX_REQUEST_BYTES),
   experimentalWatchProgressNotifyInterval: '10m',
   heartbeatInterval: '100',
   electionTimeout: '1000',

@@ -7,10 +7,11 @@
  *  - an invalid `sort_order`: 3.4.23 ignores it, the simulator rejects it as 3.5+ do, with no 3.4 switch.
  */
 import fc from 'fast-check';
+import { DEFAULT_MAX_REQUEST_BYTES } from '../mvcc/index.js';
 import { BOGUS_CALLER, type CompareSpec, type DeleteOp, type EndSpec, type LeaseRef, type Op, type PermSpec, type PutOp, type RangeOp, type RevSpec, type TxnOpSpec, type TxnSpec, type WatchCreateOp } from './ops.js';
 
 /** etcd's default --max-request-bytes. */
-const MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
+const MAX_REQUEST_BYTES = DEFAULT_MAX_REQUEST_BYTES;
 
 const byteChar = fc.constantFrom('a', 'b', '\u0000', '\u00ff');
 

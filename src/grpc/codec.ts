@@ -13,12 +13,8 @@
  */
 import { Buffer } from 'node:buffer';
 import type * as M from '../server/messages.js';
-
-/** Wire types used here. */
-const VARINT = 0;
-const LEN = 2;
-
-const tag = (field: number, wire: number): number => (field << 3) | wire;
+// The wire primitives are mvcc's, shared with HashKV's KeyValue encoding: one protobuf encoder.
+import { bytesFieldSize, keyValueSize, LEN, tag, VARINT, varintSize, WireWriter as Out, writeBytesField, writeKeyValue } from '../mvcc/wire.js';
 
 /**
  * An int64/uint64 in message form (a decimal string) as the unsigned 64-bit value its varint encodes.
@@ -31,68 +27,6 @@ function u64(s: string): number | bigint {
     if (n >= 0) return n;
   }
   return BigInt.asUintN(64, BigInt(s));
-}
-
-function varintSize(v: number | bigint): number {
-  if (typeof v === 'number') {
-    if (v < 0x80) return 1;
-    if (v < 0x4000) return 2;
-    if (v < 0x200000) return 3;
-    if (v < 0x10000000) return 4;
-    let n = 4;
-    v = Math.floor(v / 0x10000000);
-    while (v > 0) {
-      n++;
-      v = Math.floor(v / 0x80);
-    }
-    return n;
-  }
-  let n = 1;
-  while (v >= 0x80n) {
-    n++;
-    v >>= 7n;
-  }
-  return n;
-}
-
-/** A byte cursor over the output buffer. */
-class Out {
-  readonly buf: Buffer;
-  pos = 0;
-  constructor(size: number) {
-    this.buf = Buffer.allocUnsafe(size);
-  }
-  varint(v: number | bigint): void {
-    const b = this.buf;
-    if (typeof v === 'number') {
-      if (v < 0x80000000) {
-        // Revisions, lengths, tags: 32-bit integer arithmetic, no float division.
-        while (v >= 0x80) {
-          b[this.pos++] = (v & 0x7f) | 0x80;
-          v >>>= 7;
-        }
-        b[this.pos++] = v;
-        return;
-      }
-      while (v >= 0x80) {
-        b[this.pos++] = (v % 0x80) | 0x80;
-        v = Math.floor(v / 0x80);
-      }
-      b[this.pos++] = v;
-      return;
-    }
-    while (v >= 0x80n) {
-      b[this.pos++] = Number(v & 0x7fn) | 0x80;
-      v >>= 7n;
-    }
-    b[this.pos++] = Number(v);
-  }
-  bytes(field: number, v: Uint8Array): void {
-    this.varint(tag(field, LEN));
-    this.varint(v.length);
-    this.buf.set(v, this.pos);
-    this.pos += v.length;
-  }
 }
 
 // Each message has a size function and a write function; `write` is only called with the size just measured.
@@ -112,11 +46,6 @@ function writeBoolField(o: Out, field: number, b: boolean): void {
   o.varint(tag(field, VARINT));
   o.varint(1);
 }
-const bytesFieldSize = (field: number, v: Uint8Array): number =>
-  v.length === 0 ? 0 : varintSize(tag(field, LEN)) + varintSize(v.length) + v.length;
-function writeBytesField(o: Out, field: number, v: Uint8Array): void {
-  if (v.length !== 0) o.bytes(field, v);
-}
 const messageFieldSize = (field: number, size: number): number => varintSize(tag(field, LEN)) + varintSize(size) + size;
 function writeMessageHead(o: Out, field: number, size: number): void {
   o.varint(tag(field, LEN));
@@ -135,23 +64,11 @@ function writeHeader(o: Out, field: number, h: M.ResponseHeader): void {
 }
 
 function kvSize(kv: M.KeyValue): number {
-  return (
-    bytesFieldSize(1, kv.key) +
-    int64FieldSize(2, kv.create_revision) +
-    int64FieldSize(3, kv.mod_revision) +
-    int64FieldSize(4, kv.version) +
-    bytesFieldSize(5, kv.value) +
-    int64FieldSize(6, kv.lease)
-  );
+  return keyValueSize(kv.key, u64(kv.create_revision), u64(kv.mod_revision), u64(kv.version), kv.value, u64(kv.lease));
 }
 function writeKv(o: Out, field: number, kv: M.KeyValue): void {
   writeMessageHead(o, field, kvSize(kv));
-  writeBytesField(o, 1, kv.key);
-  writeInt64Field(o, 2, kv.create_revision);
-  writeInt64Field(o, 3, kv.mod_revision);
-  writeInt64Field(o, 4, kv.version);
-  writeBytesField(o, 5, kv.value);
-  writeInt64Field(o, 6, kv.lease);
+  writeKeyValue(o, kv.key, u64(kv.create_revision), u64(kv.mod_revision), u64(kv.version), kv.value, u64(kv.lease));
 }
 function kvsSize(field: number, kvs: readonly M.KeyValue[]): number {
   let n = 0;

@@ -21,8 +21,8 @@ function mixNumber(h: number, n: number): number {
 
 export function historyDigest(s: Storage, revision: number): number {
   let h = mixNumber(FNV_OFFSET, s.compactRev);
-  s.index.forEachPair((_key, ki) => {
-    for (const kv of ki.revs) {
+  s.index.forEachRevs((_key, _keyBytes, revs) => {
+    for (const kv of revs) {
       if (kv.modRevision > revision) break; // revisions are in order
       h = mixBytes(h, kv.key);
       h = mixNumber(h, kv.key.length);

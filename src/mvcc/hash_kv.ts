@@ -19,6 +19,7 @@ import { isTombstone } from './key_index.js';
 import type { Storage } from './store.js';
 import { subRevision } from './sub_revision.js';
 import type { KeyValue } from './types.js';
+import { marshalKeyValue } from './wire.js';
 
 /** The backend key of a revision (mvcc revToBytes, plus the tombstone mark). */
 function revisionKey(main: number, sub: number, tombstone: boolean): Uint8Array {
@@ -31,50 +32,6 @@ function revisionKey(main: number, sub: number, tombstone: boolean): Uint8Array 
   return b;
 }
 
-/** An int64 field's bytes (tag, varint; two's complement for negatives), or nothing at its default 0. */
-function int64Field(field: number, v: number | bigint): number[] {
-  if (v === 0 || v === 0n) return [];
-  let u = BigInt.asUintN(64, BigInt(v));
-  const out = [field << 3];
-  while (u >= 0x80n) {
-    out.push(Number(u & 0x7fn) | 0x80);
-    u >>= 7n;
-  }
-  out.push(Number(u));
-  return out;
-}
-
-/** A bytes field's head (tag, length), or nothing when empty. */
-function bytesHead(field: number, len: number): number[] {
-  if (len === 0) return [];
-  const out = [(field << 3) | 2];
-  let u = len;
-  while (u >= 0x80) {
-    out.push((u & 0x7f) | 0x80);
-    u >>>= 7;
-  }
-  out.push(u);
-  return out;
-}
-
-/** The stored value: mvccpb.KeyValue as Go's protobuf writes it (field order, defaults left out). */
-function marshal(kv: KeyValue, tombstone: boolean): Uint8Array {
-  const parts: (number[] | Uint8Array)[] = [bytesHead(1, kv.key.length), kv.key];
-  if (!tombstone) {
-    parts.push(int64Field(2, kv.createRevision), int64Field(3, kv.modRevision), int64Field(4, kv.version));
-    parts.push(bytesHead(5, kv.value.length), kv.value, int64Field(6, kv.lease));
-  }
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
-
 const KEY_BUCKET = new TextEncoder().encode('key');
 
 /** etcd's HashKV hash of the store at `revision` (the caller has checked it against compaction and current). */
@@ -84,8 +41,7 @@ export function hashKV(s: Storage, revision: number): number {
   // `revision`, unless that is a tombstone. When Keep names nothing, everything stored there counts.
   const below: { kv: KeyValue; kept: boolean }[] = [];
   let keepIsEmpty = true;
-  s.index.forEachPair((_key, ki) => {
-    const revs = ki.revs;
+  s.index.forEachRevs((_key, _keyBytes, revs) => {
     let newest: KeyValue | undefined;
     for (const kv of revs) {
       if (kv.modRevision > revision) break; // revisions are in order
@@ -106,7 +62,7 @@ export function hashKV(s: Storage, revision: number): number {
   for (const { kv, sub } of entries) {
     const tomb = isTombstone(kv);
     crc = CRC32C.buf(revisionKey(kv.modRevision, sub, tomb), crc);
-    crc = CRC32C.buf(marshal(kv, tomb), crc);
+    crc = CRC32C.buf(marshalKeyValue(kv, tomb), crc);
   }
   return crc >>> 0;
 }

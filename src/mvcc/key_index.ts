@@ -9,6 +9,10 @@
  * historical read is one binary search. The newest revision sits in a field of its own and only the older
  * ones in an array, created at a key's second revision: most keys of a large store have one revision, and
  * a read at the current revision — nearly every read — then goes straight from keyIndex to KeyValue.
+ *
+ * Compaction drops revisions from the front of that array. It does not copy what stays: it moves a start
+ * offset and clears what it passes, and trims the array only once the dropped part outweighs the kept one,
+ * so a compaction that removes a few revisions of a long history costs a few steps, not the history.
  */
 import type { KeyString } from './bytes.js';
 import type { KeyValue } from './types.js';
@@ -30,14 +34,26 @@ export function compactsAway(kv: KeyValue, atRev: number, keepTombstoneAtRev: bo
   return isTombstone(kv) && (kv.modRevision < atRev || !keepTombstoneAtRev);
 }
 
+/**
+ * What a read sees of a keyIndex: its revisions, generations and the value at a revision, never a way to
+ * change it. Read-only walks of the index hand these out, built on the spot for a key the index keeps in its
+ * single-revision form, so reading never makes the index bigger (tree_index.ts).
+ */
+export type ReadonlyKeyIndex = Pick<KeyIndex, 'key' | 'keyBytes' | 'revs' | 'generations' | 'isEmpty' | 'current' | 'get' | 'checkValid'>;
+
 export class KeyIndex {
   /** The key as raw bytes, shared by every KeyValue of this key (one copy per key, not per revision). */
   readonly keyBytes: Uint8Array;
   readonly key: KeyString;
   /** The newest stored revision; undefined only while nothing is stored (empty, or all rolled back). */
   private newest: KeyValue | undefined;
-  /** The revisions before `newest`, oldest first; undefined while there are none. */
-  private older: KeyValue[] | undefined;
+  /**
+   * The revisions before `newest`, oldest first, from index `dead` on; undefined while there are none.
+   * Entries before `dead` were compacted away and are cleared (undefined), waiting for a trim.
+   */
+  private older: (KeyValue | undefined)[] | undefined;
+  /** How many entries at the front of `older` compaction dropped (always less than older.length). */
+  private dead = 0;
 
   /** A keyIndex holding `revs` (oldest first). */
   constructor(key: KeyString, keyBytes: Uint8Array, revs: readonly KeyValue[]) {
@@ -50,7 +66,13 @@ export class KeyIndex {
   /** Every stored revision, oldest first (a fresh array). Empty: nothing left (remove the key). */
   get revs(): KeyValue[] {
     if (this.newest === undefined) return [];
-    return this.older === undefined ? [this.newest] : [...this.older, this.newest];
+    const older = this.older;
+    if (older === undefined) return [this.newest];
+    const out = new Array<KeyValue>(older.length - this.dead + 1);
+    let j = 0;
+    for (let i = this.dead; i < older.length; i++) out[j++] = older[i]!;
+    out[j] = this.newest;
+    return out;
   }
 
   /** Whether no revision is left. */
@@ -88,7 +110,10 @@ export class KeyIndex {
   pop(): void {
     const older = this.older;
     this.newest = older === undefined ? undefined : older.pop();
-    if (older !== undefined && older.length === 0) this.older = undefined;
+    if (older !== undefined && older.length === this.dead) {
+      this.older = undefined;
+      this.dead = 0;
+    }
   }
 
   /**
@@ -99,7 +124,7 @@ export class KeyIndex {
     const newest = this.newest;
     let kv: KeyValue | undefined;
     if (newest === undefined || newest.modRevision <= atRev) kv = newest;
-    else if (this.older !== undefined) kv = this.older[floor(this.older, atRev)];
+    else if (this.older !== undefined) kv = this.older[floor(this.older, this.dead, atRev)];
     return kv === undefined || isTombstone(kv) ? undefined : kv;
   }
 
@@ -114,17 +139,30 @@ export class KeyIndex {
     const newest = this.newest;
     if (newest === undefined) return true;
     const older = this.older;
+    const dead = this.dead;
     const n = older === undefined ? 0 : older.length; // index of `newest` in the full list
-    const i = newest.modRevision <= atRev ? n : older === undefined ? -1 : floor(older, atRev);
-    if (i < 0) return false;
+    const i = newest.modRevision <= atRev ? n : older === undefined ? -1 : floor(older, dead, atRev);
+    if (i < dead) return false;
     const kv = i === n ? newest : older![i]!;
-    const dropThrough = compactsAway(kv, atRev, keepTombstoneAtRev);
-    const keepFrom = dropThrough ? i + 1 : i;
+    const keepFrom = compactsAway(kv, atRev, keepTombstoneAtRev) ? i + 1 : i;
     if (keepFrom > n) {
       this.newest = undefined;
       this.older = undefined;
-    } else if (keepFrom > 0) {
-      this.older = keepFrom === n ? undefined : older!.slice(keepFrom);
+      this.dead = 0;
+    } else if (keepFrom === n) {
+      this.older = undefined;
+      this.dead = 0;
+    } else if (keepFrom > dead) {
+      // Clear what goes (its values may be freed), without moving what stays; trim the array once the
+      // cleared part is the bigger one, so copies cost no more than the compactions before them removed.
+      const live = n - keepFrom;
+      if (keepFrom >= live) {
+        this.older = older!.slice(keepFrom);
+        this.dead = 0;
+      } else {
+        older!.fill(undefined, dead, keepFrom);
+        this.dead = keepFrom;
+      }
     }
     return this.newest === undefined;
   }
@@ -134,7 +172,8 @@ export class KeyIndex {
     const name = JSON.stringify(this.key);
     const revs = this.revs;
     if (revs.length === 0) return `${name}: no revisions left in the index`;
-    if (this.older !== undefined && this.older.length === 0) return `${name}: an empty list of older revisions`;
+    if (this.older !== undefined && this.older.length <= this.dead) return `${name}: an empty list of older revisions`;
+    for (let i = 0; i < this.dead; i++) if (this.older![i] !== undefined) return `${name}: a compacted revision left in place`;
     let prev = 0;
     let genStart: KeyValue | undefined;
     let before: KeyValue | undefined;
@@ -158,11 +197,14 @@ export class KeyIndex {
   }
 }
 
-/** Index of the newest entry of `revs` with modRevision <= atRev, or -1. */
-function floor(revs: readonly KeyValue[], atRev: number): number {
+/**
+ * Index of the newest entry of `revs[from..]` with modRevision <= atRev, or from - 1 (the entries before
+ * `from` are cleared).
+ */
+function floor(revs: readonly (KeyValue | undefined)[], from: number, atRev: number): number {
   let hi = revs.length - 1;
-  if (hi < 0 || revs[hi]!.modRevision <= atRev) return hi;
-  let lo = -1; // revs[lo] <= atRev < revs[hi], with revs[-1] = -infinity
+  if (hi < from || revs[hi]!.modRevision <= atRev) return hi;
+  let lo = from - 1; // revs[lo] <= atRev < revs[hi], with revs[from - 1] = -infinity
   while (hi - lo > 1) {
     const mid = (lo + hi) >>> 1;
     if (revs[mid]!.modRevision <= atRev) lo = mid;

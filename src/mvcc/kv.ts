@@ -196,7 +196,7 @@ export class MvccStore {
 
   /** The KeyValue of `key` visible at `revision`, or undefined (no compaction check: callers decide). */
   kvAt(key: Uint8Array, revision: number): KeyValue | undefined {
-    return this.storage.index.get(keyString(key))?.get(revision);
+    return this.storage.index.getAt(keyString(key), revision);
   }
 
   /** The events of one revision, or none when it was compacted or never written. */

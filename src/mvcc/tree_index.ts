@@ -9,12 +9,14 @@
  * nothing. At a million puts this is the difference of a good part of a microsecond per put.
  *
  * A slot holds a key's only KeyValue directly while the key has a single revision, and a KeyIndex from its
- * second revision on (or whenever a caller asks for the keyIndex): most keys of a large store are written
- * once, and for them this saves an object per key and a memory hop per read.
+ * second revision on (or when a writer asks for the keyIndex to change it): most keys of a large store are
+ * written once, and for them this saves an object per key and a memory hop per read. Reads never change
+ * that form: read-only lookups and walks build a throwaway ReadonlyKeyIndex for such a key, or read its
+ * KeyValue directly, so a hash or a snapshot of the store leaves the index as small as it found it.
  */
 import { BTreeEx as BTree } from 'sorted-btree/extended/index.js';
 import type { KeyString } from './bytes.js';
-import { KeyIndex, compactsAway, isTombstone } from './key_index.js';
+import { KeyIndex, compactsAway, isTombstone, type ReadonlyKeyIndex } from './key_index.js';
 import type { KeyValue } from './types.js';
 
 /**
@@ -30,6 +32,11 @@ type Entry = KeyIndex | KeyValue;
 function entryAt(e: Entry, atRev: number): KeyValue | undefined {
   if (e instanceof KeyIndex) return e.get(atRev);
   return e.modRevision <= atRev && !isTombstone(e) ? e : undefined;
+}
+
+/** KeyIndex.compact on one slot's entry, in either form; true when nothing is left of the key. */
+function compactEntry(e: Entry, atRev: number, keepTombstoneAtRev: boolean): boolean {
+  return e instanceof KeyIndex ? e.compact(atRev, keepTombstoneAtRev) : e.modRevision <= atRev && compactsAway(e, atRev, keepTombstoneAtRev);
 }
 
 export class TreeIndex {
@@ -55,8 +62,20 @@ export class TreeIndex {
     return this.tree.size;
   }
 
-  /** The keyIndex of `key` (made from its single KeyValue if it has none yet), or undefined. */
-  get(key: KeyString): KeyIndex | undefined {
+  /**
+   * The keyIndex of `key` to read, or undefined. For a key held in single-revision form it is a throwaway
+   * built for this call: the index keeps the compact form.
+   */
+  get(key: KeyString): ReadonlyKeyIndex | undefined {
+    const slot = this.tree.get(key);
+    return slot === undefined ? undefined : this.readAt(key, slot);
+  }
+
+  /**
+   * The keyIndex of `key` to change (append, pop), or undefined; a key held in single-revision form is
+   * turned into a stored keyIndex first.
+   */
+  getForWrite(key: KeyString): KeyIndex | undefined {
     const slot = this.tree.get(key);
     return slot === undefined ? undefined : this.keyIndexAt(key, slot);
   }
@@ -68,7 +87,13 @@ export class TreeIndex {
     return entryAt(this.entries[slot]!, atRev);
   }
 
-  /** The keyIndex in `slot`, made (and stored) from the slot's single KeyValue if needed. */
+  /** The keyIndex in `slot` for reading: the stored one, or a throwaway made from the slot's single KeyValue. */
+  private readAt(key: KeyString, slot: number): ReadonlyKeyIndex {
+    const e = this.entries[slot]!;
+    return e instanceof KeyIndex ? e : new KeyIndex(key, e.key, [e]);
+  }
+
+  /** The keyIndex in `slot` for writing, made (and stored) from the slot's single KeyValue if needed. */
   private keyIndexAt(key: KeyString, slot: number): KeyIndex {
     const e = this.entries[slot]!;
     if (e instanceof KeyIndex) return e;
@@ -122,10 +147,11 @@ export class TreeIndex {
   }
 
   /**
-   * Visits the keys in [low, high) (or [low, high] with includeHigh) in byte order, with their keyIndexes.
-   * The callback must not add or remove keys.
+   * Visits the keys in [low, high) (or [low, high] with includeHigh) in byte order, with their keyIndexes to
+   * change (each key is turned into a stored keyIndex: a delete's scan). The callback must not add or remove
+   * keys.
    */
-  forRange(low: KeyString, high: KeyString, includeHigh: boolean, visit: (key: KeyString, ki: KeyIndex) => void): void {
+  forRangeForWrite(low: KeyString, high: KeyString, includeHigh: boolean, visit: (key: KeyString, ki: KeyIndex) => void): void {
     this.tree.forRange(low, high, includeHigh, (key, slot) => {
       visit(key, this.keyIndexAt(key, slot));
     });
@@ -140,33 +166,69 @@ export class TreeIndex {
     });
   }
 
-  /** Visits every key in byte order, with its keyIndex. The callback must not add or remove keys. */
-  forEachPair(visit: (key: KeyString, ki: KeyIndex) => void): void {
+  /**
+   * Visits every key in byte order, with its keyIndex to read (a throwaway for a key in single-revision
+   * form). The callback must not add or remove keys.
+   */
+  forEachPair(visit: (key: KeyString, ki: ReadonlyKeyIndex) => void): void {
     this.tree.forEachPair((key, slot) => {
-      visit(key, this.keyIndexAt(key, slot));
+      visit(key, this.readAt(key, slot));
     });
   }
 
   /**
+   * Visits every key in byte order with its stored revisions, oldest first (a fresh array the callback may
+   * keep): the walk of the hashes and of a snapshot, which need the revisions and not a keyIndex.
+   */
+  forEachRevs(visit: (key: KeyString, keyBytes: Uint8Array, revs: KeyValue[]) => void): void {
+    const entries = this.entries;
+    this.tree.forEachPair((key, slot) => {
+      const e = entries[slot]!;
+      if (e instanceof KeyIndex) visit(key, e.keyBytes, e.revs);
+      else visit(key, e.key, [e]);
+    });
+  }
+
+  /**
+   * How many keys the index holds as a keyIndex object rather than in single-revision form (an inspection
+   * for tests and benchmarks: reads must not change it).
+   */
+  keyIndexCount(): number {
+    let n = 0;
+    for (const e of this.entries) if (e instanceof KeyIndex) n++;
+    return n;
+  }
+
+  /**
    * KeyIndex.compact on every key, without making keyIndexes for single-revision keys; keys left with
-   * nothing are removed.
+   * nothing are removed. Costs a walk of the whole index; compactKeys() does the same for a known few.
    */
   compact(atRev: number, keepTombstoneAtRev: boolean): void {
     const entries = this.entries;
     const emptied: KeyString[] = [];
     this.tree.forEachPair((key, slot) => {
-      const e = entries[slot]!;
-      const empty =
-        e instanceof KeyIndex
-          ? e.compact(atRev, keepTombstoneAtRev)
-          : e.modRevision <= atRev && compactsAway(e, atRev, keepTombstoneAtRev);
-      if (empty) emptied.push(key);
+      if (compactEntry(entries[slot]!, atRev, keepTombstoneAtRev)) emptied.push(key);
     });
     if (emptied.length > 0) this.deleteKeys(emptied);
   }
 
-  /** Visits every keyIndex in key order. */
-  forEach(visit: (ki: KeyIndex) => void): void {
+  /**
+   * compact(), but only on `keys` (duplicates and absent keys allowed): enough when every other key is
+   * known to be untouched by a compaction at atRev (see Storage.compact).
+   */
+  compactKeys(keys: Iterable<KeyString>, atRev: number, keepTombstoneAtRev: boolean): void {
+    for (const key of keys) {
+      const slot = this.tree.get(key);
+      if (slot === undefined) continue; // already emptied by an earlier duplicate
+      if (compactEntry(this.entries[slot]!, atRev, keepTombstoneAtRev)) {
+        this.tree.delete(key);
+        this.release(slot);
+      }
+    }
+  }
+
+  /** Visits every keyIndex in key order, to read (see forEachPair). */
+  forEach(visit: (ki: ReadonlyKeyIndex) => void): void {
     this.forEachPair((_key, ki) => visit(ki));
   }
 }
