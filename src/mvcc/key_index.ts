@@ -130,7 +130,7 @@ export class KeyIndex {
 
   /**
    * etcd's compaction keep rule at `atRev`: generations that ended before atRev go; in the first one left,
-   * the newest revision <= atRev and everything after it stay. Since etcd v3.6 (PR #18474, issue #18089) a
+   * the newest revision <= atRev and everything after it stay. Since etcd PR #18274 (v3.6, issue #18089; backported to 3.5.16 and 3.4.34) a
    * generation whose tombstone is exactly atRev is kept, so a watch from atRev still sees the delete;
    * `keepTombstoneAtRev = false` reproduces the older rule. Returns true when nothing is left and the key
    * should leave the index.
