@@ -1,7 +1,7 @@
 // Compiles src/ into dist/ for the etcdsim command (see bin/etcdsim.js), copies the .proto files the gRPC
 // layer loads at run time, and stamps the build last so a half-finished build is never taken as fresh.
 import { execFileSync } from 'node:child_process';
-import { cpSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
@@ -10,4 +10,13 @@ rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true });
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
 cpSync(new URL('../src/grpc/proto', import.meta.url), new URL('../dist/grpc/proto', import.meta.url), { recursive: true });
+// The browser playground: the scenario runner bundled with esbuild into one self-contained page, which
+// `etcdsim playground` writes or serves. Bundling fails (and so does the build) if the page would need a
+// Node built-in (src/playground/build_page.ts).
+{
+  const { buildPlaygroundPage } = await import('../dist/playground/build_page.js');
+  const { listBundledScenarios } = await import('../dist/cli/run_command.js');
+  mkdirSync(new URL('../dist/playground', import.meta.url), { recursive: true });
+  writeFileSync(new URL('../dist/playground/index.html', import.meta.url), await buildPlaygroundPage(listBundledScenarios()));
+}
 writeFileSync(new URL('../dist/.build-stamp', import.meta.url), 'built from src/\n');

@@ -4,7 +4,7 @@
  * hash is stored; a wrong password fails) with a configurable cost: 0 (the default) is one salted
  * SHA-256, a cost c ≥ 4 is PBKDF2-SHA256 with 2^c iterations, bcrypt-like in how time grows with c.
  */
-import { createHash, pbkdf2Sync, timingSafeEqual } from 'node:crypto';
+import { createHash, pbkdf2Sync, timingSafeEqual } from '../sim/crypto_platform.js';
 import type { SimRandom } from '../sim/index.js';
 
 export interface PasswordHash {

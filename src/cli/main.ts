@@ -1,5 +1,5 @@
 /**
- * The `etcdsim` command (bin/etcdsim.js loads this): `demo` (the default), `serve`, `run` and `diff`,
+ * The `etcdsim` command (bin/etcdsim.js loads this): `demo` (the default), `serve`, `run`, `diff` and `playground`,
  * declared in program.ts. The exit code is the command's; `serve` keeps running until SIGTERM / SIGINT.
  */
 import { runCli } from './program.js';

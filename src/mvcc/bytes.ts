@@ -3,7 +3,7 @@
  * string (one char per byte): JavaScript's string comparison then gives exactly byte order, and
  * sorted-btree compares such strings much faster than it compares byte arrays.
  */
-import { Buffer } from 'node:buffer';
+import { Buffer } from '../sim/bytes_platform.js';
 import type { KeyValue } from './types.js';
 
 /** A key as the index holds it: one latin1 character per byte. */

@@ -1,0 +1,8 @@
+/**
+ * The browser's stand-in for src/client/etcd3.ts: the npm etcd3 client (an optional peer, loaded with
+ * Node's require and driven by Node's EventEmitter) has no place in a page, so the playground bundle
+ * resolves that module to this one, and `sim.etcd3()` says why it is missing instead of pulling Node in.
+ */
+export function createEtcd3Client(): never {
+  throw new Error('the etcd3 client runs on Node only; the playground drives the simulator through its services');
+}
