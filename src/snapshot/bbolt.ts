@@ -1,0 +1,517 @@
+/**
+ * A reader and writer for the subset of bbolt's file format (go.etcd.io/bbolt, format version 2) that
+ * etcd's backend uses: two meta pages with their FNV-1a checksum, a freelist page, branch and leaf pages
+ * (overflowing onto following pages when a node is larger than one page), buckets nested in buckets, and
+ * inline buckets (a small bucket stored inside its parent's leaf value). etcd's snapshot is such a file.
+ *
+ * Layout facts this module relies on (all integers little-endian, as bbolt writes them on amd64/arm64):
+ *   page header  16 B: id u64, flags u16 (branch 0x01, leaf 0x02, meta 0x04, freelist 0x10), count u16,
+ *                      overflow u32 (how many further pages the node spills onto)
+ *   meta         64 B after the header: magic u32 0xED0CDAED, version u32 2, pageSize u32, flags u32,
+ *                      root bucket {root pgid u64, sequence u64}, freelist pgid u64, pgid u64 (high-water
+ *                      mark: pages in use), txid u64, checksum u64 = FNV-1a 64 of the 56 bytes before it
+ *   leaf element 16 B: flags u32 (0x01: the value is a bucket), pos u32 (from the element to its key),
+ *                      ksize u32, vsize u32; the value follows the key
+ *   branch elem  16 B: pos u32, ksize u32, child pgid u64; the key is the child's first key
+ *   bucket value 16 B: root pgid u64 (0: inline), sequence u64; an inline bucket's leaf page follows
+ *   freelist     count u16 in the header (0xFFFF: the real count is the first u64), then u64 pgids
+ */
+
+/** A bucket's contents: its entries in key order (bbolt's byte order), each a value or a nested bucket. */
+export interface BoltBucket {
+  /** The bucket's sequence counter (bbolt NextSequence); 0 unless someone used it. */
+  readonly sequence?: bigint | undefined;
+  readonly entries: readonly BoltEntry[];
+}
+
+/** One key of a bucket: a plain value, or a nested bucket. */
+export type BoltEntry = { readonly key: Uint8Array; readonly value: Uint8Array } | { readonly key: Uint8Array; readonly bucket: BoltBucket };
+
+/** A database as read back: its root bucket (whose entries are the top-level buckets) and meta facts. */
+export interface BoltDatabase {
+  readonly root: BoltBucket;
+  readonly pageSize: number;
+  readonly txid: bigint;
+  /** Pages the database spans (meta pgid): tx.Size() is this times pageSize. */
+  readonly pageCount: number;
+}
+
+/** A file that is not a bbolt database bbolt itself would open, with what is wrong. */
+export class BoltFormatError extends Error {
+  constructor(message: string) {
+    super(`bbolt: ${message}`);
+    this.name = 'BoltFormatError';
+  }
+}
+
+export const BOLT_MAGIC = 0xed0cdaed;
+export const BOLT_VERSION = 2;
+export const DEFAULT_PAGE_SIZE = 4096;
+const PAGE_HEADER = 16;
+const ELEMENT = 16;
+const META_SIZE = 64;
+const BUCKET_HEADER = 16;
+const BRANCH = 0x01;
+const LEAF = 0x02;
+const META = 0x04;
+const FREELIST = 0x10;
+const BUCKET_LEAF = 0x01;
+/** bbolt's pgidNoFreelist: the meta names no freelist page (etcd 3.4 runs bbolt with NoFreelistSync). */
+const NO_FREELIST = 0xffffffffffffffffn;
+/** Nesting deeper than this is a cycle or garbage, not anything etcd writes. */
+const MAX_DEPTH = 64;
+
+const textEncoder = new TextEncoder();
+/** Bytes of a bucket name or key given as text. */
+export const boltKey = (s: string): Uint8Array => textEncoder.encode(s);
+
+/** Whether an entry is a nested bucket. */
+export function isBucketEntry(e: BoltEntry): e is Extract<BoltEntry, { bucket: BoltBucket }> {
+  return 'bucket' in e;
+}
+
+/** Byte order of keys, as bbolt sorts them (bytes.Compare). */
+export function compareKeys(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return a.length - b.length;
+}
+
+/** FNV-1a, 64-bit: bbolt's meta checksum. */
+export function fnv1a64(b: Uint8Array): bigint {
+  // Two 32-bit halves avoid a BigInt multiply per byte: prime 0x100000001b3 = 2^40 + 0x1b3.
+  let hi = 0xcbf29ce4;
+  let lo = 0x84222325;
+  for (let i = 0; i < b.length; i++) {
+    lo = (lo ^ b[i]!) >>> 0;
+    const loMul = lo * 0x1b3;
+    const carry = Math.floor(loMul / 0x100000000);
+    const newLo = loMul >>> 0;
+    // hi * 0x1b3 + lo << 8 (the 2^40 term lands in the high half shifted by 8) + carry
+    hi = (hi * 0x1b3 + ((lo << 8) >>> 0) + carry) >>> 0;
+    lo = newLo;
+  }
+  return (BigInt(hi) << 32n) | BigInt(lo);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Writing
+
+/** Options of writeBolt. */
+export interface BoltWriteOptions {
+  /** Page size (bbolt takes the OS page size; 4096 on the platforms etcd runs on). */
+  readonly pageSize?: number | undefined;
+  /** Transaction ID of the newer meta page (the older one gets txid - 1); default 1. */
+  readonly txid?: bigint | undefined;
+}
+
+/** A node laid out in its own page run: where it goes and its bytes (a whole number of pages). */
+interface PlacedPage {
+  readonly pgid: number;
+  readonly bytes: Uint8Array;
+}
+
+class PageAllocator {
+  /** Pages 0 and 1 are the metas, 2 the freelist. */
+  next = 3;
+  readonly placed: PlacedPage[] = [];
+  constructor(readonly pageSize: number) {}
+  place(bytes: Uint8Array): number {
+    const pgid = this.next;
+    this.next += bytes.length / this.pageSize;
+    // The node's own page id in its header (bbolt reads a page's id from there, e.g. in tx.Check).
+    new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).setBigUint64(0, BigInt(pgid), true);
+    this.placed.push({ pgid, bytes });
+    return pgid;
+  }
+}
+
+/** A leaf element to lay out: flags, key, value bytes (a bucket's value is its header, maybe inline page). */
+interface LeafItem {
+  readonly flags: number;
+  readonly key: Uint8Array;
+  readonly value: Uint8Array;
+}
+
+/**
+ * Writes a bbolt database holding `root`'s entries (top-level entries must be buckets, as bbolt allows only
+ * buckets at the root) — every node packed as full as a page allows, small leaf-only buckets inline as
+ * bbolt stores them, meta pages 0 and 1 both valid. Returns the whole file.
+ */
+export function writeBolt(root: BoltBucket, opts: BoltWriteOptions = {}): Uint8Array {
+  const pageSize = opts.pageSize ?? DEFAULT_PAGE_SIZE;
+  if (!Number.isInteger(pageSize) || pageSize < 1024 || pageSize > 65536 || (pageSize & (pageSize - 1)) !== 0) {
+    throw new RangeError(`bbolt: page size must be a power of two in 1024..65536, got ${pageSize}`);
+  }
+  const txid = opts.txid ?? 1n;
+  if (txid < 1n) throw new RangeError('bbolt: txid must be >= 1');
+  for (const e of root.entries) if (!isBucketEntry(e)) throw new RangeError('bbolt: the root holds only buckets');
+  const alloc = new PageAllocator(pageSize);
+  const rootPgid = writeBucketTree(alloc, root, 0, false);
+  const pageCount = alloc.next;
+  const file = new Uint8Array(pageCount * pageSize);
+  const view = new DataView(file.buffer);
+  for (const p of alloc.placed) file.set(p.bytes, p.pgid * pageSize);
+  // Freelist: nothing is free in a freshly packed file.
+  writePageHeader(view, 2 * pageSize, 2, FREELIST, 0, 0);
+  for (const id of [0, 1]) {
+    const at = id * pageSize;
+    writePageHeader(view, at, id, META, 0, 0);
+    const m = at + PAGE_HEADER;
+    view.setUint32(m, BOLT_MAGIC, true);
+    view.setUint32(m + 4, BOLT_VERSION, true);
+    view.setUint32(m + 8, pageSize, true);
+    view.setUint32(m + 12, 0, true);
+    view.setBigUint64(m + 16, BigInt(rootPgid), true);
+    view.setBigUint64(m + 24, root.sequence ?? 0n, true);
+    view.setBigUint64(m + 32, 2n, true);
+    view.setBigUint64(m + 40, BigInt(pageCount), true);
+    view.setBigUint64(m + 48, id === 1 ? txid : txid - 1n, true);
+    view.setBigUint64(m + 56, fnv1a64(file.subarray(m, m + 56)), true);
+  }
+  return file;
+}
+
+function writePageHeader(view: DataView, at: number, id: number, flags: number, count: number, overflow: number): void {
+  view.setBigUint64(at, BigInt(id), true);
+  view.setUint16(at + 8, flags, true);
+  view.setUint16(at + 10, count, true);
+  view.setUint32(at + 12, overflow, true);
+}
+
+/**
+ * Lays out a bucket's nodes and returns its root page — or, when `mayInline` and the bucket is small and has
+ * no nested bucket, -1 after nothing was placed (the caller stores it inline; see bucketValue).
+ */
+function writeBucketTree(alloc: PageAllocator, b: BoltBucket, depth: number, mayInline: boolean): number {
+  if (depth > MAX_DEPTH) throw new RangeError('bbolt: buckets nested too deep');
+  const items = leafItems(alloc, b, depth);
+  if (mayInline && inlinable(items, alloc.pageSize)) return -1;
+  // Leaves, then branch levels above them until one node remains.
+  let level: { key: Uint8Array; pgid: number }[] = [];
+  for (const run of packRuns(items, leafDataSize, alloc.pageSize)) {
+    level.push({ key: run.length > 0 ? run[0]!.key : new Uint8Array(0), pgid: alloc.place(leafNode(run, alloc.pageSize, LEAF_PAGE)) });
+  }
+  while (level.length > 1) {
+    const next: { key: Uint8Array; pgid: number }[] = [];
+    for (const run of packRuns(level, branchDataSize, alloc.pageSize)) {
+      next.push({ key: run[0]!.key, pgid: alloc.place(branchNode(run, alloc.pageSize)) });
+    }
+    level = next;
+  }
+  return level[0]!.pgid;
+}
+
+const leafDataSize = (it: LeafItem): number => it.key.length + it.value.length;
+const branchDataSize = (c: { key: Uint8Array }): number => c.key.length;
+
+/** The leaf items of a bucket, its nested buckets written first (their values are their headers). */
+function leafItems(alloc: PageAllocator, b: BoltBucket, depth: number): LeafItem[] {
+  const items: LeafItem[] = [];
+  let prev: Uint8Array | undefined;
+  for (const e of b.entries) {
+    if (e.key.length === 0) throw new RangeError('bbolt: keys must not be empty');
+    if (prev !== undefined && compareKeys(prev, e.key) >= 0) throw new RangeError('bbolt: a bucket\'s entries must be in strictly ascending key order');
+    prev = e.key;
+    if (isBucketEntry(e)) items.push({ flags: BUCKET_LEAF, key: e.key, value: bucketValue(alloc, e.bucket, depth + 1) });
+    else items.push({ flags: 0, key: e.key, value: e.value });
+  }
+  return items;
+}
+
+/** A nested bucket's value: its 16-byte header, followed by its leaf page when stored inline. */
+function bucketValue(alloc: PageAllocator, b: BoltBucket, depth: number): Uint8Array {
+  const rootPgid = writeBucketTree(alloc, b, depth, true);
+  const seq = b.sequence ?? 0n;
+  if (rootPgid >= 0) {
+    const v = new Uint8Array(BUCKET_HEADER);
+    const dv = new DataView(v.buffer);
+    dv.setBigUint64(0, BigInt(rootPgid), true);
+    dv.setBigUint64(8, seq, true);
+    return v;
+  }
+  const items = leafItems(alloc, b, depth); // leaf-only: nothing is placed
+  const page = leafNode(items, alloc.pageSize, INLINE_PAGE);
+  const v = new Uint8Array(BUCKET_HEADER + page.length);
+  new DataView(v.buffer).setBigUint64(8, seq, true);
+  v.set(page, BUCKET_HEADER);
+  return v;
+}
+
+/** bbolt's Bucket.inlineable: leaf-only, and the whole inline page within a quarter of a page. */
+function inlinable(items: readonly LeafItem[], pageSize: number): boolean {
+  let size = PAGE_HEADER;
+  for (const it of items) {
+    if (it.flags & BUCKET_LEAF) return false;
+    size += ELEMENT + it.key.length + it.value.length;
+    if (size > pageSize / 4) return false;
+  }
+  return true;
+}
+
+/**
+ * Splits elements into nodes that each fit one page (header + 16 B per element + their bytes), at least one
+ * element per node; a lone element larger than a page makes an overflowing node. No elements: one empty node.
+ */
+function packRuns<T>(items: readonly T[], dataSize: (t: T) => number, pageSize: number): T[][] {
+  const runs: T[][] = [];
+  let run: T[] = [];
+  let size = PAGE_HEADER;
+  for (const it of items) {
+    const add = ELEMENT + dataSize(it);
+    if (run.length > 0 && (size + add > pageSize || run.length === 0xffff)) {
+      runs.push(run);
+      run = [];
+      size = PAGE_HEADER;
+    }
+    run.push(it);
+    size += add;
+  }
+  if (run.length > 0 || runs.length === 0) runs.push(run);
+  return runs;
+}
+
+const LEAF_PAGE = 0;
+const INLINE_PAGE = 1;
+
+/** A leaf node's bytes: padded to whole pages with its overflow count, or exact when inline. */
+function leafNode(items: readonly LeafItem[], pageSize: number, form: typeof LEAF_PAGE | typeof INLINE_PAGE): Uint8Array {
+  let size = PAGE_HEADER + items.length * ELEMENT;
+  for (const it of items) size += it.key.length + it.value.length;
+  const pages = Math.ceil(size / pageSize);
+  const out = new Uint8Array(form === INLINE_PAGE ? size : pages * pageSize);
+  const dv = new DataView(out.buffer);
+  writePageHeader(dv, 0, 0, LEAF, items.length, form === INLINE_PAGE ? 0 : pages - 1);
+  let data = PAGE_HEADER + items.length * ELEMENT;
+  for (let i = 0; i < items.length; i++) {
+    const it = items[i]!;
+    const el = PAGE_HEADER + i * ELEMENT;
+    dv.setUint32(el, it.flags, true);
+    dv.setUint32(el + 4, data - el, true);
+    dv.setUint32(el + 8, it.key.length, true);
+    dv.setUint32(el + 12, it.value.length, true);
+    copyInto(out, it.key, data);
+    copyInto(out, it.value, data + it.key.length);
+    data += it.key.length + it.value.length;
+  }
+  return out;
+}
+
+/** dst.set(src, at), by hand for the short keys and values that make up most of a snapshot (set() costs more there). */
+function copyInto(dst: Uint8Array, src: Uint8Array, at: number): void {
+  const n = src.length;
+  if (n > 64) {
+    dst.set(src, at);
+    return;
+  }
+  for (let i = 0; i < n; i++) dst[at + i] = src[i]!;
+}
+
+function branchNode(children: readonly { key: Uint8Array; pgid: number }[], pageSize: number): Uint8Array {
+  let size = PAGE_HEADER + children.length * ELEMENT;
+  for (const c of children) size += c.key.length;
+  const pages = Math.ceil(size / pageSize);
+  const out = new Uint8Array(pages * pageSize);
+  const dv = new DataView(out.buffer);
+  writePageHeader(dv, 0, 0, BRANCH, children.length, pages - 1);
+  let data = PAGE_HEADER + children.length * ELEMENT;
+  children.forEach((c, i) => {
+    const el = PAGE_HEADER + i * ELEMENT;
+    dv.setUint32(el, data - el, true);
+    dv.setUint32(el + 4, c.key.length, true);
+    dv.setBigUint64(el + 8, BigInt(c.pgid), true);
+    out.set(c.key, data);
+    data += c.key.length;
+  });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Reading
+
+interface Meta {
+  readonly pageSize: number;
+  readonly root: bigint;
+  readonly sequence: bigint;
+  readonly freelist: bigint;
+  readonly pgid: bigint;
+  readonly txid: bigint;
+}
+
+/**
+ * Reads a whole bbolt file: picks the valid meta page with the higher txid (as bbolt does), then walks
+ * every bucket. Every page reference, element and length is checked against the file, so a bad or
+ * truncated file fails with a BoltFormatError saying what is wrong, never with a partial result. Keys and
+ * values are views into `file` (copy them to outlive it).
+ */
+export function readBolt(file: Uint8Array): BoltDatabase {
+  const view = new DataView(file.buffer, file.byteOffset, file.byteLength);
+  if (file.length < PAGE_HEADER + META_SIZE) throw new BoltFormatError(`file too small (${file.length} bytes) to hold a meta page`);
+  const m0 = readMeta(file, view, 0, undefined);
+  const m1 = m0.meta !== undefined ? readMeta(file, view, m0.meta.pageSize, 1) : readMetaAnySize(file, view);
+  const metas = [m0.meta, m1.meta].filter((m): m is Meta => m !== undefined);
+  if (metas.length === 0) throw new BoltFormatError(`invalid database: ${m0.error ?? '?'}; ${m1.error ?? '?'}`);
+  const meta = metas.reduce((a, b) => (b.txid > a.txid ? b : a));
+  const pageSize = meta.pageSize;
+  const pageCount = Number(meta.pgid);
+  if (meta.pgid < 3n || BigInt(pageCount) * BigInt(pageSize) > BigInt(file.length)) {
+    throw new BoltFormatError(`truncated: the meta page says ${meta.pgid} pages of ${pageSize} bytes, the file has ${file.length} bytes`);
+  }
+  const reader = new PageReader(file, view, pageSize, pageCount);
+  if (meta.freelist !== NO_FREELIST) reader.checkFreelist(meta.freelist);
+  const root = reader.bucketAt(meta.root, meta.sequence, 0, 'root');
+  for (const e of root.entries) if (!isBucketEntry(e)) throw new BoltFormatError('the root bucket holds a plain value');
+  return { root, pageSize, txid: meta.txid, pageCount };
+}
+
+function readMetaAnySize(file: Uint8Array, view: DataView): { meta?: Meta; error?: string } {
+  // Meta 0 is unreadable, so its page size is not to be trusted: try the size it states, then bbolt's
+  // default, then the others (bbolt falls back to the OS page size the same way). The first try's error
+  // is the one reported.
+  const stated = file.length >= PAGE_HEADER + 12 ? view.getUint32(PAGE_HEADER + 8, true) : 0;
+  const sizes = [stated, DEFAULT_PAGE_SIZE, 1024, 2048, 8192, 16384, 32768, 65536].filter((ps, i, all) => ps >= 1024 && ps <= 65536 && (ps & (ps - 1)) === 0 && all.indexOf(ps) === i);
+  let first: { meta?: Meta; error?: string } | undefined;
+  for (const ps of sizes) {
+    const r = readMeta(file, view, ps, 1);
+    if (r.meta !== undefined) return r;
+    first ??= r;
+  }
+  return first ?? { error: 'meta page 1: not found' };
+}
+
+function readMeta(file: Uint8Array, view: DataView, pageSize: number, which: 0 | 1 | undefined): { meta?: Meta; error?: string } {
+  const id = which ?? 0;
+  const at = id * pageSize;
+  const name = `meta page ${id}`;
+  if (at + PAGE_HEADER + META_SIZE > file.length) return { error: `${name}: beyond the end of the file` };
+  const flags = view.getUint16(at + 8, true);
+  if ((flags & META) === 0) return { error: `${name}: not a meta page (flags 0x${flags.toString(16)})` };
+  const m = at + PAGE_HEADER;
+  if (view.getUint32(m, true) !== BOLT_MAGIC) return { error: `${name}: wrong magic (not a bbolt file)` };
+  const version = view.getUint32(m + 4, true);
+  if (version !== BOLT_VERSION) return { error: `${name}: unsupported version ${version}` };
+  const checksum = view.getBigUint64(m + 56, true);
+  if (checksum !== fnv1a64(file.subarray(m, m + 56))) return { error: `${name}: checksum mismatch` };
+  const ps = view.getUint32(m + 8, true);
+  if (ps < 512 || ps > 65536 || (ps & (ps - 1)) !== 0) return { error: `${name}: bad page size ${ps}` };
+  if (which === 1 && ps !== pageSize) return { error: `${name}: page size ${ps} differs from meta page 0's ${pageSize}` };
+  return {
+    meta: {
+      pageSize: ps,
+      root: view.getBigUint64(m + 16, true),
+      sequence: view.getBigUint64(m + 24, true),
+      freelist: view.getBigUint64(m + 32, true),
+      pgid: view.getBigUint64(m + 40, true),
+      txid: view.getBigUint64(m + 48, true),
+    },
+  };
+}
+
+class PageReader {
+  /** Pages already reached from some bucket: a page reached twice is a cycle or a shared page. */
+  private readonly seen = new Set<number>();
+  constructor(
+    private readonly file: Uint8Array,
+    private readonly view: DataView,
+    private readonly pageSize: number,
+    private readonly pageCount: number,
+  ) {}
+
+  /** The page `id`'s header fields, checked to lie (with its overflow) inside the database. */
+  private page(id: bigint, what: string): { at: number; flags: number; count: number; end: number } {
+    if (id < 2n || id >= BigInt(this.pageCount)) throw new BoltFormatError(`${what}: page ${id} is outside the database (${this.pageCount} pages)`);
+    const n = Number(id);
+    const at = n * this.pageSize;
+    const storedId = this.view.getBigUint64(at, true);
+    if (storedId !== id) throw new BoltFormatError(`${what}: page ${id} says it is page ${storedId}`);
+    const overflow = this.view.getUint32(at + 12, true);
+    if (n + overflow >= this.pageCount) throw new BoltFormatError(`${what}: page ${id} overflows past the end of the database`);
+    return { at, flags: this.view.getUint16(at + 8, true), count: this.view.getUint16(at + 10, true), end: at + (overflow + 1) * this.pageSize };
+  }
+
+  checkFreelist(id: bigint): void {
+    const p = this.page(id, 'freelist');
+    if ((p.flags & FREELIST) === 0) throw new BoltFormatError(`freelist: page ${id} is not a freelist page (flags 0x${p.flags.toString(16)})`);
+    let count = p.count;
+    let first = p.at + PAGE_HEADER;
+    if (count === 0xffff) {
+      count = Number(this.view.getBigUint64(first, true));
+      first += 8;
+    }
+    if (first + count * 8 > p.end) throw new BoltFormatError(`freelist: ${count} page ids do not fit page ${id}`);
+  }
+
+  /** A bucket whose root is page `rootPgid`. */
+  bucketAt(rootPgid: bigint, sequence: bigint, depth: number, name: string): BoltBucket {
+    const entries: BoltEntry[] = [];
+    this.walk(rootPgid, depth, name, entries);
+    return { sequence, entries };
+  }
+
+  private walk(id: bigint, depth: number, name: string, out: BoltEntry[]): void {
+    if (depth > MAX_DEPTH) throw new BoltFormatError(`bucket ${name}: nested too deep (a cycle?)`);
+    const what = `bucket ${name}`;
+    const p = this.page(id, what);
+    const n = Number(id);
+    if (this.seen.has(n)) throw new BoltFormatError(`${what}: page ${id} is reachable twice`);
+    this.seen.add(n);
+    if (p.flags & BRANCH) {
+      for (let i = 0; i < p.count; i++) {
+        const el = p.at + PAGE_HEADER + i * ELEMENT;
+        if (el + ELEMENT > p.end) throw new BoltFormatError(`${what}: branch page ${id} has more elements than fit`);
+        this.walk(this.view.getBigUint64(el + 8, true), depth + 1, name, out);
+      }
+      return;
+    }
+    if ((p.flags & LEAF) === 0) throw new BoltFormatError(`${what}: page ${id} is neither a branch nor a leaf (flags 0x${p.flags.toString(16)})`);
+    this.leafEntries(p.at, p.end, p.count, depth, name, `page ${id}`, out);
+  }
+
+  /** The elements of a leaf page lying in file[at, end). */
+  private leafEntries(at: number, end: number, count: number, depth: number, name: string, where: string, out: BoltEntry[]): void {
+    const what = `bucket ${name}`;
+    for (let i = 0; i < count; i++) {
+      const el = at + PAGE_HEADER + i * ELEMENT;
+      if (el + ELEMENT > end) throw new BoltFormatError(`${what}: leaf ${where} has more elements than fit`);
+      const flags = this.view.getUint32(el, true);
+      const pos = this.view.getUint32(el + 4, true);
+      const ksize = this.view.getUint32(el + 8, true);
+      const vsize = this.view.getUint32(el + 12, true);
+      const k = el + pos;
+      if (k + ksize + vsize > end) throw new BoltFormatError(`${what}: leaf ${where} element ${i} runs past its page`);
+      // Views into the file, not copies: a snapshot holds millions of small keys and values.
+      const key = this.file.subarray(k, k + ksize);
+      const prev = out.length > 0 ? out[out.length - 1]!.key : undefined;
+      if (prev !== undefined && compareKeys(prev, key) >= 0) throw new BoltFormatError(`${what}: keys out of order in leaf ${where}`);
+      if ((flags & BUCKET_LEAF) === 0) {
+        out.push({ key, value: this.file.subarray(k + ksize, k + ksize + vsize) });
+        continue;
+      }
+      if (vsize < BUCKET_HEADER) throw new BoltFormatError(`${what}: nested bucket value of ${vsize} bytes is shorter than a bucket header`);
+      const v = k + ksize;
+      const child = new TextDecoder().decode(key);
+      const rootPgid = this.view.getBigUint64(v, true);
+      const sequence = this.view.getBigUint64(v + 8, true);
+      if (rootPgid !== 0n) {
+        out.push({ key, bucket: this.bucketAt(rootPgid, sequence, depth + 1, child) });
+        continue;
+      }
+      // Inline: a leaf page inside the value.
+      const pAt = v + BUCKET_HEADER;
+      const pEnd = v + vsize;
+      if (pAt + PAGE_HEADER > pEnd) throw new BoltFormatError(`bucket ${child}: inline bucket shorter than a page header`);
+      const pFlags = this.view.getUint16(pAt + 8, true);
+      if ((pFlags & LEAF) === 0) throw new BoltFormatError(`bucket ${child}: inline page is not a leaf`);
+      const entries: BoltEntry[] = [];
+      this.leafEntries(pAt, pEnd, this.view.getUint16(pAt + 10, true), depth + 1, child, '(inline)', entries);
+      out.push({ key, bucket: { sequence, entries } });
+    }
+  }
+}
+
+/** The nested bucket named `name` among `b`'s entries, or undefined. */
+export function childBucket(b: BoltBucket, name: string | Uint8Array): BoltBucket | undefined {
+  const k = typeof name === 'string' ? boltKey(name) : name;
+  for (const e of b.entries) if (isBucketEntry(e) && compareKeys(e.key, k) === 0) return e.bucket;
+  return undefined;
+}

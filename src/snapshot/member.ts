@@ -1,0 +1,155 @@
+/**
+ * Between a simulated member's state (the MVCC store's snapshot, the auth store's persistent state, the
+ * lessor's leases) and etcd's backend content (etcd_backend.ts): what `etcdctl snapshot save` receives from
+ * the simulator, and what a snapshot taken from a real etcd puts into a fresh simulated member.
+ */
+import type { AuthSnapshot } from '../auth/index.js';
+import { Buffer } from '../sim/bytes_platform.js';
+import type { PasswordHash } from '../auth/password.js';
+import { keyString, type KeyString, type KeyValue, type StoreSnapshot, type Event } from '../mvcc/index.js';
+import { isTombstone } from '../mvcc/key_index.js';
+import { setSubRevision, subRevision } from '../mvcc/sub_revision.js';
+import type { EtcdBackend, StoredLease, StoredMember, StoredRevision, StoredUser } from './etcd_backend.js';
+
+/** What a member contributes to its snapshot, gathered by EtcdServer.etcdSnapshot(). */
+export interface MemberSnapshotSource {
+  readonly store: StoreSnapshot;
+  readonly auth: AuthSnapshot;
+  readonly leases: readonly StoredLease[];
+  /** The member's applied Raft index (etcd's consistent_index). */
+  readonly consistentIndex: bigint;
+  /** The cluster's members (this one and any added) and the IDs of removed ones. */
+  readonly members: readonly StoredMember[];
+  readonly removedMembers: readonly bigint[];
+  /** The release the member reports (e.g. "3.4.23"): the cluster bucket holds its major.minor.0. */
+  readonly version: string;
+}
+
+/**
+ * The backend content of a member: every revision the store retains (what etcd's key bucket holds after
+ * the same requests and compactions), the compaction point as both scheduled and finished (the simulator
+ * compacts at once), leases, auth, the member itself and the cluster version.
+ */
+export function backendOfMember(src: MemberSnapshotSource): EtcdBackend {
+  const revisions: StoredRevision[] = [];
+  for (const k of src.store.keys) {
+    for (const kv of k.revs) revisions.push({ main: kv.modRevision, sub: subRevision(kv), tombstone: isTombstone(kv), kv });
+  }
+  revisions.sort((a, b) => a.main - b.main || a.sub - b.sub);
+  const compacted = src.store.compactRev > 0 ? src.store.compactRev : undefined;
+  const m = /^(\d+)\.(\d+)/.exec(src.version);
+  return {
+    revisions,
+    consistentIndex: src.consistentIndex,
+    scheduledCompactRev: compacted,
+    finishedCompactRev: compacted,
+    leases: [...src.leases].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
+    authEnabled: src.auth.enabled,
+    authRevision: src.auth.revision,
+    users: src.auth.users.map((u) => ({ name: u.name, password: storedPassword(u.password), roles: [...u.roles].sort(), noPassword: u.noPassword })),
+    roles: src.auth.roles.map((r) => ({ name: r.name, perms: r.perms })),
+    members: src.members,
+    removedMembers: src.removedMembers,
+    clusterVersion: m === null ? undefined : `${m[1]}.${m[2]}.0`,
+    alarms: [],
+  };
+}
+
+/** What loading a backend gives a fresh member. */
+export interface LoadedMember {
+  readonly store: StoreSnapshot;
+  readonly auth: AuthSnapshot;
+  readonly leases: readonly StoredLease[];
+  /** A compaction etcd had scheduled but not finished: the member finishes it after loading, as etcd's restore does. */
+  readonly pendingCompactRev: number | undefined;
+  /** Bytes of keys and values loaded (for the member's db size estimate). */
+  readonly storedBytes: number;
+}
+
+/**
+ * A store snapshot from a backend, as etcd's mvcc restore rebuilds its index: each key's revisions in
+ * order, the current revision the newest stored one (never below the compaction point), the compaction
+ * point the finished one. The watch log covers revisions from the compaction point on.
+ */
+export function memberOfBackend(b: EtcdBackend): LoadedMember {
+  const byKey = new Map<KeyString, { keyBytes: Uint8Array; revs: KeyValue[] }>();
+  let maxRev = 1;
+  let storedBytes = 0;
+  const finished = b.finishedCompactRev ?? -1;
+  const logStart = finished > 0 ? finished : 2;
+  // The key bucket is in revision order, so the log (one array per revision from logStart on) and each
+  // key's revisions come out in order as they are read: nothing to sort but the keys.
+  const logList: Event[][] = [];
+  let logRev = logStart - 1;
+  for (const r of b.revisions) {
+    const ks = keyString(r.kv.key);
+    let k = byKey.get(ks);
+    if (k === undefined) {
+      k = { keyBytes: r.kv.key, revs: [] };
+      byKey.set(ks, k);
+    }
+    // A key's revisions share one key object (the store relies on it); KeyValues are immutable.
+    const d = r.kv;
+    const kv: KeyValue = d.key === k.keyBytes ? d : { key: k.keyBytes, createRevision: d.createRevision, modRevision: d.modRevision, version: d.version, value: d.value, lease: d.lease };
+    if (r.sub > 0) setSubRevision(kv, r.sub);
+    k.revs.push(kv);
+    if (r.main > maxRev) maxRev = r.main;
+    storedBytes += kv.key.byteLength + kv.value.byteLength;
+    if (r.main >= logStart) {
+      while (logRev < r.main) {
+        logList.push([]);
+        logRev++;
+      }
+      logList[logList.length - 1]!.push({ type: r.tombstone ? 'DELETE' : 'PUT', kv });
+    }
+  }
+  const currentRev = Math.max(maxRev, finished);
+  while (logRev < currentRev) {
+    logList.push([]);
+    logRev++;
+  }
+  // KeyStrings are latin1: their order is the keys' byte order.
+  const keys = [...byKey.entries()].sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0)).map(([key, k]) => ({ key, keyBytes: k.keyBytes, revs: k.revs }));
+  const scheduled = b.scheduledCompactRev;
+  return {
+    store: { currentRev, compactRev: finished, keys, log: logList, logStart },
+    auth: {
+      enabled: b.authEnabled,
+      revision: b.authRevision,
+      users: b.users.map((u) => ({ name: u.name, password: simPassword(u), roles: [...u.roles], noPassword: u.noPassword })),
+      roles: b.roles.map((r) => ({ name: r.name, perms: r.perms })),
+    },
+    leases: b.leases,
+    pendingCompactRev: scheduled !== undefined && scheduled > finished ? scheduled : undefined,
+    storedBytes,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Passwords
+
+/**
+ * The simulator hashes passwords its own way (src/auth/password.ts), not with bcrypt, so its hashes travel
+ * in a text form of their own; a hash it cannot check (a real etcd's bcrypt text) is carried unchanged,
+ * marked by FOREIGN_SALT, so a snapshot loaded and saved again still holds the original hash.
+ */
+const SIM_PREFIX = '$etcdsim$';
+const FOREIGN_SALT = '\0foreign';
+
+function storedPassword(h: PasswordHash | undefined): Uint8Array {
+  if (h === undefined) return new Uint8Array(0);
+  if (h.salt === FOREIGN_SALT) return Uint8Array.from(h.digest);
+  return new TextEncoder().encode(`${SIM_PREFIX}${h.cost}$${h.salt}$${h.digest.toString('base64')}`);
+}
+
+function simPassword(u: StoredUser): PasswordHash | undefined {
+  if (u.noPassword || u.password.length === 0) return undefined;
+  const s = new TextDecoder().decode(u.password);
+  if (s.startsWith(SIM_PREFIX)) {
+    const [cost, salt, digest] = s.slice(SIM_PREFIX.length).split('$');
+    if (cost !== undefined && salt !== undefined && digest !== undefined) return { cost: Number(cost), salt, digest: Buffer.from(digest, 'base64') };
+  }
+  // Never equal to a digest the simulator computes (a bcrypt text is 60 bytes, a digest 32): no password
+  // authenticates such a user until the simulator checks bcrypt itself.
+  return { cost: 0, salt: FOREIGN_SALT, digest: Buffer.from(u.password) };
+}
