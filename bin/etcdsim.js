@@ -20,7 +20,9 @@ function newest(dir) {
   return t;
 }
 
-if (existsSync(stamp) && statSync(stamp).mtimeMs >= newest(join(root, 'src'))) {
+// An installed package ships dist/ without src/ (package.json "files"): it always runs the compiled CLI.
+const src = join(root, 'src');
+if (!existsSync(src) || (existsSync(stamp) && statSync(stamp).mtimeMs >= newest(src))) {
   await import('../dist/cli/main.js');
 } else {
   const { register } = await import('tsx/esm/api');

@@ -1,7 +1,149 @@
-/** etcdsim: etcd v3 semantics, simulated in-process. The package's public entry point. */
-export * from './mvcc/index.js';
-export * from './watch/index.js';
-export * from './lease/index.js';
-export * from './sim/index.js';
-export * from './server/index.js';
-export * from './client/index.js';
+/**
+ * etcdsim: etcd v3 semantics, simulated in-process. The package's root entry point (`import … from 'etcdsim'`).
+ *
+ * What a test author needs, listed name by name so the public surface is a decision, not an accident:
+ * the simulator and its options, the clients on it, etcd's errors, the byte helpers, the engine (MvccStore)
+ * and the types its API returns, the watch-guarantee checker and the clocks. Classes a user reaches through
+ * `sim.server`, `sim.lessor`, `sim.watchable` or `sim.clock` but never constructs are exported as types only.
+ * The other entry point is `etcdsim/grpc` (server mode: serve()). etc/*.api.md records each surface;
+ * `npm run api-report` regenerates them.
+ */
+
+// The simulator.
+export { createEtcdSim, type EtcdSim, type EtcdSimOptions, type TimeMode, type TimerDriver, type Etcd3SimOptions } from './client/create.js';
+export type { SimEtcd3Options } from './client/etcd3.js';
+export { DEFAULT_CLUSTER_ID, DEFAULT_MEMBER_ID, type EtcdServer, type EtcdServerOptions, type EtcdServices, type MemberInfo, type MemberSnapshot } from './server/etcd_server.js';
+export type { EtcdVersion } from './mvcc/compat.js';
+export type { AuthSetup, AuthSnapshot } from './auth/store.js';
+export type { KeyPermission, PermissionType } from './auth/range_perm.js';
+export type { CallContext } from './server/call_context.js';
+
+// Clients on the simulator: etcd's raw v3 API (sim.client()) in etcd's message form.
+export {
+  EtcdClient,
+  KVClient,
+  LeaseClient,
+  MaintenanceClient,
+  ClusterClient,
+  AuthClient,
+  EtcdStream,
+  EtcdWatchStream,
+  EtcdKeepAliveStream,
+  EtcdObserveStream,
+  LockClient,
+  ElectionClient,
+  type WaitOptions,
+  prefix,
+  fromKey,
+  type Session,
+  type Req,
+  type StreamEvents,
+} from './client/raw_client.js';
+// An import and export rather than `export type * as`: the same namespace the client's own signatures name.
+import type * as messages from './server/messages.js';
+export type { messages };
+
+// Errors: every rejection is an EtcdError (engine) or a grpc-js-shaped GrpcError (services, clients), with
+// etcd's gRPC code and exact message.
+export {
+  EtcdError,
+  isEtcdError,
+  GrpcCode,
+  type EtcdErrorKind,
+  ErrCompacted,
+  ErrFutureRev,
+  ErrEmptyKey,
+  ErrKeyNotFound,
+  ErrValueProvided,
+  ErrLeaseProvided,
+  ErrTooManyOps,
+  ErrDuplicateKey,
+  ErrInvalidSortOption,
+  ErrRequestTooLarge,
+  ErrLeaseNotFound,
+  ErrEmptyWatcherRange,
+  ErrWatcherDuplicateID,
+  ErrWatcherNotExist,
+} from './mvcc/errors.js';
+export {
+  ErrRootUserNotExist,
+  ErrRootRoleNotExist,
+  ErrUserAlreadyExist,
+  ErrUserEmpty,
+  ErrUserNotFound,
+  ErrRoleAlreadyExist,
+  ErrRoleNotFound,
+  ErrRoleEmpty,
+  ErrAuthFailed,
+  ErrPermissionNotGiven,
+  ErrPermissionDenied,
+  ErrRoleNotGranted,
+  ErrPermissionNotGranted,
+  ErrAuthNotEnabled,
+  ErrInvalidAuthToken,
+  ErrInvalidAuthMgmt,
+  ErrNoPasswordUser,
+} from './auth/errors.js';
+export { ErrLeaseExist, ErrLeaseTTLTooLarge } from './lease/errors.js';
+export { ErrNotPrimary } from './lease/lessor.js';
+export { grpcError, isGrpcError, statusName, type GrpcError, type GrpcMetadata } from './server/errors.js';
+
+// Bytes: keys and values are Uint8Array, ordered by byte.
+export { utf8, text, prefixEnd, compareBytes, bytesEqual } from './mvcc/bytes.js';
+
+// The engine (sim.kv, or a bare store) and the types of its API.
+export { MvccStore, type HashKVResult, type MvccOptions } from './mvcc/kv.js';
+export type { CommitListener, StoreSnapshot } from './mvcc/store.js';
+export { DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_TXN_OPS } from './mvcc/validate.js';
+export type {
+  KeyValue,
+  Event,
+  EventType,
+  SortOrder,
+  SortTarget,
+  RangeRequest,
+  RangeResponse,
+  PutRequest,
+  PutResponse,
+  DeleteRangeRequest,
+  DeleteRangeResponse,
+  Compare,
+  CompareTarget,
+  CompareResult,
+  RequestOp,
+  ResponseOp,
+  TxnRequest,
+  TxnResponse,
+  CompactResponse,
+  LeaseHook,
+} from './mvcc/types.js';
+
+// Leases (sim.lessor).
+export { MAX_LEASE_TTL, type Lease } from './lease/lease.js';
+export type { Lessor, GrantResult, RevokeResult, TimeToLiveResult, LessorEvent, LessorListener } from './lease/lessor.js';
+
+// Watches in the engine's form (sim.watchStream(), sim.watchable).
+export { WATCH_DEFAULTS, type WatchableStore, type WatchableStoreOptions } from './watch/watchable_store.js';
+export { INVALID_WATCH_ID, type WatchStream } from './watch/watch_stream.js';
+export type { WatchCreateRequest, WatchEvent, WatchFilter, WatchResponse } from './watch/types.js';
+
+// The watch-guarantee checker: judges any recorded watch (the simulator's or a real etcd's).
+export {
+  checkWatch,
+  assertWatchGuarantees,
+  recordHistory,
+  historyFromStore,
+  isProgressNotify,
+  isCreateEvent,
+  formatViolations,
+  type WatchGuarantee,
+  type WatchViolation,
+  type CommittedHistory,
+  type HistoryRevision,
+  type CheckWatchOptions,
+  type HistorySource,
+  type CommitSource,
+} from './watch/guarantees.js';
+
+// Clocks (sim.clock; serve({ clock }) takes a VirtualClock to drive a served member from a test).
+export { VirtualClock, RealClock, type Clock, type TimerHandle, type EveryOptions, type PendingTimer, type RealClockOptions } from './sim/clock.js';

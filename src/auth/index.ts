@@ -4,3 +4,4 @@ export { RangePermissions, PermissionTree, covers, permissionInterval, type Byte
 export { SimpleTokens, DEFAULT_TOKEN_TTL_MS } from './simple_token.js';
 export { PasswordHasher, type PasswordHash } from './password.js';
 export { checkRangeAuth, checkPutAuth, checkDeleteRangeAuth, checkTxnAuth, checkLeaseKeysAuth, type LeaseKeys } from './enforce.js';
+export * from './errors.js';

@@ -10,6 +10,15 @@
  *  - a user with role `root` may do anything; others need READ/WRITE covering the request's keys.
  */
 import {
+  bytesEqual,
+  compareBytes,
+  fail,
+} from '../mvcc/index.js';
+import type { Clock, SimRandom } from '../sim/index.js';
+import { PasswordHasher, type PasswordHash } from './password.js';
+import { RangePermissions, type KeyPermission, type PermissionType } from './range_perm.js';
+import { SimpleTokens } from './simple_token.js';
+import {
   ErrAuthFailed,
   ErrAuthNotEnabled,
   ErrInvalidAuthMgmt,
@@ -27,14 +36,7 @@ import {
   ErrUserAlreadyExist,
   ErrUserEmpty,
   ErrUserNotFound,
-  bytesEqual,
-  compareBytes,
-  fail,
-} from '../mvcc/index.js';
-import type { Clock, SimRandom } from '../sim/index.js';
-import { PasswordHasher, type PasswordHash } from './password.js';
-import { RangePermissions, type KeyPermission, type PermissionType } from './range_perm.js';
-import { SimpleTokens } from './simple_token.js';
+} from './errors.js';
 
 export const ROOT_USER = 'root';
 export const ROOT_ROLE = 'root';

@@ -1,12 +1,14 @@
 /**
  * How etcd (Go's flag package) reads the values of its flags, so `etcdsim serve` accepts and rejects
  * exactly what etcd 3.4.23 does, with etcd's words: unsigned integers as strconv.ParseUint(s, 0, 64),
- * durations as time.ParseDuration, client URLs as etcd's types.NewURLs.
+ * durations as time.ParseDuration, URLs as etcd's types.NewURLs (the rule lives in src/server/urls.ts, which
+ * Cluster.MemberAdd shares).
  *
  * A value etcd's flag parser rejects is a usage error there (Go's flag package prints
  * `invalid value "V" for flag -NAME: REASON` and the usage, exit 2); the functions here throw a
  * {@link FlagValueError} carrying that REASON.
  */
+import { EtcdUrlError, parseEtcdUrl as parseUrl, type EtcdUrl } from '../server/urls.js';
 
 /** A flag value that does not parse: `reason` is what Go's flag package (or etcd's URL parser) says. */
 export class FlagValueError extends Error {
@@ -105,66 +107,15 @@ export function parseGoDuration(s: string): number {
   return (sign * ns) / 1e6;
 }
 
-/** One URL of an etcd URL-list flag, as etcd's types.NewURLs accepts it. */
-export interface EtcdUrl {
-  /** As given (trimmed). */
-  readonly raw: string;
-  /** Lower-cased, as Go's url.Parse leaves it: http, https, unix or unixs. */
-  readonly scheme: string;
-  /** The host without IPv6 brackets. */
-  readonly host: string;
-  /** The port as written (digits; may be empty: "host:" listens on any free port). */
-  readonly port: string;
-}
+/** One URL of an etcd URL-list flag, as etcd's types.NewURLs accepts it (the rule lives in the server layer). */
+export type { EtcdUrl } from '../server/urls.js';
 
-/**
- * etcd's types.NewURLs for one element of a URL-list flag (--listen-client-urls, --advertise-client-urls):
- * Go's url.Parse, then scheme http/https/unix/unixs, a "host:port" address and no path. Query, fragment and
- * user info are accepted and ignored, as etcd does.
- */
+/** etcd's types.NewURLs for one element of a URL-list flag; throws a FlagValueError with etcd's reason. */
 export function parseEtcdUrl(input: string): EtcdUrl {
-  const raw = input.trim();
-  const schemeMatch = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(raw);
-  if (schemeMatch === null) {
-    if (raw.startsWith(':')) throw new FlagValueError(`parse ${JSON.stringify(raw)}: missing protocol scheme`);
-    const firstSegment = raw.split(/[/?#]/, 1)[0] ?? '';
-    if (firstSegment.includes(':')) throw new FlagValueError(`parse ${JSON.stringify(raw)}: first path segment in URL cannot contain colon`);
-    throw new FlagValueError(`URL scheme must be http, https, unix, or unixs: ${raw}`);
+  try {
+    return parseUrl(input);
+  } catch (err) {
+    if (err instanceof EtcdUrlError) throw new FlagValueError(err.reason);
+    throw err;
   }
-  const scheme = (schemeMatch[1] ?? '').toLowerCase();
-  let rest = raw.slice(schemeMatch[0].length).replace(/#.*$/, '').replace(/\?.*$/, '');
-  let authority = '';
-  if (rest.startsWith('//')) {
-    const end = rest.indexOf('/', 2);
-    authority = end < 0 ? rest.slice(2) : rest.slice(2, end);
-    rest = end < 0 ? '' : rest.slice(end);
-  }
-  const hostPort = authority.slice(authority.lastIndexOf('@') + 1);
-  // Go's url.Parse checks the port of the authority (digits only) before anything else.
-  const portPart = hostPort.startsWith('[') ? hostPort.slice(hostPort.indexOf(']') + 1) : hostPort.includes(':') && hostPort.indexOf(':') === hostPort.lastIndexOf(':') ? hostPort.slice(hostPort.indexOf(':')) : '';
-  if (portPart !== '' && !/^:\d*$/.test(portPart)) throw new FlagValueError(`parse ${JSON.stringify(raw)}: invalid port ${JSON.stringify(portPart)} after host`);
-  if (scheme !== 'http' && scheme !== 'https' && scheme !== 'unix' && scheme !== 'unixs') {
-    throw new FlagValueError(`URL scheme must be http, https, unix, or unixs: ${raw}`);
-  }
-  const split = splitHostPort(hostPort);
-  if (split === undefined) throw new FlagValueError(`URL address does not have the form "host:port": ${raw}`);
-  if (rest !== '') throw new FlagValueError(`URL must not contain a path: ${raw}`);
-  return { raw, scheme, host: split.host, port: split.port };
-}
-
-/** Go's net.SplitHostPort: "host:port" or "[v6]:port"; undefined where Go returns an error. */
-function splitHostPort(hp: string): { host: string; port: string } | undefined {
-  if (hp.startsWith('[')) {
-    const close = hp.indexOf(']');
-    if (close < 0 || hp[close + 1] !== ':') return undefined;
-    const host = hp.slice(1, close);
-    const port = hp.slice(close + 2);
-    if (host.includes('[') || host.includes(']') || port.includes(']') || port.includes('[') || port.includes(':')) return undefined;
-    return { host, port };
-  }
-  const i = hp.lastIndexOf(':');
-  if (i < 0) return undefined;
-  const host = hp.slice(0, i);
-  if (host.includes(':') || host.includes('[') || host.includes(']')) return undefined;
-  return { host, port: hp.slice(i + 1) };
 }

@@ -1,6 +1,6 @@
 /**
  * The `etcdsim` command line, declared with commander: `demo` (what a bare `etcdsim` runs), `serve`,
- * `run` and `diff`, each with `--help`. Each command loads its modules when it runs, so `serve` starts
+ * `run`, `diff` and `playground`, each with `--help`. Each command loads its modules when it runs, so `serve` starts
  * without compiling the scenario runner or the differential engine.
  *
  * Errors: a user error is one line on stderr, `etcdsim CMD: what is wrong`, and a non-zero exit — 2 for
@@ -31,7 +31,7 @@ export class CliError extends Error {
   }
 }
 
-const COMMANDS = ['demo', 'serve', 'run', 'diff'];
+const COMMANDS = ['demo', 'serve', 'run', 'diff', 'playground'];
 
 function linesOf(text: string): string[] {
   return text.replace(/\n$/, '').split('\n');
@@ -109,6 +109,10 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
     .description("serve etcd's v3 gRPC API (etcdctl, etcd3, any etcd client) from the simulator, on the wall clock; SIGTERM or SIGINT stops it")
     .addOption(opt('--listen-client-urls <url>', 'URL to serve clients on (http:// or https://; port 0 picks a free port)', D.listenClientUrls))
     .option('--advertise-client-urls <urls>', 'client URLs the member reports (default: the listen URL)')
+    .addOption(opt('--initial-advertise-peer-urls <urls>', "the member's peer URLs, as MemberList reports them (they also make its ID)", D.initialAdvertisePeerUrls))
+    .addOption(opt('--listen-peer-urls <urls>', 'checked as etcd checks it; no peer port is opened (a single member has no peers)', D.listenPeerUrls))
+    .option('--initial-cluster <name=url,...>', 'the initial cluster: this member only (default: NAME=the advertised peer URLs, as etcd)')
+    .addOption(opt('--initial-cluster-token <token>', "the initial cluster's token (part of the member and cluster IDs)", D.initialClusterToken))
     .option('--name <name>', "the member's name", D.name)
     .addOption(opt('--max-txn-ops <n>', 'maximum operations in one txn', D.maxTxnOps))
     .addOption(opt('--max-request-bytes <n>', 'maximum request size in bytes (receive limit: this + 512 KiB)', D.maxRequestBytes))
@@ -125,6 +129,7 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
     .addOption(opt('--allow-non-loopback', 'allow binding to an interface other than loopback', D.allowNonLoopback))
     .addOption(opt('--auth-token-ttl <s>', 'lifetime of a simple auth token in seconds (0: the default, as etcd)', D.authTokenTtl))
     .option('--bcrypt-cost <n>', 'password hashing cost as etcd (4..31, else 10); default: fast hashing for tests')
+    .option('--from-snapshot <file>', "start from a snapshot in etcd's format (`etcdctl snapshot save` of etcd 3.4, or of etcdsim)")
     .action(async (flags: ServeFlags) => {
       result.code = await act(io, 'etcdsim serve', async () => {
         const { parseServeFlags, runServe } = await import('./serve.js');
@@ -165,6 +170,17 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
       result.code = await act(io, 'etcdsim diff', async () => {
         const { executeDiff } = await import('./diff_command.js');
         return executeDiff(opts, io);
+      });
+    });
+
+  configure(program.command('playground'), io, 'etcdsim playground')
+    .description('the scenario playground in a browser: edit a script, it reruns on every edit; --out writes a static page, else it is served on loopback')
+    .option('--out <dir>', 'write the page to <dir>/index.html (one file; works offline from a file:// URL) instead of serving it')
+    .addOption(opt('--port <n>', 'loopback port to serve on (0: any free port)', '0'))
+    .action(async (opts: { out?: string | undefined; port: string }) => {
+      result.code = await act(io, 'etcdsim playground', async () => {
+        const { executePlayground } = await import('./playground_command.js');
+        return executePlayground(opts, io);
       });
     });
 

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { isLoopback, serve, type ServeOptions } from '../grpc/server.js';
 import type { EtcdVersion } from '../mvcc/index.js';
+import { SnapshotFormatError, readEtcdSnapshot } from '../snapshot/index.js';
 import { FlagValueError, parseEtcdUrl, parseGoDuration, parseGoUint, type EtcdUrl } from './go_flags.js';
 import { CliError, consoleIo, type CliIo } from './program.js';
 import { CLOCK_SPEED_MAX, CLOCK_SPEED_MIN, ETCD_VERSIONS, type ServeFlags } from './serve_flags.js';
@@ -91,6 +92,26 @@ function readPem(path: string, what: 'certificate' | 'key' | 'CA'): Buffer {
 }
 
 /**
+ * --from-snapshot: the file's bytes, checked before anything binds (exit 1 naming what is wrong: a file that
+ * cannot be read, or one that is no etcd snapshot).
+ */
+function readSnapshotFile(path: string): Uint8Array {
+  let buf: Buffer;
+  try {
+    buf = readFileSync(path);
+  } catch (err) {
+    throw new CliError(readError(err, path), 1);
+  }
+  try {
+    readEtcdSnapshot(buf);
+  } catch (err) {
+    if (err instanceof SnapshotFormatError) throw new CliError(`--from-snapshot ${path}: ${err.message}`, 1);
+    throw err;
+  }
+  return buf;
+}
+
+/**
  * Validates the flags and turns them into serve() options, before anything binds. Throws a CliError
  * (one line; exit 2 where etcd's flag parser rejects the value, 1 where etcd's start-up checks do);
  * `warn` gets what etcd only warns about (default: stderr).
@@ -99,6 +120,8 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
   // 1. What Go's flag package parses (etcd: usage, exit 2).
   const listen = urlsFlag('--listen-client-urls', f.listenClientUrls);
   const advertise = f.advertiseClientUrls === undefined ? undefined : urlsFlag('--advertise-client-urls', f.advertiseClientUrls);
+  const peerAdvertise = urlsFlag('--initial-advertise-peer-urls', f.initialAdvertisePeerUrls);
+  urlsFlag('--listen-peer-urls', f.listenPeerUrls);
   const maxTxnOps = uintFlag('--max-txn-ops', f.maxTxnOps);
   const maxRequestBytes = uintFlag('--max-request-bytes', f.maxRequestBytes);
   const heartbeat = uintFlag('--heartbeat-interval', f.heartbeatInterval);
@@ -131,7 +154,7 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
   if (election > MAX_ELECTION_MS) throw unverified(`--election-timeout[${election}ms] is too long, and should be set less than ${MAX_ELECTION_MS}ms`);
 
   // 3. What etcd finds when it starts (exit 1).
-  if (f.name === '') throw new CliError('couldn\'t find local name "" in the initial cluster configuration', 1);
+  checkInitialCluster(f, peerAdvertise);
   const tlsWanted = url.scheme === 'https';
   if (tlsWanted && f.certFile === undefined && f.keyFile === undefined) {
     // etcd: "TLS key/cert (--cert-file, --key-file) must be provided for client url https://... with HTTPS scheme"
@@ -163,6 +186,7 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
     watchProgressNotifyIntervalMs = PROGRESS_MIN_MS;
   } else if (progressMs > 0) watchProgressNotifyIntervalMs = Math.round(progressMs);
 
+  const fromSnapshot = f.fromSnapshot === undefined ? undefined : readSnapshotFile(f.fromSnapshot);
   const tls =
     tlsWanted && f.certFile !== undefined && f.keyFile !== undefined
       ? {
@@ -189,8 +213,50 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
     authTokenTTL: tokenTtl === 0n ? DEFAULT_TOKEN_TTL_S : Math.min(clamp(tokenTtl), Math.floor(Number.MAX_SAFE_INTEGER / 1000)),
     authHashCost,
     clientUrls: advertise?.map((u) => u.raw),
+    peerUrls: peerAdvertise.map((u) => u.raw),
+    initialClusterToken: f.initialClusterToken,
     tls,
+    fromSnapshot,
   };
+}
+
+/**
+ * etcd's start-up checks of --initial-cluster (exit 1, etcd's words): it parses as NAME=URL pairs, names this
+ * member, and lists exactly its advertised peer URLs (compared sorted, as written: etcd 3.4.23 also refuses
+ * http://127.0.0.1:2380 for http://localhost:2380, observed). Unset, it is etcd's default: `default=http://localhost:2380` for the default name — so changing
+ * only --initial-advertise-peer-urls fails, as in etcd — and NAME=each advertised URL for any other name.
+ * A cluster of several members is refused (usage, exit 2): etcdsim serves a single member.
+ */
+function checkInitialCluster(f: ServeFlags, advertised: readonly EtcdUrl[]): void {
+  const spec = f.initialCluster ?? (f.name === 'default' ? 'default=http://localhost:2380' : advertised.map((u) => `${f.name === '' ? 'default' : f.name}=${u.raw}`).join(','));
+  const cluster = new Map<string, string[]>();
+  for (const pair of spec === '' ? [] : spec.split(',')) {
+    const eq = pair.indexOf('=');
+    const name = eq < 0 ? pair : pair.slice(0, eq);
+    const url = eq < 0 ? '' : pair.slice(eq + 1);
+    try {
+      parseEtcdUrl(url);
+    } catch (err) {
+      if (err instanceof FlagValueError) throw new CliError(`error setting up initial cluster: ${err.reason}`, 1);
+      throw err;
+    }
+    cluster.set(name, [...(cluster.get(name) ?? []), url]);
+  }
+  const mine = cluster.get(f.name);
+  if (mine === undefined) throw new CliError(`couldn't find local name ${JSON.stringify(f.name)} in the initial cluster configuration`, 1);
+  if (cluster.size > 1) throw invalid('--initial-cluster', spec, 'etcdsim serves a single-member cluster');
+  const ap = advertised.map((u) => u.raw);
+  const named = mine.map((u) => `${f.name}=${u}`).join(',');
+  if (ap.length !== mine.length) {
+    const goList = (l: readonly string[]): string => `[${l.map((u) => JSON.stringify(u)).join(' ')}]`;
+    throw new CliError(`failed to resolve ${ap.join(',')} to match --initial-cluster=${[...new Set(named.split(','))].join(',')} (len(${goList(ap)}) != len(${goList(mine)}))`, 1);
+  }
+  const a = [...ap].sort();
+  const b = [...mine].sort();
+  const i = a.findIndex((u, k) => u !== b[k]);
+  if (i >= 0) {
+    throw new CliError(`--initial-cluster has ${named} but missing from --initial-advertise-peer-urls=${ap.join(',')} (resolved urls: ${JSON.stringify(a[i])} != ${JSON.stringify(b[i])})`, 1);
+  }
 }
 
 /** etcd's words for a failed listen (`listen tcp ADDR: bind: ...`), from grpc-js's bind error. */

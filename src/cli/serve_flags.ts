@@ -12,6 +12,12 @@ import { DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_TXN_OPS } from '../mvcc/validate
 export interface ServeFlags {
   listenClientUrls: string;
   advertiseClientUrls?: string | undefined;
+  /** etcd's peer flags: checked and reported (MemberList, the member's ID); no peer port is opened. */
+  initialAdvertisePeerUrls: string;
+  listenPeerUrls: string;
+  /** Default as etcd's: `default=http://localhost:2380`, or NAME=each advertised peer URL for another --name. */
+  initialCluster?: string | undefined;
+  initialClusterToken: string;
   name: string;
   maxTxnOps: string;
   maxRequestBytes: string;
@@ -28,11 +34,16 @@ export interface ServeFlags {
   allowNonLoopback: boolean;
   authTokenTtl: string;
   bcryptCost?: string | undefined;
+  /** etcdsim's own: a snapshot file in etcd's format to start from (see src/snapshot). */
+  fromSnapshot?: string | undefined;
 }
 
 /** etcd's defaults (and ours for --seed / --clock-speed / --etcd-version). */
 export const SERVE_FLAG_DEFAULTS: Readonly<ServeFlags> = Object.freeze({
   listenClientUrls: 'http://127.0.0.1:2379',
+  initialAdvertisePeerUrls: 'http://localhost:2380',
+  listenPeerUrls: 'http://localhost:2380',
+  initialClusterToken: 'etcd-cluster',
   name: 'default',
   maxTxnOps: String(DEFAULT_MAX_TXN_OPS),
   maxRequestBytes: String(DEFAULT_MAX_REQUEST_BYTES),

@@ -13,6 +13,10 @@
  *    base64, as protobufjs does); `prefix()` and `fromKey()` build the usual key ranges;
  *  - the two bidirectional streams (Watch, LeaseKeepAlive) as small typed objects: requests in with
  *    send() and friends, responses out through `on('data')` listeners or async iteration, close();
+ *    Election.Observe, a server stream, the same way (responses only);
+ *  - Lock and Election (etcd's v3lock / v3election services) as `lock` and `election`; the calls that
+ *    wait (Lock.lock, Election.campaign) take an optional AbortSignal that stops waiting, as a canceled
+ *    gRPC call does (etcd then releases the key);
  *  - auth: `authenticate(name, password)` keeps the token it gets and sends it with every later call
  *    (the CallContext server mode fills from the `token` metadata); `auth` is etcd's Auth service.
  *
@@ -20,9 +24,18 @@
  * sets the event-loop scheduler, so they arrive on a later turn of the event loop, as over a network;
  * `sim.advance()`, `sim.advanceAsync()` and `sim.flush()` deliver too.
  */
-import { Buffer } from 'node:buffer';
+import { Buffer } from '../sim/bytes_platform.js';
 import { prefixEnd } from '../mvcc/index.js';
-import { toGrpcError, type CallContext, type EtcdServices, type GrpcError, type KeepAliveCall, type WatchCall } from '../server/index.js';
+import {
+  toGrpcError,
+  type CallContext,
+  type EtcdServices,
+  type GrpcError,
+  type KeepAliveCall,
+  type ObserveCall,
+  type WaitingCallContext,
+  type WatchCall,
+} from '../server/index.js';
 import type * as M from '../server/messages.js';
 
 /** grpc-js's readable high-water mark for a client stream (Node's object-mode default). */
@@ -108,7 +121,7 @@ export interface StreamEvents<Res> {
 }
 
 /**
- * The client side of one bidirectional call (Watch or LeaseKeepAlive). Responses go to the `data`
+ * The client side of one stream call (Watch, LeaseKeepAlive, or the server stream Observe). Responses go to the `data`
  * listeners when there are any; otherwise they are kept, in order, for async iteration (`for await`),
  * which ends when the call ends and throws the error that broke it, if any. A call broken by the server
  * or a fault hook fires `error`, then `end`; `close()` ends it cleanly (`end` only). Responses not yet
@@ -127,7 +140,7 @@ export abstract class EtcdStream<Res> implements AsyncIterable<Res> {
   /** Responses kept for iteration before the stream stops reading. */
   readonly highWaterMark = STREAM_HIGH_WATER_MARK;
 
-  protected constructor(private readonly call: WatchCall | KeepAliveCall) {
+  protected constructor(private readonly call: WatchCall | KeepAliveCall | ObserveCall) {
     (call as WatchCall).onResponse((rs) => this.receive(rs as Res[]));
     call.onEnd((err) => this.finish(err));
   }
@@ -250,6 +263,14 @@ export class EtcdKeepAliveStream extends EtcdStream<M.LeaseKeepAliveResponse> {
   }
 }
 
+/** One Election.Observe call: LeaderResponses out; close() stops observing. */
+export class EtcdObserveStream extends EtcdStream<M.LeaderResponse> {
+  /** @internal Use `client.election.observe()`. */
+  constructor(call: ObserveCall) {
+    super(call);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Services
 
@@ -347,6 +368,83 @@ export class MaintenanceClient {
   }
 }
 
+/** The bytes fields of the Lock and Election requests (in a LeaderKey too). */
+const CONCURRENCY_BYTES_FIELDS: ReadonlySet<string> = new Set(['name', 'key', 'value']);
+
+/** A Lock or Election request with its string bytes fields as UTF-8 (the caller's object is not changed). */
+function encodeConcurrency<T>(req: Req<T>): T {
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(req as Record<string, unknown>)) {
+    if (typeof x === 'string' && CONCURRENCY_BYTES_FIELDS.has(k)) out[k] = Buffer.from(x, 'utf8');
+    else if (k === 'leader' && isRecord(x)) out[k] = encodeConcurrency(x);
+    else out[k] = x;
+  }
+  return out as T;
+}
+
+/** How a waiting call may be stopped: an AbortSignal, as a gRPC client cancels a call. */
+export interface WaitOptions {
+  readonly signal?: AbortSignal | undefined;
+}
+
+const waitCtxOf = (session: Session, opts: WaitOptions | undefined): WaitingCallContext =>
+  opts?.signal === undefined ? ctxOf(session) : { ...ctxOf(session), signal: opts.signal };
+
+/** v3lockpb.Lock. */
+export class LockClient {
+  constructor(
+    private readonly services: EtcdServices,
+    private readonly session: Session = {},
+  ) {}
+
+  /** Resolves once the lock is held (`key` is the ownership key); `opts.signal` stops waiting. */
+  lock(req: Req<M.LockRequest>, opts?: WaitOptions): Promise<M.LockResponse> {
+    return this.services.lock.lock(encodeConcurrency<M.LockRequest>(req), waitCtxOf(this.session, opts));
+  }
+
+  unlock(req: Req<M.UnlockRequest>): Promise<M.UnlockResponse> {
+    return unary(() => this.services.lock.unlock(encodeConcurrency<M.UnlockRequest>(req), ctxOf(this.session)));
+  }
+}
+
+/** v3electionpb.Election. */
+export class ElectionClient {
+  constructor(
+    private readonly services: EtcdServices,
+    private readonly opened: (s: EtcdObserveStream) => EtcdObserveStream = (s) => s,
+    private readonly session: Session = {},
+  ) {}
+
+  /** Resolves once this candidate leads; `opts.signal` stops waiting (the candidate then resigns). */
+  campaign(req: Req<M.CampaignRequest>, opts?: WaitOptions): Promise<M.CampaignResponse> {
+    return this.services.election.campaign(encodeConcurrency<M.CampaignRequest>(req), waitCtxOf(this.session, opts));
+  }
+
+  proclaim(req: Req<M.ProclaimRequest>): Promise<M.ProclaimResponse> {
+    return unary(() => this.services.election.proclaim(encodeConcurrency<M.ProclaimRequest>(req), ctxOf(this.session)));
+  }
+
+  leader(req: Req<M.LeaderRequest>): Promise<M.LeaderResponse> {
+    return unary(() => this.services.election.leader(encodeConcurrency<M.LeaderRequest>(req), ctxOf(this.session)));
+  }
+
+  resign(req: Req<M.ResignRequest>): Promise<M.ResignResponse> {
+    return unary(() => this.services.election.resign(encodeConcurrency<M.ResignRequest>(req), ctxOf(this.session)));
+  }
+
+  /** Opens one Observe call: the leader now (once there is one) and every change after. */
+  observe(req: Req<M.LeaderRequest>): EtcdObserveStream {
+    const call = (() => {
+      try {
+        return this.services.election.observe(encodeConcurrency<M.LeaderRequest>(req), ctxOf(this.session));
+      } catch (err) {
+        throw toGrpcError(err);
+      }
+    })();
+    return this.opened(new EtcdObserveStream(call));
+  }
+}
+
 /** etcdserverpb.Cluster. */
 export class ClusterClient {
   constructor(private readonly services: EtcdServices) {}
@@ -430,6 +528,10 @@ export class EtcdClient {
   readonly maintenance: MaintenanceClient;
   readonly cluster: ClusterClient;
   readonly auth: AuthClient;
+  /** v3lockpb.Lock. */
+  readonly lock: LockClient;
+  /** v3electionpb.Election. */
+  readonly election: ElectionClient;
   private readonly streams = new Set<{ close(): void }>();
   private readonly session: Session = {};
 
@@ -439,6 +541,8 @@ export class EtcdClient {
     this.maintenance = new MaintenanceClient(services, this.session);
     this.cluster = new ClusterClient(services);
     this.auth = new AuthClient(services, this.session);
+    this.lock = new LockClient(services, this.session);
+    this.election = new ElectionClient(services, (s) => this.track(s), this.session);
   }
 
   /**
@@ -466,7 +570,7 @@ export class EtcdClient {
     for (const s of [...this.streams]) s.close();
   }
 
-  private track<S extends EtcdWatchStream | EtcdKeepAliveStream>(s: S): S {
+  private track<S extends EtcdWatchStream | EtcdKeepAliveStream | EtcdObserveStream>(s: S): S {
     this.streams.add(s);
     s.on('end', () => this.streams.delete(s));
     return s;

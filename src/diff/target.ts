@@ -12,7 +12,7 @@
 import type { EtcdSim } from '../client/create.js';
 import { toGrpcError, type GrpcError } from '../server/errors.js';
 import type * as M from '../server/messages.js';
-import type { AuthClient, EtcdGrpcClient, GrpcBidiCall, KVClient } from '../grpc/client.js';
+import type { GrpcAuthClient, EtcdGrpcClient, GrpcBidiCall, GrpcKVClient } from '../grpc/client.js';
 import type { CallContext } from '../server/call_context.js';
 
 export interface DiffStream<Req, Res> {
@@ -34,9 +34,9 @@ export interface DiffLease {
 
 export interface DiffTarget {
   readonly name: 'etcdsim' | 'etcd';
-  readonly kv: KVClient;
+  readonly kv: GrpcKVClient;
   readonly lease: DiffLease;
-  readonly auth: AuthClient;
+  readonly auth: GrpcAuthClient;
   openWatch(ctx?: CallContext): DiffStream<M.WatchRequest, M.WatchResponse>;
   openKeepAlive(ctx?: CallContext): DiffStream<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>;
   /**

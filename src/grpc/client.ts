@@ -28,13 +28,13 @@ export interface GrpcBidiCall<Req, Res> {
   onResponse(listener: ResponsesListener<Res> | undefined): void;
   /** Called once when the call ends: undefined on a clean end, else the error that ended it. */
   onEnd(listener: StreamEndListener): void;
-  /** Half-closes (the server ends the call). */
+  /** Half-closes: etcd then ends a LeaseKeepAlive call (OK), but a Watch goes on sending until cancel(). */
   end(): void;
   /** Cancels the call. */
   cancel(): void;
 }
 
-export interface KVClient {
+export interface GrpcKVClient {
   range(req: M.RangeRequest, ctx?: CallContext): Promise<M.RangeResponse>;
   put(req: M.PutRequest, ctx?: CallContext): Promise<M.PutResponse>;
   deleteRange(req: M.DeleteRangeRequest, ctx?: CallContext): Promise<M.DeleteRangeResponse>;
@@ -42,7 +42,7 @@ export interface KVClient {
   compact(req: M.CompactionRequest, ctx?: CallContext): Promise<M.CompactionResponse>;
 }
 
-export interface LeaseClient {
+export interface GrpcLeaseClient {
   leaseGrant(req: M.LeaseGrantRequest, ctx?: CallContext): Promise<M.LeaseGrantResponse>;
   leaseRevoke(req: M.LeaseRevokeRequest, ctx?: CallContext): Promise<M.LeaseRevokeResponse>;
   leaseTimeToLive(req: M.LeaseTimeToLiveRequest, ctx?: CallContext): Promise<M.LeaseTimeToLiveResponse>;
@@ -50,16 +50,16 @@ export interface LeaseClient {
   leaseKeepAlive(ctx?: CallContext): GrpcBidiCall<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>;
 }
 
-export interface WatchClient {
+export interface GrpcWatchClient {
   watch(ctx?: CallContext): GrpcBidiCall<M.WatchRequest, M.WatchResponse>;
 }
 
-export interface MaintenanceClient {
+export interface GrpcMaintenanceClient {
   status(req?: M.StatusRequest): Promise<M.StatusResponse>;
   hashKV(req: M.HashKVRequest): Promise<M.HashKVResponse>;
 }
 
-export interface AuthClient {
+export interface GrpcAuthClient {
   authEnable(req?: M.AuthEnableRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
   authDisable(req?: M.AuthDisableRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
   authenticate(req: M.AuthenticateRequest, ctx?: CallContext): Promise<M.AuthenticateResponse>;
@@ -78,19 +78,19 @@ export interface AuthClient {
   roleRevokePermission(req: M.AuthRoleRevokePermissionRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
 }
 
-export interface ClusterClient {
+export interface GrpcClusterClient {
   memberList(req?: M.MemberListRequest): Promise<M.MemberListResponse>;
 }
 
 /** etcd's services over one gRPC channel, in message form. */
 export interface EtcdGrpcClient {
   readonly address: string;
-  readonly kv: KVClient;
-  readonly lease: LeaseClient;
-  readonly watch: WatchClient;
-  readonly maintenance: MaintenanceClient;
-  readonly cluster: ClusterClient;
-  readonly auth: AuthClient;
+  readonly kv: GrpcKVClient;
+  readonly lease: GrpcLeaseClient;
+  readonly watch: GrpcWatchClient;
+  readonly maintenance: GrpcMaintenanceClient;
+  readonly cluster: GrpcClusterClient;
+  readonly auth: GrpcAuthClient;
   /** Cancels open streams and closes the channel. */
   close(): void;
 }

@@ -17,7 +17,8 @@
  *   etcd never answers; with a deadline it answers `4 context deadline exceeded` at the deadline;
  * - deadlines: grpc-js would answer `4 Deadline exceeded` itself when a call's grpc-timeout passes; etcd's
  *   grpc-go leaves that to the handler, so the door hands the deadline to our handlers instead
- *   (DEADLINE_METADATA) and they end the call as etcd's do;
+ *   (DEADLINE_METADATA) and they end the call as etcd's do; a unary or server-streaming request whose
+ *   deadline has passed when its message is read: `4 context deadline exceeded`, the handler not run;
  * - a message over the receive limit: `8 grpc: received message larger than max (N vs. M)`, as soon as
  *   its 5-byte prefix arrives;
  * - a message with the compressed flag (no encoding can be set here):
@@ -26,6 +27,7 @@
  * - the request side ending without a message: `2 EOF` for unary and server-streaming methods; with a
  *   partial prefix or message `2 unexpected EOF` (unary) or `13 unexpected EOF` (streams).
  * As in grpc-go, a unary or server-streaming call reads one message: what follows it is not looked at.
+ * And as in grpc-go, a call that succeeds ends with an empty `grpc-message` (grpc-js's says `OK`).
  *
  * On a bidirectional stream the answer goes through the method's handler (claimDoorStream below), so that
  * it ends the call as the handler ends it — in trailers after responses already sent, and with the call's
@@ -79,6 +81,8 @@ export class DoorStream {
     readonly stream: http2.ServerHttp2Stream,
     private readonly kind: MethodKind,
     private readonly max: number,
+    /** The call's grpc-timeout (ms) and when it passes (host ms); undefined for none. */
+    private readonly deadline: { readonly timeoutMs: number; readonly at: number } | undefined = undefined,
   ) {}
 
   readonly onData = (chunk: Buffer): void => {
@@ -90,7 +94,7 @@ export class DoorStream {
         const take = Math.min(this.remaining, n - i);
         i += take;
         this.remaining -= take;
-        if (this.remaining === 0 && !this.complete()) return;
+        if (this.remaining === 0 && !this.completeAt(chunk, i)) return;
         continue;
       }
       const b = chunk[i++]!;
@@ -107,8 +111,9 @@ export class DoorStream {
         return;
       }
       this.remaining = this.length;
-      if (this.remaining === 0 && !this.complete()) return;
+      if (this.remaining === 0 && !this.completeAt(chunk, i)) return;
     }
+    this.forward(chunk);
   };
 
   readonly onEnd = (): void => {
@@ -123,6 +128,44 @@ export class DoorStream {
     else this.answer(13, 'unexpected EOF');
   };
 
+  /**
+   * Takes over grpc-js's 'data' and 'end' listeners of a unary or server-streaming call: from here on
+   * grpc-js sees only what the door forwards — the bytes of the one request message, then the end of the
+   * request — whatever the client sends after it.
+   */
+  adopt(data: ReadonlyArray<(chunk: Buffer) => void>, end: ReadonlyArray<() => void>): void {
+    this.grpcData = data;
+    this.grpcEnd = end;
+  }
+
+  private grpcData: ReadonlyArray<(chunk: Buffer) => void> | undefined = undefined;
+  private grpcEnd: ReadonlyArray<() => void> = [];
+
+  private forward(bytes: Buffer): void {
+    if (this.grpcData === undefined || bytes.length === 0) return;
+    for (const l of this.grpcData) l(bytes);
+  }
+
+  /**
+   * A whole message ends at `at` in `chunk`: false when the scan stops here — the message is refused, or
+   * it is the one request message of a unary or server-streaming call. grpc-go reads that one message and
+   * runs the handler at once, before the request side ends, and never reads what follows it; so grpc-js is
+   * handed the bytes up to here and then the end of the request, and the rest of the request's DATA is
+   * still read from the stream (returning its flow-control credit) but dropped.
+   */
+  private completeAt(chunk: Buffer, at: number): boolean {
+    if (!this.complete()) return false;
+    if (this.kind === 'bidi') return true;
+    if (this.grpcData !== undefined) {
+      this.forward(chunk.subarray(0, at));
+      this.grpcData = undefined;
+      for (const l of this.grpcEnd) l();
+      // grpc-js pauses the stream per message; nothing more goes to it, so let the rest flow (and be dropped).
+      this.stream.resume();
+    }
+    return false;
+  }
+
   /** A whole message arrived: false when it is refused (the call is over). */
   private complete(): boolean {
     if (this.flag === 1) {
@@ -133,9 +176,35 @@ export class DoorStream {
       this.answer(13, `grpc: received unexpected payload format ${this.flag}`);
       return false;
     }
-    // grpc-go reads one request message of a unary or server-streaming call, nothing after it.
-    if (this.kind !== 'bidi') this.done = true;
+    if (this.kind !== 'bidi') {
+      // grpc-go reads one request message of a unary or server-streaming call, nothing after it. It reads
+      // it with the call's context: once the deadline has passed, the read fails with the context's error
+      // and the handler never runs — the request is not applied (etcd 3.4.23 with grpc-timeout 1n: the
+      // most common of its outcomes, a race in grpc-go; see docs/observed-etcd-3.4.23.md, "Wire errors").
+      this.done = true;
+      if (this.deadlinePassed()) {
+        this.answer(4, 'context deadline exceeded');
+        return false;
+      }
+    }
     return true;
+  }
+
+  /**
+   * The deadline passed (a unary or server-streaming call): grpc-go's read of the request message fails
+   * with the context's error as soon as it does, if the message has not arrived whole by then.
+   */
+  readonly onDeadline = (): void => {
+    if (!this.done) this.answer(4, 'context deadline exceeded');
+  };
+
+  /**
+   * Whether the deadline has passed. A timeout under a millisecond always has by the time a message is
+   * read (grpc-go's clock resolves it; the host's millisecond clock here does not).
+   */
+  private deadlinePassed(): boolean {
+    const d = this.deadline;
+    return d !== undefined && (d.timeoutMs < 1 || hostNow() >= d.at);
   }
 
   private answer(code: number, details: string): void {
@@ -205,14 +274,16 @@ export function installFrontDoor(server: grpc.Server, opts: FrontDoorOptions): F
       const timeout = headers['grpc-timeout'];
       delete headers[DEADLINE_METADATA];
       let timeoutMs: number | undefined;
+      let deadline: { timeoutMs: number; at: number } | undefined;
       if (timeout !== undefined) {
         timeoutMs = parseGrpcTimeout(String(timeout));
         if (timeoutMs === undefined) {
           refuse(stream);
           return;
         }
+        deadline = { timeoutMs, at: hostNow() + timeoutMs };
         delete headers['grpc-timeout'];
-        headers[DEADLINE_METADATA] = String(hostNow() + timeoutMs);
+        headers[DEADLINE_METADATA] = String(deadline.at);
       }
       if ((flags & END_STREAM) !== 0) {
         // The HEADERS frame ended the request: grpc-go's reader waits for a DATA frame that cannot come.
@@ -226,15 +297,29 @@ export function installFrontDoor(server: grpc.Server, opts: FrontDoorOptions): F
         });
         return;
       }
-      const door = new DoorStream(stream, kind, opts.maxReceiveBytes);
+      const door = new DoorStream(stream, kind, opts.maxReceiveBytes, deadline);
       // First in line: an answer given here closes the stream before grpc-js looks at the same chunk.
       stream.prependListener('data', door.onData);
       stream.prependListener('end', door.onEnd);
+      if (kind !== 'bidi' && deadline !== undefined) {
+        const timer = afterHostTime(deadline.timeoutMs, door.onDeadline);
+        stream.once('close', () => timer.cancel());
+      }
+      endAsGrpcGo(stream);
       pendingDoorStream = kind === 'bidi' ? door : undefined;
+      const before = { data: new Set(stream.listeners('data')), end: new Set(stream.listeners('end')) };
       try {
         grpcListener(stream, headers, flags, rawHeaders);
       } finally {
         pendingDoorStream = undefined;
+      }
+      if (kind !== 'bidi') {
+        // grpc-js added its own 'data' and 'end' listeners while starting the call: the door drives them.
+        const data = (stream.listeners('data') as Array<(chunk: Buffer) => void>).filter((l) => !before.data.has(l));
+        const end = (stream.listeners('end') as Array<() => void>).filter((l) => !before.end.has(l));
+        for (const l of data) stream.removeListener('data', l);
+        for (const l of end) stream.removeListener('end', l);
+        door.adopt(data, end);
       }
     });
   }
@@ -247,6 +332,38 @@ export function installFrontDoor(server: grpc.Server, opts: FrontDoorOptions): F
       held.clear();
     },
   };
+}
+
+/**
+ * The trailers grpc-js sends on this stream, as grpc-go sends them: a successful call ends with
+ * `grpc-status: 0` and an empty `grpc-message` (grpc-go's status has no message; grpc-js writes `OK`), and
+ * a call whose client has not ended its side by then is reset with RST_STREAM NO_ERROR after them, so the
+ * client's request side closes too (grpc-go's finishStream; e.g. a unary call answered after its one
+ * message while the client keeps the stream open).
+ */
+function endAsGrpcGo(stream: http2.ServerHttp2Stream): void {
+  const send = stream.sendTrailers;
+  stream.sendTrailers = function (this: http2.ServerHttp2Stream, trailers: http2.OutgoingHttpHeaders): void {
+    if (Number(trailers['grpc-status']) === 0) trailers['grpc-message'] = '';
+    send.call(this, trailers);
+    resetAfterStatus(this);
+  };
+  // A trailers-only answer (status in the response's one HEADERS frame) ends the call the same way.
+  const respond = stream.respond;
+  stream.respond = function (this: http2.ServerHttp2Stream, headers?: http2.OutgoingHttpHeaders, options?: http2.ServerStreamResponseOptions): void {
+    const status = headers?.['grpc-status'];
+    if (status !== undefined && Number(status) === 0) headers!['grpc-message'] = '';
+    respond.call(this, headers, options);
+    if (options?.endStream === true) resetAfterStatus(this);
+  };
+}
+
+/** RST_STREAM NO_ERROR once the status is out, when the client's side is still open (grpc-go's finishStream). */
+function resetAfterStatus(stream: http2.ServerHttp2Stream): void {
+  // On the next turn: an RST_STREAM submitted together with the status may go first and drop it.
+  setImmediate(() => {
+    if (!stream.readableEnded && !stream.closed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+  });
 }
 
 function unknownPath(stream: http2.ServerHttp2Stream, path: string, opts: FrontDoorOptions): void {

@@ -5,16 +5,17 @@
  * etcdctl, etcd3, Go's clientv3, jetcd — talks to the simulator as to a single-member etcd.
  *
  * Streams: Watch and LeaseKeepAlive pipe requests into a WatchCall / KeepAliveCall and their responses
- * out; a client that half-closes ends the call, one that cancels or disconnects cancels it — either way
- * every watcher / keep-alive of the call is released. Methods the simulator does not model (membership
- * changes, MoveLeader, Downgrade, Hash) answer UNIMPLEMENTED, as grpc-js does for any method a
- * service leaves out.
+ * out; a client that half-closes ends a keep-alive call but not a Watch, whose watchers go on sending (as
+ * in etcd); one that cancels or disconnects cancels the call — either way every watcher / keep-alive of
+ * the call is released once the call ends. Methods the simulator does not model (Downgrade) answer
+ * UNIMPLEMENTED, as grpc-js does for any method a service leaves out.
  *
  * Wire errors are etcd's (docs/observed-etcd-3.4.23.md, "Wire errors"): front_door.ts answers what grpc-go
  * answers before a method runs (unknown paths, the receive limit of max request bytes + 512 KiB, framing,
  * encodings, requests without a message); every request is checked as gogo's generated Unmarshal checks it
  * (gogo_check.ts) and a malformed one is refused with its text; a call carrying a simple token whose raft
- * index is not applied yet waits, as etcd's token check does (see holdForToken); and close() drops the
+ * index is not applied yet waits, as etcd's token check does (the member's rule, EtcdServer.tokenWaitIndex;
+ * here the deadline is added, see holdForToken); and close() drops the
  * connections as a stopping etcd does, so open streams end UNAVAILABLE on the client.
  */
 import { fileURLToPath } from 'node:url';
@@ -23,12 +24,16 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { EtcdServer, grpcError, toGrpcError, type CallContext, type EndListener, type EtcdServerOptions, type GrpcError, type ResponseListener } from '../server/index.js';
 import type * as M from '../server/messages.js';
-import { ErrInvalidAuthToken, type EtcdVersion } from '../mvcc/index.js';
+import { serverCompat } from '../server/compat.js';
+import { DEFAULT_MAX_REQUEST_BYTES, type EtcdVersion } from '../mvcc/index.js';
 import { encodeDeleteRangeResponse, encodePutResponse, encodeRangeResponse, encodeTxnResponse, encodeWatchResponse } from './codec.js';
 import { claimDoorStream, DEADLINE_METADATA, installFrontDoor, type MethodKind } from './front_door.js';
 import { compileGogoChecks, type GogoCheck } from './gogo_check.js';
 import { afterHostTime, hostNow, RealClock, type Clock } from '../sim/index.js';
-import { installVarintFix } from './protobuf_varint.js';
+import { MalformedRequest, withRequestChecks } from './request_checks.js';
+import { pipeResponses } from './stream_pipe.js';
+import { createClientHttp, listenClientPort, type ClientHttp } from '../http/index.js';
+import { addConcurrencyServices, concurrencyDefinitions } from './concurrency.js';
 
 /** Where our .proto files live (etcdserverpb/rpc.proto imports mvccpb/kv.proto and authpb/auth.proto). */
 export const PROTO_DIR = fileURLToPath(new URL('./proto/', import.meta.url));
@@ -43,16 +48,18 @@ export const PROTO_LOADER_OPTIONS: protoLoader.Options = Object.freeze({
   includeDirs: [PROTO_DIR],
 });
 
-/** etcd's default --max-request-bytes (1.5 MiB) and the gRPC overhead etcd adds to its receive limit. */
-export const DEFAULT_MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
+/** etcd's default --max-request-bytes (1.5 MiB, defined by mvcc's validation) and the gRPC overhead etcd adds to its receive limit. */
+export { DEFAULT_MAX_REQUEST_BYTES };
 export const GRPC_OVERHEAD_BYTES = 512 * 1024;
 
 /** What the Watch and LeaseKeepAlive front doors need of a service-layer stream call. */
-interface StreamCall<Req, Res> {
+interface BidiServiceCall<Req, Res> {
   write(req: Req): void;
   onResponse(listener: ResponseListener<Res> | undefined): void;
   onEnd(listener: EndListener): void;
   end(): void;
+  /** Only Watch has it: a half-close that leaves the call open (see WatchCall.closeSend). */
+  closeSend?(): void;
   cancel(): void;
   abort(err?: GrpcError): void;
   pause(): void;
@@ -80,6 +87,11 @@ export function loadEtcdProtos(): grpc.GrpcObject {
 function gogoChecks(): (fullName: string) => GogoCheck {
   cachedChecks ??= compileGogoChecks(etcdPackageDefinition());
   return cachedChecks;
+}
+
+/** The gogo check of an etcdserverpb request message. */
+function etcdRequestCheck(requestType: string): GogoCheck {
+  return gogoChecks()(`etcdserverpb.${requestType}`);
 }
 
 /** A service constructor of the etcdserverpb package (for servers' addService and for raw clients). */
@@ -189,42 +201,30 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
   const readCommonName = opts.tls?.clientCertAuth === true;
   const callContext = (call: CallSurface): CallContext => contextOf(call, readCommonName);
 
-  // Calls held by etcd's simple-token check until the raft index their token names is applied (or their
-  // deadline passes): see holdForToken.
-  const holds = new Set<TokenHold>();
-  const releaseHolds = (): void => {
-    const applied = BigInt(member().raftIndex);
-    for (const h of [...holds]) if (h.index <= applied) h.fire();
-  };
-  /**
-   * etcd's simple token is `<random>.<raft index of the Authenticate>`, and its check (tokenSimple's
-   * isValidSimpleToken, 3.4 through 3.7) first waits until the member has applied that index, then looks
-   * the token up. A token naming an index not applied yet — a made-up or mistyped one — therefore holds the
-   * call until writes reach that index, or until the call's deadline, and only then is it refused with
-   * `etcdserver: invalid auth token` (observed on 3.4.23; without a deadline the call never ends). A token
-   * this member issued names an applied index, so only tokens that fail the check are held.
-   */
-  const holdForToken = (call: grpc.ServerUnaryCall<unknown, unknown>, token: string, answer: () => void): boolean => {
-    const index = simpleTokenIndex(token, etcdVersion);
-    if (index === undefined || index <= BigInt(member().raftIndex)) return false;
+  // Calls held by etcd's simple-token check (EtcdServer.tokenWaitIndex, src/server/applied_wait.ts): each
+  // waits for the member's applied index, or for its deadline — etcd's wait ends with the call's context —
+  // and then runs, to be refused as etcd refuses it (`etcdserver: invalid auth token`; without a deadline
+  // the call never ends, as observed on 3.4.23). Here only the deadline and the client's cancel are added.
+  const holds = new Set<{ cancel(): void }>();
+  const holdForToken = (call: grpc.ServerUnaryCall<unknown, unknown>, index: bigint, run: () => void): void => {
     let timer: { cancel(): void } | undefined;
-    const hold: TokenHold = {
-      index,
-      fire() {
-        hold.cancel();
-        answer();
-      },
+    const fire = (): void => {
+      hold.cancel();
+      run();
+    };
+    const wait = member().appliedWait.wait(index, fire);
+    const hold = {
       cancel() {
         holds.delete(hold);
+        wait.cancel();
         timer?.cancel();
         call.off('cancelled', hold.cancel);
       },
     };
     holds.add(hold);
     const deadline = deadlineOf(call);
-    if (deadline !== undefined) timer = afterHostTime(deadline - hostNow(), hold.fire);
+    if (deadline !== undefined) timer = afterHostTime(deadline - hostNow(), fire);
     call.once('cancelled', hold.cancel);
-    return true;
   };
 
   const unary = <Req, Res>(fn: (req: Req, ctx: CallContext) => Res): grpc.handleUnaryCall<Req, Res> => {
@@ -235,20 +235,19 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
         return;
       }
       const ctx = callContext(call);
-      let res: Res;
-      try {
-        res = fn(req, ctx);
-      } catch (err) {
-        if (holds.size > 0) releaseHolds();
-        const e = toGrpcError(err);
-        if (ctx.token !== undefined && e.code === ErrInvalidAuthToken.code && e.details === ErrInvalidAuthToken.message) {
-          if (holdForToken(call as grpc.ServerUnaryCall<unknown, unknown>, ctx.token, () => callback(statusError(e)))) return;
+      const run = (): void => {
+        let res: Res;
+        try {
+          res = fn(req, ctx);
+        } catch (err) {
+          callback(statusError(toGrpcError(err)));
+          return;
         }
-        callback(statusError(e));
-        return;
-      }
-      if (holds.size > 0) releaseHolds();
-      callback(null, res);
+        callback(null, res);
+      };
+      const index = member().tokenWaitIndex(ctx);
+      if (index === undefined) run();
+      else holdForToken(call as grpc.ServerUnaryCall<unknown, unknown>, index, run);
     };
   };
   const serverStream = <Req, Res>(fn: (req: Req, ctx: CallContext) => Res[]): grpc.handleServerStreamingCall<Req, Res> =>
@@ -256,7 +255,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
 
   const stream = <Req, Res>(
     method: StreamMethod,
-    openCall: (ctx: CallContext) => StreamCall<Req, Res>,
+    openCall: (ctx: CallContext) => BidiServiceCall<Req, Res>,
     encode?: (r: Res) => Buffer,
   ): grpc.handleBidiStreamingCall<Req, Res> => {
     return (call) => {
@@ -276,15 +275,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
           : afterHostTime(deadline - hostNow(), () => sc.abort(grpcError(grpc.status.DEADLINE_EXCEEDED, 'context deadline exceeded')));
       const resume = (): void => sc.resume();
       if (encode === undefined) {
-        // Respect grpc-js's backpressure: stop taking responses once it buffers past its high-water mark.
-        sc.onResponse((rs) => {
-          let more = true;
-          for (const r of rs) more = call.write(r);
-          if (!more && !sc.isPaused) {
-            sc.pause();
-            call.once('drain', resume);
-          }
-        });
+        pipeResponses(sc, call);
       } else {
         // etcd's send loop blocks in Send while grpc-go's per-stream write quota (64 KiB) is used up; the
         // quota comes back as the transport puts bytes on the wire, within the client's HTTP/2 window. So
@@ -336,6 +327,12 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
             sc.cancel();
             return;
           }
+          // A half-closed Watch goes on streaming until the client cancels (etcd's handler waits for the
+          // call's context); a half-closed LeaseKeepAlive ends with OK (its handler returns at EOF).
+          if (sc.closeSend !== undefined) {
+            sc.closeSend();
+            return;
+          }
           reason = 'end';
           sc.end();
         });
@@ -354,12 +351,14 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
   };
 
   const definitions = {
-    KV: withRequestChecks(withEncoders(etcdService('KV').service, KV_ENCODERS)),
-    Watch: withRequestChecks(withEncoders(etcdService('Watch').service, WATCH_ENCODERS)),
-    Lease: withRequestChecks(etcdService('Lease').service),
-    Cluster: withRequestChecks(etcdService('Cluster').service),
-    Maintenance: withRequestChecks(etcdService('Maintenance').service),
-    Auth: withRequestChecks(etcdService('Auth').service),
+    KV: withRequestChecks(withEncoders(etcdService('KV').service, KV_ENCODERS), etcdRequestCheck),
+    Watch: withRequestChecks(withEncoders(etcdService('Watch').service, WATCH_ENCODERS), etcdRequestCheck),
+    Lease: withRequestChecks(etcdService('Lease').service, etcdRequestCheck),
+    Cluster: withRequestChecks(etcdService('Cluster').service, etcdRequestCheck),
+    Maintenance: withRequestChecks(etcdService('Maintenance').service, etcdRequestCheck),
+    Auth: withRequestChecks(etcdService('Auth').service, etcdRequestCheck),
+    // etcd's v3lock and v3election services (./concurrency.ts).
+    ...concurrencyDefinitions(PROTO_LOADER_OPTIONS),
   };
   grpcServer.addService(definitions.KV, {
     Range: unary((req: M.RangeRequest, ctx) => member().services.kv.range(req, ctx)),
@@ -391,10 +390,16 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
   });
   grpcServer.addService(definitions.Cluster, {
     MemberList: unary((req: M.MemberListRequest) => member().services.cluster.memberList(req)),
+    MemberAdd: unary((req: M.MemberAddRequest) => member().services.cluster.memberAdd(req)),
+    MemberRemove: unary((req: M.MemberRemoveRequest) => member().services.cluster.memberRemove(req)),
+    MemberUpdate: unary((req: M.MemberUpdateRequest) => member().services.cluster.memberUpdate(req)),
+    MemberPromote: unary((req: M.MemberPromoteRequest) => member().services.cluster.memberPromote(req)),
   });
   grpcServer.addService(definitions.Maintenance, {
     Status: unary((req: M.StatusRequest, ctx) => member().services.maintenance.status(req, ctx)),
+    Hash: unary((req: M.HashRequest, ctx) => member().services.maintenance.hash(req, ctx)),
     HashKV: unary((req: M.HashKVRequest, ctx) => member().services.maintenance.hashKV(req, ctx)),
+    MoveLeader: unary((req: M.MoveLeaderRequest, ctx) => member().services.maintenance.moveLeader(req, ctx)),
     Defragment: unary((req: M.DefragmentRequest, ctx) => member().services.maintenance.defragment(req, ctx)),
     Alarm: unary((req: M.AlarmRequest, ctx) => member().services.maintenance.alarm(req, ctx)),
     Snapshot: serverStream((req: M.SnapshotRequest, ctx) => member().services.maintenance.snapshot(req, ctx)),
@@ -419,6 +424,16 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     RoleGrantPermission: unary((req: M.AuthRoleGrantPermissionRequest, ctx) => auth().roleGrantPermission(req, ctx)),
     RoleRevokePermission: unary((req: M.AuthRoleRevokePermissionRequest, ctx) => auth().roleRevokePermission(req, ctx)),
   });
+  // Lock and Election: Lock and Campaign wait (released on cancel, deadline or close); Observe streams.
+  addConcurrencyServices(grpcServer, definitions, {
+    member,
+    callContext,
+    open,
+    shuttingDown: () => state.shuttingDown,
+    streamUnmarshalPrefix: streamUnmarshal,
+    statusError,
+    deadlineOf,
+  });
 
   const credentials =
     opts.tls === undefined
@@ -429,9 +444,17 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
           opts.tls.ca !== undefined || opts.tls.clientCertAuth === true,
         );
   const hostPart = isIP(host) === 6 ? `[${host}]` : host;
-  const boundPort = await new Promise<number>((resolve, reject) => {
-    grpcServer.bindAsync(`${hostPart}:${port}`, credentials, (err, p) => (err ? reject(err) : resolve(p)));
+  // One port for gRPC and etcd's HTTP endpoints, as etcd's client URL serves both (src/http/port.ts).
+  let clientHttp: ClientHttp | undefined;
+  const clientPort = await listenClientPort({
+    host,
+    port,
+    grpcServer,
+    credentials,
+    tls: opts.tls !== undefined,
+    handler: (req, res) => clientHttp?.handle(req, res),
   });
+  const boundPort = clientPort.port;
   const methods = new Map<string, MethodKind>();
   for (const def of Object.values(definitions)) {
     for (const m of Object.values(def)) methods.set(m.path, m.requestStream ? 'bidi' : m.responseStream ? 'serverStream' : 'unary');
@@ -440,9 +463,9 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     methods,
     services: new Set([...methods.keys()].map((p) => p.slice(1, p.lastIndexOf('/')))),
     maxReceiveBytes: maxRequestBytes + GRPC_OVERHEAD_BYTES,
-    // grpc-go 1.33 (etcd 3.4.23 as observed) answers a malformed method name RESOURCE_EXHAUSTED; 1.59+ UNIMPLEMENTED.
-    malformedMethodCode: etcdVersion === '3.4' ? grpc.status.RESOURCE_EXHAUSTED : grpc.status.UNIMPLEMENTED,
+    malformedMethodCode: serverCompat(etcdVersion).malformedMethodResourceExhausted ? grpc.status.RESOURCE_EXHAUSTED : grpc.status.UNIMPLEMENTED,
   });
+  clientPort.serveHttpOverH2();
   const scheme = opts.tls === undefined ? 'http' : 'https';
   const address = `${hostPart}:${boundPort}`;
   const endpoint = `${scheme}://${address}`;
@@ -456,12 +479,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
   });
   server.delivery.setScheduler((flush) => queueMicrotask(flush));
   state.server = server;
-  // Held calls are released as the raft index moves: by a commit or a lessor entry here (wire calls also check after each call).
-  const onRaftEntry = (): void => {
-    if (holds.size > 0) queueMicrotask(releaseHolds);
-  };
-  server.kv.subscribe(onRaftEntry);
-  server.lessor.subscribe(onRaftEntry);
+  clientHttp = createClientHttp(server);
 
   let closing: Promise<void> | undefined;
   return {
@@ -483,6 +501,8 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
         // released here without answering anyone.
         state.shuttingDown = true;
         door.dropConnections();
+        clientPort.dropConnections();
+        clientHttp.close();
         door.forgetHeld();
         for (const h of [...holds]) h.cancel();
         for (const c of [...open]) c.abort();
@@ -491,6 +511,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
           // Clients that keep connections open must not hold the shutdown: force it on the next turn.
           setImmediate(() => grpcServer.forceShutdown());
         });
+        await clientPort.close();
         server.delivery.setScheduler(undefined);
         server.close();
         if (ownClock && clock instanceof RealClock) clock.close();
@@ -528,37 +549,6 @@ function statusError(err: { code: number; details: string }): grpc.ServerErrorRe
   return Object.assign(new Error(err.details), { code: err.code, details: err.details });
 }
 
-/** What a request deserializer returns for bytes etcd cannot decode; the handler refuses the call with Go's error text. */
-class MalformedRequest {
-  constructor(readonly error: string) {}
-}
-
-/** `def` with every request checked as etcd's gogo-generated Unmarshal checks it (gogo_check.ts) before protobuf.js decodes it. */
-function withRequestChecks(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
-  installVarintFix();
-  const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
-  for (const [method, m] of Object.entries(def)) {
-    const requestType = (m as unknown as { requestType?: { type?: { name?: string } } }).requestType?.type?.name;
-    if (requestType === undefined) throw new Error(`etcdsim: no request type for ${method}`);
-    const check = gogoChecks()(`etcdserverpb.${requestType}`);
-    const decode = m.requestDeserialize;
-    out[method] = {
-      ...m,
-      requestDeserialize: (buf: Buffer): unknown => {
-        const err = check(buf);
-        if (err !== undefined) return new MalformedRequest(err);
-        try {
-          return decode(buf);
-        } catch (e) {
-          // Not expected: what gogo accepts, protobuf.js decodes.
-          return new MalformedRequest(e instanceof Error ? e.message : String(e));
-        }
-      },
-    };
-  }
-  return out;
-}
-
 /**
  * grpc-go's text for a stream request it cannot decode; the colon came with grpc-go 1.53 (etcd 3.5.17 uses
  * 1.59; 3.4.23 as observed, 1.33).
@@ -567,39 +557,14 @@ function streamUnmarshalPrefix(v: EtcdVersion): string {
   return v === '3.4' ? 'grpc: failed to unmarshal the received message ' : 'grpc: failed to unmarshal the received message: ';
 }
 
-/** A call held by the simple-token check (see holdForToken in serve). */
-interface TokenHold {
-  readonly index: bigint;
-  fire(): void;
-  cancel(): void;
-}
-
 /** The call's deadline (epoch ms) as the front door passed it on, or undefined for none. */
 function deadlineOf(call: { readonly metadata: grpc.Metadata }): number | undefined {
   const v = call.metadata.get(DEADLINE_METADATA)[0];
   return v === undefined ? undefined : Number(v);
 }
 
-/**
- * The raft index etcd's isValidSimpleToken waits for, or undefined when it refuses the token at once: the
- * token must split at '.' into exactly two parts; 3.4 parses the second with strconv.Atoi (a sign allowed,
- * int64 range; a negative index becomes a huge uint64), 3.5+ with strconv.ParseUint (digits, uint64 range).
- */
-export function simpleTokenIndex(token: string, v: EtcdVersion): bigint | undefined {
-  const parts = token.split('.');
-  if (parts.length !== 2) return undefined;
-  const s = parts[1]!;
-  if (v === '3.4') {
-    const m = /^([+-]?)(\d+)$/.exec(s);
-    if (m === null) return undefined;
-    const n = m[1] === '-' ? -BigInt(m[2]!) : BigInt(m[2]!);
-    if (n < -(2n ** 63n) || n >= 2n ** 63n) return undefined;
-    return BigInt.asUintN(64, n);
-  }
-  if (!/^\d+$/.test(s)) return undefined;
-  const n = BigInt(s);
-  return n >= 2n ** 64n ? undefined : n;
-}
+/** The parsing of simple tokens now lives with the wait, in the server layer. */
+export { simpleTokenIndex } from '../server/applied_wait.js';
 
 /** What every kind of grpc-js server call offers: its metadata and its transport's auth context. */
 type CallSurface = Pick<grpc.ServerUnaryCall<unknown, unknown>, 'metadata' | 'getAuthContext'>;

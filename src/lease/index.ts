@@ -1,4 +1,4 @@
-/** etcd's lessor on the simulator's clock (server/lease). Lease errors live with the others in mvcc/errors. */
+/** etcd's lessor on the simulator's clock (server/lease), and its errors. */
 export { Lease, MAX_LEASE_TTL } from './lease.js';
 export {
   Lessor,
@@ -18,3 +18,4 @@ export {
   type RevokeResult,
   type TimeToLiveResult,
 } from './lessor.js';
+export * from './errors.js';

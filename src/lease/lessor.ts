@@ -16,9 +16,7 @@
 import { keyString, type KeyString } from '../mvcc/bytes.js';
 import {
   EtcdError,
-  ErrLeaseExist,
   ErrLeaseNotFound,
-  ErrLeaseTTLTooLarge,
   fail,
   GrpcCode,
   type EtcdErrorKind,
@@ -31,6 +29,7 @@ import { IndexedHeap, type HeapItem } from '../sim/heap.js';
 import { SimRandom } from '../sim/random.js';
 import { Ticker } from '../sim/ticker.js';
 import { expiresBefore, Lease, MAX_LEASE_TTL } from './lease.js';
+import { ErrLeaseExist, ErrLeaseTTLTooLarge } from './errors.js';
 
 /**
  * lease.ErrNotPrimary ("not a primary lessor"): Renew on a demoted lessor. etcd never sends this to a

@@ -4,6 +4,7 @@
  * client, later the gRPC server and the scenario runner) drives the same instance, so each etcd rule lives
  * once, below this layer. The server knows nothing of its front doors.
  */
+import { serverCompat } from './compat.js';
 import { AuthStore, type AuthInfo, type AuthSetup, type AuthSnapshot } from '../auth/index.js';
 import { Lessor } from '../lease/index.js';
 import { MvccStore, type EtcdVersion, type StoreSnapshot } from '../mvcc/index.js';
@@ -17,7 +18,12 @@ import { KVService } from './kv_service.js';
 import { LeaseService } from './lease_service.js';
 import { MaintenanceService } from './maintenance_service.js';
 import { WatchService } from './watch_service.js';
+import { AppliedWait, simpleTokenIndex } from './applied_wait.js';
+import { LockService } from './lock_service.js';
+import { ElectionService } from './election_service.js';
 import type { HeaderIdentity } from './convert.js';
+import { DEFAULT_CLUSTER_TOKEN, clusterIdOf, memberIdOf } from './member_id.js';
+import { backendOfMember, memberOfBackend, readEtcdSnapshot, writeEtcdSnapshot, type EtcdBackend } from '../snapshot/index.js';
 
 /** Knobs with etcd's defaults, named after etcd's flags where etcd has one. */
 export interface EtcdServerOptions {
@@ -53,10 +59,18 @@ export interface EtcdServerOptions {
   readonly restoreKeepsFutureMinRev?: boolean | undefined;
   /** Historical-bug switch (etcd PR #20229); `false` sends progress below a future watch's start revision. */
   readonly progressRespectsStartRev?: boolean | undefined;
-  /** cluster_id of every response header (uint64; default etcd's default single-member cluster ID). */
+  /**
+   * cluster_id of every response header (uint64). Default: what etcd derives from the member's ID (see
+   * member_id.ts) — etcd's default single-member cluster ID for the default peer URL.
+   */
   readonly clusterId?: bigint | undefined;
-  /** member_id of every response header and the member's ID (uint64; default etcd's default member ID). */
+  /**
+   * member_id of every response header and the member's ID (uint64). Default: what etcd derives from
+   * `peerUrls` and `initialClusterToken` — etcd's default member ID for the default peer URL.
+   */
   readonly memberId?: bigint | undefined;
+  /** --initial-cluster-token ('etcd-cluster'): part of the derived member ID. */
+  readonly initialClusterToken?: string | undefined;
   /** --name ('default'). */
   readonly memberName?: string | undefined;
   /** --advertise-client-urls (['http://localhost:2379']). */
@@ -78,12 +92,20 @@ export interface EtcdServerOptions {
    * names (CallContext.certCommonName). Off by default, and off in etcd with --trusted-ca-file alone.
    */
   readonly clientCertAuth?: boolean | undefined;
+  /**
+   * Start from a snapshot in etcd's format (`etcdctl snapshot save` of a real etcd 3.4, or one this
+   * simulator streamed): every retained revision, the compaction point, leases, auth. See loadEtcdSnapshot.
+   */
+  readonly fromSnapshot?: Uint8Array | undefined;
 }
 
 /** A member's snapshot (EtcdServer.snapshot()): the store's state plus the auth store's persistent state. */
 export interface MemberSnapshot extends StoreSnapshot {
   readonly auth?: AuthSnapshot | undefined;
 }
+
+/** etcd's default --initial-advertise-peer-urls. */
+const DEFAULT_PEER_URL = 'http://localhost:2380';
 
 /** etcd's IDs for a member started with no flags (name "default", peer URL http://localhost:2380). */
 export const DEFAULT_CLUSTER_ID = 0xcdf818194e3a8c32n;
@@ -117,7 +139,7 @@ const INITIAL_DB_SIZE_IN_USE = 16384;
 const DB_BYTES_PER_REVISION = 64;
 const DB_PAGE = 4096;
 
-/** The six etcd services over one member, message form in and out. */
+/** etcd's services over one member, message form in and out (v3rpc's six, plus v3lock and v3election). */
 export interface EtcdServices {
   readonly kv: KVService;
   readonly watch: WatchService;
@@ -125,6 +147,10 @@ export interface EtcdServices {
   readonly maintenance: MaintenanceService;
   readonly cluster: ClusterService;
   readonly auth: AuthService;
+  /** v3lockpb.Lock (etcd's v3lock server). */
+  readonly lock: LockService;
+  /** v3electionpb.Election (etcd's v3election server). */
+  readonly election: ElectionService;
 }
 
 export class EtcdServer {
@@ -143,7 +169,11 @@ export class EtcdServer {
   readonly identity: HeaderIdentity;
   /** When stream responses reach their listeners (see delivery.ts). */
   readonly delivery = new Delivery();
+  /** Waits for the applied index to reach a raft index (etcd's applyWait; see tokenWaitIndex). */
+  readonly appliedWait = new AppliedWait(this.delivery, () => this.appliedIndex);
   readonly services: EtcdServices;
+  /** --election-timeout in ms: how long a leader without a quorum stays leader (etcd's CheckQuorum). */
+  readonly electionTimeoutMs: number;
   /** Whether a client certificate's Common Name authenticates a call without a token (--client-cert-auth). */
   readonly clientCertAuth: boolean;
   private appliedIndex = INITIAL_RAFT_INDEX;
@@ -185,22 +215,22 @@ export class EtcdServer {
       random: this.random.fork('auth'),
       tokenTTL: opts.authTokenTTL,
       hashCost: opts.authHashCost,
-      // etcd PR #13006 (v3.6): RoleGet of role root answers READWRITE over every key; before, no permission.
-      rootPermInRoleGet: opts.etcdVersion !== '3.4' && opts.etcdVersion !== '3.5',
-      tokensCheckedWhileDisabled: opts.etcdVersion === '3.4',
-      checksNestedTxns: opts.etcdVersion !== '3.4',
-      checksLeaseAccess: opts.etcdVersion !== '3.4',
+      ...serverCompat(opts.etcdVersion ?? '3.7').auth,
     });
     if (opts.auth !== undefined) this.auth.apply(opts.auth);
     this.clientCertAuth = opts.clientCertAuth === true;
     const etcdVersion = opts.etcdVersion ?? '3.7';
     this.etcdVersion = etcdVersion;
+    const peerUrls = opts.peerUrls ?? [DEFAULT_PEER_URL];
+    const memberId =
+      opts.memberId ?? (opts.peerUrls === undefined && opts.initialClusterToken === undefined ? DEFAULT_MEMBER_ID : memberIdOf(peerUrls, opts.initialClusterToken ?? DEFAULT_CLUSTER_TOKEN));
+    this.electionTimeoutMs = (opts.heartbeatIntervalMs ?? 100) * (opts.electionTicks ?? 10);
     this.member = Object.freeze({
-      clusterId: opts.clusterId ?? DEFAULT_CLUSTER_ID,
-      memberId: opts.memberId ?? DEFAULT_MEMBER_ID,
+      clusterId: opts.clusterId ?? (opts.memberId === undefined && opts.peerUrls === undefined && opts.initialClusterToken === undefined ? DEFAULT_CLUSTER_ID : clusterIdOf([memberId])),
+      memberId,
       name: opts.memberName ?? 'default',
       clientUrls: Object.freeze([...(opts.clientUrls ?? ['http://localhost:2379'])]),
-      peerUrls: Object.freeze([...(opts.peerUrls ?? ['http://localhost:2380'])]),
+      peerUrls: Object.freeze([...peerUrls]),
       raftTerm: BigInt(opts.raftTerm ?? 2),
       version: opts.version ?? DEFAULT_VERSION_STRINGS[etcdVersion],
     });
@@ -212,15 +242,16 @@ export class EtcdServer {
       memberId: String(this.member.memberId),
       raftTerm: String(this.member.raftTerm),
     });
+    if (opts.fromSnapshot !== undefined) this.loadEtcdSnapshot(opts.fromSnapshot);
     // Every commit is one Raft entry and grows the estimated db file. (Watch responses it queues reach
     // their clients through each stream's onSend hook.)
     this.kv.subscribe((_rev, events) => {
-      this.appliedIndex++;
+      this.noteRaftEntry();
       for (const ev of events) this.storedBytes += ev.kv.key.byteLength + ev.kv.value.byteLength + DB_BYTES_PER_REVISION;
     });
     // Lease revokes by expiry and lease checkpoints are Raft proposals too (client requests count in the services).
     this.lessor.subscribe((ev) => {
-      if ((ev.type === 'revoke' && ev.reason === 'expire' && ev.deleted === 0) || ev.type === 'checkpoint') this.appliedIndex++;
+      if ((ev.type === 'revoke' && ev.reason === 'expire' && ev.deleted === 0) || ev.type === 'checkpoint') this.noteRaftEntry();
     });
     this.services = {
       kv: new KVService(this),
@@ -229,6 +260,8 @@ export class EtcdServer {
       maintenance: new MaintenanceService(this),
       cluster: new ClusterService(this),
       auth: new AuthService(this),
+      lock: new LockService(this),
+      election: new ElectionService(this),
     };
   }
 
@@ -254,9 +287,27 @@ export class EtcdServer {
     return { username: ctx.certCommonName };
   }
 
-  /** Counts one Raft entry that did not commit a revision (a write that changed nothing, a lease grant, ...). */
+  /**
+   * Counts one Raft entry, applied at once on a single member: every commit and lessor entry comes through
+   * here, and so does a request that committed no revision (a write that changed nothing, a lease grant,
+   * ...). Waits for the applied index (appliedWait) are released from here, at the next delivery point.
+   */
   noteRaftEntry(): void {
     this.appliedIndex++;
+    this.appliedWait.moved();
+  }
+
+  /**
+   * The raft index etcd's simple-token check makes a request with this caller wait for before it looks
+   * the token up (see applied_wait.ts), or undefined when it does not wait: no token, tokens not checked
+   * (auth disabled, in 3.5+), a token that is no `<random>.<index>`, or an index already applied — every
+   * token this member issued names one.
+   */
+  tokenWaitIndex(ctx: CallContext | undefined): bigint | undefined {
+    const token = ctx?.token;
+    if (token === undefined || !this.auth.checksTokens) return undefined;
+    const index = simpleTokenIndex(token, this.etcdVersion);
+    return index === undefined || index <= BigInt(this.appliedIndex) ? undefined : index;
   }
 
   /** Status dbSize: an estimate of etcd's bolt file (grows with every stored revision, never shrinks). */
@@ -292,6 +343,52 @@ export class EtcdServer {
     this.watchable.restore(snapshot);
     this.lessor.recoverFromStore();
     if ('auth' in snapshot && snapshot.auth !== undefined) this.auth.restore(snapshot.auth);
+  }
+
+  /**
+   * The member's state as etcd's Snapshot RPC streams it: a bbolt file in etcd 3.4's backend layout (see
+   * src/snapshot/etcd_backend.ts) followed by its SHA-256 — what `etcdctl snapshot save` stores and
+   * `etcdctl snapshot restore` turns into a real etcd's data dir.
+   */
+  etcdSnapshot(): Uint8Array {
+    return writeEtcdSnapshot(this.etcdBackend());
+  }
+
+  /**
+   * What this member's backend holds, in etcd's layout: the bucket contents a snapshot writes and
+   * Maintenance.Hash hashes (every member of the cluster, removed ones by ID).
+   */
+  etcdBackend(): EtcdBackend {
+    const lessor = this.lessor;
+    const { members, removed } = this.services.cluster.backendState();
+    return backendOfMember({
+      store: this.kv.snapshot(),
+      auth: this.auth.snapshot(),
+      leases: lessor.leases().map((id) => ({ id, ttl: lessor.timeToLive(id).grantedTTL, remainingTTL: lessor.checkpointedTTLOf(id) ?? 0 })),
+      consistentIndex: BigInt(this.appliedIndex),
+      members: members.map((m) => ({ id: m.id, name: m.name, peerURLs: m.peerUrls, clientURLs: m.clientUrls, isLearner: m.isLearner })),
+      removedMembers: removed,
+      version: this.member.version,
+    });
+  }
+
+  /**
+   * Loads a snapshot in etcd's format into this fresh member, as a real etcd restored from it starts: the
+   * store's revisions and compaction point (a compaction scheduled but unfinished is finished), auth, and
+   * the leases, whose expiry counts from now — their checkpointed remaining TTL if any, else the full TTL
+   * (etcd's lessor promote). The member's identity stays its own (etcdctl snapshot restore replaces the
+   * members too). Errors: SnapshotFormatError naming what is wrong; nothing is loaded then.
+   */
+  private loadEtcdSnapshot(file: Uint8Array): void {
+    const loaded = memberOfBackend(readEtcdSnapshot(file));
+    for (const l of loaded.leases) {
+      this.lessor.grant(l.id, l.ttl);
+      if (l.remainingTTL > 0) this.lessor.checkpoint(l.id, l.remainingTTL);
+    }
+    this.restore({ ...loaded.store, auth: loaded.auth });
+    if (loaded.pendingCompactRev !== undefined) this.kv.compact(loaded.pendingCompactRev);
+    this.lessor.promote();
+    this.storedBytes += loaded.storedBytes;
   }
 
   /** Stops every periodic step (lease expiry, watch sync, progress) so a real clock lets the process exit. */

@@ -15,6 +15,9 @@ export { LeaseService, KeepAliveCall } from './lease_service.js';
 export { MaintenanceService } from './maintenance_service.js';
 export { ClusterService } from './cluster_service.js';
 export { AuthService, permissionIn, permissionOut } from './auth_service.js';
+export { LockService } from './lock_service.js';
+export { ElectionService, ObserveCall, ErrElectionNotLeader, ErrElectionNoLeader, ErrMissingLeaderKey } from './election_service.js';
+export { SESSION_TTL, type WaitingCallContext } from './concurrency.js';
 export type { CallContext } from './call_context.js';
 export { Delivery, type Deliverable, type DeliveryScheduler } from './delivery.js';
 export {
@@ -29,3 +32,4 @@ export {
 } from './errors.js';
 export * as convert from './convert.js';
 export type * as messages from './messages.js';
+export { serverCompat, type ServerCompat } from './compat.js';

@@ -10,13 +10,14 @@
  * checks neither KeepAlive nor TimeToLive (AuthStore.checksLeaseAccess).
  */
 import { checkLeaseKeysAuth } from '../auth/index.js';
-import { ErrUserEmpty, fail, keyBytes } from '../mvcc/index.js';
+import { fail, keyBytes } from '../mvcc/index.js';
 import type { CallContext } from './call_context.js';
 import { bytesOut, header, int64ToBigInt, int64ToNumber } from './convert.js';
 import { asGrpc, toGrpcError } from './errors.js';
 import { StreamCall } from './stream_call.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
+import { ErrUserEmpty } from '../auth/errors.js';
 
 export class LeaseService {
   private readonly open = new Set<KeepAliveCall>();

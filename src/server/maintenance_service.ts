@@ -1,24 +1,20 @@
 /**
- * etcdserverpb.Maintenance over one member: Status, HashKV, Defragment, Alarm, and a Snapshot/restore of
- * the simulator's own state. Response shapes follow etcd 3.4.23 as observed (Defragment and an Alarm
+ * etcdserverpb.Maintenance over one member: Status, HashKV, Defragment, Alarm, and Snapshot (a bbolt file
+ * in etcd's backend layout) with its restore. Response shapes follow etcd 3.4.23 as observed (Defragment and an Alarm
  * list with no alarm carry no header at all).
  */
-import { Buffer } from 'node:buffer';
-import { createHash } from 'node:crypto';
-import { header, int64ToNumber } from './convert.js';
+import { Buffer } from '../sim/bytes_platform.js';
+import { header, int64ToNumber, uint64ToBigInt } from './convert.js';
 import { asGrpc, invalidArgument } from './errors.js';
-import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty, ErrUserNotFound, EtcdError, GrpcCode, fail } from '../mvcc/index.js';
+import { EtcdError, GrpcCode, fail } from '../mvcc/index.js';
 import type { CallContext } from './call_context.js';
 import type * as M from './messages.js';
-import type { EtcdServer, MemberSnapshot } from './etcd_server.js';
-
-const SNAPSHOT_PREFIX = 'etcdsim-snapshot/';
+import type { EtcdServer } from './etcd_server.js';
+import { SnapshotFormatError, backendHash, memberOfBackend, readEtcdSnapshot } from '../snapshot/index.js';
+import { serverCompat } from './compat.js';
+import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty, ErrUserNotFound } from '../auth/errors.js';
 
 export class MaintenanceService {
-  /** Snapshots handed out by snapshot(), by token; restore() takes them back. */
-  private readonly snapshots = new Map<string, MemberSnapshot>();
-  private snapshotSeq = 0;
-
   constructor(private readonly server: EtcdServer) {}
 
   /** Maintenance.Status: version, estimated db size, leader (this member), raft index and term. */
@@ -26,15 +22,17 @@ export class MaintenanceService {
     requireAuthInfo(this.server, ctx);
     const s = this.server;
     const index = String(s.raftIndex);
+    // A member that lost its quorum (Cluster.MemberAdd of a voter that never starts) steps down.
+    const leader = s.services.cluster.leaderId();
     return {
       header: header(s.identity, s.kv.currentRevision),
       version: s.member.version,
       dbSize: String(s.dbSize),
-      leader: s.identity.memberId,
+      leader: String(leader),
       raftIndex: index,
       raftTerm: s.identity.raftTerm,
       raftAppliedIndex: index,
-      errors: [],
+      errors: leader === 0n ? ['etcdserver: no leader'] : [],
       dbSizeInUse: String(s.dbSizeInUse),
       isLearner: false,
     };
@@ -58,8 +56,34 @@ export class MaintenanceService {
         hash: r.hash,
         compact_revision: String(r.compactRevision),
         // hash_revision came with the compaction hash check (3.5.5+); 3.4's message has no such field.
-        hash_revision: s.etcdVersion === '3.4' ? '0' : String(r.hashRevision),
+        hash_revision: serverCompat(s.etcdVersion).hashKVReportsHashRevision ? String(r.hashRevision) : '0',
       };
+    });
+  }
+
+  /**
+   * Maintenance.Hash: etcd's hash of its whole backend (every bucket but meta/consistent_index; see
+   * src/snapshot/backend_hash.ts for what is modelled), with the current revision in the header. Root only with auth on.
+   */
+  hash(_req: M.HashRequest = {}, ctx?: CallContext): M.HashResponse {
+    requireAdmin(this.server, ctx);
+    const s = this.server;
+    return { header: header(s.identity, s.kv.currentRevision), hash: backendHash(s.etcdBackend()) };
+  }
+
+  /**
+   * Maintenance.MoveLeader: on a single member the only valid transferee is the leader itself, which etcd
+   * answers with an empty response (no header); any other ID, 0 and a learner included, is
+   * "etcdserver: bad leader transferee" (observed on 3.4.23).
+   */
+  moveLeader(req: M.MoveLeaderRequest = {}, _ctx?: CallContext): M.MoveLeaderResponse {
+    const s = this.server;
+    return asGrpc(() => {
+      const target = uint64ToBigInt(req.targetID, 'targetID');
+      // etcd's maintenance server first checks that this member leads (not checked against a real etcd).
+      if (s.services.cluster.leaderId() === 0n) throw new EtcdError({ code: GrpcCode.FAILED_PRECONDITION, message: 'etcdserver: not leader' });
+      if (target !== s.member.memberId) throw new EtcdError({ code: GrpcCode.FAILED_PRECONDITION, message: 'etcdserver: bad leader transferee' });
+      return { header: null };
     });
   }
 
@@ -82,24 +106,41 @@ export class MaintenanceService {
   }
 
   /**
-   * Maintenance.Snapshot (a server stream): one response whose blob is a token for the simulator's
-   * state at this moment (store and auth state, as etcd's snapshot holds the auth buckets) — not a bolt
-   * file. Pass the blob to restore() on the same server.
+   * Maintenance.Snapshot (a server stream): the member's backend as a bbolt file in etcd 3.4's layout
+   * (EtcdServer.etcdSnapshot), sent as etcd's v3rpc sends it — chunks of 32 KiB, each saying how many bytes
+   * of the file remain after it, then one last message holding the file's SHA-256 (remaining 0). `etcdctl
+   * snapshot save` writes the concatenation; `etcdctl snapshot status` and `restore` read it.
    */
   snapshot(_req: M.SnapshotRequest = {}, ctx?: CallContext): M.SnapshotResponse[] {
     requireAdmin(this.server, ctx);
     const s = this.server;
-    const token = `${SNAPSHOT_PREFIX}${++this.snapshotSeq}@${s.kv.currentRevision}`;
-    this.snapshots.set(token, s.snapshot());
-    return [{ header: header(s.identity, s.kv.currentRevision), remaining_bytes: '0', blob: snapshotBlob(token) }];
+    const file = s.etcdSnapshot();
+    const db = Buffer.from(file.buffer, file.byteOffset, file.byteLength - SHA256_SIZE);
+    const hdr = header(s.identity, s.kv.currentRevision);
+    const out: M.SnapshotResponse[] = [];
+    for (let sent = 0; sent < db.length; ) {
+      const n = Math.min(SNAPSHOT_CHUNK, db.length - sent);
+      out.push({ header: hdr, remaining_bytes: String(db.length - sent - n), blob: db.subarray(sent, sent + n) });
+      sent += n;
+    }
+    out.push({ header: hdr, remaining_bytes: '0', blob: Buffer.from(file.subarray(file.length - SHA256_SIZE)) });
+    return out;
   }
 
-  /** Restores a state taken by snapshot() (as a follower applies a leader's snapshot: see EtcdServer.restore). */
+  /**
+   * Restores the store and auth state of a snapshot in etcd's format — the concatenated blobs of
+   * snapshot(), or a snapshot a real etcd wrote — as a follower applies a leader's snapshot (see
+   * EtcdServer.restore). A file that is not one is rejected with InvalidArgument naming what is wrong.
+   */
   restore(blob: Uint8Array): void {
-    const token = snapshotToken(blob);
-    const snap = this.snapshots.get(token);
-    if (snap === undefined) throw invalidArgument(`etcdsim: unknown snapshot ${JSON.stringify(token.slice(0, 64))}`);
-    this.server.restore(snap);
+    let loaded;
+    try {
+      loaded = memberOfBackend(readEtcdSnapshot(blob));
+    } catch (err) {
+      if (err instanceof SnapshotFormatError) throw invalidArgument(`etcdsim: ${err.message}`);
+      throw err;
+    }
+    this.server.restore({ ...loaded.store, auth: loaded.auth });
   }
 }
 
@@ -120,7 +161,7 @@ function maintenanceAuth(server: EtcdServer, check: () => void): void {
     try {
       check();
     } catch (err) {
-      const raw = err instanceof EtcdError && server.etcdVersion === '3.4' ? RAW_AUTH_TEXT.get(err.kind) : undefined;
+      const raw = err instanceof EtcdError && serverCompat(server.etcdVersion).maintenanceAuthErrorsUnmapped ? RAW_AUTH_TEXT.get(err.kind) : undefined;
       if (raw !== undefined) throw new EtcdError({ code: GrpcCode.UNKNOWN, message: raw });
       throw err;
     }
@@ -134,30 +175,12 @@ function requireAdmin(server: EtcdServer, ctx: CallContext | undefined): void {
 
 /** authMaintenanceServer.requireAuthInfo: any authenticated user while auth is enabled. */
 function requireAuthInfo(server: EtcdServer, ctx: CallContext | undefined): void {
-  if (server.etcdVersion === '3.4') return; // 3.4.23 answers Status and Alarm GET to anyone (observed)
+  if (serverCompat(server.etcdVersion).statusOpenToAnyone) return;
   maintenanceAuth(server, () => {
     if (server.auth.enabled && server.authInfo(ctx) === undefined) fail(ErrUserEmpty);
   });
 }
 
-/**
- * The snapshot stream's payload: the token, zero-padded to whole 512-byte pages and followed by the SHA-256
- * of those pages — the framing etcdctl's `snapshot save` checks (a bolt file is pages; etcd appends the
- * hash), so the save succeeds. It is still a token, not a bolt database: `snapshot status` cannot read it.
- */
-function snapshotBlob(token: string): Buffer {
-  const text = Buffer.from(token, 'utf8');
-  const pages = Buffer.alloc(Math.ceil(text.length / SNAPSHOT_PAGE) * SNAPSHOT_PAGE);
-  text.copy(pages);
-  return Buffer.concat([pages, createHash('sha256').update(pages).digest()]);
-}
-
-/** The token inside a snapshot payload (or inside a bare token, as earlier versions handed out). */
-function snapshotToken(blob: Uint8Array): string {
-  const b = Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength);
-  const body = b.length % SNAPSHOT_PAGE === 32 ? b.subarray(0, b.length - 32) : b;
-  const end = body.indexOf(0);
-  return body.subarray(0, end < 0 ? body.length : end).toString('utf8');
-}
-
-const SNAPSHOT_PAGE = 512;
+/** etcd's snapshotSendBufferSize: the bytes of the file each Snapshot response carries. */
+const SNAPSHOT_CHUNK = 32 * 1024;
+const SHA256_SIZE = 32;

@@ -339,6 +339,62 @@ export interface MemberListResponse {
   members: Member[];
 }
 
+export interface MemberAddRequest {
+  peerURLs?: readonly string[] | undefined;
+  isLearner?: boolean | undefined;
+}
+
+export interface MemberAddResponse {
+  header: ResponseHeader;
+  member: Member | null;
+  members: Member[];
+}
+
+export interface MemberRemoveRequest {
+  ID?: Int64Input | undefined;
+}
+
+export interface MemberRemoveResponse {
+  header: ResponseHeader;
+  members: Member[];
+}
+
+export interface MemberUpdateRequest {
+  ID?: Int64Input | undefined;
+  peerURLs?: readonly string[] | undefined;
+}
+
+export interface MemberUpdateResponse {
+  header: ResponseHeader;
+  members: Member[];
+}
+
+export interface MemberPromoteRequest {
+  ID?: Int64Input | undefined;
+}
+
+export interface MemberPromoteResponse {
+  header: ResponseHeader;
+  members: Member[];
+}
+
+export interface MoveLeaderRequest {
+  targetID?: Int64Input | undefined;
+}
+
+/** etcd answers a MoveLeader to the leader itself with an empty response: no header. */
+export interface MoveLeaderResponse {
+  header: ResponseHeader | null;
+}
+
+export type HashRequest = Record<string, never>;
+
+export interface HashResponse {
+  header: ResponseHeader;
+  /** uint32. */
+  hash: number;
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Auth (etcdserverpb.Auth, authpb)
 
@@ -456,4 +512,78 @@ export interface AuthRoleGetResponse {
 export interface AuthRoleListResponse {
   header: ResponseHeader;
   roles: string[];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Lock (v3lockpb.Lock) and Election (v3electionpb.Election)
+
+export interface LockRequest {
+  name?: BytesInput | undefined;
+  lease?: Int64Input | undefined;
+}
+
+export interface LockResponse {
+  header: ResponseHeader;
+  key: Buffer;
+}
+
+export interface UnlockRequest {
+  key?: BytesInput | undefined;
+}
+
+export interface UnlockResponse {
+  header: ResponseHeader;
+}
+
+/** v3electionpb.LeaderKey: one leadership (election name, candidate key, its create revision, its lease). */
+export interface LeaderKey {
+  name: Buffer;
+  key: Buffer;
+  rev: string;
+  lease: string;
+}
+
+/** A LeaderKey as a request carries it (a CampaignResponse's `leader` passes as it is). */
+export interface LeaderKeyInput {
+  name?: BytesInput | undefined;
+  key?: BytesInput | undefined;
+  rev?: Int64Input | undefined;
+  lease?: Int64Input | undefined;
+}
+
+export interface CampaignRequest {
+  name?: BytesInput | undefined;
+  lease?: Int64Input | undefined;
+  value?: BytesInput | undefined;
+}
+
+export interface CampaignResponse {
+  header: ResponseHeader;
+  leader: LeaderKey;
+}
+
+export interface ProclaimRequest {
+  leader?: LeaderKeyInput | null | undefined;
+  value?: BytesInput | undefined;
+}
+
+export interface ProclaimResponse {
+  header: ResponseHeader;
+}
+
+export interface LeaderRequest {
+  name?: BytesInput | undefined;
+}
+
+export interface LeaderResponse {
+  header: ResponseHeader;
+  kv: KeyValue;
+}
+
+export interface ResignRequest {
+  leader?: LeaderKeyInput | null | undefined;
+}
+
+export interface ResignResponse {
+  header: ResponseHeader;
 }

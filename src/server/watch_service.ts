@@ -3,20 +3,25 @@
  * responses come out in message form, pulled with `take()` or pushed to an `onResponse` listener at the
  * delivery points described in delivery.ts. All watch semantics are the WatchStream's (src/watch).
  *
- * Ending: `end()` is the client half-closing its side (etcd's recv loop sees EOF and closes the stream),
- * `cancel()` the client canceling the call, `abort(err)` the server or the network breaking it (fault
- * injection). Each closes the WatchStream — every watcher is canceled, nothing leaks — and fires the
- * `onEnd` listeners once: with undefined after end(), a CANCELLED error after cancel(), the given
- * error after abort(). Writes after the end are ignored.
+ * Ending: `closeSend()` is the client half-closing its side: etcd's receive loop sees EOF and returns, but
+ * the call goes on — its watchers keep sending events until the client cancels (observed on 3.4.23: etcd's
+ * Watch handler waits for the call's context, not for the receive loop). `cancel()` is the client canceling
+ * the call, `abort(err)` the server or the network breaking it (fault injection, a deadline), and `end()`
+ * an in-process client being done with the call (it ends cleanly; a gRPC client can only cancel). Each of
+ * these three closes the WatchStream — every watcher is canceled, nothing leaks — and fires the `onEnd`
+ * listeners once: with undefined after end(), a CANCELLED error after cancel(), the given error after
+ * abort(). Writes after closeSend() or the end are ignored.
  */
 import { INVALID_WATCH_ID, type WatchResponse as DWatchResponse, type WatchStream } from '../watch/index.js';
-import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty, isEtcdError } from '../mvcc/index.js';
+import { isEtcdError } from '../mvcc/index.js';
 import { bytesIn, eventOut, header, int64ToBigInt, int64ToExactNumber, watchCreateIn } from './convert.js';
 import type { CallContext } from './call_context.js';
 import { toGrpcError } from './errors.js';
 import { StreamCall } from './stream_call.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
+import { serverCompat } from './compat.js';
+import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty } from '../auth/errors.js';
 
 export type { EndListener, ResponseListener } from './stream_call.js';
 
@@ -51,6 +56,13 @@ export class WatchCall extends StreamCall<M.WatchResponse> {
    * refused by auth): every response keeps the order of etcd's control stream.
    */
   private early: M.WatchResponse[] = [];
+  /** The client half-closed (closeSend): no more requests, the watchers go on. */
+  private sendClosed = false;
+  /**
+   * Requests the receive loop has not read yet because it waits in the token check of a create (see
+   * applied_wait.ts), the create first; undefined while it reads. `wait` cancels that wait.
+   */
+  private held: { readonly requests: M.WatchRequest[]; readonly wait: { cancel(): void } } | undefined;
 
   constructor(
     server: EtcdServer,
@@ -74,7 +86,16 @@ export class WatchCall extends StreamCall<M.WatchResponse> {
    * ignores it. Throws only for a message no protobuf decoder would produce (INVALID_ARGUMENT).
    */
   write(req: M.WatchRequest): void {
-    if (this.ended) return;
+    if (this.ended || this.sendClosed) return;
+    if (this.held !== undefined) {
+      this.held.requests.push(req);
+      return;
+    }
+    this.read(req, false);
+  }
+
+  /** The receive loop reads one request; `checked`: its token wait is over (a held create). */
+  private read(req: M.WatchRequest, checked: boolean): void {
     const which =
       req.request_union ??
       (req.create_request != null
@@ -87,6 +108,15 @@ export class WatchCall extends StreamCall<M.WatchResponse> {
     try {
       if (which === 'create_request' && req.create_request != null) {
         const c = req.create_request;
+        // etcd's receive loop checks the caller's token on every create; a simple token naming a raft index
+        // not applied yet holds the loop — this create and all that follows — until the member applies it
+        // (observed on 3.4.23: the create is never answered while it waits).
+        const index = checked ? undefined : this.server.tokenWaitIndex(this.ctx);
+        if (index !== undefined) {
+          const requests = [req];
+          this.held = { requests, wait: this.server.appliedWait.wait(index, () => this.readHeld(requests)) };
+          return;
+        }
         const refused = this.authRefusal(c);
         if (refused !== undefined) this.answerRefused(refused);
         else this.stream.watch(watchCreateIn(c, this.idIn(c.watch_id)));
@@ -98,6 +128,53 @@ export class WatchCall extends StreamCall<M.WatchResponse> {
       }
     } catch (err) {
       throw toGrpcError(err);
+    }
+  }
+
+  /**
+   * The client half-closes its side of the call. etcd's receive loop returns at EOF, but its Watch handler
+   * ends only with the call's context (the client cancels, or the deadline passes), and its send loop goes
+   * on meanwhile: every watcher of the call keeps sending events, progress notifications and catch-up
+   * batches. Only further requests are over.
+   */
+  closeSend(): void {
+    this.sendClosed = true;
+  }
+
+  /** Whether the client half-closed the call (closeSend). */
+  get sendIsClosed(): boolean {
+    return this.sendClosed;
+  }
+
+  /** Whether the receive loop waits in a token check (see write). */
+  get waitsForToken(): boolean {
+    return this.held !== undefined;
+  }
+
+  /** The index a held create waits for is applied: the receive loop reads on, the held requests in order. */
+  private readHeld(requests: M.WatchRequest[]): void {
+    this.held = undefined;
+    for (let i = 0; i < requests.length; i++) {
+      if (this.ended) return;
+      if (this.held !== undefined) {
+        // Held again (a later create waits for a later index): what is left waits behind it.
+        (this.held as { requests: M.WatchRequest[] }).requests.push(...requests.slice(i));
+        return;
+      }
+      this.readOne(requests[i]!, i === 0);
+    }
+  }
+
+  /**
+   * Reads one held request as write() would (the first, the held create, without waiting again); one that
+   * fails breaks the call, as the front doors break a call whose write throws.
+   */
+  private readOne(req: M.WatchRequest, first: boolean): void {
+    try {
+      if (first) this.read(req, true);
+      else this.write(req);
+    } catch (err) {
+      this.abort(toGrpcError(err));
     }
   }
 
@@ -131,7 +208,7 @@ export class WatchCall extends StreamCall<M.WatchResponse> {
       const ai = server.authInfo(this.ctx);
       let key = bytesIn(c.key, 'key');
       let end = c.range_end === undefined ? undefined : bytesIn(c.range_end, 'range_end');
-      if (server.etcdVersion === '3.4') {
+      if (serverCompat(server.etcdVersion).watchAuthAfterRewrite) {
         // 3.4's watch server rewrites the create first (empty key → "\0"; range_end "\0" → empty) and
         // then checks an empty range_end as a single key: a from-key watch needs READ on its key only
         // (observed on 3.4.23: READ on prefix "\0" permits watching every key).
@@ -164,6 +241,8 @@ export class WatchCall extends StreamCall<M.WatchResponse> {
   }
 
   protected release(): void {
+    this.held?.wait.cancel();
+    this.held = undefined;
     this.early = [];
     this.stream.close();
   }

@@ -4,8 +4,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EtcdServer, type CallContext } from '../../src/server/index.js';
 import { covers, RangePermissions } from '../../src/auth/index.js';
-import { ErrPermissionDenied, ErrUserEmpty, ErrInvalidAuthToken } from '../../src/mvcc/index.js';
 import { b, rejects } from './helpers.js';
+import { ErrPermissionDenied, ErrUserEmpty, ErrInvalidAuthToken } from '../../src/auth/errors.js';
 
 const u8 = (s: string): Uint8Array => new TextEncoder().encode(s);
 

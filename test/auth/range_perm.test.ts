@@ -8,8 +8,8 @@ import { Buffer } from 'node:buffer';
 import fc from 'fast-check';
 import { PermissionTree, RangePermissions, covers, type KeyPermission, type PermissionType } from '../../src/auth/index.js';
 import { EtcdServer } from '../../src/server/index.js';
-import { ErrPermissionDenied } from '../../src/mvcc/index.js';
 import { parameters } from '../properties/harness.js';
+import { ErrPermissionDenied } from '../../src/auth/errors.js';
 
 const u8 = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, 'latin1'));
 const perm = (permType: PermissionType, key: string, rangeEnd = ''): KeyPermission => ({ permType, key: u8(key), rangeEnd: u8(rangeEnd) });

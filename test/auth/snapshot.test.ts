@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { Buffer } from 'node:buffer';
 import { createEtcdSim, type EtcdSim } from '../../src/client/index.js';
 import type { CallContext } from '../../src/server/index.js';
-import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty } from '../../src/mvcc/index.js';
 import { b, rejects } from './helpers.js';
+import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty } from '../../src/auth/errors.js';
 
 /** root, users u1..u4 with role r (READWRITE on [k, l)), auth on. */
 function authSim(seed = 1): EtcdSim {

@@ -4,6 +4,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EtcdServer, type CallContext } from '../../src/server/index.js';
 import {
+  GrpcCode,
+} from '../../src/mvcc/index.js';
+import { b, rejects } from './helpers.js';
+import {
   ErrAuthFailed,
   ErrAuthNotEnabled,
   ErrInvalidAuthMgmt,
@@ -21,9 +25,7 @@ import {
   ErrUserAlreadyExist,
   ErrUserEmpty,
   ErrUserNotFound,
-  GrpcCode,
-} from '../../src/mvcc/index.js';
-import { b, rejects } from './helpers.js';
+} from '../../src/auth/errors.js';
 
 function fresh(): EtcdServer {
   return new EtcdServer();

@@ -15,10 +15,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, hasEtcdBinary } from '../../src/diff/etcd_process.js';
+import { freePort } from '../../src/diff/etcd_process.js';
+import { requireCommand } from '../support/prerequisites.js';
 
-const inCI = process.env['CI'] === 'true';
-const skipEtcd: string | false = hasEtcdBinary() || inCI ? false : 'etcd 3.4.23 is not on PATH (apt-get install -y etcd-server)';
+const skipEtcd = requireCommand('etcd');
 
 /** What etcd 3.4.23 does with the same serve flags. */
 type EtcdBehaviour =
@@ -47,7 +47,7 @@ const FIX = 'test/cli/fixtures';
 /** The table. Exit 2: usage (unknown command / option, a value that does not parse); 1: what etcd rejects after parsing, or the run failed. */
 export const ROWS: readonly Row[] = [
   // ── top level ────────────────────────────────────────────────────────────────────────────────────
-  { args: ['frobnicate'], code: 2, stderr: ["etcdsim: unknown command 'frobnicate' (commands: demo, serve, run, diff)"] },
+  { args: ['frobnicate'], code: 2, stderr: ["etcdsim: unknown command 'frobnicate' (commands: demo, serve, run, diff, playground)"] },
   { args: ['--frobnicate'], code: 2, stderr: ["etcdsim: unknown option '--frobnicate'"] },
   { args: ['demo', 'extra'], code: 2, stderr: ["etcdsim demo: too many arguments for 'demo'. Expected 0 arguments but got 1."] },
 
@@ -102,6 +102,18 @@ export const ROWS: readonly Row[] = [
     stderr: ['etcdsim serve: invalid value "http://127.0.0.1:2379/x" for flag --advertise-client-urls: URL must not contain a path: http://127.0.0.1:2379/x'],
     etcd: { exits: 2, text: 'invalid value "http://127.0.0.1:2379/x" for flag -advertise-client-urls: URL must not contain a path: http://127.0.0.1:2379/x' },
   },
+  {
+    args: ['serve', '--initial-advertise-peer-urls', 'http://127.0.0.1:2380/x'],
+    code: 2,
+    stderr: ['etcdsim serve: invalid value "http://127.0.0.1:2380/x" for flag --initial-advertise-peer-urls: URL must not contain a path: http://127.0.0.1:2380/x'],
+    etcd: { exits: 2, text: 'invalid value "http://127.0.0.1:2380/x" for flag -initial-advertise-peer-urls: URL must not contain a path: http://127.0.0.1:2380/x' },
+  },
+  {
+    args: ['serve', '--listen-peer-urls', 'ftp://127.0.0.1:2380'],
+    code: 2,
+    stderr: ['etcdsim serve: invalid value "ftp://127.0.0.1:2380" for flag --listen-peer-urls: URL scheme must be http, https, unix, or unixs: ftp://127.0.0.1:2380'],
+    etcd: { exits: 2, text: 'invalid value "ftp://127.0.0.1:2380" for flag -listen-peer-urls: URL scheme must be http, https, unix, or unixs: ftp://127.0.0.1:2380' },
+  },
   { args: ['serve', '--frobnicate'], code: 2, stderr: ["etcdsim serve: unknown option '--frobnicate'"], etcd: { exits: 2, text: 'flag provided but not defined: -frobnicate' } },
   { args: ['serve', '--max-txn-ops'], code: 2, stderr: ["etcdsim serve: option '--max-txn-ops <n>' argument missing"], etcd: { exits: 2, text: 'flag needs an argument: -max-txn-ops' } },
   { args: ['serve', 'extra'], code: 2, stderr: ["etcdsim serve: too many arguments for 'serve'. Expected 0 arguments but got 1."] },
@@ -134,6 +146,25 @@ export const ROWS: readonly Row[] = [
 
   // ── serve: what etcd finds when it starts (exit 1) ────────────────────────────────────────────────
   { args: ['serve', '--name', ''], code: 1, stderr: ['etcdsim serve: couldn\'t find local name "" in the initial cluster configuration'], etcd: { exits: 1, text: 'couldn\'t find local name "" in the initial cluster configuration' } },
+  {
+    args: ['serve', '--initial-cluster', 'default=bad'],
+    code: 1,
+    stderr: ['etcdsim serve: error setting up initial cluster: URL scheme must be http, https, unix, or unixs: bad'],
+    etcd: { exits: 1, text: 'error setting up initial cluster: URL scheme must be http, https, unix, or unixs: bad' },
+  },
+  {
+    args: ['serve', '--initial-cluster', 'other=http://localhost:2380'],
+    code: 1,
+    stderr: ['etcdsim serve: couldn\'t find local name "default" in the initial cluster configuration'],
+    etcd: { exits: 1, text: 'couldn\'t find local name "default" in the initial cluster configuration' },
+  },
+  {
+    args: ['serve', '--initial-advertise-peer-urls', 'http://127.0.0.1:2390'],
+    code: 1,
+    stderr: ['etcdsim serve: --initial-cluster has default=http://localhost:2380 but missing from --initial-advertise-peer-urls=http://127.0.0.1:2390 (resolved urls: "http://127.0.0.1:2390" != "http://localhost:2380")'],
+    etcd: { exits: 1, text: '--initial-cluster has default=http://localhost:2380 but missing from --initial-advertise-peer-urls=http://127.0.0.1:2390 (resolved urls: "http://127.0.0.1:2390" != "http://localhost:2380")' },
+    note: "the default --initial-cluster is default=http://localhost:2380 for the default --name: give both flags (another --name alone takes the advertised URLs)",
+  },
   { args: ['serve', '--listen-client-urls', 'http://127.0.0.1:99999'], code: 1, stderr: ['etcdsim serve: listen tcp: address 99999: invalid port'], etcd: { exits: 1, text: 'listen tcp: address 99999: invalid port' } },
   {
     args: ['serve', '--listen-client-urls', 'http://127.0.0.1:BUSY_PORT'],
@@ -190,6 +221,12 @@ export const ROWS: readonly Row[] = [
     note: 'etcd listens on both',
   },
   {
+    args: ['serve', '--initial-cluster', 'default=http://localhost:2380,other=http://127.0.0.1:2390'],
+    code: 2,
+    stderr: ['etcdsim serve: invalid value "default=http://localhost:2380,other=http://127.0.0.1:2390" for flag --initial-cluster: etcdsim serves a single-member cluster'],
+    note: 'etcd starts and waits for the other member',
+  },
+  {
     args: ['serve', '--listen-client-urls', 'unix://localhost:2379'],
     code: 2,
     stderr: ['etcdsim serve: invalid value "unix://localhost:2379" for flag --listen-client-urls: etcdsim serves http:// and https:// URLs only, not unix sockets'],
@@ -198,6 +235,14 @@ export const ROWS: readonly Row[] = [
 
   // ── serve: accepted as etcd accepts them (starts; exit 0 on SIGTERM) ─────────────────────────────
   { args: ['serve', ...LISTEN0, '--max-txn-ops', '0'], code: 0, starts: true, stderr: [], etcd: { starts: true }, note: 'every txn with an operation then fails: etcdserver: too many operations in txn request' },
+  {
+    args: ['serve', ...LISTEN0, '--name', 'n1', '--initial-advertise-peer-urls', 'http://127.0.0.1:2390'],
+    code: 0,
+    starts: true,
+    stderr: [],
+    etcd: { starts: true },
+    note: 'the initial cluster is then n1=http://127.0.0.1:2390; MemberList reports that peer URL (no peer port is opened)',
+  },
   { args: ['serve', ...LISTEN0, '--max-txn-ops', '0x10'], code: 0, starts: true, stderr: [], etcd: { starts: true }, note: "Go's base prefixes: 16" },
   { args: ['serve', ...LISTEN0, '--max-request-bytes', '0'], code: 0, starts: true, stderr: [], etcd: { starts: true }, note: 'every write then fails: etcdserver: request is too large' },
   {
@@ -313,11 +358,12 @@ async function etcd(flags: readonly string[], starts: boolean): Promise<Ran> {
   const dir = mkdtempSync(join(tmpdir(), 'etcdsim-cli-etcd-'));
   const [client, peer] = [await freePort(), await freePort()];
   const has = (f: string): boolean => flags.includes(f);
+  // A row's own peer flags replace these (with etcd's defaults for the rest, as etcdsim's).
+  const ownPeer = has('--initial-advertise-peer-urls') || has('--initial-cluster');
   const base = [
     '--data-dir', dir,
     '--listen-peer-urls', `http://127.0.0.1:${peer}`,
-    '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
-    '--initial-cluster', `default=http://127.0.0.1:${peer}`,
+    ...(ownPeer ? [] : ['--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`, '--initial-cluster', `default=http://127.0.0.1:${peer}`]),
     ...(has('--listen-client-urls') ? [] : ['--listen-client-urls', `http://127.0.0.1:${client}`]),
     ...(has('--advertise-client-urls') ? [] : ['--advertise-client-urls', `http://127.0.0.1:${client}`]),
   ];

@@ -6,9 +6,9 @@ import { promisify } from 'node:util';
 import { parseEtcdUrl, parseGoDuration, parseGoUint } from '../../src/cli/go_flags.js';
 import { parseServeFlags, SERVE_FLAG_DEFAULTS, type ServeFlags } from '../../src/cli/serve.js';
 import * as grpc from '@grpc/grpc-js';
-import { hasEtcdBinary, startEtcd } from '../../src/diff/etcd_process.js';
+import { startEtcd } from '../../src/diff/etcd_process.js';
+import { requireCommand } from '../support/prerequisites.js';
 import { etcdService } from '../../src/grpc/server.js';
-import { requireBinary } from '../grpc/etcdctl_helpers.js';
 
 const run = promisify(execFile);
 
@@ -106,8 +106,7 @@ test("flag values are read as Go's flag package reads them", () => {
   assert.equal(reason('unix://localhost:1'), 'accepted');
 });
 
-test('etcdsim serve prints its address when ready, serves etcdctl, and exits cleanly on SIGTERM', async () => {
-  requireBinary('etcdctl');
+test('etcdsim serve prints its address when ready, serves etcdctl, and exits cleanly on SIGTERM', { skip: requireCommand('etcdctl') }, async () => {
   const child = spawn(process.execPath, ['bin/etcdsim.js', 'serve', '--listen-client-urls', 'http://127.0.0.1:0', '--etcd-version', '3.4'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -196,7 +195,7 @@ test('SIGTERM / SIGINT: open streams end with 14 UNAVAILABLE (the connection dro
   }
 });
 
-test('etcd 3.4.23 on SIGTERM: the same 14 UNAVAILABLE on open streams', { skip: hasEtcdBinary() || process.env['CI'] === 'true' ? false : 'etcd is not on PATH' }, async () => {
+test('etcd 3.4.23 on SIGTERM: the same 14 UNAVAILABLE on open streams', { skip: requireCommand('etcd') }, async () => {
   const proc = await startEtcd();
   try {
     const s = await openStreams(proc.address);

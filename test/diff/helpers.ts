@@ -4,15 +4,14 @@
  * except in CI (CI=true), where a missing etcd is a failure.
  */
 import { after, before } from 'node:test';
-import { hasEtcdBinary, startEtcd, type EtcdProcess } from '../../src/diff/etcd_process.js';
+import { startEtcd, type EtcdProcess } from '../../src/diff/etcd_process.js';
 import { connectEtcd, type EtcdGrpcClient } from '../../src/grpc/client.js';
+import { inCI, requireCommand } from '../support/prerequisites.js';
 
-export const inCI = process.env['CI'] === 'true';
-const available = hasEtcdBinary();
+export { inCI };
 
-/** `skip` option for node:test: a reason outside CI when etcd is missing; never in CI (the test then fails). */
-export const skipWithoutEtcd: string | false =
-  available || inCI ? false : 'etcd is not installed (apt-get install -y etcd-server); differential tests skipped outside CI';
+/** `skip` option for node:test: a reason outside CI when etcd is missing; in CI a missing etcd fails the file. */
+export const skipWithoutEtcd: string | false = requireCommand('etcd');
 
 export interface RealEtcd {
   client: EtcdGrpcClient;

@@ -3,20 +3,21 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { etcdService } from '../../src/grpc/server.js';
-import { ctl, requireBinary, withTlsPair, type CtlResult, type Target } from './etcdctl_helpers.js';
+import { ctl, withTlsPair, type CtlResult, type Target } from './etcdctl_helpers.js';
+import { requireCommands } from '../support/prerequisites.js';
 import { CLIENT_EXT, SERVER_EXT, TestPki } from './pki.js';
 
 // etcd's "common name as user name" (--client-cert-auth): with auth enabled, a call without a token is made
 // by the user the verified client certificate's CN names; a token wins over it; with --trusted-ca-file
 // alone (certificates required, flag off) the CN is ignored. The same etcdctl sequences against etcdsim
 // serve and a real etcd 3.4.23 given the same certificates, outputs compared.
-requireBinary('etcdctl');
-requireBinary('openssl');
+const skip = requireCommands(['etcd', 'etcdctl', 'openssl']);
 
 const pki = new TestPki('etcdsim-cn-');
 const path = (n: string): string => pki.path(n);
 
 before(() => {
+  if (skip !== false) return;
   pki.ca('ca');
   pki.issue('server', '/CN=localhost', 'ca', SERVER_EXT);
   pki.issue('root', '/CN=root', 'ca', CLIENT_EXT);
@@ -82,7 +83,7 @@ async function rawRange(t: Target, cert: string, md: Record<string, string>): Pr
   }
 }
 
-test('--client-cert-auth with auth enabled: the certificate CN is the user; a token wins; disabling auth ignores it', async () => {
+test('--client-cert-auth with auth enabled: the certificate CN is the user; a token wins; disabling auth ignores it', { skip }, async () => {
   await withBoth(true, async (etcd, sim) => {
     assert.equal(sim.handle?.server.clientCertAuth, true);
     await setUp(etcd, sim);
@@ -123,7 +124,7 @@ test('--client-cert-auth with auth enabled: the certificate CN is the user; a to
   });
 });
 
-test('--trusted-ca-file without --client-cert-auth: a client certificate is required but its CN is no user', async () => {
+test('--trusted-ca-file without --client-cert-auth: a client certificate is required but its CN is no user', { skip }, async () => {
   await withBoth(false, async (etcd, sim) => {
     assert.equal(sim.handle?.server.clientCertAuth, false);
     await setUp(etcd, sim);

@@ -36,6 +36,8 @@ export interface WireRequest {
   readonly untilStatus?: boolean | undefined;
   /** Wait this long between the body's chunks (each then goes out in a DATA frame of its own). */
   readonly gapMs?: number | undefined;
+  /** Called with each response message (its bytes, without the prefix) as it arrives; `cancel()` ends the call there (RST_STREAM CANCEL). */
+  readonly onMessage?: ((message: Buffer, index: number, cancel: () => void) => void) | undefined;
 }
 
 /** A gRPC message frame: flag byte, 4-byte big-endian length, bytes. */
@@ -49,6 +51,20 @@ export function frame(msg: Buffer | string, flag = 0): Buffer {
 }
 
 export const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex');
+
+/** Bytes handed to the stream per write() of a large body. */
+const WRITE_CHUNK = 16 * 1024;
+
+/** Resolves on the stream's next 'drain', or when it closes (then nothing more is written). */
+function waitDrain(stream: http2.ClientHttp2Stream, resolve: () => void): void {
+  const done = (): void => {
+    stream.off('drain', done);
+    stream.off('close', done);
+    resolve();
+  };
+  stream.once('drain', done);
+  stream.once('close', done);
+}
 
 /** One HTTP/2 connection to `address` (host:port) for many raw calls. */
 export class WireClient {
@@ -100,7 +116,19 @@ export class WireClient {
         trailers = t;
         if (req.untilStatus === true) finish();
       });
-      stream.on('data', (d: Buffer) => (dataBytes += d.length));
+      let unread = Buffer.alloc(0);
+      let messages = 0;
+      stream.on('data', (d: Buffer) => {
+        dataBytes += d.length;
+        if (req.onMessage === undefined) return;
+        unread = Buffer.concat([unread, d]);
+        while (unread.length >= 5 && unread.length >= 5 + unread.readUInt32BE(1)) {
+          const end = 5 + unread.readUInt32BE(1);
+          const m = unread.subarray(5, end);
+          unread = unread.subarray(end);
+          req.onMessage(m, messages++, finish);
+        }
+      });
       stream.on('error', () => {});
       stream.on('close', finish);
       if (req.body !== undefined) {
@@ -108,10 +136,17 @@ export class WireClient {
         void (async () => {
           for (const [i, b] of body.entries()) {
             if (i > 0 && req.gapMs !== undefined) await new Promise((r) => setTimeout(r, req.gapMs));
-            if (done) return;
-            stream.write(b);
+            // A big body goes out a chunk at a time, each once the last is flushed, and stops when the
+            // stream ends: a client that queues megabytes on a stream the server has closed keeps them
+            // charged to its session (node:http2's maxSessionMemory, 10 MB) and after a few such calls its
+            // session refuses new streams (ENHANCE_YOUR_CALM) — the client would stall, not the server.
+            for (let at = 0; at === 0 || at < b.length; at += WRITE_CHUNK) {
+              if (done || stream.closed || stream.destroyed) return;
+              const chunk = b.subarray(at, at + WRITE_CHUNK);
+              if (!stream.write(chunk)) await new Promise<void>((r) => waitDrain(stream, r));
+            }
           }
-          if (req.keepOpen !== true && !done) stream.end();
+          if (req.keepOpen !== true && !done && !stream.closed) stream.end();
         })();
       }
     });

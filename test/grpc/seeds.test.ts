@@ -13,10 +13,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { VirtualClock } from '../../src/sim/index.js';
-import { ctl, requireBinary, beforeFreshSimAndEtcd, type Target } from './etcdctl_helpers.js';
+import { ctl, beforeFreshSimAndEtcd, type Target } from './etcdctl_helpers.js';
+import { requireCommands } from '../support/prerequisites.js';
 import { B, RawClient } from './helpers.js';
 
-requireBinary('etcdctl');
+const skip = requireCommands(['etcd', 'etcdctl']);
 
 /** One simulated member on a virtual clock, one real etcd: both fresh, so their revisions match. */
 let sim: Target;
@@ -173,7 +174,7 @@ async function exercise002(t: Target): Promise<Record<string, string>> {
   return seen;
 }
 
-test('exercise 002: a watch from R replays R itself, deletes as events, then live; resuming repeats the last event; the future waits', async () => {
+test('exercise 002: a watch from R replays R itself, deletes as events, then live; resuming repeats the last event; the future waits', { skip }, async () => {
   const a = await exercise002(etcd);
   const b = await exercise002(sim);
   assert.deepEqual(b, a);
@@ -218,7 +219,7 @@ async function watchFirstLine(t: Target, rev: number): Promise<{ first: string; 
   return { first, code };
 }
 
-test('exercise 003: compacting past a watcher still replaying ends it with ErrCompacted; the current watcher never notices; the boundary is the compaction revision', async () => {
+test('exercise 003: compacting past a watcher still replaying ends it with ErrCompacted; the current watcher never notices; the boundary is the compaction revision', { skip }, async () => {
   const [s, e] = [await setup003(sim), await setup003(etcd)];
   assert.deepEqual(s, e, 'both histories have the same revisions');
   const { A, N } = s;

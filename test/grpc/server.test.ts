@@ -67,7 +67,10 @@ test('methods the simulator does not model answer UNIMPLEMENTED; the server keep
     try {
       // Auth is modelled (src/auth): AuthEnable answers etcd's own refusal.
       await assert.rejects(auth.unary('AuthEnable', {}), { code: grpc.status.FAILED_PRECONDITION, details: 'etcdserver: root user does not exist' });
-      await assert.rejects(cluster.unary('MemberAdd', { peerURLs: ['http://x:1'] }), { code: grpc.status.UNIMPLEMENTED });
+      // Membership changes are modelled (test/grpc/cluster_maintenance_wire.test.ts); Downgrade is not.
+      await assert.rejects(cluster.unary('MemberAdd', { peerURLs: ['x'] }), { code: grpc.status.INVALID_ARGUMENT });
+      const maintenance = new RawClient(h.address, 'Maintenance');
+      await assert.rejects(maintenance.unary('Downgrade', {}), { code: grpc.status.UNIMPLEMENTED }).finally(() => maintenance.close());
       const generic = new grpc.Client(h.address, grpc.credentials.createInsecure());
       const err = await new Promise<grpc.ServiceError>((resolve) => {
         generic.makeUnaryRequest('/etcdserverpb.KV/NoSuchMethod', (x: Buffer) => x, (x: Buffer) => x, Buffer.alloc(0), (e) => resolve(e as grpc.ServiceError));
@@ -113,7 +116,7 @@ test('a message over max request bytes + 512 KiB is RESOURCE_EXHAUSTED; one unde
   });
 });
 
-test('watch over the wire: created, replayed history, live events, cancel', async () => {
+test('watch over the wire: created, replayed history, live events, cancel, events after a half-close', async () => {
   await withServer({}, async (h) => {
     const kv = new RawClient(h.address, 'KV');
     const w = new RawClient(h.address, 'Watch');
@@ -134,15 +137,25 @@ test('watch over the wire: created, replayed history, live events, cancel', asyn
       const [ev] = await live;
       assert.deepEqual(((ev?.['events'] as Msg[])[0]?.['kv'] as Msg)['value'], B('2'));
       assert.deepEqual((ev?.['header'] as Msg)['revision'], '3');
+      const second = nextMessages(call, 1);
+      call.write({ create_request: { key: B('/w/c') } });
+      assert.deepEqual([(await second)[0]?.['watch_id'], (await second)[0]?.['created']], ['1', true]);
       const canceled = nextMessages(call, 1);
       call.write({ cancel_request: { watch_id: '0' } });
       assert.equal((await canceled)[0]?.['canceled'], true);
+      // A half-close does not end a Watch: as in etcd, the watchers go on sending until the client cancels.
+      call.end();
+      const afterHalfClose = nextMessages(call, 1);
+      await kv.unary('Put', { key: B('/w/c'), value: B('3') });
+      assert.deepEqual(((((await afterHalfClose)[0]?.['events'] as Msg[])[0]?.['kv'] as Msg)['key']), B('/w/c'));
+      assert.equal(h.openStreams, 1);
       const ended = nextStreamEnd(h);
       const status = new Promise<grpc.StatusObject>((resolve) => call.on('status', resolve));
-      call.resume();
-      call.end();
-      assert.deepEqual(await ended, { method: 'Watch', reason: 'end' });
-      assert.equal((await status).code, grpc.status.OK);
+      call.on('error', () => {});
+      call.cancel();
+      assert.deepEqual(await ended, { method: 'Watch', reason: 'cancelled' });
+      assert.equal((await status).code, grpc.status.CANCELLED);
+      assert.equal(h.openStreams, 0);
     } finally {
       kv.close();
       w.close();
@@ -245,7 +258,7 @@ test('on a virtual clock passed to serve(), a test drives lease expiry and watch
   });
 });
 
-test('Maintenance and Cluster over the wire; Snapshot streams one token; RangeStream chunks merge to the Range', async () => {
+test('Maintenance and Cluster over the wire; Snapshot streams a bbolt file; RangeStream chunks merge to the Range', async () => {
   await withServer({ etcdVersion: '3.4' }, async (h) => {
     const m = new RawClient(h.address, 'Maintenance');
     const c = new RawClient(h.address, 'Cluster');
@@ -257,8 +270,10 @@ test('Maintenance and Cluster over the wire; Snapshot streams one token; RangeSt
       const ml = await c.unary('MemberList', {});
       assert.deepEqual((ml['members'] as Msg[])[0]?.['clientURLs'], [h.endpoint]);
       assert.equal((await m.unary('HashKV', { revision: '0' }))['compact_revision'], '-1');
-      const snap = await nextMessages(m.serverStream('Snapshot', {}), 1);
-      assert.match(String(snap[0]?.['blob']), /^etcdsim-snapshot\//);
+      const snap = await nextMessages(m.serverStream('Snapshot', {}), 2);
+      // A bbolt file (magic 0xED0CDAED in meta page 0), then its SHA-256.
+      assert.equal(Buffer.from(snap[0]?.['blob'] as Uint8Array).readUInt32LE(16), 0xed0cdaed);
+      assert.equal((snap[1]?.['blob'] as Uint8Array).length, 32);
       await Promise.all(Array.from({ length: 2500 }, (_, i) => kv.unary('Put', { key: B(`k${String(i).padStart(4, '0')}`), value: B('v') })));
       const chunks = await nextMessages(kv.serverStream('RangeStream', { key: B('k'), range_end: B('l') }), 3);
       const keys = chunks.flatMap((ch) => ((ch['range_response'] as Msg)['kvs'] as Msg[]).map((x) => String(x['key'])));

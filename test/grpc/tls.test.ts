@@ -4,20 +4,24 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Etcd3 } from 'etcd3';
 import { parseServeFlags, SERVE_FLAG_DEFAULTS, type ServeFlags } from '../../src/cli/serve.js';
-import { ctl, requireBinary, startEtcdTls, startSim, withTlsPair, type CtlResult, type Target } from './etcdctl_helpers.js';
+import { ctl, startEtcdTls, startSim, withTlsPair, type CtlResult, type Target } from './etcdctl_helpers.js';
+import { requireCommand, requireCommands } from '../support/prerequisites.js';
 import { CLIENT_EXT, SERVER_EXT, TestPki } from './pki.js';
 
 // etcdsim serve over TLS (etcd's --cert-file / --key-file / --trusted-ca-file / --client-cert-auth), with a
 // throwaway CA made by openssl for this file: etcdctl and the etcd3 client against it, compared with a real
 // etcd 3.4.23 given the same certificates and flags.
-requireBinary('etcdctl');
-requireBinary('openssl');
+/** The throwaway CA needs openssl; the comparisons need etcd and etcdctl too. */
+const skipPki = requireCommand('openssl');
+const skipCtl = requireCommands(['etcdctl', 'openssl']);
+const skip = requireCommands(['etcd', 'etcdctl', 'openssl']);
 
 const pki = new TestPki('etcdsim-tls-');
 /** Paths of the PEM files made in `before`. */
 const f = { ca: '', serverCert: '', serverKey: '', clientCert: '', clientKey: '', rogueCert: '', rogueKey: '' };
 
 before(() => {
+  if (skipPki !== false) return;
   pki.ca('ca');
   pki.ca('rogue-ca');
   pki.issue('server', '/CN=localhost', 'ca', SERVER_EXT);
@@ -54,7 +58,7 @@ async function same(etcd: Target, sim: Target, args: string[], flags?: string[])
 /** A command that cannot connect: fail fast, with etcdctl's own message. */
 const FAST_FAIL = ['--dial-timeout=1s', '--command-timeout=1s'];
 
-test('server TLS: etcdctl --cacert puts and gets; https:// endpoints work; a plaintext client cannot talk to the port', async () => {
+test('server TLS: etcdctl --cacert puts and gets; https:// endpoints work; a plaintext client cannot talk to the port', { skip }, async () => {
   await withBoth({}, [`--cacert=${f.ca}`], async (etcd, sim) => {
     assert.equal((await same(etcd, sim, ['put', '/t/a', '1'])).out, 'OK\n');
     await same(etcd, sim, ['put', '/t/b', '2', '--prev-kv']);
@@ -79,7 +83,7 @@ test('server TLS: etcdctl --cacert puts and gets; https:// endpoints work; a pla
   });
 });
 
-test('--trusted-ca-file alone (as etcd): a client without a certificate is refused, one signed by the CA works, another CA is refused', async () => {
+test('--trusted-ca-file alone (as etcd): a client without a certificate is refused, one signed by the CA works, another CA is refused', { skip }, async () => {
   const withCert = [`--cacert=${f.ca}`, `--cert=${f.clientCert}`, `--key=${f.clientKey}`];
   await withBoth({ ca: true }, withCert, async (etcd, sim) => {
     assert.equal((await same(etcd, sim, ['put', '/c/a', 'yes'])).out, 'OK\n');
@@ -95,7 +99,7 @@ test('--trusted-ca-file alone (as etcd): a client without a certificate is refus
   });
 });
 
-test('--client-cert-auth without --trusted-ca-file: client certificates are required and checked against the system roots', async () => {
+test('--client-cert-auth without --trusted-ca-file: client certificates are required and checked against the system roots', { skip }, async () => {
   // etcd verifies them with Go's system pool, etcdsim with Node's default roots: our CA is in neither
   const withCert = [`--cacert=${f.ca}`, `--cert=${f.clientCert}`, `--key=${f.clientKey}`];
   const read = (p: string): Buffer => readFileSync(p);
@@ -114,7 +118,7 @@ test('--client-cert-auth without --trusted-ca-file: client certificates are requ
   }
 });
 
-test('--client-cert-auth with --trusted-ca-file: the same as --trusted-ca-file alone', async () => {
+test('--client-cert-auth with --trusted-ca-file: the same as --trusted-ca-file alone', { skip }, async () => {
   const withCert = [`--cacert=${f.ca}`, `--cert=${f.clientCert}`, `--key=${f.clientKey}`];
   await withBoth({ ca: true, clientCertAuth: true }, withCert, async (etcd, sim) => {
     await same(etcd, sim, ['put', '/cc/a', '1']);
@@ -130,7 +134,7 @@ function etcd3(t: Target, credentials: { rootCertificate: Buffer; privateKey?: B
   return new Etcd3({ hosts: `https://${t.address}`, credentials });
 }
 
-test('the etcd3 client over TLS: a root certificate for server TLS, plus a key and chain for client certificates', async () => {
+test('the etcd3 client over TLS: a root certificate for server TLS, plus a key and chain for client certificates', { skip: skipPki }, async () => {
   const root = readFileSync(f.ca);
   const server = await startSim({ tls: { cert: readFileSync(f.serverCert), key: readFileSync(f.serverKey) }, flags: [`--cacert=${f.ca}`] });
   try {
@@ -178,7 +182,7 @@ test('the etcd3 client over TLS: a root certificate for server TLS, plus a key a
   }
 });
 
-test('etcdsim serve over https: the ready line names an https:// endpoint, etcdctl with client certificates works, SIGTERM stops it', async () => {
+test('etcdsim serve over https: the ready line names an https:// endpoint, etcdctl with client certificates works, SIGTERM stops it', { skip: skipCtl }, async () => {
   const child = spawn(
     process.execPath,
     [
@@ -219,7 +223,7 @@ test('etcdsim serve over https: the ready line names an https:// endpoint, etcdc
   assert.equal(err, '');
 });
 
-test('serve flags: TLS as etcd reads it (cert files ignored on an http:// URL with a warning)', () => {
+test('serve flags: TLS as etcd reads it (cert files ignored on an http:// URL with a warning)', { skip: skipPki }, () => {
   const base: ServeFlags = { ...SERVE_FLAG_DEFAULTS, listenClientUrls: 'https://127.0.0.1:0', etcdVersion: '3.4' };
   const warnings: string[] = [];
   const warn = (m: string): void => {

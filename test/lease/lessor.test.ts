@@ -9,11 +9,9 @@ import {
   type LeasedStoreOptions,
 } from '../../src/lease/index.js';
 import {
-  ErrLeaseExist,
   EtcdError,
   GrpcCode,
   ErrLeaseNotFound,
-  ErrLeaseTTLTooLarge,
   isEtcdError,
   keyString,
   MvccStore,
@@ -22,6 +20,7 @@ import {
   type KeyValue,
 } from '../../src/mvcc/index.js';
 import { SimRandom, Ticker, VirtualClock } from '../../src/sim/index.js';
+import { ErrLeaseExist, ErrLeaseTTLTooLarge } from '../../src/lease/errors.js';
 
 function setup(opts: Partial<LeasedStoreOptions> = {}) {
   const clock = new VirtualClock();

@@ -2,7 +2,6 @@
 import assert from 'node:assert/strict';
 import {
   EtcdError,
-  keyString,
   MvccStore,
   text,
   utf8,
@@ -11,6 +10,7 @@ import {
   type LeaseHook,
   type RangeResponse,
 } from '../../src/index.js';
+import { keyString } from '../../src/mvcc/bytes.js';
 
 /** UTF-8 bytes of a string. */
 export const b = utf8;

@@ -15,8 +15,9 @@ import fc from 'fast-check';
 import { checkProperty, recordFailure } from './harness.js';
 
 import { createLeasedStore } from '../../src/lease/index.js';
-import { ErrKeyNotFound, ErrLeaseExist, ErrLeaseNotFound, isEtcdError, text, utf8 } from '../../src/mvcc/index.js';
+import { ErrKeyNotFound, ErrLeaseNotFound, isEtcdError, text, utf8 } from '../../src/mvcc/index.js';
 import { SimRandom, VirtualClock } from '../../src/sim/index.js';
+import { ErrLeaseExist } from '../../src/lease/errors.js';
 
 type Op =
   | { readonly op: 'grant'; readonly slot: number; readonly ttl: number }

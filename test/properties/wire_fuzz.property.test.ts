@@ -25,7 +25,7 @@
  *     message or field the method's request can contain, or are decoded and answered as a request (below);
  *     a longer varint encoding is answered as the request it encodes (a Put writes its key and value);
  *   - a well-formed request (or random bytes that decode) succeeds or fails with one of etcd's own errors
- *     (code and text from src/mvcc/errors.ts), never UNKNOWN / INTERNAL from a JS exception;
+ *     (code and text from src/{mvcc,auth,lease}/errors.ts), never UNKNOWN / INTERNAL from a JS exception;
  *   - a rejected call changes nothing: revision, compaction revision, `server.kv.hash()` (a digest of the
  *     whole stored history) and the lease IDs are equal before and after; for a wire error the raft index
  *     too (the request never reached the member); a successful read-only call also changes nothing;
@@ -65,6 +65,8 @@ import * as grpc from '@grpc/grpc-js';
 
 import { connectEtcd, type EtcdGrpcClient, type GrpcBidiCall } from '../../src/grpc/client.js';
 import { DEFAULT_MAX_REQUEST_BYTES, etcdService, GRPC_OVERHEAD_BYTES, serve, type ServeHandle } from '../../src/grpc/server.js';
+import * as authErrors from '../../src/auth/errors.js';
+import * as leaseErrors from '../../src/lease/errors.js';
 import * as etcdErrors from '../../src/mvcc/errors.js';
 import type * as M from '../../src/server/messages.js';
 import { VirtualClock } from '../../src/sim/index.js';
@@ -746,9 +748,9 @@ function isGogoText(text: string, m: Method): boolean {
   return false;
 }
 
-/** Every error etcd answers a request with (src/mvcc/errors.ts: code and exact text). */
+/** Every error etcd answers a request with (each layer's errors.ts: code and exact text). */
 const ETCD_ERRORS: ReadonlySet<string> = new Set(
-  Object.values(etcdErrors)
+  [...Object.values(etcdErrors), ...Object.values(authErrors), ...Object.values(leaseErrors)]
     .filter((v): v is etcdErrors.EtcdErrorKind => typeof v === 'object' && v !== null && typeof (v as { code?: unknown }).code === 'number' && typeof (v as { message?: unknown }).message === 'string')
     .map((k) => `${k.code} ${k.message}`),
 );

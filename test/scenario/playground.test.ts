@@ -242,7 +242,8 @@ test('headless Chromium: a shared #script= link runs its lab; an edit reruns and
     // Chromium writes its profile until it exits: wait for that before removing the directory.
     if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill();
     await exited;
-    rmSync(dir, { recursive: true, force: true });
+    // Its helper processes (crashpad, zygote) may still be closing files in the profile for a moment.
+    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   }
 });
 

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EtcdError, ErrCompacted, grpcError, isGrpcError, toGrpcError, statusName } from '../../src/index.js';
+import { EtcdError, ErrCompacted, grpcError, isGrpcError, statusName } from '../../src/index.js';
+import { toGrpcError } from '../../src/server/errors.js';
 import { B, newSim, assertGrpcError } from './helpers.js';
 
 test('every etcd error a KV or Lease call can raise surfaces as grpc-js would show it', () => {

@@ -174,3 +174,62 @@ test('end, cancel and abort close the stream: no watcher is left behind', () => 
   calls[0]!.onEnd((err) => ended.push(`late:${String(err)}`));
   assert.equal(ended.at(-1), 'late:undefined');
 });
+
+test('closeSend (the client half-closes) ends no watcher: events and catch-up go on until the client cancels', () => {
+  const sim = newSim();
+  const watchers = (): number => sim.watchable.synced.size + sim.watchable.unsynced.size;
+  sim.services.kv.put({ key: B('h'), value: B('1') });
+  const call = sim.services.watch.watch();
+  const ended: string[] = [];
+  call.onEnd((err) => ended.push(err === undefined ? 'end' : err.message));
+  call.write({ create_request: { key: B('h') } });
+  call.write({ create_request: { key: B('h'), start_revision: '1' } });
+  call.closeSend();
+  assert.equal(call.sendIsClosed, true);
+  call.write({ create_request: { key: B('late') } }); // nothing more is read from the client
+  assert.deepStrictEqual(call.take(), [resp({ header: hdr(2), created: true }), resp({ header: hdr(2), watch_id: '1', created: true })]);
+  sim.advance(100); // the unsynced watcher still catches up
+  sim.services.kv.put({ key: B('h'), value: B('2') });
+  assert.deepStrictEqual(
+    call.take().map((r) => [r.watch_id, r.events.map((e) => e.kv.mod_revision)]),
+    [['1', ['2']], ['0', ['3']], ['1', ['3']]],
+  );
+  assert.equal(watchers(), 2);
+  assert.deepEqual(ended, []);
+  call.cancel();
+  assert.equal(watchers(), 0);
+  assert.deepEqual(ended, ['1 CANCELLED: Cancelled on client']);
+});
+
+test('a create with a simple token naming a raft index not applied yet holds the stream until the member applies it (3.4)', () => {
+  const sim = newSim({ etcdVersion: '3.4' });
+  const index = sim.server.raftIndex + 2;
+  const call = sim.services.watch.watch({ token: `abcdefghijklmnop.${index}` });
+  call.write({ create_request: { key: B('a') } });
+  call.write({ progress_request: {} }); // read only after the create: it waits behind it
+  sim.flush();
+  assert.deepStrictEqual(call.take(), []);
+  assert.equal(call.waitsForToken, true);
+  sim.services.kv.put({ key: B('x'), value: B('1') });
+  sim.flush();
+  assert.deepStrictEqual(call.take(), [], 'one write short of the index');
+  sim.services.kv.put({ key: B('x'), value: B('2') });
+  assert.deepStrictEqual(call.take(), [], 'released at a delivery point, not inside the commit');
+  sim.flush();
+  assert.equal(call.waitsForToken, false);
+  assert.deepStrictEqual(
+    call.take().map((r) => [r.watch_id, r.created, r.canceled, r.cancel_reason]),
+    [
+      ['-1', true, true, 'rpc error: code = Unauthenticated desc = etcdserver: invalid auth token'],
+      ['-1', false, false, ''],
+    ],
+  );
+  // A token naming an applied index is looked up at once; a call that ends while it waits leaves nothing.
+  const held = sim.services.watch.watch({ token: 'abc.999999' });
+  held.write({ create_request: { key: B('a') } });
+  assert.equal(sim.server.appliedWait.size, 1);
+  held.cancel();
+  assert.equal(sim.server.appliedWait.size, 0);
+  assert.equal(sim.server.delivery.openCalls, 1);
+  call.cancel();
+});

@@ -1,0 +1,25 @@
+/**
+ * The `etcdsim/grpc` entry point: server mode. serve() puts one simulated member on a real port with
+ * etcd's v3 gRPC API, so any etcd client (etcdctl, etcd3, Go's clientv3, jetcd, grpc-js) talks to it as to a
+ * single-member etcd. The proto helpers let a test build plain grpc-js clients from etcd's own protos.
+ * Kept apart from the root entry point because it loads @grpc/grpc-js and the .proto files.
+ */
+export {
+  serve,
+  PROTO_DIR,
+  PROTO_LOADER_OPTIONS,
+  loadEtcdProtos,
+  etcdService,
+  type ServeOptions,
+  type ServeHandle,
+  type TlsOptions,
+  type StreamMethod,
+  type StreamEndReason,
+  type StreamEndInfo,
+} from './server.js';
+// serve({ clock }) drives a served member from a test's virtual clock; ServeHandle.server is the member.
+export { VirtualClock, type Clock } from '../sim/clock.js';
+export type { EtcdServer, EtcdServerOptions } from '../server/etcd_server.js';
+// What ServeOptions' fields take: the rule set (etcd release) and the users and roles to start with.
+export type { EtcdVersion } from '../mvcc/compat.js';
+export type { AuthSetup } from '../auth/store.js';

@@ -1,0 +1,296 @@
+/**
+ * v3electionpb.Election over one member (etcd's v3election server, which runs concurrency.Election on an
+ * in-process client): Campaign, Proclaim, Leader, Observe, Resign in message form. See concurrency.ts for
+ * the session, key and waiting rules. The leader is the key under `name/` with the lowest create revision.
+ *
+ *  - Campaign(name, lease, value): one Txn puts `name/<lease hex>` = value bound to the lease if it was
+ *    never created, else reads it (a campaign resumed by the same lease; a different value is then
+ *    proclaimed). Then it waits until every key created before it is deleted. The answer is the Txn's
+ *    header and the LeaderKey {name, key, rev = the key's create revision, lease}. If the client stops
+ *    waiting the key is deleted when its create revision is still `rev` (Resign); a wait that fails for
+ *    another reason leaves it.
+ *  - Proclaim(leader, value): puts value on leader.key, bound to leader.lease, if its create revision is
+ *    still leader.rev; else `election: not leader`. It does not check that the key is the oldest.
+ *  - Resign(leader): deletes leader.key if its create revision is still leader.rev; never an error.
+ *  - Leader(name): the oldest key, or `election: no leader`.
+ *  - Observe(name): a stream of the leader's key-value: the current one (or the first one put, if there
+ *    is none), then each value it proclaims, then the next leader once its key is deleted.
+ * A request without `leader` fails with `"leader" field must be provided`. Proclaim and Resign, like
+ * Campaign, open a session on the given lease: a lease of 0 is granted a fresh 60 s lease (for Proclaim
+ * the key is then bound to it). Every error is code 2 (UNKNOWN) with etcd's message (3.4.23).
+ */
+import { GrpcCode, bytesEqual, prefixEnd, type EtcdErrorKind } from '../mvcc/index.js';
+import type { WatchStream } from '../watch/index.js';
+import type { CallContext } from './call_context.js';
+import {
+  abortReason,
+  candidateKey,
+  createRevisionIs,
+  firstCreate,
+  keyPrefix,
+  rangeOf,
+  request,
+  sessionLease,
+  waitDeletes,
+  type WaitingCallContext,
+} from './concurrency.js';
+import { bytesIn, bytesOut, header, int64ToBigInt, int64ToNumber, kvOut } from './convert.js';
+import { asGrpc, grpcError, type GrpcError } from './errors.js';
+import { StreamCall } from './stream_call.js';
+import type * as M from './messages.js';
+import type { EtcdServer } from './etcd_server.js';
+
+/** concurrency.ErrElectionNotLeader, as a client sees it. */
+export const ErrElectionNotLeader: EtcdErrorKind = Object.freeze({ code: GrpcCode.UNKNOWN, message: 'election: not leader' });
+/** concurrency.ErrElectionNoLeader, as a client sees it. */
+export const ErrElectionNoLeader: EtcdErrorKind = Object.freeze({ code: GrpcCode.UNKNOWN, message: 'election: no leader' });
+/** v3election.ErrMissingLeaderKey, as a client sees it. */
+export const ErrMissingLeaderKey: EtcdErrorKind = Object.freeze({ code: GrpcCode.UNKNOWN, message: '"leader" field must be provided' });
+
+const fail = (kind: EtcdErrorKind): GrpcError => grpcError(kind.code, kind.message);
+
+/** A LeaderKey of a request, read. */
+interface Leadership {
+  readonly key: Uint8Array;
+  readonly rev: number;
+  readonly lease: bigint;
+}
+
+export class ElectionService {
+  private readonly open = new Set<ObserveCall>();
+
+  constructor(private readonly server: EtcdServer) {}
+
+  /**
+   * Election.Campaign: resolves once this candidate is the leader; `ctx.signal` ends the wait early
+   * (the candidate then resigns, as etcd's does).
+   */
+  async campaign(req: M.CampaignRequest, ctx?: WaitingCallContext): Promise<M.CampaignResponse> {
+    const server = this.server;
+    const { name, value, leaseIn } = asGrpc(() => ({
+      name: bytesIn(req.name, 'name'),
+      value: bytesIn(req.value, 'value'),
+      leaseIn: int64ToBigInt(req.lease, 'lease'),
+    }));
+    if (ctx?.signal?.aborted === true) throw abortReason(ctx.signal);
+    const lease = sessionLease(server, leaseIn, ctx);
+    const pfx = keyPrefix(name);
+    const key = candidateKey(pfx, lease);
+    const txn = request(() =>
+      server.services.kv.txn(
+        {
+          compare: [createRevisionIs(key, 0)],
+          success: [{ request_put: { key, value, lease: String(lease) } }],
+          failure: [{ request_range: { key } }],
+        },
+        ctx,
+      ),
+    );
+    let rev = int64ToNumber(txn.header.revision, 'revision');
+    if (!txn.succeeded) {
+      const kv = rangeOf(txn, 0).kvs[0];
+      rev = int64ToNumber(kv?.create_revision, 'create_revision');
+      if (kv !== undefined && !bytesEqual(kv.value, value)) {
+        // A resumed campaign with a new value proclaims it; if that fails, it resigns and fails.
+        try {
+          this.proclaimAs({ key, rev, lease }, value, ctx);
+        } catch (err) {
+          this.resignAs({ key, rev, lease }, ctx);
+          throw err;
+        }
+      }
+    }
+    // A client that stops waiting resigns (with the in-process client's own context: no caller token).
+    const resign = (): void => {
+      try {
+        this.resignAs({ key, rev, lease }, {});
+      } catch {
+        // as etcd: the wait's error is what the call returns
+      }
+    };
+    await waitDeletes(server, pfx, rev - 1, ctx, { onAbort: resign, onError: () => {} });
+    return { header: txn.header, leader: { name: bytesOut(name), key: bytesOut(key), rev: String(rev), lease: String(lease) } };
+  }
+
+  /** Election.Proclaim: the leader's new value; `election: not leader` once its key was deleted or re-created. */
+  proclaim(req: M.ProclaimRequest, ctx?: CallContext): M.ProclaimResponse {
+    const { leader, value } = asGrpc(() => ({ leader: leadershipIn(req.leader), value: bytesIn(req.value, 'value') }));
+    const lease = sessionLease(this.server, leader.lease, ctx);
+    return { header: this.proclaimAs({ ...leader, lease }, value, ctx) };
+  }
+
+  /** Election.Resign: deletes the leader key if it is still that leadership's. */
+  resign(req: M.ResignRequest, ctx?: CallContext): M.ResignResponse {
+    const leader = asGrpc(() => leadershipIn(req.leader));
+    const lease = sessionLease(this.server, leader.lease, ctx);
+    return { header: this.resignAs({ ...leader, lease }, ctx) };
+  }
+
+  /** Election.Leader: the oldest candidate's key-value. */
+  leader(req: M.LeaderRequest, ctx?: CallContext): M.LeaderResponse {
+    const pfx = keyPrefix(asGrpc(() => bytesIn(req.name, 'name')));
+    const r = request(() => this.server.services.kv.range(firstCreate(pfx), ctx));
+    const kv = r.kvs[0];
+    if (kv === undefined) throw fail(ErrElectionNoLeader);
+    return { header: r.header, kv };
+  }
+
+  /** Election.Observe: opens one server stream of leader changes (see ObserveCall). */
+  observe(req: M.LeaderRequest, ctx?: CallContext): ObserveCall {
+    const name = asGrpc(() => bytesIn(req.name, 'name'));
+    const call = new ObserveCall(this.server, keyPrefix(name), (c) => this.open.delete(c), ctx);
+    this.open.add(call);
+    call.start();
+    return call;
+  }
+
+  /** The open Observe calls, oldest first. */
+  calls(): ObserveCall[] {
+    return [...this.open];
+  }
+
+  /** concurrency.Election.Proclaim: a Txn putting the value if the key's create revision is unchanged. */
+  private proclaimAs(l: Leadership, value: Uint8Array, ctx: CallContext | undefined): M.ResponseHeader {
+    const r = request(() =>
+      this.server.services.kv.txn(
+        { compare: [createRevisionIs(l.key, l.rev)], success: [{ request_put: { key: l.key, value, lease: String(l.lease) } }] },
+        ctx,
+      ),
+    );
+    if (!r.succeeded) throw fail(ErrElectionNotLeader);
+    return r.header;
+  }
+
+  /** concurrency.Election.Resign: a Txn deleting the key if its create revision is unchanged. */
+  private resignAs(l: Leadership, ctx: CallContext | undefined): M.ResponseHeader {
+    const r = request(() =>
+      this.server.services.kv.txn({ compare: [createRevisionIs(l.key, l.rev)], success: [{ request_delete_range: { key: l.key } }] }, ctx),
+    );
+    return r.header;
+  }
+}
+
+function leadershipIn(l: M.LeaderKeyInput | null | undefined): Leadership {
+  if (l == null) throw fail(ErrMissingLeaderKey);
+  return { key: bytesIn(l.key, 'leader.key'), rev: int64ToNumber(l.rev, 'leader.rev'), lease: int64ToBigInt(l.lease, 'leader.lease') };
+}
+
+/**
+ * One Observe call (concurrency.Election.Observe): reads the leader (the oldest key under the prefix);
+ * with none, watches the prefix from the revision of that read for the first PUT, answered with the
+ * header revision set to that key's mod revision. Then it watches the leader's key from the next
+ * revision: each PUT (a proclaim) is answered with the watch response's header; a DELETE starts over with
+ * a new read. Responses are taken or delivered like a WatchCall's (delivery.ts); end/cancel/abort behave
+ * as there. A read that fails, or a watch canceled by compaction, ends the stream without an error, as
+ * etcd's does.
+ */
+export class ObserveCall extends StreamCall<M.LeaderResponse> {
+  private queue: M.LeaderResponse[] = [];
+  private stream: WatchStream | undefined;
+  private watchId: number | undefined;
+  /** Waiting for a first leader (a prefix watch) or following one leader's key. */
+  private phase: 'awaitLeader' | 'follow' = 'follow';
+
+  constructor(
+    server: EtcdServer,
+    private readonly pfx: Uint8Array,
+    onClose: (call: ObserveCall) => void,
+    private readonly ctx?: CallContext,
+  ) {
+    super(server, onClose as (call: StreamCall<M.LeaderResponse>) => void, 'etcdsim: observe stream broken');
+  }
+
+  /** @internal Reads the current leader (called once, by ElectionService.observe). */
+  start(): void {
+    this.readLeader();
+  }
+
+  get pending(): number {
+    return this.queue.length + (this.stream?.pending ?? 0);
+  }
+
+  take(): M.LeaderResponse[] {
+    this.pump();
+    const q = this.queue;
+    if (q.length === 0) return [];
+    this.queue = [];
+    return q;
+  }
+
+  /** @internal Delivery point: follows what the watches saw, then pushes responses to the listener. */
+  override deliver(): number {
+    this.pump();
+    return super.deliver();
+  }
+
+  protected release(): void {
+    this.queue = [];
+    this.stream?.close();
+  }
+
+  private readLeader(): void {
+    let r: M.RangeResponse;
+    try {
+      r = this.server.services.kv.range(firstCreate(this.pfx), this.ctx);
+    } catch {
+      this.end();
+      return;
+    }
+    const kv = r.kvs[0];
+    if (kv === undefined) {
+      this.phase = 'awaitLeader';
+      this.watch({ key: this.pfx, rangeEnd: prefixEnd(this.pfx), startRevision: int64ToNumber(r.header.revision, 'revision') });
+      return;
+    }
+    this.emit({ header: r.header, kv });
+    this.follow(kv, int64ToNumber(r.header.revision, 'revision'));
+  }
+
+  private follow(kv: M.KeyValue, rev: number): void {
+    this.phase = 'follow';
+    this.watch({ key: kv.key, startRevision: rev + 1 });
+  }
+
+  private watch(req: { key: Uint8Array; rangeEnd?: Uint8Array; startRevision: number }): void {
+    if (this.stream === undefined) {
+      this.stream = this.server.watchable.newWatchStream();
+      this.stream.onSend = () => this.server.delivery.poke();
+    }
+    if (this.watchId !== undefined) this.stream.cancel(this.watchId);
+    this.watchId = this.stream.watch(req).watchId;
+  }
+
+  private emit(r: M.LeaderResponse): void {
+    this.queue.push(r);
+    this.server.delivery.poke();
+  }
+
+  /** Handles every watch response received so far. */
+  private pump(): void {
+    const stream = this.stream;
+    if (this.ended || stream === undefined) return;
+    for (let batch = stream.take(); batch.length > 0 && !this.ended; batch = stream.take()) {
+      for (const r of batch) {
+        if (r.watchId !== this.watchId || this.ended) continue;
+        if (r.canceled) {
+          this.end();
+          return;
+        }
+        for (const ev of r.events) {
+          const kv = kvOut(ev.kv);
+          if (this.phase === 'awaitLeader') {
+            if (ev.type !== 'PUT') continue;
+            this.emit({ header: header(this.server.identity, ev.kv.modRevision), kv });
+            this.follow(kv, ev.kv.modRevision);
+            break;
+          }
+          if (ev.type === 'DELETE') {
+            this.readLeader();
+            break;
+          }
+          this.emit({ header: header(this.server.identity, r.revision), kv });
+        }
+      }
+    }
+  }
+}
