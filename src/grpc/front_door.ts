@@ -12,7 +12,9 @@
  *   the grpc-go of etcd 3.5+);
  * - a grpc-encoding other than identity: `12 grpc: Decompressor is not installed for grpc-encoding "gzip"`
  *   (etcd registers no decompressor);
- * - a non-gRPC content-type or a malformed grpc-timeout: RST_STREAM PROTOCOL_ERROR;
+ * - a non-gRPC content-type or a malformed grpc-timeout: RST_STREAM PROTOCOL_ERROR in 3.4's grpc-go; the
+ *   grpc-go of etcd 3.5+ answers instead (its earlyAbortStream): HTTP 415 with
+ *   `3 invalid gRPC request content-type "<type>"`, or HTTP 400 with `13 malformed grpc-timeout: <error>`;
  * - a request whose HEADERS frame ends the stream (no DATA at all): grpc-go never wakes the reader, so
  *   etcd never answers; with a deadline it answers `4 context deadline exceeded` at the deadline;
  * - deadlines: grpc-js would answer `4 Deadline exceeded` itself when a call's grpc-timeout passes; etcd's
@@ -49,6 +51,8 @@ export interface FrontDoorOptions {
   readonly maxReceiveBytes: number;
   /** The code of `malformed method name`: 8 in etcd 3.4.23's grpc-go (1.33), 12 in etcd 3.5+'s (1.59 and later). */
   readonly malformedMethodCode: number;
+  /** A bad content-type or grpc-timeout is answered with HTTP 415 / 400 and a status (grpc-go of etcd 3.5+), not reset. */
+  readonly headerErrorsAnswered: boolean;
 }
 
 export interface FrontDoor {
@@ -253,8 +257,10 @@ export function installFrontDoor(server: grpc.Server, opts: FrontDoorOptions): F
     h2.on('stream', (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
       const contentType = headers['content-type'];
       if (typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
-        // grpc-go (and etcd's cmux in front of it) resets a non-gRPC request: RST_STREAM PROTOCOL_ERROR.
-        refuse(stream);
+        // grpc-go (and etcd's cmux in front of it) resets a non-gRPC request: RST_STREAM PROTOCOL_ERROR; later
+        // grpc-go answers it.
+        if (opts.headerErrorsAnswered) abortEarly(stream, 415, 3, `invalid gRPC request content-type ${goQuote(typeof contentType === 'string' ? contentType : '')}`);
+        else refuse(stream);
         return;
       }
       const path = headers[':path'] ?? '';
@@ -278,7 +284,8 @@ export function installFrontDoor(server: grpc.Server, opts: FrontDoorOptions): F
       if (timeout !== undefined) {
         timeoutMs = parseGrpcTimeout(String(timeout));
         if (timeoutMs === undefined) {
-          refuse(stream);
+          if (opts.headerErrorsAnswered) abortEarly(stream, 400, 13, `malformed grpc-timeout: ${grpcTimeoutError(String(timeout))}`);
+          else refuse(stream);
           return;
         }
         deadline = { timeoutMs, at: hostNow() + timeoutMs };
@@ -385,6 +392,17 @@ function refuse(stream: http2.ServerHttp2Stream): void {
 }
 
 /**
+ * grpc-go's earlyAbortStream (the grpc-go of etcd 3.5+): a trailers-only answer with an HTTP error status,
+ * then RST_STREAM NO_ERROR for a request side still open.
+ */
+function abortEarly(stream: http2.ServerHttp2Stream, httpStatus: number, code: number, details: string): void {
+  stream.on('error', noop);
+  if (stream.destroyed || stream.closed) return;
+  stream.respond({ ':status': httpStatus, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeGrpcMessage(details) }, { endStream: true });
+  stream.close(http2.constants.NGHTTP2_NO_ERROR);
+}
+
+/**
  * A trailers-only answer as grpc-go writes it (`:status 200`, `content-type: application/grpc`, status and
  * message in the one HEADERS frame that ends the stream), then RST_STREAM NO_ERROR for a request side still
  * open. Closing the stream here also makes grpc-js, if it holds the stream, drop it (its calls check
@@ -433,6 +451,14 @@ export function goQuote(s: string): string {
 }
 
 const TIMEOUT_UNIT_MS: Readonly<Record<string, number>> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000_001 };
+
+/** Why grpc-go's decodeTimeout refuses `s` (parseGrpcTimeout returned undefined), in its words. */
+export function grpcTimeoutError(s: string): string {
+  if (s.length < 2) return `transport: timeout string is too short: ${goQuote(s)}`;
+  if (s.length > 9) return `transport: timeout string is too long: ${goQuote(s)}`;
+  if (TIMEOUT_UNIT_MS[s[s.length - 1]!] === undefined) return `transport: timeout unit is not recognized: ${goQuote(s)}`;
+  return `strconv.ParseInt: parsing ${goQuote(s.slice(0, -1))}: invalid syntax`;
+}
 
 /** grpc-go's decodeTimeout: 1–8 characters of a (signed) integer, then a unit; milliseconds, or undefined when malformed. */
 export function parseGrpcTimeout(s: string): number | undefined {

@@ -464,6 +464,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     services: new Set([...methods.keys()].map((p) => p.slice(1, p.lastIndexOf('/')))),
     maxReceiveBytes: maxRequestBytes + GRPC_OVERHEAD_BYTES,
     malformedMethodCode: serverCompat(etcdVersion).malformedMethodResourceExhausted ? grpc.status.RESOURCE_EXHAUSTED : grpc.status.UNIMPLEMENTED,
+    headerErrorsAnswered: serverCompat(etcdVersion).headerErrorsAnswered,
   });
   clientPort.serveHttpOverH2();
   const scheme = opts.tls === undefined ? 'http' : 'https';

@@ -27,6 +27,11 @@ export interface ServerCompat {
   readonly memberUpdateDropsLearner: boolean;
   /** grpc-go 1.33 (etcd 3.4.23) answers a malformed method name RESOURCE_EXHAUSTED; 1.59+ UNIMPLEMENTED. */
   readonly malformedMethodResourceExhausted: boolean;
+  /**
+   * A bad content-type or grpc-timeout: RST_STREAM PROTOCOL_ERROR from 3.4's grpc-go (observed on 3.4.23);
+   * the grpc-go of 3.5+ answers HTTP 415 / 400 with a status (its earlyAbortStream).
+   */
+  readonly headerErrorsAnswered: boolean;
   /** The gateway's /v3beta/ prefix: rewritten to /v3/ by 3.4 (observed) and 3.5 (its source); gone later. */
   readonly gatewayServesV3beta: boolean;
   /** grpc-gateway v1's error shapes (3.4, 3.5) rather than v2's Status (3.6+). */
@@ -54,6 +59,7 @@ function build(v: EtcdVersion): ServerCompat {
     watchAuthAfterRewrite: is34,
     memberUpdateDropsLearner: is34,
     malformedMethodResourceExhausted: is34,
+    headerErrorsAnswered: !is34,
     gatewayServesV3beta: upTo35,
     gatewayV1Errors: upTo35,
     probes: is34 ? 'none' : v === '3.5' ? '3.5' : '3.6',

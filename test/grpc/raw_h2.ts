@@ -15,6 +15,8 @@ export interface WireAnswer {
   readonly trailersOnly: boolean;
   /** The RST_STREAM code the stream closed with (0: none / NO_ERROR). */
   readonly rstCode: number;
+  /** The response's HTTP :status, undefined when no HEADERS came. */
+  readonly httpStatus: number | undefined;
   /** DATA bytes received. */
   readonly dataBytes: number;
   readonly elapsedMs: number;
@@ -98,6 +100,7 @@ export class WireClient {
           message: message === undefined ? undefined : decodeURIComponent(String(message)),
           trailersOnly: trailers === undefined && headers?.['grpc-status'] !== undefined,
           rstCode: stream.rstCode ?? 0,
+          httpStatus: headers?.[':status'] === undefined ? undefined : Number(headers[':status']),
           dataBytes,
           elapsedMs: Date.now() - t0,
           timedOut,

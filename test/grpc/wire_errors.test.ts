@@ -272,6 +272,18 @@ test('a non-gRPC content-type or a malformed grpc-timeout: RST_STREAM PROTOCOL_E
   await same({ path: RANGE, body: [frame('0a0161')], headers: { 'grpc-timeout': 'abc' } }, reset);
 });
 
+test('3.5+ profiles: a non-gRPC content-type is HTTP 415 with 3 invalid gRPC request content-type; a bad grpc-timeout HTTP 400 with 13 malformed grpc-timeout', async () => {
+  const answer = async (headers: Record<string, string>): Promise<[number | undefined, number | undefined, string | undefined, boolean]> => {
+    const a = await defaultWire.call({ path: RANGE, body: [frame('0a0161')], headers });
+    return [a.httpStatus, a.code, a.message, a.trailersOnly];
+  };
+  assert.deepEqual(await answer({ 'content-type': 'text/plain' }), [415, 3, 'invalid gRPC request content-type "text/plain"', true]);
+  assert.deepEqual(await answer({ 'grpc-timeout': 'abc' }), [400, 13, 'malformed grpc-timeout: transport: timeout unit is not recognized: "abc"', true]);
+  assert.deepEqual(await answer({ 'grpc-timeout': '18f6n' }), [400, 13, 'malformed grpc-timeout: strconv.ParseInt: parsing "18f6": invalid syntax', true]);
+  assert.deepEqual(await answer({ 'grpc-timeout': '1234567890S' }), [400, 13, 'malformed grpc-timeout: transport: timeout string is too long: "1234567890S"', true]);
+  assert.deepEqual(await answer({ 'grpc-timeout': 'S' }), [400, 13, 'malformed grpc-timeout: transport: timeout string is too short: "S"', true]);
+});
+
 test('a simple token naming a raft index not applied yet holds the call: 16 invalid auth token at the deadline or when writes reach it', async () => {
   const ranged = { path: RANGE, body: [frame('0a0161')] };
   await same({ ...ranged, headers: { token: 'abcdefghijklmnop.999999', 'grpc-timeout': '300m' } }, (a, name) => {
