@@ -312,7 +312,7 @@ export function installFrontDoor(server: grpc.Server, opts: FrontDoorOptions): F
         const timer = afterHostTime(deadline.timeoutMs, door.onDeadline);
         stream.once('close', () => timer.cancel());
       }
-      endAsGrpcGo(stream);
+      endAsGrpcGo(stream, responseContentType(contentType));
       pendingDoorStream = kind === 'bidi' ? door : undefined;
       const before = { data: new Set(stream.listeners('data')), end: new Set(stream.listeners('end')) };
       try {
@@ -342,24 +342,35 @@ export function installFrontDoor(server: grpc.Server, opts: FrontDoorOptions): F
 }
 
 /**
- * The trailers grpc-js sends on this stream, as grpc-go sends them: a successful call ends with
+ * grpc-go answers with the request's content subtype (`application/grpc` to `application/grpc`,
+ * `application/grpc+proto` to `application/grpc+proto`); grpc-js always says `application/grpc+proto`.
+ */
+function responseContentType(requestContentType: string): string {
+  const m = /^application\/grpc\+([^;]*)/.exec(requestContentType);
+  return m === null || m[1] === '' ? 'application/grpc' : `application/grpc+${m[1]}`;
+}
+
+/**
+ * The headers and trailers grpc-js sends on this stream, as grpc-go sends them: the response's content-type
+ * mirrors the request's (responseContentType); a successful call ends with
  * `grpc-status: 0` and an empty `grpc-message` (grpc-go's status has no message; grpc-js writes `OK`), and
  * a call whose client has not ended its side by then is reset with RST_STREAM NO_ERROR after them, so the
  * client's request side closes too (grpc-go's finishStream; e.g. a unary call answered after its one
  * message while the client keeps the stream open).
  */
-function endAsGrpcGo(stream: http2.ServerHttp2Stream): void {
+function endAsGrpcGo(stream: http2.ServerHttp2Stream, contentType: string): void {
   const send = stream.sendTrailers;
   stream.sendTrailers = function (this: http2.ServerHttp2Stream, trailers: http2.OutgoingHttpHeaders): void {
     if (Number(trailers['grpc-status']) === 0) trailers['grpc-message'] = '';
     send.call(this, trailers);
     resetAfterStatus(this);
   };
-  // A trailers-only answer (status in the response's one HEADERS frame) ends the call the same way.
+  // The response's HEADERS (and a trailers-only answer, which ends the call the same way).
   const respond = stream.respond;
   stream.respond = function (this: http2.ServerHttp2Stream, headers?: http2.OutgoingHttpHeaders, options?: http2.ServerStreamResponseOptions): void {
     const status = headers?.['grpc-status'];
     if (status !== undefined && Number(status) === 0) headers!['grpc-message'] = '';
+    if (headers !== undefined && headers['content-type'] !== undefined) headers['content-type'] = contentType;
     respond.call(this, headers, options);
     if (options?.endStream === true) resetAfterStatus(this);
   };

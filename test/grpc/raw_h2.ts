@@ -17,6 +17,8 @@ export interface WireAnswer {
   readonly rstCode: number;
   /** The response's HTTP :status, undefined when no HEADERS came. */
   readonly httpStatus: number | undefined;
+  /** The response's content-type, undefined when no HEADERS came. */
+  readonly contentType: string | undefined;
   /** DATA bytes received. */
   readonly dataBytes: number;
   readonly elapsedMs: number;
@@ -101,6 +103,7 @@ export class WireClient {
           trailersOnly: trailers === undefined && headers?.['grpc-status'] !== undefined,
           rstCode: stream.rstCode ?? 0,
           httpStatus: headers?.[':status'] === undefined ? undefined : Number(headers[':status']),
+          contentType: headers?.['content-type'] === undefined ? undefined : String(headers['content-type']),
           dataBytes,
           elapsedMs: Date.now() - t0,
           timedOut,

@@ -171,7 +171,7 @@ test('a Watch the client half-closes goes on sending its watchers\' events until
 
 test('a call that succeeds ends with grpc-status 0 and an empty grpc-message, in trailers after the response', async () => {
   const ok = (a: WireAnswer, name: string): void => {
-    assert.deepEqual([a.code, a.message, a.trailersOnly, a.dataBytes > 0], [0, '', false, true], name);
+    assert.deepEqual([a.code, a.message, a.trailersOnly, a.dataBytes > 0, a.contentType], [0, '', false, true, 'application/grpc'], name);
   };
   await same({ path: RANGE, body: [frame('0a0161')] }, ok);
   await same({ path: '/etcdserverpb.Maintenance/Status', body: [frame('')] }, ok);
@@ -180,6 +180,8 @@ test('a call that succeeds ends with grpc-status 0 and an empty grpc-message, in
   await same({ path: '/etcdserverpb.Lease/LeaseKeepAlive', body: [frame('0801')] }, ok);
   const d = await defaultWire.call({ path: RANGE, body: [frame('0a0161')] });
   ok(d, 'etcdsim (3.7)');
+  // The response's content-type mirrors the request's subtype, as grpc-go's does.
+  await same({ path: RANGE, body: [frame('0a0161')], headers: { 'content-type': 'application/grpc+proto' } }, (a, name) => assert.equal(a.contentType, 'application/grpc+proto', name));
 });
 
 test('a unary call with two request messages: the first is answered at once, what follows is never read', async () => {
