@@ -163,8 +163,12 @@ test('headless Chromium: a shared #script= link runs its lab; an edit reruns and
     assert.doesNotMatch(page, /<script[^>]+src=|<link[^>]+href=/, 'self-contained: no script or style loaded from elsewhere');
 
     const link = `${pathToFileURL(file).href}#script=${toBase64Url(LAB)}`;
-    child = spawn(chromium, ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--remote-debugging-pipe', '--window-size=1400,900', `--user-data-dir=${join(dir, 'profile')}`, 'about:blank'], {
+    // No background work that writes into the profile after the page is done (component updates, sync), and
+    // a process group of its own, so that cleanup can end every Chromium process, not just the browser's.
+    const quiet = ['--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-breakpad'];
+    child = spawn(chromium, ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', ...quiet, '--remote-debugging-pipe', '--window-size=1400,900', `--user-data-dir=${join(dir, 'profile')}`, 'about:blank'], {
       stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'],
+      detached: true,
     });
     const running = child;
     exited = new Promise<void>((ok) => running.once('exit', () => ok()));
@@ -239,8 +243,15 @@ test('headless Chromium: a shared #script= link runs its lab; an edit reruns and
     }
     await cdp.send('Browser.close');
   } finally {
-    // Chromium writes its profile until it exits: wait for that before removing the directory.
-    if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill();
+    // Chromium writes its profile until it exits: end its whole process group and wait for the browser
+    // before removing the directory.
+    if (child?.pid !== undefined) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // the group is gone already
+      }
+    }
     await exited;
     // Its helper processes (crashpad, zygote) may still be closing files in the profile for a moment.
     rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
