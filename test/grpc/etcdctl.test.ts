@@ -104,13 +104,14 @@ test('lease grant, put --lease, timetolive --keys, keep-alive --once, list, revo
   const ib = noteLease(sim, gb.out);
   assert.equal(normaliseAgain(sim, gb.out), normaliseAgain(etcd, ga.out));
   const both = async (args: (id: string) => string[]): Promise<void> => {
-    // real etcd lists a lease's keys in Go map order (random) and counts down TTL on its own timer
+    // real etcd lists a lease's keys in Go map order (random) and counts down TTL on its own timer (each
+    // etcdctl run takes a while on a busy machine: within 10 s of the grant is the same answer)
     const fix = (r: { code: number; out: string }): { code: number; out: string } => ({
       code: r.code,
       out: r.out
         .replace(/attached keys\(\[([^\]]*)\]\)/, (_m, keys: string) => `attached keys([${keys.split(' ').sort().join(' ')}])`)
-        .replace(/remaining\((?:599|600)s\)/, 'remaining(~600s)')
-        .replace(/"TTL":(?:599|600),/, '"TTL":~600,'),
+        .replace(/remaining\((?:59\d|600)s\)/, 'remaining(~600s)')
+        .replace(/"TTL":(?:59\d|600),/, '"TTL":~600,'),
     });
     const a = fix(await ctl(etcd, args(ia)));
     const b = fix(await ctl(sim, args(ib)));
