@@ -8,6 +8,7 @@ import { parseServeFlags, SERVE_FLAG_DEFAULTS, type ServeFlags } from '../../src
 import * as grpc from '@grpc/grpc-js';
 import { startEtcd } from '../../src/diff/etcd_process.js';
 import { requireCommand } from '../support/prerequisites.js';
+import { startServeProcess } from '../support/serve_process.js';
 import { etcdService } from '../../src/grpc/server.js';
 
 const run = promisify(execFile);
@@ -107,25 +108,7 @@ test("flag values are read as Go's flag package reads them", () => {
 });
 
 test('etcdsim serve prints its address when ready, serves etcdctl, and exits cleanly on SIGTERM', { skip: requireCommand('etcdctl') }, async () => {
-  const child = spawn(process.execPath, ['bin/etcdsim.js', 'serve', '--listen-client-urls', 'http://127.0.0.1:0', '--etcd-version', '3.4'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const address = await new Promise<string>((resolve, reject) => {
-    const guard = setTimeout(() => reject(new Error(`no ready line; stderr: ${err}`)), 15_000);
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /^etcdsim serving etcd v3 API on http:\/\/(127\.0\.0\.1:\d+)\n/.exec(out);
-      if (m?.[1] !== undefined) {
-        clearTimeout(guard);
-        resolve(m[1]);
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
-  });
-  child.removeAllListeners('exit');
+  const { child, address, stdout } = await startServeProcess(['--etcd-version', '3.4'], 15_000);
   const env = { ...process.env, ETCDCTL_API: '3' };
   assert.equal((await run('etcdctl', [`--endpoints=${address}`, 'put', 'k', 'v'], { env })).stdout, 'OK\n');
   assert.equal((await run('etcdctl', [`--endpoints=${address}`, 'get', 'k', '--print-value-only'], { env })).stdout, 'v\n');
@@ -133,7 +116,7 @@ test('etcdsim serve prints its address when ready, serves etcdctl, and exits cle
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
   child.kill('SIGTERM');
   assert.equal(await exited, 0);
-  assert.equal(out.split('\n').filter((l) => l !== '').length, 1, 'one line on stdout');
+  assert.equal(stdout().split('\n').filter((l) => l !== '').length, 1, 'one line on stdout');
 });
 
 test('etcdsim serve refuses a non-loopback address without --allow-non-loopback', async () => {

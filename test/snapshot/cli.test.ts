@@ -1,12 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseServeFlags, SERVE_FLAG_DEFAULTS, type ServeFlags } from '../../src/cli/serve.js';
 import { createEtcdSim } from '../../src/client/create.js';
 import { requireCommand } from '../support/prerequisites.js';
+import { startServeProcess } from '../support/serve_process.js';
 import { scratchDir } from './helpers.js';
 
 const run = promisify(execFile);
@@ -45,24 +46,8 @@ test('serve --from-snapshot: the file is read and checked before anything binds'
 test('etcdsim serve --from-snapshot FILE serves the snapshot\'s history to etcdctl', { skip: requireCommand('etcdctl'), timeout: 60_000 }, async () => {
   const scratch = scratchDir();
   const file = snapshotFile(scratch.dir);
-  const child = spawn(process.execPath, ['bin/etcdsim.js', 'serve', '--listen-client-urls', 'http://127.0.0.1:0', '--etcd-version', '3.4', '--from-snapshot', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const { child, address } = await startServeProcess(['--etcd-version', '3.4', '--from-snapshot', file]);
   try {
-    let out = '';
-    let err = '';
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    const address = await new Promise<string>((resolve, reject) => {
-      const guard = setTimeout(() => reject(new Error(`no ready line; stderr: ${err}`)), 30_000);
-      child.stdout.on('data', (d: Buffer) => {
-        out += d.toString();
-        const m = /etcdsim serving etcd v3 API on http:\/\/(127\.0\.0\.1:\d+)\n/.exec(out);
-        if (m?.[1] !== undefined) {
-          clearTimeout(guard);
-          resolve(m[1]);
-        }
-      });
-      child.on('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
-    });
-    child.removeAllListeners('exit');
     const env = { ...process.env, ETCDCTL_API: '3' };
     const ctl = async (...args: string[]): Promise<string> => (await run('etcdctl', [`--endpoints=${address}`, ...args], { env })).stdout;
     assert.equal(await ctl('get', '', '--from-key', '--print-value-only'), '2\n3\n');
