@@ -52,6 +52,18 @@ export interface RestoredEtcd {
  * default, peer and client URLs on free loopback ports); resolves once /health answers true.
  */
 export async function restoreAndStart(file: string, dataDir: string): Promise<RestoredEtcd> {
+  // A port found free can be taken by a parallel test file before etcd binds it; the ports are in the restored
+  // membership, so a retry restores again into a fresh data dir with new ports.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await restoreAndStartOnce(file, attempt === 0 ? dataDir : `${dataDir}-retry${attempt}`);
+    } catch (e) {
+      if (attempt >= 2 || !(e instanceof Error) || !e.message.includes('address already in use')) throw e;
+    }
+  }
+}
+
+async function restoreAndStartOnce(file: string, dataDir: string): Promise<RestoredEtcd> {
   const [cp, pp] = [await freePort(), await freePort()];
   const peer = `http://127.0.0.1:${pp}`;
   const client = `http://127.0.0.1:${cp}`;
