@@ -225,7 +225,7 @@ async function watchRow(sz: Sizes): Promise<Row> {
         for (const res of rs) r.seen += res.events.length;
       });
       call.write({ create_request: { key } });
-      sim.flush();
+      sim.server.flush();
       return r;
     },
     run: (r) => {
@@ -233,7 +233,7 @@ async function watchRow(sz: Sizes): Promise<Row> {
         const n = Math.min(BATCH, sz.events - sent);
         for (let i = 0; i < n; i++) r.sim.services.kv.put({ key, value: VALUE });
         sent += n;
-        r.sim.flush();
+        r.sim.server.flush();
       }
       if (r.seen !== sz.events) throw new Error(`raw watch saw ${r.seen} of ${sz.events} events`);
       return r.seen;

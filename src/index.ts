@@ -91,7 +91,7 @@ export { grpcError, isGrpcError, statusName, type GrpcError, type GrpcMetadata }
 // Bytes: keys and values are Uint8Array, ordered by byte.
 export { utf8, text, prefixEnd, compareBytes, bytesEqual } from './mvcc/bytes.js';
 
-// The engine (sim.kv, or a bare store) and the types of its API.
+// The engine (sim.mvcc, or a bare store) and the types of its API.
 export { MvccStore, type HashKVResult, type MvccOptions } from './mvcc/kv.js';
 export type { CommitListener, StoreSnapshot } from './mvcc/store.js';
 export { DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_TXN_OPS } from './mvcc/validate.js';

@@ -49,26 +49,26 @@ function showResponse(r: WatchResponse): string {
 export function runWatchLeaseDemo(print: (line: string) => void): void {
   const sim = createEtcdSim({ time: 'virtual', seed: 1 });
   const b = utf8;
-  const R = sim.kv.put({ key: b('/w/start'), value: b('x') }).revision;
-  for (let i = 1; i <= 3; i++) sim.kv.put({ key: b(`/w/k${i}`), value: b(String(i)) });
-  sim.kv.deleteRange({ key: b('/w/k2') });
+  const R = sim.mvcc.put({ key: b('/w/start'), value: b('x') }).revision;
+  for (let i = 1; i <= 3; i++) sim.mvcc.put({ key: b(`/w/k${i}`), value: b(String(i)) });
+  sim.mvcc.deleteRange({ key: b('/w/k2') });
   print('');
-  print(`history: put /w/start at ${R}, put /w/k1..k3, del /w/k2 -> current revision ${sim.kv.currentRevision}`);
+  print(`history: put /w/start at ${R}, put /w/k1..k3, del /w/k2 -> current revision ${sim.mvcc.currentRevision}`);
   const stream = sim.watchStream();
   stream.watch({ key: b('/w/'), rangeEnd: b('/w0'), startRevision: R });
   stream.watch({ key: b('/w/'), rangeEnd: b('/w0'), startRevision: 1000 });
-  sim.advance(100); // one watch sync step (etcd: every 100 ms) replays the history
+  sim.server.advance(100); // one watch sync step (etcd: every 100 ms) replays the history
   for (const r of stream.take()) print(`watch  -> ${showResponse(r)}`);
   const lease = sim.lessor.grant(0n, 1);
   print(`lease grant ttl 1 -> id ${lease.id}, granted ttl ${lease.ttl} (etcd's minimum TTL)`);
-  sim.kv.txn({ success: [{ requestPut: { key: b('/w/a'), value: b('1'), lease: lease.id } }, { requestPut: { key: b('/w/b'), value: b('2'), lease: lease.id } }] });
+  sim.mvcc.txn({ success: [{ requestPut: { key: b('/w/a'), value: b('1'), lease: lease.id } }, { requestPut: { key: b('/w/b'), value: b('2'), lease: lease.id } }] });
   for (const r of stream.take()) print(`watch  -> ${showResponse(r)}`);
-  sim.advance(2500);
+  sim.server.advance(2500);
   print(`advance 2.5 s of virtual time -> lease expired, ttl now ${sim.lessor.timeToLive(lease.id).ttl}`);
   for (const r of stream.take()) print(`watch  -> ${showResponse(r)}`);
-  sim.compact(sim.kv.currentRevision);
+  sim.compact(sim.mvcc.currentRevision);
   const behind = sim.watchStream();
   behind.watch({ key: b('/w/'), rangeEnd: b('/w0'), startRevision: R });
-  sim.advance(100);
+  sim.server.advance(100);
   for (const r of behind.take()) print(`watch from ${R} after compaction -> ${showResponse(r)}`);
 }

@@ -32,7 +32,7 @@ export interface Etcd3SimOptions extends SimEtcd3Options {
  *    history to watchers opened at a past revision, victim retries and progress notifications happen by
  *    themselves, so unchanged client code written for a real etcd works. `clockSpeed` makes that time run
  *    faster (10: a 60 s lease expires after 6 s).
- *  - 'virtual': a virtual clock that moves only when the test moves it (`advance`, `advanceAsync`), so a run
+ *  - 'virtual': a virtual clock that moves only when the test moves it (`await sim.advance(ms)`), so a run
  *    is a pure function of its inputs and seed. Work etcd does on its own clock waits until then.
  */
 export type TimeMode = 'real' | 'virtual';
@@ -57,7 +57,7 @@ export interface EtcdSim<C extends Clock = Clock> {
   /** The member's clock: a VirtualClock with time 'virtual', a RealClock with time 'real'. */
   readonly clock: C;
   /** The KV API (Range, Put, DeleteRange, Txn, Compact) with etcd's errors. */
-  readonly kv: MvccStore;
+  readonly mvcc: MvccStore;
   /** Grant, revoke, keep-alive, time-to-live, leases. */
   readonly lessor: Lessor;
   readonly watchable: WatchableStore;
@@ -68,15 +68,6 @@ export interface EtcdSim<C extends Clock = Clock> {
   readonly services: EtcdServices;
   /** Opens a watch stream (one gRPC Watch call) in the engine's form. */
   watchStream(): WatchStream;
-  /**
-   * Time 'virtual' only: moves virtual time forward, running every lease expiry, watch sync and progress
-   * tick due meanwhile; after each instant at which something ran (and at the end), queued stream
-   * responses are delivered to their listeners. Client code on the event loop (etcd3, the raw client)
-   * needs `await advanceAsync(ms)` instead, which lets it run between the steps.
-   */
-  advance(ms: number): void;
-  /** Delivers queued watch / keep-alive responses to their listeners now. Returns how many. */
-  flush(): number;
   /** Fault hook: breaks every open Watch call (default error UNAVAILABLE). Returns how many. */
   breakWatchStreams(err?: GrpcError): number;
   /** Fault hook: breaks every open LeaseKeepAlive call (default error UNAVAILABLE). Returns how many. */
@@ -90,12 +81,15 @@ export interface EtcdSim<C extends Clock = Clock> {
    * when the snapshot carries one; the member's tokens stay, as etcd's in-memory simple tokens do).
    */
   restore(snapshot: StoreSnapshot | MemberSnapshot): void;
-  /** A digest of the whole history: equal hashes, equal stores. */
-  hash(): number;
+  /**
+   * A digest of the whole retained history, for comparing two simulators: equal digests, equal stores.
+   * Not etcd's HashKV (that is `services.maintenance.hashKV`, CRC-32C over etcd's backend layout).
+   */
+  digest(): number;
   /**
    * A real `Etcd3` client (npm etcd3, an optional peer) running on this simulator in-process, through its
    * `mock()` plug point. With time 'virtual', pass `timers` so its keep-alives and reconnects follow the
-   * virtual clock, and let time pass with `await sim.advanceAsync(ms)`: a watcher opened at a past
+   * virtual clock, and let time pass with `await sim.advance(ms)`: a watcher opened at a past
    * revision gets its history at the next watch sync step (every 100 ms of simulated time).
    */
   etcd3(options?: Etcd3SimOptions): Etcd3;
@@ -106,10 +100,12 @@ export interface EtcdSim<C extends Clock = Clock> {
    */
   client(): EtcdClient;
   /**
-   * Time 'virtual' only: lets `ms` of virtual time pass for the simulator and for the clients on it: the
-   * clock moves in steps of at most 10 ms, linked timers tick along, and client code runs between steps.
+   * Time 'virtual' only: lets `ms` of virtual time pass for the simulator and for the clients on it — every
+   * lease expiry, watch sync and progress tick due meanwhile runs, the clock moves in steps of at most 10 ms,
+   * linked timers tick along, and client code runs between steps. The one verb for time; the synchronous,
+   * engine-only form (no client code runs meanwhile) is `sim.server.advance(ms)`.
    */
-  advanceAsync(ms: number): Promise<void>;
+  advance(ms: number): Promise<void>;
   /**
    * Lets pending client work run (promise chains, stream deliveries, zero-delay timers of linked drivers)
    * without moving time: turns of the event loop until two in a row deliver and commit nothing.
@@ -192,13 +188,11 @@ export function createEtcdSim(options: EtcdSimOptions = {}): EtcdSim {
     server,
     time,
     clock,
-    kv: server.kv,
+    mvcc: server.mvcc,
     lessor: server.lessor,
     watchable: server.watchable,
     services: server.services,
     watchStream: () => server.watchable.newWatchStream(),
-    advance: (ms) => advance(needVirtual('sim.advance()'), server, ms),
-    flush: () => server.flush(),
     breakWatchStreams: (err) => {
       const calls = server.services.watch.calls();
       for (const c of calls) c.abort(err);
@@ -209,10 +203,10 @@ export function createEtcdSim(options: EtcdSimOptions = {}): EtcdSim {
       for (const c of calls) c.abort(err);
       return calls.length;
     },
-    compact: (revision) => server.kv.compact(revision),
+    compact: (revision) => server.mvcc.compact(revision),
     snapshot: () => server.snapshot(),
     restore: (snapshot) => server.restore(snapshot),
-    hash: () => server.kv.hash(),
+    digest: () => server.mvcc.hash(),
     etcd3: (opts = {}) => {
       const { timers, ...etcd3Options } = opts;
       if (timers !== undefined) {
@@ -226,13 +220,13 @@ export function createEtcdSim(options: EtcdSimOptions = {}): EtcdSim {
       useEventLoopDelivery();
       return new EtcdClient(server.services);
     },
-    advanceAsync: async (ms) => {
-      const vclock = needVirtual('sim.advanceAsync()');
-      if (!(ms >= 0)) throw new RangeError(`advanceAsync: ms must be >= 0, got ${ms}`);
+    advance: async (ms) => {
+      needVirtual('sim.advance()');
+      if (!(ms >= 0)) throw new RangeError(`advance: ms must be >= 0, got ${ms}`);
       await settle();
       for (let left = ms; left > 0; ) {
         const step = Math.min(left, ASYNC_STEP_MS);
-        advance(vclock, server, step);
+        server.advance(step);
         for (const d of drivers) d.tick(step);
         left -= step;
         await settle();
@@ -249,7 +243,7 @@ export function createEtcdSim(options: EtcdSimOptions = {}): EtcdSim {
   };
 }
 
-/** Largest step of advanceAsync: fine enough for etcd3's timers (keep-alive every TTL/3, 100 ms retries). */
+/** Largest step of advance(): fine enough for etcd3's timers (keep-alive every TTL/3, 100 ms retries). */
 const ASYNC_STEP_MS = 10;
 /** settle() ends after this many event-loop turns in a row without a delivery or a write. */
 const QUIET_TURNS = 2;
@@ -284,7 +278,7 @@ class StallWatch {
       process.emitWarning(
         'a client is waiting for watch work that runs on the virtual clock (history replay for a watcher opened ' +
           'at a past revision, or a slow watcher\'s retry), and the clock has not moved. Let time pass with ' +
-          "`await sim.advanceAsync(ms)` (the watch sync step runs every 100 ms), or create the simulator with time: 'real'.",
+          "`await sim.advance(ms)` (the watch sync step runs every 100 ms), or create the simulator with time: 'real'.",
         { type: 'EtcdsimVirtualClockWarning' },
       );
     });
@@ -302,17 +296,3 @@ class StallWatch {
 }
 
 /** Advances instant by instant so stream listeners hear each step's responses at that step's time. */
-function advance(clock: VirtualClock, server: EtcdServer, ms: number): void {
-  if (!(ms >= 0)) throw new RangeError(`advance: ms must be >= 0, got ${ms}`);
-  const target = clock.now() + ms;
-  if (server.delivery.openCalls === 0) {
-    clock.advanceTo(target);
-    return;
-  }
-  for (let due = clock.nextDue(); due !== undefined && due <= target; due = clock.nextDue()) {
-    clock.advanceTo(due);
-    server.flush();
-  }
-  clock.advanceTo(target);
-  server.flush();
-}

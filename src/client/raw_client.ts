@@ -22,7 +22,7 @@
  *
  * Responses reach a stream at the simulator's delivery points (src/server/delivery.ts): `sim.client()`
  * sets the event-loop scheduler, so they arrive on a later turn of the event loop, as over a network;
- * `sim.advance()`, `sim.advanceAsync()` and `sim.flush()` deliver too.
+ * `await sim.advance(ms)` and `await sim.settle()` deliver too (engine-level: `sim.server.advance()`, `.flush()`).
  */
 import { Buffer } from '../sim/bytes_platform.js';
 import { prefixEnd } from '../mvcc/index.js';
@@ -252,7 +252,7 @@ export class EtcdWatchStream extends EtcdStream<M.WatchResponse> {
 
 /** One LeaseKeepAlive call (etcd's Lease_LeaseKeepAliveClient): each send({ID}) renews and is answered {ID, TTL}. */
 export class EtcdKeepAliveStream extends EtcdStream<M.LeaseKeepAliveResponse> {
-  /** @internal Use `client.lease.keepAlive()`. */
+  /** @internal Use `client.lease.leaseKeepAlive()`. */
   constructor(call: KeepAliveCall) {
     super(call);
   }
@@ -309,7 +309,7 @@ export class KVClient {
   }
 }
 
-/** etcdserverpb.Lease (method names without etcd's `Lease` prefix). */
+/** etcdserverpb.Lease, with its RPC names (LeaseGrant → leaseGrant), as `sim.services.lease` has them. */
 export class LeaseClient {
   constructor(
     private readonly services: EtcdServices,
@@ -317,24 +317,24 @@ export class LeaseClient {
     private readonly session: Session = {},
   ) {}
 
-  grant(req: M.LeaseGrantRequest): Promise<M.LeaseGrantResponse> {
+  leaseGrant(req: M.LeaseGrantRequest): Promise<M.LeaseGrantResponse> {
     return unary(() => this.services.lease.leaseGrant(req, ctxOf(this.session)));
   }
 
-  revoke(req: M.LeaseRevokeRequest): Promise<M.LeaseRevokeResponse> {
+  leaseRevoke(req: M.LeaseRevokeRequest): Promise<M.LeaseRevokeResponse> {
     return unary(() => this.services.lease.leaseRevoke(req, ctxOf(this.session)));
   }
 
-  timeToLive(req: M.LeaseTimeToLiveRequest): Promise<M.LeaseTimeToLiveResponse> {
+  leaseTimeToLive(req: M.LeaseTimeToLiveRequest): Promise<M.LeaseTimeToLiveResponse> {
     return unary(() => this.services.lease.leaseTimeToLive(req, ctxOf(this.session)));
   }
 
-  leases(req: M.LeaseLeasesRequest = {}): Promise<M.LeaseLeasesResponse> {
+  leaseLeases(req: M.LeaseLeasesRequest = {}): Promise<M.LeaseLeasesResponse> {
     return unary(() => this.services.lease.leaseLeases(req));
   }
 
   /** Opens one LeaseKeepAlive call. */
-  keepAlive(): EtcdKeepAliveStream {
+  leaseKeepAlive(): EtcdKeepAliveStream {
     return this.opened(new EtcdKeepAliveStream(this.services.lease.leaseKeepAlive(ctxOf(this.session))));
   }
 }

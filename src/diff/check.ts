@@ -61,8 +61,8 @@ export async function runOnce(ops: readonly Op[], o: Pick<DiffCheckOptions, 'etc
   try {
     const s = simTarget(sim);
     return await runWorkload(ops, o.wrapSim === undefined ? s : o.wrapSim(s), etcdTarget(o.etcd, { streamTimeoutMs: o.streamTimeoutMs }), {
-      current: () => sim.kv.currentRevision,
-      compacted: () => sim.kv.compactRevision,
+      current: () => sim.mvcc.currentRevision,
+      compacted: () => sim.mvcc.compactRevision,
     });
   } finally {
     sim.server.close();

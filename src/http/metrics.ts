@@ -37,7 +37,7 @@ export function createMemberMetrics(s: EtcdServer): MemberMetrics {
   let deletes = 0;
   let granted = 0;
   let revoked = 0;
-  const unsubscribeKv = s.kv.subscribe((_rev, events) => {
+  const unsubscribeKv = s.mvcc.subscribe((_rev, events) => {
     for (const ev of events) {
       if (ev.type === 'PUT') puts++;
       else deletes++;
@@ -87,8 +87,8 @@ export function createMemberMetrics(s: EtcdServer): MemberMetrics {
   gauge('etcd_debugging_mvcc_db_total_size_in_bytes', dbHelp, () => s.dbSize);
   gauge('etcd_mvcc_db_total_size_in_use_in_bytes', 'Total size of the underlying database logically in use in bytes.', () => s.dbSizeInUse);
   gauge('etcd_debugging_mvcc_keys_total', 'Total number of keys.', () => liveKeys(s));
-  gauge('etcd_debugging_mvcc_current_revision', 'The current revision of store.', () => s.kv.currentRevision);
-  gauge('etcd_debugging_mvcc_compact_revision', 'The revision of the last compaction in store.', () => s.kv.compactRevision);
+  gauge('etcd_debugging_mvcc_current_revision', 'The current revision of store.', () => s.mvcc.currentRevision);
+  gauge('etcd_debugging_mvcc_compact_revision', 'The revision of the last compaction in store.', () => s.mvcc.compactRevision);
   counter('etcd_mvcc_put_total', 'Total number of puts seen by this member.', () => puts);
   counter('etcd_mvcc_delete_total', 'Total number of deletes seen by this member.', () => deletes);
   gauge('etcd_debugging_mvcc_watch_stream_total', 'Total number of watch streams.', () => s.services.watch.calls().length);
@@ -119,5 +119,5 @@ export function createMemberMetrics(s: EtcdServer): MemberMetrics {
 
 /** Keys with a live value (etcd's keys gauge: up at a key's creation, down at its deletion). */
 function liveKeys(s: EtcdServer): number {
-  return s.kv.range({ key: new Uint8Array([0]), rangeEnd: new Uint8Array([0]), countOnly: true }).count;
+  return s.mvcc.range({ key: new Uint8Array([0]), rangeEnd: new Uint8Array([0]), countOnly: true }).count;
 }

@@ -38,7 +38,7 @@ export class AuthService {
   constructor(private readonly server: EtcdServer) {}
 
   private hdr(): M.ResponseHeader {
-    return header(this.server.identity, this.server.kv.currentRevision);
+    return header(this.server.identity, this.server.mvcc.currentRevision);
   }
 
   /** A Raft-proposed auth request: the caller's token is resolved first, then the entry counts. */

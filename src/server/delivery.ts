@@ -2,8 +2,8 @@
  * When stream responses reach a listener. Watch and keep-alive calls queue their responses; a call with
  * an `onResponse` listener gets them pushed at *delivery points*, never from inside a request, a commit
  * or a timer callback (so a listener may call back into the server freely):
- *  - `flush()` here (EtcdServer.flush(), sim.flush(), or a call's own flush());
- *  - during `sim.advance(ms)`: after every instant at which a timer ran (lease expiry, watch sync,
+ *  - `flush()` here (EtcdServer.flush(), or a call's own flush());
+ *  - during `sim.server.advance(ms)` (each step of `await sim.advance(ms)`): after every instant at which a timer ran (lease expiry, watch sync,
  *    progress notify), and once at the end — deterministic on the virtual clock;
  *  - through the scheduler, if one is set: whenever responses may have become pending (a stream write,
  *    a commit, a service call), the scheduler is handed a flush function, once until that flush runs.

@@ -158,7 +158,7 @@ export class EtcdServer {
   readonly ticker: Ticker;
   readonly random: SimRandom;
   readonly lessor: Lessor;
-  readonly kv: MvccStore;
+  readonly mvcc: MvccStore;
   readonly watchable: WatchableStore;
   /** Users, roles, permissions, tokens (etcd's auth store). */
   readonly auth: AuthStore;
@@ -193,14 +193,14 @@ export class EtcdServer {
       checkpointing: opts.leaseCheckpoint,
       checkpointIntervalMs: opts.leaseCheckpointIntervalMs,
     });
-    this.kv = new MvccStore({
+    this.mvcc = new MvccStore({
       lessor: this.lessor,
       etcdVersion: opts.etcdVersion,
       maxTxnOps: opts.maxTxnOps,
       maxRequestBytes: opts.maxRequestBytes,
     });
-    this.lessor.bind(this.kv);
-    this.watchable = new WatchableStore(this.kv, {
+    this.lessor.bind(this.mvcc);
+    this.watchable = new WatchableStore(this.mvcc, {
       ticker: this.ticker,
       clock: this.clock,
       random: this.random.fork('watch'),
@@ -245,7 +245,7 @@ export class EtcdServer {
     if (opts.fromSnapshot !== undefined) this.loadEtcdSnapshot(opts.fromSnapshot);
     // Every commit is one Raft entry and grows the estimated db file. (Watch responses it queues reach
     // their clients through each stream's onSend hook.)
-    this.kv.subscribe((_rev, events) => {
+    this.mvcc.subscribe((_rev, events) => {
       this.noteRaftEntry();
       for (const ev of events) this.storedBytes += ev.kv.key.byteLength + ev.kv.value.byteLength + DB_BYTES_PER_REVISION;
     });
@@ -326,11 +326,37 @@ export class EtcdServer {
   }
 
   /**
+   * Moves the member's virtual clock forward by `ms`, running every lease expiry, watch sync and progress
+   * tick due meanwhile, synchronously. After each instant at which something ran (and at the end) queued
+   * stream responses are delivered, as a reading client would take them off the wire between two ticks.
+   * Engine-level: client code on the event loop (etcd3, the raw client) needs `await sim.advance(ms)`,
+   * which lets it run between steps.
+   */
+  advance(ms: number): void {
+    const clock = this.clock;
+    if (!(clock instanceof VirtualClock)) {
+      throw new Error('EtcdServer.advance: this member runs on real time; create it with a VirtualClock to drive time');
+    }
+    if (!(ms >= 0)) throw new RangeError(`advance: ms must be >= 0, got ${ms}`);
+    const target = clock.now() + ms;
+    if (this.delivery.openCalls === 0) {
+      clock.advanceTo(target);
+      return;
+    }
+    for (let due = clock.nextDue(); due !== undefined && due <= target; due = clock.nextDue()) {
+      clock.advanceTo(due);
+      this.flush();
+    }
+    clock.advanceTo(target);
+    this.flush();
+  }
+
+  /**
    * The member's state as etcd's snapshot carries it: the MVCC store plus the auth store's persistent state
    * (users, roles, permissions, enabled flag, auth revision — etcd's auth buckets). Tokens are not in it.
    */
   snapshot(): MemberSnapshot {
-    return { ...this.kv.snapshot(), auth: this.auth.snapshot() };
+    return { ...this.mvcc.snapshot(), auth: this.auth.snapshot() };
   }
 
   /**
@@ -362,7 +388,7 @@ export class EtcdServer {
     const lessor = this.lessor;
     const { members, removed } = this.services.cluster.backendState();
     return backendOfMember({
-      store: this.kv.snapshot(),
+      store: this.mvcc.snapshot(),
       auth: this.auth.snapshot(),
       leases: lessor.leases().map((id) => ({ id, ttl: lessor.timeToLive(id).grantedTTL, remainingTTL: lessor.checkpointedTTLOf(id) ?? 0 })),
       consistentIndex: BigInt(this.appliedIndex),
@@ -386,7 +412,7 @@ export class EtcdServer {
       if (l.remainingTTL > 0) this.lessor.checkpoint(l.id, l.remainingTTL);
     }
     this.restore({ ...loaded.store, auth: loaded.auth });
-    if (loaded.pendingCompactRev !== undefined) this.kv.compact(loaded.pendingCompactRev);
+    if (loaded.pendingCompactRev !== undefined) this.mvcc.compact(loaded.pendingCompactRev);
     this.lessor.promote();
     this.storedBytes += loaded.storedBytes;
   }

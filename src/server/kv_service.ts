@@ -35,10 +35,10 @@ export class KVService {
     const r = asGrpc(() => {
       const d = rangeIn(req);
       if (server.auth.checksTokens) {
-        checkRangeRequest(d, !server.kv.compat.sortOrderUnchecked);
+        checkRangeRequest(d, !server.mvcc.compat.sortOrderUnchecked);
         checkRangeAuth(server.auth, server.authInfo(ctx), d);
       }
-      return server.kv.range(d);
+      return server.mvcc.range(d);
     });
     return rangeOut(r, header(server.identity, r.revision));
   }
@@ -51,10 +51,10 @@ export class KVService {
       if (server.auth.checksTokens) {
         checkPutRequest(d);
         const ai = server.authInfo(ctx);
-        checkRequestSize(putSize(d), server.kv.maxRequestBytes); // proposing checks the size; applying, permissions
+        checkRequestSize(putSize(d), server.mvcc.maxRequestBytes); // proposing checks the size; applying, permissions
         this.denied(() => checkPutAuth(server.auth, ai, this.leaseKeys, d));
       }
-      return server.kv.put(d);
+      return server.mvcc.put(d);
     });
     return putOut(r, header(server.identity, r.revision));
   }
@@ -67,10 +67,10 @@ export class KVService {
       if (server.auth.checksTokens) {
         checkDeleteRequest(d);
         const ai = server.authInfo(ctx);
-        checkRequestSize(deleteRangeSize(d), server.kv.maxRequestBytes);
+        checkRequestSize(deleteRangeSize(d), server.mvcc.maxRequestBytes);
         this.denied(() => checkDeleteRangeAuth(server.auth, ai, d));
       }
-      return server.kv.deleteRange(d);
+      return server.mvcc.deleteRange(d);
     });
     if (r.deleted === 0) server.noteRaftEntry(); // proposed and applied, but nothing committed
     return deleteRangeOut(r, header(server.identity, r.revision));
@@ -79,13 +79,13 @@ export class KVService {
   /** KV.Txn. A read-only txn is served like a Range (no Raft entry), as etcd does. */
   txn(req: M.TxnRequest, ctx?: CallContext): M.TxnResponse {
     const server = this.server;
-    const before = server.kv.currentRevision;
+    const before = server.mvcc.currentRevision;
     let readOnly = true;
     const r = asGrpc(() => {
       const t = txnIn(req);
       readOnly = isTxnReadOnly(t);
       if (server.auth.checksTokens) {
-        checkTxnRequest(t, server.kv.maxTxnOps, !server.kv.compat.sortOrderUnchecked);
+        checkTxnRequest(t, server.mvcc.maxTxnOps, !server.mvcc.compat.sortOrderUnchecked);
         // v3rpc's Txn checks put/delete overlaps too, before any token or permission is looked at (observed
         // on 3.4.23: duplicate key, not permission denied / invalid auth token; 3.5+ keep that order).
         checkIntervals(t.success ?? []);
@@ -93,13 +93,13 @@ export class KVService {
         const ai = server.authInfo(ctx);
         if (readOnly) checkTxnAuth(server.auth, ai, this.leaseKeys, t);
         else {
-          checkRequestSize(txnSize(t), server.kv.maxRequestBytes);
+          checkRequestSize(txnSize(t), server.mvcc.maxRequestBytes);
           this.denied(() => checkTxnAuth(server.auth, ai, this.leaseKeys, t));
         }
       }
-      return server.kv.txn(t);
+      return server.mvcc.txn(t);
     });
-    if (!readOnly && server.kv.currentRevision === before) server.noteRaftEntry();
+    if (!readOnly && server.mvcc.currentRevision === before) server.noteRaftEntry();
     return txnOut(r, header(server.identity, r.revision));
   }
 
@@ -109,7 +109,7 @@ export class KVService {
     const r = asGrpc(() => {
       const rev = int64ToNumber(req.revision, 'revision');
       server.authInfo(ctx); // an invalid token fails before the proposal
-      return server.kv.compact(rev);
+      return server.mvcc.compact(rev);
     });
     server.noteRaftEntry();
     return { header: header(server.identity, r.revision) };

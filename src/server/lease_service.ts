@@ -32,13 +32,13 @@ export class LeaseService {
       return server.lessor.grant(int64ToBigInt(req.ID, 'ID'), int64ToNumber(req.TTL, 'TTL'));
     });
     server.noteRaftEntry();
-    return { header: header(server.identity, server.kv.currentRevision), ID: String(g.id), TTL: String(g.ttl), error: '' };
+    return { header: header(server.identity, server.mvcc.currentRevision), ID: String(g.id), TTL: String(g.ttl), error: '' };
   }
 
   /** Lease.LeaseRevoke: deletes the attached keys in one revision. */
   leaseRevoke(req: M.LeaseRevokeRequest, ctx?: CallContext): M.LeaseRevokeResponse {
     const server = this.server;
-    const before = server.kv.currentRevision;
+    const before = server.mvcc.currentRevision;
     asGrpc(() => {
       const id = int64ToBigInt(req.ID, 'ID');
       if (server.auth.checksTokens) {
@@ -52,8 +52,8 @@ export class LeaseService {
       }
       server.lessor.revoke(id);
     });
-    if (server.kv.currentRevision === before) server.noteRaftEntry();
-    return { header: header(server.identity, server.kv.currentRevision) };
+    if (server.mvcc.currentRevision === before) server.noteRaftEntry();
+    return { header: header(server.identity, server.mvcc.currentRevision) };
   }
 
   /** Lease.LeaseTimeToLive: unknown lease → TTL "-1", grantedTTL "0", no error. */
@@ -65,7 +65,7 @@ export class LeaseService {
       return server.lessor.timeToLive(id, req.keys === true);
     });
     return {
-      header: header(server.identity, server.kv.currentRevision),
+      header: header(server.identity, server.mvcc.currentRevision),
       ID: String(t.id),
       TTL: String(t.ttl),
       grantedTTL: String(t.grantedTTL),
@@ -77,7 +77,7 @@ export class LeaseService {
   leaseLeases(_req: M.LeaseLeasesRequest = {}): M.LeaseLeasesResponse {
     const server = this.server;
     return {
-      header: header(server.identity, server.kv.currentRevision),
+      header: header(server.identity, server.mvcc.currentRevision),
       leases: server.lessor.leases().map((id) => ({ ID: String(id) })),
     };
   }
@@ -133,7 +133,7 @@ export class KeepAliveCall extends StreamCall<M.LeaseKeepAliveResponse> {
       this.abort(toGrpcError(err));
       return;
     }
-    this.queue.push({ header: header(server.identity, server.kv.currentRevision), ID: String(id), TTL: String(ttl) });
+    this.queue.push({ header: header(server.identity, server.mvcc.currentRevision), ID: String(id), TTL: String(ttl) });
     server.delivery.poke();
   }
 

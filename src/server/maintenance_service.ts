@@ -25,7 +25,7 @@ export class MaintenanceService {
     // A member that lost its quorum (Cluster.MemberAdd of a voter that never starts) steps down.
     const leader = s.services.cluster.leaderId();
     return {
-      header: header(s.identity, s.kv.currentRevision),
+      header: header(s.identity, s.mvcc.currentRevision),
       version: s.member.version,
       dbSize: String(s.dbSize),
       leader: String(leader),
@@ -48,7 +48,7 @@ export class MaintenanceService {
     requireAdmin(this.server, ctx);
     const s = this.server;
     return asGrpc(() => {
-      const kv = s.kv;
+      const kv = s.mvcc;
       const r = kv.hashKV(int64ToNumber(req.revision, 'revision'));
       // The header carries the current revision, whichever revision was hashed (etcd's HashByRev).
       return {
@@ -68,7 +68,7 @@ export class MaintenanceService {
   hash(_req: M.HashRequest = {}, ctx?: CallContext): M.HashResponse {
     requireAdmin(this.server, ctx);
     const s = this.server;
-    return { header: header(s.identity, s.kv.currentRevision), hash: backendHash(s.etcdBackend()) };
+    return { header: header(s.identity, s.mvcc.currentRevision), hash: backendHash(s.etcdBackend()) };
   }
 
   /**
@@ -116,7 +116,7 @@ export class MaintenanceService {
     const s = this.server;
     const file = s.etcdSnapshot();
     const db = Buffer.from(file.buffer, file.byteOffset, file.byteLength - SHA256_SIZE);
-    const hdr = header(s.identity, s.kv.currentRevision);
+    const hdr = header(s.identity, s.mvcc.currentRevision);
     const out: M.SnapshotResponse[] = [];
     for (let sent = 0; sent < db.length; ) {
       const n = Math.min(SNAPSHOT_CHUNK, db.length - sent);

@@ -228,7 +228,7 @@ export class WatchCall extends StreamCall<M.WatchResponse> {
   private answerRefused(cancelReason: string): void {
     const before = this.stream.take().map((r) => this.responseOut(r));
     this.early.push(...before, {
-      header: header(this.server.identity, this.server.kv.currentRevision),
+      header: header(this.server.identity, this.server.mvcc.currentRevision),
       watch_id: '-1',
       created: true,
       canceled: true,

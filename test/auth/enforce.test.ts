@@ -108,14 +108,14 @@ test('Txn checks every compare and every op of both branches, nested txns includ
 
 test('a denied write changes nothing in the store (hash, revision) but is one Raft entry', () => {
   const { s, u } = setup([{ permType: 'READ', key: 'a' }]);
-  const hash = s.kv.hash();
-  const revision = s.kv.currentRevision;
+  const hash = s.mvcc.hash();
+  const revision = s.mvcc.currentRevision;
   const index = s.raftIndex;
   rejects(() => s.services.kv.put({ key: b('a'), value: b('v') }, u), ErrPermissionDenied);
   rejects(() => s.services.kv.txn({ success: [{ request_put: { key: b('a'), value: b('v') } }] }, u), ErrPermissionDenied);
   rejects(() => s.services.kv.range({ key: b('z') }, u), ErrPermissionDenied);
-  assert.equal(s.kv.hash(), hash);
-  assert.equal(s.kv.currentRevision, revision);
+  assert.equal(s.mvcc.hash(), hash);
+  assert.equal(s.mvcc.currentRevision, revision);
   assert.equal(s.raftIndex, index + 2, 'two denied proposals, the denied read is not proposed');
 });
 

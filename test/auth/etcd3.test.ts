@@ -56,7 +56,7 @@ test('etcd3: an expired token is renewed by authenticating again, as the real cl
   const client = sim.etcd3({ auth: { username: 'root', password: 'pw' } });
   await client.put('k').value('1');
   assert.equal(sim.server.auth.tokens.size, 1);
-  sim.advance(301_000);
+  sim.server.advance(301_000);
   // The first call fails with "invalid auth token"; the client authenticates again and retries.
   assert.equal(await client.get('k').string(), '1');
   assert.equal(sim.server.auth.tokens.size, 1, 'the expired token is gone, a new one was issued');

@@ -205,8 +205,8 @@ test('property: a request succeeds iff the permission model allows it; a denied 
       for (const op of ops) {
         if (hasWriteConflict(op)) continue;
         const expectAllowed = needs(op).every(([kind, key, end]) => allowed(perms, kind, key, end));
-        const hash = s.kv.hash();
-        const rev = s.kv.currentRevision;
+        const hash = s.mvcc.hash();
+        const rev = s.mvcc.currentRevision;
         let err: (Error & { details?: string }) | undefined;
         try {
           run(s, op, u);
@@ -216,8 +216,8 @@ test('property: a request succeeds iff the permission model allows it; a denied 
         if (expectAllowed) assert.equal(err, undefined, `allowed ${JSON.stringify(op)} failed: ${String(err?.message)}`);
         else {
           assert.equal(err?.details, 'etcdserver: permission denied', `denied ${JSON.stringify(op)} did not fail as denied`);
-          assert.equal(s.kv.hash(), hash);
-          assert.equal(s.kv.currentRevision, rev);
+          assert.equal(s.mvcc.hash(), hash);
+          assert.equal(s.mvcc.currentRevision, rev);
         }
         // root is never denied
         run(s, { t: 'range', r: { key: 'a', end: '\0' } }, root);

@@ -121,7 +121,7 @@ test('the member keeps its own tokens across a restore, as an etcd 3.4.23 follow
   const t4 = login(leader, 'u4');
   for (let i = 0; i < 20; i++) leader.services.kv.put({ key: b(`k${i % 5}`), value: b('x') }, root);
   follower.restore(leader.snapshot());
-  assert.equal(follower.kv.currentRevision, leader.kv.currentRevision);
+  assert.equal(follower.mvcc.currentRevision, leader.mvcc.currentRevision);
   follower.services.kv.range({ key: b('k'), serializable: true }, t1);
   rejects(() => follower.services.kv.range({ key: b('k'), serializable: true }, t2), ErrPermissionDenied);
   follower.services.kv.range({ key: b('k'), serializable: true }, t3);
@@ -143,7 +143,7 @@ test('Maintenance Snapshot/restore carries the auth state too; a bare store snap
   assert.deepEqual(sim.services.auth.userGet({ name: 'u1' }, root).roles, ['r']);
   sim.services.kv.put({ key: b('k'), value: b('v') }, login(sim, 'u1'));
 
-  const bare = sim.kv.snapshot();
+  const bare = sim.mvcc.snapshot();
   sim.services.auth.userDelete({ name: 'u4' }, root);
   const rev = sim.services.auth.authStatus({}, root).authRevision;
   sim.restore(bare);

@@ -18,20 +18,20 @@ function scenario(seed: number): string {
   st.watch({ key: b('/s/'), rangeEnd: b('/s0'), progressNotify: true });
   const lease = sim.lessor.grant(0n, 3);
   trace.push(`grant ${lease.id} ttl=${lease.ttl}`);
-  sim.kv.put({ key: b('/s/a'), value: b('1'), lease: lease.id });
-  sim.kv.put({ key: b('/s/b'), value: b('2'), lease: lease.id });
-  sim.kv.put({ key: b('/s/c'), value: b('3') });
+  sim.mvcc.put({ key: b('/s/a'), value: b('1'), lease: lease.id });
+  sim.mvcc.put({ key: b('/s/b'), value: b('2'), lease: lease.id });
+  sim.mvcc.put({ key: b('/s/c'), value: b('3') });
   record('w', st.take());
   for (let i = 0; i < 8; i++) {
-    sim.advance(500);
+    sim.server.advance(500);
     record('w', st.take());
   }
-  sim.compact(sim.kv.currentRevision);
+  sim.compact(sim.mvcc.currentRevision);
   const behind = sim.watchStream();
   behind.watch({ key: b('/s/'), rangeEnd: b('/s0'), startRevision: 2 });
-  sim.advance(100);
+  sim.server.advance(100);
   record('behind', behind.take());
-  trace.push(`rev=${sim.kv.currentRevision} hash=${sim.hash()} leases=${sim.lessor.leases().join(',')}`);
+  trace.push(`rev=${sim.mvcc.currentRevision} hash=${sim.digest()} leases=${sim.lessor.leases().join(',')}`);
   return trace.join('\n');
 }
 
@@ -50,13 +50,13 @@ test('a lease expires on the virtual clock: its keys go in one revision and the 
   st.watch({ key: b('/l/'), rangeEnd: b('/l0') });
   const { id, ttl } = sim.lessor.grant(0n, 1);
   assert.equal(ttl, 2, 'etcd raises a TTL below the minimum (2 s with default election settings)');
-  sim.kv.put({ key: b('/l/x'), value: b('1'), lease: id });
-  sim.kv.put({ key: b('/l/y'), value: b('2'), lease: id });
+  sim.mvcc.put({ key: b('/l/x'), value: b('1'), lease: id });
+  sim.mvcc.put({ key: b('/l/y'), value: b('2'), lease: id });
   st.take();
-  sim.advance(1999);
-  assert.equal(sim.kv.range({ key: b('/l/x') }).count, 1, 'not expired before its TTL');
-  sim.advance(501);
-  assert.equal(sim.kv.range({ key: b('/l/'), rangeEnd: b('/l0') }).count, 0);
+  sim.server.advance(1999);
+  assert.equal(sim.mvcc.range({ key: b('/l/x') }).count, 1, 'not expired before its TTL');
+  sim.server.advance(501);
+  assert.equal(sim.mvcc.range({ key: b('/l/'), rangeEnd: b('/l0') }).count, 0);
   const rs = st.take();
   assert.equal(rs.length, 1);
   assert.deepEqual(
@@ -71,14 +71,14 @@ test('restore moves watchers to unsynced and rebuilds the lessor from the restor
   const follower = createEtcdSim({ time: 'virtual' });
   const lease = follower.lessor.grant(7n, 60);
   leader.lessor.grant(7n, 60);
-  for (const s of [leader, follower]) s.kv.put({ key: b('k'), value: b('v'), lease: 7n });
-  leader.kv.put({ key: b('k2'), value: b('v2'), lease: 7n });
+  for (const s of [leader, follower]) s.mvcc.put({ key: b('k'), value: b('v'), lease: 7n });
+  leader.mvcc.put({ key: b('k2'), value: b('v2'), lease: 7n });
   const st = follower.watchStream();
   st.watch({ key: b('k2'), startRevision: 3 });
   st.take();
   follower.restore(leader.snapshot());
   assert.equal(follower.watchable.unsynced.size, 1);
-  follower.advance(100);
+  follower.server.advance(100);
   const rs = st.take();
   assert.deepEqual(rs.flatMap((r) => r.events.map((e) => text(e.kv.key))), ['k2']);
   assert.deepEqual(follower.lessor.timeToLive(lease.id, true).keys.map(text), ['k', 'k2']);

@@ -123,9 +123,9 @@ test('errors: the services’ grpc-shaped errors, as rejections (never thrown sy
     'etcdserver: too many operations in txn request',
   );
   await rejectsGrpc(c.kv.compact({ revision: 9 }), 11, 'OUT_OF_RANGE', 'etcdserver: mvcc: required revision is a future revision');
-  await c.lease.grant({ ID: 7, TTL: 60 });
-  await rejectsGrpc(c.lease.grant({ ID: 7, TTL: 60 }), 9, 'FAILED_PRECONDITION', 'etcdserver: lease already exists');
-  await rejectsGrpc(c.lease.revoke({ ID: 8 }), 5, 'NOT_FOUND', 'etcdserver: requested lease not found');
+  await c.lease.leaseGrant({ ID: 7, TTL: 60 });
+  await rejectsGrpc(c.lease.leaseGrant({ ID: 7, TTL: 60 }), 9, 'FAILED_PRECONDITION', 'etcdserver: lease already exists');
+  await rejectsGrpc(c.lease.leaseRevoke({ ID: 8 }), 5, 'NOT_FOUND', 'etcdserver: requested lease not found');
   await rejectsGrpc(c.maintenance.hashKV({ revision: 99 }), 11, 'OUT_OF_RANGE', 'etcdserver: mvcc: required revision is a future revision');
   // The rejection is the very error the service throws.
   let direct: unknown;
@@ -147,26 +147,26 @@ test('errors: the services’ grpc-shaped errors, as rejections (never thrown sy
 test('lease: grant, timeToLive, leases, revoke (keys deleted in one revision)', async () => {
   const sim = newSim();
   const c = sim.client();
-  assert.deepStrictEqual(await c.lease.grant({ ID: '7', TTL: '60' }), { header: hdr(1), ID: '7', TTL: '60', error: '' });
-  assert.deepStrictEqual(await c.lease.grant({ ID: 9, TTL: 1 }), { header: hdr(1), ID: '9', TTL: '2', error: '' }); // raised to the 2 s minimum
-  const generated = await c.lease.grant({ TTL: 30 });
+  assert.deepStrictEqual(await c.lease.leaseGrant({ ID: '7', TTL: '60' }), { header: hdr(1), ID: '7', TTL: '60', error: '' });
+  assert.deepStrictEqual(await c.lease.leaseGrant({ ID: 9, TTL: 1 }), { header: hdr(1), ID: '9', TTL: '2', error: '' }); // raised to the 2 s minimum
+  const generated = await c.lease.leaseGrant({ TTL: 30 });
   assert.match(generated.ID, /^[1-9]\d*$/);
   await c.kv.put({ key: 'b', value: '1', lease: '7' });
   await c.kv.put({ key: 'a', value: '2', lease: 7n });
-  await sim.advanceAsync(1500);
-  assert.deepStrictEqual(await c.lease.timeToLive({ ID: '7', keys: true }), { header: hdr(3), ID: '7', TTL: '58', grantedTTL: '60', keys: [B('a'), B('b')] });
-  assert.deepStrictEqual(await c.lease.timeToLive({ ID: '12345' }), { header: hdr(3), ID: '12345', TTL: '-1', grantedTTL: '0', keys: [] });
+  await sim.advance(1500);
+  assert.deepStrictEqual(await c.lease.leaseTimeToLive({ ID: '7', keys: true }), { header: hdr(3), ID: '7', TTL: '58', grantedTTL: '60', keys: [B('a'), B('b')] });
+  assert.deepStrictEqual(await c.lease.leaseTimeToLive({ ID: '12345' }), { header: hdr(3), ID: '12345', TTL: '-1', grantedTTL: '0', keys: [] });
   const ids = [7n, 9n, BigInt(generated.ID)].sort((x, y) => (x < y ? -1 : 1)).map((id) => ({ ID: String(id) }));
-  assert.deepStrictEqual(await c.lease.leases(), { header: hdr(3), leases: ids });
-  assert.deepStrictEqual(await c.lease.revoke({ ID: '7' }), { header: hdr(4) });
+  assert.deepStrictEqual(await c.lease.leaseLeases(), { header: hdr(3), leases: ids });
+  assert.deepStrictEqual(await c.lease.leaseRevoke({ ID: '7' }), { header: hdr(4) });
   assert.equal((await c.kv.range({ ...fromKey('') })).count, '0');
 });
 
 test('keep-alive stream: TTL of a live lease, "0" for an unknown one; renewals keep it alive; close ends it', async () => {
   const sim = newSim();
   const c = sim.client();
-  await c.lease.grant({ ID: 5, TTL: 10 });
-  const ka = c.lease.keepAlive();
+  await c.lease.leaseGrant({ ID: 5, TTL: 10 });
+  const ka = c.lease.leaseKeepAlive();
   const got = collect(ka);
   ka.send({ ID: 5 });
   ka.send({ ID: '404' });
@@ -178,13 +178,13 @@ test('keep-alive stream: TTL of a live lease, "0" for an unknown one; renewals k
   ]);
   // Renew every 8 s for 24 s: the 10 s lease stays alive.
   for (let i = 0; i < 3; i++) {
-    await sim.advanceAsync(8000);
+    await sim.advance(8000);
     ka.send({ ID: 5 });
   }
   await sim.settle();
   assert.deepEqual(got.slice(2).map((r) => r.TTL), ['10', '10', '10']);
-  assert.equal((await c.lease.timeToLive({ ID: 5 })).TTL, '10');
-  await sim.advanceAsync(11_000);
+  assert.equal((await c.lease.leaseTimeToLive({ ID: 5 })).TTL, '10');
+  await sim.advance(11_000);
   ka.send({ ID: 5 });
   await sim.settle();
   assert.equal(got.at(-1)?.TTL, '0', 'expired: TTL 0, not an error');
@@ -203,8 +203,8 @@ test('keep-alive stream: TTL of a live lease, "0" for an unknown one; renewals k
 test('keep-alive stream as an async iterator', async () => {
   const sim = newSim();
   const c = sim.client();
-  await c.lease.grant({ ID: 1, TTL: 20 });
-  const ka = c.lease.keepAlive();
+  await c.lease.leaseGrant({ ID: 1, TTL: 20 });
+  const ka = c.lease.leaseKeepAlive();
   ka.send({ ID: 1 });
   ka.send({ ID: 2 });
   const seen: string[] = [];
@@ -229,7 +229,7 @@ test('watch: replays history from start_revision, then live events; progress; ca
   await sim.settle();
   assert.deepStrictEqual(got.splice(0), [wresp({ header: hdr(5), created: true })]);
   // A watcher behind the head catches up at the store's next sync of unsynced watchers (every 100 ms).
-  await sim.advanceAsync(100);
+  await sim.advance(100);
   assert.deepStrictEqual(got.splice(0), [
     wresp({
       header: hdr(5),
@@ -288,21 +288,21 @@ test('a lease expiring on the virtual clock deletes its keys in one revision; th
   const w = c.watch();
   const got = collect(w);
   w.create({ ...prefix('/l/') });
-  const { ID } = await c.lease.grant({ TTL: 1 });
+  const { ID } = await c.lease.leaseGrant({ TTL: 1 });
   await c.kv.put({ key: '/l/x', value: '1', lease: ID });
   await c.kv.put({ key: '/l/y', value: '2', lease: ID });
   await sim.settle();
   assert.equal(got.splice(0).length, 3); // created + two puts
-  await sim.advanceAsync(1999);
+  await sim.advance(1999);
   assert.equal((await c.kv.range({ ...prefix('/l/') })).count, '2', 'alive before its 2 s TTL');
   assert.deepEqual(got, []);
-  await sim.advanceAsync(501);
+  await sim.advance(501);
   assert.equal((await c.kv.range({ ...prefix('/l/') })).count, '0');
   assert.deepStrictEqual(got, [
     wresp({ header: hdr(4), events: [{ type: 'DELETE', kv: kv('/l/x', 0, 4, 0, ''), prev_kv: null }, { type: 'DELETE', kv: kv('/l/y', 0, 4, 0, ''), prev_kv: null }] }),
   ]);
-  assert.equal((await c.lease.timeToLive({ ID })).TTL, '-1');
-  const ka = c.lease.keepAlive();
+  assert.equal((await c.lease.leaseTimeToLive({ ID })).TTL, '-1');
+  const ka = c.lease.leaseKeepAlive();
   ka.send({ ID });
   const [first] = await (async () => {
     for await (const r of ka) return [r];
@@ -347,7 +347,7 @@ test('client.close() ends every stream it opened; new EtcdClient(services) deliv
   const sim = newSim();
   const c = sim.client();
   const w = c.watch();
-  const ka = c.lease.keepAlive();
+  const ka = c.lease.leaseKeepAlive();
   c.close();
   assert.equal(w.ended && ka.ended, true);
   assert.equal(sim.services.watch.calls().length + sim.services.lease.calls().length, 0);
@@ -360,7 +360,7 @@ test('client.close() ends every stream it opened; new EtcdClient(services) deliv
   await raw.kv.put({ key: 'k', value: 'v' });
   await plain.settle();
   assert.deepEqual(got, []);
-  assert.equal(plain.flush(), 2);
+  assert.equal(plain.server.flush(), 2);
   assert.equal(got.length, 2);
 });
 
@@ -374,21 +374,21 @@ async function scenario(sim: EtcdSim): Promise<string> {
     trace.push(`t=${sim.clock.now()} id=${r.watch_id} rev=${r.header.revision} c=${r.created} x=${r.canceled} [${evs}]`);
   });
   w.create({ ...prefix('/s/'), progress_notify: true });
-  const a = await c.lease.grant({ TTL: 3 });
-  const b = await c.lease.grant({ TTL: 5 });
+  const a = await c.lease.leaseGrant({ TTL: 3 });
+  const b = await c.lease.leaseGrant({ TTL: 5 });
   trace.push(`leases ${a.ID} ${b.ID}`);
   await c.kv.put({ key: '/s/a', value: '1', lease: a.ID });
   await c.kv.put({ key: '/s/b', value: '2', lease: b.ID });
-  const ka = c.lease.keepAlive();
+  const ka = c.lease.leaseKeepAlive();
   ka.on('data', (r) => trace.push(`ka t=${sim.clock.now()} ${r.ID}:${r.TTL}`));
   for (let i = 0; i < 6; i++) {
-    await sim.advanceAsync(1000);
+    await sim.advance(1000);
     ka.send({ ID: b.ID });
     w.progress();
   }
   await c.kv.compact({ revision: (await c.kv.range({ key: '/s/b' })).header.revision });
-  await sim.advanceAsync(6000);
-  trace.push(`hash ${(await c.maintenance.hashKV()).hash} ${JSON.stringify((await c.lease.leases()).leases)}`);
+  await sim.advance(6000);
+  trace.push(`hash ${(await c.maintenance.hashKV()).hash} ${JSON.stringify((await c.lease.leaseLeases()).leases)}`);
   c.close();
   return trace.join('\n');
 }

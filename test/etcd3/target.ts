@@ -149,7 +149,7 @@ async function served(options: TargetOptions): Promise<Target> {
 
 /**
  * The simulator: etcd3's own timers (keep-alive interval, reconnect backoff, Date.now) follow the virtual
- * clock through node:test's mock timers, which advanceAsync ticks together with the simulator.
+ * clock through node:test's mock timers, which sim.advance ticks together with the simulator.
  */
 function simulator(): Target {
   const sim = createEtcdSim({ time: 'virtual' });
@@ -172,7 +172,7 @@ function simulator(): Target {
   return {
     client,
     kind: 'sim',
-    advance: (ms) => sim.advanceAsync(ms),
+    advance: (ms) => sim.advance(ms),
     compact: async (rev) => {
       await client.kv.compact({ revision: rev, physical: true });
     },

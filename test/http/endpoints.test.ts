@@ -584,7 +584,7 @@ test('a Lock waiting over the gateway releases its key when the client goes away
     // The second Lock waits (its key is written), until its client disconnects: then its key is deleted.
     const [host, port] = h.address.split(':') as [string, string];
     const written = new Promise<void>((resolve) => {
-      const off = h.server.kv.subscribe((_rev, events) => {
+      const off = h.server.mvcc.subscribe((_rev, events) => {
         if (events.some((e) => e.type === 'PUT')) {
           off();
           resolve();
@@ -599,7 +599,7 @@ test('a Lock waiting over the gateway releases its key when the client goes away
       (JSON.parse((await request(h.address, 'POST', '/v3/kv/range', JSON.stringify({ key: b64('L/'), range_end: b64('L0'), count_only: true }))).body) as { count?: string }).count;
     assert.equal(await count(), '2');
     const deleted = new Promise<void>((resolve) => {
-      const off = h.server.kv.subscribe((_rev, events) => {
+      const off = h.server.mvcc.subscribe((_rev, events) => {
         if (events.some((e) => e.type === 'DELETE')) {
           off();
           resolve();

@@ -52,14 +52,14 @@ test('MvccStore: every field of the wrong type is refused, by name, before anyth
 test('a junk value can no longer reach another key, nor another simulator: every store copies into its own slabs', () => {
   const one = createEtcdSim({ time: 'virtual' });
   const two = createEtcdSim({ time: 'virtual' });
-  two.kv.put({ key: b('other'), value: b('precious') });
-  const twoHash = two.hash();
+  two.mvcc.put({ key: b('other'), value: b('precious') });
+  const twoHash = two.digest();
   // What used to reset the shared slab's bookkeeping (a value with no byteLength) is refused…
-  assert.throws(() => one.kv.put({ key: b('k'), value: 'down' as never }), EtcdError);
+  assert.throws(() => one.mvcc.put({ key: b('k'), value: 'down' as never }), EtcdError);
   // …and valid puts in one store never write into another's bytes.
-  for (let i = 0; i < 2000; i++) one.kv.put({ key: b(`k${i}`), value: b('v'.repeat(i % 300)) });
-  assert.equal(two.hash(), twoHash);
-  assert.equal(Buffer.from(two.kv.range({ key: b('other') }).kvs[0]!.value).toString(), 'precious');
+  for (let i = 0; i < 2000; i++) one.mvcc.put({ key: b(`k${i}`), value: b('v'.repeat(i % 300)) });
+  assert.equal(two.digest(), twoHash);
+  assert.equal(Buffer.from(two.mvcc.range({ key: b('other') }).kvs[0]!.value).toString(), 'precious');
   one.close();
   two.close();
 });
@@ -67,7 +67,7 @@ test('a junk value can no longer reach another key, nor another simulator: every
 test('services and the raw client: junk-typed fields are INVALID_ARGUMENT naming the field, never UNKNOWN', async () => {
   const sim = createEtcdSim({ time: 'virtual' });
   const c = sim.client();
-  const before = sim.hash();
+  const before = sim.digest();
   const invalid = async (p: Promise<unknown>, field: string): Promise<void> => {
     await assert.rejects(p, (err: unknown) => {
       const e = err as GrpcError;
@@ -84,6 +84,6 @@ test('services and the raw client: junk-typed fields are INVALID_ARGUMENT naming
   assert.throws(() => sim.services.kv.put({ key: Buffer.from('a'), value: 5 as never }), (err: unknown) => (err as GrpcError).code === GrpcCode.INVALID_ARGUMENT);
   // A missing message is an empty one, as protobuf decodes it: etcd's own error.
   assert.throws(() => sim.services.kv.put(undefined as never), /etcdserver: key is not provided/);
-  assert.equal(sim.hash(), before);
+  assert.equal(sim.digest(), before);
   sim.close();
 });

@@ -95,15 +95,15 @@ import { serve, etcdService } from 'etcdsim/grpc';
 import * as grpc from '@grpc/grpc-js';
 
 const sim = createEtcdSim({ time: 'virtual', seed: 1 });
-const { revision } = sim.kv.put({ key: utf8('/svc/a'), value: utf8('up') });
-sim.kv.put({ key: utf8('/svc/a'), value: utf8('down') });
-assert.equal(text(sim.kv.range({ key: utf8('/svc/a') }).kvs[0].value), 'down');
-assert.equal(text(sim.kv.range({ key: utf8('/svc/a'), revision }).kvs[0].value), 'up');
+const { revision } = sim.mvcc.put({ key: utf8('/svc/a'), value: utf8('up') });
+sim.mvcc.put({ key: utf8('/svc/a'), value: utf8('down') });
+assert.equal(text(sim.mvcc.range({ key: utf8('/svc/a') }).kvs[0].value), 'down');
+assert.equal(text(sim.mvcc.range({ key: utf8('/svc/a'), revision }).kvs[0].value), 'up');
 const c = sim.client();
 await c.kv.put({ key: '/svc/b', value: 'raw' });
 assert.equal((await c.kv.range({ key: '/svc/b' })).kvs[0].value.toString(), 'raw');
 sim.compact(3);
-assert.throws(() => sim.kv.range({ key: utf8('/svc/a'), revision }), (e) => e instanceof EtcdError && isEtcdError(e, ErrCompacted));
+assert.throws(() => sim.mvcc.range({ key: utf8('/svc/a'), revision }), (e) => e instanceof EtcdError && isEtcdError(e, ErrCompacted));
 sim.close();
 
 const handle = await serve({ port: 0 });
@@ -130,7 +130,7 @@ import { serve, type ServeHandle, type ServeOptions } from 'etcdsim/grpc';
 
 const auth: AuthSetup = { users: [{ name: 'root', password: 'pw', roles: ['root'] }], enable: true };
 const sim: EtcdSim = createEtcdSim({ time: 'virtual', auth });
-const kvs: KeyValue[] = sim.kv.range({ key: utf8('/a') }).kvs;
+const kvs: KeyValue[] = sim.mvcc.range({ key: utf8('/a') }).kvs;
 const value: string | undefined = kvs[0] === undefined ? undefined : text(kvs[0].value);
 const responses: WatchResponse[] = sim.watchStream().take();
 const store = new MvccStore();

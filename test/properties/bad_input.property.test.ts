@@ -101,10 +101,10 @@ function accepted(c: Call, door: Door): boolean {
 async function call(sim: EtcdSim, c: Call, door: Door, withJunk: boolean): Promise<void> {
   const req = request(c, door, withJunk) as never;
   if (door === 'engine') {
-    if (c.op === 'put') sim.kv.put(req);
-    else if (c.op === 'delete') sim.kv.deleteRange(req);
-    else if (c.op === 'range') sim.kv.range(req);
-    else sim.kv.txn(req);
+    if (c.op === 'put') sim.mvcc.put(req);
+    else if (c.op === 'delete') sim.mvcc.deleteRange(req);
+    else if (c.op === 'range') sim.mvcc.range(req);
+    else sim.mvcc.txn(req);
   } else if (door === 'services') {
     const kv = sim.services.kv;
     if (c.op === 'put') kv.put(req);
@@ -124,8 +124,8 @@ const isInvalidArgument = (err: unknown): boolean => (err as { code?: unknown })
 
 test('junk-typed calls through every in-process door: refused with INVALID_ARGUMENT, nothing changes, nothing leaks', async () => {
   const bystander = createEtcdSim({ time: 'virtual' });
-  for (const k of KEYS) bystander.kv.put({ key: utf8(k), value: utf8(`bystander ${k}`) });
-  const bystanderHash = bystander.hash();
+  for (const k of KEYS) bystander.mvcc.put({ key: utf8(k), value: utf8(`bystander ${k}`) });
+  const bystanderHash = bystander.digest();
   await checkAsyncProperty(
     fc.asyncProperty(fc.array(callArb, { minLength: 1, maxLength: 40 }), async (calls) => {
       const subject = createEtcdSim({ time: 'virtual' });
@@ -147,15 +147,15 @@ test('junk-typed calls through every in-process door: refused with INVALID_ARGUM
           }
           if (junky) assert.ok(refused, `junk ${c.junkField}=${String(JUNK[c.junk])} via ${c.door} was accepted`);
           if (!refused) await call(reference, c, c.door, true).catch(() => undefined);
-          assert.equal(subject.hash(), reference.hash(), `after ${JSON.stringify(c)}`);
-          assert.equal(subject.kv.checkValid(), undefined);
+          assert.equal(subject.digest(), reference.digest(), `after ${JSON.stringify(c)}`);
+          assert.equal(subject.mvcc.checkValid(), undefined);
         }
         const events = watch.take().flatMap((r) => r.events.map((e) => `${e.kv.modRevision}:${Buffer.from(e.kv.key).toString('latin1')}`));
         assert.equal(new Set(events).size, events.length, 'each change once');
         const revs = events.map((e) => Number(e.split(':')[0]));
         assert.deepEqual(revs, [...revs].sort((x, y) => x - y), 'in revision order');
-        assert.deepEqual([...new Set(revs)], Array.from({ length: subject.kv.currentRevision - 1 }, (_, i) => i + 2), 'every revision');
-        assert.equal(bystander.hash(), bystanderHash);
+        assert.deepEqual([...new Set(revs)], Array.from({ length: subject.mvcc.currentRevision - 1 }, (_, i) => i + 2), 'every revision');
+        assert.equal(bystander.digest(), bystanderHash);
       } finally {
         subject.close();
         reference.close();

@@ -11,7 +11,7 @@
  *    responses when told to, or one that reads nothing until the end (its EtcdStream stops reading at 16,
  *    the window and the channel fill, its watchers become victims). Writes (puts of small and large values,
  *    bursts, deletes, range deletes, txns, rare compactions) through `c.kv`, stream-wide progress requests,
- *    and virtual time through `await sim.advanceAsync(ms)`. After every write and every step, each open
+ *    and virtual time through `await sim.advance(ms)`. After every write and every step, each open
  *    WatchCall's stream holds at most 128 responses in its channel and at most window + one response in
  *    its transport. At the end every consumer reads everything, time passes until no watcher is unsynced
  *    or a victim, and every watcher's responses are judged by src/watch/guarantees.ts against the
@@ -442,7 +442,7 @@ async function runInProcess(cfg: InProcessConfig, steps: readonly Step[], covera
     stallWarningMs: 0,
     ...(cfg.window === undefined ? {} : { watchSendWindowBytes: cfg.window }),
   });
-  const { history } = recordHistory(sim.kv);
+  const { history } = recordHistory(sim.mvcc);
   const c = sim.client();
   const bounds = new Bounds();
   const routers: Router[] = [];
@@ -472,7 +472,7 @@ async function runInProcess(cfg: InProcessConfig, steps: readonly Step[], covera
     });
     const open = (at: number): void => {
       for (const { s, spec } of opening.get(at) ?? []) {
-        const { domain, msg } = createRequest(spec, sim.kv.currentRevision);
+        const { domain, msg } = createRequest(spec, sim.mvcc.currentRevision);
         routers[s]!.expect(spec, domain);
         streams[s]!.create(msg);
       }
@@ -483,18 +483,18 @@ async function runInProcess(cfg: InProcessConfig, steps: readonly Step[], covera
       const step = steps[i]!;
       switch (step.t) {
         case 'write':
-          await applyWrite(c.kv, step.w, sim.kv.currentRevision + 1);
+          await applyWrite(c.kv, step.w, sim.mvcc.currentRevision + 1);
           break;
         case 'burst':
           for (let j = 0; j < step.n; j++) {
             const key = KEYS[(step.key + j) % KEYS.length]!;
-            await applyWrite(c.kv, { op: 'put', key, size: step.size }, sim.kv.currentRevision + 1);
+            await applyWrite(c.kv, { op: 'put', key, size: step.size }, sim.mvcc.currentRevision + 1);
             observe();
           }
           break;
         case 'compact': {
-          const rev = sim.kv.currentRevision - step.back;
-          if (rev > sim.kv.compactRevision && rev >= 1) await c.kv.compact({ revision: String(rev) });
+          const rev = sim.mvcc.currentRevision - step.back;
+          if (rev > sim.mvcc.compactRevision && rev >= 1) await c.kv.compact({ revision: String(rev) });
           break;
         }
         case 'read': {
@@ -509,7 +509,7 @@ async function runInProcess(cfg: InProcessConfig, steps: readonly Step[], covera
           streams[step.s % streams.length]!.progress();
           break;
         case 'advance':
-          await sim.advanceAsync(step.ms);
+          await sim.advance(step.ms);
           break;
       }
       observe();
@@ -529,7 +529,7 @@ async function runInProcess(cfg: InProcessConfig, steps: readonly Step[], covera
             `pending ${calls.map((call) => call.pending).join('/')}, paused ${calls.map((call) => call.isPaused).join('/')}`,
         );
       }
-      await sim.advanceAsync(10);
+      await sim.advance(10);
       observe();
       failures();
     }
@@ -538,7 +538,7 @@ async function runInProcess(cfg: InProcessConfig, steps: readonly Step[], covera
     failures();
 
     calls.forEach((call, s) => bounds.checkTransport(call, routers[s]!));
-    judge(history, routers, sim.kv.currentRevision);
+    judge(history, routers, sim.mvcc.currentRevision);
     if (coverage !== undefined) {
       coverage.runs++;
       if (bounds.victimsSeen) coverage.victims++;
@@ -546,7 +546,7 @@ async function runInProcess(cfg: InProcessConfig, steps: readonly Step[], covera
       if (bounds.pausedSeen) coverage.paused++;
       if (routers.some((r) => r.records.some((rec) => rec.responses.some((x) => x.compactRevision !== 0)))) coverage.compacted++;
     }
-    return routers.map((r) => r.all.map((x) => JSON.stringify(x, jsonBytes)).join('\n')).join('\n--\n') + `\n@${sim.kv.currentRevision} t=${sim.clock.now()}`;
+    return routers.map((r) => r.all.map((x) => JSON.stringify(x, jsonBytes)).join('\n')).join('\n--\n') + `\n@${sim.mvcc.currentRevision} t=${sim.clock.now()}`;
   } finally {
     c.close();
     for (const cons of consumers) cons.grant(Number.POSITIVE_INFINITY);
@@ -651,7 +651,7 @@ async function runGrpc(cfg: GrpcConfig, steps: readonly GrpcStep[], coverage: Co
   const clock = new VirtualClock();
   const handle = await serve({ port: 0, clock, seed: cfg.seed });
   const server = handle.server;
-  const { history } = recordHistory(server.kv);
+  const { history } = recordHistory(server.mvcc);
   const etcd = connectEtcd(handle.address);
   const Watch = etcdService('Watch');
   const creds = grpc.credentials.createInsecure();
@@ -678,7 +678,7 @@ async function runGrpc(cfg: GrpcConfig, steps: readonly GrpcStep[], coverage: Co
     server.flush();
   };
   try {
-    for (let i = 0; i < cfg.before; i++) await applyWrite(etcd.kv, { op: 'put', key: KEYS[i % KEYS.length]!, size: 10 }, server.kv.currentRevision + 1);
+    for (let i = 0; i < cfg.before; i++) await applyWrite(etcd.kv, { op: 'put', key: KEYS[i % KEYS.length]!, size: 10 }, server.mvcc.currentRevision + 1);
     // Each stream on a connection of its own, so that an unread stream holds back only itself.
     for (const [s, st] of cfg.streams.entries()) {
       const client = new Watch(handle.address, creds, { 'grpc.use_local_subchannel_pool': 1 });
@@ -694,7 +694,7 @@ async function runGrpc(cfg: GrpcConfig, steps: readonly GrpcStep[], coverage: Co
       });
       const before = server.services.watch.calls().length;
       for (const spec of st.watches) {
-        const { domain, msg } = createRequest(spec, server.kv.currentRevision);
+        const { domain, msg } = createRequest(spec, server.mvcc.currentRevision);
         router.expect(spec, domain);
         call.write({ create_request: msg });
       }
@@ -714,12 +714,12 @@ async function runGrpc(cfg: GrpcConfig, steps: readonly GrpcStep[], coverage: Co
     for (const step of steps) {
       switch (step.t) {
         case 'write':
-          await applyWrite(etcd.kv, step.w, server.kv.currentRevision + 1);
+          await applyWrite(etcd.kv, step.w, server.mvcc.currentRevision + 1);
           break;
         case 'burst':
           for (let j = 0; j < step.n; j++) {
             const key = KEYS[(step.key + j) % KEYS.length]!;
-            await applyWrite(etcd.kv, { op: 'put', key, size: step.size }, server.kv.currentRevision + 1);
+            await applyWrite(etcd.kv, { op: 'put', key, size: step.size }, server.mvcc.currentRevision + 1);
             observe();
           }
           break;
@@ -758,7 +758,7 @@ async function runGrpc(cfg: GrpcConfig, steps: readonly GrpcStep[], coverage: Co
       if (paused[s]) d.resume();
       paused[s] = false;
     }
-    const current = (): number => server.kv.currentRevision;
+    const current = (): number => server.mvcc.currentRevision;
     const received = (): boolean =>
       routers.every((router) =>
         router.records.every((rec) => {

@@ -805,9 +805,9 @@ interface Fingerprint {
 function fingerprint(h: ServeHandle): Fingerprint {
   const s = h.server;
   return {
-    revision: s.kv.currentRevision,
-    compactRevision: s.kv.compactRevision,
-    hash: s.kv.hash(),
+    revision: s.mvcc.currentRevision,
+    compactRevision: s.mvcc.compactRevision,
+    hash: s.mvcc.hash(),
     leases: s.lessor.leases().join(','),
     raftIndex: s.raftIndex,
   };
@@ -892,10 +892,10 @@ async function fuzzRun(run: Run, stats: Stats): Promise<void> {
   const clock = new VirtualClock();
   const handle = await serve({ port: 0, clock, seed: run.seed, etcdVersion: run.profile });
   const server = handle.server;
-  const recorder = recordHistory(server.kv);
+  const recorder = recordHistory(server.mvcc);
   const etcd = connectEtcd(handle.address);
   const wire = new WireClient(handle.address);
-  const ctx: Ctx = { current: () => server.kv.currentRevision, granted: [] };
+  const ctx: Ctx = { current: () => server.mvcc.currentRevision, granted: [] };
   const responses: WatchResponse[] = [];
   let watchEnded: string | undefined;
   let watch: GrpcBidiCall<M.WatchRequest, M.WatchResponse> | undefined;
@@ -991,7 +991,7 @@ async function fuzzRun(run: Run, stats: Stats): Promise<void> {
 
     // Drain: the watch has every change of its range up to the final revision, then a progress notification
     // at that revision closes the tail (anything duplicated or late would come before it).
-    const current = server.kv.currentRevision;
+    const current = server.mvcc.currentRevision;
     const want = expectedEvents(recorder.history);
     const received = (): string[] =>
       responses.filter((r) => !r.created).flatMap((r) => r.events.map((e) => `${e.kv.modRevision} ${e.type} ${latin1(e.kv.key)}`));

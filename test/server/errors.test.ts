@@ -41,10 +41,10 @@ test('every etcd error a KV or Lease call can raise surfaces as grpc-js would sh
 test('a rejected request changes nothing', () => {
   const sim = newSim();
   sim.services.kv.put({ key: B('k'), value: B('v') });
-  const before = sim.hash();
+  const before = sim.digest();
   assert.throws(() => sim.services.kv.txn({ success: [{ request_put: { key: B('q') } }, { request_put: { key: B('z'), lease: '55' } }] }));
-  assert.equal(sim.hash(), before);
-  assert.equal(sim.kv.currentRevision, 2);
+  assert.equal(sim.digest(), before);
+  assert.equal(sim.mvcc.currentRevision, 2);
 });
 
 test('toGrpcError: EtcdError keeps code and message; unknown errors are UNKNOWN; grpc errors pass through', () => {

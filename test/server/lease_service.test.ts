@@ -9,7 +9,7 @@ test('grant, time-to-live, leases, revoke: whole responses', () => {
   assert.deepStrictEqual(l.leaseGrant({ ID: '-3', TTL: '1' }), { header: hdr(1), ID: '-3', TTL: '2', error: '' }); // raised to 2 s
   assert.deepStrictEqual(l.leaseGrant({ ID: '8', TTL: '-5' }), { header: hdr(1), ID: '8', TTL: '2', error: '' });
   for (const key of ['c', 'a', 'b']) sim.services.kv.put({ key: B(key), value: B('v'), lease: '7' });
-  sim.advance(1500);
+  sim.server.advance(1500);
   assert.deepStrictEqual(l.leaseTimeToLive({ ID: '7', keys: true }), {
     header: hdr(4),
     ID: '7',
@@ -23,7 +23,7 @@ test('grant, time-to-live, leases, revoke: whole responses', () => {
   assert.deepStrictEqual(l.leaseRevoke({ ID: '7' }), { header: hdr(5) }); // three deletes, one revision
   assert.deepStrictEqual(l.leaseRevoke({ ID: '8' }), { header: hdr(5) }); // no keys: no new revision
   assert.deepStrictEqual(sim.services.kv.range({ key: B('a'), range_end: B('z') }).count, '0');
-  sim.advance(1000); // lease -3 (2 s) expires
+  sim.server.advance(1000); // lease -3 (2 s) expires
   assert.deepStrictEqual(l.leaseLeases(), { header: hdr(5), leases: [] });
   assert.deepStrictEqual(l.leaseTimeToLive({ ID: '-3' }), { header: hdr(5), ID: '-3', TTL: '-1', grantedTTL: '0', keys: [] });
 });
@@ -42,17 +42,17 @@ test('keep-alive stream: TTL of a live lease, "0" for unknown and expired leases
     { header: hdr(1), ID: '0', TTL: '0' },
   ]);
   // Keep-alives renew: after 8 s, renew, 8 s more, still alive.
-  sim.advance(8000);
+  sim.server.advance(8000);
   call.write({ ID: '9223372036854775807' });
-  sim.advance(8000);
+  sim.server.advance(8000);
   assert.equal(l.leaseTimeToLive({ ID: '9223372036854775807' }).TTL, '2');
   const got: string[] = [];
   call.onResponse((rs) => got.push(...rs.map((r) => `${r.ID}:${r.TTL}`)));
-  sim.flush();
+  sim.server.flush();
   assert.deepEqual(got, ['9223372036854775807:10']);
-  sim.advance(3000);
+  sim.server.advance(3000);
   call.write({ ID: '9223372036854775807' });
-  sim.flush();
+  sim.server.flush();
   assert.deepEqual(got, ['9223372036854775807:10', '9223372036854775807:0']);
   const ends: string[] = [];
   call.onEnd((err) => ends.push(String(err?.code)));

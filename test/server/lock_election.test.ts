@@ -56,7 +56,7 @@ test('lock: the first holder gets name/<lease hex> bound to its lease at once; t
   assert.deepStrictEqual(s.kv.range({ key: B('l/3371a232926e9508') }).kvs, [kv('l/3371a232926e9508', 3, 3, 1, '', '3706922306391414024')]);
   // Again with the same lease: the key is not written again; the header is the current revision.
   assert.deepStrictEqual(await s.lock.lock({ name: B('l'), lease: '3706922306391414024' }), { header: hdr(3), key: B('l/3371a232926e9508') });
-  assert.equal(sim.kv.currentRevision, 3);
+  assert.equal(sim.mvcc.currentRevision, 3);
   // Names are bytes: an empty name locks under "/", a trailing slash is kept.
   assert.deepStrictEqual((await s.lock.lock({ name: B(''), lease: '3706922306391414024' })).key, B('/3371a232926e9508'));
   assert.deepStrictEqual((await s.lock.lock({ name: B('q/'), lease: '3706922306391414024' })).key, B('q//3371a232926e9508'));
@@ -81,12 +81,12 @@ test('lock: holders are served in create order; a waiter is answered at the watc
   assert.deepStrictEqual(s.lock.unlock({ key: B('l/a') }), { header: hdr(6) });
   // The waiters watch from a past revision: unsynced until the next sync step (100 ms), as in etcd.
   assert.deepStrictEqual(await state(b), { done: false });
-  sim.advance(100);
+  sim.server.advance(100);
   assert.deepStrictEqual(await state(b), { done: true, value: { header: hdr(6), key: B('l/b') } });
   assert.deepStrictEqual(await state(c), { done: false });
   // c's watcher is synced now: b's unlock reaches it at the next delivery point, no sync step needed.
   s.lock.unlock({ key: B('l/b') });
-  sim.flush();
+  sim.server.flush();
   assert.deepStrictEqual(await state(c), { done: true, value: { header: hdr(7), key: B('l/c') } });
   sim.close();
 });
@@ -98,13 +98,13 @@ test('lock: a waiter whose predecessor is not the holder waits for every older k
   await s.lock.lock({ name: B('l'), lease: '10' });
   const b = s.lock.lock({ name: B('l'), lease: '11' });
   const c = s.lock.lock({ name: B('l'), lease: '12' });
-  sim.advance(100);
+  sim.server.advance(100);
   // The middle waiter goes away first: c still waits for a.
   s.kv.deleteRange({ key: B('l/b') });
-  sim.advance(100);
+  sim.server.advance(100);
   assert.deepStrictEqual(await state(c), { done: false });
   s.lock.unlock({ key: B('l/a') });
-  sim.flush();
+  sim.server.flush();
   assert.deepStrictEqual(await state(c), { done: true, value: { header: hdr(6), key: B('l/c') } });
   // b's own key was deleted while it waited: etcd's Mutex does not look at it again and answers all the same.
   assert.deepStrictEqual(await state(b), { done: true, value: { header: hdr(6), key: B('l/b') } });
@@ -118,9 +118,9 @@ test('lock: an expiring lease releases the lock to the next waiter', async () =>
   s.lease.leaseGrant({ ID: '2', TTL: '60' });
   await s.lock.lock({ name: B('job'), lease: '1' });
   const next = s.lock.lock({ name: B('job'), lease: '2' });
-  sim.advance(4_900);
+  sim.server.advance(4_900);
   assert.deepStrictEqual(await state(next), { done: false });
-  sim.advance(1_000); // the lessor's expiry check deletes job/1 (rev 4)
+  sim.server.advance(1_000); // the lessor's expiry check deletes job/1 (rev 4)
   assert.deepStrictEqual(await state(next), { done: true, value: { header: hdr(4), key: B('job/2') } });
   sim.close();
 });
@@ -148,9 +148,9 @@ test('lock: a canceled wait deletes its key (a reused one too) and rejects CANCE
   assert.deepStrictEqual(await rejection(again), { code: 4, details: 'context deadline exceeded', message: '4 DEADLINE_EXCEEDED: context deadline exceeded' });
   assert.equal(s.kv.range({ key: B('l/2') }).count, '0');
   // Already aborted: nothing is written.
-  const rev = sim.kv.currentRevision;
+  const rev = sim.mvcc.currentRevision;
   assert.equal((await rejection(s.lock.lock({ name: B('l'), lease: '2' }, { signal: ac.signal }))).code, GrpcCode.CANCELLED);
-  assert.equal(sim.kv.currentRevision, rev);
+  assert.equal(sim.mvcc.currentRevision, rev);
   sim.close();
 });
 
@@ -170,7 +170,7 @@ test('lock errors and lease 0: UNKNOWN with etcd\'s message; lease 0 is granted 
   assert.ok(lease !== undefined);
   assert.deepStrictEqual(r, { header: hdr(2), key: B(`z/${hex(lease.ID)}`) });
   assert.deepStrictEqual(s.lease.leaseTimeToLive({ ID: lease.ID }).grantedTTL, '60');
-  sim.advance(60_500);
+  sim.server.advance(60_500);
   assert.equal(s.kv.range({ key: B('z/'), range_end: B('z0') }).count, '0');
   // A request no protobuf decoder would produce is refused as the other services refuse it.
   assert.equal((await rejection(s.lock.lock({ name: B('l'), lease: 'abc' }))).code, GrpcCode.INVALID_ARGUMENT);
@@ -205,7 +205,7 @@ test('election: campaign, leader, proclaim, resign hand leadership over in creat
   // A stale Resign changes nothing and is no error.
   assert.deepStrictEqual(s.election.resign({ leader: { ...a.leader, rev: '1' } }), { header: hdr(6) });
   assert.deepStrictEqual(s.election.resign({ leader: a.leader }), { header: hdr(7) });
-  sim.advance(100);
+  sim.server.advance(100);
   // The campaign's answer carries its Txn's header, not the revision at which it won.
   assert.deepStrictEqual(await state(b), { done: true, value: { header: hdr(4), leader: bKey } });
   assert.deepStrictEqual(s.election.leader({ name: B('e') }), { header: hdr(7), kv: kv(`e/${hex(Bl)}`, 4, 6, 2, 'b2', Bl) });
@@ -232,7 +232,7 @@ test('election errors: missing leader field, empty leader key, missing lease —
   const r = await s.election.campaign({ name: B('e'), lease: '0', value: B('z') });
   const [lease] = s.lease.leaseLeases().leases.filter((l) => l.ID !== '1');
   assert.ok(lease !== undefined);
-  assert.deepStrictEqual(r.leader, { name: B('e'), key: B(`e/${hex(lease.ID)}`), rev: String(sim.kv.currentRevision), lease: lease.ID });
+  assert.deepStrictEqual(r.leader, { name: B('e'), key: B(`e/${hex(lease.ID)}`), rev: String(sim.mvcc.currentRevision), lease: lease.ID });
   sim.close();
 });
 
@@ -244,12 +244,12 @@ test('election: a canceled campaign resigns; the next candidate was never blocke
   const ac = new AbortController();
   const two = s.election.campaign({ name: B('e'), lease: '2', value: B('two') }, { signal: ac.signal });
   const three = s.election.campaign({ name: B('e'), lease: '3', value: B('three') });
-  sim.advance(100);
+  sim.server.advance(100);
   ac.abort();
   assert.equal((await rejection(two)).code, GrpcCode.CANCELLED);
   assert.equal(s.kv.range({ key: B('e/2') }).count, '0');
   s.election.resign({ leader: { name: B('e'), key: B('e/1'), rev: '2', lease: '1' } });
-  sim.flush();
+  sim.server.flush();
   assert.deepStrictEqual(await state(three), {
     done: true,
     value: { header: hdr(4), leader: { name: B('e'), key: B('e/3'), rev: '4', lease: '3' } },
@@ -267,14 +267,14 @@ test('observe: the first leader once one is put (header at its mod revision), it
   s.kv.put({ key: B('unrelated'), value: B('x') }); // rev 3
   // Observe watches the prefix from the revision it read (1): a past revision, served at the sync step.
   assert.deepStrictEqual(obs.take(), []);
-  sim.advance(100);
+  sim.server.advance(100);
   assert.deepStrictEqual(obs.take(), [{ header: hdr(2), kv: kv('e/a', 2, 2, 1, 'a1', '10') }]);
   const b = s.election.campaign({ name: B('e'), lease: '11', value: B('b1') }); // rev 4
   s.election.proclaim({ leader: a.leader, value: B('a2') }); // rev 5
-  sim.advance(100);
+  sim.server.advance(100);
   assert.deepStrictEqual(obs.take(), [{ header: hdr(5), kv: kv('e/a', 2, 5, 2, 'a2', '10') }]);
   s.election.resign({ leader: a.leader }); // rev 6
-  sim.advance(100);
+  sim.server.advance(100);
   assert.deepStrictEqual(obs.take(), [{ header: hdr(6), kv: kv('e/b', 4, 4, 1, 'b1', '11') }]);
   assert.equal((await state(b)).done, true);
   // A second observer of a led election starts with the current leader at the current revision.
@@ -282,10 +282,10 @@ test('observe: the first leader once one is put (header at its mod revision), it
   assert.deepStrictEqual(second.take(), [{ header: hdr(6), kv: kv('e/b', 4, 4, 1, 'b1', '11') }]);
   // The leader's lease is revoked: no leader, nothing sent; the next PUT under the prefix is the new leader.
   s.lease.leaseRevoke({ ID: '11' }); // rev 7
-  sim.advance(100);
+  sim.server.advance(100);
   assert.deepStrictEqual(obs.take(), []);
   s.kv.put({ key: B('e/raw'), value: B('r') }); // rev 8
-  sim.advance(100);
+  sim.server.advance(100);
   assert.deepStrictEqual(obs.take(), [{ header: hdr(8), kv: kv('e/raw', 8, 8, 1, 'r') }]);
   assert.deepStrictEqual(second.take(), [{ header: hdr(8), kv: kv('e/raw', 8, 8, 1, 'r') }]);
   const ends: Array<GrpcError | undefined> = [];
@@ -294,7 +294,7 @@ test('observe: the first leader once one is put (header at its mod revision), it
   assert.deepStrictEqual(ends.map((e) => e?.code), [GrpcCode.CANCELLED]);
   second.end();
   s.kv.put({ key: B('e/raw'), value: B('r2') });
-  sim.advance(100);
+  sim.server.advance(100);
   assert.deepStrictEqual(obs.take(), []);
   assert.equal(sim.watchable.synced.size + sim.watchable.unsynced.size, 0);
   assert.deepStrictEqual(s.election.calls(), []);
@@ -310,7 +310,7 @@ test('observe: a watch canceled by compaction ends the stream without an error',
   s.kv.compact({ revision: 3 });
   const ends: Array<GrpcError | undefined> = [];
   obs.onEnd((err) => ends.push(err));
-  sim.advance(100);
+  sim.server.advance(100);
   assert.deepStrictEqual(ends, [undefined]);
   assert.equal(obs.ended, true);
   sim.close();
@@ -319,8 +319,8 @@ test('observe: a watch canceled by compaction ends the stream without an error',
 test('raw client: client.lock and client.election, with strings for bytes and observe as an async iterable', async () => {
   const sim = newSim();
   const c = sim.client();
-  await c.lease.grant({ ID: '1', TTL: '60' });
-  await c.lease.grant({ ID: '2', TTL: '60' });
+  await c.lease.leaseGrant({ ID: '1', TTL: '60' });
+  await c.lease.leaseGrant({ ID: '2', TTL: '60' });
   const held = await c.lock.lock({ name: 'res', lease: '1' });
   assert.deepStrictEqual(held.key, B('res/1'));
   const ac = new AbortController();
@@ -334,7 +334,7 @@ test('raw client: client.lock and client.election, with strings for bytes and ob
   await c.election.proclaim({ leader: won.leader, value: 'v2' });
   // Two sync steps: the prefix watch (from a past revision) finds v1; the leader key's watch then starts
   // at v1's revision + 1, a past revision again, and finds v2 (etcd's Observe re-reads it the same way).
-  await sim.advanceAsync(200);
+  await sim.advance(200);
   const seen: M.LeaderResponse[] = [];
   for await (const r of obs) {
     seen.push(r);

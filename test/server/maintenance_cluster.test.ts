@@ -84,10 +84,10 @@ test('Defragment and Alarm answer as etcd 3.4.23 does (no header); Snapshot/rest
   assert.deepStrictEqual(snap.map((r) => r.remaining_bytes).at(-1), '0');
   assert.deepStrictEqual(snap.at(-1)!.blob, createHash('sha256').update(pages).digest());
   const blob = Buffer.concat(snap.map((r) => r.blob));
-  const h = sim.hash();
+  const h = sim.digest();
   sim.services.kv.put({ key: B('a'), value: B('2') });
   m.restore(blob);
-  assert.equal(sim.hash(), h);
+  assert.equal(sim.digest(), h);
   assert.equal(sim.services.kv.range({ key: B('a') }).kvs[0]!.value.toString(), '1');
   assertGrpcError(() => m.restore(B('nope')), 3, 'etcdsim: snapshot: size 4 is neither whole pages nor pages plus a SHA-256 trailer (truncated?)', 'INVALID_ARGUMENT');
 });

@@ -14,7 +14,7 @@ test('create, history replay, live events, prev_kv, cancel: whole responses in m
   const call = sim.services.watch.watch();
   call.write({ request_union: 'create_request', create_request: { key: B('k'), start_revision: '2', prev_kv: true } });
   assert.deepStrictEqual(call.take(), [resp({ header: hdr(4), created: true })]);
-  sim.advance(100); // the sync step replays the history
+  sim.server.advance(100); // the sync step replays the history
   assert.deepStrictEqual(call.take(), [
     resp({
       header: hdr(4),
@@ -55,7 +55,7 @@ test('failed creates and compaction cancels look as etcd sends them', () => {
     // etcd >= 3.5.24/3.6.6: a negative start revision is answered created + canceled as compacted.
     resp({ header: hdr(5), watch_id: '-1', created: true, canceled: true, cancel_reason: 'etcdserver: mvcc: required revision has been compacted' }),
   ]);
-  sim.advance(100);
+  sim.server.advance(100);
   // The compaction cancel: header without revision, compact_revision set, no cancel_reason.
   assert.deepStrictEqual(call.take(), [resp({ header: hdr(0), watch_id: '9', canceled: true, compact_revision: '4' })]);
 });
@@ -77,7 +77,7 @@ test('progress requests and progress_notify; filters by name and number', () => 
     resp({ header: hdr(2), watch_id: '1', events: [{ type: 'PUT', kv: kv('k', 2, 2, 1, '1'), prev_kv: null }] }),
     resp({ header: hdr(3), watch_id: '0', events: [{ type: 'DELETE', kv: kv('k', 0, 3, 0, ''), prev_kv: null }] }),
   ]);
-  sim.advance(2200);
+  sim.server.advance(2200);
   const ticks = call.take();
   assert.ok(ticks.length >= 1);
   for (const t of ticks) assert.deepStrictEqual(t, resp({ header: hdr(3), watch_id: '0' }));
@@ -113,11 +113,11 @@ test('listener delivery: at flush, at each instant of sim.advance, through a sch
   });
   call.write({ create_request: { key: B('k') } });
   assert.deepEqual(got, []);
-  assert.equal(sim.flush(), 1);
+  assert.equal(sim.server.flush(), 1);
   const lease = sim.services.lease.leaseGrant({ TTL: '2' });
   sim.services.kv.put({ key: B('k'), value: B('v'), lease: lease.ID });
   assert.equal(got.length, 1);
-  sim.advance(10_000);
+  sim.server.advance(10_000);
   // The put is delivered at the first instant of the advance; the expiry's delete at the expiry step.
   assert.deepEqual(got, [
     [0, 'created'],
@@ -147,7 +147,7 @@ test('listener delivery: at flush, at each instant of sim.advance, through a sch
     }
   });
   other.write({ create_request: { key: B('o') } });
-  sim.flush();
+  sim.server.flush();
   assert.deepEqual(seen, ['created', 'ev@6']);
 });
 
@@ -188,7 +188,7 @@ test('closeSend (the client half-closes) ends no watcher: events and catch-up go
   assert.equal(call.sendIsClosed, true);
   call.write({ create_request: { key: B('late') } }); // nothing more is read from the client
   assert.deepStrictEqual(call.take(), [resp({ header: hdr(2), created: true }), resp({ header: hdr(2), watch_id: '1', created: true })]);
-  sim.advance(100); // the unsynced watcher still catches up
+  sim.server.advance(100); // the unsynced watcher still catches up
   sim.services.kv.put({ key: B('h'), value: B('2') });
   assert.deepStrictEqual(
     call.take().map((r) => [r.watch_id, r.events.map((e) => e.kv.mod_revision)]),
@@ -207,15 +207,15 @@ test('a create with a simple token naming a raft index not applied yet holds the
   const call = sim.services.watch.watch({ token: `abcdefghijklmnop.${index}` });
   call.write({ create_request: { key: B('a') } });
   call.write({ progress_request: {} }); // read only after the create: it waits behind it
-  sim.flush();
+  sim.server.flush();
   assert.deepStrictEqual(call.take(), []);
   assert.equal(call.waitsForToken, true);
   sim.services.kv.put({ key: B('x'), value: B('1') });
-  sim.flush();
+  sim.server.flush();
   assert.deepStrictEqual(call.take(), [], 'one write short of the index');
   sim.services.kv.put({ key: B('x'), value: B('2') });
   assert.deepStrictEqual(call.take(), [], 'released at a delivery point, not inside the commit');
-  sim.flush();
+  sim.server.flush();
   assert.equal(call.waitsForToken, false);
   assert.deepStrictEqual(
     call.take().map((r) => [r.watch_id, r.created, r.canceled, r.cancel_reason]),

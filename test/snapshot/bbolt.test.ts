@@ -96,7 +96,7 @@ test('bad and truncated files are rejected with what is wrong, never a partial r
 
 test('etcd backend: a member written and read back keeps every revision, the compaction point, leases and auth', () => {
   const sim = createEtcdSim({ time: 'virtual', etcdVersion: '3.4', auth: { roles: [{ name: 'r', permissions: [{ permType: 'READ', key: 'a', rangeEnd: 'b' }] }], users: [{ name: 'u', password: 'pw', roles: ['r'] }, { name: 'n', noPassword: true }, { name: 'root', password: 'rootpw', roles: ['root'] }], enable: true } });
-  const kv = sim.kv;
+  const kv = sim.mvcc;
   kv.put({ key: B('a'), value: B('1') });
   kv.put({ key: B('b'), value: new Uint8Array(10_000).fill(7) });
   kv.deleteRange({ key: B('a') });
@@ -118,8 +118,8 @@ test('etcd backend: a member written and read back keeps every revision, the com
   assert.deepEqual(b.users.map((u) => [u.name, u.roles, u.noPassword]), [['n', [], true], ['root', ['root'], false], ['u', ['r'], false]]);
   assert.equal(b.clusterVersion, '3.4.0');
   const loaded = createEtcdSim({ time: 'virtual', etcdVersion: '3.4', fromSnapshot: file });
-  for (const rev of [0, 4, 5, 6]) assert.equal(loaded.kv.hashKV(rev).hash, sim.kv.hashKV(rev).hash, `HashKV at ${rev}`);
-  assert.deepEqual(loaded.kv.range({ key: B('a'), rangeEnd: new Uint8Array([0]), revision: 4 }), sim.kv.range({ key: B('a'), rangeEnd: new Uint8Array([0]), revision: 4 }));
+  for (const rev of [0, 4, 5, 6]) assert.equal(loaded.mvcc.hashKV(rev).hash, sim.mvcc.hashKV(rev).hash, `HashKV at ${rev}`);
+  assert.deepEqual(loaded.mvcc.range({ key: B('a'), rangeEnd: new Uint8Array([0]), revision: 4 }), sim.mvcc.range({ key: B('a'), rangeEnd: new Uint8Array([0]), revision: 4 }));
   assert.deepEqual(loaded.lessor.timeToLive(77n, true).keys, [B('l')]);
   // Passwords the simulator hashed authenticate after a round trip.
   assert.ok(loaded.server.auth.authenticate('u', 'pw', 100).length > 0);

@@ -17,10 +17,10 @@ const B = (s: string): Uint8Array => new TextEncoder().encode(s);
 /** A snapshot file of a small history: a, b, a deleted, c (revision 5). */
 function snapshotFile(dir: string): string {
   const sim = createEtcdSim({ time: 'virtual', etcdVersion: '3.4' });
-  sim.kv.put({ key: B('a'), value: B('1') });
-  sim.kv.put({ key: B('b'), value: B('2') });
-  sim.kv.deleteRange({ key: B('a') });
-  sim.kv.put({ key: B('c'), value: B('3') });
+  sim.mvcc.put({ key: B('a'), value: B('1') });
+  sim.mvcc.put({ key: B('b'), value: B('2') });
+  sim.mvcc.deleteRange({ key: B('a') });
+  sim.mvcc.put({ key: B('c'), value: B('3') });
   const file = join(dir, 'snap.db');
   writeFileSync(file, sim.server.etcdSnapshot());
   sim.close();

@@ -104,13 +104,13 @@ test('a real etcd 3.4.23 snapshot → createEtcdSim({ fromSnapshot }) and serve(
     const sim = createEtcdSim({ time: 'virtual', etcdVersion: '3.4', fromSnapshot: bytes });
     try {
       const m = sim.server;
-      assert.equal(m.kv.currentRevision, realAll.header.revision);
-      assert.deepEqual(m.kv.range({ key: new Uint8Array([0]), rangeEnd: new Uint8Array([0]) }).kvs.map(asJsonKv), realAll.kvs);
-      assert.deepEqual(m.kv.range({ key: new Uint8Array([0]), rangeEnd: new Uint8Array([0]), revision: 9 }).kvs.map(asJsonKv), realAt9.kvs);
-      const h = m.kv.hashKV(0);
+      assert.equal(m.mvcc.currentRevision, realAll.header.revision);
+      assert.deepEqual(m.mvcc.range({ key: new Uint8Array([0]), rangeEnd: new Uint8Array([0]) }).kvs.map(asJsonKv), realAll.kvs);
+      assert.deepEqual(m.mvcc.range({ key: new Uint8Array([0]), rangeEnd: new Uint8Array([0]), revision: 9 }).kvs.map(asJsonKv), realAt9.kvs);
+      const h = m.mvcc.hashKV(0);
       assert.equal(h.hash, realHash[0]!.HashKV.hash);
       assert.equal(h.compactRevision, realHash[0]!.HashKV.compact_revision);
-      assert.equal(m.kv.hashKV(8).hash, realHash8[0]!.HashKV.hash);
+      assert.equal(m.mvcc.hashKV(8).hash, realHash8[0]!.HashKV.hash);
       // Leases: the same IDs and granted TTL; the remaining time counts from the load (etcd's promote).
       // etcdctl lease list prints each ID as 16 hex digits (%016x); a random ID may start with zeros.
       assert.deepEqual(m.lessor.leases().map((id) => id.toString(16).padStart(16, '0')), realLeases);

@@ -41,12 +41,12 @@ test('a committed snapshot of a real etcd 3.4.23 loads: the same reads, HashKV, 
   const sim = createEtcdSim({ time: 'virtual', etcdVersion: '3.4', fromSnapshot: bytes });
   try {
     const all = { key: new Uint8Array([0]), rangeEnd: new Uint8Array([0]) };
-    assert.equal(sim.kv.currentRevision, want.revision);
-    assert.deepEqual(sim.kv.range(all).kvs.map(shape), want.kvs);
-    assert.deepEqual(sim.kv.range({ ...all, revision: 6 }).kvs.map(shape), want.kvsAt6);
-    assert.deepEqual(sim.kv.hashKV(0), { hash: want.hashKV, hashRevision: want.revision, compactRevision: want.compactRevision });
-    assert.equal(sim.kv.hashKV(6).hash, want.hashKVAt6);
-    assert.throws(() => sim.kv.range({ ...all, revision: 3 }), /compacted/);
+    assert.equal(sim.mvcc.currentRevision, want.revision);
+    assert.deepEqual(sim.mvcc.range(all).kvs.map(shape), want.kvs);
+    assert.deepEqual(sim.mvcc.range({ ...all, revision: 6 }).kvs.map(shape), want.kvsAt6);
+    assert.deepEqual(sim.mvcc.hashKV(0), { hash: want.hashKV, hashRevision: want.revision, compactRevision: want.compactRevision });
+    assert.equal(sim.mvcc.hashKV(6).hash, want.hashKVAt6);
+    assert.throws(() => sim.mvcc.range({ ...all, revision: 3 }), /compacted/);
     assert.deepEqual(sim.lessor.leases().map((id) => id.toString(16)), [want.lease]);
     assert.deepEqual(sim.lessor.timeToLive(BigInt(`0x${want.lease}`), true).keys.map((k) => Buffer.from(k).toString()), ['leased']);
     const auth = sim.server.auth.snapshot();
@@ -54,7 +54,7 @@ test('a committed snapshot of a real etcd 3.4.23 loads: the same reads, HashKV, 
     assert.deepEqual(auth.roles.map((r) => [r.name, r.perms.map((p) => [p.permType, Buffer.from(p.key).toString(), Buffer.from(p.rangeEnd).toString()])]), [['reader', [['READ', 'a', 'b']]]]);
     assert.deepEqual(auth.users.map((u) => [u.name, u.roles]), [['alice', ['reader']], ['root', ['root']]]);
     // A watch from the compaction point replays the retained history.
-    assert.deepEqual(sim.kv.eventsAt(7).map((e) => [e.type, Buffer.from(e.kv.key).toString()]), [['PUT', 'x'], ['DELETE', 'b'], ['PUT', 'y']]);
+    assert.deepEqual(sim.mvcc.eventsAt(7).map((e) => [e.type, Buffer.from(e.kv.key).toString()]), [['PUT', 'x'], ['DELETE', 'b'], ['PUT', 'y']]);
   } finally {
     sim.close();
   }
@@ -67,6 +67,6 @@ test('the committed fixture, truncated anywhere, is rejected: never a partial lo
   }
   // Without its SHA-256 trailer (a db file copied from a data dir, as etcdctl snapshot restore also takes).
   const bare = createEtcdSim({ time: 'virtual', fromSnapshot: bytes.subarray(0, bytes.length - 32) });
-  assert.equal(bare.kv.currentRevision, 9);
+  assert.equal(bare.mvcc.currentRevision, 9);
   bare.close();
 });

@@ -16,7 +16,7 @@ export function runDirective(ctx: RunContext, d: Directive): void {
   switch (d.kind) {
     case 'note':
       s.out(`## ${d.text}`.trimEnd());
-      s.timeline.notes.push({ line: s.line, text: d.text, rev: s.sim.kv.currentRevision });
+      s.timeline.notes.push({ line: s.line, text: d.text, rev: s.sim.mvcc.currentRevision });
       return;
     case 'advance':
       s.advance(d.ms, d.raw);
@@ -52,7 +52,7 @@ export function runDirective(ctx: RunContext, d: Directive): void {
       const n = s.vars.int(d.count, 'repeat');
       if (n < 1 || n > 100_000) throw new RunError('error', `repeat: count must be 1..100000, got ${n}`);
       const outputs = new Set<string>();
-      const first = s.sim.kv.currentRevision;
+      const first = s.sim.mvcc.currentRevision;
       // Watch events caused by the puts print while the loop runs; the command line that caused them goes
       // before them (spliced in at this point once the loop is done), as in a terminal.
       const at = s.transcript.length;
@@ -62,9 +62,9 @@ export function runDirective(ctx: RunContext, d: Directive): void {
         runCommand(ctx, d.body, true);
         if (i === 1) cmd = kvCommandLine(s.vars, d.body);
         outputs.add(s.last.output.join('\n'));
-        s.sim.flush();
+        s.sim.server.flush();
       }
-      const lastRev = s.sim.kv.currentRevision;
+      const lastRev = s.sim.mvcc.currentRevision;
       const head = [`$ etcdctl ${d.raw.replace(/^repeat\s+\S+\s+/, '')}   # repeated ${n} times (i=1..${n}; first: ${cmd})${lastRev !== first ? `, revisions ${first + 1}..${lastRev}` : ''}`];
       for (const o of outputs) head.push(outputs.size === 1 ? `${o}   (×${n})` : o);
       s.transcript.splice(at, 0, ...head);

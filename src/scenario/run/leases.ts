@@ -38,7 +38,7 @@ export class ScenarioLeases {
     if (r !== undefined) {
       const hex = leaseHex(r.ID);
       this.lastGranted = hex;
-      const l: TimelineLease = { id: hex, ttl: Number(r.TTL), grantedAtRev: s.sim.kv.currentRevision, grantedAtMs: s.sim.clock.now(), keepAlives: [], end: undefined };
+      const l: TimelineLease = { id: hex, ttl: Number(r.TTL), grantedAtRev: s.sim.mvcc.currentRevision, grantedAtMs: s.sim.clock.now(), keepAlives: [], end: undefined };
       this.byHex.set(hex, l);
       s.timeline.leases.push(l);
     }
@@ -64,7 +64,7 @@ export class ScenarioLeases {
       s.last = { revision: undefined, error: d, output: [`Error: ${d}`], range: undefined, what: 'lease keep-alive' };
     } else {
       s.last = { revision: Number(r.header.revision), error: undefined, output: [keepAliveLine(r)], range: undefined, what: 'lease keep-alive' };
-      this.byHex.get(leaseHex(id))?.keepAlives.push({ atRev: s.sim.kv.currentRevision, atMs: s.sim.clock.now() });
+      this.byHex.get(leaseHex(id))?.keepAlives.push({ atRev: s.sim.mvcc.currentRevision, atMs: s.sim.clock.now() });
     }
     echo(s, `lease keep-alive ${leaseHex(id)} --once`);
   }
@@ -73,12 +73,12 @@ export class ScenarioLeases {
   revoke(idWord: Word): void {
     const s = this.s;
     const id = leaseId(s.vars, idWord);
-    const before = s.sim.kv.currentRevision;
+    const before = s.sim.mvcc.currentRevision;
     const r = callService(s, 'lease revoke', () => s.sim.services.lease.leaseRevoke({ ID: id }), () => [`lease ${leaseHex(id)} revoked`], (d) => `Error: failed to revoke lease (${d})`);
     if (r !== undefined) {
       const l = this.byHex.get(leaseHex(id));
-      if (l !== undefined) l.end = { kind: 'revoked', atRev: s.sim.kv.currentRevision, atMs: s.sim.clock.now() };
-      if (s.sim.kv.currentRevision > before) markLeaseDeletes(s, s.sim.kv.currentRevision, `lease revoke (${leaseHex(id)})`);
+      if (l !== undefined) l.end = { kind: 'revoked', atRev: s.sim.mvcc.currentRevision, atMs: s.sim.clock.now() };
+      if (s.sim.mvcc.currentRevision > before) markLeaseDeletes(s, s.sim.mvcc.currentRevision, `lease revoke (${leaseHex(id)})`);
     }
     echo(s, `lease revoke ${leaseHex(id)}`);
   }

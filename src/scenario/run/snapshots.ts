@@ -18,8 +18,8 @@ export class ScenarioSnapshots {
   take(name: string): void {
     const s = this.s;
     this.byName.set(name, s.sim.snapshot());
-    s.timeline.snapshots.push({ name, rev: s.sim.kv.currentRevision, line: s.line });
-    s.out(`# snapshot ${name}: the member's state at revision ${s.sim.kv.currentRevision}`);
+    s.timeline.snapshots.push({ name, rev: s.sim.mvcc.currentRevision, line: s.line });
+    s.out(`# snapshot ${name}: the member's state at revision ${s.sim.mvcc.currentRevision}`);
   }
 
   /** `restore NAME`. */
@@ -27,10 +27,10 @@ export class ScenarioSnapshots {
     const s = this.s;
     const snap = this.byName.get(name);
     if (snap === undefined) throw new RunError('error', `restore ${name}: no snapshot named ${name} (take one first: snapshot ${name})`);
-    const from = s.sim.kv.currentRevision;
+    const from = s.sim.mvcc.currentRevision;
     s.cause = `restore ${name}`;
     s.sim.restore(snap);
-    const to = s.sim.kv.currentRevision;
+    const to = s.sim.mvcc.currentRevision;
     resyncWrites(s, to);
     s.timeline.restores.push({ name, fromRev: from, toRev: to, line: s.line });
     s.out(`# restore ${name}: this member applies the snapshot as a follower does; revision ${from} → ${to}; its watchers move to unsynced`);

@@ -57,7 +57,7 @@ export class RunState {
     const target = this.sim.clock.now() + ms;
     this.out(`# advance ${raw} → t=${showTime(target)}`);
     this.advanceTarget = target;
-    this.sim.advance(ms);
+    this.sim.server.advance(ms);
     this.advanceTarget = -1;
     this.shownTime = target;
   }

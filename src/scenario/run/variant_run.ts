@@ -63,7 +63,7 @@ export function runVariant(parsed: ParsedScenario, variant: string | undefined, 
     s.line = step.line;
     try {
       runStep(ctx, step);
-      sim.flush();
+      sim.server.flush();
     } catch (err) {
       if (!(err instanceof RunError)) throw err;
       failure = { line: step.line, message: err.message, variant, kind: err.kind };

@@ -91,15 +91,15 @@ export class ScenarioWatches {
     const w = this.get(name);
     if (w.state === 'open' && w.call !== undefined) {
       w.state = 'closed';
-      if (w.segment !== undefined) w.segment.end = { kind: 'closed', atRev: Math.max(w.lane.cursor, s.sim.kv.currentRevision), compactRevision: 0 };
+      if (w.segment !== undefined) w.segment.end = { kind: 'closed', atRev: Math.max(w.lane.cursor, s.sim.mvcc.currentRevision), compactRevision: 0 };
       // On a shared stream only this watch is canceled (a WatchCancelRequest); the others go on.
       if (w.stream !== undefined && w.watchId !== undefined) w.call.write({ cancel_request: { watch_id: w.watchId } });
       else w.call.cancel();
     }
     s.out(
       w.stream !== undefined && w.watchId !== undefined
-        ? `# cancel ${name}: the client cancels this watch alone (a WatchCancelRequest for its ID, as clientv3 sends when the watch's context ends; etcdctl watch -i has no command for it) at rev ${s.sim.kv.currentRevision}`
-        : `# cancel ${name}: the client closes its watch (Ctrl-C) at rev ${s.sim.kv.currentRevision}`,
+        ? `# cancel ${name}: the client cancels this watch alone (a WatchCancelRequest for its ID, as clientv3 sends when the watch's context ends; etcdctl watch -i has no command for it) at rev ${s.sim.mvcc.currentRevision}`
+        : `# cancel ${name}: the client closes its watch (Ctrl-C) at rev ${s.sim.mvcc.currentRevision}`,
     );
   }
 
@@ -150,7 +150,7 @@ export class ScenarioWatches {
     const pending = call?.pending ?? 0;
     this.s.out(`# drain ${name}: the client reads again (${pending} response${pending === 1 ? '' : 's'} queued)`);
     call?.resume();
-    this.s.sim.flush();
+    this.s.sim.server.flush();
   }
 
   /** `progress NAME`: the client sends a WatchProgressRequest on the watch's stream. */
@@ -180,12 +180,12 @@ export class ScenarioWatches {
     w.compactRevision = 0;
     w.watchId = undefined;
     w.openedAtMs = s.sim.clock.now();
-    w.behind = startRev > 0 && startRev <= s.sim.kv.currentRevision;
-    const seg: TimelineWatchSegment = { startRev, openedAtRev: s.sim.kv.currentRevision, end: undefined };
+    w.behind = startRev > 0 && startRev <= s.sim.mvcc.currentRevision;
+    const seg: TimelineWatchSegment = { startRev, openedAtRev: s.sim.mvcc.currentRevision, end: undefined };
     w.segment = seg;
     w.lane.segments.push(seg);
-    if (startRev > 0) w.lane.cursor = Math.max(w.lane.cursor, Math.min(startRev - 1, s.sim.kv.currentRevision));
-    else w.lane.cursor = Math.max(w.lane.cursor, s.sim.kv.currentRevision);
+    if (startRev > 0) w.lane.cursor = Math.max(w.lane.cursor, Math.min(startRev - 1, s.sim.mvcc.currentRevision));
+    else w.lane.cursor = Math.max(w.lane.cursor, s.sim.mvcc.currentRevision);
   }
 
   /**
@@ -212,7 +212,7 @@ export class ScenarioWatches {
     st.pending.push(w);
     if (w.slow) st.call.pause();
     st.call.write({ create_request: { ...w.create, start_revision: startRev } });
-    s.out(`${name}> watch ${w.display}${startRev !== 0 ? ` --rev=${startRev}` : ''}   # watch ${w.name} on session ${name}'s stream, at rev ${s.sim.kv.currentRevision}`);
+    s.out(`${name}> watch ${w.display}${startRev !== 0 ? ` --rev=${startRev}` : ''}   # watch ${w.name} on session ${name}'s stream, at rev ${s.sim.mvcc.currentRevision}`);
   }
 
   /** A shared stream's responses: each to the watch whose ID it carries; a stream-wide progress answer (ID -1) to all. */
@@ -259,7 +259,7 @@ export class ScenarioWatches {
     if (w.slow) call.pause();
     call.write({ create_request: { ...w.create, start_revision: startRev } });
     const cmd = `watch ${w.display}${startRev !== 0 ? ` --rev=${startRev}` : ''}`;
-    s.out(`$ etcdctl ${cmd} &   # ${how === 'watch' ? `watch ${w.name}` : `${w.name} resumed`}, at rev ${s.sim.kv.currentRevision}`);
+    s.out(`$ etcdctl ${cmd} &   # ${how === 'watch' ? `watch ${w.name}` : `${w.name} resumed`}, at rev ${s.sim.mvcc.currentRevision}`);
   }
 
   /** Prints what etcdctl prints for the responses of `w`'s current stream, and records them. */

@@ -8,7 +8,7 @@ import type { RunState } from './state.js';
 
 /** Records every write the member applies from now on into the timeline. */
 export function recordWrites(s: RunState): void {
-  s.sim.kv.subscribe((rev, events) => {
+  s.sim.mvcc.subscribe((rev, events) => {
     for (const ev of events) {
       s.timeline.writes.push({ key: str(ev.kv.key), rev, type: ev.type, value: str(ev.kv.value), cause: s.cause });
     }
@@ -33,9 +33,9 @@ export function resyncWrites(s: RunState, to: number): void {
   const writes = s.timeline.writes;
   for (let i = writes.length - 1; i >= 0; i--) if (writes[i]!.rev > to) writes.splice(i, 1);
   const have = new Set(writes.map((w) => w.rev));
-  for (let r = Math.max(1, s.sim.kv.compactRevision); r <= to; r++) {
+  for (let r = Math.max(1, s.sim.mvcc.compactRevision); r <= to; r++) {
     if (have.has(r)) continue;
-    for (const ev of s.sim.kv.eventsAt(r)) writes.push({ key: str(ev.kv.key), rev: r, type: ev.type, value: str(ev.kv.value), cause: s.cause });
+    for (const ev of s.sim.mvcc.eventsAt(r)) writes.push({ key: str(ev.kv.key), rev: r, type: ev.type, value: str(ev.kv.value), cause: s.cause });
   }
   writes.sort((a, b) => a.rev - b.rev);
 }
