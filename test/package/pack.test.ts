@@ -154,7 +154,7 @@ describe('the packed package, installed into a fresh project', () => {
     if (work !== '') rmSync(work, { recursive: true, force: true });
   });
 
-  test('the tarball holds dist/ (with the .proto files), bin/, scenarios/ and the README, nothing else', () => {
+  test('the tarball holds dist/ (with the .proto files), bin/, scenarios/, the README and LICENSE, nothing else', () => {
     assert.ok(pack !== undefined);
     const files = pack.files.map((f) => f.path).sort();
     for (const needed of [
@@ -173,7 +173,7 @@ describe('the packed package, installed into a fresh project', () => {
     ]) {
       assert.ok(files.includes(needed), `${needed} is missing from the tarball`);
     }
-    const stray = files.filter((f) => !/^(dist|bin|scenarios)\//.test(f) && f !== 'package.json' && f !== 'README.md');
+    const stray = files.filter((f) => !/^(dist|bin|scenarios)\//.test(f) && !['package.json', 'README.md', 'LICENSE'].includes(f));
     assert.deepEqual(stray, [], 'files outside dist/, bin/, scenarios/');
     const maps = files.filter((f) => f.endsWith('.map') || f.endsWith('.build-stamp'));
     assert.deepEqual(maps, [], 'source maps (their sources are not shipped) and the build stamp stay out');
