@@ -1,589 +1,410 @@
 /**
- * etcd's gRPC messages (etcdserverpb, mvccpb) exactly as `@grpc/proto-loader` hands them to JavaScript
- * with `keepCase: true, longs: String, enums: String, defaults: true, oneofs: true`:
+ * etcd's gRPC messages (etcdserverpb, mvccpb, authpb, v3lockpb, v3electionpb) exactly as `@grpc/proto-loader`
+ * hands them to JavaScript with `keepCase: true, longs: String, enums: String, defaults: true, oneofs: true`:
  *  - field names are the proto's own (snake_case, or `ID`/`TTL`/`dbSize` where the proto says so);
  *  - int64/uint64 are decimal strings, uint32 are numbers, bytes are Buffers, enums are upstream names;
  *  - every scalar and repeated field is present in a decoded message (zero values); an unset message
  *    field is `null`; a oneof shows only its set member plus a discriminator naming it.
  *
- * Responses (what the services return) have that complete form. Requests are typed leniently, the way
- * protobuf decoding treats a missing field: every field is optional and means its zero value, int64 may
- * also be a number or bigint, and an enum may be its number (proto-loader leaves an enum value it does
- * not know as a number). At runtime a string in a bytes field is read as base64, as protobufjs does.
+ * The types are derived from the ones proto-loader-gen-types generates from our protos (./generated, made
+ * by `npm run gen-types` and checked fresh by test/server/generated_types.test.ts), so a field added to or
+ * renamed in a .proto reaches every user of these names. Where our form differs from the generated one, it
+ * does on purpose, and the comment where the difference is made says why.
+ *
+ * Responses (what the services return) are the generated `X__Output` form, narrowed where the services
+ * always set what the proto leaves nullable (`header` above all). Requests are the generated permissive
+ * form `X__Input` made our own by RequestOf below: typed leniently, the way protobuf decoding treats a
+ * missing field (every field optional, meaning its zero value). At runtime a string in a bytes field is
+ * read as base64, as protobufjs does.
  */
-import type { Buffer } from 'node:buffer';
+import type * as pb from './generated/index.js';
 
-/** int64/uint64 as a request may carry it. */
+/**
+ * int64/uint64 as a request may carry it: what proto-loader decodes (a decimal string), a number, or an
+ * exact bigint. Not protobufjs's Long, which the generated input types allow: convert.ts does not read it,
+ * and bigint is how the rest of etcdsim carries 64-bit values.
+ */
 export type Int64Input = string | number | bigint;
-/** bytes as a request may carry them (a Buffer is a Uint8Array). */
+/**
+ * bytes as a request may carry them (a Buffer is a Uint8Array). The generated input types also allow a
+ * string, which protobufjs reads as base64; typing it out keeps `key: 'foo'` (meant as UTF-8) from compiling.
+ */
 export type BytesInput = Uint8Array;
 
-export type SortOrder = 'NONE' | 'ASCEND' | 'DESCEND';
-export type SortTarget = 'KEY' | 'VERSION' | 'CREATE' | 'MOD' | 'VALUE';
-export type CompareResult = 'EQUAL' | 'GREATER' | 'LESS' | 'NOT_EQUAL';
-export type CompareTarget = 'VERSION' | 'CREATE' | 'MOD' | 'VALUE' | 'LEASE';
-export type EventType = 'PUT' | 'DELETE';
-export type FilterType = 'NOPUT' | 'NODELETE';
-export type AlarmAction = 'GET' | 'ACTIVATE' | 'DEACTIVATE';
-export type AlarmType = 'NONE' | 'NOSPACE' | 'CORRUPT';
+/**
+ * Our request form of a field whose type the generated permissive form (`X__Input`) gives as `V`, tried in
+ * this order (a message without fields, `{}`, would match every later test): repeated → a readonly array
+ * (the services never write into a request); a message → its RequestOf, null still meaning unset; int64
+ * (`number | string | Long`) → Int64Input; bytes (`Buffer | Uint8Array | string`) → BytesInput; an enum
+ * (its names and numbers) → its names or any number, since proto-loader leaves a value it does not know
+ * as a number and etcd's Go code takes any int32 there (the services then treat it as etcd does); other
+ * scalars (bool, string, uint32, a oneof's discriminator) as they are.
+ */
+type RequestField<V> = [V] extends [readonly (infer E)[]]
+  ? readonly RequestField<E>[]
+  : [V] extends [object | null]
+    ? RequestOf<NonNullable<V>> | Extract<V, null>
+    : number extends V
+      ? string extends V
+        ? Int64Input
+        : V
+      : Uint8Array extends V
+        ? BytesInput
+        : [Extract<V, number>] extends [never]
+          ? V
+          : Exclude<V, number> | number;
+
+/**
+ * The members of T's oneofs: the names its discriminators (the virtual fields `oneofs: true` adds, such
+ * as RequestOp's `request`) can take.
+ */
+type OneofMember<T> = { [K in keyof T]-?: Exclude<T[K], undefined> extends keyof T ? Exclude<T[K], undefined> : never }[keyof T];
+
+/**
+ * Our request form of a message, from its generated permissive type T (`X__Input`): every field optional
+ * and allowed to be `undefined` (under exactOptionalPropertyTypes, so `{ key, range_end }` with range_end
+ * unset is a request), each field as RequestField says. A oneof member that is a message is set or
+ * absent, never null: a decoded request never carries a null member, and the services pick the member
+ * that is set by `!== undefined` when the discriminator is absent (a hand-built request). A message
+ * without fields is any object.
+ */
+type RequestOf<T> = [keyof T] extends [never]
+  ? object
+  : {
+      [K in keyof T]?:
+        | (K extends OneofMember<T> ? Exclude<RequestField<Exclude<T[K], undefined>>, null> : RequestField<Exclude<T[K], undefined>>)
+        | undefined;
+    };
+
+/**
+ * A response in which the fields `K`, which the proto has and the services leave out, are optional: they
+ * came with later etcd releases than the ones the simulator answers as (an absent field is its zero value
+ * on the wire), and a client reading a real etcd's answer may find them.
+ */
+type WithLaterFields<T, K extends keyof T> = Omit<T, K> & Partial<Pick<T, K>>;
+
+export type SortOrder = pb._etcdserverpb_RangeRequest_SortOrder__Output;
+export type SortTarget = pb._etcdserverpb_RangeRequest_SortTarget__Output;
+export type CompareResult = pb._etcdserverpb_Compare_CompareResult__Output;
+export type CompareTarget = pb._etcdserverpb_Compare_CompareTarget__Output;
+export type EventType = pb._mvccpb_Event_EventType__Output;
+export type FilterType = pb._etcdserverpb_WatchCreateRequest_FilterType__Output;
+export type AlarmAction = pb._etcdserverpb_AlarmRequest_AlarmAction__Output;
+export type AlarmType = pb.AlarmType__Output;
 
 // ---------------------------------------------------------------------------------------------------
 // Common
 
-export interface ResponseHeader {
-  cluster_id: string;
-  member_id: string;
-  revision: string;
-  raft_term: string;
-}
+export type ResponseHeader = pb.ResponseHeader__Output;
 
 /** mvccpb.KeyValue. */
-export interface KeyValue {
-  key: Buffer;
-  create_revision: string;
-  mod_revision: string;
-  version: string;
-  value: Buffer;
-  lease: string;
-}
+export type KeyValue = pb.KeyValue__Output;
 
-/** mvccpb.Event. */
-export interface Event {
-  type: EventType;
+/** mvccpb.Event. etcd sets `kv` on every event (after a delete: the key and the deleting revision). */
+export interface Event extends pb.Event__Output {
   kv: KeyValue;
-  prev_kv: KeyValue | null;
 }
 
 // ---------------------------------------------------------------------------------------------------
 // KV
+//
+// Every response below but three (Defragment, Alarm, MoveLeader) narrows `header` to non-null: etcd's
+// servers fill it in every answer, and so do ours.
 
-export interface RangeRequest {
-  key?: BytesInput | undefined;
-  range_end?: BytesInput | undefined;
-  limit?: Int64Input | undefined;
-  revision?: Int64Input | undefined;
-  sort_order?: SortOrder | number | undefined;
-  sort_target?: SortTarget | number | undefined;
-  serializable?: boolean | undefined;
-  keys_only?: boolean | undefined;
-  count_only?: boolean | undefined;
-  min_mod_revision?: Int64Input | undefined;
-  max_mod_revision?: Int64Input | undefined;
-  min_create_revision?: Int64Input | undefined;
-  max_create_revision?: Int64Input | undefined;
-}
+export type RangeRequest = RequestOf<pb.RangeRequest__Input>;
 
-export interface RangeResponse {
+export interface RangeResponse extends pb.RangeResponse__Output {
   header: ResponseHeader;
-  kvs: KeyValue[];
-  more: boolean;
-  count: string;
 }
 
-export interface PutRequest {
-  key?: BytesInput | undefined;
-  value?: BytesInput | undefined;
-  lease?: Int64Input | undefined;
-  prev_kv?: boolean | undefined;
-  ignore_value?: boolean | undefined;
-  ignore_lease?: boolean | undefined;
-}
+export type PutRequest = RequestOf<pb.PutRequest__Input>;
 
-export interface PutResponse {
+export interface PutResponse extends pb.PutResponse__Output {
   header: ResponseHeader;
-  prev_kv: KeyValue | null;
 }
 
-export interface DeleteRangeRequest {
-  key?: BytesInput | undefined;
-  range_end?: BytesInput | undefined;
-  prev_kv?: boolean | undefined;
-}
+export type DeleteRangeRequest = RequestOf<pb.DeleteRangeRequest__Input>;
 
-export interface DeleteRangeResponse {
+export interface DeleteRangeResponse extends pb.DeleteRangeResponse__Output {
   header: ResponseHeader;
-  deleted: string;
-  prev_kvs: KeyValue[];
 }
 
 /**
  * Compare. `target_union` names the operand member that is set; when it is absent (a hand-built
  * request) every operand member present is used.
  */
-export interface Compare {
-  result?: CompareResult | number | undefined;
-  target?: CompareTarget | number | undefined;
-  key?: BytesInput | undefined;
-  range_end?: BytesInput | undefined;
-  target_union?: 'version' | 'create_revision' | 'mod_revision' | 'value' | 'lease' | undefined;
-  version?: Int64Input | undefined;
-  create_revision?: Int64Input | undefined;
-  mod_revision?: Int64Input | undefined;
-  value?: BytesInput | undefined;
-  lease?: Int64Input | undefined;
-}
+export type Compare = RequestOf<pb.Compare__Input>;
 
 /** RequestOp: `request` names the member that is set (absent: the first member present is used). */
-export interface RequestOp {
-  request?: 'request_range' | 'request_put' | 'request_delete_range' | 'request_txn' | undefined;
-  request_range?: RangeRequest | undefined;
-  request_put?: PutRequest | undefined;
-  request_delete_range?: DeleteRangeRequest | undefined;
-  request_txn?: TxnRequest | undefined;
-}
+export type RequestOp = RequestOf<pb.RequestOp__Input>;
 
+/**
+ * ResponseOp, written as a union on its discriminator rather than the generated form (every member
+ * optional and nullable): the services always set `response` and its member, and a union lets a reader
+ * narrow on `response`. TxnResponse extending the generated type checks each arm against the proto.
+ */
 export type ResponseOp =
   | { response: 'response_range'; response_range: RangeResponse }
   | { response: 'response_put'; response_put: PutResponse }
   | { response: 'response_delete_range'; response_delete_range: DeleteRangeResponse }
   | { response: 'response_txn'; response_txn: TxnResponse };
 
-export interface TxnRequest {
-  compare?: readonly Compare[] | undefined;
-  success?: readonly RequestOp[] | undefined;
-  failure?: readonly RequestOp[] | undefined;
-}
+export type TxnRequest = RequestOf<pb.TxnRequest__Input>;
 
-export interface TxnResponse {
+export interface TxnResponse extends pb.TxnResponse__Output {
   header: ResponseHeader;
-  succeeded: boolean;
   responses: ResponseOp[];
 }
 
-export interface CompactionRequest {
-  revision?: Int64Input | undefined;
-  physical?: boolean | undefined;
-}
+export type CompactionRequest = RequestOf<pb.CompactionRequest__Input>;
 
-export interface CompactionResponse {
+export interface CompactionResponse extends pb.CompactionResponse__Output {
   header: ResponseHeader;
 }
 
 // ---------------------------------------------------------------------------------------------------
 // Watch
 
-export interface WatchCreateRequest {
-  key?: BytesInput | undefined;
-  range_end?: BytesInput | undefined;
-  start_revision?: Int64Input | undefined;
-  progress_notify?: boolean | undefined;
-  filters?: readonly (FilterType | number)[] | undefined;
-  prev_kv?: boolean | undefined;
-  watch_id?: Int64Input | undefined;
-  fragment?: boolean | undefined;
-}
-
-export interface WatchCancelRequest {
-  watch_id?: Int64Input | undefined;
-}
-
-export type WatchProgressRequest = Record<string, never>;
+export type WatchCreateRequest = RequestOf<pb.WatchCreateRequest__Input>;
+export type WatchCancelRequest = RequestOf<pb.WatchCancelRequest__Input>;
+export type WatchProgressRequest = RequestOf<pb.WatchProgressRequest__Input>;
 
 /** WatchRequest: `request_union` names the member that is set (absent: the first member present). */
-export interface WatchRequest {
-  request_union?: 'create_request' | 'cancel_request' | 'progress_request' | undefined;
-  create_request?: WatchCreateRequest | undefined;
-  cancel_request?: WatchCancelRequest | undefined;
-  progress_request?: WatchProgressRequest | object | undefined;
-}
+export type WatchRequest = RequestOf<pb.WatchRequest__Input>;
 
-export interface WatchResponse {
+export interface WatchResponse extends pb.WatchResponse__Output {
   header: ResponseHeader;
-  watch_id: string;
-  created: boolean;
-  canceled: boolean;
-  compact_revision: string;
-  cancel_reason: string;
-  fragment: boolean;
   events: Event[];
 }
 
 // ---------------------------------------------------------------------------------------------------
 // Lease
 
-export interface LeaseGrantRequest {
-  TTL?: Int64Input | undefined;
-  ID?: Int64Input | undefined;
-}
+export type LeaseGrantRequest = RequestOf<pb.LeaseGrantRequest__Input>;
 
-export interface LeaseGrantResponse {
-  header: ResponseHeader;
-  ID: string;
-  TTL: string;
-  error: string;
-}
-
-export interface LeaseRevokeRequest {
-  ID?: Int64Input | undefined;
-}
-
-export interface LeaseRevokeResponse {
+export interface LeaseGrantResponse extends pb.LeaseGrantResponse__Output {
   header: ResponseHeader;
 }
 
-export interface LeaseKeepAliveRequest {
-  ID?: Int64Input | undefined;
-}
+export type LeaseRevokeRequest = RequestOf<pb.LeaseRevokeRequest__Input>;
 
-export interface LeaseKeepAliveResponse {
+export interface LeaseRevokeResponse extends pb.LeaseRevokeResponse__Output {
   header: ResponseHeader;
-  ID: string;
-  TTL: string;
 }
 
-export interface LeaseTimeToLiveRequest {
-  ID?: Int64Input | undefined;
-  keys?: boolean | undefined;
-}
+export type LeaseKeepAliveRequest = RequestOf<pb.LeaseKeepAliveRequest__Input>;
 
-export interface LeaseTimeToLiveResponse {
+export interface LeaseKeepAliveResponse extends pb.LeaseKeepAliveResponse__Output {
   header: ResponseHeader;
-  ID: string;
-  TTL: string;
-  grantedTTL: string;
-  keys: Buffer[];
 }
 
-export type LeaseLeasesRequest = Record<string, never> | object;
+export type LeaseTimeToLiveRequest = RequestOf<pb.LeaseTimeToLiveRequest__Input>;
 
-export interface LeaseStatus {
-  ID: string;
-}
-
-export interface LeaseLeasesResponse {
+export interface LeaseTimeToLiveResponse extends pb.LeaseTimeToLiveResponse__Output {
   header: ResponseHeader;
-  leases: LeaseStatus[];
+}
+
+export type LeaseLeasesRequest = RequestOf<pb.LeaseLeasesRequest__Input>;
+
+export type LeaseStatus = pb.LeaseStatus__Output;
+
+export interface LeaseLeasesResponse extends pb.LeaseLeasesResponse__Output {
+  header: ResponseHeader;
 }
 
 // ---------------------------------------------------------------------------------------------------
 // Maintenance
 
-export type StatusRequest = Record<string, never> | object;
+export type StatusRequest = RequestOf<pb.StatusRequest__Input>;
 
-export interface StatusResponse {
+/** storageVersion, dbSizeQuota and downgradeInfo are etcd 3.6's: optional (see WithLaterFields). */
+export interface StatusResponse extends WithLaterFields<pb.StatusResponse__Output, 'storageVersion' | 'dbSizeQuota' | 'downgradeInfo'> {
   header: ResponseHeader;
-  version: string;
-  dbSize: string;
-  leader: string;
-  raftIndex: string;
-  raftTerm: string;
-  raftAppliedIndex: string;
-  errors: string[];
-  dbSizeInUse: string;
-  isLearner: boolean;
 }
 
-export interface HashKVRequest {
-  revision?: Int64Input | undefined;
-}
+export type HashKVRequest = RequestOf<pb.HashKVRequest__Input>;
 
-export interface HashKVResponse {
+/**
+ * HashKVResponse: `hash` is a uint32, a number; `hash_revision` is the revision the hash covers
+ * (etcd 3.5.5+; '0', i.e. absent, as 3.4).
+ */
+export interface HashKVResponse extends pb.HashKVResponse__Output {
   header: ResponseHeader;
-  /** uint32: a number, not a string. */
-  hash: number;
-  compact_revision: string;
-  /** The revision the hash covers (etcd 3.5.5+; '0', i.e. absent, as 3.4). */
-  hash_revision: string;
 }
 
-export type DefragmentRequest = Record<string, never> | object;
+export type DefragmentRequest = RequestOf<pb.DefragmentRequest__Input>;
 
 /** etcd returns no header here (`header: null`), observed on 3.4.23. */
-export interface DefragmentResponse {
-  header: ResponseHeader | null;
-}
+export type DefragmentResponse = pb.DefragmentResponse__Output;
 
-export interface AlarmRequest {
-  action?: AlarmAction | number | undefined;
-  memberID?: Int64Input | undefined;
-  alarm?: AlarmType | number | undefined;
-}
+export type AlarmRequest = RequestOf<pb.AlarmRequest__Input>;
 
-export interface AlarmMember {
-  memberID: string;
-  alarm: AlarmType;
-}
+export type AlarmMember = pb.AlarmMember__Output;
 
 /** With no alarm raised etcd answers no header (`header: null`), observed on 3.4.23. */
-export interface AlarmResponse {
-  header: ResponseHeader | null;
-  alarms: AlarmMember[];
-}
+export type AlarmResponse = pb.AlarmResponse__Output;
 
-export type SnapshotRequest = Record<string, never> | object;
+export type SnapshotRequest = RequestOf<pb.SnapshotRequest__Input>;
 
-export interface SnapshotResponse {
+/** `version` (the storage version of the snapshot) is etcd 3.6's: optional (see WithLaterFields). */
+export interface SnapshotResponse extends WithLaterFields<pb.SnapshotResponse__Output, 'version'> {
   header: ResponseHeader;
-  remaining_bytes: string;
-  blob: Buffer;
 }
 
 // ---------------------------------------------------------------------------------------------------
 // Cluster
 
-export interface MemberListRequest {
-  linearizable?: boolean | undefined;
-}
+export type MemberListRequest = RequestOf<pb.MemberListRequest__Input>;
 
-export interface Member {
-  ID: string;
-  name: string;
-  peerURLs: string[];
-  clientURLs: string[];
-  isLearner: boolean;
-}
+export type Member = pb.Member__Output;
 
 /** etcd's cluster server fills cluster_id, member_id and raft_term but not revision ("0"). */
-export interface MemberListResponse {
+export interface MemberListResponse extends pb.MemberListResponse__Output {
   header: ResponseHeader;
-  members: Member[];
 }
 
-export interface MemberAddRequest {
-  peerURLs?: readonly string[] | undefined;
-  isLearner?: boolean | undefined;
-}
+export type MemberAddRequest = RequestOf<pb.MemberAddRequest__Input>;
 
-export interface MemberAddResponse {
+export interface MemberAddResponse extends pb.MemberAddResponse__Output {
   header: ResponseHeader;
-  member: Member | null;
-  members: Member[];
 }
 
-export interface MemberRemoveRequest {
-  ID?: Int64Input | undefined;
-}
+export type MemberRemoveRequest = RequestOf<pb.MemberRemoveRequest__Input>;
 
-export interface MemberRemoveResponse {
+export interface MemberRemoveResponse extends pb.MemberRemoveResponse__Output {
   header: ResponseHeader;
-  members: Member[];
 }
 
-export interface MemberUpdateRequest {
-  ID?: Int64Input | undefined;
-  peerURLs?: readonly string[] | undefined;
-}
+export type MemberUpdateRequest = RequestOf<pb.MemberUpdateRequest__Input>;
 
-export interface MemberUpdateResponse {
+export interface MemberUpdateResponse extends pb.MemberUpdateResponse__Output {
   header: ResponseHeader;
-  members: Member[];
 }
 
-export interface MemberPromoteRequest {
-  ID?: Int64Input | undefined;
-}
+export type MemberPromoteRequest = RequestOf<pb.MemberPromoteRequest__Input>;
 
-export interface MemberPromoteResponse {
+export interface MemberPromoteResponse extends pb.MemberPromoteResponse__Output {
   header: ResponseHeader;
-  members: Member[];
 }
 
-export interface MoveLeaderRequest {
-  targetID?: Int64Input | undefined;
-}
+export type MoveLeaderRequest = RequestOf<pb.MoveLeaderRequest__Input>;
 
 /** etcd answers a MoveLeader to the leader itself with an empty response: no header. */
-export interface MoveLeaderResponse {
-  header: ResponseHeader | null;
-}
+export type MoveLeaderResponse = pb.MoveLeaderResponse__Output;
 
-export type HashRequest = Record<string, never>;
+export type HashRequest = RequestOf<pb.HashRequest__Input>;
 
-export interface HashResponse {
+/** HashResponse: `hash` is a uint32, a number. */
+export interface HashResponse extends pb.HashResponse__Output {
   header: ResponseHeader;
-  /** uint32. */
-  hash: number;
 }
 
 // ---------------------------------------------------------------------------------------------------
 // Auth (etcdserverpb.Auth, authpb)
 
-export type PermissionType = 'READ' | 'WRITE' | 'READWRITE';
+export type PermissionType = pb._authpb_Permission_Type__Output;
 
 /** authpb.Permission. */
-export interface Permission {
-  permType: PermissionType;
-  key: Buffer;
-  range_end: Buffer;
-}
+export type Permission = pb.Permission__Output;
 
-export interface PermissionInput {
-  permType?: PermissionType | number | undefined;
-  key?: BytesInput | undefined;
-  range_end?: BytesInput | undefined;
-}
+/** authpb.Permission as a request (AuthRoleGrantPermissionRequest.perm) carries it. */
+export type PermissionInput = RequestOf<pb.Permission__Input>;
 
-export type AuthEnableRequest = Record<string, never> | object;
-export type AuthDisableRequest = Record<string, never> | object;
-export type AuthStatusRequest = Record<string, never> | object;
-export type AuthUserListRequest = Record<string, never> | object;
-export type AuthRoleListRequest = Record<string, never> | object;
+export type AuthEnableRequest = RequestOf<pb.AuthEnableRequest__Input>;
+export type AuthDisableRequest = RequestOf<pb.AuthDisableRequest__Input>;
+export type AuthStatusRequest = RequestOf<pb.AuthStatusRequest__Input>;
+export type AuthUserListRequest = RequestOf<pb.AuthUserListRequest__Input>;
+export type AuthRoleListRequest = RequestOf<pb.AuthRoleListRequest__Input>;
+export type AuthenticateRequest = RequestOf<pb.AuthenticateRequest__Input>;
+export type AuthUserAddRequest = RequestOf<pb.AuthUserAddRequest__Input>;
+export type AuthUserGetRequest = RequestOf<pb.AuthUserGetRequest__Input>;
+export type AuthUserDeleteRequest = RequestOf<pb.AuthUserDeleteRequest__Input>;
+export type AuthUserChangePasswordRequest = RequestOf<pb.AuthUserChangePasswordRequest__Input>;
+export type AuthUserGrantRoleRequest = RequestOf<pb.AuthUserGrantRoleRequest__Input>;
+export type AuthUserRevokeRoleRequest = RequestOf<pb.AuthUserRevokeRoleRequest__Input>;
+export type AuthRoleAddRequest = RequestOf<pb.AuthRoleAddRequest__Input>;
+export type AuthRoleGetRequest = RequestOf<pb.AuthRoleGetRequest__Input>;
+export type AuthRoleDeleteRequest = RequestOf<pb.AuthRoleDeleteRequest__Input>;
+export type AuthRoleGrantPermissionRequest = RequestOf<pb.AuthRoleGrantPermissionRequest__Input>;
+export type AuthRoleRevokePermissionRequest = RequestOf<pb.AuthRoleRevokePermissionRequest__Input>;
 
-export interface AuthenticateRequest {
-  name?: string | undefined;
-  password?: string | undefined;
-}
-
-export interface AuthUserAddRequest {
-  name?: string | undefined;
-  password?: string | undefined;
-  options?: { no_password?: boolean | undefined } | null | undefined;
-  hashedPassword?: string | undefined;
-}
-
-export interface AuthUserGetRequest {
-  name?: string | undefined;
-}
-
-export interface AuthUserDeleteRequest {
-  name?: string | undefined;
-}
-
-export interface AuthUserChangePasswordRequest {
-  name?: string | undefined;
-  password?: string | undefined;
-  hashedPassword?: string | undefined;
-}
-
-export interface AuthUserGrantRoleRequest {
-  user?: string | undefined;
-  role?: string | undefined;
-}
-
-export interface AuthUserRevokeRoleRequest {
-  name?: string | undefined;
-  role?: string | undefined;
-}
-
-export interface AuthRoleAddRequest {
-  name?: string | undefined;
-}
-
-export interface AuthRoleGetRequest {
-  role?: string | undefined;
-}
-
-export interface AuthRoleDeleteRequest {
-  role?: string | undefined;
-}
-
-export interface AuthRoleGrantPermissionRequest {
-  name?: string | undefined;
-  perm?: PermissionInput | null | undefined;
-}
-
-export interface AuthRoleRevokePermissionRequest {
-  role?: string | undefined;
-  key?: BytesInput | undefined;
-  range_end?: BytesInput | undefined;
-}
-
-/** The response of every auth call that returns only a header. */
-export interface AuthHeaderResponse {
+/**
+ * The response of every auth call that returns only a header (AuthEnable, AuthDisable, UserAdd, ... all
+ * have this one field in the proto): one name for all of them, derived from AuthEnableResponse.
+ */
+export interface AuthHeaderResponse extends pb.AuthEnableResponse__Output {
   header: ResponseHeader;
 }
 
-export interface AuthStatusResponse {
+export interface AuthStatusResponse extends pb.AuthStatusResponse__Output {
   header: ResponseHeader;
-  enabled: boolean;
-  authRevision: string;
 }
 
-export interface AuthenticateResponse {
+export interface AuthenticateResponse extends pb.AuthenticateResponse__Output {
   header: ResponseHeader;
-  token: string;
 }
 
-export interface AuthUserGetResponse {
+export interface AuthUserGetResponse extends pb.AuthUserGetResponse__Output {
   header: ResponseHeader;
-  roles: string[];
 }
 
-export interface AuthUserListResponse {
+export interface AuthUserListResponse extends pb.AuthUserListResponse__Output {
   header: ResponseHeader;
-  users: string[];
 }
 
-export interface AuthRoleGetResponse {
+export interface AuthRoleGetResponse extends pb.AuthRoleGetResponse__Output {
   header: ResponseHeader;
-  perm: Permission[];
 }
 
-export interface AuthRoleListResponse {
+export interface AuthRoleListResponse extends pb.AuthRoleListResponse__Output {
   header: ResponseHeader;
-  roles: string[];
 }
 
 // ---------------------------------------------------------------------------------------------------
 // Lock (v3lockpb.Lock) and Election (v3electionpb.Election)
 
-export interface LockRequest {
-  name?: BytesInput | undefined;
-  lease?: Int64Input | undefined;
-}
+export type LockRequest = RequestOf<pb.LockRequest__Input>;
 
-export interface LockResponse {
+export interface LockResponse extends pb.LockResponse__Output {
   header: ResponseHeader;
-  key: Buffer;
 }
 
-export interface UnlockRequest {
-  key?: BytesInput | undefined;
-}
+export type UnlockRequest = RequestOf<pb.UnlockRequest__Input>;
 
-export interface UnlockResponse {
+export interface UnlockResponse extends pb.UnlockResponse__Output {
   header: ResponseHeader;
 }
 
 /** v3electionpb.LeaderKey: one leadership (election name, candidate key, its create revision, its lease). */
-export interface LeaderKey {
-  name: Buffer;
-  key: Buffer;
-  rev: string;
-  lease: string;
-}
+export type LeaderKey = pb.LeaderKey__Output;
 
 /** A LeaderKey as a request carries it (a CampaignResponse's `leader` passes as it is). */
-export interface LeaderKeyInput {
-  name?: BytesInput | undefined;
-  key?: BytesInput | undefined;
-  rev?: Int64Input | undefined;
-  lease?: Int64Input | undefined;
-}
+export type LeaderKeyInput = RequestOf<pb.LeaderKey__Input>;
 
-export interface CampaignRequest {
-  name?: BytesInput | undefined;
-  lease?: Int64Input | undefined;
-  value?: BytesInput | undefined;
-}
+export type CampaignRequest = RequestOf<pb.CampaignRequest__Input>;
 
-export interface CampaignResponse {
+/** `leader` is always set: a Campaign answers only once the candidate leads. */
+export interface CampaignResponse extends pb.CampaignResponse__Output {
   header: ResponseHeader;
   leader: LeaderKey;
 }
 
-export interface ProclaimRequest {
-  leader?: LeaderKeyInput | null | undefined;
-  value?: BytesInput | undefined;
-}
+export type ProclaimRequest = RequestOf<pb.ProclaimRequest__Input>;
 
-export interface ProclaimResponse {
+export interface ProclaimResponse extends pb.ProclaimResponse__Output {
   header: ResponseHeader;
 }
 
-export interface LeaderRequest {
-  name?: BytesInput | undefined;
-}
+export type LeaderRequest = RequestOf<pb.LeaderRequest__Input>;
 
-export interface LeaderResponse {
+/** `kv` is always set: with no leader etcd answers an error (ErrElectionNoLeader), not an empty kv. */
+export interface LeaderResponse extends pb.LeaderResponse__Output {
   header: ResponseHeader;
   kv: KeyValue;
 }
 
-export interface ResignRequest {
-  leader?: LeaderKeyInput | null | undefined;
-}
+export type ResignRequest = RequestOf<pb.ResignRequest__Input>;
 
-export interface ResignResponse {
+export interface ResignResponse extends pb.ResignResponse__Output {
   header: ResponseHeader;
 }
