@@ -7,6 +7,10 @@
  *   etcdsim diff --endpoint HOST:PORT                an etcd you run; it must be empty and on loopback unless
  *                                                    --force / --allow-non-loopback say otherwise
  *   options: --seed N  --ops N (default 1000)  --etcd-version 3.4|3.5|3.6|3.7 (default 3.4)  --json
+ *   many seeds: --seeds A..B [--workers N]           every seed from A to B, each a diff of --ops ops, on N
+ *                                                    worker threads (seeds.ts); each worker needs an etcd of
+ *                                                    its own: --start-etcd starts one per worker, --endpoint
+ *                                                    then takes one HOST:PORT per worker, comma-separated
  *
  * A diff writes, deletes every key, revokes every lease and compacts — and compaction is cluster-wide — so
  * it refuses an endpoint whose keyspace is not empty, or that is not on this machine, unless told.
@@ -21,6 +25,7 @@ import { freshSeed } from '../sim/random.js';
 import { runDiffCheck, type DiffReport } from '../diff/check.js';
 import { startEtcd, type EtcdProcess } from '../diff/etcd_process.js';
 import { keyspaceEmpty } from '../diff/reset.js';
+import { parseSeedRange, runSeeds, seedsOf, type SeedRange, type SeedResult, type SeedTarget } from '../diff/seeds.js';
 import { CliError, runCli, type CliIo, type DiffOptions } from './program.js';
 
 /** An error's message on one line. */
@@ -32,9 +37,15 @@ export interface DiffFlags {
   startEtcd: boolean;
   etcdBin: string | undefined;
   endpoint: string | undefined;
+  /** --endpoint split at commas (one etcd per worker with --seeds). */
+  endpoints: string[];
   force: boolean;
   allowNonLoopback: boolean;
   seed: number | undefined;
+  /** --seeds A..B: run every seed of the range. */
+  seeds: SeedRange | undefined;
+  /** --workers: worker threads for --seeds. */
+  workers: number;
   ops: number;
   etcdVersion: EtcdVersion;
   json: boolean;
@@ -50,19 +61,42 @@ function int(name: string, v: string, min: number): number {
 export function diffFlags(o: DiffOptions): DiffFlags {
   const v = o.etcdVersion;
   if (v !== '3.4' && v !== '3.5' && v !== '3.6' && v !== '3.7') throw new CliError(`--etcd-version must be 3.4, 3.5, 3.6 or 3.7, got ${JSON.stringify(v)}`);
+  let seeds: SeedRange | undefined;
+  try {
+    seeds = o.seeds === undefined ? undefined : parseSeedRange(o.seeds);
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
+  const endpoints = o.endpoint === undefined ? [] : o.endpoint.split(',').map((e) => e.trim());
   const f: DiffFlags = {
     startEtcd: o.startEtcd === true,
     etcdBin: o.etcdBin,
     endpoint: o.endpoint,
+    endpoints,
     force: o.force === true,
     allowNonLoopback: o.allowNonLoopback === true,
     seed: o.seed === undefined ? undefined : int('--seed', o.seed, -(2 ** 31)),
+    seeds,
+    // One worker per endpoint unless told otherwise.
+    workers: o.workers === undefined ? Math.max(1, endpoints.length) : int('--workers', o.workers, 1),
     ops: int('--ops', o.ops, 1),
     etcdVersion: v,
     json: o.json === true,
   };
   if (f.startEtcd === (f.endpoint !== undefined)) throw new CliError('give exactly one of --start-etcd and --endpoint HOST:PORT');
   if (f.etcdBin !== undefined && !f.startEtcd) throw new CliError('--etcd-bin goes with --start-etcd');
+  if (endpoints.some((e) => e === '')) throw new CliError(`--endpoint: an empty HOST:PORT in ${JSON.stringify(o.endpoint)}`);
+  if (f.seeds === undefined) {
+    if (o.workers !== undefined) throw new CliError('--workers goes with --seeds A..B');
+    if (endpoints.length > 1) throw new CliError('--endpoint takes one HOST:PORT (several, one per worker, only with --seeds)');
+  } else {
+    if (f.seed !== undefined) throw new CliError('give either --seed N or --seeds A..B, not both');
+    if (endpoints.length > 0 && f.workers > endpoints.length) {
+      throw new CliError(
+        `--workers ${f.workers} needs ${f.workers} endpoints, got ${endpoints.length}: each worker wipes its etcd between workloads, so give one HOST:PORT per worker (comma-separated) or use --start-etcd`,
+      );
+    }
+  }
   return f;
 }
 
@@ -82,9 +116,46 @@ export async function runDiff(args: string[], out: (line: string) => void, err: 
   return runCli(['diff', ...(args[0] === 'diff' ? args.slice(1) : args)], { out, err });
 }
 
+function endpointAddress(endpoint: string): string {
+  return endpoint.replace(/^https?:\/\//, '');
+}
+
+/**
+ * Why a diff must not use the etcd at `address` (not on loopback, unreachable, not empty), as the error
+ * line; undefined when it may.
+ */
+async function vetEndpoint(address: string, flags: DiffFlags): Promise<string | undefined> {
+  const host = hostOf(address);
+  if (!isLoopback(host) && !flags.allowNonLoopback) {
+    return (
+      `etcdsim diff: refusing ${address}: not a loopback address. A diff deletes every key, revokes every lease and ` +
+      'compacts the history (cluster-wide); point it only at a throwaway etcd. Pass --allow-non-loopback if you mean it.'
+    );
+  }
+  const client = connectEtcd(address, { deadlineMs: 5000 });
+  try {
+    let state;
+    try {
+      state = await keyspaceEmpty(client);
+    } catch (err) {
+      return `etcdsim diff: cannot reach etcd at ${address}: ${oneLine(err)}`;
+    }
+    if (!state.empty && !flags.force) {
+      return (
+        `etcdsim diff: refusing ${address}: its keyspace is not empty (${state.keys} keys, ${state.leases} leases). ` +
+        'A diff deletes every key, revokes every lease and compacts the history. Use an empty etcd, or pass --force to wipe it.'
+      );
+    }
+    return undefined;
+  } finally {
+    client.close();
+  }
+}
+
 /** `etcdsim diff` after commander parsed it (see the file comment for the exit codes). */
 export async function executeDiff(opts: DiffOptions, io: CliIo): Promise<number> {
   const flags = diffFlags(opts);
+  if (flags.seeds !== undefined) return executeSeeds(flags, flags.seeds, io);
   const out = io.out;
   const fail = (line: string): number => {
     io.err(line);
@@ -103,29 +174,11 @@ export async function executeDiff(opts: DiffOptions, io: CliIo): Promise<number>
       address = proc.address;
       if (!flags.json) out(`started etcd (pid ${proc.pid}) on ${address}`);
     } else {
-      address = flags.endpoint!.replace(/^https?:\/\//, '');
-      const host = hostOf(address);
-      if (!isLoopback(host) && !flags.allowNonLoopback) {
-        return fail(
-          `etcdsim diff: refusing ${address}: not a loopback address. A diff deletes every key, revokes every lease and ` +
-            'compacts the history (cluster-wide); point it only at a throwaway etcd. Pass --allow-non-loopback if you mean it.',
-        );
-      }
-      client = connectEtcd(address, { deadlineMs: 5000 });
-      let state;
-      try {
-        state = await keyspaceEmpty(client);
-      } catch (err) {
-        return fail(`etcdsim diff: cannot reach etcd at ${address}: ${oneLine(err)}`);
-      }
-      if (!state.empty && !flags.force) {
-        return fail(
-          `etcdsim diff: refusing ${address}: its keyspace is not empty (${state.keys} keys, ${state.leases} leases). ` +
-            'A diff deletes every key, revokes every lease and compacts the history. Use an empty etcd, or pass --force to wipe it.',
-        );
-      }
+      address = endpointAddress(flags.endpoint!);
+      const refused = await vetEndpoint(address, flags);
+      if (refused !== undefined) return fail(refused);
     }
-    client ??= connectEtcd(address);
+    client = connectEtcd(address);
     const progress = progressBar(flags.json);
     const report = await runDiffCheck({ etcd: client, etcdVersion: flags.etcdVersion, ops: flags.ops, seed: flags.seed ?? freshSeed(), onProgress: progress.update });
     progress.done();
@@ -138,9 +191,110 @@ export async function executeDiff(opts: DiffOptions, io: CliIo): Promise<number>
   }
 }
 
-function replayCommand(r: DiffReport, f: DiffFlags): string {
-  const target = f.startEtcd ? '--start-etcd' : `--endpoint ${f.endpoint}`;
-  return `etcdsim diff ${target} --etcd-version ${f.etcdVersion} --ops ${f.ops} --seed ${r.seed}`;
+/** The command that replays one seed (with --endpoint: against the first endpoint). */
+function replayCommand(seed: number, f: DiffFlags): string {
+  const target = f.startEtcd ? '--start-etcd' : `--endpoint ${f.endpoints[0] ?? ''}`;
+  return `etcdsim diff ${target} --etcd-version ${f.etcdVersion} --ops ${f.ops} --seed ${seed}`;
+}
+
+/**
+ * `etcdsim diff --seeds A..B [--workers N]`: every seed of the range on N worker threads, one line per seed
+ * as it finishes, then each failing seed — its shrunk trace and the command that replays it — in seed order.
+ */
+async function executeSeeds(flags: DiffFlags, range: SeedRange, io: CliIo): Promise<number> {
+  const out = io.out;
+  const seeds = seedsOf(range);
+  const workers = Math.min(flags.workers, seeds.length);
+  let targets: SeedTarget[];
+  if (flags.startEtcd) {
+    targets = Array.from({ length: workers }, () => ({ kind: 'start-etcd' as const, bin: flags.etcdBin }));
+  } else {
+    const addresses = flags.endpoints.slice(0, workers).map(endpointAddress);
+    for (const a of addresses) {
+      const refused = await vetEndpoint(a, flags);
+      if (refused !== undefined) {
+        io.err(refused);
+        return 2;
+      }
+    }
+    targets = addresses.map((address) => ({ kind: 'endpoint' as const, address }));
+  }
+  if (!flags.json) out(`etcdsim diff: seeds ${range.first}..${range.last} (${seeds.length}), ${workers} worker${workers === 1 ? '' : 's'}, ${flags.ops} ops per seed, simulator following etcd ${flags.etcdVersion}`);
+  let results: SeedResult[];
+  try {
+    results = await runSeeds({
+      seeds,
+      targets,
+      etcdVersion: flags.etcdVersion,
+      ops: flags.ops,
+      onWorkerReady: ({ worker, address, pid }) => {
+        if (!flags.json && pid !== undefined) out(`worker ${worker}: started etcd (pid ${pid}) on ${address}`);
+      },
+      onResult: (r) => {
+        if (!flags.json) out(seedLine(r));
+      },
+    });
+  } catch (err) {
+    io.err(`etcdsim diff: ${oneLine(err)}`);
+    return 2;
+  }
+  const failed = results.filter((r) => r.failure !== undefined || r.error !== undefined);
+  if (flags.json) {
+    out(
+      JSON.stringify(
+        {
+          etcdVersion: flags.etcdVersion,
+          seeds: { first: range.first, last: range.last },
+          workers,
+          opsPerSeed: flags.ops,
+          failed: failed.map((r) => r.seed),
+          results: results.map((r) => ({
+            seed: r.seed,
+            runs: r.runs,
+            opsRun: r.opsRun,
+            responsesCompared: r.responsesCompared,
+            error: r.error ?? null,
+            failure:
+              r.failure === undefined
+                ? null
+                : { ops: r.failure.ops, divergence: r.failure.divergence, transcript: r.failure.transcript, path: r.failure.path, shrinks: r.failure.shrinks },
+            replay: replayCommand(r.seed, flags),
+          })),
+        },
+        null,
+        2,
+      ),
+    );
+  } else {
+    for (const r of failed) {
+      out('');
+      if (r.failure !== undefined) {
+        const x = r.failure;
+        out(`seed ${r.seed} FAILED: divergence at op #${x.divergence.step + 1} (${x.divergence.where}); minimal workload (${x.ops.length} ops, shrunk ${x.shrinks} times):`);
+        out(x.transcript);
+        out(`ops: ${JSON.stringify(x.ops)}`);
+        out(`replay: ${replayCommand(r.seed, flags)}   (fast-check path ${x.path})`);
+      } else {
+        out(`seed ${r.seed} FAILED: ${r.error ?? ''}`);
+        out(`replay: ${replayCommand(r.seed, flags)}`);
+      }
+    }
+    const totalOps = results.reduce((n, r) => n + r.opsRun, 0);
+    const compared = results.reduce((n, r) => n + r.responsesCompared, 0);
+    out('');
+    out(
+      `${seeds.length} seed${seeds.length === 1 ? '' : 's'}, ${totalOps} ops run, ${compared} responses compared: ` +
+        (failed.length === 0 ? 'no divergence' : `${failed.length} failed (seeds ${failed.map((r) => r.seed).join(', ')})`),
+    );
+  }
+  return failed.length === 0 ? 0 : 1;
+}
+
+/** One seed's outcome in one line. */
+function seedLine(r: SeedResult): string {
+  if (r.error !== undefined) return `seed ${r.seed}: error: ${r.error}`;
+  const head = `seed ${r.seed}: ${r.runs} workloads, ${r.opsRun} ops run, ${r.responsesCompared} responses compared`;
+  return r.failure === undefined ? `${head}, no divergence` : `${head}, DIVERGED at op #${r.failure.divergence.step + 1} (${r.failure.divergence.where})`;
 }
 
 function textReport(r: DiffReport, f: DiffFlags): string[] {
@@ -156,7 +310,7 @@ function textReport(r: DiffReport, f: DiffFlags): string[] {
       x.transcript,
       '',
       `ops: ${JSON.stringify(x.ops)}`,
-      `replay: ${replayCommand(r, f)}   (fast-check path ${x.path})`,
+      `replay: ${replayCommand(r.seed, f)}   (fast-check path ${x.path})`,
     );
   }
   return lines;
@@ -174,7 +328,7 @@ function jsonReport(r: DiffReport, f: DiffFlags, endpoint: string): unknown {
     failure:
       r.failure === undefined
         ? null
-        : { ops: r.failure.ops, divergence: r.failure.divergence, transcript: r.failure.transcript, path: r.failure.path, shrinks: r.failure.shrinks, replay: replayCommand(r, f) },
+        : { ops: r.failure.ops, divergence: r.failure.divergence, transcript: r.failure.transcript, path: r.failure.path, shrinks: r.failure.shrinks, replay: replayCommand(r.seed, f) },
   };
 }
 

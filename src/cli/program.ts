@@ -162,6 +162,8 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
     .option('--force', 'wipe a non-empty etcd (a diff deletes every key, revokes every lease and compacts)')
     .option('--allow-non-loopback', 'allow an endpoint that is not on this machine')
     .option('--seed <n>', 'seed of the workloads (default: a fresh one, printed)')
+    .option('--seeds <a..b>', 'run every seed from a to b (each one a diff of --ops ops); see docs/differential.md')
+    .option('--workers <n>', 'with --seeds: worker threads, each with its own etcd (default 1, or one per --endpoint)')
     .addOption(opt('--ops <n>', 'operations to run', '1000'))
     .addOption(opt('--etcd-version <v>', `the etcd release the simulator follows: ${ETCD_VERSIONS.join(', ')}`, '3.4'))
     .option('--json', 'print the report as JSON')
@@ -203,6 +205,8 @@ export interface DiffOptions {
   force?: boolean | undefined;
   allowNonLoopback?: boolean | undefined;
   seed?: string | undefined;
+  seeds?: string | undefined;
+  workers?: string | undefined;
   ops: string;
   etcdVersion: string;
   json?: boolean | undefined;

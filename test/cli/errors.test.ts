@@ -308,6 +308,16 @@ export const ROWS: readonly Row[] = [
       'etcdsim diff: refusing 10.1.2.3:2379: not a loopback address. A diff deletes every key, revokes every lease and compacts the history (cluster-wide); point it only at a throwaway etcd. Pass --allow-non-loopback if you mean it.',
     ],
   },
+  { args: ['diff', '--start-etcd', '--seeds', '5..1'], code: 2, stderr: ['etcdsim diff: --seeds: 5..1 is empty (A must be <= B)'] },
+  { args: ['diff', '--start-etcd', '--seeds', '1..4', '--seed', '3'], code: 2, stderr: ['etcdsim diff: give either --seed N or --seeds A..B, not both'] },
+  { args: ['diff', '--start-etcd', '--workers', '2'], code: 2, stderr: ['etcdsim diff: --workers goes with --seeds A..B'] },
+  {
+    args: ['diff', '--endpoint', '127.0.0.1:1', '--seeds', '1..4', '--workers', '2'],
+    code: 2,
+    stderr: [
+      'etcdsim diff: --workers 2 needs 2 endpoints, got 1: each worker wipes its etcd between workloads, so give one HOST:PORT per worker (comma-separated) or use --start-etcd',
+    ],
+  },
 ];
 
 /** Every command has --help: exit 0, the usage on stdout, nothing on stderr. */

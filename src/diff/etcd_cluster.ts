@@ -1,0 +1,338 @@
+/**
+ * A throwaway real etcd cluster for the cluster differential: N members (3 by default) of one etcd binary
+ * on free loopback ports, each with its own data dir (in /dev/shm when it exists, so fsyncs are cheap, as
+ * for the single etcd of etcd_process.ts), and the faults a real cluster can be put through from outside:
+ *
+ *  - pause / resume a member: SIGSTOP / SIGCONT. A paused member neither answers clients nor takes part in
+ *    Raft; when resumed it catches up from the leader's log (or, far enough behind, a snapshot) — the
+ *    "follower that lags" of the simulator.
+ *  - kill / restart a member: SIGKILL (a crash), then the same command line on the same data dir, so etcd
+ *    rebuilds its state from its WAL and backend and rejoins.
+ *  - leader() / moveLeader(): who leads, as the members' Maintenance.Status reports it, and etcd's leader
+ *    transfer (Maintenance.MoveLeader, sent to the leader).
+ *
+ * Readiness is etcd's own log line saying it serves client traffic (3.4 publishes the member to the
+ * cluster first, which takes a leader and a commit), so nothing here waits a fixed time. Every member is
+ * killed by PID and its data dir removed on stop() — and when the Node process exits.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { connectEtcd, type EtcdGrpcClient } from '../grpc/client.js';
+import { etcdService } from '../grpc/server.js';
+import type * as M from '../server/messages.js';
+import { hostNow } from '../sim/index.js';
+import { findEtcdBinary, freePort } from './etcd_process.js';
+
+/** A member's process state, as the harness left it. */
+export type MemberState = 'running' | 'paused' | 'killed';
+
+/** One member of the real cluster. */
+export interface EtcdClusterMember {
+  /** etcd's --name: m0, m1, ... */
+  readonly name: string;
+  /** The member ID (uint64, decimal), as MemberList and response headers carry it. */
+  readonly id: string;
+  /** host:port of its client URL. */
+  readonly address: string;
+  readonly peerUrl: string;
+  readonly dataDir: string;
+  /** PID of its current process (a restart gives a new one). */
+  readonly pid: number;
+  readonly state: MemberState;
+  /** Its last log lines (for failure messages). */
+  log(): string;
+}
+
+export interface EtcdCluster {
+  readonly members: readonly EtcdClusterMember[];
+  /** host:port of every member, in member order. */
+  endpoints(): string[];
+  /** A gRPC client pinned to member i (one channel per member, closed by stop(); restart() opens a new one). */
+  client(i: number): EtcdGrpcClient;
+  /** SIGSTOP: the member stops answering clients and peers, as a hung process would. */
+  pause(i: number): void;
+  /** SIGCONT: the paused member goes on where it stopped. */
+  resume(i: number): void;
+  /** SIGKILL: a crash; the data dir stays. Resolves once the process is gone. */
+  kill(i: number): Promise<void>;
+  /** Starts a killed member again on its data dir and ports; resolves once it serves clients. */
+  restart(i: number): Promise<void>;
+  /**
+   * The leader as the reachable members report it (Maintenance.Status), or undefined when none of them
+   * knows one (an election in progress, no quorum).
+   */
+  leader(): Promise<number | undefined>;
+  /** Waits until the reachable members report a leader; rejects after `timeoutMs` (default 15 s). */
+  waitForLeader(timeoutMs?: number): Promise<number>;
+  /** Transfers leadership to member `to` (Maintenance.MoveLeader, sent to the current leader). */
+  moveLeader(to: number): Promise<void>;
+  /** Kills every member by PID (paused ones too) and removes the data dirs. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface StartClusterOptions {
+  /** Members (default 3). */
+  readonly size?: number | undefined;
+  readonly bin?: string | undefined;
+  /** --heartbeat-interval and --election-timeout in ms (default etcd's own: 100 and 1000). */
+  readonly heartbeatMs?: number | undefined;
+  readonly electionMs?: number | undefined;
+  /** Give up on a member's readiness after this long (default 30 s). */
+  readonly readyTimeoutMs?: number | undefined;
+  /** Deadline of each unary call of the members' clients (default 5 s). */
+  readonly deadlineMs?: number | undefined;
+  /** Where the data dirs go (default /dev/shm when it exists, else the OS temp dir). */
+  readonly baseDir?: string | undefined;
+}
+
+interface Member {
+  readonly name: string;
+  id: string;
+  readonly address: string;
+  readonly clientUrl: string;
+  readonly peerUrl: string;
+  readonly dataDir: string;
+  child: ChildProcess | undefined;
+  exited: Promise<void>;
+  state: MemberState;
+  logText: string;
+  client: EtcdGrpcClient;
+}
+
+/** Maintenance.MoveLeader on a raw grpc-js stub. */
+type MoveLeaderFn = (req: M.MoveLeaderRequest, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null) => void) => void;
+
+/**
+ * etcd's readiness line: "ready to serve client requests" (capnslog), "serving client traffic insecurely"
+ * / "securely" (zap, which this harness selects), logged once the member published itself and serves.
+ */
+const READY = /ready to serve client requests|serving client traffic (in)?securely/;
+
+/** Starts a fresh cluster of `size` members and resolves once every member serves clients and one leads. */
+export async function startEtcdCluster(opts: StartClusterOptions = {}): Promise<EtcdCluster> {
+  const bin = findEtcdBinary(opts.bin);
+  const size = opts.size ?? 3;
+  if (!Number.isSafeInteger(size) || size < 1) throw new RangeError(`cluster size must be a positive integer, got ${size}`);
+  const base = opts.baseDir ?? (existsSync('/dev/shm') ? '/dev/shm' : tmpdir());
+  const readyTimeoutMs = opts.readyTimeoutMs ?? 30_000;
+  const deadlineMs = opts.deadlineMs ?? 5_000;
+  const token = mkdtempSync(join(base, 'etcdsim-cluster-'));
+  const members: Member[] = [];
+  for (let i = 0; i < size; i++) {
+    const [cp, pp] = [await freePort(), await freePort()];
+    const address = `127.0.0.1:${cp}`;
+    members.push({
+      name: `m${i}`,
+      id: '0',
+      address,
+      clientUrl: `http://${address}`,
+      peerUrl: `http://127.0.0.1:${pp}`,
+      dataDir: join(token, `m${i}`),
+      child: undefined,
+      exited: Promise.resolve(),
+      state: 'killed',
+      logText: '',
+      client: connectEtcd(address, { deadlineMs }),
+    });
+  }
+  const initialCluster = members.map((m) => `${m.name}=${m.peerUrl}`).join(',');
+  const args = (m: Member): string[] => [
+    '--name', m.name, '--data-dir', m.dataDir,
+    '--listen-client-urls', m.clientUrl, '--advertise-client-urls', m.clientUrl,
+    '--listen-peer-urls', m.peerUrl, '--initial-advertise-peer-urls', m.peerUrl,
+    '--initial-cluster', initialCluster, '--initial-cluster-state', 'new',
+    // A unique token: members of another cluster on a reused port cannot join this one.
+    '--initial-cluster-token', token,
+    '--heartbeat-interval', String(opts.heartbeatMs ?? 100), '--election-timeout', String(opts.electionMs ?? 1000),
+    // zap at info level: the readiness line is an info line.
+    '--logger', 'zap', '--log-outputs', 'stderr', '--log-level', 'info',
+  ];
+
+  const killAll = (): void => {
+    for (const m of members) m.child?.kill('SIGKILL');
+    rmSync(token, { recursive: true, force: true });
+  };
+  process.once('exit', killAll);
+
+  /** Spawns member m and resolves once it logs its readiness (rejects if it exits first). */
+  const launch = (m: Member): Promise<void> => {
+    const child = spawn(bin, args(m), { stdio: ['ignore', 'pipe', 'pipe'] });
+    m.child = child;
+    m.state = 'running';
+    m.logText = '';
+    m.exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    void m.exited.then(() => {
+      if (m.child === child) m.state = 'killed';
+    });
+    return new Promise<void>((resolve, reject) => {
+      let ready = false;
+      const guard = setTimeout(() => reject(new Error(`etcd member ${m.name} not ready within ${readyTimeoutMs} ms:\n${m.logText.slice(-2000)}`)), readyTimeoutMs);
+      const onData = (d: Buffer): void => {
+        m.logText = (m.logText + d.toString()).slice(-20_000);
+        if (!ready && READY.test(m.logText)) {
+          ready = true;
+          clearTimeout(guard);
+          resolve();
+        }
+      };
+      child.stdout?.on('data', onData);
+      child.stderr?.on('data', onData);
+      void m.exited.then(() => {
+        clearTimeout(guard);
+        if (!ready) reject(new Error(`etcd member ${m.name} exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${m.logText.slice(-2000)}`));
+      });
+    });
+  };
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      process.off('exit', killAll);
+      for (const m of members) m.client.close();
+      await Promise.all(
+        members.map(async (m) => {
+          const c = m.child;
+          if (c === undefined || c.exitCode !== null || c.signalCode !== null) return;
+          // SIGKILL: the data dirs are thrown away, and a SIGTERMed 3.4 leader first tries to hand its
+          // leadership to members that are stopping too, which takes seconds.
+          c.kill('SIGKILL');
+          await m.exited;
+        }),
+      );
+      rmSync(token, { recursive: true, force: true });
+    })();
+    return stopping;
+  };
+
+  const at = (i: number): Member => {
+    const m = members[i];
+    if (m === undefined) throw new RangeError(`no member ${i} (the cluster has ${members.length})`);
+    return m;
+  };
+
+  const status = async (m: Member): Promise<M.StatusResponse | undefined> => {
+    if (m.state !== 'running') return undefined;
+    try {
+      return await m.client.maintenance.status({});
+    } catch {
+      return undefined;
+    }
+  };
+
+  const leader = async (): Promise<number | undefined> => {
+    const answers = await Promise.all(members.map(status));
+    // The freshest term's view wins: a member that was cut off may still name an old leader.
+    let best: { term: bigint; leader: string } | undefined;
+    for (const s of answers) {
+      if (s === undefined || s.leader === '0') continue;
+      const term = BigInt(s.raftTerm);
+      if (best === undefined || term > best.term) best = { term, leader: s.leader };
+    }
+    if (best === undefined) return undefined;
+    const i = members.findIndex((m) => m.id === best.leader);
+    return i < 0 ? undefined : i;
+  };
+
+  const waitForLeader = async (timeoutMs = 15_000): Promise<number> => {
+    let timedOut = false;
+    const guard = setTimeout(() => (timedOut = true), timeoutMs);
+    try {
+      for (;;) {
+        const l = await leader();
+        if (l !== undefined) return l;
+        if (timedOut) throw new Error(`no leader within ${timeoutMs} ms`);
+        // Waiting on a condition of a real cluster: ask again after one heartbeat.
+        await new Promise((r) => setTimeout(r, opts.heartbeatMs ?? 100));
+      }
+    } finally {
+      clearTimeout(guard);
+    }
+  };
+
+  const moveLeader = async (to: number): Promise<void> => {
+    const target = at(to);
+    const from = await waitForLeader();
+    if (from === to) return;
+    const m = at(from);
+    // The message-form client (grpc/client.ts) has no MoveLeader: call it on a raw Maintenance stub.
+    const raw = new (etcdService('Maintenance'))(m.address, grpc.credentials.createInsecure());
+    const call = (raw as unknown as { MoveLeader: MoveLeaderFn }).MoveLeader.bind(raw);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        // etcd answers once the transferee leads, or fails after about an election timeout.
+        call({ targetID: target.id }, new grpc.Metadata(), { deadline: hostNow() + deadlineMs }, (err) => (err ? reject(err) : resolve()));
+      });
+    } finally {
+      raw.close();
+    }
+  };
+
+  try {
+    await Promise.all(members.map(launch));
+    for (const m of members) {
+      const s = await m.client.maintenance.status({});
+      m.id = s.header.member_id;
+    }
+    await waitForLeader();
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+
+  const view = (m: Member): EtcdClusterMember => ({
+    name: m.name,
+    get id() {
+      return m.id;
+    },
+    address: m.address,
+    peerUrl: m.peerUrl,
+    dataDir: m.dataDir,
+    get pid() {
+      return m.child?.pid ?? -1;
+    },
+    get state() {
+      return m.state;
+    },
+    log: () => m.logText,
+  });
+
+  return {
+    members: members.map(view),
+    endpoints: () => members.map((m) => m.address),
+    client: (i) => at(i).client,
+    pause(i) {
+      const m = at(i);
+      if (m.state !== 'running') throw new Error(`member ${m.name} is ${m.state}, not running`);
+      m.child!.kill('SIGSTOP');
+      m.state = 'paused';
+    },
+    resume(i) {
+      const m = at(i);
+      if (m.state !== 'paused') throw new Error(`member ${m.name} is ${m.state}, not paused`);
+      m.child!.kill('SIGCONT');
+      m.state = 'running';
+    },
+    async kill(i) {
+      const m = at(i);
+      if (m.state === 'killed') return;
+      m.child!.kill('SIGKILL');
+      await m.exited;
+      m.state = 'killed';
+    },
+    async restart(i) {
+      const m = at(i);
+      if (m.state !== 'killed') throw new Error(`member ${m.name} is ${m.state}: kill it before restarting it`);
+      await launch(m);
+      // A fresh channel: the old one backs off after the refused connections while the member was down.
+      m.client.close();
+      m.client = connectEtcd(m.address, { deadlineMs });
+    },
+    leader,
+    waitForLeader,
+    moveLeader,
+    stop,
+  };
+}
