@@ -65,7 +65,7 @@ export interface AuthStoreOptions {
   readonly random: SimRandom;
   /** --auth-token-ttl in seconds (300). */
   readonly tokenTTL?: number | undefined;
-  /** Password hash cost: 0 = fast (default), 4..31 = bcrypt-like (see password.ts). */
+  /** bcrypt cost, 4..31 (etcd's --bcrypt-cost; default 4, bcrypt's fastest; see password.ts). */
   readonly hashCost?: number | undefined;
   /** RoleGet of role root answers ROOT_PERMISSION (etcd ≥ 3.6, PR #13006); else its own, empty list. */
   readonly rootPermInRoleGet?: boolean | undefined;
@@ -133,7 +133,7 @@ export class AuthStore {
     this.checksNestedTxns = opts.checksNestedTxns ?? true;
     this.checksLeaseAccess = opts.checksLeaseAccess ?? true;
     this.tokens = new SimpleTokens(opts.clock, opts.random.fork('token'), (opts.tokenTTL ?? 300) * 1000);
-    this.hasher = new PasswordHasher(opts.random.fork('salt'), opts.hashCost ?? 0);
+    this.hasher = new PasswordHasher(opts.random.fork('salt'), opts.hashCost);
   }
 
   get enabled(): boolean {

@@ -128,7 +128,7 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
     .option('--client-cert-auth', 'require client certificates; with auth enabled, a request without a token is made by the user the certificate CN names', false)
     .addOption(opt('--allow-non-loopback', 'allow binding to an interface other than loopback', D.allowNonLoopback))
     .addOption(opt('--auth-token-ttl <s>', 'lifetime of a simple auth token in seconds (0: the default, as etcd)', D.authTokenTtl))
-    .option('--bcrypt-cost <n>', 'password hashing cost as etcd (4..31, else 10); default: fast hashing for tests')
+    .option('--bcrypt-cost <n>', "bcrypt cost of password hashes, as etcd's --bcrypt-cost (4..31; etcd's default is 10); default 4, bcrypt's fastest")
     .option('--from-snapshot <file>', "start from a snapshot in etcd's format (`etcdctl snapshot save` of etcd 3.4, or of etcdsim)")
     .action(async (flags: ServeFlags) => {
       result.code = await act(io, 'etcdsim serve', async () => {

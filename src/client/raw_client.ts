@@ -37,6 +37,7 @@ import {
   type WatchCall,
 } from '../server/index.js';
 import type * as M from '../server/messages.js';
+import { tokenApplied } from '../server/applied_wait.js';
 
 /** grpc-js's readable high-water mark for a client stream (Node's object-mode default). */
 const STREAM_HIGH_WATER_MARK = 16;
@@ -108,6 +109,18 @@ async function unary<T>(fn: () => T): Promise<T> {
   } catch (err) {
     throw toGrpcError(err);
   }
+}
+
+/**
+ * A unary call made with the session's token: run at once, as unary(), unless the token names a raft index
+ * the member has not applied yet — then it waits for that index first, as etcd's token check (and serve()'s
+ * gRPC door) waits (src/server/applied_wait.ts), and runs with the token it was made with.
+ */
+async function unaryAs<T>(services: EtcdServices, session: Session, fn: (ctx: CallContext) => T): Promise<T> {
+  const ctx = ctxOf(session);
+  const held = tokenApplied(services, ctx);
+  if (held !== undefined) await held;
+  return unary(() => fn(ctx));
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -289,23 +302,23 @@ export class KVClient {
   ) {}
 
   range(req: Req<M.RangeRequest>): Promise<M.RangeResponse> {
-    return unary(() => this.services.kv.range(encode<M.RangeRequest>(req), ctxOf(this.session)));
+    return unaryAs(this.services, this.session, (ctx) => this.services.kv.range(encode<M.RangeRequest>(req), ctx));
   }
 
   put(req: Req<M.PutRequest>): Promise<M.PutResponse> {
-    return unary(() => this.services.kv.put(encode<M.PutRequest>(req), ctxOf(this.session)));
+    return unaryAs(this.services, this.session, (ctx) => this.services.kv.put(encode<M.PutRequest>(req), ctx));
   }
 
   deleteRange(req: Req<M.DeleteRangeRequest>): Promise<M.DeleteRangeResponse> {
-    return unary(() => this.services.kv.deleteRange(encode<M.DeleteRangeRequest>(req), ctxOf(this.session)));
+    return unaryAs(this.services, this.session, (ctx) => this.services.kv.deleteRange(encode<M.DeleteRangeRequest>(req), ctx));
   }
 
   txn(req: Req<M.TxnRequest>): Promise<M.TxnResponse> {
-    return unary(() => this.services.kv.txn(encode<M.TxnRequest>(req), ctxOf(this.session)));
+    return unaryAs(this.services, this.session, (ctx) => this.services.kv.txn(encode<M.TxnRequest>(req), ctx));
   }
 
   compact(req: M.CompactionRequest): Promise<M.CompactionResponse> {
-    return unary(() => this.services.kv.compact(req, ctxOf(this.session)));
+    return unaryAs(this.services, this.session, (ctx) => this.services.kv.compact(req, ctx));
   }
 }
 
@@ -318,15 +331,15 @@ export class LeaseClient {
   ) {}
 
   leaseGrant(req: M.LeaseGrantRequest): Promise<M.LeaseGrantResponse> {
-    return unary(() => this.services.lease.leaseGrant(req, ctxOf(this.session)));
+    return unaryAs(this.services, this.session, (ctx) => this.services.lease.leaseGrant(req, ctx));
   }
 
   leaseRevoke(req: M.LeaseRevokeRequest): Promise<M.LeaseRevokeResponse> {
-    return unary(() => this.services.lease.leaseRevoke(req, ctxOf(this.session)));
+    return unaryAs(this.services, this.session, (ctx) => this.services.lease.leaseRevoke(req, ctx));
   }
 
   leaseTimeToLive(req: M.LeaseTimeToLiveRequest): Promise<M.LeaseTimeToLiveResponse> {
-    return unary(() => this.services.lease.leaseTimeToLive(req, ctxOf(this.session)));
+    return unaryAs(this.services, this.session, (ctx) => this.services.lease.leaseTimeToLive(req, ctx));
   }
 
   leaseLeases(req: M.LeaseLeasesRequest = {}): Promise<M.LeaseLeasesResponse> {
@@ -347,24 +360,24 @@ export class MaintenanceClient {
   ) {}
 
   status(req: M.StatusRequest = {}): Promise<M.StatusResponse> {
-    return unary(() => this.services.maintenance.status(req, ctxOf(this.session)));
+    return unaryAs(this.services, this.session, (ctx) => this.services.maintenance.status(req, ctx));
   }
 
   hashKV(req: M.HashKVRequest = {}): Promise<M.HashKVResponse> {
-    return unary(() => this.services.maintenance.hashKV(req, ctxOf(this.session)));
+    return unaryAs(this.services, this.session, (ctx) => this.services.maintenance.hashKV(req, ctx));
   }
 
   defragment(req: M.DefragmentRequest = {}): Promise<M.DefragmentResponse> {
-    return unary(() => this.services.maintenance.defragment(req, ctxOf(this.session)));
+    return unaryAs(this.services, this.session, (ctx) => this.services.maintenance.defragment(req, ctx));
   }
 
   alarm(req: M.AlarmRequest = {}): Promise<M.AlarmResponse> {
-    return unary(() => this.services.maintenance.alarm(req, ctxOf(this.session)));
+    return unaryAs(this.services, this.session, (ctx) => this.services.maintenance.alarm(req, ctx));
   }
 
   /** Snapshot (a server stream), all its responses: the simulator's is one token response (see MaintenanceService). */
   snapshot(req: M.SnapshotRequest = {}): Promise<M.SnapshotResponse[]> {
-    return unary(() => this.services.maintenance.snapshot(req, ctxOf(this.session)));
+    return unaryAs(this.services, this.session, (ctx) => this.services.maintenance.snapshot(req, ctx));
   }
 }
 
@@ -403,7 +416,7 @@ export class LockClient {
   }
 
   unlock(req: Req<M.UnlockRequest>): Promise<M.UnlockResponse> {
-    return unary(() => this.services.lock.unlock(encodeConcurrency<M.UnlockRequest>(req), ctxOf(this.session)));
+    return unaryAs(this.services, this.session, (ctx) => this.services.lock.unlock(encodeConcurrency<M.UnlockRequest>(req), ctx));
   }
 }
 
@@ -421,15 +434,15 @@ export class ElectionClient {
   }
 
   proclaim(req: Req<M.ProclaimRequest>): Promise<M.ProclaimResponse> {
-    return unary(() => this.services.election.proclaim(encodeConcurrency<M.ProclaimRequest>(req), ctxOf(this.session)));
+    return unaryAs(this.services, this.session, (ctx) => this.services.election.proclaim(encodeConcurrency<M.ProclaimRequest>(req), ctx));
   }
 
   leader(req: Req<M.LeaderRequest>): Promise<M.LeaderResponse> {
-    return unary(() => this.services.election.leader(encodeConcurrency<M.LeaderRequest>(req), ctxOf(this.session)));
+    return unaryAs(this.services, this.session, (ctx) => this.services.election.leader(encodeConcurrency<M.LeaderRequest>(req), ctx));
   }
 
   resign(req: Req<M.ResignRequest>): Promise<M.ResignResponse> {
-    return unary(() => this.services.election.resign(encodeConcurrency<M.ResignRequest>(req), ctxOf(this.session)));
+    return unaryAs(this.services, this.session, (ctx) => this.services.election.resign(encodeConcurrency<M.ResignRequest>(req), ctx));
   }
 
   /** Opens one Observe call: the leader now (once there is one) and every change after. */
@@ -462,7 +475,7 @@ export class AuthClient {
   ) {}
 
   private call<R>(fn: (ctx: CallContext) => R): Promise<R> {
-    return unary(() => fn(ctxOf(this.session)));
+    return unaryAs(this.services, this.session, fn);
   }
 
   authEnable(): Promise<M.AuthHeaderResponse> {
@@ -475,7 +488,7 @@ export class AuthClient {
     return this.call((c) => this.services.auth.authStatus({}, c));
   }
   authenticate(req: M.AuthenticateRequest): Promise<M.AuthenticateResponse> {
-    return this.call(() => this.services.auth.authenticate(req));
+    return unary(() => this.services.auth.authenticate(req)); // etcd checks no token for Authenticate
   }
   userAdd(req: M.AuthUserAddRequest): Promise<M.AuthHeaderResponse> {
     return this.call((c) => this.services.auth.userAdd(req, c));

@@ -7,8 +7,8 @@
  * `cancelled`), the call's deadline (`2 context deadline exceeded`, as etcd's handlers end on their
  * context) and the server's close abort — and the service then releases the key as etcd does. Observe is
  * a server stream piped from an ObserveCall, with grpc-js's backpressure; it ends when the client cancels,
- * its deadline passes or the server closes. Requests are checked as gogo's generated Unmarshal checks them
- * (gogo_check.ts), errors mapped by the server layer's toGrpcError, so codes and messages are etcd's.
+ * its deadline passes or the server closes. Requests are checked as the release's Go decoder checks them
+ * (request_decoding.ts), errors mapped by the server layer's toGrpcError, so codes and messages are etcd's.
  */
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -16,7 +16,7 @@ import { cancelledError, grpcError, toGrpcError, type CallContext, type EtcdServ
 import type * as M from '../server/messages.js';
 import { GrpcCode } from '../mvcc/index.js';
 import { afterHostTime, hostNow } from '../sim/index.js';
-import { compileGogoChecks, type GogoCheck } from './gogo_check.js';
+import { requestChecks, type RequestDecoding } from './request_decoding.js';
 import { MalformedRequest, withRequestChecks } from './request_checks.js';
 import { pipeResponses } from './stream_pipe.js';
 
@@ -25,7 +25,6 @@ const PROTO_FILES = ['v3lockpb/v3lock.proto', 'v3electionpb/v3election.proto'];
 
 let cachedPackage: protoLoader.PackageDefinition | undefined;
 let cachedObject: grpc.GrpcObject | undefined;
-let cachedChecks: ((fullName: string) => GogoCheck) | undefined;
 
 function packageDefinition(loaderOptions: protoLoader.Options): protoLoader.PackageDefinition {
   cachedPackage ??= protoLoader.loadSync(PROTO_FILES, loaderOptions);
@@ -46,19 +45,17 @@ export function concurrencyServices(loaderOptions: protoLoader.Options): {
   return { Lock: lock['Lock'] as grpc.ServiceClientConstructor, Election: election['Election'] as grpc.ServiceClientConstructor };
 }
 
-/** `def` with every request checked as gogo's Unmarshal checks it before protobuf.js decodes it. */
-function checked(def: grpc.ServiceDefinition, pkg: string, loaderOptions: protoLoader.Options): grpc.ServiceDefinition {
-  cachedChecks ??= compileGogoChecks(packageDefinition(loaderOptions));
-  const checks = cachedChecks;
-  return withRequestChecks(def, (requestType) => checks(`${pkg}.${requestType}`));
+/** `def` with every request checked as the member's Go decoder checks it before protobuf.js decodes it. */
+function checked(def: grpc.ServiceDefinition, pkg: string, loaderOptions: protoLoader.Options, decoding: RequestDecoding): grpc.ServiceDefinition {
+  return withRequestChecks(def, requestChecks(packageDefinition(loaderOptions), pkg, decoding));
 }
 
 /** The two service definitions as serve() adds them (requests checked). */
-export function concurrencyDefinitions(loaderOptions: protoLoader.Options): { Lock: grpc.ServiceDefinition; Election: grpc.ServiceDefinition } {
+export function concurrencyDefinitions(loaderOptions: protoLoader.Options, decoding: RequestDecoding): { Lock: grpc.ServiceDefinition; Election: grpc.ServiceDefinition } {
   const s = concurrencyServices(loaderOptions);
   return {
-    Lock: checked(s.Lock.service, 'v3lockpb', loaderOptions),
-    Election: checked(s.Election.service, 'v3electionpb', loaderOptions),
+    Lock: checked(s.Lock.service, 'v3lockpb', loaderOptions, decoding),
+    Election: checked(s.Election.service, 'v3electionpb', loaderOptions, decoding),
   };
 }
 

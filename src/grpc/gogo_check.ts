@@ -1,6 +1,7 @@
 /**
- * etcd decodes a request with the Unmarshal method gogo/protobuf generated for it (etcdserverpb/rpc.pb.go;
- * grpc-go's proto codec calls it directly), and a malformed request is refused with that method's error:
+ * etcd 3.4 through 3.6 decode a request with the Unmarshal method gogo/protobuf generated for it
+ * (etcdserverpb/rpc.pb.go; grpc-go's proto codec calls it directly; 3.7 decodes with protobuf-go instead,
+ * protobuf_go_check.ts), and a malformed request is refused with that method's error:
  * `proto: wrong wireType = 0 for field Key`, `proto: RangeRequest: illegal tag 0 (wire type 0)`,
  * `unexpected EOF`, ... (observed on 3.4.23, docs/observed-etcd-3.4.23.md). protobuf.js, which decodes for
  * grpc-js, is more lenient (it reads a known field whatever its wire type) and says nothing etcd says, so
@@ -24,24 +25,31 @@ const ERR_EOF = 'unexpected EOF';
 const ERR_OVERFLOW = 'proto: integer overflow';
 const ERR_NEGATIVE_LENGTH = 'proto: negative length found during unmarshaling';
 
-/** How a known field is read: a varint, a length-delimited value, a nested message, fixed 8 / 4 bytes, or a packable repeated varint. */
-const enum Kind {
+/**
+ * How a known field is read: a varint, a length-delimited value (bytes, or a proto3 string, which
+ * protobuf-go checks for UTF-8 and gogo does not), a nested message, fixed 8 / 4 bytes, or a packable
+ * repeated varint.
+ */
+export enum Kind {
   Varint,
   Bytes,
+  String,
   Message,
   Fixed64,
   Fixed32,
   PackedVarint,
 }
 
-interface FieldCheck {
+/** One known field of a message table (shared with protobuf_go_check.ts). */
+export interface FieldCheck {
   readonly kind: Kind;
   readonly goName: string;
   /** For messages: the nested table, resolved after every table exists. */
   message: MessageCheck | undefined;
 }
 
-interface MessageCheck {
+/** The known fields of one message type, as both Go decoders look them up. */
+export interface MessageCheck {
   readonly goName: string;
   /** Indexed by field number (sparse; numbers past the end are unknown fields). */
   readonly fields: Array<FieldCheck | undefined>;
@@ -95,6 +103,16 @@ const FIXED32_TYPES = new Set(['TYPE_FIXED32', 'TYPE_SFIXED32', 'TYPE_FLOAT']);
  * looked up by their full name, e.g. `etcdserverpb.RangeRequest`).
  */
 export function compileGogoChecks(pd: PackageDefinition): (fullName: string) => GogoCheck {
+  const tables = compileMessageTables(pd);
+  return (fullName) => {
+    const table = tables.get(fullName);
+    if (table === undefined) throw new Error(`gogo check: no message ${fullName}`);
+    return (buf) => checkMessage(buf, 0, buf.length, table);
+  };
+}
+
+/** The field tables of every message type of a proto-loader package definition, by full name. */
+export function compileMessageTables(pd: PackageDefinition): ReadonlyMap<string, MessageCheck> {
   const tables = new Map<string, MessageCheck>();
   const pending: Array<{ field: FieldCheck; ref: string; scope: string }> = [];
   const addType = (fullName: string, goName: string, t: DescriptorType): void => {
@@ -103,7 +121,8 @@ export function compileGogoChecks(pd: PackageDefinition): (fullName: string) => 
       const repeated = f.label === 'LABEL_REPEATED';
       let kind: Kind;
       if (f.type === 'TYPE_MESSAGE') kind = Kind.Message;
-      else if (f.type === 'TYPE_BYTES' || f.type === 'TYPE_STRING') kind = Kind.Bytes;
+      else if (f.type === 'TYPE_BYTES') kind = Kind.Bytes;
+      else if (f.type === 'TYPE_STRING') kind = Kind.String;
       else if (VARINT_TYPES.has(f.type)) kind = repeated ? Kind.PackedVarint : Kind.Varint;
       else if (FIXED64_TYPES.has(f.type)) kind = Kind.Fixed64;
       else if (FIXED32_TYPES.has(f.type)) kind = Kind.Fixed32;
@@ -133,11 +152,7 @@ export function compileGogoChecks(pd: PackageDefinition): (fullName: string) => 
     if (resolved === undefined) throw new Error(`gogo check: cannot resolve ${ref} from ${scope}`);
     field.message = resolved;
   }
-  return (fullName) => {
-    const table = tables.get(fullName);
-    if (table === undefined) throw new Error(`gogo check: no message ${fullName}`);
-    return (buf) => checkMessage(buf, 0, buf.length, table);
-  };
+  return tables;
 }
 
 /** Position after a varint at `i` (end exclusive `l`), or an error: gogo's loop checks the shift before the end. */
@@ -250,6 +265,7 @@ function checkMessage(buf: Uint8Array, start: number, l: number, m: MessageCheck
         break;
       }
       case Kind.Bytes:
+      case Kind.String:
       case Kind.Message: {
         if (wireType !== 2) return `proto: wrong wireType = ${wireType} for field ${f.goName}`;
         const le = readVarint(buf, i, l);

@@ -1,10 +1,11 @@
 /**
- * Requests checked as etcd's gogo-generated Unmarshal checks them (gogo_check.ts) before protobuf.js
+ * Requests checked as etcd's decoder checks them (gogo's generated Unmarshal, gogo_check.ts, or from 3.7
+ * protobuf-go, protobuf_go_check.ts; request_decoding.ts picks) before protobuf.js
  * decodes them, for every service serve() registers: a body etcd would refuse becomes a MalformedRequest,
  * which the handler answers with Go's error text instead of running the call.
  */
 import type * as grpc from '@grpc/grpc-js';
-import type { GogoCheck } from './gogo_check.js';
+import type { RequestCheck } from './request_decoding.js';
 import { installVarintFix } from './protobuf_varint.js';
 
 /** What a request deserializer returns for bytes etcd cannot decode; the handler refuses the call with Go's error text. */
@@ -13,7 +14,7 @@ export class MalformedRequest {
 }
 
 /** `def` with every request checked by `checkFor(its request message's name)` before it is decoded. */
-export function withRequestChecks(def: grpc.ServiceDefinition, checkFor: (requestType: string) => GogoCheck): grpc.ServiceDefinition {
+export function withRequestChecks(def: grpc.ServiceDefinition, checkFor: (requestType: string) => RequestCheck): grpc.ServiceDefinition {
   installVarintFix();
   const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
   for (const [method, m] of Object.entries(def)) {
@@ -25,9 +26,10 @@ export function withRequestChecks(def: grpc.ServiceDefinition, checkFor: (reques
       ...m,
       requestDeserialize: (buf: Buffer): unknown => {
         const err = check(buf);
-        if (err !== undefined) return new MalformedRequest(err);
+        if (typeof err === 'string') return new MalformedRequest(err);
         try {
-          return decode(buf);
+          // protobuf-go's decoding may leave fields out (a known field with another wire type): decode the rest.
+          return decode(err === undefined ? buf : Buffer.from(err.buffer, err.byteOffset, err.byteLength));
         } catch (e) {
           // Not expected: what gogo accepts, protobuf.js decodes.
           return new MalformedRequest(e instanceof Error ? e.message : String(e));

@@ -12,8 +12,8 @@
  *
  * Wire errors are etcd's (docs/observed-etcd-3.4.23.md, "Wire errors"): front_door.ts answers what grpc-go
  * answers before a method runs (unknown paths, the receive limit of max request bytes + 512 KiB, framing,
- * encodings, requests without a message); every request is checked as gogo's generated Unmarshal checks it
- * (gogo_check.ts) and a malformed one is refused with its text; a call carrying a simple token whose raft
+ * encodings, requests without a message); every request is checked as the release's Go decoder checks it
+ * (request_decoding.ts: gogo's generated Unmarshal, protobuf-go from 3.7) and a malformed one is refused with its text; a call carrying a simple token whose raft
  * index is not applied yet waits, as etcd's token check does (the member's rule, EtcdServer.tokenWaitIndex;
  * here the deadline is added, see holdForToken); and close() drops the
  * connections as a stopping etcd does, so open streams end UNAVAILABLE on the client.
@@ -28,7 +28,7 @@ import { serverCompat } from '../server/compat.js';
 import { DEFAULT_MAX_REQUEST_BYTES, type EtcdVersion } from '../mvcc/index.js';
 import { encodeDeleteRangeResponse, encodePutResponse, encodeRangeResponse, encodeTxnResponse, encodeWatchResponse } from './codec.js';
 import { claimDoorStream, DEADLINE_METADATA, installFrontDoor, type MethodKind } from './front_door.js';
-import { compileGogoChecks, type GogoCheck } from './gogo_check.js';
+import { requestChecks, requestDecodingOf } from './request_decoding.js';
 import { afterHostTime, hostNow, RealClock, type Clock } from '../sim/index.js';
 import { MalformedRequest, withRequestChecks } from './request_checks.js';
 import { pipeResponses } from './stream_pipe.js';
@@ -70,7 +70,6 @@ interface BidiServiceCall<Req, Res> {
 
 let cachedPackage: protoLoader.PackageDefinition | undefined;
 let cachedDefinition: grpc.GrpcObject | undefined;
-let cachedChecks: ((fullName: string) => GogoCheck) | undefined;
 
 function etcdPackageDefinition(): protoLoader.PackageDefinition {
   cachedPackage ??= protoLoader.loadSync('etcdserverpb/rpc.proto', PROTO_LOADER_OPTIONS);
@@ -81,17 +80,6 @@ function etcdPackageDefinition(): protoLoader.PackageDefinition {
 export function loadEtcdProtos(): grpc.GrpcObject {
   cachedDefinition ??= grpc.loadPackageDefinition(etcdPackageDefinition());
   return cachedDefinition;
-}
-
-/** gogo's Unmarshal checks for every message of our protos (built once). */
-function gogoChecks(): (fullName: string) => GogoCheck {
-  cachedChecks ??= compileGogoChecks(etcdPackageDefinition());
-  return cachedChecks;
-}
-
-/** The gogo check of an etcdserverpb request message. */
-function etcdRequestCheck(requestType: string): GogoCheck {
-  return gogoChecks()(`etcdserverpb.${requestType}`);
 }
 
 /** A service constructor of the etcdserverpb package (for servers' addService and for raw clients). */
@@ -350,6 +338,8 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     };
   };
 
+  const decoding = requestDecodingOf(etcdVersion, opts.seed);
+  const etcdRequestCheck = requestChecks(etcdPackageDefinition(), 'etcdserverpb', decoding);
   const definitions = {
     KV: withRequestChecks(withEncoders(etcdService('KV').service, KV_ENCODERS), etcdRequestCheck),
     Watch: withRequestChecks(withEncoders(etcdService('Watch').service, WATCH_ENCODERS), etcdRequestCheck),
@@ -358,7 +348,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     Maintenance: withRequestChecks(etcdService('Maintenance').service, etcdRequestCheck),
     Auth: withRequestChecks(etcdService('Auth').service, etcdRequestCheck),
     // etcd's v3lock and v3election services (./concurrency.ts).
-    ...concurrencyDefinitions(PROTO_LOADER_OPTIONS),
+    ...concurrencyDefinitions(PROTO_LOADER_OPTIONS, decoding),
   };
   grpcServer.addService(definitions.KV, {
     Range: unary((req: M.RangeRequest, ctx) => member().services.kv.range(req, ctx)),

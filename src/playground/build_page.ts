@@ -49,6 +49,10 @@ export async function bundlePlayground(entry: string = join(SRC, 'playground', '
       {
         name: 'etcdsim-browser',
         setup(build) {
+          // bcryptjs (src/auth/password.ts) imports crypto only for random salts of its own, which etcdsim
+          // never asks for (salts come from the seed); its package.json maps it to nothing in browsers.
+          build.onResolve({ filter: /^crypto$/ }, (args) => (/[\\/]node_modules[\\/]bcryptjs[\\/]/.test(args.importer) ? { path: 'crypto', namespace: 'etcdsim-empty' } : undefined));
+          build.onLoad({ filter: /.*/, namespace: 'etcdsim-empty' }, () => ({ contents: 'export default {};', loader: 'js' }));
           build.onResolve({ filter: /.*/ }, (args) => {
             if (NODE_BUILTINS.has(args.path) || args.path.startsWith('node:')) {
               nodeImports.push(`${args.path} (imported by ${args.importer})`);

@@ -9,8 +9,15 @@
  *
  * Waiters are released at the member's delivery points (delivery.ts), never inside the commit that applies
  * their index, so what they run may call back into the server freely.
+ *
+ * Which doors wait: the gRPC and HTTP doors (each unary call, until the index or the call's deadline), a
+ * Watch stream's receive loop (watch_service.ts), and the raw client's unary calls (src/client, through
+ * tokenApplied; without a deadline, as a gRPC call without one). `sim.services` does not: its methods
+ * answer synchronously, so a call whose token names an index not applied yet is answered at once, as etcd
+ * answers it when its wait ends first — refused with `etcdserver: invalid auth token`.
  */
 import type { EtcdVersion } from '../mvcc/index.js';
+import type { CallContext } from './call_context.js';
 import type { Deliverable, Delivery } from './delivery.js';
 
 interface Waiter {
@@ -89,4 +96,31 @@ export function simpleTokenIndex(token: string, v: EtcdVersion): bigint | undefi
   if (!/^\d+$/.test(s)) return undefined;
   const n = BigInt(s);
   return n >= 2n ** 64n ? undefined : n;
+}
+
+/** What tokenApplied needs of a member. */
+interface TokenWaits {
+  tokenWaitIndex(ctx: CallContext | undefined): bigint | undefined;
+  readonly appliedWait: AppliedWait;
+}
+
+/** The member behind each EtcdServices object (filled by the member as it builds its services). */
+const membersOfServices = new WeakMap<object, TokenWaits>();
+
+/** Lets tokenApplied find the member of `services`. */
+export function registerTokenWaits(services: object, member: TokenWaits): void {
+  membersOfServices.set(services, member);
+}
+
+/**
+ * etcd's simple-token wait for an asynchronous in-process door (the raw client's unary calls): undefined
+ * when a call by `ctx` on the member of `services` runs at once; else a promise that resolves once that
+ * member has applied the raft index the token names — the call then runs, and the token is looked up as
+ * etcd looks it up after its wait.
+ */
+export function tokenApplied(services: object, ctx: CallContext | undefined): Promise<void> | undefined {
+  const member = membersOfServices.get(services);
+  const index = member?.tokenWaitIndex(ctx);
+  if (member === undefined || index === undefined) return undefined;
+  return new Promise((resolve) => member.appliedWait.wait(index, resolve));
 }

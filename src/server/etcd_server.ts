@@ -18,7 +18,7 @@ import { KVService } from './kv_service.js';
 import { LeaseService } from './lease_service.js';
 import { MaintenanceService } from './maintenance_service.js';
 import { WatchService } from './watch_service.js';
-import { AppliedWait, simpleTokenIndex } from './applied_wait.js';
+import { AppliedWait, registerTokenWaits, simpleTokenIndex } from './applied_wait.js';
 import { LockService } from './lock_service.js';
 import { ElectionService } from './election_service.js';
 import type { HeaderIdentity } from './convert.js';
@@ -83,7 +83,7 @@ export interface EtcdServerOptions {
   readonly version?: string | undefined;
   /** --auth-token-ttl in seconds (300): how long a simple token lives after its last use. */
   readonly authTokenTTL?: number | undefined;
-  /** Password hash cost: 0 = fast (default), 4..31 = bcrypt-like (etcd's --bcrypt-cost is 10). */
+  /** bcrypt cost of password hashes, 4..31 (etcd's --bcrypt-cost, 10 by default there); default 4, bcrypt's fastest. */
   readonly authHashCost?: number | undefined;
   /** Users and roles to start with, and whether auth starts enabled (see AuthSetup). */
   readonly auth?: AuthSetup | undefined;
@@ -263,6 +263,7 @@ export class EtcdServer {
       lock: new LockService(this),
       election: new ElectionService(this),
     };
+    registerTokenWaits(this.services, this);
   }
 
   /**

@@ -4,7 +4,6 @@
  * the simulator, and what a snapshot taken from a real etcd puts into a fresh simulated member.
  */
 import type { AuthSnapshot } from '../auth/index.js';
-import { Buffer } from '../sim/bytes_platform.js';
 import type { PasswordHash } from '../auth/password.js';
 import { keyString, type KeyString, type KeyValue, type StoreSnapshot, type Event } from '../mvcc/index.js';
 import { isTombstone } from '../mvcc/key_index.js';
@@ -129,27 +128,20 @@ export function memberOfBackend(b: EtcdBackend): LoadedMember {
 // Passwords
 
 /**
- * The simulator hashes passwords its own way (src/auth/password.ts), not with bcrypt, so its hashes travel
- * in a text form of their own; a hash it cannot check (a real etcd's bcrypt text) is carried unchanged,
- * marked by FOREIGN_SALT, so a snapshot loaded and saved again still holds the original hash.
+ * A user's password travels as etcd stores it, the bcrypt hash text (src/auth/password.ts), byte for byte
+ * both ways: the simulator's hashes are real bcrypt at the member's cost, so a real etcd restored from its
+ * snapshot authenticates its users, and a real etcd's hashes authenticate here. A hash bcrypt cannot read
+ * is loaded as it is, as etcd restores it: that user's passwords are then all wrong (etcd's
+ * `authentication failed`), and a snapshot saved again still holds the same bytes.
  */
-const SIM_PREFIX = '$etcdsim$';
-const FOREIGN_SALT = '\0foreign';
-
 function storedPassword(h: PasswordHash | undefined): Uint8Array {
   if (h === undefined) return new Uint8Array(0);
-  if (h.salt === FOREIGN_SALT) return Uint8Array.from(h.digest);
-  return new TextEncoder().encode(`${SIM_PREFIX}${h.cost}$${h.salt}$${h.digest.toString('base64')}`);
+  return Uint8Array.from(h, (c) => c.charCodeAt(0));
 }
 
 function simPassword(u: StoredUser): PasswordHash | undefined {
   if (u.noPassword || u.password.length === 0) return undefined;
-  const s = new TextDecoder().decode(u.password);
-  if (s.startsWith(SIM_PREFIX)) {
-    const [cost, salt, digest] = s.slice(SIM_PREFIX.length).split('$');
-    if (cost !== undefined && salt !== undefined && digest !== undefined) return { cost: Number(cost), salt, digest: Buffer.from(digest, 'base64') };
-  }
-  // Never equal to a digest the simulator computes (a bcrypt text is 60 bytes, a digest 32): no password
-  // authenticates such a user until the simulator checks bcrypt itself.
-  return { cost: 0, salt: FOREIGN_SALT, digest: Buffer.from(u.password) };
+  let text = '';
+  for (const b of u.password) text += String.fromCharCode(b);
+  return text;
 }

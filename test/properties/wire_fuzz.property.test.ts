@@ -638,7 +638,7 @@ function varintSpans(msg: Buffer): Array<[number, number]> {
  * for random or mutated bytes, which may well be a request; 'request' for bytes etcd decodes as the very
  * request the call's data describes.
  */
-function junkRequest(req: Req, junk: Junk, ctx: Ctx, profile: '3.4' | '3.7'): { wire: WireRequest; expect: Expected | 'decoded?' | 'request' } {
+function junkRequest(req: Req, junk: Junk, ctx: Ctx, profile: '3.4' | '3.6'): { wire: WireRequest; expect: Expected | 'decoded?' | 'request' } {
   const svc = serviceOf(req.m);
   const path = `/etcdserverpb.${svc}/${req.m}`;
   const valid = serializer(req.m)(message(req, ctx));
@@ -769,14 +769,17 @@ const callArb: fc.Arbitrary<Call> = fc.oneof(
 
 interface Run {
   readonly seed: number;
-  /** The version profile serve() answers as (the malformed-method-name code differs). */
-  readonly profile: '3.4' | '3.7';
+  /**
+   * The version profile serve() answers as (the malformed-method-name code differs). Both decode with gogo:
+   * 3.7's protobuf-go rules are pinned by test/grpc/wire_errors_protobuf_go.test.ts instead.
+   */
+  readonly profile: '3.4' | '3.6';
   readonly calls: readonly Call[];
 }
 
 const runArb: fc.Arbitrary<Run> = fc.record({
   seed: fc.integer(),
-  profile: fc.constantFrom('3.4' as const, '3.7' as const),
+  profile: fc.constantFrom('3.4' as const, '3.6' as const),
   // Lengths spread evenly over 1–90 (mean ~45) rather than a minimum of 30: a counterexample then shrinks
   // to the few calls that matter.
   calls: fc.array(callArb, { minLength: 1, maxLength: 90, size: 'max' }),

@@ -133,9 +133,11 @@ test('a real etcd 3.4.23 snapshot → createEtcdSim({ fromSnapshot }) and serve(
     try {
       const first = await etcdctl(['get', 'a'], served.address);
       assert.match(first.stderr, /user name is empty|authentication/i, 'auth is enabled after loading');
-      // etcd's bcrypt hashes are carried, not checked: no password authenticates until bcrypt is simulated.
-      const denied = await etcdctl(['--user=root:rootpw', 'get', 'a'], served.address);
-      assert.notEqual(denied.code, 0);
+      // etcd's bcrypt hashes are checked as etcd checks them: the same passwords authenticate.
+      const allowed = await etcdctl(['--user=root:rootpw', 'get', 'a'], served.address);
+      assert.equal(allowed.code, 0, allowed.stderr);
+      const denied = await etcdctl(['--user=root:alicepw', 'get', 'a'], served.address);
+      assert.match(denied.stderr, /authentication failed, invalid user ID or password/);
     } finally {
       await served.close();
     }

@@ -1,0 +1,53 @@
+/**
+ * Which Go decoder an etcd release checks its requests with (ServerCompat.protobufGoDecoding): gogo's
+ * generated Unmarshal up to 3.6 (gogo_check.ts), protobuf-go from 3.7 (protobuf_go_check.ts). serve()
+ * and the Lock / Election services take their request checks from here, per member.
+ */
+import type { PackageDefinition } from '@grpc/proto-loader';
+import type { EtcdVersion } from '../mvcc/index.js';
+import { serverCompat } from '../server/compat.js';
+import { compileMessageTables, compileGogoChecks, type GogoCheck, type MessageCheck } from './gogo_check.js';
+import { checkProtobufGo, protoErrorPrefix, type RequestCheck } from './protobuf_go_check.js';
+
+export type { RequestCheck } from './protobuf_go_check.js';
+
+/** How one member decodes requests. */
+export interface RequestDecoding {
+  /** protobuf-go's rules (3.7) rather than gogo's. */
+  readonly protobufGo: boolean;
+  /** protobuf-go's `proto:` prefix uses a non-breaking space (see requestDecodingOf). */
+  readonly nonBreakingSpace: boolean;
+}
+
+/**
+ * The decoding of a member of release `version` started with `seed`. protobuf-go picks the space after
+ * `proto:` once per Go binary (a hash of the executable), so two builds of the same etcd may differ; the
+ * simulator lets the seed play the build: an odd seed gives the non-breaking space (U+00A0), an even one
+ * (the default, 0) a regular space. Clients can rely on the text after it only.
+ */
+export function requestDecodingOf(version: EtcdVersion, seed: number | bigint | undefined): RequestDecoding {
+  const s = typeof seed === 'bigint' ? seed : Number.isSafeInteger(seed) ? BigInt(seed as number) : 0n;
+  return { protobufGo: serverCompat(version).protobufGoDecoding, nonBreakingSpace: (s & 1n) === 1n };
+}
+
+const tablesOf = new WeakMap<PackageDefinition, ReadonlyMap<string, MessageCheck>>();
+const gogoOf = new WeakMap<PackageDefinition, (fullName: string) => GogoCheck>();
+
+/** The request check of each message of `pkg` (by its name without the package) in `pd`, as `decoding` decodes it. */
+export function requestChecks(pd: PackageDefinition, pkg: string, decoding: RequestDecoding): (requestType: string) => RequestCheck {
+  if (!decoding.protobufGo) {
+    let gogo = gogoOf.get(pd);
+    if (gogo === undefined) gogoOf.set(pd, (gogo = compileGogoChecks(pd)));
+    const checks = gogo;
+    return (requestType) => checks(`${pkg}.${requestType}`);
+  }
+  let tables = tablesOf.get(pd);
+  if (tables === undefined) tablesOf.set(pd, (tables = compileMessageTables(pd)));
+  const all = tables;
+  const prefix = protoErrorPrefix(decoding.nonBreakingSpace);
+  return (requestType) => {
+    const table = all.get(`${pkg}.${requestType}`);
+    if (table === undefined) throw new Error(`protobuf-go check: no message ${pkg}.${requestType}`);
+    return (buf) => checkProtobufGo(buf, table, prefix);
+  };
+}
