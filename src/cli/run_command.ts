@@ -112,7 +112,8 @@ export async function executeRun(scenario: string | undefined, opts: RunOptions,
   }
   const title = basename(path);
   const { renderHtml, runScenario } = await import('../scenario/index.js');
-  const result = runScenario(text, { seed, variant: opts.variant, title });
+  // `from-snapshot FILE` names a file relative to the scenario file.
+  const result = runScenario(text, { seed, variant: opts.variant, title, readFile: (p) => readFileSync(resolve(dirname(path), p)) });
   for (const l of result.transcript) io.out(l);
   if (html !== undefined) {
     const runs = result.runs.length > 0 ? result.runs.map((r) => ({ model: r.timeline, transcript: r.transcript })) : [{ model: result.timeline, transcript: result.transcript }];

@@ -108,8 +108,14 @@ main { display: grid; grid-template-columns: minmax(20em, 38%) minmax(0, 1fr); g
 #labs h2 { font-size: 0.9em; margin: 0.4em 0; color: #555; }
 .lab-buttons { display: flex; flex-wrap: wrap; gap: 0.3em; margin-bottom: 0.5em; }
 .lab-buttons button { font-size: 12px; }
-textarea#script { width: 100%; box-sizing: border-box; height: 28em; font: 13px/1.4 monospace; tab-size: 2; }
-pre#transcript { background: #f7f7f7; padding: 0.8em; font-size: 12px; overflow-x: auto; white-space: pre; max-height: 40em; }
+div.editor { display: flex; border: 1px solid #aaa; }
+pre#gutter { margin: 0; padding: 2px 0.4em; height: 28em; box-sizing: border-box; overflow: hidden; font: 13px/1.4 monospace; color: #999; background: #f4f4f4; text-align: right; min-width: 2.4em; user-select: none; }
+textarea#script { flex: 1; min-width: 0; box-sizing: border-box; height: 28em; font: 13px/1.4 monospace; tab-size: 2; border: 0; padding: 2px 0.4em; }
+pre#transcript { background: #f7f7f7; padding: 0.8em 0.8em 0.8em 3.6em; font-size: 12px; overflow: auto; white-space: pre; max-height: 40em; position: relative; }
+pre#transcript .tl[data-n]::before { content: attr(data-n); position: absolute; left: 0.4em; width: 2.6em; text-align: right; color: #999; }
+pre#transcript .tl:not([data-line="0"]) { cursor: pointer; }
+pre#transcript .tl.hl { background: #fff1b8; } pre#transcript .tl.sel { background: #ffd666; }
+#seed.invalid { outline: 2px solid #b00; }
 iframe#timeline { width: 100%; min-height: 30em; border: 1px solid #ddd; }
 </style>
 </head>
@@ -118,13 +124,14 @@ iframe#timeline { width: 100%; min-height: 30em; border: 1px solid #ddd; }
 <h1>etcdsim playground</h1>
 <span>edit the scenario: it reruns as you type, and the address bar holds a link to share it</span>
 <span id="variants" hidden></span>
+<label id="seed-control" title="seed of the run's random choices (lease IDs), as etcdsim run --seed; the link carries it">seed <input id="seed" type="text" inputmode="numeric" size="8" value="0" spellcheck="false" autocomplete="off" aria-label="seed"></label>
 <span id="status"></span>
 </header>
 <main>
 <section>
 <nav id="labs"></nav>
-<textarea id="script" wrap="off" spellcheck="false" autocomplete="off" aria-label="scenario script"></textarea>
-<h2>transcript</h2>
+<div class="editor"><pre id="gutter" aria-hidden="true"></pre><textarea id="script" wrap="off" spellcheck="false" autocomplete="off" aria-label="scenario script"></textarea></div>
+<h2>transcript <small>(numbers: script lines; hover or click a line, or a mark in the timeline, to see the other)</small></h2>
 <pre id="transcript"></pre>
 </section>
 <section>

@@ -1,13 +1,23 @@
 /**
  * How a playground link carries a lab: the page URL's fragment is `#script=` + the base64url (RFC 4648 §5,
- * no padding) of the script's UTF-8 text, then `&variant=NAME` when a bug switch is flipped. The fragment
- * never reaches a server, so a link works from a file:// page and from any static host alike.
+ * no padding) of the script's UTF-8 text, then `&variant=NAME` when a bug switch is flipped and `&seed=N`
+ * when the seed is not 0. The fragment never reaches a server, so a link works from a file:// page and from
+ * any static host alike.
  */
 
-/** What a link restores: the script and the variant switch (undefined: every variant). */
+/** What a link restores: the script, the variant switch (undefined: every variant), the seed (absent: 0). */
 export interface PlaygroundState {
   readonly script: string;
   readonly variant: string | undefined;
+  /** Seed of the run's random choices (lease IDs), as `etcdsim run --seed`; absent means 0. */
+  readonly seed?: number | undefined;
+}
+
+/** A seed as the page and a link take it: a non-negative integer the run can use exactly (at most 2^53 - 1). */
+export function parseSeed(text: string): number | undefined {
+  if (!/^\d{1,16}$/.test(text.trim())) return undefined;
+  const n = Number(text.trim());
+  return Number.isSafeInteger(n) ? n : undefined;
 }
 
 /** base64url of `text`'s UTF-8 bytes, without padding. */
@@ -32,7 +42,8 @@ export function fromBase64Url(b64: string): string | undefined {
 
 /** The fragment (with its `#`) for `state`. */
 export function encodeFragment(state: PlaygroundState): string {
-  return `#script=${toBase64Url(state.script)}${state.variant !== undefined ? `&variant=${encodeURIComponent(state.variant)}` : ''}`;
+  const seed = state.seed !== undefined && state.seed !== 0 ? `&seed=${state.seed}` : '';
+  return `#script=${toBase64Url(state.script)}${state.variant !== undefined ? `&variant=${encodeURIComponent(state.variant)}` : ''}${seed}`;
 }
 
 /** The state a fragment (`location.hash`, with or without `#`) carries; undefined when it carries no script. */
@@ -53,5 +64,7 @@ export function decodeFragment(hash: string): PlaygroundState | undefined {
   } catch {
     name = undefined;
   }
-  return { script, variant: name };
+  const seedText = params.get('seed');
+  const seed = seedText !== undefined ? parseSeed(seedText) : undefined;
+  return seed !== undefined && seed !== 0 ? { script, variant: name, seed } : { script, variant: name };
 }

@@ -16,9 +16,22 @@ export function leaseHex(id: string | bigint): string {
   return BigInt(id).toString(16).padStart(16, '0');
 }
 
+/** Values longer than this are shortened in a transcript (etcdctl prints them whole). */
+const LONG_VALUE = 256;
+
+/**
+ * A value as the transcript shows it: whole, as etcdctl prints it, unless longer than LONG_VALUE bytes; then
+ * its start and its length (a lab that makes megabyte values stays readable), marked so nobody mistakes it
+ * for etcdctl's output.
+ */
+export function shownValue(b: Uint8Array): string {
+  if (b.byteLength <= LONG_VALUE) return str(b);
+  return `${str(b.subarray(0, 16))}… [${b.byteLength} bytes; the transcript shortens values over ${LONG_VALUE} bytes]`;
+}
+
 /** printKV: key line, value line (etcdctl prints an empty value line for --keys-only). */
 function kvLines(kv: M.KeyValue, valueOnly = false): string[] {
-  return valueOnly ? [str(kv.value)] : [str(kv.key), str(kv.value)];
+  return valueOnly ? [shownValue(kv.value)] : [str(kv.key), shownValue(kv.value)];
 }
 
 export function putSimple(r: M.PutResponse): string[] {

@@ -12,7 +12,7 @@ import { parseCommand, type EtcdCommand } from './parse/commands.js';
 import { parseCapture, parseDirective, type Directive } from './parse/directives.js';
 import { parseExpect, type Expectation } from './parse/expectations.js';
 import { plain, splitWords } from './parse/lexer.js';
-import { parseSettingsLine, type ScenarioSettings, type VariantSettings } from './parse/settings.js';
+import { parseSettingsLine, type FromSnapshot, type ScenarioSettings, type VariantSettings } from './parse/settings.js';
 import { ScenarioSyntaxError } from './parse/syntax_error.js';
 import { parseTxnBlock } from './parse/txn.js';
 
@@ -42,6 +42,7 @@ export function parseScenario(text: string): ParsedScenario {
   const steps: Step[] = [];
   const options = new Map<string, string>();
   const variants: VariantSettings[] = [];
+  const snapshot: { value: FromSnapshot | undefined } = { value: undefined };
   const preamble: string[] = [];
   const guards: { line: number; name: string }[] = [];
   /** The description: the `##` lines at the top, up to the first blank line. */
@@ -87,7 +88,7 @@ export function parseScenario(text: string): ParsedScenario {
     };
 
     if (verb === undefined) throw new ScenarioSyntaxError(lineNo, `expected a command, got ${words[0]!.raw}`);
-    if (parseSettingsLine(verb, args, { lineNo, afterFirstStep: steps.length > 0, variant }, options, variants)) continue;
+    if (parseSettingsLine(verb, args, { lineNo, afterFirstStep: steps.length > 0, variant }, options, variants, snapshot)) continue;
 
     const capture = parseCapture(words, lineNo);
     if (capture !== undefined) {
@@ -111,5 +112,5 @@ export function parseScenario(text: string): ParsedScenario {
   for (const g of guards) {
     if (!variants.some((v) => v.name === g.name)) throw new ScenarioSyntaxError(g.line, `unknown variant [${g.name}]; declare it first with: variant ${g.name} KEY=VALUE`);
   }
-  return { settings: { options, variants, preamble }, steps };
+  return { settings: { options, variants, preamble, fromSnapshot: snapshot.value }, steps };
 }

@@ -16,6 +16,8 @@ export interface TimelineWrite {
   readonly value: string;
   /** What made it: the script line, or the lease expiry loop, or a restored snapshot. */
   readonly cause: string;
+  /** The script line running when it was written (0: before the first step). */
+  readonly line: number;
 }
 
 export interface TimelineWatchEvent {
@@ -24,6 +26,11 @@ export interface TimelineWatchEvent {
   readonly type: 'PUT' | 'DELETE';
   /** The index of the watcher's segment (stream) that delivered it. */
   readonly segment?: number | undefined;
+  /** The script line running when it arrived. */
+  readonly line: number;
+  /** Which of the watcher's responses carried it (1-based, each fragment one), and whether that one was a fragment. */
+  readonly response?: number | undefined;
+  readonly fragment?: boolean | undefined;
 }
 
 export interface TimelineWatchSegment {
@@ -31,8 +38,11 @@ export interface TimelineWatchSegment {
   readonly startRev: number;
   /** Store revision when the watch (or resume) was opened. */
   readonly openedAtRev: number;
-  /** How this stream ended, if it did. */
-  end: { kind: 'canceled' | 'broken' | 'closed'; atRev: number; compactRevision: number } | undefined;
+  /** Virtual time when it was opened, and the script line that opened it. */
+  readonly openedAtMs: number;
+  readonly line: number;
+  /** How this stream ended, if it did: at which revision and virtual time, during which script line. */
+  end: { kind: 'canceled' | 'broken' | 'closed'; atRev: number; compactRevision: number; atMs: number; line: number } | undefined;
 }
 
 export interface TimelineWatcher {
@@ -43,6 +53,8 @@ export interface TimelineWatcher {
   readonly progress: number[];
   /** For each progress notification, how many events the watcher had received when it arrived. */
   readonly progressSeen: number[];
+  /** For each progress notification, the script line running when it arrived. */
+  readonly progressLines: number[];
   /** The last revision this watcher has seen (its resume cursor is this + 1). */
   cursor: number;
 }
@@ -52,8 +64,10 @@ export interface TimelineLease {
   readonly ttl: number;
   readonly grantedAtRev: number;
   readonly grantedAtMs: number;
-  keepAlives: { atRev: number; atMs: number }[];
-  end: { kind: 'expired' | 'revoked'; atRev: number; atMs: number } | undefined;
+  /** The script line of the grant. */
+  readonly line: number;
+  keepAlives: { atRev: number; atMs: number; line: number }[];
+  end: { kind: 'expired' | 'revoked'; atRev: number; atMs: number; line: number } | undefined;
 }
 
 /** A `##` note of the script, met while the run went on: one line of a numbered step on the page. */
@@ -82,20 +96,27 @@ export interface TimelineModel {
   /** The scenario's description: its `##` lines before the first step (blank `##` lines split paragraphs). */
   readonly description: readonly string[];
   maxRevision: number;
+  /** Virtual time at the end of the run (ms). */
+  endMs: number;
   readonly writes: TimelineWrite[];
-  readonly compactions: { rev: number; line: number }[];
+  readonly compactions: { rev: number; line: number; atMs: number }[];
   readonly watchers: TimelineWatcher[];
   readonly leases: TimelineLease[];
-  readonly restores: { name: string; fromRev: number; toRev: number; line: number }[];
+  readonly restores: { name: string; fromRev: number; toRev: number; line: number; atMs: number }[];
   readonly snapshots: { name: string; rev: number; line: number }[];
   readonly notes: TimelineNote[];
   readonly reads: TimelineRead[];
+  /**
+   * For each line of this run's transcript, the script line whose step printed it (0: none): the link
+   * between a transcript line and the marks that step drew.
+   */
+  readonly transcriptLines: number[];
   /** Set when the run stopped at a failed expectation or an error. */
   failure: string | undefined;
 }
 
 export function emptyTimeline(title: string, variant: string | undefined, settings: readonly string[], description: readonly string[] = []): TimelineModel {
-  return { title, variant, settings, description, maxRevision: 1, writes: [], compactions: [], watchers: [], leases: [], restores: [], snapshots: [], notes: [], reads: [], failure: undefined };
+  return { title, variant, settings, description, maxRevision: 1, endMs: 0, writes: [], compactions: [], watchers: [], leases: [], restores: [], snapshots: [], notes: [], reads: [], transcriptLines: [], failure: undefined };
 }
 
 /** Distinct keys in byte order (as etcd orders them). */
@@ -166,6 +187,16 @@ function esc(s: string): string {
 function label(s: string): string {
   // eslint-disable-next-line no-control-regex
   return esc(s.replace(/[\x00-\x08\x0b\x0c\x0e-\x1f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`));
+}
+
+/** Where a mark came from, as the transcript's gutter shows it: the script line of the step. */
+function lineRef(line: number): string {
+  return line > 0 ? `line ${line}` : 'before the first step';
+}
+
+/** Virtual time as the page shows it: seconds, to the millisecond. */
+function showMs(ms: number): string {
+  return `${Number((ms / 1000).toFixed(3))}s`;
 }
 
 /** Page text: escaped, `code` spans, and etcd issue / PR numbers as links to etcd's GitHub. */
@@ -313,7 +344,10 @@ function draw(m: TimelineModel): Drawing {
   const hasReads = m.reads.length > 0;
   const rows = keys.length + (hasReads ? 1 : 0) + m.watchers.length + m.leases.length;
   const height = TOP + rows * LANE + 40 + (m.watchers.length > 0 ? 10 : 0) + (m.leases.length > 0 ? 10 : 0) + (hasReads ? 6 : 0);
-  const width = Math.ceil(axis.end + 240);
+  const strip = timeStripRows(m);
+  const stripWidth = Math.max(axis.end - LEFT - 20, 600);
+  const total = height + (strip.length > 0 ? STRIP_TOP + strip.length * STRIP_ROW + 12 : 0);
+  const width = Math.ceil(Math.max(axis.end + 240, LEFT + stripWidth + 120));
   const out: string[] = [];
   const labels: string[] = [];
   const laneLabel = (cy: number, text: string, fill = '#222'): string => {
@@ -322,7 +356,7 @@ function draw(m: TimelineModel): Drawing {
     return t;
   };
   out.push(
-    `<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="monospace" font-size="11" role="img" aria-label="${esc(m.title)}">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="${width}" height="${total}" viewBox="0 0 ${width} ${total}" font-family="monospace" font-size="11" role="img" aria-label="${esc(m.title)}">`,
   );
   out.push(`<title>${esc(m.title)}${m.variant !== undefined ? ` (${esc(m.variant)})` : ''}</title>`);
   // Axis: revisions, with a break mark where an uneventful span is elided.
@@ -356,8 +390,9 @@ function draw(m: TimelineModel): Drawing {
   // Compaction cliff: everything left of the latest compaction point is gone.
   const compact = m.compactions.length > 0 ? Math.max(...m.compactions.map((c) => c.rev)) : 0;
   if (compact > 0) {
+    const cl = m.compactions.find((c) => c.rev === compact)!;
     out.push(
-      `<g class="compaction" data-rev="${compact}"><rect x="${LEFT}" y="${TOP - 4}" width="${Math.max(0, x(compact) - LEFT)}" height="${height - TOP - 26}" fill="#000" fill-opacity="0.07"/>` +
+      `<g class="compaction" data-rev="${compact}" data-line="${cl.line}"><title>compact ${compact} (${lineRef(cl.line)}, t=${showMs(cl.atMs)})</title><rect x="${LEFT}" y="${TOP - 4}" width="${Math.max(0, x(compact) - LEFT)}" height="${height - TOP - 26}" fill="#000" fill-opacity="0.07"/>` +
         `<line class="cliff" x1="${x(compact)}" y1="${TOP - 4}" x2="${x(compact)}" y2="${height - 30}" stroke="${COLORS.cliff}" stroke-width="3"/>` +
         `<text x="${x(compact) + 4}" y="${height - 18}" fill="${COLORS.cliff}">compacted at ${compact}</text></g>`,
     );
@@ -365,7 +400,7 @@ function draw(m: TimelineModel): Drawing {
   // Restores.
   for (const r of m.restores) {
     out.push(
-      `<g class="restore" data-rev="${r.toRev}"><line x1="${x(r.toRev) + step / 2}" y1="${TOP - 4}" x2="${x(r.toRev) + step / 2}" y2="${height - 30}" stroke="${COLORS.restore}" stroke-dasharray="6 3" stroke-width="2"/>` +
+      `<g class="restore" data-rev="${r.toRev}" data-line="${r.line}"><title>restore ${esc(r.name)}: revision ${r.fromRev} → ${r.toRev} (${lineRef(r.line)})</title><line x1="${x(r.toRev) + step / 2}" y1="${TOP - 4}" x2="${x(r.toRev) + step / 2}" y2="${height - 30}" stroke="${COLORS.restore}" stroke-dasharray="6 3" stroke-width="2"/>` +
         `<text x="${x(r.toRev) + step / 2 + 3}" y="${height - 6}" fill="${COLORS.restore}">restore ${esc(r.name)} (${r.fromRev}→${r.toRev})</text></g>`,
     );
   }
@@ -376,7 +411,7 @@ function draw(m: TimelineModel): Drawing {
     stepsAt.set(st.rev, k + 1);
     const sx = x(st.rev) + k * 14;
     out.push(
-      `<g class="step-marker" data-step="${st.n}" data-rev="${st.rev}"><circle cx="${sx}" cy="${TOP - 28}" r="7" fill="#fff" stroke="${COLORS.step}"/><text x="${sx}" y="${TOP - 24.5}" text-anchor="middle" font-size="9" fill="${COLORS.step}">${st.n}</text><title>step ${st.n} (line ${st.line}, at revision ${st.rev})</title></g>`,
+      `<g class="step-marker" data-step="${st.n}" data-rev="${st.rev}" data-line="${st.line}"><circle cx="${sx}" cy="${TOP - 28}" r="7" fill="#fff" stroke="${COLORS.step}"/><text x="${sx}" y="${TOP - 24.5}" text-anchor="middle" font-size="9" fill="${COLORS.step}">${st.n}</text><title>step ${st.n} (line ${st.line}, at revision ${st.rev})</title></g>`,
     );
   }
 
@@ -407,14 +442,14 @@ function draw(m: TimelineModel): Drawing {
         elided.set(sp.from, e);
         continue;
       }
-      const tip = `${w.type} ${w.key}${w.type === 'PUT' ? `=${w.value}` : ''} @${w.rev} (${w.cause})`;
+      const tip = `${w.type} ${w.key}${w.type === 'PUT' ? `=${w.value}` : ''} @${w.rev} (${w.cause}${w.cause === `line ${w.line}` ? '' : `, during ${lineRef(w.line)}`})`;
       if (w.type === 'PUT') {
-        out.push(`<circle class="write put" data-key="${label(w.key)}" data-rev="${w.rev}" cx="${x(w.rev)}" cy="${cy}" r="5" fill="${COLORS.put}"><title>${label(tip)}</title></circle>`);
+        out.push(`<circle class="write put" data-key="${label(w.key)}" data-rev="${w.rev}" data-line="${w.line}" cx="${x(w.rev)}" cy="${cy}" r="5" fill="${COLORS.put}"><title>${label(tip)}</title></circle>`);
       } else {
         const sz = 5;
         const byLease = w.cause.startsWith('lease');
         out.push(
-          `<path class="write delete tombstone${byLease ? ' lease-delete' : ''}" data-key="${label(w.key)}" data-rev="${w.rev}" d="M${x(w.rev) - sz},${cy - sz}L${x(w.rev) + sz},${cy + sz}M${x(w.rev) - sz},${cy + sz}L${x(w.rev) + sz},${cy - sz}" stroke="${byLease ? COLORS.lease : COLORS.del}" stroke-width="2.5"><title>${label(tip)}</title></path>`,
+          `<path class="write delete tombstone${byLease ? ' lease-delete' : ''}" data-key="${label(w.key)}" data-rev="${w.rev}" data-line="${w.line}" d="M${x(w.rev) - sz},${cy - sz}L${x(w.rev) + sz},${cy + sz}M${x(w.rev) - sz},${cy + sz}L${x(w.rev) + sz},${cy - sz}" stroke="${byLease ? COLORS.lease : COLORS.del}" stroke-width="2.5"><title>${label(tip)}</title></path>`,
         );
       }
     }
@@ -438,7 +473,7 @@ function draw(m: TimelineModel): Drawing {
       const rx = x(r.rev) + spread(atRev.get(r.rev)!, step)(i);
       const tip = `line ${r.line}: ${r.command} read at revision ${r.rev}${r.pinned ? ' (pinned --rev)' : ' (newest)'}: ${r.keys.length === 0 ? 'no keys' : r.keys.join(', ')}${r.more ? ', more' : ''}`;
       out.push(
-        `<path class="read${r.pinned ? ' pinned' : ''}" data-rev="${r.rev}" d="M${rx},${cy - 6}l5,6l-5,6l-5,-6z" fill="${r.pinned ? COLORS.read : '#fff'}" stroke="${COLORS.read}" stroke-width="1.5"><title>${label(tip)}</title></path>`,
+        `<path class="read${r.pinned ? ' pinned' : ''}" data-rev="${r.rev}" data-line="${r.line}" d="M${rx},${cy - 6}l5,6l-5,6l-5,-6z" fill="${r.pinned ? COLORS.read : '#fff'}" stroke="${COLORS.read}" stroke-width="1.5"><title>${label(tip)}</title></path>`,
       );
     }
     out.push('</g>');
@@ -454,18 +489,19 @@ function draw(m: TimelineModel): Drawing {
     for (const sg of w.segments) {
       const from = sg.startRev > 0 ? sg.startRev : sg.openedAtRev + 1;
       const to = sg.end !== undefined ? Math.max(sg.end.atRev, from) : Math.max(w.cursor, m.maxRevision);
-      const tip = `watch from ${sg.startRev > 0 ? `--rev=${sg.startRev}` : 'now'} (opened at revision ${sg.openedAtRev})${sg.end !== undefined ? `; this stream ended (${sg.end.kind}): dashed` : ''}`;
-      out.push(`<line class="watch-span${sg.end !== undefined ? ' ended' : ''}" x1="${x(Math.min(from, maxRev))}" y1="${cy}" x2="${x(Math.min(to, maxRev))}" y2="${cy}" stroke="${COLORS.watch}" stroke-width="2" stroke-dasharray="${sg.end === undefined ? '' : '4 2'}"><title>${label(tip)}</title></line>`);
-      out.push(`<path class="watch-start" d="M${x(Math.min(from, maxRev))},${cy - 7}L${x(Math.min(from, maxRev)) + 6},${cy}L${x(Math.min(from, maxRev))},${cy + 7}Z" fill="${COLORS.watch}"><title>${label(tip)}</title></path>`);
+      const tip = `watch from ${sg.startRev > 0 ? `--rev=${sg.startRev}` : 'now'} (opened at revision ${sg.openedAtRev}, t=${showMs(sg.openedAtMs)}, ${lineRef(sg.line)})${sg.end !== undefined ? `; this stream ended (${sg.end.kind}, t=${showMs(sg.end.atMs)}, ${lineRef(sg.end.line)}): dashed` : ''}`;
+      const openRef = `data-ref="${esc(`open ${w.name}`)}"`;
+      out.push(`<line class="watch-span${sg.end !== undefined ? ' ended' : ''}" data-line="${sg.line}" ${openRef} x1="${x(Math.min(from, maxRev))}" y1="${cy}" x2="${x(Math.min(to, maxRev))}" y2="${cy}" stroke="${COLORS.watch}" stroke-width="2" stroke-dasharray="${sg.end === undefined ? '' : '4 2'}"><title>${label(tip)}</title></line>`);
+      out.push(`<path class="watch-start" data-line="${sg.line}" ${openRef} d="M${x(Math.min(from, maxRev))},${cy - 7}L${x(Math.min(from, maxRev)) + 6},${cy}L${x(Math.min(from, maxRev))},${cy + 7}Z" fill="${COLORS.watch}"><title>${label(tip)}</title></path>`);
       if (sg.startRev > maxRev) out.push(`<text x="${x(maxRev) + 10}" y="${cy + 4}" fill="${COLORS.watch}">waits for revision ${sg.startRev}</text>`);
       if (sg.end !== undefined) {
         const ex = x(Math.min(sg.end.atRev, maxRev));
         if (sg.end.kind === 'canceled') {
-          out.push(`<g class="watch-canceled" data-compact-revision="${sg.end.compactRevision}"><rect x="${ex - 6}" y="${cy - 6}" width="12" height="12" fill="#fff" stroke="${COLORS.del}" stroke-width="2"/><text x="${ex + 9}" y="${cy - 6}" fill="${COLORS.del}">canceled${sg.end.compactRevision > 0 ? `: compact_revision ${sg.end.compactRevision}` : ''}</text></g>`);
+          out.push(`<g class="watch-canceled" data-compact-revision="${sg.end.compactRevision}" data-line="${sg.end.line}" data-ref="${esc(`cancel ${w.name}`)}"><title>canceled by the server at t=${showMs(sg.end.atMs)} (${lineRef(sg.end.line)})</title><rect x="${ex - 6}" y="${cy - 6}" width="12" height="12" fill="#fff" stroke="${COLORS.del}" stroke-width="2"/><text x="${ex + 9}" y="${cy - 6}" fill="${COLORS.del}">canceled${sg.end.compactRevision > 0 ? `: compact_revision ${sg.end.compactRevision}` : ''}</text></g>`);
         } else if (sg.end.kind === 'broken') {
-          out.push(`<path class="watch-break" d="M${ex - 4},${cy - 9}L${ex + 3},${cy - 2}L${ex - 3},${cy + 2}L${ex + 4},${cy + 9}" stroke="${COLORS.brk}" stroke-width="2.5" fill="none"><title>stream broken</title></path>`);
+          out.push(`<path class="watch-break" data-line="${sg.end.line}" d="M${ex - 4},${cy - 9}L${ex + 3},${cy - 2}L${ex - 3},${cy + 2}L${ex + 4},${cy + 9}" stroke="${COLORS.brk}" stroke-width="2.5" fill="none"><title>stream broken at t=${showMs(sg.end.atMs)} (${lineRef(sg.end.line)})</title></path>`);
         } else {
-          out.push(`<line class="watch-closed" x1="${ex}" y1="${cy - 7}" x2="${ex}" y2="${cy + 7}" stroke="${COLORS.watch}" stroke-width="3"><title>closed by the client</title></line>`);
+          out.push(`<line class="watch-closed" data-line="${sg.end.line}" x1="${ex}" y1="${cy - 7}" x2="${ex}" y2="${cy + 7}" stroke="${COLORS.watch}" stroke-width="3"><title>closed by the client at t=${showMs(sg.end.atMs)} (${lineRef(sg.end.line)})</title></line>`);
         }
       }
     }
@@ -497,9 +533,10 @@ function draw(m: TimelineModel): Drawing {
       const seg = e.segment !== undefined ? w.segments[e.segment] : undefined;
       const below = seg !== undefined && seg.startRev > 0 && e.rev < seg.startRev;
       if (below) out.push(`<circle class="flag event-below-start" data-rev="${e.rev}" cx="${ex}" cy="${ey}" r="8" fill="none" stroke="${COLORS.del}" stroke-width="2"><title>${label(`wrong: ${e.type} ${e.key} @${e.rev} is below this watch's start revision ${seg!.startRev}`)}</title></circle>`);
-      const tip = `${w.name} received ${e.type} ${e.key} @${e.rev}${group.length > 1 ? ` (${group.indexOf(`${e.type} ${e.key}`) + 1} of ${group.length} events at this revision)` : ''}${dup > 0 ? ` (again: duplicate #${dup + 1})` : ''}`;
-      if (e.type === 'PUT') out.push(`<circle class="watch-event put" data-rev="${e.rev}" cx="${ex}" cy="${ey}" r="4" fill="${COLORS.put}" stroke="#fff"><title>${label(tip)}</title></circle>`);
-      else out.push(`<rect class="watch-event delete" data-rev="${e.rev}" x="${ex - 4}" y="${ey - 4}" width="8" height="8" fill="${COLORS.del}" stroke="#fff"><title>${label(tip)}</title></rect>`);
+      const tip = `${w.name} received ${e.type} ${e.key} @${e.rev}${group.length > 1 ? ` (${group.indexOf(`${e.type} ${e.key}`) + 1} of ${group.length} events at this revision)` : ''}${dup > 0 ? ` (again: duplicate #${dup + 1})` : ''}${e.fragment === true ? `, in response #${e.response ?? 0}, a fragment (held by the client until the last one)` : ''}, during ${lineRef(e.line)}`;
+      const link = `data-line="${e.line}" data-ref="${esc(`watch ${w.name}@${e.rev}`)}"${e.response !== undefined ? ` data-response="${e.response}"${e.fragment === true ? ' data-fragment="true"' : ''}` : ''}`;
+      if (e.type === 'PUT') out.push(`<circle class="watch-event put" data-rev="${e.rev}" ${link} cx="${ex}" cy="${ey}" r="4" fill="${COLORS.put}" stroke="#fff"><title>${label(tip)}</title></circle>`);
+      else out.push(`<rect class="watch-event delete" data-rev="${e.rev}" ${link} x="${ex - 4}" y="${ey - 4}" width="8" height="8" fill="${COLORS.del}" stroke="#fff"><title>${label(tip)}</title></rect>`);
     }
     for (const el of elided.values()) out.push(elidedBar(axis, el, cy, COLORS.watch, `${w.name} received ${el.n} events at revisions ${el.from}..${el.to}`, 'elided-events'));
     w.progress.forEach((p, i) => {
@@ -511,7 +548,7 @@ function draw(m: TimelineModel): Drawing {
       const belowStart = start.length > 0 && p < Math.min(...start.filter((sr) => sr > 0));
       const wrong = overtook ? `progress ${p} arrived before events at or below ${p}` : belowStart ? `progress ${p} is below the watch's start revision ${Math.min(...start)}` : undefined;
       out.push(
-        `<line class="watch-progress${wrong !== undefined ? ' flag' : ''}" data-rev="${p}" x1="${x(p) + (wrong !== undefined ? -3 : 0)}" y1="${cy - 10}" x2="${x(p) + (wrong !== undefined ? -3 : 0)}" y2="${cy + 10}" stroke="${wrong !== undefined ? COLORS.del : COLORS.watch}" stroke-width="${wrong !== undefined ? 2.5 : 1.5}"><title>${label(wrong !== undefined ? `wrong: ${wrong}` : `progress notify: revision ${p} (no events up to it are still to come)`)}</title></line>`,
+        `<line class="watch-progress${wrong !== undefined ? ' flag' : ''}" data-rev="${p}" data-line="${w.progressLines[i] ?? 0}" data-ref="${esc(`progress ${w.name}@${p}`)}" x1="${x(p) + (wrong !== undefined ? -3 : 0)}" y1="${cy - 10}" x2="${x(p) + (wrong !== undefined ? -3 : 0)}" y2="${cy + 10}" stroke="${wrong !== undefined ? COLORS.del : COLORS.watch}" stroke-width="${wrong !== undefined ? 2.5 : 1.5}"><title>${label(wrong !== undefined ? `wrong: ${wrong}` : `progress notify: revision ${p} (no events up to it are still to come)`)}, during ${lineRef(w.progressLines[i] ?? 0)}</title></line>`,
       );
       if (wrong !== undefined) out.push(`<text class="flag-label" x="${x(p) - 3}" y="${cy - 12}" text-anchor="middle" fill="${COLORS.del}" font-weight="bold">!</text>`);
     });
@@ -534,28 +571,152 @@ function draw(m: TimelineModel): Drawing {
   for (const l of m.leases) {
     const cy = y + LANE / 2;
     const to = l.end !== undefined ? l.end.atRev : maxRev;
-    const tip = `lease ${l.id} TTL ${l.ttl}s, granted at t=${l.grantedAtMs / 1000}s${l.end !== undefined ? `, ${l.end.kind} at t=${l.end.atMs / 1000}s` : ''}`;
+    const tip = `lease ${l.id} TTL ${l.ttl}s, granted at t=${showMs(l.grantedAtMs)} (${lineRef(l.line)})${l.end !== undefined ? `, ${l.end.kind} at t=${showMs(l.end.atMs)} (during ${lineRef(l.end.line)})` : ''}`;
     out.push(`<g class="lease-lane" data-lease="${esc(l.id)}">${laneLabel(cy, `lease ${esc(l.id.slice(-6))} TTL ${l.ttl}s`, COLORS.lease)}`);
-    out.push(`<rect class="lease-bar" x="${x(l.grantedAtRev)}" y="${cy - 5}" width="${Math.max(x(to) - x(l.grantedAtRev), 3)}" height="10" fill="${COLORS.lease}" fill-opacity="0.5"><title>${esc(tip)}</title></rect>`);
+    out.push(`<rect class="lease-bar" data-line="${l.line}" x="${x(l.grantedAtRev)}" y="${cy - 5}" width="${Math.max(x(to) - x(l.grantedAtRev), 3)}" height="10" fill="${COLORS.lease}" fill-opacity="0.5"><title>${esc(tip)}</title></rect>`);
     const kaAt = new Map<number, number>();
     for (const k of l.keepAlives) kaAt.set(k.atRev, (kaAt.get(k.atRev) ?? 0) + 1);
     const kaSeen = new Map<number, number>();
     for (const k of l.keepAlives) {
       const i = kaSeen.get(k.atRev) ?? 0;
       kaSeen.set(k.atRev, i + 1);
-      out.push(`<circle class="lease-keepalive" cx="${x(k.atRev) + spread(kaAt.get(k.atRev)!, step)(i)}" cy="${cy}" r="3" fill="${COLORS.lease}" stroke="#fff"><title>keep-alive at t=${k.atMs / 1000}s</title></circle>`);
+      out.push(`<circle class="lease-keepalive" data-line="${k.line}" cx="${x(k.atRev) + spread(kaAt.get(k.atRev)!, step)(i)}" cy="${cy}" r="3" fill="${COLORS.lease}" stroke="#fff"><title>keep-alive at t=${showMs(k.atMs)} (${lineRef(k.line)})</title></circle>`);
     }
     if (l.end !== undefined) {
-      out.push(`<line class="lease-end ${l.end.kind}" x1="${x(to)}" y1="${cy - 9}" x2="${x(to)}" y2="${cy + 9}" stroke="${COLORS.lease}" stroke-width="3"/>`);
-      out.push(`<text x="${x(to) + 5}" y="${cy + 4}" fill="${COLORS.lease}">${l.end.kind} t=${l.end.atMs / 1000}s</text>`);
+      out.push(`<line class="lease-end ${l.end.kind}" data-line="${l.end.line}" x1="${x(to)}" y1="${cy - 9}" x2="${x(to)}" y2="${cy + 9}" stroke="${COLORS.lease}" stroke-width="3"/>`);
+      out.push(`<text x="${x(to) + 5}" y="${cy + 4}" fill="${COLORS.lease}">${l.end.kind} t=${showMs(l.end.atMs)}</text>`);
     }
     out.push('</g>');
     y += LANE;
   }
   out.push('</g>');
+  if (strip.length > 0) out.push(drawTimeStrip(m, strip, height, stripWidth, laneLabel));
   out.push('</svg>');
-  const labelSvg = `<svg xmlns="http://www.w3.org/2000/svg" class="lane-labels" width="${LEFT}" height="${height}" viewBox="0 0 ${LEFT} ${height}" font-family="monospace" font-size="11" aria-hidden="true">${labels.join('')}</svg>`;
+  const labelSvg = `<svg xmlns="http://www.w3.org/2000/svg" class="lane-labels" width="${LEFT}" height="${total}" viewBox="0 0 ${LEFT} ${total}" font-family="monospace" font-size="11" aria-hidden="true">${labels.join('')}</svg>`;
   return { svg: out.join('\n'), labels: labelSvg, width };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The time strip: what happens on etcd's own clock, placed by virtual time under the revision axis
+
+/** Height of the strip's axis above its first row, and of each row. */
+const STRIP_TOP = 44;
+const STRIP_ROW = 22;
+/** etcd's lessor checks for expired leases every 500 ms (lessor.go revokeExpiredLeases). */
+const EXPIRY_CHECK_MS = 500;
+
+/** One row of the time strip: a watcher's streams, a lease's life, or the compactions and restores. */
+type StripRow = { readonly kind: 'watch'; readonly w: TimelineWatcher } | { readonly kind: 'lease'; readonly l: TimelineLease } | { readonly kind: 'store' };
+
+/** The strip's rows; none when time never moved (then every mark would sit at t=0 and say nothing). */
+function timeStripRows(m: TimelineModel): StripRow[] {
+  if (m.endMs <= 0) return [];
+  const rows: StripRow[] = [];
+  for (const w of m.watchers) if (w.segments.length > 0) rows.push({ kind: 'watch', w });
+  for (const l of m.leases) rows.push({ kind: 'lease', l });
+  if (m.compactions.length > 0 || m.restores.length > 0) rows.push({ kind: 'store' });
+  return rows;
+}
+
+/** The last moment a lease was renewed (grant or keep-alive) and when its TTL runs out from there. */
+function leaseDeadline(l: TimelineLease): number {
+  const renewed = Math.max(l.grantedAtMs, ...l.keepAlives.map((k) => k.atMs));
+  return renewed + l.ttl * 1000;
+}
+
+/**
+ * The time strip: x is virtual time from 0 to the end of the run. Watch opens and their ends (cancel, break,
+ * close), lease grants, keep-alives, the moment a TTL runs out and the expiry checks around it (the one
+ * that still found the lease alive and the one that revoked it), compactions and restores. Things that
+ * share a revision but not a moment (a watch opened, then canceled by the next sync step) are apart here.
+ */
+function drawTimeStrip(m: TimelineModel, rows: readonly StripRow[], top: number, tw: number, laneLabel: (cy: number, text: string, fill?: string) => string): string {
+  const end = Math.max(m.endMs, 1);
+  const t0 = LEFT + 10;
+  const tx = (ms: number): number => t0 + (Math.max(0, Math.min(ms, end)) / end) * tw;
+  const out: string[] = [`<g class="time-strip" data-end-ms="${m.endMs}">`];
+  const axisY = top + 26;
+  out.push(`<line x1="${LEFT}" y1="${top + 4}" x2="${t0 + tw + 20}" y2="${top + 4}" stroke="#bbb"/>`);
+  out.push(`<text x="${LEFT - 8}" y="${axisY - 4}" text-anchor="end" fill="#555">virtual time →</text>`);
+  laneLabel(axisY - 8, 'virtual time →', '#555');
+  // Tick labels at a round step: about eight of them across the strip.
+  const steps = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000, 1_800_000, 3_600_000];
+  const every = steps.find((st) => end / st <= 8) ?? end;
+  const bottom = top + STRIP_TOP + rows.length * STRIP_ROW;
+  for (let t = 0; t <= end + 1e-9; t += every) {
+    out.push(`<line class="time-tick" x1="${tx(t)}" y1="${axisY}" x2="${tx(t)}" y2="${bottom}" stroke="#f0f0f0"/><text x="${tx(t)}" y="${axisY - 4}" text-anchor="middle" fill="#777" font-size="10">${showMs(t)}</text>`);
+  }
+  // Marks at one moment in one row are spread a few pixels apart, in the order they happened.
+  const place = (): ((ms: number) => number) => {
+    const n = new Map<number, number>();
+    return (ms) => {
+      const i = n.get(ms) ?? 0;
+      n.set(ms, i + 1);
+      return tx(ms) + i * 8;
+    };
+  };
+  rows.forEach((row, i) => {
+    const cy = top + STRIP_TOP + i * STRIP_ROW + STRIP_ROW / 2;
+    const at = place();
+    if (row.kind === 'watch') {
+      const w = row.w;
+      out.push(`<g class="time-row watch-time" data-watch="${esc(w.name)}">${laneLabel(cy, `t: watch ${esc(w.name)}`, COLORS.watch)}`);
+      for (const sg of w.segments) {
+        const x1 = at(sg.openedAtMs);
+        const x2 = sg.end !== undefined ? tx(sg.end.atMs) : tx(end);
+        out.push(`<line x1="${x1}" y1="${cy}" x2="${Math.max(x2, x1)}" y2="${cy}" stroke="${COLORS.watch}" stroke-width="1.5"${sg.end !== undefined ? ' stroke-dasharray="4 2"' : ''}/>`);
+        out.push(
+          `<path class="time-mark t-open" data-ms="${sg.openedAtMs}" data-line="${sg.line}" data-ref="${esc(`open ${w.name}`)}" d="M${x1},${cy - 6}L${x1 + 6},${cy}L${x1},${cy + 6}Z" fill="${COLORS.watch}"><title>${label(`watch ${w.name} opened ${sg.startRev > 0 ? `at --rev=${sg.startRev}` : 'from now'} at t=${showMs(sg.openedAtMs)}, revision ${sg.openedAtRev} (${lineRef(sg.line)})`)}</title></path>`,
+        );
+        if (sg.end !== undefined) {
+          const ex = at(sg.end.atMs);
+          const tip = label(`watch ${w.name} ${sg.end.kind === 'canceled' ? `canceled by the server${sg.end.compactRevision > 0 ? ` (compact_revision ${sg.end.compactRevision})` : ''}` : sg.end.kind === 'broken' ? 'stream broken' : 'closed by the client'} at t=${showMs(sg.end.atMs)} (during ${lineRef(sg.end.line)})`);
+          if (sg.end.kind === 'canceled') out.push(`<rect class="time-mark t-canceled" data-ms="${sg.end.atMs}" data-line="${sg.end.line}" data-ref="${esc(`cancel ${w.name}`)}" x="${ex - 5}" y="${cy - 5}" width="10" height="10" fill="#fff" stroke="${COLORS.del}" stroke-width="2"><title>${tip}</title></rect>`);
+          else if (sg.end.kind === 'broken') out.push(`<path class="time-mark t-broken" data-ms="${sg.end.atMs}" data-line="${sg.end.line}" d="M${ex - 4},${cy - 8}L${ex + 3},${cy - 2}L${ex - 3},${cy + 2}L${ex + 4},${cy + 8}" stroke="${COLORS.brk}" stroke-width="2.5" fill="none"><title>${tip}</title></path>`);
+          else out.push(`<line class="time-mark t-closed" data-ms="${sg.end.atMs}" data-line="${sg.end.line}" x1="${ex}" y1="${cy - 6}" x2="${ex}" y2="${cy + 6}" stroke="${COLORS.watch}" stroke-width="3"><title>${tip}</title></line>`);
+        }
+      }
+    } else if (row.kind === 'lease') {
+      const l = row.l;
+      out.push(`<g class="time-row lease-time" data-lease="${esc(l.id)}">${laneLabel(cy, `t: lease ${esc(l.id.slice(-6))}`, COLORS.lease)}`);
+      const gx = at(l.grantedAtMs);
+      const endMs = l.end !== undefined ? l.end.atMs : end;
+      out.push(`<rect x="${gx}" y="${cy - 3}" width="${Math.max(tx(endMs) - gx, 2)}" height="6" fill="${COLORS.lease}" fill-opacity="0.35"/>`);
+      out.push(`<path class="time-mark t-grant" data-ms="${l.grantedAtMs}" data-line="${l.line}" d="M${gx},${cy - 6}L${gx + 6},${cy}L${gx},${cy + 6}Z" fill="${COLORS.lease}"><title>${label(`lease ${l.id} granted, TTL ${l.ttl}s, at t=${showMs(l.grantedAtMs)} (${lineRef(l.line)})`)}</title></path>`);
+      for (const k of l.keepAlives) {
+        out.push(`<circle class="time-mark t-keepalive" data-ms="${k.atMs}" data-line="${k.line}" cx="${at(k.atMs)}" cy="${cy}" r="3.5" fill="${COLORS.lease}" stroke="#fff"><title>${label(`keep-alive at t=${showMs(k.atMs)}: the TTL starts again from here (${lineRef(k.line)})`)}</title></circle>`);
+      }
+      const deadline = leaseDeadline(l);
+      if (l.end === undefined || l.end.kind === 'expired') {
+        if (deadline <= end) {
+          out.push(`<line class="time-mark t-deadline" data-ms="${deadline}" x1="${tx(deadline)}" y1="${cy - 9}" x2="${tx(deadline)}" y2="${cy + 9}" stroke="${COLORS.lease}" stroke-dasharray="2 2" stroke-width="1.5"><title>${label(`the TTL runs out at t=${showMs(deadline)} (${l.ttl}s after the last grant or keep-alive); the lease is revoked at the next expiry check`)}</title></line>`);
+        }
+      }
+      if (l.end !== undefined && l.end.kind === 'expired') {
+        // The expiry checks that matter: the last one that still found the lease alive, and the one that revoked it.
+        const before = l.end.atMs - EXPIRY_CHECK_MS;
+        if (before >= 0) out.push(`<line class="time-mark t-check" data-ms="${before}" x1="${tx(before)}" y1="${cy - 7}" x2="${tx(before)}" y2="${cy + 7}" stroke="#999" stroke-width="2"><title>${label(`expiry check at t=${showMs(before)}: the TTL has not run out yet (the lessor checks every ${EXPIRY_CHECK_MS} ms)`)}</title></line>`);
+        out.push(`<line class="time-mark t-check t-revoking" data-ms="${l.end.atMs}" data-line="${l.end.line}" x1="${tx(l.end.atMs)}" y1="${cy - 7}" x2="${tx(l.end.atMs)}" y2="${cy + 7}" stroke="#333" stroke-width="2"><title>${label(`expiry check at t=${showMs(l.end.atMs)}: expired; the lessor revokes the lease and deletes its keys in one revision (${l.end.atRev}) (during ${lineRef(l.end.line)})`)}</title></line>`);
+      }
+      if (l.end !== undefined) {
+        const ex = at(l.end.atMs) + (l.end.kind === 'expired' ? 7 : 0);
+        out.push(`<path class="time-mark t-lease-end ${l.end.kind}" data-ms="${l.end.atMs}" data-line="${l.end.line}" d="M${ex - 4},${cy - 4}L${ex + 4},${cy + 4}M${ex - 4},${cy + 4}L${ex + 4},${cy - 4}" stroke="${COLORS.lease}" stroke-width="2.5"><title>${label(`lease ${l.id} ${l.end.kind} at t=${showMs(l.end.atMs)}, revision ${l.end.atRev} (during ${lineRef(l.end.line)})`)}</title></path>`);
+      }
+    } else {
+      out.push(`<g class="time-row store-time">${laneLabel(cy, 't: compact / restore', COLORS.cliff)}`);
+      for (const c of m.compactions) {
+        const cx = at(c.atMs);
+        out.push(`<rect class="time-mark t-compact" data-ms="${c.atMs}" data-line="${c.line}" x="${cx - 2}" y="${cy - 8}" width="4" height="16" fill="${COLORS.cliff}"><title>${label(`compact ${c.rev} at t=${showMs(c.atMs)} (${lineRef(c.line)})`)}</title></rect>`);
+      }
+      for (const r of m.restores) {
+        const rx = at(r.atMs);
+        out.push(`<line class="time-mark t-restore" data-ms="${r.atMs}" data-line="${r.line}" x1="${rx}" y1="${cy - 8}" x2="${rx}" y2="${cy + 8}" stroke="${COLORS.restore}" stroke-dasharray="3 2" stroke-width="2"><title>${label(`restore ${r.name} at t=${showMs(r.atMs)} (${lineRef(r.line)})`)}</title></line>`);
+      }
+    }
+    out.push('</g>');
+  });
+  out.push('</g>');
+  return out.join('\n');
 }
 
 /** What stands for the marks of an elided span in one lane: a bar across the break, with their count. */
@@ -588,6 +749,9 @@ const LEGEND = [
   legendItem('broken', `<path d="M13,1L20,8L14,12L21,19" stroke="${COLORS.brk}" stroke-width="2.5" fill="none"/>`, 'stream broken'),
   legendItem('lease', `<rect x="2" y="5" width="30" height="10" fill="${COLORS.lease}" fill-opacity="0.5"/><circle cx="17" cy="10" r="3" fill="${COLORS.lease}"/>`, 'lease lifetime, keep-alive'),
   legendItem('step', `<circle cx="17" cy="10" r="7" fill="#fff" stroke="${COLORS.step}"/><text x="17" y="13.5" text-anchor="middle" font-size="9" font-family="monospace">1</text>`, 'step of the script (list beside)'),
+  legendItem('time-strip', `<path d="M4,4L10,10L4,16Z" fill="${COLORS.watch}"/><rect x="18" y="5" width="10" height="10" fill="#fff" stroke="${COLORS.del}" stroke-width="2"/>`, 'time strip (below): a watch opened | canceled, by virtual time'),
+  legendItem('expiry-check', `<line x1="9" y1="3" x2="9" y2="17" stroke="#999" stroke-width="2"/><line x1="17" y1="3" x2="17" y2="17" stroke="${COLORS.lease}" stroke-dasharray="2 2" stroke-width="1.5"/><line x1="25" y1="3" x2="25" y2="17" stroke="#333" stroke-width="2"/>`, 'expiry check (lease alive) | TTL runs out | check that revokes'),
+  legendItem('linked', `<circle cx="17" cy="10" r="5" fill="${COLORS.put}" stroke="#f0a000" stroke-width="3"/>`, 'hover or click a mark or a transcript line: the other lights up'),
   legendItem('break', `<rect x="7" y="1" width="20" height="18" fill="#f4f4f4"/><path d="M12,10l4,-6l2,12l4,-6" stroke="#555" fill="none"/>`, 'elided revisions (count below; ×N marks inside)'),
 ].join('\n');
 
@@ -610,6 +774,115 @@ function descriptionHtml(paragraphs: readonly string[]): { lead: string; body: s
   return { lead: first !== undefined ? `<p class="lead">${prose(first)}</p>` : '', body: body.join('\n'), predict };
 }
 
+/**
+ * What a transcript line is about, when it is about one named watch: `watch W@5` for `[watch W @5] ...`,
+ * `progress W@7` for `[watch W] progress notify: 7`, `open W` for the line that opens or resumes it,
+ * `cancel W` for the lines of its cancelation by the server. The timeline's marks carry the same
+ * reference, so a line and its mark find each other more precisely than by their script line.
+ */
+export function transcriptRef(text: string): string | undefined {
+  const ev = /^\[watch (\S+) @(\d+)\] /.exec(text);
+  if (ev !== null) return `watch ${ev[1]!}@${ev[2]!}`;
+  const pr = /^\[watch (\S+)\] progress notify: (\d+)$/.exec(text);
+  if (pr !== null) return `progress ${pr[1]!}@${pr[2]!}`;
+  const cancel = /^\[watch (\S+)\] (?:watch was canceled|Error: watch is canceled)|^# watch (\S+): canceled/.exec(text);
+  if (cancel !== null) return `cancel ${(cancel[1] ?? cancel[2])!}`;
+  const open = /^(?:\$ etcdctl watch .*|\S+> watch .*)   # (?:watch (\S+)(?:,| on session)|(\S+) resumed,)/.exec(text);
+  if (open !== null) return `open ${(open[1] ?? open[2])!}`;
+  return undefined;
+}
+
+/**
+ * A transcript as HTML: one span per line (its text unchanged, lines joined by newlines, so the text reads as
+ * before), carrying the script line that printed it (`data-line`) and what it is about (`data-ref`); the first
+ * line of each step shows that script line in the gutter (`data-n`, drawn by CSS, so it is not part of the
+ * text). `runOf`, when given, is each line's run (the playground's whole transcript, every variant in one):
+ * it goes in `data-run`.
+ */
+export function transcriptHtml(lines: readonly string[], lineOf: readonly number[], runOf?: readonly number[]): string {
+  let prev = '';
+  return lines
+    .map((t, i) => {
+      const n = lineOf.length === lines.length ? lineOf[i]! : 0;
+      const run = runOf !== undefined && runOf.length === lines.length ? runOf[i]! : undefined;
+      const ref = transcriptRef(t);
+      const at = `${run ?? ''}:${n}`;
+      const gutter = n > 0 && at !== prev ? ` data-n="${n}"` : '';
+      prev = at;
+      return `<span class="tl"${run !== undefined ? ` data-run="${run}"` : ''} data-line="${n}"${ref !== undefined ? ` data-ref="${esc(ref)}"` : ''}${gutter}>${label(t)}</span>`;
+    })
+    .join('\n');
+}
+
+/**
+ * The page's link between transcript and picture (plain JavaScript, inlined): hovering or clicking a transcript
+ * line, a step or a mark lights up the others of the same script line (or of the same watch event), and
+ * scrolls the transcript box and the drawing to them. `etcdsimSelect(run, line, ref, sticky)` does the same
+ * from outside (the playground's own transcript), and every selection made here is announced to the embedding
+ * page as an `etcdsim-select` event on the document.
+ */
+const LINK_SCRIPT = `
+(function () {
+  var doc = document;
+  function sections() { return doc.querySelectorAll('section.run'); }
+  function clear(cls) { doc.querySelectorAll('.' + cls).forEach(function (e) { e.classList.remove(cls); }); }
+  function is(attr, v) { return '[' + attr + '="' + CSS.escape(v) + '"]'; }
+  function marks(sec, line, ref) {
+    var byRef = ref ? sec.querySelectorAll('svg.timeline ' + is('data-ref', ref)) : [];
+    return byRef.length > 0 ? byRef : sec.querySelectorAll('svg.timeline ' + is('data-line', line) + ', ol.steps li' + is('data-line', line));
+  }
+  function lines(sec, line, ref) {
+    var byRef = ref ? sec.querySelectorAll('pre.transcript .tl' + is('data-ref', ref)) : [];
+    return byRef.length > 0 ? byRef : sec.querySelectorAll('pre.transcript .tl' + is('data-line', line));
+  }
+  function reveal(ms, ls) {
+    var l = ls[0];
+    if (l) {
+      var pre = l.closest('pre');
+      var top = l.offsetTop - pre.clientHeight / 3;
+      if (l.offsetTop < pre.scrollTop || l.offsetTop > pre.scrollTop + pre.clientHeight - 20) pre.scrollTop = Math.max(0, top);
+    }
+    var m = Array.prototype.find.call(ms, function (e) { return e.closest('.scroll'); });
+    if (m) {
+      var box = m.closest('.scroll');
+      var br = box.getBoundingClientRect(), mr = m.getBoundingClientRect();
+      if (mr.left < br.left + 200 || mr.right > br.right) box.scrollLeft += mr.left - br.left - br.width / 2;
+    }
+  }
+  function show(sec, line, ref, cls) {
+    clear(cls);
+    var ms = marks(sec, line, ref), ls = lines(sec, line, ref);
+    ms.forEach(function (e) { e.classList.add(cls); });
+    ls.forEach(function (e) { e.classList.add(cls); });
+    if (cls === 'sel' && ls.length > 0) { var d = ls[0].closest('details'); if (d) d.open = true; }
+    reveal(ms, ls);
+    var dd = doc.documentElement.dataset;
+    dd.litMarks = String(sec.querySelectorAll('svg.timeline .' + cls).length);
+    dd.litLines = String(sec.querySelectorAll('pre.transcript .' + cls).length);
+    return ms.length;
+  }
+  window.etcdsimSelect = function (run, line, ref, sticky) {
+    var sec = sections()[run];
+    if (!sec || !line) { clear(sticky ? 'sel' : 'hl'); return 0; }
+    return show(sec, String(line), ref || '', sticky ? 'sel' : 'hl');
+  };
+  function origin(t) { return t && t.closest ? t.closest('svg.timeline [data-line], pre.transcript .tl, ol.steps li') : null; }
+  function handle(e, cls) {
+    var el = origin(e.target);
+    if (!el) return;
+    var line = el.getAttribute('data-line');
+    if (!line || line === '0') return;
+    var sec = el.closest('section.run');
+    var ref = el.getAttribute('data-ref') || '';
+    show(sec, line, ref, cls);
+    doc.dispatchEvent(new CustomEvent('etcdsim-select', { detail: { run: Array.prototype.indexOf.call(sections(), sec), line: Number(line), ref: ref, sticky: cls === 'sel' } }));
+  }
+  doc.addEventListener('mouseover', function (e) { handle(e, 'hl'); });
+  doc.addEventListener('mouseout', function (e) { if (origin(e.target)) clear('hl'); });
+  doc.addEventListener('click', function (e) { handle(e, 'sel'); });
+})();
+`;
+
 /** A self-contained page: what the scenario is about, then per run its steps beside its picture, its answer, its transcript. */
 export function renderHtml(title: string, runs: readonly { model: TimelineModel; transcript: readonly string[] }[]): string {
   const first = runs[0]?.model;
@@ -629,7 +902,9 @@ export function renderHtml(title: string, runs: readonly { model: TimelineModel;
     body.push(`<div class="figure"><div class="scroll">${d.labels}${d.svg}</div></div>`);
     body.push('</div>');
     if (answer !== undefined) body.push(`<details class="answer"><summary>Answer (predict first, then open)</summary><p>${prose(answer)}</p></details>`);
-    body.push(`<details><summary>transcript</summary><pre class="transcript">${label(r.transcript.join('\n'))}</pre></details>`);
+    body.push(
+      `<details class="transcript" open><summary>transcript <small>(the numbers at the left are script lines, as the picture's hover titles cite them; hover or click a line or a mark to see the other)</small></summary><pre class="transcript">${transcriptHtml(r.transcript, m.transcriptLines)}</pre></details>`,
+    );
     body.push('</section>');
   }
   return `<!DOCTYPE html>
@@ -655,7 +930,15 @@ ol.steps .at { color: #888; font-size: 11px; white-space: nowrap; }
 .scroll { overflow-x: auto; display: flex; border: 1px solid #ddd; background: #fff; }
 .scroll svg.lane-labels { position: sticky; left: 0; z-index: 1; flex: none; background: linear-gradient(to right, #fff 92%, rgba(255,255,255,0)); }
 .scroll svg.timeline { flex: none; margin-left: -${LEFT}px; }
-pre.transcript { background: #f7f7f7; padding: 0.8em; font-size: 12px; overflow-x: auto; max-width: 100%; }
+pre.transcript { background: #f7f7f7; padding: 0.8em 0.8em 0.8em 3.6em; font-size: 12px; overflow: auto; max-width: 100%; max-height: 32em; position: relative; }
+pre.transcript .tl[data-n]::before { content: attr(data-n); position: absolute; left: 0.4em; width: 2.6em; text-align: right; color: #999; }
+pre.transcript .tl[data-line]:not([data-line="0"]) { cursor: pointer; }
+pre.transcript .tl.hl { background: #fff1b8; } pre.transcript .tl.sel { background: #ffd666; }
+svg.timeline [data-line]:not([data-line="0"]) { cursor: pointer; }
+svg.timeline .hl:not(text), svg.timeline .hl > :not(text) { stroke: #f0a000; stroke-width: 3px; }
+svg.timeline .sel:not(text), svg.timeline .sel > :not(text) { stroke: #d46b08; stroke-width: 3.5px; }
+svg.timeline .hl text, svg.timeline .sel text { stroke: none; }
+ol.steps li.hl { background: #fff1b8; } ol.steps li.sel { background: #ffd666; }
 details.answer { border-left: 4px solid #1f77b4; padding: 0.3em 0.8em; margin: 0.8em 0; }
 code { background: #f2f2f2; padding: 0 0.2em; }
 </style>
@@ -679,6 +962,7 @@ window.addEventListener('load', function () {
   d.legend = String(document.querySelectorAll('ul.legend li').length);
   d.rendered = 'yes';
 });
+${LINK_SCRIPT}
 </script>
 </head>
 <body>
@@ -687,8 +971,10 @@ ${desc.lead}
 ${desc.predict !== undefined ? `<div class="predict"><strong>Predict first:</strong> ${prose(desc.predict)}</div>` : ''}
 <div class="description">${desc.body}</div>
 <p>Revisions run left to right; long uneventful spans are elided behind a break mark. Each key has a lane; reads, each
-watcher and each lease have one below. The numbered steps beside the picture are the script's notes, marked on the axis
-where they happen. Hover a mark for details.</p>
+watcher and each lease have one below. Under them, the time strip places what happens on etcd's own clock by virtual
+time: watch opens and cancels, lease grants, keep-alives and expiry checks, compactions. The numbered steps beside the
+picture are the script's notes, marked on the axis where they happen. Hover a mark for details; hover or click a mark or
+a transcript line and the other lights up.</p>
 <ul class="legend">
 ${LEGEND}
 </ul>

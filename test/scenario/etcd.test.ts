@@ -3,7 +3,8 @@
  * them), next to the simulator's transcript of the same lab: a txn's events come in operation order; a watch
  * canceled by compaction ends etcdctl with exit status 5; etcdctl refuses `--prefix` with a range end (so a
  * next page is a range); and etcd 3.4 answers a progress request before the replay of a watcher that is
- * still behind (bugs/15220). Without etcd and etcdctl the tests skip outside CI and fail in CI.
+ * still behind (bugs/15220); a 1 MiB value goes in through stdin and 1.6 MB is too large (watch-response-fragments).
+ * Without etcd and etcdctl the tests skip outside CI and fail in CI.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -121,4 +122,21 @@ test('several-watchers-one-stream on etcd 3.4.23: in `watch -i`, a watch cancele
   assert.ok(sim.ok);
   assert.ok(sim.transcript.includes('[watch C] watch was canceled (etcdserver: mvcc: required revision has been compacted)'));
   assert.ok(!sim.transcript.includes('[watch C] Error: watch is canceled by the server'));
+});
+
+test('watch-response-fragments on etcd 3.4.23: a 1 MiB value goes in through stdin as the transcript shows it; 1.6 MB is too large', { skip }, async () => {
+  const sim = runScenario(lab('watch-response-fragments'));
+  assert.ok(sim.ok);
+  const shown = sim.transcript.find((l) => l.startsWith("$ head -c 1048576 /dev/zero | tr '\\0' a | etcdctl put /big/a"));
+  assert.ok(shown !== undefined, 'the transcript pipes the value into etcdctl put');
+  const ok = await ctl(etcd, ['put', '/frag/a'], 'a'.repeat(1048576));
+  assert.equal(ok.code, 0, ok.out);
+  assert.equal(ok.out, 'OK\n');
+  const big = await ctl(etcd, ['put', '/frag/d'], 'd'.repeat(1600000));
+  assert.equal(big.code, 1);
+  assert.match(big.out, /^Error: etcdserver: request is too large$/m);
+  const at = sim.transcript.findIndex((l) => l.startsWith("$ head -c 1600000 /dev/zero | tr '\\0' d | etcdctl put /big/d"));
+  assert.equal(sim.transcript[at + 1], 'Error: etcdserver: request is too large');
+  const back = await ctl(etcd, ['get', '/frag/a', '--print-value-only']);
+  assert.equal(back.out.length, 1048576 + 1, 'the whole value was stored');
 });

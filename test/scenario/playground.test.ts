@@ -2,20 +2,21 @@
  * The browser playground (`etcdsim playground`): the page is written with --out and opened from file:// in
  * headless Chromium, driven over the DevTools protocol (--remote-debugging-pipe: NUL-separated JSON on file
  * descriptors 3 and 4). A shared `#script=` link runs its lab; an edit reruns it, redraws the timeline and
- * updates the link; a bundled lab and a bug switch are one click each. On the Node side: the bundle needs no
+ * updates the link; a bundled lab and a bug switch are one click each; the seed field reruns and travels in the
+ * link; the transcript and the timeline in the frame light each other up under the real mouse; screenshots at
+ * 1400 and 800 px (test/scenario/cdp.ts drives the browser). On the Node side: the bundle needs no
  * Node built-in, and the browser stand-ins for Node's Buffer and crypto give Node's bytes.
  * Chromium is needed for the browser test: without it the test skips outside CI and fails in CI
  * (test/support/prerequisites.ts).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash, pbkdf2Sync } from 'node:crypto';
 import { Buffer as NodeBuffer } from 'node:buffer';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Readable, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { runCli } from '../../src/cli/program.js';
 import { listBundledScenarios } from '../../src/cli/run_command.js';
@@ -23,65 +24,12 @@ import { bundlePlayground, PlaygroundBuildError } from '../../src/playground/bui
 import { runScenario } from '../../src/scenario/index.js';
 import { Buffer as BrowserBuffer } from '../../src/playground/browser/bytes_platform.js';
 import * as browserCrypto from '../../src/playground/browser/crypto_platform.js';
-import { decodeFragment, encodeFragment, fromBase64Url, toBase64Url } from '../../src/playground/fragment.js';
+import { decodeFragment, encodeFragment, fromBase64Url, parseSeed, toBase64Url } from '../../src/playground/fragment.js';
 import { findChromium, requireChromium } from '../support/prerequisites.js';
+import { screenshotDir, startBrowser, type BrowserPage } from './cdp.js';
 
 /** A tiny lab: two writes under a watch. */
 const LAB = ['## A tiny lab: two puts under a watch.', 'watch W /t/ --prefix', 'put /t/a 1', 'put /t/b 2', 'expect watch W events == [PUT /t/a@2, PUT /t/b@3]', ''].join('\n');
-
-/** A DevTools protocol connection over Chromium's debugging pipe. */
-class Cdp {
-  private nextId = 1;
-  private buffered = '';
-  private readonly waiting = new Map<number, { ok: (v: unknown) => void; fail: (e: Error) => void }>();
-  private readonly listeners: { method: string; ok: () => void }[] = [];
-
-  constructor(private readonly child: ChildProcess) {
-    const incoming = child.stdio[4] as Readable;
-    incoming.setEncoding('utf8');
-    incoming.on('data', (chunk: string) => {
-      this.buffered += chunk;
-      let end: number;
-      while ((end = this.buffered.indexOf('\0')) >= 0) {
-        const msg = JSON.parse(this.buffered.slice(0, end)) as { id?: number; method?: string; result?: unknown; error?: { message: string } };
-        this.buffered = this.buffered.slice(end + 1);
-        if (msg.method !== undefined) {
-          for (const l of this.listeners.splice(0).filter((x) => x.method === msg.method || !this.listeners.push(x))) l.ok();
-          continue;
-        }
-        const w = msg.id !== undefined ? this.waiting.get(msg.id) : undefined;
-        if (w === undefined) continue;
-        this.waiting.delete(msg.id!);
-        if (msg.error !== undefined) w.fail(new Error(msg.error.message));
-        else w.ok(msg.result);
-      }
-    });
-  }
-
-  /** Resolves on the next event named `method`. */
-  next(method: string): Promise<void> {
-    return new Promise((ok) => this.listeners.push({ method, ok }));
-  }
-
-  send<T>(method: string, params: Record<string, unknown> = {}, sessionId?: string): Promise<T> {
-    const id = this.nextId++;
-    return new Promise<T>((ok, fail) => {
-      this.waiting.set(id, { ok: ok as (v: unknown) => void, fail });
-      (this.child.stdio[3] as Writable).write(JSON.stringify({ id, method, params, ...(sessionId !== undefined ? { sessionId } : {}) }) + '\0');
-    });
-  }
-}
-
-/** Evaluates `expression` in the page (awaiting a promise it returns); its JSON value. */
-async function evaluate<T>(cdp: Cdp, session: string, expression: string): Promise<T> {
-  const r = await cdp.send<{ result: { value?: T }; exceptionDetails?: { text: string; exception?: { description?: string } } }>(
-    'Runtime.evaluate',
-    { expression, awaitPromise: true, returnByValue: true },
-    session,
-  );
-  if (r.exceptionDetails !== undefined) throw new Error(`in the page: ${r.exceptionDetails.exception?.description ?? r.exceptionDetails.text}`);
-  return r.result.value as T;
-}
 
 /**
  * In-page helpers: `settled(n)` resolves once the page has finished run n (data-runs) and the timeline frame
@@ -98,6 +46,7 @@ window.__settled = (n) => new Promise((resolve) => {
       ok: document.documentElement.dataset.ok,
       lab: document.documentElement.dataset.lab,
       variant: document.documentElement.dataset.variant,
+      seed: document.documentElement.dataset.seed,
       hash: location.hash,
       status: document.getElementById('status').textContent,
       transcript: document.getElementById('transcript').textContent,
@@ -136,6 +85,7 @@ interface Seen {
   ok: string;
   lab: string;
   variant: string;
+  seed: string;
   hash: string;
   status: string;
   transcript: string;
@@ -153,38 +103,25 @@ test('headless Chromium: a shared #script= link runs its lab; an edit reruns and
   const chromium = findChromium()!;
   const dir = mkdtempSync(join(tmpdir(), 'etcdsim-playground-'));
   const out: string[] = [];
-  let child: ChildProcess | undefined;
-  let exited: Promise<void> = Promise.resolve();
+  const shots = screenshotDir(dir);
+  mkdirSync(shots, { recursive: true });
+  let page: BrowserPage | undefined;
   try {
     assert.equal(await runCli(['playground', '--out', join(dir, 'page')], { out: (l) => out.push(l), err: (l) => out.push(l) }), 0, out.join('\n'));
     const file = join(dir, 'page', 'index.html');
     assert.match(out.join('\n'), /# playground written to .*index\.html/);
-    const page = readFileSync(file, 'utf8');
-    assert.doesNotMatch(page, /<script[^>]+src=|<link[^>]+href=/, 'self-contained: no script or style loaded from elsewhere');
+    const html = readFileSync(file, 'utf8');
+    assert.doesNotMatch(html, /<script[^>]+src=|<link[^>]+href=/, 'self-contained: no script or style loaded from elsewhere');
 
     const link = `${pathToFileURL(file).href}#script=${toBase64Url(LAB)}`;
-    // No background work that writes into the profile after the page is done (component updates, sync), and
-    // a process group of its own, so that cleanup can end every Chromium process, not just the browser's.
-    const quiet = ['--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-breakpad'];
-    child = spawn(chromium, ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', ...quiet, '--remote-debugging-pipe', '--window-size=1400,900', `--user-data-dir=${join(dir, 'profile')}`, 'about:blank'], {
-      stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    const running = child;
-    exited = new Promise<void>((ok) => running.once('exit', () => ok()));
-    const cdp = new Cdp(child);
-    const { targetInfos } = await cdp.send<{ targetInfos: { targetId: string; type: string; url: string }[] }>('Target.getTargets');
-    const target = targetInfos.find((t) => t.type === 'page') ?? { targetId: (await cdp.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank' })).targetId };
-    const { sessionId } = await cdp.send<{ sessionId: string }>('Target.attachToTarget', { targetId: target.targetId, flatten: true });
+    page = await startBrowser(chromium, dir, 1400);
+    const evaluate = page.evaluate.bind(page) as <T>(expression: string) => Promise<T>;
     // Open the shared link the way a learner does, and wait for the page's load event.
-    await cdp.send('Page.enable', {}, sessionId);
-    const loaded = cdp.next('Page.loadEventFired');
-    await cdp.send('Page.navigate', { url: link }, sessionId);
-    await loaded;
-    await evaluate(cdp, sessionId, HELPERS);
+    await page.open(link);
+    await evaluate(HELPERS);
 
     // 1. The shared link: its script is in the editor, ran, and is drawn.
-    const first = await evaluate<Seen>(cdp, sessionId, '__settled(1)');
+    const first = await evaluate<Seen>('__settled(1)');
     assert.equal(first.editor, LAB, 'the editor holds the script from the link');
     assert.equal(first.ok, 'true', first.transcript);
     assert.match(first.transcript, /^\$ etcdctl watch \/t\/ --prefix &   # watch W, at rev 1$/m);
@@ -197,8 +134,8 @@ test('headless Chromium: a shared #script= link runs its lab; an edit reruns and
 
     // 2. An edit: set the text, fire the input event; after the debounce it reruns, redraws, updates the link.
     const edited = LAB.replace('expect watch W events == [PUT /t/a@2, PUT /t/b@3]\n', 'del /t/a\nexpect watch W events == [PUT /t/a@2, PUT /t/b@3, DELETE /t/a@4]\n');
-    await evaluate(cdp, sessionId, `(() => { const t = document.getElementById('script'); t.value = ${JSON.stringify(edited)}; t.dispatchEvent(new Event('input', { bubbles: true })); return true; })()`);
-    const second = await evaluate<Seen>(cdp, sessionId, '__settled(2)');
+    await evaluate(`(() => { const t = document.getElementById('script'); t.value = ${JSON.stringify(edited)}; t.dispatchEvent(new Event('input', { bubbles: true })); return true; })()`);
+    const second = await evaluate<Seen>('__settled(2)');
     assert.equal(second.ok, 'true', second.transcript);
     assert.equal(second.writes, 3, 'the delete is a third write mark');
     assert.match(second.transcript, /^\[watch W @4\] DELETE\n\[watch W @4\] \/t\/a$/m);
@@ -206,8 +143,8 @@ test('headless Chromium: a shared #script= link runs its lab; an edit reruns and
     assert.equal(decodeFragment(second.hash)?.script, edited);
 
     // 3. A bundled lab, one click.
-    await evaluate(cdp, sessionId, `document.querySelector('button[data-lab="txn-one-revision"]').click(), true`);
-    const third = await evaluate<Seen>(cdp, sessionId, '__settled(3)');
+    await evaluate(`document.querySelector('button[data-lab="txn-one-revision"]').click(), true`);
+    const third = await evaluate<Seen>('__settled(3)');
     assert.equal(third.lab, 'txn-one-revision');
     assert.equal(third.ok, 'true', third.transcript);
     assert.equal(third.editor, readFileSync(join('scenarios', 'txn-one-revision.etcdsim'), 'utf8'));
@@ -216,23 +153,69 @@ test('headless Chromium: a shared #script= link runs its lab; an edit reruns and
     assert.equal(decodeFragment(third.hash)?.script, third.editor, 'the link follows the lab');
 
     // 4. A bug pair, then its bug switch: only the `bug` variant runs, and the link says so.
-    await evaluate(cdp, sessionId, `document.querySelector('button[data-lab="bugs/20229-progress-below-future-start"]').click(), true`);
-    const fourth = await evaluate<Seen>(cdp, sessionId, '__settled(4)');
+    await evaluate(`document.querySelector('button[data-lab="bugs/20229-progress-below-future-start"]').click(), true`);
+    const fourth = await evaluate<Seen>('__settled(4)');
     assert.deepEqual(fourth.runSections, ['bug', 'fixed'], 'both variants side by side');
     assert.ok(fourth.linksOut > 0, 'the bug page links its etcd issue and PR');
     assert.equal(fourth.linksInFrame, 0, 'links out open beside the playground, not inside its frame');
-    await evaluate(cdp, sessionId, `document.querySelector('#variants input[data-variant="bug"]').click(), true`);
-    const fifth = await evaluate<Seen>(cdp, sessionId, '__settled(5)');
+    await evaluate(`document.querySelector('#variants input[data-variant="bug"]').click(), true`);
+    const fifth = await evaluate<Seen>('__settled(5)');
     assert.equal(fifth.variant, 'bug');
     assert.deepEqual(fifth.runSections, ['bug'], 'only the bug variant ran');
     assert.match(fifth.transcript, /^=== variant bug: progressRespectsStartRev=false ===$/m);
     assert.doesNotMatch(fifth.transcript, /=== variant fixed/);
     assert.deepEqual(decodeFragment(fifth.hash), { script: fourth.editor, variant: 'bug' });
 
-    // 5. Every bundled lab and bug pair, run in the browser, prints what the same run prints on Node.
+    // 5. The seed: a new seed reruns (other lease IDs, nothing else) and travels in the link; a link with a seed opens with it.
+    await evaluate(`document.querySelector('button[data-lab="lease-expiry-timing"]').click(), true`);
+    const seed0 = await evaluate<Seen>('__settled(6)');
+    assert.equal(seed0.seed, '0');
+    await evaluate(`(() => { const f = document.getElementById('seed'); f.value = '5'; f.dispatchEvent(new Event('input', { bubbles: true })); return true; })()`);
+    const seed5 = await evaluate<Seen>('__settled(7)');
+    assert.equal(seed5.seed, '5');
+    assert.equal(seed5.ok, 'true', seed5.transcript);
+    const leaseLab = readFileSync(join('scenarios', 'lease-expiry-timing.etcdsim'), 'utf8');
+    assert.equal(seed5.transcript, runScenario(leaseLab, { seed: 5 }).transcript.join('\n'), 'the run with seed 5, as etcdsim run --seed 5 prints it');
+    assert.notEqual(seed5.transcript, seed0.transcript);
+    assert.equal(seed5.transcript.replace(/[0-9a-f]{16}/g, 'ID'), seed0.transcript.replace(/[0-9a-f]{16}/g, 'ID'), 'only the lease IDs differ');
+    assert.deepEqual(decodeFragment(seed5.hash), { script: leaseLab, variant: undefined, seed: 5 });
+    assert.match(seed5.hash, /&seed=5$/);
+    await evaluate(`(() => { const f = document.getElementById('seed'); f.value = 'x'; f.dispatchEvent(new Event('input', { bubbles: true })); return document.getElementById('seed').classList.contains('invalid'); })()`);
+    // A new document (not a fragment change of this one): a learner opening the link in a fresh tab.
+    await page.open('about:blank');
+    await page.open(`${pathToFileURL(file).href}${encodeFragment({ script: LAB, variant: undefined, seed: 9 })}`);
+    await evaluate(HELPERS);
+    const opened = await evaluate<Seen & { field: string }>(`__settled(1).then((r) => ({ ...r, field: document.getElementById('seed').value }))`);
+    assert.equal(opened.seed, '9');
+    assert.equal(opened.field, '9', 'the seed field shows the link\'s seed');
+
+    // 6. The playground's transcript and the timeline in the frame, linked both ways, with the real mouse.
+    await page.resize(1400);
+    await evaluate(`document.querySelector('button[data-lab="compaction-evicts-behind-watcher"]').click(), true`);
+    await evaluate<Seen>('__settled(2)');
+    assert.ok(await page.hover('#transcript .tl[data-ref="watch C@23"]'));
+    const lit = await evaluate<{ marks: string[]; litMarks: string }>(
+      `({ marks: [...document.getElementById('timeline').contentDocument.querySelectorAll('svg.timeline .hl')].map((e) => e.getAttribute('class').replace(/ hl$/, '') + '@' + e.getAttribute('data-rev')), litMarks: document.documentElement.dataset.litMarks })`,
+    );
+    assert.deepEqual(lit.marks, ['watch-event put@23'], 'hovering the event line lights its mark in the frame');
+    assert.equal(lit.litMarks, '1');
+    assert.ok(await page.hover('.watcher-lane[data-watch="BELOW"] .watch-canceled', '#timeline'));
+    const back = await evaluate<{ lines: string[]; visible: boolean }>(`(() => {
+      const t = document.getElementById('transcript');
+      const lines = [...t.querySelectorAll('.tl.hl')];
+      return { lines: lines.map((e) => e.textContent), visible: lines.length > 0 && lines[0].offsetTop >= t.scrollTop && lines[0].offsetTop <= t.scrollTop + t.clientHeight };
+    })()`);
+    assert.ok(back.lines.some((l) => l.startsWith('[watch BELOW] watch was canceled')), back.lines.join('\n'));
+    assert.ok(back.visible, 'scrolled into view in the playground transcript');
+    for (const width of [1400, 800]) {
+      await page.resize(width);
+      assert.equal(await evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth'), 0, `@${width}: the playground does not scroll sideways`);
+      assert.ok((await page.screenshot(join(shots, `playground-${width}.png`))) > 10_000);
+    }
+
+    // 7. Every bundled lab and bug pair, run in the browser, prints what the same run prints on Node (seed 0 again).
+    await evaluate(`(() => { const f = document.getElementById('seed'); f.value = '0'; f.dispatchEvent(new Event('input', { bubbles: true })); return true; })()`);
     const inBrowser = await evaluate<Record<string, string>>(
-      cdp,
-      sessionId,
       `(() => { const out = {}; for (const b of document.querySelectorAll('#labs button')) { b.click(); out[b.dataset.lab] = document.getElementById('transcript').textContent + '\\n' + document.documentElement.dataset.ok; } return out; })()`,
     );
     const bundled = listBundledScenarios();
@@ -241,19 +224,9 @@ test('headless Chromium: a shared #script= link runs its lab; an edit reruns and
       const onNode = runScenario(readFileSync(s.path, 'utf8'));
       assert.equal(inBrowser[s.name], `${onNode.transcript.join('\n')}\n${String(onNode.ok)}`, `${s.name}: the browser run differs from the Node run`);
     }
-    await cdp.send('Browser.close');
   } finally {
-    // Chromium writes its profile until it exits: end its whole process group and wait for the browser
-    // before removing the directory.
-    if (child?.pid !== undefined) {
-      try {
-        process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // the group is gone already
-      }
-    }
-    await exited;
-    // Its helper processes (crashpad, zygote) may still be closing files in the profile for a moment.
+    // Chromium writes its profile until it exits: close() ends its whole process group first.
+    await page?.close();
     rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   }
 });
@@ -304,7 +277,7 @@ test('etcdsim playground without --out serves the page on loopback and prints it
   }
 });
 
-test('playground links: base64url of the UTF-8 script, and the variant switch', () => {
+test('playground links: base64url of the UTF-8 script, the variant switch and the seed', () => {
   const script = 'put /k "héllo ✓"\n# a comment with + and / and ?\n';
   const frag = encodeFragment({ script, variant: 'bug' });
   assert.match(frag, /^#script=[A-Za-z0-9_-]+&variant=bug$/);
@@ -313,6 +286,14 @@ test('playground links: base64url of the UTF-8 script, and the variant switch', 
   assert.equal(fromBase64Url('!!'), undefined, 'not base64');
   assert.equal(fromBase64Url(NodeBuffer.from([0xff, 0xfe]).toString('base64url')), undefined, 'not UTF-8');
   assert.equal(decodeFragment('#other=1'), undefined);
+  // The seed travels as &seed=N (absent for 0, so a seed-0 link reads as before); a malformed one is ignored.
+  assert.equal(encodeFragment({ script, variant: undefined, seed: 0 }), encodeFragment({ script, variant: undefined }));
+  assert.match(encodeFragment({ script, variant: 'bug', seed: 42 }), /&variant=bug&seed=42$/);
+  assert.deepEqual(decodeFragment(encodeFragment({ script, variant: undefined, seed: 42 })), { script, variant: undefined, seed: 42 });
+  assert.deepEqual(decodeFragment(`${encodeFragment({ script, variant: undefined })}&seed=-1`), { script, variant: undefined });
+  assert.equal(parseSeed('7'), 7);
+  assert.equal(parseSeed(' 12 '), 12);
+  for (const bad of ['', 'x', '-1', '1.5', '99999999999999999']) assert.equal(parseSeed(bad), undefined, bad);
 });
 
 test("the browser stand-ins for Node's Buffer and crypto give Node's bytes", () => {

@@ -215,3 +215,16 @@ test('watches typed into one session (--stream=S) share one Watch stream: told a
   assert.deepEqual([a!.segments[0]!.end?.kind, b!.segments[0]!.end?.kind], ['broken', 'broken'], 'the break cuts every watch on the stream');
   assert.match(syntaxError('watch A /a --stream=\n').detail, /expected a stream name after --stream=/);
 });
+
+test('a large value from $(head -c N /dev/zero | tr ...): piped into etcdctl put in the transcript, shortened when printed; nothing else is substituted', () => {
+  const r = runScenario(`watch W /v --prev-kv --fragment\nput /v "$(head -c 300 /dev/zero | tr '\\0' x)"\nput /v $(head -c 2 /dev/zero | tr '\\0' y)\nexpect get /v == yy\nexpect watch W responses == 2\n`);
+  assert.ok(r.ok, r.transcript.join('\n'));
+  assert.ok(r.transcript.includes("$ head -c 300 /dev/zero | tr '\\0' x | etcdctl put /v   # rev 2"), r.transcript.join('\n'));
+  assert.ok(r.transcript.includes('[watch W @2] xxxxxxxxxxxxxxxx… [300 bytes; the transcript shortens values over 256 bytes]'));
+  assert.match(r.transcript[0]!, /^\$ etcdctl watch \/v --prev-kv &   # watch W, at rev 1 \(fragment: true, as clientv3\.WithFragment\(\) asks; etcdctl has no flag for it\)$/);
+  const other = runScenario('put /v "$(date)"\n');
+  assert.equal(other.ok, false);
+  assert.equal(other.failure!.message, "$(date): the only command substitution a scenario runs is $(head -c N /dev/zero | tr '\\0' C)");
+  const wrong = runScenario('watch W /v\nput /v 1\nexpect watch W responses == 2\n');
+  assert.equal(wrong.failure?.message, 'expect watch W responses == 2: got 1 responses');
+});

@@ -1,14 +1,15 @@
 /**
  * The timeline picture, checked structurally: the SVG is well-formed XML with one mark per write (deletes
  * distinct), the compaction cliff at the compaction revision, one lane per watcher and per lease, restores and
- * stream breaks marked; the HTML page is self-contained.
+ * stream breaks marked; the HTML page is self-contained; the time strip places what happens on etcd's clock by
+ * virtual time; transcript lines and marks carry the script line (and watch event) that links them.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { listBundledScenarios } from '../../src/cli/run_command.js';
 import { renderHtml, renderSvg, runScenario, timelineKeys } from '../../src/scenario/index.js';
-import { timelineSteps } from '../../src/scenario/timeline.js';
+import { timelineSteps, transcriptHtml, transcriptRef } from '../../src/scenario/timeline.js';
 import { hasClass, parseXml } from './xml.js';
 
 const path = (name: string): string => listBundledScenarios().find((s) => s.name === name)!.path;
@@ -187,4 +188,83 @@ test('what went wrong is flagged: progress ahead of its events (15220), events b
   assert.deepEqual(flags('bugs/20229-progress-below-future-start'), { bug: ['watch-progress flag@2', 'watch-progress flag@9'], fixed: [] });
   // No lab outside the bug catalogue shows anything going wrong on etcd's side.
   for (const s of listBundledScenarios().filter((b) => !b.name.startsWith('bugs/'))) assert.deepEqual(Object.values(flags(s.name)).flat(), [], s.name);
+});
+
+test('the time strip places by virtual time what one revision hides: B and B2 canceled 100 ms apart, lease checks, none when time stood still', () => {
+  const evict = runScenario(readFileSync(path('compaction-evicts-behind-watcher'), 'utf8'));
+  const els = parseXml(renderSvg(evict.timeline));
+  const strip = els.find((e) => hasClass(e, 'time-strip'))!;
+  assert.equal(strip.attrs['data-end-ms'], String(evict.timeline.endMs));
+  const canceledAt = (w: string): { ms: string; x: number } => {
+    const row = els.findIndex((e) => hasClass(e, 'watch-time') && e.attrs['data-watch'] === w);
+    const mark = els.slice(row).find((e) => hasClass(e, 't-canceled'))!;
+    return { ms: mark.attrs['data-ms']!, x: Number(mark.attrs.x) };
+  };
+  const b = canceledAt('B');
+  const b2 = canceledAt('B2');
+  assert.deepEqual([b.ms, b2.ms], ['100', '200']);
+  assert.ok(b2.x - b.x > 40, `apart on the strip: ${b.x} vs ${b2.x}`);
+  // On the revision axis the two cancels sit at the same revision.
+  const revX = els.filter((e) => hasClass(e, 'watch-canceled')).map((e) => e.attrs['data-compact-revision']);
+  assert.deepEqual(revX.slice(0, 2), ['12', '12']);
+  // Leases: grant, keep-alive, the TTL's end, the check that found it alive and the one that revoked it.
+  const lease = parseXml(renderSvg(runScenario(readFileSync(path('lease-expiry-timing'), 'utf8')).timeline));
+  const kinds = (cls: string): string[] => lease.filter((e) => hasClass(e, cls)).map((e) => e.attrs['data-ms']!);
+  assert.equal(kinds('t-grant').length, 3);
+  assert.deepEqual(kinds('t-keepalive'), ['4000']);
+  assert.deepEqual(kinds('t-revoking'), ['2000', '9000', '11500']);
+  assert.deepEqual(kinds('t-deadline'), ['2000', '9000', '11200']);
+  // The check before the revoking one found the lease alive: 500 ms earlier (etcd's lessor loop).
+  assert.deepEqual(lease.filter((e) => hasClass(e, 't-check') && !hasClass(e, 't-revoking')).map((e) => e.attrs['data-ms']), ['1500', '8500', '11000']);
+  // A run in which time never moved has no strip (everything would sit at t=0).
+  assert.equal(parseXml(renderSvg(runScenario(readFileSync(path('pagination-pinned-revision'), 'utf8')).timeline)).filter((e) => hasClass(e, 'time-strip')).length, 0);
+});
+
+test('transcript and timeline are linked: every mark names its script line, the transcript shows those lines, and its text is unchanged', () => {
+  for (const s of listBundledScenarios()) {
+    const r = runScenario(readFileSync(s.path, 'utf8'));
+    for (const run of r.runs) {
+      const m = run.timeline;
+      assert.equal(m.transcriptLines.length, run.transcript.length, `${s.name}: one script line per transcript line`);
+      const html = renderHtml(s.name, [{ model: m, transcript: run.transcript }]);
+      const pre = /<pre class="transcript">([\s\S]*?)<\/pre>/.exec(html)![1]!;
+      const text = pre.replace(/<[^>]+>/g, '').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&amp;/g, '&');
+      assert.equal(text, run.transcript.join('\n').replace(/[\x00-\x08\x0b\x0c\x0e-\x1f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`), `${s.name}: the transcript's text is as printed`);
+      const gutter = new Set([...pre.matchAll(/data-n="(\d+)"/g)].map((g) => g[1]));
+      const svg = renderSvg(m);
+      // Every line a hover title cites is one the transcript's gutter shows.
+      for (const c of svg.matchAll(/<title>[^<]*?\bline (\d+)/g)) assert.ok(gutter.has(c[1]), `${s.name}: a title cites line ${c[1]}, not in the gutter`);
+      // Every mark with a script line finds transcript lines of that line; every watch event its own lines.
+      const lines = new Set([...pre.matchAll(/data-line="(\d+)"/g)].map((g) => g[1]));
+      const refs = new Set([...pre.matchAll(/data-ref="([^"]+)"/g)].map((g) => g[1]));
+      for (const mk of parseXml(svg).filter((e) => e.attrs['data-line'] !== undefined && e.attrs['data-line'] !== '0')) {
+        assert.ok(lines.has(mk.attrs['data-line']), `${s.name}: ${mk.attrs.class} at line ${mk.attrs['data-line']} has transcript lines`);
+        if (hasClass(mk, 'watch-event')) assert.ok(refs.has(mk.attrs['data-ref']), `${s.name}: ${mk.attrs['data-ref']} has its transcript lines`);
+      }
+    }
+  }
+});
+
+test('transcript lines say which watch they are about', () => {
+  assert.equal(transcriptRef('[watch C @23] PUT'), 'watch C@23');
+  assert.equal(transcriptRef('[watch W] progress notify: 7'), 'progress W@7');
+  assert.equal(transcriptRef('[watch B] watch was canceled (etcdserver: mvcc: required revision has been compacted)'), 'cancel B');
+  assert.equal(transcriptRef('# watch B: canceled with compact_revision 12; etcdctl exits with status 5'), 'cancel B');
+  assert.equal(transcriptRef('$ etcdctl watch /evict/ --prefix --rev=2 &   # watch B, at rev 22'), 'open B');
+  assert.equal(transcriptRef('$ etcdctl watch /a --rev=5 &   # W resumed, at rev 9'), 'open W');
+  assert.equal(transcriptRef('$ etcdctl put /a 1   # rev 2'), undefined);
+  assert.equal(
+    transcriptHtml(['$ etcdctl put /a 1   # rev 2', 'OK', '[watch W @2] PUT'], [3, 3, 3], [0, 0, 0]),
+    '<span class="tl" data-run="0" data-line="3" data-n="3">$ etcdctl put /a 1   # rev 2</span>\n<span class="tl" data-run="0" data-line="3">OK</span>\n<span class="tl" data-run="0" data-line="3" data-ref="watch W@2">[watch W @2] PUT</span>',
+  );
+});
+
+test('a fragmented revision: each event of F names the response that carried it, the first two flagged fragments; P got all in one', () => {
+  const r = runScenario(readFileSync(path('watch-response-fragments'), 'utf8'));
+  assert.ok(r.ok);
+  const events = parseXml(renderSvg(r.timeline)).filter((e) => hasClass(e, 'watch-event') && e.attrs['data-rev'] === '5');
+  const of = (w: string): string[] => events.filter((e) => e.attrs['data-ref'] === `watch ${w}@5`).map((e) => `${e.attrs['data-response']}${e.attrs['data-fragment'] === 'true' ? ' fragment' : ''}`);
+  assert.deepEqual(of('F'), ['1 fragment', '2 fragment', '3']);
+  assert.deepEqual(of('P'), ['1', '1', '1']);
+  assert.deepEqual(of('D'), ['1', '1', '1']);
 });

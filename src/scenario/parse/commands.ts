@@ -80,6 +80,11 @@ export interface WatchCmd {
   readonly prevKv: boolean;
   readonly progressNotify: boolean;
   /**
+   * `--fragment`: the create request asks for `fragment: true` (clientv3's `WithFragment()`; etcdctl has no
+   * flag for it): a response too large for one message comes in several, and the client joins them.
+   */
+  readonly fragment: boolean;
+  /**
    * `--stream=S`: the watch is typed into one interactive `etcdctl watch -i` session named S, so every watch
    * given the same S shares one Watch stream (etcd multiplexes them by watch ID). Without it, each watch is an
    * `etcdctl watch ... &` of its own, on its own stream.
@@ -105,7 +110,7 @@ const USAGE = {
   get: 'get KEY [RANGE_END] [--prefix] [--from-key] [--rev=N] [--limit=N] [--keys-only] [--print-value-only] [-w json]',
   del: 'del KEY [RANGE_END] [--prefix] [--from-key] [--prev-kv] [-w json]',
   compact: 'compact REVISION [--physical]',
-  watch: 'watch NAME KEY [RANGE_END] [--prefix] [--rev=N] [--prev-kv] [--progress-notify] [--stream=S]',
+  watch: 'watch NAME KEY [RANGE_END] [--prefix] [--rev=N] [--prev-kv] [--progress-notify] [--fragment] [--stream=S]',
   lease: 'lease grant TTL | lease keep-alive ID --once | lease revoke ID | lease timetolive ID [--keys]',
 } as const;
 
@@ -166,7 +171,7 @@ export function parseCommand(verb: string, args: readonly Word[], lineNo: number
       return { kind: 'compact', rev, physical: f.bools.has('--physical') };
     }
     case 'watch': {
-      const f = parseFlags(args, { bool: ['--prefix', '--prev-kv', '--progress-notify'], value: ['--rev', '--stream'] }, lineNo, USAGE.watch);
+      const f = parseFlags(args, { bool: ['--prefix', '--prev-kv', '--progress-notify', '--fragment'], value: ['--rev', '--stream'] }, lineNo, USAGE.watch);
       const streamWord = f.values.get('--stream');
       const stream = streamWord === undefined ? undefined : needName(streamWord, lineNo, 'a stream name after --stream=');
       if (f.positional.length < 2 || f.positional.length > 3) throw new ScenarioSyntaxError(lineNo, `watch expects a name and a key (usage: ${USAGE.watch})`);
@@ -182,6 +187,7 @@ export function parseCommand(verb: string, args: readonly Word[], lineNo: number
         rev: intFlag(f, '--rev', lineNo),
         prevKv: f.bools.has('--prev-kv'),
         progressNotify: f.bools.has('--progress-notify'),
+        fragment: f.bools.has('--fragment'),
         stream,
       };
     }

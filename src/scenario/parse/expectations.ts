@@ -31,6 +31,7 @@ export type Expectation =
   | { readonly kind: 'watch-events'; readonly name: string; readonly events: readonly EventPattern[] }
   | { readonly kind: 'watch-last'; readonly name: string; readonly op: CompareOp; readonly value: Word }
   | { readonly kind: 'watch-count'; readonly name: string; readonly op: CompareOp; readonly value: Word }
+  | { readonly kind: 'watch-responses'; readonly name: string; readonly op: CompareOp; readonly value: Word }
   | { readonly kind: 'watch-canceled'; readonly name: string; readonly compactRevision: Word | undefined }
   | { readonly kind: 'watch-open'; readonly name: string }
   | { readonly kind: 'watch-progress'; readonly name: string; readonly value: Word | undefined }
@@ -64,6 +65,7 @@ const EXPECT_FORMS = [
   'expect watch NAME events == [PUT KEY@REV, DELETE KEY@REV]',
   'expect watch NAME last OP N',
   'expect watch NAME count OP N',
+  'expect watch NAME responses OP N',
   'expect watch NAME canceled [compact_revision == N]',
   'expect watch NAME open',
   'expect watch NAME progress == N | expect watch NAME progress none',
@@ -175,6 +177,9 @@ export function parseExpect(words: readonly Word[], rawAfterExpect: string, line
         case 'count':
           noMore(words, 5, lineNo, 'expect watch count');
           return { kind: 'watch-count', name, op: needOp(words[3], lineNo, 'expect watch count'), value: needInt(words[4], lineNo, 'expect watch count') };
+        case 'responses':
+          noMore(words, 5, lineNo, 'expect watch responses');
+          return { kind: 'watch-responses', name, op: needOp(words[3], lineNo, 'expect watch responses'), value: needInt(words[4], lineNo, 'expect watch responses') };
         case 'last':
           noMore(words, 5, lineNo, 'expect watch last');
           return { kind: 'watch-last', name, op: needOp(words[3], lineNo, 'expect watch last'), value: needInt(words[4], lineNo, 'expect watch last') };

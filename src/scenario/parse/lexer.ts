@@ -79,6 +79,12 @@ export function splitWords(line: string, lineNo: number): Word[] {
         if (end < 0) throw new ScenarioSyntaxError(lineNo, `unterminated $(( ... )) in ${line.slice(start)}`);
         lit += line.slice(i, end + 2);
         i = end + 2;
+      } else if (c === '$' && line[i + 1] === '(') {
+        // A command substitution, kept whole (its words are the command's, not this line's); shell/expand.ts runs it.
+        const end = line.indexOf(')', i);
+        if (end < 0) throw new ScenarioSyntaxError(lineNo, `unterminated $( ... ) in ${line.slice(start)}`);
+        lit += line.slice(i, end + 1);
+        i = end + 1;
       } else {
         lit += c;
         i++;

@@ -1,8 +1,9 @@
 /**
  * The member's configuration for a run, written before the first step: `option KEY=VALUE` (etcd server
  * settings and the simulator's switches for known etcd bugs), `etcd-version V` (which etcd release's
- * behaviour to model), and `variant NAME KEY=VALUE...` (run the script once per variant, each with its
- * own settings, to show a behaviour with and without a fix).
+ * behaviour to model), `variant NAME KEY=VALUE...` (run the script once per variant, each with its
+ * own settings, to show a behaviour with and without a fix), and `from-snapshot FILE` (the member starts
+ * from an etcd snapshot file, as `etcdsim serve --from-snapshot` does).
  */
 import { needName } from './arguments.js';
 import { plain, type Word } from './lexer.js';
@@ -15,10 +16,23 @@ export interface VariantSettings {
   readonly line: number;
 }
 
-/** Settings that must come before the first step: `option K=V`, `etcd-version V`, `variant NAME K=V...`. */
+/**
+ * `from-snapshot FILE [--user=NAME:PASSWORD]`: the member starts from an etcd snapshot (a bbolt file that
+ * `etcdctl snapshot save` wrote, from a real etcd or from etcdsim), FILE resolved relative to the scenario
+ * file. On a member whose snapshot has auth enabled, `--user` is what etcdctl's `--user` flag would be on
+ * every command of the run (the run authenticates once, and again when its token expires).
+ */
+export interface FromSnapshot {
+  readonly path: string;
+  readonly user: { readonly name: string; readonly password: string } | undefined;
+  readonly line: number;
+}
+
+/** Settings that must come before the first step: `option K=V`, `etcd-version V`, `variant NAME K=V...`, `from-snapshot FILE`. */
 export interface ScenarioSettings {
   readonly options: ReadonlyMap<string, string>;
   readonly variants: readonly VariantSettings[];
+  readonly fromSnapshot?: FromSnapshot | undefined;
   /** `##` notes before the first step: the scenario's description. */
   readonly preamble: readonly string[];
 }
@@ -62,10 +76,17 @@ export interface SettingsLinePlace {
 }
 
 /**
- * Reads an `option`, `etcd-version` or `variant` line into `options` / `variants`; false when `verb` is
- * not one of them.
+ * Reads an `option`, `etcd-version`, `variant` or `from-snapshot` line into `options` / `variants` /
+ * `snapshot`; false when `verb` is not one of them.
  */
-export function parseSettingsLine(verb: string, args: readonly Word[], at: SettingsLinePlace, options: Map<string, string>, variants: VariantSettings[]): boolean {
+export function parseSettingsLine(
+  verb: string,
+  args: readonly Word[],
+  at: SettingsLinePlace,
+  options: Map<string, string>,
+  variants: VariantSettings[],
+  snapshot: { value: FromSnapshot | undefined },
+): boolean {
   const { lineNo } = at;
   const beforeFirst = (what: string): void => {
     if (at.afterFirstStep) throw new ScenarioSyntaxError(lineNo, `${what} must come before the first step`);
@@ -86,6 +107,22 @@ export function parseSettingsLine(verb: string, args: readonly Word[], at: Setti
       const v = plain(args[0]);
       if (args.length !== 1 || v === undefined || !OPTION_KEYS['etcd-version']!(v)) throw new ScenarioSyntaxError(lineNo, 'etcd-version expects 3.4, 3.5, 3.6 or 3.7');
       options.set('etcd-version', v);
+      return true;
+    }
+    case 'from-snapshot': {
+      beforeFirst('from-snapshot');
+      if (snapshot.value !== undefined) throw new ScenarioSyntaxError(lineNo, `from-snapshot is given twice (first at line ${snapshot.value.line})`);
+      // The file as written (quoted or not); no variables: the member is set up before any step runs.
+      const first = args[0];
+      const path = first !== undefined && !first.segments.some((sg) => sg.expand && sg.text.includes('$')) ? first.segments.map((sg) => sg.text).join('') : undefined;
+      if (path === undefined || path === '' || path.startsWith('-')) throw new ScenarioSyntaxError(lineNo, 'from-snapshot expects a snapshot file (relative to the scenario file) and optionally --user=NAME:PASSWORD');
+      let user: FromSnapshot['user'];
+      for (const a of args.slice(1)) {
+        const m = /^--user=([^:]+):(.*)$/.exec(plain(a) ?? '');
+        if (m === null || user !== undefined) throw new ScenarioSyntaxError(lineNo, `from-snapshot: unexpected ${a.raw} (usage: from-snapshot FILE [--user=NAME:PASSWORD])`);
+        user = { name: m[1]!, password: m[2]! };
+      }
+      snapshot.value = { path, user, line: lineNo };
       return true;
     }
     case 'variant': {

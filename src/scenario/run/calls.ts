@@ -14,7 +14,14 @@ export function callService<T extends { header: M.ResponseHeader }>(
   errorText: (d: string) => string = (d) => `Error: ${d}`,
 ): T | undefined {
   try {
-    const r = fn();
+    let r: T;
+    try {
+      r = fn();
+    } catch (err) {
+      // clientv3 authenticates again and retries once when its token is no longer valid.
+      if (!isGrpcError(err) || err.details !== 'etcdserver: invalid auth token' || !s.authenticate()) throw err;
+      r = fn();
+    }
     const lines = print(r);
     s.last = { revision: Number(r.header.revision), error: undefined, output: lines, range: undefined, what };
     return r;

@@ -7,7 +7,7 @@ import { delJson, delSimple, getJson, getSimple, putJson, putSimple, str, txnSim
 import type { EtcdCommand } from '../parse/commands.js';
 import { callService } from './calls.js';
 import type { RunContext } from './context.js';
-import { echo, echoTxn, kvCommandLine } from './echo.js';
+import { echo, echoTxn, kvCommandLine, putStdin } from './echo.js';
 import { deleteRangeRequest, putRequest, rangeRequest, txnRequest } from './requests.js';
 
 /** Runs `c`; `quiet` (for `repeat`) records the response without echoing it. */
@@ -17,13 +17,13 @@ export function runCommand(ctx: RunContext, c: EtcdCommand, quiet = false): void
   switch (c.kind) {
     case 'put': {
       const req = putRequest(s.vars, c);
-      callService(s, 'put', () => kv.put(req), (r) => (c.json ? [putJson(r)] : putSimple(r)));
-      if (!quiet) echo(s, kvCommandLine(s.vars, c));
+      callService(s, 'put', () => kv.put(req, s.ctx()), (r) => (c.json ? [putJson(r)] : putSimple(r)));
+      if (!quiet) echo(s, kvCommandLine(s.vars, c), undefined, putStdin(c));
       return;
     }
     case 'get': {
       const req = rangeRequest(s.vars, c);
-      const r = callService(s, 'get', () => kv.range(req), (r) => (c.json ? [getJson(r)] : getSimple(r, c.printValueOnly)));
+      const r = callService(s, 'get', () => kv.range(req, s.ctx()), (r) => (c.json ? [getJson(r)] : getSimple(r, c.printValueOnly)));
       if (r !== undefined) s.last.range = r;
       // Each get is drawn at the revision it read (a `repeat` of gets is one step: not drawn).
       if (r !== undefined && !quiet) {
@@ -36,20 +36,20 @@ export function runCommand(ctx: RunContext, c: EtcdCommand, quiet = false): void
     }
     case 'del': {
       const req = deleteRangeRequest(s.vars, c);
-      callService(s, 'del', () => kv.deleteRange(req), (r) => (c.json ? [delJson(r)] : delSimple(r)));
+      callService(s, 'del', () => kv.deleteRange(req, s.ctx()), (r) => (c.json ? [delJson(r)] : delSimple(r)));
       if (!quiet) echo(s, kvCommandLine(s.vars, c));
       return;
     }
     case 'txn': {
       const req = txnRequest(s.vars, c);
-      callService(s, 'txn', () => kv.txn(req), txnSimple);
+      callService(s, 'txn', () => kv.txn(req, s.ctx()), txnSimple);
       echoTxn(s, c);
       return;
     }
     case 'compact': {
       const rev = s.vars.int(c.rev, 'compact');
-      callService(s, 'compact', () => kv.compact({ revision: rev, physical: c.physical }), () => [`compacted revision ${rev}`]);
-      if (s.last.error === undefined) s.timeline.compactions.push({ rev, line: s.line });
+      callService(s, 'compact', () => kv.compact({ revision: rev, physical: c.physical }, s.ctx()), () => [`compacted revision ${rev}`]);
+      if (s.last.error === undefined) s.timeline.compactions.push({ rev, line: s.line, atMs: s.sim.clock.now() });
       echo(s, `compact ${rev}${c.physical ? ' --physical' : ''}`);
       return;
     }

@@ -67,7 +67,7 @@ export function runDirective(ctx: RunContext, d: Directive): void {
       const lastRev = s.sim.mvcc.currentRevision;
       const head = [`$ etcdctl ${d.raw.replace(/^repeat\s+\S+\s+/, '')}   # repeated ${n} times (i=1..${n}; first: ${cmd})${lastRev !== first ? `, revisions ${first + 1}..${lastRev}` : ''}`];
       for (const o of outputs) head.push(outputs.size === 1 ? `${o}   (×${n})` : o);
-      s.transcript.splice(at, 0, ...head);
+      s.insert(at, head);
       return;
     }
     case 'cancel':

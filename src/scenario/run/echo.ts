@@ -9,14 +9,28 @@ import type { Word } from '../parse/lexer.js';
 import type { ShellVariables } from '../shell/expand.js';
 import type { RunState } from './state.js';
 
-/** The command line `etcdctl CMD`, then the last response's lines; `note` adds to the `# rev N` annotation. */
-export function echo(s: RunState, cmd: string, note?: string): void {
+/**
+ * The command line `etcdctl CMD` (after `STDIN |` when etcdctl reads the value from a pipe), then the last
+ * response's lines; `note` adds to the `# rev N` annotation.
+ */
+export function echo(s: RunState, cmd: string, note?: string, stdin?: string): void {
   const ann: string[] = [];
   if (s.last.revision !== undefined) ann.push(`rev ${s.last.revision}`);
   if (note !== undefined) ann.push(note);
   if (hasNul(cmd)) ann.push(NOT_PASTEABLE_SHORT);
-  s.out(`$ etcdctl ${cmd}${ann.length > 0 ? `   # ${ann.join(', ')}` : ''}`);
+  s.out(`$ ${stdin !== undefined ? `${stdin} | ` : ''}etcdctl ${cmd}${ann.length > 0 ? `   # ${ann.join(', ')}` : ''}`);
   for (const l of s.last.output) s.out(l);
+}
+
+/**
+ * The command of a put whose whole value is a command substitution (`"$(head -c N /dev/zero | tr '\0' a)"`):
+ * shown as a pipe into `etcdctl put KEY`, which reads its value from stdin, since Linux refuses a single
+ * argument over 128 KiB and such values are usually larger. Undefined for any other value.
+ */
+export function putStdin(c: KvCommand): string | undefined {
+  if (c.kind !== 'put') return undefined;
+  const m = /^"?\$\(([^()]*)\)"?$/.exec(c.value.raw);
+  return m === null ? undefined : m[1]!.trim();
 }
 
 /** `etcdctl txn <<EOF`, the block with its words expanded, `EOF`, then what etcdctl printed. */
@@ -36,11 +50,19 @@ function txnOpArgs(vars: ShellVariables, words: readonly Word[]): string[] {
   });
 }
 
-/** put, get or del as a command line (without `etcdctl`). */
+/**
+ * A word as the command line shows it: expanded and quoted, except a command substitution, shown as typed
+ * (`"x$(head -c 10 /dev/zero | tr '\0' a)"`: a shell makes the same value from it).
+ */
+function shownWord(vars: ShellVariables, w: Word): string {
+  return /\$\((?!\()/.test(w.raw) ? w.raw : shellQuote(vars.expand(w));
+}
+
+/** put, get or del as a command line (without `etcdctl`; a put's value read from stdin is left out, see putStdin). */
 export function kvCommandLine(vars: ShellVariables, c: KvCommand): string {
   const parts: string[] = [c.kind, shellQuote(vars.expand(c.key))];
   if (c.kind === 'put') {
-    parts.push(shellQuote(vars.expand(c.value)));
+    if (putStdin(c) === undefined) parts.push(shownWord(vars, c.value));
     if (c.lease !== undefined) parts.push(`--lease=${vars.expand(c.lease)}`);
     if (c.prevKv) parts.push('--prev-kv');
   } else {

@@ -76,7 +76,7 @@ export function checkExpectation(ctx: RunContext, e: Expectation, text: string):
       const rev = e.rev === undefined ? 0 : s.vars.int(e.rev, 'expect get --rev');
       let r: M.RangeResponse;
       try {
-        r = s.sim.services.kv.range({ key: bytes(s.vars, e.key), revision: rev });
+        r = s.sim.services.kv.range({ key: bytes(s.vars, e.key), revision: rev }, s.ctx());
       } catch (err) {
         if (!isGrpcError(err)) throw err;
         return fail(`an error: ${err.details}`);
@@ -111,6 +111,12 @@ export function checkExpectation(ctx: RunContext, e: Expectation, text: string):
       if (!cmp(e.op, w.events.length, s.vars.int(e.value, 'expect watch count'))) failWatch(w, `${w.events.length} events`);
       break;
     }
+    case 'watch-responses': {
+      // Responses that carried events, as they came off the wire: each fragment is one.
+      const w = ctx.watches.get(e.name);
+      if (!cmp(e.op, w.responses, s.vars.int(e.value, 'expect watch responses'))) failWatch(w, `${w.responses} responses`);
+      break;
+    }
     case 'watch-canceled': {
       const w = ctx.watches.get(e.name);
       if (w.state !== 'canceled') fail(`the watch is ${w.state}`);
@@ -133,7 +139,7 @@ export function checkExpectation(ctx: RunContext, e: Expectation, text: string):
     case 'lease-ttl':
     case 'lease-state': {
       const id = leaseId(s.vars, e.id);
-      const t = s.sim.services.lease.leaseTimeToLive({ ID: id });
+      const t = s.sim.services.lease.leaseTimeToLive({ ID: id }, s.ctx());
       const ttl = Number(t.TTL);
       if (e.kind === 'lease-state') {
         const alive = ttl !== -1;

@@ -24,7 +24,7 @@ export class ScenarioLeases {
       if (ev.type !== 'revoke' || ev.reason !== 'expire') return;
       const hex = leaseHex(ev.id);
       const l = this.byHex.get(hex);
-      if (l !== undefined) l.end = { kind: 'expired', atRev: ev.revision, atMs: ev.at };
+      if (l !== undefined) l.end = { kind: 'expired', atRev: ev.revision, atMs: ev.at, line: s.line };
       if (ev.deleted > 0) markLeaseDeletes(s, ev.revision, `lease expiry (${hex})`);
       s.out(`# t=${showTime(ev.at)}: lease ${hex} expired; the lessor revoked it${ev.deleted > 0 ? `, deleting ${ev.deleted} key${ev.deleted === 1 ? '' : 's'} at revision ${ev.revision}` : ' (no keys attached)'}`);
     });
@@ -34,11 +34,11 @@ export class ScenarioLeases {
   grant(ttlWord: Word): void {
     const s = this.s;
     const ttl = s.vars.int(ttlWord, 'lease grant');
-    const r = callService(s, 'lease grant', () => s.sim.services.lease.leaseGrant({ TTL: ttl }), (r) => [leaseGrantLine(r)]);
+    const r = callService(s, 'lease grant', () => s.sim.services.lease.leaseGrant({ TTL: ttl }, s.ctx()), (r) => [leaseGrantLine(r)]);
     if (r !== undefined) {
       const hex = leaseHex(r.ID);
       this.lastGranted = hex;
-      const l: TimelineLease = { id: hex, ttl: Number(r.TTL), grantedAtRev: s.sim.mvcc.currentRevision, grantedAtMs: s.sim.clock.now(), keepAlives: [], end: undefined };
+      const l: TimelineLease = { id: hex, ttl: Number(r.TTL), grantedAtRev: s.sim.mvcc.currentRevision, grantedAtMs: s.sim.clock.now(), line: s.line, keepAlives: [], end: undefined };
       this.byHex.set(hex, l);
       s.timeline.leases.push(l);
     }
@@ -49,7 +49,7 @@ export class ScenarioLeases {
   keepAliveOnce(idWord: Word): void {
     const s = this.s;
     const id = leaseId(s.vars, idWord);
-    const callObj = s.sim.services.lease.leaseKeepAlive();
+    const callObj = s.sim.services.lease.leaseKeepAlive(s.ctx());
     let endErr: string | undefined;
     callObj.onEnd((e) => {
       if (e !== undefined) endErr = e.details;
@@ -64,7 +64,7 @@ export class ScenarioLeases {
       s.last = { revision: undefined, error: d, output: [`Error: ${d}`], range: undefined, what: 'lease keep-alive' };
     } else {
       s.last = { revision: Number(r.header.revision), error: undefined, output: [keepAliveLine(r)], range: undefined, what: 'lease keep-alive' };
-      this.byHex.get(leaseHex(id))?.keepAlives.push({ atRev: s.sim.mvcc.currentRevision, atMs: s.sim.clock.now() });
+      this.byHex.get(leaseHex(id))?.keepAlives.push({ atRev: s.sim.mvcc.currentRevision, atMs: s.sim.clock.now(), line: s.line });
     }
     echo(s, `lease keep-alive ${leaseHex(id)} --once`);
   }
@@ -74,10 +74,10 @@ export class ScenarioLeases {
     const s = this.s;
     const id = leaseId(s.vars, idWord);
     const before = s.sim.mvcc.currentRevision;
-    const r = callService(s, 'lease revoke', () => s.sim.services.lease.leaseRevoke({ ID: id }), () => [`lease ${leaseHex(id)} revoked`], (d) => `Error: failed to revoke lease (${d})`);
+    const r = callService(s, 'lease revoke', () => s.sim.services.lease.leaseRevoke({ ID: id }, s.ctx()), () => [`lease ${leaseHex(id)} revoked`], (d) => `Error: failed to revoke lease (${d})`);
     if (r !== undefined) {
       const l = this.byHex.get(leaseHex(id));
-      if (l !== undefined) l.end = { kind: 'revoked', atRev: s.sim.mvcc.currentRevision, atMs: s.sim.clock.now() };
+      if (l !== undefined) l.end = { kind: 'revoked', atRev: s.sim.mvcc.currentRevision, atMs: s.sim.clock.now(), line: s.line };
       if (s.sim.mvcc.currentRevision > before) markLeaseDeletes(s, s.sim.mvcc.currentRevision, `lease revoke (${leaseHex(id)})`);
     }
     echo(s, `lease revoke ${leaseHex(id)}`);
@@ -87,7 +87,7 @@ export class ScenarioLeases {
   timeToLive(idWord: Word, keys: boolean): void {
     const s = this.s;
     const id = leaseId(s.vars, idWord);
-    callService(s, 'lease timetolive', () => s.sim.services.lease.leaseTimeToLive({ ID: id, keys }), (r) => [timeToLiveLine(r, keys)]);
+    callService(s, 'lease timetolive', () => s.sim.services.lease.leaseTimeToLive({ ID: id, keys }, s.ctx()), (r) => [timeToLiveLine(r, keys)]);
     echo(s, `lease timetolive ${leaseHex(id)}${keys ? ' --keys' : ''}`);
   }
 }

@@ -89,5 +89,5 @@ export function txnRequest(vars: ShellVariables, c: TxnCmd): M.TxnRequest {
 
 /** The Watch create request of `etcdctl watch` (its start revision is set when the stream opens). */
 export function watchCreateRequest(vars: ShellVariables, c: WatchCmd): M.WatchCreateRequest {
-  return { ...keyRange(vars, { key: c.key, rangeEnd: c.rangeEnd, prefix: c.prefix, fromKey: false }), prev_kv: c.prevKv, progress_notify: c.progressNotify };
+  return { ...keyRange(vars, { key: c.key, rangeEnd: c.rangeEnd, prefix: c.prefix, fromKey: false }), prev_kv: c.prevKv, progress_notify: c.progressNotify, ...(c.fragment ? { fragment: true } : {}) };
 }

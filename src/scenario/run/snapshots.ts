@@ -32,7 +32,7 @@ export class ScenarioSnapshots {
     s.sim.restore(snap);
     const to = s.sim.mvcc.currentRevision;
     resyncWrites(s, to);
-    s.timeline.restores.push({ name, fromRev: from, toRev: to, line: s.line });
+    s.timeline.restores.push({ name, fromRev: from, toRev: to, line: s.line, atMs: s.sim.clock.now() });
     s.out(`# restore ${name}: this member applies the snapshot as a follower does; revision ${from} → ${to}; its watchers move to unsynced`);
   }
 }

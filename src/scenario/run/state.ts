@@ -4,7 +4,8 @@
  * and what `expect` and captures look at), and the timeline model being drawn.
  */
 import type { EtcdSim } from '../../client/index.js';
-import type { messages as M } from '../../server/index.js';
+import { isGrpcError, type CallContext, type messages as M } from '../../server/index.js';
+import { RunError } from '../run_error.js';
 import { showTime } from '../format.js';
 import { ShellVariables } from '../shell/expand.js';
 import type { TimelineModel } from '../timeline.js';
@@ -31,15 +32,63 @@ export class RunState {
   line = 0;
   private shownTime = 0;
   private advanceTarget = -1;
+  /** etcdctl's `--user NAME:PASSWORD` for every command (from-snapshot ... --user), and its current token. */
+  private credentials: { readonly name: string; readonly password: string; token: string | undefined } | undefined;
 
   constructor(
     readonly sim: EtcdSim,
     readonly timeline: TimelineModel,
   ) {}
 
-  /** Appends a transcript line. */
+  /**
+   * From now on every request carries a token of this user, as etcdctl with `--user NAME:PASSWORD` sends;
+   * etcd's answer when it refuses them (wrong password, unknown user) stops the run, as etcdctl stops.
+   */
+  logIn(name: string, password: string): void {
+    try {
+      this.credentials = { name, password, token: this.sim.services.auth.authenticate({ name, password }).token };
+    } catch (err) {
+      if (!isGrpcError(err)) throw err;
+      throw new RunError('error', `--user ${name}: ${err.details}`);
+    }
+  }
+
+  /**
+   * The call context of a request (undefined without `--user`): the current token, as clientv3 attaches it.
+   */
+  ctx(): CallContext | undefined {
+    const c = this.credentials;
+    if (c === undefined) return undefined;
+    if (c.token === undefined) this.authenticate();
+    return { token: c.token };
+  }
+
+  /**
+   * Authenticates again (clientv3 does when etcd answers `invalid auth token`, e.g. after the simple token's
+   * TTL); false without credentials. A failure (wrong password) leaves no token: the requests then fail as
+   * etcd answers them.
+   */
+  authenticate(): boolean {
+    const c = this.credentials;
+    if (c === undefined) return false;
+    try {
+      c.token = this.sim.services.auth.authenticate({ name: c.name, password: c.password }).token;
+    } catch {
+      c.token = undefined;
+    }
+    return true;
+  }
+
+  /** Appends a transcript line, noting which script line printed it (the timeline links the two). */
   out(line: string): void {
     this.transcript.push(line);
+    this.timeline.transcriptLines.push(this.line);
+  }
+
+  /** Inserts transcript lines at `at` (printed by the step running now, shown before what followed them). */
+  insert(at: number, lines: readonly string[]): void {
+    this.transcript.splice(at, 0, ...lines);
+    this.timeline.transcriptLines.splice(at, 0, ...lines.map(() => this.line));
   }
 
   /** Before something the member did on its own: a `# t=...` line if time moved since the last one shown. */

@@ -23,6 +23,11 @@ export interface ReceivedEvent {
   readonly rev: number;
 }
 
+/** The transcript's note on a watch that asked for fragments, which etcdctl cannot ask for. */
+function fragmentNote(w: WatchState): string {
+  return w.create.fragment === true ? ' (fragment: true, as clientv3.WithFragment() asks; etcdctl has no flag for it)' : '';
+}
+
 /** A named watch: its request, its current stream, and what it has received so far. */
 export interface WatchState {
   readonly name: string;
@@ -44,6 +49,12 @@ export interface WatchState {
   readonly stream: string | undefined;
   /** Its watch ID on a shared stream, once the server has answered the create. */
   watchId: string | undefined;
+  /** Responses that carried events (each fragment counts), over all its streams. */
+  responses: number;
+  /** Events of fragments received so far, held as clientv3 holds them until the last fragment of the response. */
+  readonly fragments: M.Event[];
+  /** For each held event, the response (its number in `responses`) that carried it. */
+  readonly fragmentOf: Map<M.Event, number>;
 }
 
 /** An interactive `etcdctl watch -i` session: one Watch stream, several watches on it, told apart by watch ID. */
@@ -70,9 +81,9 @@ export class ScenarioWatches {
     const create = watchCreateRequest(s.vars, c);
     const rev = c.rev === undefined ? 0 : s.vars.int(c.rev, '--rev');
     const display = watchArgs(s.vars, c);
-    const lane: TimelineWatcher = { name: c.name, range: `${s.vars.expand(c.key)}${c.prefix ? '*' : ''}`, segments: [], events: [], progress: [], progressSeen: [], cursor: 0 };
+    const lane: TimelineWatcher = { name: c.name, range: `${s.vars.expand(c.key)}${c.prefix ? '*' : ''}`, segments: [], events: [], progress: [], progressSeen: [], progressLines: [], cursor: 0 };
     s.timeline.watchers.push(lane);
-    const w: WatchState = { name: c.name, create, display, call: undefined, state: 'open', compactRevision: 0, slow: false, events: [], progress: [], lane, segment: undefined, openedAtMs: 0, behind: false, stream: c.stream, watchId: undefined };
+    const w: WatchState = { name: c.name, create, display, call: undefined, state: 'open', compactRevision: 0, slow: false, events: [], progress: [], lane, segment: undefined, openedAtMs: 0, behind: false, stream: c.stream, watchId: undefined, responses: 0, fragments: [], fragmentOf: new Map() };
     this.byName.set(c.name, w);
     if (c.stream !== undefined) this.openShared(w, rev, c.stream);
     else this.openStream(w, rev, 'watch');
@@ -91,7 +102,7 @@ export class ScenarioWatches {
     const w = this.get(name);
     if (w.state === 'open' && w.call !== undefined) {
       w.state = 'closed';
-      if (w.segment !== undefined) w.segment.end = { kind: 'closed', atRev: Math.max(w.lane.cursor, s.sim.mvcc.currentRevision), compactRevision: 0 };
+      if (w.segment !== undefined) w.segment.end = { kind: 'closed', atRev: Math.max(w.lane.cursor, s.sim.mvcc.currentRevision), compactRevision: 0, ...this.when() };
       // On a shared stream only this watch is canceled (a WatchCancelRequest); the others go on.
       if (w.stream !== undefined && w.watchId !== undefined) w.call.write({ cancel_request: { watch_id: w.watchId } });
       else w.call.cancel();
@@ -116,7 +127,7 @@ export class ScenarioWatches {
       for (const o of [...shared.byId.values(), ...shared.pending]) if (o !== w && o.call === w.call && o.state === 'open') this.markBroken(o);
     }
     w.state = 'broken';
-    if (w.segment !== undefined) w.segment.end = { kind: 'broken', atRev: w.lane.cursor, compactRevision: 0 };
+    if (w.segment !== undefined) w.segment.end = { kind: 'broken', atRev: w.lane.cursor, compactRevision: 0, ...this.when() };
     const lastEv = w.events[w.events.length - 1];
     this.s.out(
       `# break ${name}: the Watch stream is cut (UNAVAILABLE)${lost > 0 ? `; ${lost} undelivered response${lost === 1 ? '' : 's'} lost with it` : ''}; last event received: ${lastEv === undefined ? 'none' : `${lastEv.type} ${lastEv.key} @${lastEv.rev}`}`,
@@ -161,6 +172,11 @@ export class ScenarioWatches {
     w.call.write({ progress_request: {} });
   }
 
+  /** Now, for the timeline: the virtual time and the script line running. */
+  private when(): { atMs: number; line: number } {
+    return { atMs: this.s.sim.clock.now(), line: this.s.line };
+  }
+
   /** At the end of a run: no lane's cursor below 0. */
   settleCursors(): void {
     for (const w of this.byName.values()) w.lane.cursor = Math.max(w.lane.cursor, 0);
@@ -169,7 +185,7 @@ export class ScenarioWatches {
   /** A watch whose stream was cut: broken, its timeline segment ended where its cursor stands. */
   private markBroken(o: WatchState): void {
     o.state = 'broken';
-    if (o.segment !== undefined && o.segment.end === undefined) o.segment.end = { kind: 'broken', atRev: o.lane.cursor, compactRevision: 0 };
+    if (o.segment !== undefined && o.segment.end === undefined) o.segment.end = { kind: 'broken', atRev: o.lane.cursor, compactRevision: 0, ...this.when() };
   }
 
   /** The bookkeeping of a watch that starts at `startRev` on `call`: its state and a new timeline segment. */
@@ -179,9 +195,12 @@ export class ScenarioWatches {
     w.state = 'open';
     w.compactRevision = 0;
     w.watchId = undefined;
+    // Fragments of a response the old stream did not finish are lost with it (clientv3 drops them too).
+    w.fragments.length = 0;
+    w.fragmentOf.clear();
     w.openedAtMs = s.sim.clock.now();
     w.behind = startRev > 0 && startRev <= s.sim.mvcc.currentRevision;
-    const seg: TimelineWatchSegment = { startRev, openedAtRev: s.sim.mvcc.currentRevision, end: undefined };
+    const seg: TimelineWatchSegment = { startRev, openedAtRev: s.sim.mvcc.currentRevision, openedAtMs: s.sim.clock.now(), line: s.line, end: undefined };
     w.segment = seg;
     w.lane.segments.push(seg);
     if (startRev > 0) w.lane.cursor = Math.max(w.lane.cursor, Math.min(startRev - 1, s.sim.mvcc.currentRevision));
@@ -196,7 +215,7 @@ export class ScenarioWatches {
     const s = this.s;
     let st = this.streams.get(name);
     if (st === undefined || !st.open) {
-      const call = s.sim.services.watch.watch();
+      const call = s.sim.services.watch.watch(s.ctx());
       const fresh: SharedStream = { name, call, byId: new Map(), pending: [], open: true };
       st = fresh;
       this.streams.set(name, fresh);
@@ -212,7 +231,7 @@ export class ScenarioWatches {
     st.pending.push(w);
     if (w.slow) st.call.pause();
     st.call.write({ create_request: { ...w.create, start_revision: startRev } });
-    s.out(`${name}> watch ${w.display}${startRev !== 0 ? ` --rev=${startRev}` : ''}   # watch ${w.name} on session ${name}'s stream, at rev ${s.sim.mvcc.currentRevision}`);
+    s.out(`${name}> watch ${w.display}${startRev !== 0 ? ` --rev=${startRev}` : ''}   # watch ${w.name} on session ${name}'s stream, at rev ${s.sim.mvcc.currentRevision}${fragmentNote(w)}`);
   }
 
   /** A shared stream's responses: each to the watch whose ID it carries; a stream-wide progress answer (ID -1) to all. */
@@ -236,6 +255,7 @@ export class ScenarioWatches {
           w.progress.push(rev);
           w.lane.progress.push(rev);
           w.lane.progressSeen.push(w.lane.events.length);
+          w.lane.progressLines.push(s.line);
         }
         continue;
       }
@@ -249,7 +269,7 @@ export class ScenarioWatches {
   /** Opens a Watch stream for `w` and sends its create request at `startRev`. */
   private openStream(w: WatchState, startRev: number, how: 'watch' | 'resume'): void {
     const s = this.s;
-    const call = s.sim.services.watch.watch();
+    const call = s.sim.services.watch.watch(s.ctx());
     this.begin(w, call, startRev);
     call.onEnd((err) => {
       if (w.call !== call) return;
@@ -259,7 +279,7 @@ export class ScenarioWatches {
     if (w.slow) call.pause();
     call.write({ create_request: { ...w.create, start_revision: startRev } });
     const cmd = `watch ${w.display}${startRev !== 0 ? ` --rev=${startRev}` : ''}`;
-    s.out(`$ etcdctl ${cmd} &   # ${how === 'watch' ? `watch ${w.name}` : `${w.name} resumed`}, at rev ${s.sim.mvcc.currentRevision}`);
+    s.out(`$ etcdctl ${cmd} &   # ${how === 'watch' ? `watch ${w.name}` : `${w.name} resumed`}, at rev ${s.sim.mvcc.currentRevision}${fragmentNote(w)}`);
   }
 
   /** Prints what etcdctl prints for the responses of `w`'s current stream, and records them. */
@@ -274,7 +294,7 @@ export class ScenarioWatches {
         s.out(`[watch ${w.name}] watch was canceled (${reason})`);
         w.state = 'canceled';
         w.compactRevision = Number(r.compact_revision);
-        if (w.segment !== undefined) w.segment.end = { kind: 'canceled', atRev: Math.max(w.compactRevision, w.lane.cursor), compactRevision: w.compactRevision };
+        if (w.segment !== undefined) w.segment.end = { kind: 'canceled', atRev: Math.max(w.compactRevision, w.lane.cursor), compactRevision: w.compactRevision, ...this.when() };
         const what = `# watch ${w.name}: canceled${w.compactRevision > 0 ? ` with compact_revision ${w.compactRevision}` : ''}`;
         if (w.stream !== undefined && w.watchId !== undefined) {
           // `etcdctl watch -i` prints the cancel (on stderr) and keeps its session, and the stream, going
@@ -295,15 +315,30 @@ export class ScenarioWatches {
         w.progress.push(rev);
         w.lane.progress.push(rev);
         w.lane.progressSeen.push(w.lane.events.length);
+        w.lane.progressLines.push(s.line);
         continue;
       }
       s.timeMark();
-      for (const ev of r.events) {
+      w.responses++;
+      const n = r.events.length;
+      if (r.fragment) {
+        // clientv3 keeps a fragment's events until the last fragment, then delivers them as one response.
+        for (const ev of r.events) w.fragmentOf.set(ev, w.responses);
+        w.fragments.push(...r.events);
+        s.out(`# [watch ${w.name}] a response with ${n} event${n === 1 ? '' : 's'}, fragment: true (clientv3 holds it until the last fragment)`);
+        continue;
+      }
+      const joined = w.fragments.length > 0;
+      const events = joined ? [...w.fragments.splice(0), ...r.events] : r.events;
+      if (joined) s.out(`# [watch ${w.name}] the last fragment (${n} event${n === 1 ? '' : 's'}, fragment: false): clientv3 hands over all ${events.length} events as one response`);
+      for (const ev of events) {
         const er = Number(ev.kv.mod_revision);
         for (const l of watchEventLines(ev)) s.out(`[watch ${w.name} @${er}] ${l}`.trimEnd());
         const rec: ReceivedEvent = { type: ev.type, key: str(ev.kv.key), rev: er };
         w.events.push(rec);
-        w.lane.events.push({ ...rec, segment: w.lane.segments.length - 1 });
+        const fragmentResponse = w.fragmentOf.get(ev);
+        w.fragmentOf.delete(ev);
+        w.lane.events.push({ ...rec, segment: w.lane.segments.length - 1, line: s.line, response: fragmentResponse ?? w.responses, fragment: fragmentResponse !== undefined });
         w.lane.cursor = Math.max(w.lane.cursor, er);
       }
     }

@@ -3,14 +3,14 @@
  * of a lease expiry), each with what caused it. A restore replaces the member's history with the
  * snapshot's, so the recorded writes are rewritten to match.
  */
-import { str } from '../format.js';
+import { shownValue, str } from '../format.js';
 import type { RunState } from './state.js';
 
 /** Records every write the member applies from now on into the timeline. */
 export function recordWrites(s: RunState): void {
   s.sim.mvcc.subscribe((rev, events) => {
     for (const ev of events) {
-      s.timeline.writes.push({ key: str(ev.kv.key), rev, type: ev.type, value: str(ev.kv.value), cause: s.cause });
+      s.timeline.writes.push({ key: str(ev.kv.key), rev, type: ev.type, value: shownValue(ev.kv.value), cause: s.cause, line: s.line });
     }
     s.timeline.maxRevision = Math.max(s.timeline.maxRevision, rev);
   });
@@ -35,7 +35,7 @@ export function resyncWrites(s: RunState, to: number): void {
   const have = new Set(writes.map((w) => w.rev));
   for (let r = Math.max(1, s.sim.mvcc.compactRevision); r <= to; r++) {
     if (have.has(r)) continue;
-    for (const ev of s.sim.mvcc.eventsAt(r)) writes.push({ key: str(ev.kv.key), rev: r, type: ev.type, value: str(ev.kv.value), cause: s.cause });
+    for (const ev of s.sim.mvcc.eventsAt(r)) writes.push({ key: str(ev.kv.key), rev: r, type: ev.type, value: shownValue(ev.kv.value), cause: s.cause, line: s.line });
   }
   writes.sort((a, b) => a.rev - b.rev);
 }

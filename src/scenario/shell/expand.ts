@@ -1,13 +1,30 @@
 /**
  * The shell's parameter expansion, done when a step runs: `$NAME` and `${NAME}` become the captured value
  * (an unset variable is an error rather than the empty string, as under `set -u`), `$((expr))` its value
- * (shell/arithmetic.ts). Quoted parts that the lexer marked literal stay as written.
+ * (shell/arithmetic.ts). One command substitution is understood, the usual way to make a large value in a
+ * shell: `$(head -c N /dev/zero | tr '\0' C)`, N copies of the character C. Quoted parts that the lexer
+ * marked literal stay as written.
  */
 import { INTEGER_RE, VARIABLE_NAME, type Word } from '../parse/lexer.js';
 import { RunError } from '../run_error.js';
 import { evaluateArithmetic } from './arithmetic.js';
 
-const EXPANSION_RE = new RegExp(String.raw`\$\(\((.*?)\)\)|\$\{(${VARIABLE_NAME})\}|\$(${VARIABLE_NAME})`, 'g');
+const EXPANSION_RE = new RegExp(String.raw`\$\(\((.*?)\)\)|\$\(([^()]*)\)|\$\{(${VARIABLE_NAME})\}|\$(${VARIABLE_NAME})`, 'g');
+
+/** `head -c N /dev/zero | tr '\0' C`: the one command a script may substitute. */
+const REPEAT_CMD_RE = /^\s*head -c (\d+) \/dev\/zero \| tr '\\0' (?:'(.)'|"(.)"|([^\s'"]))\s*$/;
+
+/** The largest value a substitution may make (etcd refuses requests over --max-request-bytes anyway). */
+const MAX_SUBSTITUTION = 16 * 1024 * 1024;
+
+/** The output of the command substitution `$(cmd)`. */
+function substitute(cmd: string): string {
+  const m = REPEAT_CMD_RE.exec(cmd);
+  if (m === null) throw new RunError('error', `$(${cmd}): the only command substitution a scenario runs is $(head -c N /dev/zero | tr '\\0' C)`);
+  const n = Number(m[1]);
+  if (n > MAX_SUBSTITUTION) throw new RunError('error', `$(${cmd}): at most ${MAX_SUBSTITUTION} bytes`);
+  return (m[2] ?? m[3] ?? m[4]!).repeat(n);
+}
 
 /** The run's shell variables (captures and `repeat`'s `i`) and the expansion of words against them. */
 export class ShellVariables {
@@ -26,8 +43,8 @@ export class ShellVariables {
 
   /** Expands `$NAME`, `${NAME}` and `$((expr))` in a text. */
   interpolate(s: string): string {
-    return s.replace(EXPANSION_RE, (_m, expr: string | undefined, a: string | undefined, b: string | undefined) =>
-      expr !== undefined ? String(evaluateArithmetic(expr, (name) => this.lookup(name))) : this.lookup((a ?? b)!),
+    return s.replace(EXPANSION_RE, (_m, expr: string | undefined, cmd: string | undefined, a: string | undefined, b: string | undefined) =>
+      expr !== undefined ? String(evaluateArithmetic(expr, (name) => this.lookup(name))) : cmd !== undefined ? substitute(cmd) : this.lookup((a ?? b)!),
     );
   }
 
