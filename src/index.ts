@@ -10,7 +10,28 @@
  */
 
 // The simulator.
-export { createEtcdSim, type EtcdSim, type EtcdSimOptions, type TimeMode, type TimerDriver, type Etcd3SimOptions } from './client/create.js';
+export {
+  createEtcdSim,
+  type EtcdSim,
+  type EtcdSimOptions,
+  type TimeMode,
+  type TimerDriver,
+  type Etcd3SimOptions,
+  type EtcdClusterSim,
+  type EtcdClusterSimOptions,
+  type ClusterClientOptions,
+} from './client/create.js';
+// A simulated cluster (createEtcdSim({ members: 3 })): sim.cluster and its levers, the members' async services.
+export type {
+  EtcdCluster,
+  MemberState,
+  ClusterMemberServices,
+  ClusterTraceEvent,
+  EtcdClusterOptions,
+  MemberRaftStatus,
+  MemberRef,
+  RaftRole,
+} from './server/cluster/index.js';
 export type { SimEtcd3Options } from './client/etcd3.js';
 export { DEFAULT_CLUSTER_ID, DEFAULT_MEMBER_ID, type EtcdServer, type EtcdServerOptions, type EtcdServices, type MemberInfo, type MemberSnapshot } from './server/etcd_server.js';
 export type { EtcdVersion } from './mvcc/compat.js';

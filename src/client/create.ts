@@ -3,9 +3,21 @@
  * drop-in for a real etcd) or on a virtual clock the test drives, and gives tests the levers a real etcd
  * hides (advance time, compact, restore, hash).
  */
-import type { CompactResponse, MvccStore, StoreSnapshot } from '../mvcc/index.js';
+import { GrpcCode, type CompactResponse, type MvccStore, type StoreSnapshot } from '../mvcc/index.js';
 import type { Lessor } from '../lease/index.js';
-import { EtcdServer, type EtcdServerOptions, type EtcdServices, type GrpcError, type MemberSnapshot } from '../server/index.js';
+import {
+  EtcdCluster,
+  EtcdServer,
+  grpcError,
+  type CallContext,
+  type ClusterMemberServices,
+  type EtcdClusterOptions,
+  type EtcdServerOptions,
+  type EtcdServices,
+  type GrpcError,
+  type MemberRef,
+  type MemberSnapshot,
+} from '../server/index.js';
 import { RealClock, VirtualClock, afterHostTime, type Clock } from '../sim/index.js';
 import type { WatchableStore, WatchStream } from '../watch/index.js';
 import type { Etcd3 } from 'etcd3';
@@ -116,11 +128,20 @@ export interface EtcdSim<C extends Clock = Clock> {
 }
 
 /** createEtcdSim with time 'virtual': the clock is a VirtualClock. */
+/** createEtcdSim with `members`: a simulated cluster (docs/cluster.md) on a VirtualClock. */
+export function createEtcdSim(options: EtcdClusterSimOptions & { readonly time: 'virtual' }): EtcdClusterSim<VirtualClock>;
+/** createEtcdSim with `members`: a simulated cluster (docs/cluster.md). */
+export function createEtcdSim(options: EtcdClusterSimOptions): EtcdClusterSim;
 export function createEtcdSim(options: EtcdSimOptions & { readonly time: 'virtual' }): EtcdSim<VirtualClock>;
 /** createEtcdSim with time 'real' (the default): the clock is a RealClock. */
 export function createEtcdSim(options?: EtcdSimOptions & { readonly time?: 'real' | undefined }): EtcdSim<RealClock>;
 export function createEtcdSim(options?: EtcdSimOptions): EtcdSim;
-export function createEtcdSim(options: EtcdSimOptions = {}): EtcdSim {
+export function createEtcdSim(options: EtcdSimOptions | EtcdClusterSimOptions = {}): EtcdSim | EtcdClusterSim {
+  if ('members' in options && options.members !== undefined) return createClusterSim(options);
+  return createMemberSim(options as EtcdSimOptions);
+}
+
+function createMemberSim(options: EtcdSimOptions): EtcdSim {
   const { time = 'real', clockSpeed, stallWarningMs = DEFAULT_STALL_WARNING_MS, ...serverOptions } = options;
   if (time !== 'real' && time !== 'virtual') throw new RangeError(`createEtcdSim: time must be 'real' or 'virtual', got ${String(time)}`);
   if (clockSpeed !== undefined && time !== 'real') throw new RangeError("createEtcdSim: clockSpeed applies to time 'real' only");
@@ -241,6 +262,155 @@ export function createEtcdSim(options: EtcdSimOptions = {}): EtcdSim {
       real?.close();
     },
   };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// A simulated cluster (createEtcdSim({ members: N })): docs/cluster.md
+
+/** Options of a simulated cluster: createEtcdSim's, plus the cluster's (members, pre-vote, lags). */
+export interface EtcdClusterSimOptions extends Omit<EtcdClusterOptions, 'clock' | 'members'> {
+  /** Number of members (etcd's --initial-cluster); giving it makes the simulator a cluster, even with 1. */
+  readonly members: number;
+  /** 'real' (default) or 'virtual'; see TimeMode. */
+  readonly time?: TimeMode | undefined;
+  /** With time 'real': simulated milliseconds per host millisecond (default 1). */
+  readonly clockSpeed?: number | undefined;
+}
+
+/** Which member a client talks to, and over which link (see EtcdCluster.connect). */
+export interface ClusterClientOptions {
+  /** The member (index, name or ID); default 0, the first leader. */
+  readonly member?: MemberRef | undefined;
+  /** The client's name for the link levers (cluster.dropLink(client, member), delayLink); default 'client'. */
+  readonly client?: string | undefined;
+  /** The client's deadline per call in ms (a call unanswered by then fails with DEADLINE_EXCEEDED). */
+  readonly deadlineMs?: number | undefined;
+}
+
+/** A simulated etcd cluster with clients pinned to its members. */
+export interface EtcdClusterSim<C extends Clock = Clock> {
+  /** The cluster: members, leader, term, and the fault levers (pause, partition, crash, moveLeader, ...). */
+  readonly cluster: EtcdCluster;
+  readonly time: TimeMode;
+  readonly clock: C;
+  /** A member's services in message form, asynchronous (writes through Raft, ReadIndex for linearizable reads). */
+  services(options?: ClusterClientOptions): ClusterMemberServices;
+  /** etcd's raw v3 API on one member (KV, Lease, Watch, Maintenance, Cluster, Auth; not Lock/Election yet). */
+  client(options?: ClusterClientOptions): EtcdClient;
+  /** A real `Etcd3` client on one member (no failover between members yet). */
+  etcd3(options?: Etcd3SimOptions & ClusterClientOptions): Etcd3;
+  /** Time 'virtual' only: lets `ms` pass for the cluster and its clients, in steps of at most 10 ms. */
+  advance(ms: number): Promise<void>;
+  /** Lets pending client work run without moving time. */
+  settle(): Promise<void>;
+  /** Stops every member's and the cluster's timers. */
+  close(): void;
+}
+
+function createClusterSim(options: EtcdClusterSimOptions): EtcdClusterSim {
+  const { time = 'real', clockSpeed, members, ...clusterOptions } = options;
+  if (time !== 'real' && time !== 'virtual') throw new RangeError(`createEtcdSim: time must be 'real' or 'virtual', got ${String(time)}`);
+  if (clockSpeed !== undefined && time !== 'real') throw new RangeError("createEtcdSim: clockSpeed applies to time 'real' only");
+  const virtual = time === 'virtual' ? new VirtualClock() : undefined;
+  const real = virtual === undefined ? new RealClock({ unref: true, speed: clockSpeed ?? 1 }) : undefined;
+  const clock: Clock = virtual ?? real!;
+  const cluster = new EtcdCluster({ ...clusterOptions, members, clock });
+  const drivers: TimerDriver[] = [];
+  const servers = (): EtcdServer[] => cluster.members.filter((m) => !m.crashed).map((m) => m.server);
+  const activity = (): number => servers().reduce((n, s) => n + s.delivery.delivered + s.raftIndex, 0);
+  const settle = async (): Promise<void> => {
+    let quiet = 0;
+    for (let turn = 0; turn < MAX_SETTLE_TURNS && quiet < QUIET_TURNS; turn++) {
+      const before = activity();
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      for (const d of drivers) d.tick(0);
+      quiet = activity() === before ? quiet + 1 : 0;
+    }
+  };
+  // Stream responses reach in-process clients a microtask after what caused them, on every member (and on
+  // the server a restart builds).
+  let eventLoopDelivery = false;
+  const useEventLoopDelivery = (): void => {
+    if (eventLoopDelivery) return;
+    eventLoopDelivery = true;
+    cluster.onServer((server) => server.delivery.setScheduler((flush) => queueMicrotask(flush)));
+  };
+  const view = (o: ClusterClientOptions = {}): ClusterMemberServices =>
+    cluster.connect(o.member ?? 0, { client: o.client, deadlineMs: o.deadlineMs });
+  return {
+    cluster,
+    time,
+    clock,
+    services: view,
+    client: (o = {}) => {
+      useEventLoopDelivery();
+      return new EtcdClient(clusterDoor(view(o)));
+    },
+    etcd3: (o = {}) => {
+      const { timers, member, client, deadlineMs, ...etcd3Options } = o;
+      if (timers !== undefined) {
+        if (virtual === undefined) throw new Error("etcdsim: sim.etcd3({ timers }) needs createEtcdSim({ time: 'virtual' })");
+        if (!drivers.includes(timers)) drivers.push(timers);
+      }
+      useEventLoopDelivery();
+      return createEtcd3Client(clusterDoor(view({ member, client, deadlineMs })), etcd3Options);
+    },
+    advance: async (ms) => {
+      if (virtual === undefined) throw new Error("etcdsim: sim.advance() needs createEtcdSim({ time: 'virtual' })");
+      if (!(ms >= 0)) throw new RangeError(`advance: ms must be >= 0, got ${ms}`);
+      await settle();
+      for (let left = ms; left > 0; ) {
+        const step = Math.min(left, ASYNC_STEP_MS);
+        cluster.advanceSync(step);
+        for (const d of drivers) d.tick(step);
+        left -= step;
+        await settle();
+      }
+    },
+    settle,
+    close: () => {
+      drivers.length = 0;
+      cluster.close();
+      real?.close();
+    },
+  };
+}
+
+/**
+ * One member of a cluster behind the EtcdServices shape the in-process clients take. Unary methods answer
+ * with promises (a write waits for Raft, a linearizable read for ReadIndex); both clients await every unary
+ * result, so the promise is what the caller receives. Streams (Watch, LeaseKeepAlive) open at once, as on a
+ * single member. Lock, Election and membership changes are not served on a cluster yet: UNIMPLEMENTED.
+ */
+function clusterDoor(v: ClusterMemberServices): EtcdServices {
+  const m = v.member;
+  const notServed = (what: string) => (): never => {
+    throw grpcError(GrpcCode.UNIMPLEMENTED, `etcdsim: ${what} is not served by a simulated cluster yet`);
+  };
+  const door = {
+    kv: v.kv,
+    watch: { watch: (ctx?: CallContext) => v.watch(ctx), calls: () => m.server.services.watch.calls() },
+    lease: { ...v.lease, calls: () => m.server.services.lease.calls() },
+    maintenance: v.maintenance,
+    cluster: {
+      memberList: v.cluster.memberList,
+      memberAdd: notServed('Cluster.MemberAdd'),
+      memberRemove: notServed('Cluster.MemberRemove'),
+      memberUpdate: notServed('Cluster.MemberUpdate'),
+      memberPromote: notServed('Cluster.MemberPromote'),
+    },
+    auth: v.auth,
+    lock: { lock: notServed('Lock.Lock'), unlock: notServed('Lock.Unlock') },
+    election: {
+      campaign: notServed('Election.Campaign'),
+      proclaim: notServed('Election.Proclaim'),
+      leader: notServed('Election.Leader'),
+      resign: notServed('Election.Resign'),
+      observe: notServed('Election.Observe'),
+    },
+  };
+  // The one place the shapes differ: promises where EtcdServices has plain results (see above).
+  return door as unknown as EtcdServices;
 }
 
 /** Largest step of advance(): fine enough for etcd3's timers (keep-alive every TTL/3, 100 ms retries). */

@@ -1,5 +1,15 @@
 /** In-process access to the simulator. */
-export { createEtcdSim, type EtcdSim, type EtcdSimOptions, type TimeMode, type TimerDriver, type Etcd3SimOptions } from './create.js';
+export {
+  createEtcdSim,
+  type EtcdSim,
+  type EtcdSimOptions,
+  type EtcdClusterSim,
+  type EtcdClusterSimOptions,
+  type ClusterClientOptions,
+  type TimeMode,
+  type TimerDriver,
+  type Etcd3SimOptions,
+} from './create.js';
 export {
   EtcdClient,
   KVClient,

@@ -164,6 +164,18 @@ export class Lessor implements LeaseHook {
   private isPrimary: boolean;
   private readonly listeners: LessorListener[] = [];
   private closed = false;
+  /**
+   * Where a primary lessor hands expired leases instead of revoking them itself: etcd's lessor sends them
+   * on its expired channel and the server proposes each revoke through Raft (a cluster's leader sets this,
+   * and every member then applies the revoke with expire()). Unset: revoked at once, as one member does.
+   */
+  onExpired: ((ids: readonly bigint[]) => void) | undefined;
+  /**
+   * Where a primary lessor hands due checkpoints instead of applying them itself: etcd proposes each
+   * LeaseCheckpoint through Raft, so every member records the remaining TTL a later leader starts from (a
+   * cluster's leader sets this; every member then applies checkpoint()). Unset: applied at once.
+   */
+  onCheckpoint: ((due: ReadonlyArray<{ readonly id: bigint; readonly remaining: number }>) => void) | undefined;
 
   constructor(opts: LessorOptions) {
     this.clock = opts.clock;
@@ -269,6 +281,15 @@ export class Lessor implements LeaseHook {
   revoke(id: bigint): RevokeResult {
     checkLeaseId(id);
     return this.revokeLease(id, 'revoke');
+  }
+
+  /**
+   * Revokes a lease because it expired: what applying the leader's expiry proposal does on every member
+   * (the same revoke as revoke(), reported with reason 'expire'). Error: ErrLeaseNotFound.
+   */
+  expire(id: bigint): RevokeResult {
+    checkLeaseId(id);
+    return this.revokeLease(id, 'expire');
   }
 
   /**
@@ -454,6 +475,12 @@ export class Lessor implements LeaseHook {
       this.expiryHeap.pop();
       expired.push(top);
     }
+    const handOver = this.onExpired;
+    if (handOver !== undefined) {
+      // Out of the expiry queue until they are revoked (or a promote re-queues them).
+      if (expired.length > 0) handOver(expired.filter((l) => this.leaseMap.get(l.id) === l).map((l) => l.id));
+      return;
+    }
     let i = 0;
     try {
       for (; i < expired.length; i++) {
@@ -482,6 +509,10 @@ export class Lessor implements LeaseHook {
       const remaining = Math.ceil(l.remainingMs(now) / 1000);
       if (remaining >= l.ttl) continue;
       due.push({ id: top.id, remaining });
+    }
+    if (this.onCheckpoint !== undefined) {
+      if (due.length > 0) this.onCheckpoint(due);
+      return;
     }
     for (const c of due) this.checkpoint(c.id, c.remaining);
   }

@@ -97,6 +97,20 @@ export interface EtcdServerOptions {
    * simulator streamed): every retained revision, the compaction point, leases, auth. See loadEtcdSnapshot.
    */
   readonly fromSnapshot?: Uint8Array | undefined;
+  /**
+   * Raft index the member has applied when it starts (default 4, a fresh single member): a cluster member
+   * starts past its cluster's bootstrap entries, a restarted one at its backend's consistent index.
+   */
+  readonly initialRaftIndex?: number | undefined;
+}
+
+/**
+ * The context of a request applied from a Raft entry: the caller the proposing member resolved before it
+ * proposed (etcd puts the user name in the entry's header), so every member checks the same user's
+ * permissions whatever tokens it holds.
+ */
+export interface AppliedCallContext extends CallContext {
+  readonly appliedAuthInfo: AuthInfo | undefined;
 }
 
 /** A member's snapshot (EtcdServer.snapshot()): the store's state plus the auth store's persistent state. */
@@ -164,9 +178,10 @@ export class EtcdServer {
   readonly auth: AuthStore;
   /** The release whose rules this member follows. */
   readonly etcdVersion: EtcdVersion;
-  readonly member: MemberInfo;
+  /** Replaced (never mutated) when the raft term moves: see setRaftTerm. */
+  member: MemberInfo;
   /** The header identity in message form (decimal strings), computed once. */
-  readonly identity: HeaderIdentity;
+  identity: HeaderIdentity;
   /** When stream responses reach their listeners (see delivery.ts). */
   readonly delivery = new Delivery();
   /** Waits for the applied index to reach a raft index (etcd's applyWait; see tokenWaitIndex). */
@@ -176,7 +191,7 @@ export class EtcdServer {
   readonly electionTimeoutMs: number;
   /** Whether a client certificate's Common Name authenticates a call without a token (--client-cert-auth). */
   readonly clientCertAuth: boolean;
-  private appliedIndex = INITIAL_RAFT_INDEX;
+  private appliedIndex: number;
   private storedBytes = 0;
 
   constructor(opts: EtcdServerOptions = {}) {
@@ -219,6 +234,9 @@ export class EtcdServer {
     });
     if (opts.auth !== undefined) this.auth.apply(opts.auth);
     this.clientCertAuth = opts.clientCertAuth === true;
+    const startIndex = opts.initialRaftIndex ?? INITIAL_RAFT_INDEX;
+    if (!Number.isSafeInteger(startIndex) || startIndex < 0) throw new RangeError(`EtcdServer: initialRaftIndex must be an integer >= 0, got ${startIndex}`);
+    this.appliedIndex = startIndex;
     const etcdVersion = opts.etcdVersion ?? '3.7';
     this.etcdVersion = etcdVersion;
     const peerUrls = opts.peerUrls ?? [DEFAULT_PEER_URL];
@@ -283,9 +301,31 @@ export class EtcdServer {
    * 3.4.23). Otherwise undefined (no caller). The checks ignore the caller while auth is disabled.
    */
   authInfo(ctx: CallContext | undefined): AuthInfo | undefined {
+    if (ctx !== undefined && 'appliedAuthInfo' in ctx) return (ctx as AppliedCallContext).appliedAuthInfo;
     const ai = this.auth.authInfo(ctx?.token);
     if (ai !== undefined || !this.clientCertAuth || ctx?.certCommonName === undefined) return ai;
     return { username: ctx.certCommonName };
+  }
+
+  /**
+   * The raft term this member's headers and Status carry from now on: a member of a cluster moves to each
+   * new term it learns of (elections), as etcd fills raft_term from its Raft node's term.
+   */
+  setRaftTerm(term: bigint): void {
+    if (term === this.member.raftTerm) return;
+    if (term < 0n || term >= 2n ** 64n) throw new RangeError(`EtcdServer: raftTerm must be a uint64, got ${term}`);
+    this.member = Object.freeze({ ...this.member, raftTerm: term });
+    this.identity = Object.freeze({ ...this.identity, raftTerm: String(term) });
+  }
+
+  /**
+   * Sets the applied raft index after the member's state was replaced wholesale: a snapshot from the
+   * leader installed (etcd's applySnapshot takes the snapshot's index). Waits for that index are released.
+   */
+  resetAppliedIndex(index: number): void {
+    if (!Number.isSafeInteger(index) || index < 0) throw new RangeError(`EtcdServer: applied index must be an integer >= 0, got ${index}`);
+    this.appliedIndex = index;
+    this.appliedWait.moved();
   }
 
   /**

@@ -4,6 +4,7 @@ export {
   DEFAULT_CLUSTER_ID,
   DEFAULT_MEMBER_ID,
   DEFAULT_VERSION_STRINGS,
+  type AppliedCallContext,
   type EtcdServerOptions,
   type EtcdServices,
   type MemberInfo,
@@ -14,6 +15,24 @@ export { WatchService, WatchCall, type ResponseListener, type EndListener } from
 export { LeaseService, KeepAliveCall } from './lease_service.js';
 export { MaintenanceService } from './maintenance_service.js';
 export { ClusterService } from './cluster_service.js';
+export {
+  EtcdCluster,
+  MemberState,
+  ClusterMemberServices,
+  clusterErrors,
+  type ClusterAuth,
+  type ClusterKV,
+  type ClusterLease,
+  type ClusterMaintenance,
+  type ClusterMembership,
+  type ClusterMemberConfig,
+  type ClusterTraceEvent,
+  type ConnectOptions,
+  type EtcdClusterOptions,
+  type MemberRaftStatus,
+  type MemberRef,
+  type RaftRole,
+} from './cluster/index.js';
 export { AuthService, permissionIn, permissionOut } from './auth_service.js';
 export { LockService } from './lock_service.js';
 export { ElectionService, ObserveCall, ErrElectionNotLeader, ErrElectionNoLeader, ErrMissingLeaderKey } from './election_service.js';

@@ -127,7 +127,7 @@ export class KVService {
 }
 
 /** etcd's isTxnReadonly: every op on every branch, nested txns included, is a range. */
-function isTxnReadOnly(t: DTxnRequest): boolean {
+export function isTxnReadOnly(t: DTxnRequest): boolean {
   const ro = (ops: readonly RequestOp[] | undefined): boolean =>
     (ops ?? []).every((op) => op.requestRange !== undefined || (op.requestTxn !== undefined && isTxnReadOnly(op.requestTxn)));
   return ro(t.success) && ro(t.failure);

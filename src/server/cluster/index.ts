@@ -1,0 +1,17 @@
+/** A simulated etcd cluster in one process: members, Raft at the level clients observe, fault levers. */
+export {
+  EtcdCluster,
+  MemberState,
+  type ClusterMemberConfig,
+  type ClusterTraceEvent,
+  type ConnectOptions,
+  type EtcdClusterOptions,
+  type MemberRaftStatus,
+  type MemberRef,
+  type RaftRole,
+  type Reply,
+  type SharedServerOptions,
+} from './cluster.js';
+export { ClusterMemberServices, type ClusterAuth, type ClusterKV, type ClusterLease, type ClusterMaintenance, type ClusterMembership } from './services.js';
+export type { Entry, EntryKind } from './raft_log.js';
+export * as clusterErrors from './errors.js';

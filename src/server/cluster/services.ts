@@ -1,0 +1,320 @@
+/**
+ * etcd's services on one member of a simulated cluster, in message form (the same messages EtcdServices
+ * takes and gives), asynchronous because an answer may wait for Raft: a write answers once the member
+ * applied it, a linearizable read once the member applied up to the leader's read index. Every answer is
+ * the member's own: its header names the member, its raft term and its store's revision.
+ *
+ * Routing as etcd 3.4 does it (etcdserver/v3_server.go): writes, compactions, lease grants and revokes and
+ * every auth request are Raft proposals; Range and read-only Txn are linearizable (ReadIndex) unless
+ * serializable; LeaseTimeToLive and LeaseKeepAlive go to the leader; LeaseLeases, Status, MemberList and
+ * the rest of Maintenance are the member's own. A front door serving the cluster (gRPC, a client adapter)
+ * calls these instead of a single member's EtcdServices.
+ */
+import { isTxnReadOnly } from '../kv_service.js';
+import { header, int64ToBigInt, txnIn, uint64ToBigInt } from '../convert.js';
+import type { CallContext } from '../call_context.js';
+import type * as M from '../messages.js';
+import type { AppliedCallContext, EtcdServer } from '../etcd_server.js';
+import type { KeepAliveCall } from '../lease_service.js';
+import type { WatchCall } from '../watch_service.js';
+import { errBadLeaderTransferee, errMemberDown, errNoLeader, errNotLeader, errTimeout } from './errors.js';
+import { ClusterKeepAliveCall } from './keep_alive.js';
+import type { ConnectOptions, EtcdCluster, MemberState, Reply } from './cluster.js';
+
+/** KV on a cluster member. */
+export interface ClusterKV {
+  range(req: M.RangeRequest, ctx?: CallContext): Promise<M.RangeResponse>;
+  put(req: M.PutRequest, ctx?: CallContext): Promise<M.PutResponse>;
+  deleteRange(req: M.DeleteRangeRequest, ctx?: CallContext): Promise<M.DeleteRangeResponse>;
+  txn(req: M.TxnRequest, ctx?: CallContext): Promise<M.TxnResponse>;
+  compact(req: M.CompactionRequest, ctx?: CallContext): Promise<M.CompactionResponse>;
+}
+
+/** Lease on a cluster member. */
+export interface ClusterLease {
+  leaseGrant(req: M.LeaseGrantRequest, ctx?: CallContext): Promise<M.LeaseGrantResponse>;
+  leaseRevoke(req: M.LeaseRevokeRequest, ctx?: CallContext): Promise<M.LeaseRevokeResponse>;
+  leaseTimeToLive(req: M.LeaseTimeToLiveRequest, ctx?: CallContext): Promise<M.LeaseTimeToLiveResponse>;
+  leaseLeases(req?: M.LeaseLeasesRequest, ctx?: CallContext): Promise<M.LeaseLeasesResponse>;
+  /**
+   * Opens a keep-alive stream on the member; each renewal goes to the leader it reaches at that moment
+   * (etcd's follower forwards it), so the stream survives leader changes. See keep_alive.ts.
+   */
+  leaseKeepAlive(ctx?: CallContext): KeepAliveCall;
+}
+
+/** Maintenance on a cluster member (Status reports the member's Raft state). */
+export interface ClusterMaintenance {
+  status(req?: M.StatusRequest, ctx?: CallContext): Promise<M.StatusResponse>;
+  moveLeader(req: M.MoveLeaderRequest, ctx?: CallContext): Promise<M.MoveLeaderResponse>;
+  hashKV(req?: M.HashKVRequest, ctx?: CallContext): Promise<M.HashKVResponse>;
+  hash(req?: M.HashRequest, ctx?: CallContext): Promise<M.HashResponse>;
+  defragment(req?: M.DefragmentRequest, ctx?: CallContext): Promise<M.DefragmentResponse>;
+  alarm(req?: M.AlarmRequest, ctx?: CallContext): Promise<M.AlarmResponse>;
+  snapshot(req?: M.SnapshotRequest, ctx?: CallContext): Promise<M.SnapshotResponse[]>;
+}
+
+/** Cluster (membership) on a cluster member. */
+export interface ClusterMembership {
+  memberList(req?: M.MemberListRequest, ctx?: CallContext): Promise<M.MemberListResponse>;
+}
+
+/** Auth on a cluster member: every request is a Raft proposal (etcd 3.4's raftRequest), reads included. */
+export interface ClusterAuth {
+  authEnable(req?: M.AuthEnableRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  authDisable(req?: M.AuthDisableRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  authStatus(req?: M.AuthStatusRequest, ctx?: CallContext): Promise<M.AuthStatusResponse>;
+  authenticate(req: M.AuthenticateRequest, ctx?: CallContext): Promise<M.AuthenticateResponse>;
+  userAdd(req: M.AuthUserAddRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  userGet(req: M.AuthUserGetRequest, ctx?: CallContext): Promise<M.AuthUserGetResponse>;
+  userList(req?: M.AuthUserListRequest, ctx?: CallContext): Promise<M.AuthUserListResponse>;
+  userDelete(req: M.AuthUserDeleteRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  userChangePassword(req: M.AuthUserChangePasswordRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  userGrantRole(req: M.AuthUserGrantRoleRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  userRevokeRole(req: M.AuthUserRevokeRoleRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  roleAdd(req: M.AuthRoleAddRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  roleGet(req: M.AuthRoleGetRequest, ctx?: CallContext): Promise<M.AuthRoleGetResponse>;
+  roleList(req?: M.AuthRoleListRequest, ctx?: CallContext): Promise<M.AuthRoleListResponse>;
+  roleDelete(req: M.AuthRoleDeleteRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  roleGrantPermission(req: M.AuthRoleGrantPermissionRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+  roleRevokePermission(req: M.AuthRoleRevokePermissionRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
+}
+
+/** One client's view of one member: its services, over the client's link to it. */
+export class ClusterMemberServices {
+  readonly kv: ClusterKV;
+  readonly lease: ClusterLease;
+  readonly maintenance: ClusterMaintenance;
+  readonly cluster: ClusterMembership;
+  readonly auth: ClusterAuth;
+
+  constructor(
+    private readonly c: EtcdCluster,
+    private readonly m: MemberState,
+    private readonly opts: ConnectOptions,
+  ) {
+    const write = this.write.bind(this);
+    const local = this.local.bind(this);
+    this.kv = {
+      range: (req, ctx) =>
+        req.serializable === true ? local((s) => s.services.kv.range(req, ctx), ctx) : this.linearizable((s) => s.services.kv.range(req, ctx), ctx),
+      put: (req, ctx) => write('put', ctx, (s, a) => s.services.kv.put(req, a)),
+      deleteRange: (req, ctx) => write('deleteRange', ctx, (s, a) => s.services.kv.deleteRange(req, a)),
+      txn: (req, ctx) => {
+        const kind = txnKind(req);
+        if (kind === 'write') return write('txn', ctx, (s, a) => s.services.kv.txn(req, a));
+        const read = (s: EtcdServer): M.TxnResponse => s.services.kv.txn(req, ctx);
+        return kind === 'serializable' ? local(read, ctx) : this.linearizable(read, ctx);
+      },
+      compact: (req, ctx) => write('compact', ctx, (s, a) => s.services.kv.compact(req, a)),
+    };
+    this.lease = {
+      leaseGrant: (req, ctx) =>
+        this.send<M.LeaseGrantResponse>((reply) => {
+          const a = this.caller(ctx);
+          c.propose(
+            m,
+            (leader) => {
+              // The leader picks a generated ID before proposing, so every member grants the same lease.
+              const asked = req.ID === undefined ? 0n : safeBigInt(req.ID);
+              const ID = asked === 0n ? String(c.newLeaseId(leader)) : req.ID;
+              const r = { ...req, ID };
+              return { kind: 'request', label: `leaseGrant ${String(ID)}`, apply: (s) => s.services.lease.leaseGrant(r, a) };
+            },
+            reply as Reply<unknown>,
+          );
+        }, ctx),
+      leaseRevoke: (req, ctx) => write('leaseRevoke', ctx, (s, a) => s.services.lease.leaseRevoke(req, a)),
+      leaseTimeToLive: (req, ctx) =>
+        this.send<M.LeaseTimeToLiveResponse>((reply) =>
+          this.atLeader(reply, (leader) => {
+            const r = leader.server.services.lease.leaseTimeToLive(req, ctx);
+            // The member the client asked fills the header (v3rpc's header filler runs there).
+            return { ...r, header: header(m.server.identity, m.server.mvcc.currentRevision) };
+          }),
+          ctx,
+        ),
+      leaseLeases: (req, ctx) => local((s) => s.services.lease.leaseLeases(req ?? {}), ctx),
+      leaseKeepAlive: (ctx) => {
+        if (m.crashed) throw errMemberDown(m.name);
+        return new ClusterKeepAliveCall(c, m, ctx);
+      },
+    };
+    this.maintenance = {
+      status: (req, ctx) =>
+        local((s) => {
+          const r = s.services.maintenance.status(req ?? {}, ctx);
+          const st = c.status(m);
+          return {
+            ...r,
+            leader: String(st.leader),
+            raftIndex: String(st.raftIndex),
+            raftAppliedIndex: String(st.raftAppliedIndex),
+            raftTerm: String(st.term),
+            errors: st.leader === 0n ? ['etcdserver: no leader'] : [],
+          };
+        }, ctx),
+      moveLeader: (req, _ctx) =>
+        this.send<M.MoveLeaderResponse>((reply) => {
+          let target: bigint;
+          try {
+            target = uint64ToBigInt(req.targetID ?? 0, 'targetID');
+          } catch (err) {
+            return reply.fail(err);
+          }
+          if (m.role !== 'leader') return reply.fail(errNotLeader());
+          const t = c.members.find((x) => x.id === target);
+          if (t === undefined) return reply.fail(errBadLeaderTransferee());
+          // etcd's maintenance server answers a done transfer with an empty response (no header).
+          if (t === m || c.moveLeader(t)) reply.ok({ header: null });
+          else reply.fail(errTimeout());
+        }),
+      hashKV: (req, ctx) => local((s) => s.services.maintenance.hashKV(req ?? {}, ctx), ctx),
+      hash: (req, ctx) => local((s) => s.services.maintenance.hash(req ?? {}, ctx), ctx),
+      defragment: (req, ctx) => local((s) => s.services.maintenance.defragment(req ?? {}, ctx), ctx),
+      alarm: (req, ctx) => local((s) => s.services.maintenance.alarm(req ?? {}, ctx), ctx),
+      snapshot: (req, ctx) => local((s) => s.services.maintenance.snapshot(req ?? {}, ctx), ctx),
+    };
+    this.cluster = {
+      memberList: () =>
+        local((s) => ({
+          header: header(s.identity, 0),
+          members: [...c.members]
+            .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+            .map((x) => ({ ID: String(x.id), name: x.name, peerURLs: [...x.peerUrls], clientURLs: [...x.clientUrls], isLearner: false })),
+        })),
+    };
+    this.auth = {
+      authEnable: (req, ctx) => write('authEnable', ctx, (s, a) => s.services.auth.authEnable(req ?? {}, a)),
+      authDisable: (req, ctx) => write('authDisable', ctx, (s, a) => s.services.auth.authDisable(req ?? {}, a)),
+      authStatus: (req, ctx) => write('authStatus', ctx, (s, a) => s.services.auth.authStatus(req ?? {}, a)),
+      userGet: (req, ctx) => write('userGet', ctx, (s, a) => s.services.auth.userGet(req, a)),
+      userList: (req, ctx) => write('userList', ctx, (s, a) => s.services.auth.userList(req ?? {}, a)),
+      userDelete: (req, ctx) => write('userDelete', ctx, (s, a) => s.services.auth.userDelete(req, a)),
+      userChangePassword: (req, ctx) => write('userChangePassword', ctx, (s, a) => s.services.auth.userChangePassword(req, a)),
+      userRevokeRole: (req, ctx) => write('userRevokeRole', ctx, (s, a) => s.services.auth.userRevokeRole(req, a)),
+      roleGet: (req, ctx) => write('roleGet', ctx, (s, a) => s.services.auth.roleGet(req, a)),
+      roleList: (req, ctx) => write('roleList', ctx, (s, a) => s.services.auth.roleList(req ?? {}, a)),
+      roleDelete: (req, ctx) => write('roleDelete', ctx, (s, a) => s.services.auth.roleDelete(req, a)),
+      roleRevokePermission: (req, ctx) => write('roleRevokePermission', ctx, (s, a) => s.services.auth.roleRevokePermission(req, a)),
+      // Authenticate carries no caller; each member draws the token from its seeded generator in the
+      // same order (the same entries), so the token is valid on every member, as etcd's is.
+      authenticate: (req, _ctx) => write('authenticate', undefined, (s) => s.services.auth.authenticate(req)),
+      userAdd: (req, ctx) => write('userAdd', ctx, (s, a) => s.services.auth.userAdd(req, a)),
+      userGrantRole: (req, ctx) => write('userGrantRole', ctx, (s, a) => s.services.auth.userGrantRole(req, a)),
+      roleAdd: (req, ctx) => write('roleAdd', ctx, (s, a) => s.services.auth.roleAdd(req, a)),
+      roleGrantPermission: (req, ctx) => write('roleGrantPermission', ctx, (s, a) => s.services.auth.roleGrantPermission(req, a)),
+    };
+  }
+
+  /** The member this view talks to. */
+  get member(): MemberState {
+    return this.m;
+  }
+
+  /** Opens a watch stream on the member: it sees the member's applied history, so it lags as the member does. */
+  watch(ctx?: CallContext): WatchCall {
+    if (this.m.crashed) throw errMemberDown(this.m.name);
+    return this.m.server.services.watch.watch(ctx);
+  }
+
+  /**
+   * Carries a call to the member. A simple token names the raft index that issued it: a member that has
+   * not applied that index yet holds the call until it has (etcd's token check; EtcdServer.tokenWaitIndex).
+   */
+  private send<T>(handle: (reply: Reply<T>) => void, ctx?: CallContext): Promise<T> {
+    const m = this.m;
+    return this.c.call<T>(m, this.opts, (reply) => {
+      const index = ctx === undefined ? undefined : m.server.tokenWaitIndex(ctx);
+      if (index === undefined) return handle(reply);
+      const server = m.server;
+      server.appliedWait.wait(index, () => {
+        if (m.server !== server) return reply.fail(errMemberDown(m.name)); // it crashed meanwhile
+        try {
+          handle(reply);
+        } catch (err) {
+          reply.fail(err);
+        }
+      });
+    });
+  }
+
+  /**
+   * A Raft proposal applied on every member through `apply`; the answer is this member's. The caller is
+   * resolved here, before proposing (an invalid token fails at once, as in etcd), and every member applies
+   * the request as that user.
+   */
+  private write<T>(label: string, ctx: CallContext | undefined, apply: (s: EtcdServer, ctx: AppliedCallContext) => T): Promise<T> {
+    return this.send<T>((reply) => {
+      const a = this.caller(ctx);
+      this.c.propose(this.m, () => ({ kind: 'request', label, apply: (s) => apply(s, a) }), reply as Reply<unknown>);
+    }, ctx);
+  }
+
+  /** The user a request of this member's caller runs as on every member (etcd's RequestHeader username). */
+  private caller(ctx: CallContext | undefined): AppliedCallContext {
+    return { appliedAuthInfo: this.m.server.authInfo(ctx) };
+  }
+
+  /** Served from the member's own state, at once. */
+  private local<T>(read: (s: EtcdServer) => T, ctx?: CallContext): Promise<T> {
+    return this.send<T>((reply) => reply.ok(read(this.m.server)), ctx);
+  }
+
+  /** ReadIndex, then served from the member's own state. */
+  private linearizable<T>(read: (s: EtcdServer) => T, ctx?: CallContext): Promise<T> {
+    return this.send<T>((reply) => this.c.readIndex(this.m, () => reply.ok(read(this.m.server)), reply as Reply<unknown>), ctx);
+  }
+
+  /**
+   * Forwards to the leader (etcd's waitLeader, then the leader's HTTP lease endpoint): answered by the
+   * leader the member reaches; without one, retried every election timeout until the request timeout,
+   * then ErrNoLeader.
+   */
+  private atLeader<T>(reply: Reply<T>, serve: (leader: MemberState) => T): void {
+    const c = this.c;
+    const m = this.m;
+    const incarnation = m.incarnation;
+    const giveUpAt = c.clock.now() + c.requestTimeoutMs;
+    const attempt = (): void => {
+      if (m.incarnation !== incarnation) return;
+      const l = c.reachableLeader(m);
+      if (l !== undefined) {
+        try {
+          reply.ok(serve(l));
+        } catch (err) {
+          reply.fail(err);
+        }
+        return;
+      }
+      const next = c.clock.now() + c.electionTimeoutMs;
+      if (next > giveUpAt) {
+        c.clock.setTimer(giveUpAt, () => reply.fail(errNoLeader()), 'cluster.wait-leader');
+        return;
+      }
+      c.clock.setTimer(next, attempt, 'cluster.wait-leader');
+    };
+    attempt();
+  }
+}
+
+/** How a Txn is served: a write (proposal), a serializable read, or a linearizable one (etcd's isTxnReadonly / isTxnSerializable). */
+function txnKind(req: M.TxnRequest): 'write' | 'serializable' | 'linearizable' {
+  let readOnly: boolean;
+  try {
+    readOnly = isTxnReadOnly(txnIn(req));
+  } catch {
+    return 'write'; // a malformed txn fails the same way on every member when applied
+  }
+  if (!readOnly) return 'write';
+  const ops = [...(req.success ?? []), ...(req.failure ?? [])];
+  return ops.every((op) => op.request_range?.serializable === true) ? 'serializable' : 'linearizable';
+}
+
+function safeBigInt(v: M.Int64Input): bigint {
+  try {
+    return int64ToBigInt(v, 'ID');
+  } catch {
+    return -1n; // not an int64: the member's own check answers when it applies the request
+  }
+}
