@@ -51,7 +51,7 @@ interface Server {
   stop(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);
@@ -64,7 +64,7 @@ function freePort(): Promise<number> {
 }
 
 /** Spawns `cmd args`, resolves once its output matches `ready`, with the ms it took. */
-function spawnUntil(cmd: string, args: string[], ready: RegExp, onStop: () => void): Promise<{ child: ChildProcess; ms: number; log: string }> {
+export function spawnUntil(cmd: string, args: string[], ready: RegExp, onStop: () => void): Promise<{ child: ChildProcess; ms: number; log: string }> {
   const t0 = performance.now();
   const child = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
@@ -98,7 +98,7 @@ function spawnUntil(cmd: string, args: string[], ready: RegExp, onStop: () => vo
   });
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
+export async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((r) => child.once('exit', r));
   child.kill('SIGTERM');
@@ -118,7 +118,7 @@ async function startSimServer(): Promise<{ server: Server; ms: number }> {
 }
 
 /** Whether an executable `name` is on PATH. */
-function hasBinary(name: string): boolean {
+export function hasBinary(name: string): boolean {
   return (process.env['PATH'] ?? '')
     .split(':')
     .filter((d) => d !== '')

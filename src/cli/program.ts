@@ -107,7 +107,7 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
 
   configure(program.command('serve'), io, 'etcdsim serve')
     .description("serve etcd's v3 gRPC API (etcdctl, etcd3, any etcd client) from the simulator, on the wall clock; SIGTERM or SIGINT stops it")
-    .addOption(opt('--listen-client-urls <url>', 'URL to serve clients on (http:// or https://; port 0 picks a free port)', D.listenClientUrls))
+    .addOption(opt('--listen-client-urls <url>', 'URL to serve clients on (http:// or https://; port 0 picks a free port); with --members, one per member', D.listenClientUrls))
     .option('--advertise-client-urls <urls>', 'client URLs the member reports (default: the listen URL)')
     .addOption(opt('--initial-advertise-peer-urls <urls>', "the member's peer URLs, as MemberList reports them (they also make its ID)", D.initialAdvertisePeerUrls))
     .addOption(opt('--listen-peer-urls <urls>', 'checked as etcd checks it; no peer port is opened (a single member has no peers)', D.listenPeerUrls))
@@ -130,6 +130,8 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
     .addOption(opt('--auth-token-ttl <s>', 'lifetime of a simple auth token in seconds (0: the default, as etcd)', D.authTokenTtl))
     .option('--bcrypt-cost <n>', "bcrypt cost of password hashes, as etcd's --bcrypt-cost (4..31; etcd's default is 10); default 4, bcrypt's fastest")
     .option('--from-snapshot <file>', "start from a snapshot in etcd's format (`etcdctl snapshot save` of etcd 3.4, or of etcdsim)")
+    .option('--members <n>', 'serve a simulated cluster of n members (1 to 7), one --listen-client-urls URL each; fault levers under /etcdsim/cluster (docs/cluster.md)')
+    .option('--pre-vote', "with --members: Raft pre-vote (etcd's default: off on 3.4, on from 3.5)")
     .action(async (flags: ServeFlags) => {
       result.code = await act(io, 'etcdsim serve', async () => {
         const { parseServeFlags, runServe } = await import('./serve.js');

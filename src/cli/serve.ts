@@ -7,13 +7,23 @@
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { isLoopback, serve, type ServeOptions } from '../grpc/server.js';
+import type { ServedClusterMember } from '../grpc/cluster_serve.js';
 import type { EtcdVersion } from '../mvcc/index.js';
 import { SnapshotFormatError, readEtcdSnapshot } from '../snapshot/index.js';
 import { FlagValueError, parseEtcdUrl, parseGoDuration, parseGoUint, type EtcdUrl } from './go_flags.js';
 import { CliError, consoleIo, type CliIo } from './program.js';
-import { CLOCK_SPEED_MAX, CLOCK_SPEED_MIN, ETCD_VERSIONS, type ServeFlags } from './serve_flags.js';
+import { CLOCK_SPEED_MAX, CLOCK_SPEED_MIN, ETCD_VERSIONS, MEMBERS_MAX, SERVE_FLAG_DEFAULTS, type ServeFlags } from './serve_flags.js';
 
 export { SERVE_FLAG_DEFAULTS, type ServeFlags } from './serve_flags.js';
+
+/**
+ * What `etcdsim serve` runs: serve()'s options, and with --members N > 1 the cluster's members (one port
+ * each; host/port above are the first member's) and --pre-vote.
+ */
+export type ServeCommandOptions = ServeOptions & {
+  readonly members?: readonly ServedClusterMember[] | undefined;
+  readonly preVote?: boolean | undefined;
+};
 
 /** etcd's simple-token TTL when --auth-token-ttl is 0 (auth/simple_token.go: a TTL <= 0 means 300 s). */
 const DEFAULT_TOKEN_TTL_S = 300;
@@ -116,7 +126,7 @@ function readSnapshotFile(path: string): Uint8Array {
  * (one line; exit 2 where etcd's flag parser rejects the value, 1 where etcd's start-up checks do);
  * `warn` gets what etcd only warns about (default: stderr).
  */
-export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m) => consoleIo.err(`etcdsim serve: ${m}`)): ServeOptions {
+export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m) => consoleIo.err(`etcdsim serve: ${m}`)): ServeCommandOptions {
   // 1. What Go's flag package parses (etcd: usage, exit 2).
   const listen = urlsFlag('--listen-client-urls', f.listenClientUrls);
   const advertise = f.advertiseClientUrls === undefined ? undefined : urlsFlag('--advertise-client-urls', f.advertiseClientUrls);
@@ -143,9 +153,24 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
   if (!(clockSpeed >= CLOCK_SPEED_MIN && clockSpeed <= CLOCK_SPEED_MAX)) {
     throw invalid('--clock-speed', f.clockSpeed, `must be a number from ${CLOCK_SPEED_MIN} to ${CLOCK_SPEED_MAX}`);
   }
-  if (listen.length !== 1) throw invalid('--listen-client-urls', f.listenClientUrls, 'etcdsim serves exactly one client URL');
+  const memberCount = f.members === undefined ? 1 : /^\d+$/.test(f.members) ? Number(f.members) : NaN;
+  if (!(memberCount >= 1 && memberCount <= MEMBERS_MAX)) throw invalid('--members', f.members ?? '', `must be an integer from 1 to ${MEMBERS_MAX}`);
+  if (listen.length !== memberCount) {
+    throw invalid(
+      '--listen-client-urls',
+      f.listenClientUrls,
+      memberCount === 1 ? 'etcdsim serves exactly one client URL' : `--members ${memberCount} takes one client URL per member`,
+    );
+  }
+  for (const u of listen) {
+    if (u.scheme !== 'http' && u.scheme !== 'https') throw invalid('--listen-client-urls', f.listenClientUrls, 'etcdsim serves http:// and https:// URLs only, not unix sockets');
+  }
+  if (new Set(listen.map((u) => u.scheme)).size > 1) throw invalid('--listen-client-urls', f.listenClientUrls, 'every member serves the same scheme');
+  if (memberCount > 1 && advertise !== undefined && advertise.length !== memberCount) {
+    throw invalid('--advertise-client-urls', f.advertiseClientUrls ?? '', `--members ${memberCount} takes one advertised client URL per member`);
+  }
+  if (memberCount > 1 && f.fromSnapshot !== undefined) throw invalid('--from-snapshot', f.fromSnapshot, 'a simulated cluster starts empty (--from-snapshot serves one member)');
   const url = listen[0]!;
-  if (url.scheme !== 'http' && url.scheme !== 'https') throw invalid('--listen-client-urls', f.listenClientUrls, 'etcdsim serves http:// and https:// URLs only, not unix sockets');
 
   // 2. etcd's checks after parsing (etcdmain: "error verifying flags", exit 1), in etcd's order.
   if (heartbeat === 0n) throw unverified('--heartbeat-interval must be >0 (set to 0ms)');
@@ -154,7 +179,7 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
   if (election > MAX_ELECTION_MS) throw unverified(`--election-timeout[${election}ms] is too long, and should be set less than ${MAX_ELECTION_MS}ms`);
 
   // 3. What etcd finds when it starts (exit 1).
-  checkInitialCluster(f, peerAdvertise);
+  const clusterIdentities = memberCount > 1 ? initialClusterMembers(f, memberCount) : (checkInitialCluster(f, peerAdvertise), undefined);
   const tlsWanted = url.scheme === 'https';
   if (tlsWanted && f.certFile === undefined && f.keyFile === undefined) {
     // etcd: "TLS key/cert (--cert-file, --key-file) must be provided for client url https://... with HTTPS scheme"
@@ -163,13 +188,21 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
   if (tlsWanted && (f.certFile === undefined) !== (f.keyFile === undefined)) {
     throw new CliError(`--cert-file and --key-file go together (etcd: KeyFile and CertFile must both be present[key: ${f.keyFile ?? ''}, cert: ${f.certFile ?? ''}])`, 1);
   }
-  const port = url.port === '' ? 0 : Number(url.port);
-  if (port > 65535) throw new CliError(`listen tcp: address ${url.port}: invalid port`, 1);
-  if (!isLoopback(url.host) && !f.allowNonLoopback) {
-    throw new CliError(`refusing to bind ${url.host}: not a loopback address (allow it with --allow-non-loopback)`, 1);
+  const portOf = (u: EtcdUrl): number => (u.port === '' ? 0 : Number(u.port));
+  for (const u of listen) {
+    if (portOf(u) > 65535) throw new CliError(`listen tcp: address ${u.port}: invalid port`, 1);
+    if (!isLoopback(u.host) && !f.allowNonLoopback) {
+      throw new CliError(`refusing to bind ${u.host}: not a loopback address (allow it with --allow-non-loopback)`, 1);
+    }
   }
+  const fixedPorts = listen.map(portOf).filter((p) => p !== 0);
+  if (new Set(fixedPorts).size !== fixedPorts.length) throw new CliError(`listen tcp: two members on one port (${f.listenClientUrls})`, 1);
+  const port = portOf(url);
 
   // 4. What etcd accepts, with a warning or a value of its own.
+  if (memberCount > 1 && (f.name !== SERVE_FLAG_DEFAULTS.name || f.initialAdvertisePeerUrls !== SERVE_FLAG_DEFAULTS.initialAdvertisePeerUrls || f.listenPeerUrls !== SERVE_FLAG_DEFAULTS.listenPeerUrls)) {
+    warn('with --members, each member\'s name and peer URLs come from --initial-cluster: ignoring --name, --initial-advertise-peer-urls and --listen-peer-urls');
+  }
   // etcd serves plaintext on an http:// URL and only warns that the key/cert files are ignored.
   if (!tlsWanted && (f.certFile !== undefined || f.keyFile !== undefined)) warn(`the scheme of client url ${url.raw} is HTTP while key/cert files are presented: ignoring them`);
   if (maxRequestBytes > BigInt(MAX_REQUEST_BYTES_RECOMMENDED)) warn(`MaxRequestBytes ${maxRequestBytes} exceeds maximum recommended size ${MAX_REQUEST_BYTES_RECOMMENDED}`);
@@ -217,7 +250,47 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
     initialClusterToken: f.initialClusterToken,
     tls,
     fromSnapshot,
+    ...(clusterIdentities === undefined
+      ? {}
+      : {
+          members: listen.map((u, i) => ({
+            host: u.host,
+            port: portOf(u),
+            name: clusterIdentities[i]?.name,
+            peerUrls: clusterIdentities[i]?.peerUrls,
+            clientUrls: advertise === undefined ? undefined : [advertise[i]!.raw],
+          })),
+          // etcd's --pre-vote: off by default in 3.4, on from 3.5.
+          preVote: f.preVote ?? f.etcdVersion !== '3.4',
+        }),
   };
+}
+
+/**
+ * --initial-cluster for a served cluster: NAME=PEER-URL, one per member in member order (names distinct), or
+ * unset: etcd's Procfile identities (infra1..N). Checked as etcd checks its own entry (exit 1, etcd's words).
+ */
+function initialClusterMembers(f: ServeFlags, n: number): Array<{ name: string; peerUrls: string[] }> | Array<undefined> {
+  if (f.initialCluster === undefined) return new Array<undefined>(n).fill(undefined);
+  const out: Array<{ name: string; peerUrls: string[] }> = [];
+  for (const pair of f.initialCluster === '' ? [] : f.initialCluster.split(',')) {
+    const eq = pair.indexOf('=');
+    const name = eq < 0 ? pair : pair.slice(0, eq);
+    const url = eq < 0 ? '' : pair.slice(eq + 1);
+    try {
+      parseEtcdUrl(url);
+    } catch (err) {
+      if (err instanceof FlagValueError) throw new CliError(`error setting up initial cluster: ${err.reason}`, 1);
+      throw err;
+    }
+    const known = out.find((m) => m.name === name);
+    if (known !== undefined) known.peerUrls.push(url);
+    else out.push({ name, peerUrls: [url] });
+  }
+  if (out.length !== n) throw invalid('--initial-cluster', f.initialCluster, `--members ${n} takes one NAME=URL per member, in member order (got ${out.length} names)`);
+  const all = out.flatMap((m) => m.peerUrls);
+  if (new Set(all).size !== all.length) throw new CliError(`--initial-cluster ${f.initialCluster} has duplicate url`, 1);
+  return out;
 }
 
 /**
@@ -278,7 +351,7 @@ function bindError(err: unknown, address: string): string {
  * every connection, so an open Watch or LeaseKeepAlive stream ends with 14 UNAVAILABLE at the client
  * (grpc-js: "Connection dropped"), not with a status the server sent.
  */
-export async function runServe(opts: ServeOptions, io: CliIo = consoleIo): Promise<void> {
+export async function runServe(opts: ServeCommandOptions, io: CliIo = consoleIo): Promise<void> {
   // etcd's gRPC Stop(): connections are closed under the open streams; nothing is kept to flush. The
   // handlers are in place before the ready line: a client may signal as soon as it reads it.
   const stop = (): void => process.exit(0);
@@ -288,6 +361,14 @@ export async function runServe(opts: ServeOptions, io: CliIo = consoleIo): Promi
   // says it once. GRPC_VERBOSITY, when set, is left to rule.
   const quiet = process.env['GRPC_VERBOSITY'] === undefined;
   if (quiet) grpc.setLogVerbosity(grpc.logVerbosity.NONE);
+  if (opts.members !== undefined) {
+    try {
+      await runServeCluster(opts, opts.members, io);
+    } finally {
+      if (quiet) grpc.setLogVerbosity(grpc.logVerbosity.ERROR);
+    }
+    return;
+  }
   let handle;
   try {
     handle = await serve(opts);
@@ -300,4 +381,23 @@ export async function runServe(opts: ServeOptions, io: CliIo = consoleIo): Promi
     if (quiet) grpc.setLogVerbosity(grpc.logVerbosity.ERROR);
   }
   io.out(`etcdsim serving etcd v3 API on ${handle.endpoint}`);
+}
+
+/**
+ * `etcdsim serve --members N`: N members on N ports (src/grpc/cluster_serve.ts). Prints one line naming
+ * every member's endpoint, then where the fault levers are.
+ */
+async function runServeCluster(opts: ServeCommandOptions, members: readonly ServedClusterMember[], io: CliIo): Promise<void> {
+  const { serveCluster } = await import('../grpc/cluster_serve.js');
+  const { host: _h, port: _p, memberName: _n, clientUrls: _c, peerUrls: _pu, fromSnapshot: _f, members: _m, clock: _clock, ...shared } = opts;
+  let handle;
+  try {
+    handle = await serveCluster({ ...shared, members });
+  } catch (err) {
+    const failed = /:(\d+)\b/.exec(err instanceof Error ? err.message : '')?.[1];
+    const m = members.find((x) => String(x.port) === failed) ?? members[0]!;
+    throw new CliError(bindError(err, `${m.host?.includes(':') === true ? `[${m.host}]` : (m.host ?? '127.0.0.1')}:${m.port}`), 1);
+  }
+  io.out(`etcdsim serving etcd v3 API on ${handle.endpoints.join(',')} (a simulated cluster of ${members.length} members)`);
+  io.out(`cluster control: ${handle.endpoints[0]}/etcdsim/cluster (docs/cluster.md, "Served")`);
 }

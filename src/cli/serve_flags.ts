@@ -36,6 +36,13 @@ export interface ServeFlags {
   bcryptCost?: string | undefined;
   /** etcdsim's own: a snapshot file in etcd's format to start from (see src/snapshot). */
   fromSnapshot?: string | undefined;
+  /**
+   * etcdsim's own: serve a simulated cluster of this many members (default 1), one client URL each in
+   * --listen-client-urls; names and peer URLs from --initial-cluster (default infra1.. on etcd's Procfile ports).
+   */
+  members?: string | undefined;
+  /** etcd's --pre-vote (a cluster's elections; default: off on 3.4, on from 3.5, as etcd). */
+  preVote?: boolean | undefined;
 }
 
 /** etcd's defaults (and ours for --seed / --clock-speed / --etcd-version). */
@@ -56,6 +63,9 @@ export const SERVE_FLAG_DEFAULTS: Readonly<ServeFlags> = Object.freeze({
   allowNonLoopback: false,
   authTokenTtl: '300',
 });
+
+/** `--members` bounds: a served cluster of up to 7 members (etcd's recommended maximum). */
+export const MEMBERS_MAX = 7;
 
 /** The releases `--etcd-version` can name. */
 export const ETCD_VERSIONS = ['3.4', '3.5', '3.6', '3.7'] as const;

@@ -52,13 +52,32 @@ function writeMessageHead(o: Out, field: number, size: number): void {
   o.varint(size);
 }
 
+/**
+ * Fields 1 and 2 of a ResponseHeader (cluster_id, member_id) as bytes, for the last pair seen: a member puts
+ * the same two random 64-bit IDs in every response, and their decimal strings would otherwise take the
+ * BigInt path twice (measure, write) per response.
+ */
+const headerIds: { cluster: string; member: string; bytes: Uint8Array } = { cluster: '', member: '', bytes: new Uint8Array(0) };
+function headerIdBytes(h: M.ResponseHeader): Uint8Array {
+  if (h.cluster_id !== headerIds.cluster || h.member_id !== headerIds.member) {
+    const o = new Out(int64FieldSize(1, h.cluster_id) + int64FieldSize(2, h.member_id));
+    writeInt64Field(o, 1, h.cluster_id);
+    writeInt64Field(o, 2, h.member_id);
+    headerIds.cluster = h.cluster_id;
+    headerIds.member = h.member_id;
+    headerIds.bytes = o.buf;
+  }
+  return headerIds.bytes;
+}
+
 function headerSize(h: M.ResponseHeader): number {
-  return int64FieldSize(1, h.cluster_id) + int64FieldSize(2, h.member_id) + int64FieldSize(3, h.revision) + int64FieldSize(4, h.raft_term);
+  return headerIdBytes(h).length + int64FieldSize(3, h.revision) + int64FieldSize(4, h.raft_term);
 }
 function writeHeader(o: Out, field: number, h: M.ResponseHeader): void {
   writeMessageHead(o, field, headerSize(h));
-  writeInt64Field(o, 1, h.cluster_id);
-  writeInt64Field(o, 2, h.member_id);
+  const ids = headerIdBytes(h);
+  o.buf.set(ids, o.pos);
+  o.pos += ids.length;
   writeInt64Field(o, 3, h.revision);
   writeInt64Field(o, 4, h.raft_term);
 }
@@ -198,12 +217,21 @@ function writeWatch(o: Out, r: M.WatchResponse): void {
   for (const ev of r.events) writeEvent(o, ev);
 }
 
-/** Measures `r`, then writes it into a buffer of exactly that size. */
-function encode<T>(r: T, size: (r: T) => number, write: (o: Out, r: T) => void): Buffer {
+/**
+ * Measures `r`, then writes it into a buffer of exactly that size — after gRPC's 5-byte message prefix
+ * when `framed` (the thin unary path sends the buffer as it is: no second copy to put the prefix in front).
+ */
+function encode<T>(r: T, size: (r: T) => number, write: (o: Out, r: T) => void, framed = false): Buffer {
   const n = size(r);
-  const o = new Out(n);
+  const at = framed ? 5 : 0;
+  const o = new Out(at + n);
+  if (framed) {
+    o.buf[0] = 0;
+    o.buf.writeUInt32BE(n, 1);
+    o.pos = 5;
+  }
   write(o, r);
-  if (o.pos !== n) throw new Error(`etcdsim codec: wrote ${o.pos} bytes of a ${n}-byte message`);
+  if (o.pos !== at + n) throw new Error(`etcdsim codec: wrote ${o.pos - at} bytes of a ${n}-byte message`);
   return o.buf;
 }
 
@@ -217,3 +245,11 @@ export const encodeDeleteRangeResponse = (r: M.DeleteRangeResponse): Buffer => e
 export const encodeTxnResponse = (r: M.TxnResponse): Buffer => encode(r, txnSize, writeTxn);
 /** etcdserverpb.WatchResponse on the wire. */
 export const encodeWatchResponse = (r: M.WatchResponse): Buffer => encode(r, watchSize, writeWatch);
+
+/** The same encoders, each message behind its gRPC prefix (flag 0, big-endian length): a whole gRPC frame. */
+export const framedEncoders = {
+  range: (r: M.RangeResponse): Buffer => encode(r, rangeSize, writeRange, true),
+  put: (r: M.PutResponse): Buffer => encode(r, putSize, writePut, true),
+  deleteRange: (r: M.DeleteRangeResponse): Buffer => encode(r, deleteRangeSize, writeDeleteRange, true),
+  txn: (r: M.TxnResponse): Buffer => encode(r, txnSize, writeTxn, true),
+} as const;

@@ -34,6 +34,11 @@
  * On a bidirectional stream the answer goes through the method's handler (claimDoorStream below), so that
  * it ends the call as the handler ends it — in trailers after responses already sent, and with the call's
  * watchers or keep-alives released.
+ *
+ * Unary calls the server hands the door (FrontDoorOptions.unary, the thin unary path) never reach grpc-js:
+ * the door keeps their one request message and gives it to the method, which answers through a
+ * DoorUnaryCall as grpc-go answers. grpc-js's call stack (interceptors, metadata objects, channelz, its own
+ * decoder) was most of the CPU a unary request cost; see docs/performance.md.
  */
 import * as http2 from 'node:http2';
 import type { Socket } from 'node:net';
@@ -53,6 +58,42 @@ export interface FrontDoorOptions {
   readonly malformedMethodCode: number;
   /** A bad content-type or grpc-timeout is answered with HTTP 415 / 400 and a status (grpc-go of etcd 3.5+), not reset. */
   readonly headerErrorsAnswered: boolean;
+  /**
+   * Unary methods the door serves itself, without grpc-js (the thin unary path, by path): once the one
+   * request message has arrived whole and passed the checks above, the handler gets it and answers
+   * through the DoorUnaryCall. Methods not listed go to grpc-js.
+   */
+  readonly unary?: ReadonlyMap<string, (call: DoorUnaryCall) => void> | undefined;
+}
+
+/**
+ * A unary call the door serves itself: the request message, the request's headers (its metadata, lower-case
+ * names as HTTP/2 carries them) and deadline, and the two ways a unary call ends in grpc-go — one response
+ * message then `grpc-status: 0`, or a trailers-only status.
+ */
+export interface DoorUnaryCall {
+  /** The request message (without its 5-byte prefix). */
+  readonly message: Buffer;
+  readonly headers: http2.IncomingHttpHeaders;
+  /** When the call's grpc-timeout passes (host ms), or undefined for none. */
+  readonly deadline: number | undefined;
+  /** The HTTP/2 stream (for its session's TLS socket: the client certificate). */
+  readonly stream: http2.ServerHttp2Stream;
+  /** `listener` runs if the client cancels or the connection drops before the call is answered; returns an unsubscribe. */
+  onCancel(listener: () => void): () => void;
+  /** Answers with one message, already framed (frameMessage, or an encoder that leaves the 5 bytes free), then status 0. */
+  reply(frame: Buffer): void;
+  /** Answers with a status in one HEADERS frame (as grpc-go does for a handler's error before any message). */
+  fail(code: number, details: string): void;
+}
+
+/** `message` with gRPC's 5-byte prefix (uncompressed, big-endian length) in front. */
+export function frameMessage(message: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(5 + message.length);
+  out[0] = 0;
+  out.writeUInt32BE(message.length, 1);
+  out.set(message, 5);
+  return out;
 }
 
 export interface FrontDoor {
@@ -87,7 +128,12 @@ export class DoorStream {
     private readonly max: number,
     /** The call's grpc-timeout (ms) and when it passes (host ms); undefined for none. */
     private readonly deadline: { readonly timeoutMs: number; readonly at: number } | undefined = undefined,
-  ) {}
+    /** Set for a unary call the door serves itself (FrontDoorOptions.unary): it gets the message instead of grpc-js. */
+    private readonly unary: { readonly handler: (call: DoorUnaryCall) => void; readonly headers: http2.IncomingHttpHeaders; readonly contentType: string } | undefined = undefined,
+  ) {
+    // The message's bytes are kept (prefix included) until it is whole; grpc-js gets none of them.
+    if (unary !== undefined) this.grpcData = [];
+  }
 
   readonly onData = (chunk: Buffer): void => {
     if (this.done) return;
@@ -147,8 +193,15 @@ export class DoorStream {
 
   private forward(bytes: Buffer): void {
     if (this.grpcData === undefined || bytes.length === 0) return;
+    if (this.unary !== undefined) {
+      this.kept.push(bytes);
+      return;
+    }
     for (const l of this.grpcData) l(bytes);
   }
+
+  /** The bytes of a door-served unary call's request so far (5-byte prefix, then the message). */
+  private kept: Buffer[] = [];
 
   /**
    * A whole message ends at `at` in `chunk`: false when the scan stops here — the message is refused, or
@@ -160,6 +213,15 @@ export class DoorStream {
   private completeAt(chunk: Buffer, at: number): boolean {
     if (!this.complete()) return false;
     if (this.kind === 'bidi') return true;
+    if (this.unary !== undefined) {
+      this.forward(chunk.subarray(0, at));
+      this.grpcData = undefined;
+      const kept = this.kept;
+      this.kept = [];
+      const bytes = kept.length === 1 ? kept[0]! : Buffer.concat(kept);
+      this.unary.handler(new UnaryCallOnStream(this.stream, bytes.subarray(5), this.unary.headers, this.deadline?.at, this.unary.contentType));
+      return false;
+    }
     if (this.grpcData !== undefined) {
       this.forward(chunk.subarray(0, at));
       this.grpcData = undefined;
@@ -216,6 +278,72 @@ export class DoorStream {
     if (this.fail !== undefined) this.fail(code, details);
     else answerNow(this.stream, code, details);
   }
+}
+
+/**
+ * A door-served unary call on its HTTP/2 stream, answered as grpc-go answers: HEADERS (`:status 200`, the
+ * request's content-type), one DATA message, trailers `grpc-status: 0` with an empty `grpc-message`; or a
+ * trailers-only status. Either way followed by RST_STREAM NO_ERROR when the client's side is still open.
+ */
+class UnaryCallOnStream implements DoorUnaryCall {
+  private answered = false;
+
+  constructor(
+    readonly stream: http2.ServerHttp2Stream,
+    readonly message: Buffer,
+    readonly headers: http2.IncomingHttpHeaders,
+    readonly deadline: number | undefined,
+    private readonly contentType: string,
+  ) {}
+
+  onCancel(listener: () => void): () => void {
+    const onClose = (): void => {
+      if (!this.answered) listener();
+    };
+    this.stream.once('close', onClose);
+    return () => this.stream.off('close', onClose);
+  }
+
+  reply(frame: Buffer): void {
+    if (this.answered) return;
+    this.answered = true;
+    const stream = this.stream;
+    if (stream.destroyed || stream.closed) return;
+    // No `date` header: grpc-go sends none (and Node's costs a string per response).
+    stream.respond({ ':status': 200, 'content-type': this.contentType }, REPLY_OPTIONS);
+    stream.once('wantTrailers', () => {
+      stream.sendTrailers(OK_TRAILERS);
+      finishStream(stream);
+    });
+    stream.end(frame);
+  }
+
+  fail(code: number, details: string): void {
+    if (this.answered) return;
+    this.answered = true;
+    const stream = this.stream;
+    if (stream.destroyed || stream.closed) return;
+    stream.respond(
+      { ':status': 200, 'content-type': this.contentType, 'grpc-status': String(code), 'grpc-message': encodeGrpcMessage(details) },
+      STATUS_OPTIONS,
+    );
+    finishStream(stream);
+  }
+}
+
+/**
+ * Options of the thin path's responses: without Node's `date` header, which grpc-go does not send (Node 20
+ * reads `sendDate` here, though its type declarations leave it out).
+ */
+const REPLY_OPTIONS: http2.ServerStreamResponseOptions & { readonly sendDate: boolean } = { waitForTrailers: true, sendDate: false };
+const STATUS_OPTIONS: http2.ServerStreamResponseOptions & { readonly sendDate: boolean } = { endStream: true, sendDate: false };
+
+/** The trailers of a successful call as grpc-go writes them (its status has no message). */
+const OK_TRAILERS: http2.OutgoingHttpHeaders = Object.freeze({ 'grpc-status': '0', 'grpc-message': '' });
+
+/** After the status: RST_STREAM NO_ERROR if the client's side is still open (resetAfterStatus; skipped when it has ended). */
+function finishStream(stream: http2.ServerHttp2Stream): void {
+  if (!stream.readableEnded) resetAfterStatus(stream);
 }
 
 let pendingDoorStream: DoorStream | undefined;
@@ -304,13 +432,27 @@ export function installFrontDoor(server: grpc.Server, opts: FrontDoorOptions): F
         });
         return;
       }
-      const door = new DoorStream(stream, kind, opts.maxReceiveBytes, deadline);
+      const own = kind === 'unary' ? opts.unary?.get(path) : undefined;
+      const door = new DoorStream(
+        stream,
+        kind,
+        opts.maxReceiveBytes,
+        deadline,
+        own === undefined ? undefined : { handler: own, headers, contentType: responseContentType(contentType) },
+      );
       // First in line: an answer given here closes the stream before grpc-js looks at the same chunk.
       stream.prependListener('data', door.onData);
       stream.prependListener('end', door.onEnd);
       if (kind !== 'bidi' && deadline !== undefined) {
         const timer = afterHostTime(deadline.timeoutMs, door.onDeadline);
         stream.once('close', () => timer.cancel());
+      }
+      if (own !== undefined) {
+        // The thin unary path: grpc-js never sees this stream; an error after the answer is the client's going.
+        // (prependListener does not start a Readable flowing as on('data') does.)
+        stream.on('error', noop);
+        stream.resume();
+        return;
       }
       endAsGrpcGo(stream, responseContentType(contentType));
       pendingDoorStream = kind === 'bidi' ? door : undefined;

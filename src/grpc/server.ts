@@ -1,5 +1,7 @@
 /**
- * Server mode: etcd's v3 gRPC API on a real port, served by @grpc/grpc-js over one EtcdServer (src/server).
+ * Server mode: etcd's v3 gRPC API on a real port, served by @grpc/grpc-js over one EtcdServer (src/server),
+ * its unary calls by the front door's thin path on node:http2 (front_door.ts; `grpcUnary: 'grpc-js'` keeps
+ * them on grpc-js: the same answers, more CPU per call).
  * Every method maps to the service layer in proto-loader's message form (keepCase, longs and enums as
  * strings, defaults, oneofs), so the services' answers go on the wire unchanged and any etcd client —
  * etcdctl, etcd3, Go's clientv3, jetcd — talks to the simulator as to a single-member etcd.
@@ -20,20 +22,23 @@
  */
 import { fileURLToPath } from 'node:url';
 import { isIP } from 'node:net';
+import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import { TLSSocket, type PeerCertificate } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { EtcdServer, grpcError, toGrpcError, type CallContext, type EndListener, type EtcdServerOptions, type GrpcError, type ResponseListener } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import { serverCompat } from '../server/compat.js';
 import { DEFAULT_MAX_REQUEST_BYTES, type EtcdVersion } from '../mvcc/index.js';
-import { encodeDeleteRangeResponse, encodePutResponse, encodeRangeResponse, encodeTxnResponse, encodeWatchResponse } from './codec.js';
-import { claimDoorStream, DEADLINE_METADATA, installFrontDoor, type MethodKind } from './front_door.js';
+import { encodeDeleteRangeResponse, encodePutResponse, encodeRangeResponse, encodeTxnResponse, encodeWatchResponse, framedEncoders } from './codec.js';
+import { claimDoorStream, DEADLINE_METADATA, frameMessage, installFrontDoor, type DoorUnaryCall, type MethodKind } from './front_door.js';
 import { requestChecks, requestDecodingOf } from './request_decoding.js';
 import { afterHostTime, hostNow, RealClock, type Clock } from '../sim/index.js';
 import { MalformedRequest, withRequestChecks } from './request_checks.js';
 import { pipeResponses } from './stream_pipe.js';
 import { createClientHttp, listenClientPort, type ClientHttp } from '../http/index.js';
 import { addConcurrencyServices, concurrencyDefinitions } from './concurrency.js';
+import { isPromiseLike, thenMap, type AttachedMember, type Awaitable, type ServedMember } from './served_member.js';
 
 /** Where our .proto files live (etcdserverpb/rpc.proto imports mvccpb/kv.proto and authpb/auth.proto). */
 export const PROTO_DIR = fileURLToPath(new URL('./proto/', import.meta.url));
@@ -118,6 +123,11 @@ export interface ServeOptions extends Omit<EtcdServerOptions, 'clock' | 'clientC
   /** Simulated seconds per wall-clock second (default 1). Ignored when `clock` is given. */
   readonly clockSpeed?: number | undefined;
   readonly tls?: TlsOptions | undefined;
+  /**
+   * Who serves unary calls: 'door' (default), the thin path on node:http2 in front_door.ts, or 'grpc-js'.
+   * The answers on the wire are the same; the door spends 0.5–0.7× of grpc-js's CPU per call (docs/performance.md).
+   */
+  readonly grpcUnary?: 'door' | 'grpc-js' | undefined;
 }
 
 export type StreamMethod = 'Watch' | 'LeaseKeepAlive';
@@ -153,7 +163,16 @@ export function isLoopback(host: string): boolean {
 }
 
 /** Starts a simulated etcd member on a gRPC port; resolves once it accepts connections. */
-export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
+export function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
+  return serveMember(opts, undefined);
+}
+
+/**
+ * @internal serve(), or with `attach` a member made elsewhere (a cluster member: cluster_serve.ts) instead of
+ * a new EtcdServer: `attach` is called once the port is bound, with its endpoint; the member's options then
+ * come from its maker, and close() stops only the port.
+ */
+export async function serveMember(opts: ServeOptions, attach: ((endpoint: string) => Promise<AttachedMember>) | undefined): Promise<ServeHandle> {
   const host = opts.host ?? '127.0.0.1';
   const port = opts.port ?? 2379;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`serve: port must be 0..65535, got ${port}`);
@@ -174,11 +193,18 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     'grpc.http2.min_ping_interval_without_data_ms': 1000,
     'grpc.keepalive_permit_without_calls': 1,
   });
-  const state: { server: EtcdServer | undefined; shuttingDown: boolean } = { server: undefined, shuttingDown: false };
-  const member = (): EtcdServer => {
-    if (state.server === undefined) throw new Error('etcdsim: request before the member started');
-    return state.server;
+  const state: { server: EtcdServer | undefined; attached: AttachedMember | undefined; shuttingDown: boolean } = {
+    server: undefined,
+    attached: undefined,
+    shuttingDown: false,
   };
+  const engine = (): EtcdServer => {
+    const s = state.attached?.server ?? state.server;
+    if (s === undefined) throw new Error('etcdsim: request before the member started');
+    return s;
+  };
+  /** Whom the handlers call: the EtcdServer, or an attached member whose services may answer later. */
+  const member = (): ServedMember => state.attached?.member ?? engine();
   const open = new Set<{ abort(): void }>();
   const endListeners = new Set<(info: StreamEndInfo) => void>();
   const streamEnded = (info: StreamEndInfo): void => {
@@ -194,7 +220,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
   // and then runs, to be refused as etcd refuses it (`etcdserver: invalid auth token`; without a deadline
   // the call never ends, as observed on 3.4.23). Here only the deadline and the client's cancel are added.
   const holds = new Set<{ cancel(): void }>();
-  const holdForToken = (call: grpc.ServerUnaryCall<unknown, unknown>, index: bigint, run: () => void): void => {
+  const holdForToken = (call: UnaryInvocation<unknown, unknown>, index: bigint, run: () => void): void => {
     let timer: { cancel(): void } | undefined;
     const fire = (): void => {
       hold.cancel();
@@ -206,39 +232,85 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
         holds.delete(hold);
         wait.cancel();
         timer?.cancel();
-        call.off('cancelled', hold.cancel);
+        offCancel();
       },
     };
     holds.add(hold);
-    const deadline = deadlineOf(call);
-    if (deadline !== undefined) timer = afterHostTime(deadline - hostNow(), fire);
-    call.once('cancelled', hold.cancel);
+    if (call.deadline !== undefined) timer = afterHostTime(call.deadline - hostNow(), fire);
+    const offCancel = call.onCancel(hold.cancel);
   };
 
-  const unary = <Req, Res>(fn: (req: Req, ctx: CallContext) => Res): grpc.handleUnaryCall<Req, Res> => {
-    return (call, callback) => {
-      const req = call.request as Req | MalformedRequest;
-      if (req instanceof MalformedRequest) {
-        callback(statusError({ code: grpc.status.INTERNAL, details: `grpc: error unmarshalling request: ${req.error}` }));
+  /** One unary call, from grpc-js or from the front door's thin path: checked, held for a token, run, answered. */
+  const runUnary = <Req, Res>(fn: (req: Req, ctx: CallContext) => Awaitable<Res>, call: UnaryInvocation<Req, Res>): void => {
+    const req = call.request;
+    if (req instanceof MalformedRequest) {
+      call.fail({ code: grpc.status.INTERNAL, details: `grpc: error unmarshalling request: ${req.error}` });
+      return;
+    }
+    const ctx = call.context();
+    const run = (): void => {
+      let res: Awaitable<Res>;
+      try {
+        res = fn(req, ctx);
+      } catch (err) {
+        call.fail(toGrpcError(err));
         return;
       }
-      const ctx = callContext(call);
-      const run = (): void => {
-        let res: Res;
-        try {
-          res = fn(req, ctx);
-        } catch (err) {
-          callback(statusError(toGrpcError(err)));
-          return;
-        }
-        callback(null, res);
-      };
-      const index = member().tokenWaitIndex(ctx);
-      if (index === undefined) run();
-      else holdForToken(call as grpc.ServerUnaryCall<unknown, unknown>, index, run);
+      // A cluster member answers once Raft let it (served_member.ts).
+      if (isPromiseLike(res)) res.then((v) => call.reply(v), (err: unknown) => call.fail(toGrpcError(err)));
+      else call.reply(res);
     };
+    const index = member().tokenWaitIndex(ctx);
+    if (index === undefined) run();
+    else holdForToken(call as UnaryInvocation<unknown, unknown>, index, run);
   };
-  const serverStream = <Req, Res>(fn: (req: Req, ctx: CallContext) => Res[]): grpc.handleServerStreamingCall<Req, Res> =>
+  // The service functions of the unary methods, for the thin path (see addService).
+  const unaryFns = new WeakMap<object, (req: never, ctx: CallContext) => unknown>();
+  const unary = <Req, Res>(fn: (req: Req, ctx: CallContext) => Awaitable<Res>): grpc.handleUnaryCall<Req, Res> => {
+    const handler: grpc.handleUnaryCall<Req, Res> = (call, callback) => {
+      runUnary(fn, {
+        request: call.request as Req | MalformedRequest,
+        context: () => callContext(call),
+        deadline: deadlineOf(call),
+        onCancel: (listener) => {
+          call.once('cancelled', listener);
+          return () => call.off('cancelled', listener);
+        },
+        reply: (res) => callback(null, res),
+        fail: (err) => callback(statusError(err)),
+      });
+    };
+    unaryFns.set(handler, fn as (req: never, ctx: CallContext) => unknown);
+    return handler;
+  };
+  // The thin unary path (front_door.ts, FrontDoorOptions.unary): every unary method of the services added
+  // here is served on node:http2 directly — decoded and checked by the method's own deserializer, answered
+  // through its serializer (KV's straight into a framed buffer) — instead of through grpc-js's call stack.
+  const doorUnary = new Map<string, (call: DoorUnaryCall) => void>();
+  const thinUnary = opts.grpcUnary !== 'grpc-js';
+  const addService = (def: grpc.ServiceDefinition, impl: grpc.UntypedServiceImplementation): void => {
+    grpcServer.addService(def, impl);
+    if (!thinUnary) return;
+    for (const [name, handler] of Object.entries(impl)) {
+      const fn = unaryFns.get(handler);
+      const m = def[name];
+      if (fn === undefined || m === undefined) continue;
+      const framed = FRAMED_ENCODERS[m.path];
+      const serialize = m.responseSerialize;
+      const deserialize = m.requestDeserialize;
+      doorUnary.set(m.path, (call) => {
+        runUnary(fn as (req: unknown, ctx: CallContext) => unknown, {
+          request: deserialize(call.message) as unknown,
+          context: () => contextOfHeaders(call.headers, call.stream, readCommonName),
+          deadline: call.deadline,
+          onCancel: (listener) => call.onCancel(listener),
+          reply: (res) => call.reply(framed !== undefined ? framed(res as never) : frameMessage(serialize(res))),
+          fail: (err) => call.fail(err.code, err.details),
+        });
+      });
+    }
+  };
+  const serverStream = <Req, Res>(fn: (req: Req, ctx: CallContext) => Awaitable<Res[]>): grpc.handleServerStreamingCall<Req, Res> =>
     serverStreamHandler(fn, callContext, streamUnmarshal);
 
   const stream = <Req, Res>(
@@ -249,7 +321,14 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     return (call) => {
       // The front door's state of this very request (grpc-js starts a bidi handler inside the door's call).
       const door = claimDoorStream();
-      const sc = openCall(callContext(call));
+      let sc: BidiServiceCall<Req, Res>;
+      try {
+        sc = openCall(callContext(call));
+      } catch (err) {
+        // A member that cannot take the stream (a crashed cluster member) answers its error.
+        call.emit('error', statusError(toGrpcError(err)));
+        return;
+      }
       open.add(sc);
       let clientGone = false;
       let reason: StreamEndReason = 'aborted';
@@ -338,6 +417,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     };
   };
 
+  // Requests are checked as the release's Go decoder checks them (gogo's, or protobuf-go's from 3.7).
   const decoding = requestDecodingOf(etcdVersion, opts.seed);
   const etcdRequestCheck = requestChecks(etcdPackageDefinition(), 'etcdserverpb', decoding);
   const definitions = {
@@ -350,15 +430,15 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     // etcd's v3lock and v3election services (./concurrency.ts).
     ...concurrencyDefinitions(PROTO_LOADER_OPTIONS, decoding),
   };
-  grpcServer.addService(definitions.KV, {
+  addService(definitions.KV, {
     Range: unary((req: M.RangeRequest, ctx) => member().services.kv.range(req, ctx)),
     Put: unary((req: M.PutRequest, ctx) => member().services.kv.put(req, ctx)),
     DeleteRange: unary((req: M.DeleteRangeRequest, ctx) => member().services.kv.deleteRange(req, ctx)),
     Txn: unary((req: M.TxnRequest, ctx) => member().services.kv.txn(req, ctx)),
     Compact: unary((req: M.CompactionRequest, ctx) => member().services.kv.compact(req, ctx)),
-    RangeStream: serverStream((req: M.RangeRequest, ctx) => rangeStream(member().services.kv.range(req, ctx))),
+    RangeStream: serverStream((req: M.RangeRequest, ctx) => thenMap(member().services.kv.range(req, ctx), rangeStream)),
   } satisfies grpc.UntypedServiceImplementation);
-  grpcServer.addService(definitions.Watch, {
+  addService(definitions.Watch, {
     Watch: stream<M.WatchRequest, M.WatchResponse>(
       'Watch',
       (ctx) => {
@@ -371,21 +451,21 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
       encodeWatchResponse,
     ),
   });
-  grpcServer.addService(definitions.Lease, {
+  addService(definitions.Lease, {
     LeaseGrant: unary((req: M.LeaseGrantRequest, ctx) => member().services.lease.leaseGrant(req, ctx)),
     LeaseRevoke: unary((req: M.LeaseRevokeRequest, ctx) => member().services.lease.leaseRevoke(req, ctx)),
     LeaseTimeToLive: unary((req: M.LeaseTimeToLiveRequest, ctx) => member().services.lease.leaseTimeToLive(req, ctx)),
     LeaseLeases: unary((req: M.LeaseLeasesRequest) => member().services.lease.leaseLeases(req)),
     LeaseKeepAlive: stream<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>('LeaseKeepAlive', (ctx) => member().services.lease.leaseKeepAlive(ctx)),
   });
-  grpcServer.addService(definitions.Cluster, {
+  addService(definitions.Cluster, {
     MemberList: unary((req: M.MemberListRequest) => member().services.cluster.memberList(req)),
     MemberAdd: unary((req: M.MemberAddRequest) => member().services.cluster.memberAdd(req)),
     MemberRemove: unary((req: M.MemberRemoveRequest) => member().services.cluster.memberRemove(req)),
     MemberUpdate: unary((req: M.MemberUpdateRequest) => member().services.cluster.memberUpdate(req)),
     MemberPromote: unary((req: M.MemberPromoteRequest) => member().services.cluster.memberPromote(req)),
   });
-  grpcServer.addService(definitions.Maintenance, {
+  addService(definitions.Maintenance, {
     Status: unary((req: M.StatusRequest, ctx) => member().services.maintenance.status(req, ctx)),
     Hash: unary((req: M.HashRequest, ctx) => member().services.maintenance.hash(req, ctx)),
     HashKV: unary((req: M.HashKVRequest, ctx) => member().services.maintenance.hashKV(req, ctx)),
@@ -395,7 +475,7 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     Snapshot: serverStream((req: M.SnapshotRequest, ctx) => member().services.maintenance.snapshot(req, ctx)),
   });
   const auth = () => member().services.auth;
-  grpcServer.addService(definitions.Auth, {
+  addService(definitions.Auth, {
     AuthEnable: unary((req: M.AuthEnableRequest, ctx) => auth().authEnable(req, ctx)),
     AuthDisable: unary((req: M.AuthDisableRequest, ctx) => auth().authDisable(req, ctx)),
     AuthStatus: unary((req: M.AuthStatusRequest, ctx) => auth().authStatus(req, ctx)),
@@ -416,7 +496,11 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
   });
   // Lock and Election: Lock and Campaign wait (released on cancel, deadline or close); Observe streams.
   addConcurrencyServices(grpcServer, definitions, {
-    member,
+    member: () => {
+      const unavailable = state.attached?.concurrencyUnavailable;
+      if (unavailable !== undefined) throw unavailable;
+      return engine();
+    },
     callContext,
     open,
     shuttingDown: () => state.shuttingDown,
@@ -455,29 +539,46 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
     maxReceiveBytes: maxRequestBytes + GRPC_OVERHEAD_BYTES,
     malformedMethodCode: serverCompat(etcdVersion).malformedMethodResourceExhausted ? grpc.status.RESOURCE_EXHAUSTED : grpc.status.UNIMPLEMENTED,
     headerErrorsAnswered: serverCompat(etcdVersion).headerErrorsAnswered,
+    unary: doorUnary,
   });
   clientPort.serveHttpOverH2();
   const scheme = opts.tls === undefined ? 'http' : 'https';
   const address = `${hostPart}:${boundPort}`;
   const endpoint = `${scheme}://${address}`;
 
-  const { host: _h, port: _p, allowNonLoopback: _a, clock: _c, clockSpeed: _s, tls: _t, ...serverOpts } = opts;
-  const server = new EtcdServer({
-    ...serverOpts,
-    clock,
-    clientUrls: opts.clientUrls ?? [endpoint],
-    clientCertAuth: opts.tls?.clientCertAuth === true,
-  });
-  server.delivery.setScheduler((flush) => queueMicrotask(flush));
-  state.server = server;
-  clientHttp = createClientHttp(server);
+  const { host: _h, port: _p, allowNonLoopback: _a, clock: _c, clockSpeed: _s, tls: _t, grpcUnary: _g, ...serverOpts } = opts;
+  let server: EtcdServer | undefined;
+  if (attach !== undefined) {
+    try {
+      state.attached = await attach(endpoint);
+    } catch (err) {
+      door.dropConnections();
+      clientPort.dropConnections();
+      grpcServer.forceShutdown();
+      await clientPort.close();
+      throw err;
+    }
+    clientHttp = state.attached.http;
+  } else {
+    server = new EtcdServer({
+      ...serverOpts,
+      clock,
+      clientUrls: opts.clientUrls ?? [endpoint],
+      clientCertAuth: opts.tls?.clientCertAuth === true,
+    });
+    server.delivery.setScheduler((flush) => queueMicrotask(flush));
+    state.server = server;
+    clientHttp = createClientHttp(server);
+  }
 
   let closing: Promise<void> | undefined;
   return {
     endpoint,
     address,
     port: boundPort,
-    server,
+    get server() {
+      return engine();
+    },
     get openStreams() {
       return open.size;
     },
@@ -503,8 +604,8 @@ export async function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
           setImmediate(() => grpcServer.forceShutdown());
         });
         await clientPort.close();
-        server.delivery.setScheduler(undefined);
-        server.close();
+        server?.delivery.setScheduler(undefined);
+        server?.close();
         if (ownClock && clock instanceof RealClock) clock.close();
       })();
       return closing;
@@ -518,6 +619,27 @@ const KV_ENCODERS: Readonly<Record<string, (r: never) => Buffer>> = {
   DeleteRange: encodeDeleteRangeResponse,
   Txn: encodeTxnResponse,
 };
+/** KV's responses written straight into a framed buffer (thin unary path), by method path. */
+const FRAMED_ENCODERS: Readonly<Record<string, ((r: never) => Buffer) | undefined>> = {
+  '/etcdserverpb.KV/Range': framedEncoders.range,
+  '/etcdserverpb.KV/Put': framedEncoders.put,
+  '/etcdserverpb.KV/DeleteRange': framedEncoders.deleteRange,
+  '/etcdserverpb.KV/Txn': framedEncoders.txn,
+};
+
+/** What running a unary method needs of its call, whichever transport carries it. */
+interface UnaryInvocation<Req, Res> {
+  readonly request: Req | MalformedRequest;
+  /** The caller (token, certificate CN), read when the call runs. */
+  context(): CallContext;
+  /** When the call's deadline passes (host ms), or undefined. */
+  readonly deadline: number | undefined;
+  /** `listener` runs if the client cancels first; returns an unsubscribe. */
+  onCancel(listener: () => void): () => void;
+  reply(res: Res): void;
+  fail(err: { code: number; details: string }): void;
+}
+
 /** Watch responses are encoded by the stream handler (it counts their bytes); grpc-js passes them through. */
 const WATCH_ENCODERS: Readonly<Record<string, (r: never) => Buffer>> = { Watch: (r: Buffer) => r };
 
@@ -570,17 +692,39 @@ function contextOf(call: CallSurface, withCommonName: boolean): CallContext {
   const md = call.metadata;
   const v = md.get('token')[0] ?? md.get('authorization')[0];
   const token = v === undefined ? undefined : typeof v === 'string' ? v : v.toString('utf8');
-  const cn = withCommonName && md.get('grpcgateway-accept').length === 0 ? peerCommonName(call) : undefined;
+  const cn = withCommonName && md.get('grpcgateway-accept').length === 0 ? commonNameOf(call.getAuthContext().sslPeerCertificate) : undefined;
+  return callerContext(token, cn);
+}
+
+function callerContext(token: string | undefined, cn: string | undefined): CallContext {
   if (cn === undefined) return token === undefined ? {} : { token };
   return token === undefined ? { certCommonName: cn } : { token, certCommonName: cn };
+}
+
+/** contextOf for a call the front door serves itself: the same metadata, read from the request's headers. */
+function contextOfHeaders(headers: IncomingHttpHeaders, stream: ServerHttp2Stream, withCommonName: boolean): CallContext {
+  const v = firstHeader(headers['token']) ?? firstHeader(headers['authorization']);
+  const cn = withCommonName && headers['grpcgateway-accept'] === undefined ? commonNameOf(verifiedPeerCertificate(stream)) : undefined;
+  return callerContext(v, cn);
+}
+
+function firstHeader(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** The client certificate the TLS handshake verified (as grpc-js's getAuthContext reports it), or undefined. */
+function verifiedPeerCertificate(stream: ServerHttp2Stream): PeerCertificate | undefined {
+  const socket = stream.session?.socket;
+  if (!(socket instanceof TLSSocket) || !socket.authorized) return undefined;
+  const cert = socket.getPeerCertificate();
+  return cert.raw === undefined ? undefined : cert;
 }
 
 /**
  * The verified peer certificate's Common Name: '' when its subject has none; the last of several (Go's
  * pkix.Name keeps the last CN attribute; Node lists them all). Undefined without a verified certificate.
  */
-function peerCommonName(call: CallSurface): string | undefined {
-  const cert = call.getAuthContext().sslPeerCertificate;
+function commonNameOf(cert: PeerCertificate | undefined): string | undefined {
   if (cert === undefined) return undefined;
   const cn: unknown = (cert.subject as Partial<Record<string, unknown>> | undefined)?.['CN'];
   if (typeof cn === 'string') return cn;
@@ -592,7 +736,7 @@ function peerCommonName(call: CallSurface): string | undefined {
 }
 
 function serverStreamHandler<Req, Res>(
-  fn: (req: Req, ctx: CallContext) => Res[],
+  fn: (req: Req, ctx: CallContext) => Awaitable<Res[]>,
   callContext: (call: CallSurface) => CallContext,
   unmarshalPrefix: string,
 ): grpc.handleServerStreamingCall<Req, Res> {
@@ -602,15 +746,19 @@ function serverStreamHandler<Req, Res>(
       call.emit('error', statusError({ code: grpc.status.INTERNAL, details: unmarshalPrefix + req.error }));
       return;
     }
-    let rs: Res[];
+    let rs: Awaitable<Res[]>;
     try {
       rs = fn(req, callContext(call));
     } catch (err) {
       call.emit('error', statusError(toGrpcError(err)));
       return;
     }
-    for (const r of rs) call.write(r);
-    call.end();
+    const send = (all: Res[]): void => {
+      for (const r of all) call.write(r);
+      call.end();
+    };
+    if (isPromiseLike(rs)) rs.then(send, (err: unknown) => call.emit('error', statusError(toGrpcError(err))));
+    else send(rs);
   };
 }
 

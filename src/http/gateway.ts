@@ -20,7 +20,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
-import { grpcError, toGrpcError, type CallContext, type EtcdServer, type GrpcError } from '../server/index.js';
+import { grpcError, toGrpcError, type CallContext, type GrpcError } from '../server/index.js';
+import { isPromiseLike, type Awaitable, type ServedMember } from './served_member.js';
 import type { WaitingCallContext } from '../server/concurrency.js';
 import { GrpcCode, type EtcdVersion } from '../mvcc/index.js';
 import { goString, JsonRequestError, messageFromJson, messageToJson, readJsonValue, type JsonValue } from './json.js';
@@ -56,8 +57,8 @@ export interface HttpResponse {
 type Fits<T, U extends T> = U;
 export type _Fit = [Fits<HttpRequest, IncomingMessage>, Fits<HttpRequest, Http2ServerRequest>, Fits<HttpResponse, ServerResponse>, Fits<HttpResponse, Http2ServerResponse>];
 
-type Unary = (s: EtcdServer, req: never, ctx: CallContext) => unknown;
-type ServerStream = (s: EtcdServer, req: never, ctx: CallContext) => unknown[];
+type Unary = (s: ServedMember, req: never, ctx: CallContext) => unknown;
+type ServerStream = (s: ServedMember, req: never, ctx: CallContext) => Awaitable<unknown[]>;
 
 /** A bidirectional call of the services (WatchCall, KeepAliveCall) as the gateway drives it. */
 interface BidiCall {
@@ -80,11 +81,11 @@ interface Route {
   readonly responseType: string;
   readonly unary?: Unary | undefined;
   readonly serverStream?: ServerStream | undefined;
-  readonly bidi?: ((s: EtcdServer, ctx: CallContext) => BidiCall) | undefined;
+  readonly bidi?: ((s: ServedMember, ctx: CallContext) => BidiCall) | undefined;
   /** A server-streaming method whose responses come from a stream call of the services (Observe). */
-  readonly streamCall?: ((s: EtcdServer, req: never, ctx: CallContext) => BidiCall) | undefined;
+  readonly streamCall?: ((s: ServedMember, req: never, ctx: CallContext) => BidiCall) | undefined;
   /** A unary method that waits (Lock, Campaign): the call's signal aborts when the client goes away. */
-  readonly waits?: ((s: EtcdServer, req: never, ctx: WaitingCallContext) => Promise<unknown>) | undefined;
+  readonly waits?: ((s: ServedMember, req: never, ctx: WaitingCallContext) => Promise<unknown>) | undefined;
   /** What ends the call when the request body ends: the watch goes on (closeSend), a keep-alive ends. */
   readonly onBodyEnd?: 'closeSend' | 'end' | undefined;
   /** Releases that serve this route (default: all). */
@@ -190,7 +191,7 @@ export interface Gateway {
   closeStreams(): void;
 }
 
-export function createGateway(member: () => EtcdServer): Gateway {
+export function createGateway(member: () => ServedMember): Gateway {
   const open = new Set<BidiCall>();
   return {
     handle(path, req, res) {
@@ -235,7 +236,7 @@ function readBody(req: HttpRequest): Promise<string> {
  * applied yet holds the call until it is (EtcdServer.tokenWaitIndex) — the gateway's gRPC call has no
  * deadline, so only the client going away ends the wait, as in etcd.
  */
-function afterTokenWait(s: EtcdServer, ctx: CallContext, res: HttpResponse, run: () => void): void {
+function afterTokenWait(s: ServedMember, ctx: CallContext, res: HttpResponse, run: () => void): void {
   const index = s.tokenWaitIndex(ctx);
   if (index === undefined) {
     run();
@@ -250,7 +251,7 @@ function afterTokenWait(s: EtcdServer, ctx: CallContext, res: HttpResponse, run:
   res.on('close', cancel);
 }
 
-function serveUnary(s: EtcdServer, route: Route, ctx: CallContext, body: string, res: HttpResponse, open: Set<BidiCall>): void {
+function serveUnary(s: ServedMember, route: Route, ctx: CallContext, body: string, res: HttpResponse, open: Set<BidiCall>): void {
   let msg: Record<string, unknown> = {};
   const read = readJsonValue(body, 0);
   try {
@@ -271,18 +272,23 @@ function serveUnary(s: EtcdServer, route: Route, ctx: CallContext, body: string,
 }
 
 /** Calls a non-bidirectional route's method with its request and writes the answer. */
-function callUnary(s: EtcdServer, route: Route, ctx: CallContext, msg: Record<string, unknown>, res: HttpResponse, open: Set<BidiCall>): void {
+function callUnary(s: ServedMember, route: Route, ctx: CallContext, msg: Record<string, unknown>, res: HttpResponse, open: Set<BidiCall>): void {
   if (route.serverStream !== undefined) {
-    let rs: unknown[];
+    let rs: Awaitable<unknown[]>;
     try {
       rs = route.serverStream(s, msg as never, ctx);
     } catch (err) {
       callError(res, s.etcdVersion, toGrpcError(err));
       return;
     }
-    startStream(res);
-    for (const r of rs) res.write(`{"result":${messageToJson(typeName(route.responseType), r)}}\n`);
-    res.end();
+    const send = (all: unknown[]): void => {
+      startStream(res);
+      for (const r of all) res.write(`{"result":${messageToJson(typeName(route.responseType), r)}}\n`);
+      res.end();
+    };
+    // A cluster member answers once Raft let it (served_member.ts).
+    if (isPromiseLike(rs)) rs.then(send, (err: unknown) => callError(res, s.etcdVersion, toGrpcError(err)));
+    else send(rs);
     return;
   }
   if (route.streamCall !== undefined) {
@@ -316,6 +322,13 @@ function callUnary(s: EtcdServer, route: Route, ctx: CallContext, msg: Record<st
     out = route.unary!(s, msg as never, ctx);
   } catch (err) {
     callError(res, s.etcdVersion, toGrpcError(err));
+    return;
+  }
+  if (isPromiseLike(out)) {
+    out.then(
+      (v) => answer(res, route, v),
+      (err: unknown) => callError(res, s.etcdVersion, toGrpcError(err)),
+    );
     return;
   }
   answer(res, route, out);
@@ -353,7 +366,7 @@ function answer(res: HttpResponse, route: Route, out: unknown): void {
 }
 
 /** A server-streaming method served by a stream call (Observe): one line per response until the call ends or the client goes. */
-function serveStreamCall(s: EtcdServer, route: Route, msg: Record<string, unknown>, ctx: CallContext, res: HttpResponse, open: Set<BidiCall>): void {
+function serveStreamCall(s: ServedMember, route: Route, msg: Record<string, unknown>, ctx: CallContext, res: HttpResponse, open: Set<BidiCall>): void {
   let call: BidiCall;
   try {
     call = route.streamCall!(s, msg as never, ctx);
@@ -414,7 +427,7 @@ function startStream(res: HttpResponse): void {
  * response when the call ends. The call stops being read while the socket's buffer is full (it pauses,
  * as over gRPC).
  */
-function pipeResponses(s: EtcdServer, route: Route, call: BidiCall, res: HttpResponse, ended: () => boolean): void {
+function pipeResponses(s: ServedMember, route: Route, call: BidiCall, res: HttpResponse, ended: () => boolean): void {
   let done = false;
   const resume = (): void => call.resume();
   res.on('close', () => (done = true));
@@ -456,7 +469,7 @@ function pipeResponses(s: EtcdServer, route: Route, call: BidiCall, res: HttpRes
  * response stops being read when the socket's buffer is full (the call pauses, as over gRPC), and a
  * client that goes away cancels the call.
  */
-function serveBidi(s: EtcdServer, route: Route, ctx: CallContext, req: HttpRequest, res: HttpResponse, open: Set<BidiCall>): void {
+function serveBidi(s: ServedMember, route: Route, ctx: CallContext, req: HttpRequest, res: HttpResponse, open: Set<BidiCall>): void {
   const call = route.bidi!(s, ctx);
   open.add(call);
   let done = false;

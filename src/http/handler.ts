@@ -14,6 +14,7 @@
 import { createGateway, plainError, type Gateway, type HttpRequest, type HttpResponse } from './gateway.js';
 import { clusterVersionOf, createMemberMetrics, type MemberMetrics } from './metrics.js';
 import type { EtcdServer } from '../server/index.js';
+import type { ServedMember } from './served_member.js';
 import { serverCompat } from '../server/compat.js';
 
 /** What serve() needs of the HTTP side: a request handler and a way to stop it. */
@@ -28,10 +29,13 @@ const READYZ_CHECKS_35 = ['data_corruption', 'serializable_read', 'linearizable_
 const READYZ_CHECKS = [...READYZ_CHECKS_35, 'non_learner'] as const;
 const LIVEZ_CHECKS = ['serializable_read'] as const;
 
-/** The HTTP handler of a member's client port (create it with the member: its counters see every commit). */
-export function createClientHttp(s: EtcdServer): ClientHttp {
+/**
+ * The HTTP handler of a member's client port (create it with the member: its counters see every commit).
+ * The gateway calls `served` (default: the member itself; a cluster member's services otherwise).
+ */
+export function createClientHttp(s: EtcdServer, served: () => ServedMember = () => s): ClientHttp {
   const metrics: MemberMetrics = createMemberMetrics(s);
-  const gateway: Gateway = createGateway(() => s);
+  const gateway: Gateway = createGateway(served);
   return {
     handle(req, res) {
       res.setHeader('Access-Control-Allow-Methods', 'POST, GET, OPTIONS, PUT, DELETE');

@@ -220,6 +220,23 @@ export const ROWS: readonly Row[] = [
     stderr: ['etcdsim serve: invalid value "http://127.0.0.1:2379,http://127.0.0.1:2380" for flag --listen-client-urls: etcdsim serves exactly one client URL'],
     note: 'etcd listens on both',
   },
+  { args: ['serve', '--members', '0'], code: 2, stderr: ['etcdsim serve: invalid value "0" for flag --members: must be an integer from 1 to 7'] },
+  { args: ['serve', '--members', 'three'], code: 2, stderr: ['etcdsim serve: invalid value "three" for flag --members: must be an integer from 1 to 7'] },
+  {
+    args: ['serve', '--members', '3', '--listen-client-urls', 'http://127.0.0.1:2379'],
+    code: 2,
+    stderr: ['etcdsim serve: invalid value "http://127.0.0.1:2379" for flag --listen-client-urls: --members 3 takes one client URL per member'],
+  },
+  {
+    args: ['serve', '--members', '2', '--listen-client-urls', 'http://127.0.0.1:2379,https://127.0.0.1:22379'],
+    code: 2,
+    stderr: ['etcdsim serve: invalid value "http://127.0.0.1:2379,https://127.0.0.1:22379" for flag --listen-client-urls: every member serves the same scheme'],
+  },
+  {
+    args: ['serve', '--members', '2', '--listen-client-urls', 'http://127.0.0.1:2379,http://127.0.0.1:22379', '--from-snapshot', 'x.db'],
+    code: 2,
+    stderr: ['etcdsim serve: invalid value "x.db" for flag --from-snapshot: a simulated cluster starts empty (--from-snapshot serves one member)'],
+  },
   {
     args: ['serve', '--initial-cluster', 'default=http://localhost:2380,other=http://127.0.0.1:2390'],
     code: 2,

@@ -1,0 +1,258 @@
+/**
+ * A simulated etcd cluster on real ports: one client port per member (etcd's --listen-client-urls of each
+ * member), each serving etcd's v3 gRPC API through serve() — the same handler table and wire path as a
+ * single member — over that member's ClusterMemberServices (src/server/cluster). So `etcdctl --endpoints
+ * a,b,c` and any client see a cluster: MemberList, each member's Status (leader, raft term and index),
+ * MoveLeader, serializable reads answered by the member's own (possibly stale) state, linearizable ones
+ * after ReadIndex, watches that lag as their member does.
+ *
+ * Time is the shared clock of the cluster (by default the wall clock, times --clock-speed): elections,
+ * applies and lease expiry happen on it by themselves. The fault levers are EtcdCluster's, in-process on
+ * `handle.cluster` and from outside on every member's client port under /etcdsim/cluster
+ * (src/http/cluster_control.ts).
+ */
+import { EtcdCluster, grpcError, serverCompat, type CallContext, type EtcdClusterOptions, type EtcdServer } from '../server/index.js';
+import { GrpcCode } from '../mvcc/index.js';
+import { RealClock, type Clock } from '../sim/index.js';
+import { createClientHttp, type ClientHttp } from '../http/index.js';
+import { handleClusterControl, SERVED_CLIENT } from '../http/cluster_control.js';
+import { serveMember, type ServeHandle, type ServeOptions } from './server.js';
+import type { AttachedMember, ServedMember } from './served_member.js';
+
+/** One member's port and identity. */
+export interface ServedClusterMember {
+  /** Interface to bind (default 127.0.0.1). */
+  readonly host?: string | undefined;
+  /** Port (0 picks a free one). */
+  readonly port: number;
+  /** --name (default infraN, as etcd's Procfile). */
+  readonly name?: string | undefined;
+  /** --initial-advertise-peer-urls: they make the member's ID (default: etcd's Procfile peer URLs). */
+  readonly peerUrls?: readonly string[] | undefined;
+  /** --advertise-client-urls (default: the URL the port is served on). */
+  readonly clientUrls?: readonly string[] | undefined;
+}
+
+/** Options of serveCluster: the ports, the cluster's options, and what serve() takes for every port. */
+export interface ServeClusterOptions
+  extends Omit<EtcdClusterOptions, 'members' | 'memberConfigs' | 'clock'>,
+    Pick<ServeOptions, 'allowNonLoopback' | 'tls' | 'grpcUnary' | 'clockSpeed'> {
+  /** One entry per member. */
+  readonly members: readonly ServedClusterMember[];
+  /** Time source (default: the wall clock times `clockSpeed`). */
+  readonly clock?: Clock | undefined;
+}
+
+/** A served cluster. */
+export interface ServeClusterHandle {
+  /** The cluster: its members, status and fault levers. */
+  readonly cluster: EtcdCluster;
+  /** Each member's port, in member order. */
+  readonly ports: readonly ServeHandle[];
+  /** `host:port` of each member, for `etcdctl --endpoints`. */
+  readonly addresses: readonly string[];
+  /** `http(s)://host:port` of each member. */
+  readonly endpoints: readonly string[];
+  /** Stops every port, then the cluster. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Lock and Election run on one member's store (they would bypass the log): not on a cluster yet. */
+const concurrencyUnserved = (): never => {
+  throw grpcError(GrpcCode.UNIMPLEMENTED, 'etcdsim: Lock and Election are not served on a simulated cluster yet');
+};
+
+/** etcd answers membership changes; the cluster model has a fixed membership, so a served cluster refuses them. */
+const membershipUnmodelled = (): never => {
+  throw grpcError(GrpcCode.UNIMPLEMENTED, 'etcdsim: membership changes are not modelled on a simulated cluster');
+};
+
+/** Starts the ports, then the cluster (its members' client URLs are the bound ports); resolves once all accept connections. */
+export async function serveCluster(opts: ServeClusterOptions): Promise<ServeClusterHandle> {
+  const n = opts.members.length;
+  if (n < 1) throw new RangeError('serveCluster: at least one member');
+  const { members, clock: givenClock, allowNonLoopback, tls, grpcUnary, clockSpeed, ...clusterOpts } = opts;
+  const clock: Clock = givenClock ?? new RealClock({ unref: true, speed: clockSpeed ?? 1 });
+
+  // Every port binds first; the cluster is built once all endpoints are known, then each port gets its member.
+  const endpoints = new Array<string>(n);
+  let bound = 0;
+  let build: ((c: EtcdCluster) => void) | undefined;
+  let abort: ((err: unknown) => void) | undefined;
+  const built = new Promise<EtcdCluster>((resolve, reject) => {
+    build = resolve;
+    abort = reject;
+  });
+  built.catch(() => undefined); // rejected only when a port failed: that port's error is the one thrown
+  let cluster: EtcdCluster | undefined;
+  const startCluster = (): void => {
+    try {
+      cluster = new EtcdCluster({
+        ...clusterOpts,
+        // --client-cert-auth goes with the TLS options, as in serve().
+        clientCertAuth: tls?.clientCertAuth === true,
+        members: n,
+        clock,
+        memberConfigs: members.map((m, i) => ({ name: m.name, peerUrls: m.peerUrls, clientUrls: m.clientUrls ?? [endpoints[i]!] })),
+      });
+      // Stream responses (watch events, keep-alive answers) leave at the next microtask, as a single served member's do.
+      cluster.onServer((server) => server.delivery.setScheduler((flush) => queueMicrotask(flush)));
+      build!(cluster);
+    } catch (err) {
+      abort!(err);
+    }
+  };
+  const attach =
+    (i: number) =>
+    async (endpoint: string): Promise<AttachedMember> => {
+      endpoints[i] = endpoint;
+      if (++bound === n) startCluster();
+      return attachedMember(await built, i);
+    };
+  const started = await Promise.allSettled(
+    members.map((m, i) =>
+      serveMember(
+        {
+          host: m.host,
+          port: m.port,
+          allowNonLoopback,
+          tls,
+          grpcUnary,
+          clock,
+          seed: opts.seed,
+          etcdVersion: opts.etcdVersion,
+          maxRequestBytes: opts.maxRequestBytes,
+        },
+        attach(i),
+      ).catch((err: unknown) => {
+        abort!(err);
+        throw err;
+      }),
+    ),
+  );
+  const failed = started.find((r) => r.status === 'rejected');
+  if (failed !== undefined) {
+    await Promise.all(started.map((r) => (r.status === 'fulfilled' ? r.value.close() : undefined)));
+    cluster?.close();
+    if (givenClock === undefined && clock instanceof RealClock) clock.close();
+    throw (failed as PromiseRejectedResult).reason;
+  }
+  const ports = started.map((r) => (r as PromiseFulfilledResult<ServeHandle>).value);
+  const c = cluster!;
+  let closing: Promise<void> | undefined;
+  return {
+    cluster: c,
+    ports,
+    addresses: ports.map((p) => p.address),
+    endpoints: ports.map((p) => p.endpoint),
+    close() {
+      closing ??= (async () => {
+        await Promise.all(ports.map((p) => p.close()));
+        c.close();
+        if (givenClock === undefined && clock instanceof RealClock) clock.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** Member `i` of `c` as serve() serves it: its ClusterMemberServices, and its client port's HTTP side. */
+function attachedMember(c: EtcdCluster, i: number): AttachedMember {
+  const m = c.member(i);
+  const s = c.connect(i, { client: SERVED_CLIENT });
+  const member: ServedMember = {
+    services: {
+      kv: s.kv,
+      watch: { watch: (ctx?: CallContext) => s.watch(ctx) },
+      lease: s.lease,
+      cluster: {
+        memberList: (req) => s.cluster.memberList(req),
+        memberAdd: membershipUnmodelled,
+        memberRemove: membershipUnmodelled,
+        memberUpdate: membershipUnmodelled,
+        memberPromote: membershipUnmodelled,
+      },
+      maintenance: {
+        status: (req, ctx) => s.maintenance.status(req, ctx),
+        hash: (req, ctx) => s.maintenance.hash(req, ctx),
+        hashKV: (req, ctx) => s.maintenance.hashKV(req, ctx),
+        moveLeader: (req, ctx) => s.maintenance.moveLeader(req ?? {}, ctx),
+        defragment: (req, ctx) => s.maintenance.defragment(req, ctx),
+        alarm: (req, ctx) => s.maintenance.alarm(req, ctx),
+        snapshot: (req, ctx) => s.maintenance.snapshot(req, ctx),
+      },
+      auth: s.auth,
+      lock: { lock: concurrencyUnserved, unlock: concurrencyUnserved },
+      election: { campaign: concurrencyUnserved, proclaim: concurrencyUnserved, leader: concurrencyUnserved, observe: concurrencyUnserved, resign: concurrencyUnserved },
+    },
+    get etcdVersion() {
+      return m.server.etcdVersion;
+    },
+    // The cluster's services hold a call whose token the member has not applied yet (ClusterMemberServices).
+    tokenWaitIndex: () => undefined,
+    get appliedWait() {
+      return m.server.appliedWait;
+    },
+  };
+  return {
+    member,
+    get server(): EtcdServer {
+      return m.server;
+    },
+    http: clusterMemberHttp(c, i, () => m.server, member),
+    concurrencyUnavailable: grpcError(GrpcCode.UNIMPLEMENTED, 'etcdsim: Lock and Election are not served on a simulated cluster yet'),
+  };
+}
+
+/** How long etcd's /health waits for its probe read (etcdhttp: a one-second context). */
+const HEALTH_PROBE_MS = 1000;
+
+/**
+ * The HTTP side of a cluster member's client port: the control endpoint, then the member's own
+ * /health, /version, /metrics and JSON gateway (over the member's cluster services, as gRPC is). /health is etcd's check on a cluster: without a leader, or when a read through
+ * Raft does not come back within a second, `503 {"health":"false"}` (observed on a 3-member 3.4.23 with two
+ * members stopped: at once without a leader, after 1 s while the member still believed in one).
+ */
+function clusterMemberHttp(c: EtcdCluster, i: number, server: () => EtcdServer, member: ServedMember): ClientHttp {
+  let current = server();
+  let http = createClientHttp(current, () => member);
+  const own = (): ClientHttp => {
+    // A restart builds a new server: its HTTP side (metrics) follows.
+    if (server() !== current) {
+      http.close();
+      current = server();
+      http = createClientHttp(current, () => member);
+    }
+    return http;
+  };
+  return {
+    handle(req, res) {
+      const target = req.url ?? '/';
+      const q = target.indexOf('?');
+      const path = q < 0 ? target : target.slice(0, q);
+      if (handleClusterControl(c, path, new URLSearchParams(q < 0 ? '' : target.slice(q + 1)), req, res)) return;
+      if (path === '/health' && req.method === 'GET') {
+        const unhealthy = (reason: string): void => {
+          // Go's http.Error: the JSON as text, with a newline. Releases whose health carries a reason (3.6+)
+          // name it as etcd's source does (not observed here).
+          const body = serverCompat(current.etcdVersion).healthReason ? `{"health":"false","reason":${JSON.stringify(reason)}}\n` : '{"health":"false"}\n';
+          res.writeHead(503, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff', 'Content-Length': Buffer.byteLength(body) });
+          res.end(body);
+        };
+        if (c.status(i).leader === 0n) return unhealthy('RAFT NO LEADER');
+        // The probe: a linearizable read on this member (etcd 3.4 sends a QGET through Raft).
+        c.connect(i, { client: SERVED_CLIENT, deadlineMs: HEALTH_PROBE_MS })
+          .kv.range({ key: Buffer.from('health'), limit: 1 })
+          .then(
+            () => own().handle(req, res),
+            (err: unknown) => unhealthy(`QGET ERROR:${err instanceof Error ? err.message : String(err)}`),
+          );
+        return;
+      }
+      own().handle(req, res);
+    },
+    close() {
+      http.close();
+    },
+  };
+}

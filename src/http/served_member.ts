@@ -1,0 +1,94 @@
+/**
+ * What the front doors of the client port — serve()'s gRPC handlers (src/grpc/server.ts) and the JSON
+ * gateway (gateway.ts) — need of the member they serve. A single member is an EtcdServer, whose services
+ * answer at once; a member of a simulated cluster (src/server/cluster, served by src/grpc/cluster_serve.ts)
+ * answers a request once Raft let it (a write after the member applied it, a linearizable read after
+ * ReadIndex), so its answers may be Promises. Both doors take either through these types: one handler table
+ * per door, one path, for both.
+ */
+import type { CallContext, ElectionService, KeepAliveCall, LockService, WatchCall } from '../server/index.js';
+import type * as M from '../server/messages.js';
+import type { EtcdVersion } from '../mvcc/index.js';
+
+/** An answer now, or later. */
+export type Awaitable<T> = T | PromiseLike<T>;
+
+/** etcd's v3 services of one member in message form, as serve() calls them (EtcdServices satisfies it). */
+export interface ServedServices {
+  readonly kv: {
+    range(req: M.RangeRequest, ctx?: CallContext): Awaitable<M.RangeResponse>;
+    put(req: M.PutRequest, ctx?: CallContext): Awaitable<M.PutResponse>;
+    deleteRange(req: M.DeleteRangeRequest, ctx?: CallContext): Awaitable<M.DeleteRangeResponse>;
+    txn(req: M.TxnRequest, ctx?: CallContext): Awaitable<M.TxnResponse>;
+    compact(req: M.CompactionRequest, ctx?: CallContext): Awaitable<M.CompactionResponse>;
+  };
+  readonly watch: { watch(ctx?: CallContext): WatchCall };
+  readonly lease: {
+    leaseGrant(req: M.LeaseGrantRequest, ctx?: CallContext): Awaitable<M.LeaseGrantResponse>;
+    leaseRevoke(req: M.LeaseRevokeRequest, ctx?: CallContext): Awaitable<M.LeaseRevokeResponse>;
+    leaseTimeToLive(req: M.LeaseTimeToLiveRequest, ctx?: CallContext): Awaitable<M.LeaseTimeToLiveResponse>;
+    leaseLeases(req?: M.LeaseLeasesRequest, ctx?: CallContext): Awaitable<M.LeaseLeasesResponse>;
+    leaseKeepAlive(ctx?: CallContext): KeepAliveCall;
+  };
+  readonly cluster: {
+    memberList(req?: M.MemberListRequest): Awaitable<M.MemberListResponse>;
+    memberAdd(req?: M.MemberAddRequest): Awaitable<M.MemberAddResponse>;
+    memberRemove(req?: M.MemberRemoveRequest): Awaitable<M.MemberRemoveResponse>;
+    memberUpdate(req?: M.MemberUpdateRequest): Awaitable<M.MemberUpdateResponse>;
+    memberPromote(req?: M.MemberPromoteRequest): Awaitable<M.MemberPromoteResponse>;
+  };
+  readonly maintenance: {
+    status(req?: M.StatusRequest, ctx?: CallContext): Awaitable<M.StatusResponse>;
+    hash(req?: M.HashRequest, ctx?: CallContext): Awaitable<M.HashResponse>;
+    hashKV(req?: M.HashKVRequest, ctx?: CallContext): Awaitable<M.HashKVResponse>;
+    moveLeader(req?: M.MoveLeaderRequest, ctx?: CallContext): Awaitable<M.MoveLeaderResponse>;
+    defragment(req?: M.DefragmentRequest, ctx?: CallContext): Awaitable<M.DefragmentResponse>;
+    alarm(req?: M.AlarmRequest, ctx?: CallContext): Awaitable<M.AlarmResponse>;
+    snapshot(req?: M.SnapshotRequest, ctx?: CallContext): Awaitable<M.SnapshotResponse[]>;
+  };
+  readonly auth: {
+    authEnable(req?: M.AuthEnableRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
+    authDisable(req?: M.AuthDisableRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
+    authStatus(req?: M.AuthStatusRequest, ctx?: CallContext): Awaitable<M.AuthStatusResponse>;
+    authenticate(req: M.AuthenticateRequest, ctx?: CallContext): Awaitable<M.AuthenticateResponse>;
+    userAdd(req: M.AuthUserAddRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
+    userGet(req: M.AuthUserGetRequest, ctx?: CallContext): Awaitable<M.AuthUserGetResponse>;
+    userList(req?: M.AuthUserListRequest, ctx?: CallContext): Awaitable<M.AuthUserListResponse>;
+    userDelete(req: M.AuthUserDeleteRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
+    userChangePassword(req: M.AuthUserChangePasswordRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
+    userGrantRole(req: M.AuthUserGrantRoleRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
+    userRevokeRole(req: M.AuthUserRevokeRoleRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
+    roleAdd(req: M.AuthRoleAddRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
+    roleGet(req: M.AuthRoleGetRequest, ctx?: CallContext): Awaitable<M.AuthRoleGetResponse>;
+    roleList(req?: M.AuthRoleListRequest, ctx?: CallContext): Awaitable<M.AuthRoleListResponse>;
+    roleDelete(req: M.AuthRoleDeleteRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
+    roleGrantPermission(req: M.AuthRoleGrantPermissionRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
+    roleRevokePermission(req: M.AuthRoleRevokePermissionRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
+  };
+  readonly lock: Pick<LockService, 'lock' | 'unlock'>;
+  readonly election: Pick<ElectionService, 'campaign' | 'proclaim' | 'leader' | 'observe' | 'resign'>;
+}
+
+/**
+ * The member a port serves, as its front doors call it. An EtcdServer is one; a cluster member's adapter
+ * (src/grpc/cluster_serve.ts) is another, whose token check happens inside its services (so its
+ * tokenWaitIndex answers undefined and the doors hold nothing themselves).
+ */
+export interface ServedMember {
+  /** The release whose rules (and wire texts) the member follows. */
+  readonly etcdVersion: EtcdVersion;
+  readonly services: ServedServices;
+  /** The raft index a call's simple token needs applied first (etcd's token check), or undefined. */
+  tokenWaitIndex(ctx: CallContext): bigint | undefined;
+  readonly appliedWait: { wait(index: bigint, fn: () => void): { cancel(): void } };
+}
+
+/** Whether `v` is a Promise-like answer (a cluster member's) rather than the answer itself. */
+export function isPromiseLike<T>(v: Awaitable<T>): v is PromiseLike<T> {
+  return typeof (v as { then?: unknown } | null)?.then === 'function';
+}
+
+/** `f` of an answer, now or once it comes. */
+export function thenMap<T, U>(v: Awaitable<T>, f: (t: T) => U): Awaitable<U> {
+  return isPromiseLike(v) ? v.then(f) : f(v);
+}
