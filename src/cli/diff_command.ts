@@ -7,6 +7,9 @@
  *   etcdsim diff --endpoint HOST:PORT                an etcd you run; it must be empty and on loopback unless
  *                                                    --force / --allow-non-loopback say otherwise
  *   options: --seed N  --ops N (default 1000)  --etcd-version 3.4|3.5|3.6|3.7 (default 3.4)  --json
+ *   etcdsim diff --cluster [--sim-only] [--no-faults] [--duration MS] [--seed N | --seeds A..B] [--etcd-bin PATH]
+ *                                                    the cluster differential (cluster_diff.ts): a simulated and
+ *                                                    a throwaway real 3-member etcd, seeds run one after another
  *   many seeds: --seeds A..B [--workers N]           every seed from A to B, each a diff of --ops ops, on N
  *                                                    worker threads (seeds.ts); each worker needs an etcd of
  *                                                    its own: --start-etcd starts one per worker, --endpoint
@@ -154,6 +157,7 @@ async function vetEndpoint(address: string, flags: DiffFlags): Promise<string | 
 
 /** `etcdsim diff` after commander parsed it (see the file comment for the exit codes). */
 export async function executeDiff(opts: DiffOptions, io: CliIo): Promise<number> {
+  if (opts.cluster === true) return executeClusterDiff(opts, io);
   const flags = diffFlags(opts);
   if (flags.seeds !== undefined) return executeSeeds(flags, flags.seeds, io);
   const out = io.out;
@@ -350,3 +354,33 @@ function progressBar(json: boolean): { update: (p: { ops: number; target: number
   };
 }
 
+
+/**
+ * `etcdsim diff --cluster`: the cluster differential (src/diff/cluster_diff.ts) on one seed or a range, one
+ * after another; each seed starts its own real 3-member etcd unless --sim-only.
+ */
+async function executeClusterDiff(opts: DiffOptions, io: CliIo): Promise<number> {
+  if (opts.startEtcd === true || opts.endpoint !== undefined || opts.workers !== undefined) {
+    throw new CliError('--cluster starts its own 3-member etcd: no --start-etcd, --endpoint or --workers');
+  }
+  if (opts.seed !== undefined && opts.seeds !== undefined) throw new CliError('give either --seed N or --seeds A..B, not both');
+  let seeds: number[];
+  try {
+    seeds = opts.seeds !== undefined ? seedsOf(parseSeedRange(opts.seeds)) : [opts.seed === undefined ? freshSeed() : int('--seed', opts.seed, -(2 ** 31))];
+  } catch (err) {
+    throw err instanceof CliError ? err : new CliError((err as Error).message);
+  }
+  const durationMs = opts.duration === undefined ? undefined : int('--duration', opts.duration, 1000);
+  const { runClusterDiff, formatClusterDiff } = await import('../diff/cluster_diff.js');
+  const failed: number[] = [];
+  const results: unknown[] = [];
+  for (const seed of seeds) {
+    const r = await runClusterDiff(seed, { durationMs, simOnly: opts.simOnly === true, faults: opts.faults !== false, etcdBin: opts.etcdBin });
+    if (r.divergences.length > 0) failed.push(seed);
+    if (opts.json === true) results.push({ seed, divergences: r.divergences, replay: r.replay, sides: r.sides.map((s) => ({ ...s, keyspace: Object.fromEntries(s.keyspace) })) });
+    else io.out(formatClusterDiff(r));
+  }
+  if (opts.json === true) io.out(JSON.stringify({ failed, results }, null, 2));
+  else io.out(`${seeds.length} seed${seeds.length === 1 ? '' : 's'}: ${failed.length === 0 ? 'no divergence' : `${failed.length} diverged (seeds ${failed.join(', ')})`}`);
+  return failed.length === 0 ? 0 : 1;
+}

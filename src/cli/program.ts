@@ -169,6 +169,10 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
     .addOption(opt('--ops <n>', 'operations to run', '1000'))
     .addOption(opt('--etcd-version <v>', `the etcd release the simulator follows: ${ETCD_VERSIONS.join(', ')}`, '3.4'))
     .option('--json', 'print the report as JSON')
+    .option('--cluster', 'the cluster differential: a 3-member simulated cluster and a real 3-member etcd under one seeded workload and faults (docs/differential.md)')
+    .option('--sim-only', 'with --cluster: the simulated cluster alone (no etcd)')
+    .option('--no-faults', 'with --cluster: no faults (every write outcome known: exact revision count)')
+    .option('--duration <ms>', 'with --cluster: how long the clients run (default 6000)')
     .addHelpText('after', '\nExit codes: 0 nothing diverged; 1 a divergence; 2 usage error or the etcd could not be used.')
     .action(async (opts: DiffOptions) => {
       result.code = await act(io, 'etcdsim diff', async () => {
@@ -212,6 +216,11 @@ export interface DiffOptions {
   ops: string;
   etcdVersion: string;
   json?: boolean | undefined;
+  /** --cluster and its options (diff_command.ts executeClusterDiff). */
+  cluster?: boolean | undefined;
+  simOnly?: boolean | undefined;
+  faults?: boolean | undefined;
+  duration?: string | undefined;
 }
 
 /**
