@@ -174,17 +174,7 @@ function createMemberSim(options: EtcdSimOptions): EtcdSim {
   };
   const stall = virtual !== undefined && stallWarningMs > 0 ? new StallWatch(server, virtual, stallWarningMs) : undefined;
   const activity = (): number => server.delivery.delivered + server.raftIndex;
-  const settle = async (): Promise<void> => {
-    // Macrotask turns: each lets every promise chain run to its next wait, delivers what it caused and
-    // fires zero-delay timers of linked drivers (etcd3's delay(0)). Done once two turns in a row did nothing.
-    let quiet = 0;
-    for (let turn = 0; turn < MAX_SETTLE_TURNS && quiet < QUIET_TURNS; turn++) {
-      const before = activity();
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      for (const d of drivers) d.tick(0);
-      quiet = activity() === before ? quiet + 1 : 0;
-    }
-  };
+  const settle = (): Promise<void> => settleClients(activity, drivers);
   // Zero-delay timers that client code sets in reaction to a delivery (etcd3 awaits delay(0) after a
   // watch cancel) must fire without anyone advancing time: tick linked drivers for a few turns after it.
   const tickZero = (turns: number): void => {
@@ -244,14 +234,7 @@ function createMemberSim(options: EtcdSimOptions): EtcdSim {
     advance: async (ms) => {
       needVirtual('sim.advance()');
       if (!(ms >= 0)) throw new RangeError(`advance: ms must be >= 0, got ${ms}`);
-      await settle();
-      for (let left = ms; left > 0; ) {
-        const step = Math.min(left, ASYNC_STEP_MS);
-        server.advance(step);
-        for (const d of drivers) d.tick(step);
-        left -= step;
-        await settle();
-      }
+      await advanceInSteps(ms, (step) => server.advance(step), drivers, settle);
     },
     settle,
     close: () => {
@@ -318,15 +301,7 @@ function createClusterSim(options: EtcdClusterSimOptions): EtcdClusterSim {
   const drivers: TimerDriver[] = [];
   const servers = (): EtcdServer[] => cluster.members.filter((m) => !m.crashed).map((m) => m.server);
   const activity = (): number => servers().reduce((n, s) => n + s.delivery.delivered + s.raftIndex, 0);
-  const settle = async (): Promise<void> => {
-    let quiet = 0;
-    for (let turn = 0; turn < MAX_SETTLE_TURNS && quiet < QUIET_TURNS; turn++) {
-      const before = activity();
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      for (const d of drivers) d.tick(0);
-      quiet = activity() === before ? quiet + 1 : 0;
-    }
-  };
+  const settle = (): Promise<void> => settleClients(activity, drivers);
   // Stream responses reach in-process clients a microtask after what caused them, on every member (and on
   // the server a restart builds).
   let eventLoopDelivery = false;
@@ -358,14 +333,7 @@ function createClusterSim(options: EtcdClusterSimOptions): EtcdClusterSim {
     advance: async (ms) => {
       if (virtual === undefined) throw new Error("etcdsim: sim.advance() needs createEtcdSim({ time: 'virtual' })");
       if (!(ms >= 0)) throw new RangeError(`advance: ms must be >= 0, got ${ms}`);
-      await settle();
-      for (let left = ms; left > 0; ) {
-        const step = Math.min(left, ASYNC_STEP_MS);
-        cluster.advanceSync(step);
-        for (const d of drivers) d.tick(step);
-        left -= step;
-        await settle();
-      }
+      await advanceInSteps(ms, (step) => cluster.advanceSync(step), drivers, settle);
     },
     settle,
     close: () => {
@@ -411,6 +379,36 @@ function clusterDoor(v: ClusterMemberServices): EtcdServices {
   };
   // The one place the shapes differ: promises where EtcdServices has plain results (see above).
   return door as unknown as EtcdServices;
+}
+
+/**
+ * settle(): macrotask turns, each letting every promise chain run to its next wait, delivering what it
+ * caused and firing zero-delay timers of linked drivers (etcd3's delay(0)); done once two turns in a row
+ * moved nothing (`activity` counts deliveries and raft entries).
+ */
+async function settleClients(activity: () => number, drivers: readonly TimerDriver[]): Promise<void> {
+  let quiet = 0;
+  for (let turn = 0; turn < MAX_SETTLE_TURNS && quiet < QUIET_TURNS; turn++) {
+    const before = activity();
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    for (const d of drivers) d.tick(0);
+    quiet = activity() === before ? quiet + 1 : 0;
+  }
+}
+
+/**
+ * advance(ms) with clients on the event loop: virtual time moves in steps of at most ASYNC_STEP_MS, linked
+ * timers tick along, and client code runs (settles) between steps, as it would while a real etcd's time passes.
+ */
+async function advanceInSteps(ms: number, step: (ms: number) => void, drivers: readonly TimerDriver[], settle: () => Promise<void>): Promise<void> {
+  await settle();
+  for (let left = ms; left > 0; ) {
+    const dt = Math.min(left, ASYNC_STEP_MS);
+    step(dt);
+    for (const d of drivers) d.tick(dt);
+    left -= dt;
+    await settle();
+  }
 }
 
 /** Largest step of advance(): fine enough for etcd3's timers (keep-alive every TTL/3, 100 ms retries). */

@@ -5,6 +5,13 @@
  *
  * A rejected request throws an EtcdError and leaves revision, keys, leases and watchers untouched: all
  * checks run before the write transaction starts.
+ *
+ * Each request passes etcd's steps once, in etcd's order: validate (v3rpc's checks) → size (the proposal
+ * must fit --max-request-bytes; writes only) → apply (the apply-time checks, then the change). range, put,
+ * deleteRange and txn run all of them. A layer with steps of its own in between — the server checks the
+ * token before the size and permissions before applying — calls the steps one by one (validatePut →
+ * checkPutSize → applyPut, ...): each step takes the type the previous one returns (validate.ts), so a
+ * request can be neither applied unvalidated nor validated twice.
  */
 import { EMPTY_BYTES, keyString, type KeyString } from './bytes.js';
 import { ErrCompacted, ErrFutureRev, fail } from './errors.js';
@@ -36,6 +43,10 @@ import {
   checkTxnRequest,
   DEFAULT_MAX_REQUEST_BYTES,
   DEFAULT_MAX_TXN_OPS,
+  isTxnReadOnly,
+  type Proposable,
+  type ReadOnlyTxn,
+  type Validated,
 } from './validate.js';
 import { historyDigest } from './hash.js';
 import { checkDeleteShape, checkPutShape, checkRangeShape, checkRevisionShape, checkTxnShape } from './shape.js';
@@ -84,16 +95,91 @@ export class MvccStore {
 
   /** Range: keys at a revision; header revision is the current one even for historical reads. */
   range(r: RangeRequest): RangeResponse {
-    checkRangeShape(r);
-    checkRangeRequest(r, !this.compat.sortOrderUnchecked);
-    return executeRange(this.storage, r);
+    return this.applyRange(this.validateRange(r));
   }
 
   /** Put: always takes a new revision, even when nothing about the key changes. */
   put(r: PutRequest): PutResponse {
+    return this.applyPut(this.checkPutSize(this.validatePut(r)));
+  }
+
+  /** DeleteRange: one revision for every deleted key; none at all when nothing matched. */
+  deleteRange(r: DeleteRangeRequest): DeleteRangeResponse {
+    return this.applyDeleteRange(this.checkDeleteRangeSize(this.validateDeleteRange(r)));
+  }
+
+  /**
+   * Txn: guards, then one branch as one revision (or none if the branch changes nothing). A read-only txn
+   * is not proposed in etcd, so only a txn that writes must fit --max-request-bytes.
+   */
+  txn(r: TxnRequest): TxnResponse {
+    const v = this.validateTxn(r);
+    return this.applyTxn(this.readOnlyTxn(v) ?? this.checkTxnSize(v));
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // The steps one by one (see the file comment): validate → size → apply.
+
+  /** v3rpc checkRangeRequest (on etcd 3.4 the key only: Compat.sortOrderUnchecked). */
+  validateRange(r: RangeRequest): Validated<RangeRequest> {
+    checkRangeShape(r);
+    checkRangeRequest(r, !this.compat.sortOrderUnchecked);
+    return r as Validated<RangeRequest>;
+  }
+
+  /** v3rpc checkPutRequest: a key; no value with ignore_value, no lease with ignore_lease. */
+  validatePut(r: PutRequest): Validated<PutRequest> {
     checkPutShape(r);
     checkPutRequest(r);
+    return r as Validated<PutRequest>;
+  }
+
+  /** v3rpc checkDeleteRequest: a key. */
+  validateDeleteRange(r: DeleteRangeRequest): Validated<DeleteRangeRequest> {
+    checkDeleteShape(r);
+    checkDeleteRequest(r);
+    return r as Validated<DeleteRangeRequest>;
+  }
+
+  /** v3rpc's Txn checks: checkTxnRequest (--max-txn-ops, keys, ops), then checkIntervals on each branch. */
+  validateTxn(r: TxnRequest): Validated<TxnRequest> {
+    checkTxnShape(r);
+    checkTxnRequest(r, this.maxTxnOps, !this.compat.sortOrderUnchecked);
+    checkIntervals(r.success ?? []);
+    checkIntervals(r.failure ?? []);
+    return r as Validated<TxnRequest>;
+  }
+
+  /** The txn as a read (etcd's isTxnReadonly: ranges only, nested txns included), or undefined if it writes. */
+  readOnlyTxn(r: Validated<TxnRequest>): ReadOnlyTxn | undefined {
+    return isTxnReadOnly(r) ? (r as ReadOnlyTxn) : undefined;
+  }
+
+  /** The Put's proposal must fit --max-request-bytes (etcd: ErrRequestTooLarge before proposing). */
+  checkPutSize(r: Validated<PutRequest>): Proposable<PutRequest> {
     checkRequestSize(putSize(r), this.maxRequestBytes);
+    return r as Proposable<PutRequest>;
+  }
+
+  /** The DeleteRange's proposal must fit --max-request-bytes. */
+  checkDeleteRangeSize(r: Validated<DeleteRangeRequest>): Proposable<DeleteRangeRequest> {
+    checkRequestSize(deleteRangeSize(r), this.maxRequestBytes);
+    return r as Proposable<DeleteRangeRequest>;
+  }
+
+  /** A writing Txn's proposal must fit --max-request-bytes. */
+  checkTxnSize(r: Validated<TxnRequest>): Proposable<TxnRequest> {
+    checkRequestSize(txnSize(r), this.maxRequestBytes);
+    return r as Proposable<TxnRequest>;
+  }
+
+  /** Serves a validated Range (applierV3.Range): the revision checks, then the read. */
+  applyRange(r: Validated<RangeRequest>): RangeResponse {
+    return executeRange(this.storage, r);
+  }
+
+  /** Applies a validated Put: the lease must exist, ignore_* needs the key; then the write. */
+  applyPut(r: Proposable<PutRequest>): PutResponse {
     checkPut(this.storage, r, false);
     if (r.prevKv !== true && r.ignoreValue !== true && r.ignoreLease !== true) {
       return { revision: this.storage.putOne(keyString(r.key), r.key, r.value ?? EMPTY_BYTES, r.lease ?? 0n) };
@@ -106,11 +192,8 @@ export class MvccStore {
     }
   }
 
-  /** DeleteRange: one revision for every deleted key; none at all when nothing matched. */
-  deleteRange(r: DeleteRangeRequest): DeleteRangeResponse {
-    checkDeleteShape(r);
-    checkDeleteRequest(r);
-    checkRequestSize(deleteRangeSize(r), this.maxRequestBytes);
+  /** Applies a validated DeleteRange. */
+  applyDeleteRange(r: Proposable<DeleteRangeRequest>): DeleteRangeResponse {
     const tw = this.storage.write();
     try {
       return executeDeleteRange(tw, r);
@@ -119,13 +202,8 @@ export class MvccStore {
     }
   }
 
-  /** Txn: guards, then one branch as one revision (or none if the branch changes nothing). */
-  txn(r: TxnRequest): TxnResponse {
-    checkTxnShape(r);
-    checkTxnRequest(r, this.maxTxnOps, !this.compat.sortOrderUnchecked);
-    checkIntervals(r.success ?? []);
-    checkIntervals(r.failure ?? []);
-    checkRequestSize(txnSize(r), this.maxRequestBytes);
+  /** Applies a validated Txn: the guards pick the branches, their ops are checked, then run as one revision. */
+  applyTxn(r: Proposable<TxnRequest> | ReadOnlyTxn): TxnResponse {
     const s = this.storage;
     const path = compareToPath(s, r);
     if (this.compat.txnChecksPutsFirst) {

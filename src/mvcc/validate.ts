@@ -1,7 +1,12 @@
 /**
  * Request validation that etcd performs before a request reaches raft (etcdserver/api/v3rpc/key.go):
  * empty keys, sort options, put flags, txn size and duplicate keys, and the request-size limit. A request
- * that fails here changes nothing. Every front door reaches these checks through MvccStore.
+ * that fails here changes nothing.
+ *
+ * Each request is validated once on its way in. MvccStore's validate* methods run these checks and hand the
+ * request back typed as Validated; its checkXSize methods add the size limit (Proposable) and its apply*
+ * methods take only such types, so a layer that runs steps of its own between etcd's (the server's token
+ * and permission checks) can reach the store without the store checking the request a second time.
  */
 import { keyString, type KeyString } from './bytes.js';
 import {
@@ -21,6 +26,46 @@ import type { DeleteRangeRequest, PutRequest, RangeRequest, RequestOp, TxnReques
 /** etcd's defaults for the limits validation enforces (--max-txn-ops, --max-request-bytes). */
 export const DEFAULT_MAX_TXN_OPS = 128;
 export const DEFAULT_MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
+
+declare const validated: unique symbol;
+declare const proposable: unique symbol;
+declare const readOnly: unique symbol;
+
+/**
+ * A request that passed etcd's gRPC-layer checks (v3rpc checkRangeRequest, checkPutRequest,
+ * checkDeleteRequest, checkTxnRequest + checkIntervals, and the shape protobuf's decoder guarantees): what
+ * etcd goes on to authenticate, propose or serve. A type only: validation returns the object it checked, so
+ * the mark costs nothing at run time. Made by MvccStore's validate* methods; the request must not change
+ * afterwards.
+ */
+export type Validated<R> = R & { readonly [validated]: true };
+
+/**
+ * A validated write whose Raft proposal fits --max-request-bytes (etcd checks the marshaled
+ * InternalRaftRequest in processInternalRaftRequestOnce, after the token and before proposing): what etcd
+ * proposes, and what MvccStore applies.
+ */
+export type Proposable<R> = Validated<R> & { readonly [proposable]: true };
+
+/**
+ * A validated txn whose every op, nested ones included, is a range (etcd's isTxnReadonly): etcd serves it
+ * like a Range, without a proposal, so the request-size limit never applies to it.
+ */
+export type ReadOnlyTxn = Validated<TxnRequest> & { readonly [readOnly]: true };
+
+/** etcd's isTxnReadonly: every op on every branch, nested txns included, is a range. */
+export function isTxnReadOnly(t: TxnRequest): boolean {
+  return opsReadOnly(t.success) && opsReadOnly(t.failure);
+}
+
+function opsReadOnly(ops: readonly RequestOp[] | undefined): boolean {
+  if (ops === undefined) return true;
+  for (const op of ops) {
+    if (op.requestRange !== undefined) continue;
+    if (op.requestTxn === undefined || !isTxnReadOnly(op.requestTxn)) return false;
+  }
+  return true;
+}
 
 const SORT_ORDERS: ReadonlySet<string> = new Set(['NONE', 'ASCEND', 'DESCEND']);
 const SORT_TARGETS: ReadonlySet<string> = new Set(['KEY', 'VERSION', 'CREATE', 'MOD', 'VALUE']);

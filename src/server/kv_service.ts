@@ -7,20 +7,24 @@
  * Compact the current one). Inside a Txn, range/put/delete responses carry only `revision` (the txn's
  * revision as of that op) and a nested txn's header is empty, as etcd 3.4.23 was observed to answer.
  *
- * Auth: each call takes the caller's CallContext. While auth is enabled the request is validated (etcd's
- * gRPC-layer checks come first), then the caller's permissions are checked (src/auth/enforce.ts) before
- * anything is applied; a denied write is still one Raft entry, as etcd denies it at apply time. On etcd
- * 3.4 a token is looked up even while auth is disabled (AuthStore.checksTokens), so a stale one fails.
+ * Steps, once each and in etcd's order on every version profile (etcd 3.4.23 was observed to answer so):
+ * validate (v3rpc's checks) → the caller's token (AuthInfoFromCtx: a stale token fails before anything
+ * else looks at the request) → size (a write's proposal must fit --max-request-bytes) → permissions
+ * (src/auth/enforce.ts) → apply. The validating, sizing and applying are the MvccStore's (validatePut →
+ * checkPutSize → applyPut, ...); this layer puts the token and permission checks between them. A read
+ * (Range, a read-only Txn) is not proposed: no size limit, and a denied read is no Raft entry; a denied
+ * write still is one, as etcd denies it at apply time. The token is looked up while auth is enabled, and
+ * on etcd 3.4 also while it is disabled (AuthStore.checksTokens), so a stale one fails there too.
  */
-import { checkDeleteRangeAuth, checkPutAuth, checkRangeAuth, checkTxnAuth, type LeaseKeys } from '../auth/index.js';
-import { keyBytes, type RequestOp, type TxnRequest as DTxnRequest } from '../mvcc/index.js';
-import { deleteRangeSize, putSize, txnSize } from '../mvcc/request_size.js';
-import { checkDeleteRequest, checkIntervals, checkPutRequest, checkRangeRequest, checkRequestSize, checkTxnRequest } from '../mvcc/validate.js';
+import { checkDeleteRangeAuth, checkPutAuth, checkRangeAuth, checkTxnAuth, type AuthInfo, type LeaseKeys } from '../auth/index.js';
+import { keyBytes } from '../mvcc/index.js';
 import type { CallContext } from './call_context.js';
 import { deleteRangeIn, deleteRangeOut, header, int64ToNumber, putIn, putOut, rangeIn, rangeOut, txnIn, txnOut } from './convert.js';
 import { asGrpc } from './errors.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
+
+export { isTxnReadOnly } from '../mvcc/validate.js';
 
 export class KVService {
   private readonly leaseKeys: LeaseKeys;
@@ -33,12 +37,11 @@ export class KVService {
   range(req: M.RangeRequest, ctx?: CallContext): M.RangeResponse {
     const server = this.server;
     const r = asGrpc(() => {
-      const d = rangeIn(req);
-      if (server.auth.checksTokens) {
-        checkRangeRequest(d, !server.mvcc.compat.sortOrderUnchecked);
-        checkRangeAuth(server.auth, server.authInfo(ctx), d);
-      }
-      return server.mvcc.range(d);
+      const mvcc = server.mvcc;
+      const v = mvcc.validateRange(rangeIn(req));
+      const ai = this.caller(ctx);
+      if (server.auth.enabled) checkRangeAuth(server.auth, ai, v);
+      return mvcc.applyRange(v);
     });
     return rangeOut(r, header(server.identity, r.revision));
   }
@@ -47,14 +50,18 @@ export class KVService {
   put(req: M.PutRequest, ctx?: CallContext): M.PutResponse {
     const server = this.server;
     const r = asGrpc(() => {
-      const d = putIn(req);
-      if (server.auth.checksTokens) {
-        checkPutRequest(d);
-        const ai = server.authInfo(ctx);
-        checkRequestSize(putSize(d), server.mvcc.maxRequestBytes); // proposing checks the size; applying, permissions
-        this.denied(() => checkPutAuth(server.auth, ai, this.leaseKeys, d));
+      const mvcc = server.mvcc;
+      const v = mvcc.validatePut(putIn(req));
+      const ai = this.caller(ctx);
+      const p = mvcc.checkPutSize(v);
+      if (server.auth.enabled) {
+        try {
+          checkPutAuth(server.auth, ai, this.leaseKeys, p);
+        } catch (err) {
+          throw this.deniedAtApply(err);
+        }
       }
-      return server.mvcc.put(d);
+      return mvcc.applyPut(p);
     });
     return putOut(r, header(server.identity, r.revision));
   }
@@ -63,41 +70,49 @@ export class KVService {
   deleteRange(req: M.DeleteRangeRequest, ctx?: CallContext): M.DeleteRangeResponse {
     const server = this.server;
     const r = asGrpc(() => {
-      const d = deleteRangeIn(req);
-      if (server.auth.checksTokens) {
-        checkDeleteRequest(d);
-        const ai = server.authInfo(ctx);
-        checkRequestSize(deleteRangeSize(d), server.mvcc.maxRequestBytes);
-        this.denied(() => checkDeleteRangeAuth(server.auth, ai, d));
+      const mvcc = server.mvcc;
+      const v = mvcc.validateDeleteRange(deleteRangeIn(req));
+      const ai = this.caller(ctx);
+      const p = mvcc.checkDeleteRangeSize(v);
+      if (server.auth.enabled) {
+        try {
+          checkDeleteRangeAuth(server.auth, ai, p);
+        } catch (err) {
+          throw this.deniedAtApply(err);
+        }
       }
-      return server.mvcc.deleteRange(d);
+      return mvcc.applyDeleteRange(p);
     });
     if (r.deleted === 0) server.noteRaftEntry(); // proposed and applied, but nothing committed
     return deleteRangeOut(r, header(server.identity, r.revision));
   }
 
-  /** KV.Txn. A read-only txn is served like a Range (no Raft entry), as etcd does. */
+  /** KV.Txn. A read-only txn is served like a Range (no Raft entry, no size limit), as etcd does. */
   txn(req: M.TxnRequest, ctx?: CallContext): M.TxnResponse {
     const server = this.server;
     const before = server.mvcc.currentRevision;
     let readOnly = true;
     const r = asGrpc(() => {
-      const t = txnIn(req);
-      readOnly = isTxnReadOnly(t);
-      if (server.auth.checksTokens) {
-        checkTxnRequest(t, server.mvcc.maxTxnOps, !server.mvcc.compat.sortOrderUnchecked);
-        // v3rpc's Txn checks put/delete overlaps too, before any token or permission is looked at (observed
-        // on 3.4.23: duplicate key, not permission denied / invalid auth token; 3.5+ keep that order).
-        checkIntervals(t.success ?? []);
-        checkIntervals(t.failure ?? []);
-        const ai = server.authInfo(ctx);
-        if (readOnly) checkTxnAuth(server.auth, ai, this.leaseKeys, t);
-        else {
-          checkRequestSize(txnSize(t), server.mvcc.maxRequestBytes);
-          this.denied(() => checkTxnAuth(server.auth, ai, this.leaseKeys, t));
+      const mvcc = server.mvcc;
+      // checkTxnRequest and checkIntervals both come before any token or permission is looked at (observed on
+      // 3.4.23: duplicate key, not permission denied / invalid auth token; 3.5+ keep that order).
+      const v = mvcc.validateTxn(txnIn(req));
+      const ai = this.caller(ctx);
+      const ro = mvcc.readOnlyTxn(v);
+      if (ro !== undefined) {
+        if (server.auth.enabled) checkTxnAuth(server.auth, ai, this.leaseKeys, ro);
+        return mvcc.applyTxn(ro);
+      }
+      readOnly = false;
+      const p = mvcc.checkTxnSize(v);
+      if (server.auth.enabled) {
+        try {
+          checkTxnAuth(server.auth, ai, this.leaseKeys, p);
+        } catch (err) {
+          throw this.deniedAtApply(err);
         }
       }
-      return server.mvcc.txn(t);
+      return mvcc.applyTxn(p);
     });
     if (!readOnly && server.mvcc.currentRevision === before) server.noteRaftEntry();
     return txnOut(r, header(server.identity, r.revision));
@@ -115,20 +130,17 @@ export class KVService {
     return { header: header(server.identity, r.revision) };
   }
 
-  /** A write denied at apply time was still proposed: one Raft entry, then the error. */
-  private denied(check: () => void): void {
-    try {
-      check();
-    } catch (err) {
-      this.server.noteRaftEntry();
-      throw err;
-    }
+  /**
+   * The caller, from the call's token (etcd's AuthInfoFromCtx): looked up only while tokens are checked, so
+   * a request with auth off does no lookup at all.
+   */
+  private caller(ctx: CallContext | undefined): AuthInfo | undefined {
+    return this.server.auth.checksTokens ? this.server.authInfo(ctx) : undefined;
   }
-}
 
-/** etcd's isTxnReadonly: every op on every branch, nested txns included, is a range. */
-export function isTxnReadOnly(t: DTxnRequest): boolean {
-  const ro = (ops: readonly RequestOp[] | undefined): boolean =>
-    (ops ?? []).every((op) => op.requestRange !== undefined || (op.requestTxn !== undefined && isTxnReadOnly(op.requestTxn)));
-  return ro(t.success) && ro(t.failure);
+  /** A write denied at apply time was still proposed: one Raft entry, then the error. */
+  private deniedAtApply(err: unknown): unknown {
+    this.server.noteRaftEntry();
+    return err;
+  }
 }

@@ -86,7 +86,10 @@ test('request too large: a 1.6 MiB put is rejected, a 1 MiB put is fine', () => 
   const big = new Uint8Array(Math.round(1.6 * 1024 * 1024));
   assertUnchanged(s, ErrRequestTooLarge, () => s.put({ key: b('k'), value: big }));
   assertUnchanged(s, ErrRequestTooLarge, () => s.txn({ success: [{ requestPut: { key: b('k'), value: big } }] }));
-  assertUnchanged(s, ErrRequestTooLarge, () => s.txn({ compare: [{ key: b('a'), target: 'VALUE', result: 'EQUAL', value: big }] }));
+  // A txn that writes is proposed, compares and all (a compare-only txn is read-only: see read_only_txn_size.test.ts).
+  assertUnchanged(s, ErrRequestTooLarge, () =>
+    s.txn({ compare: [{ key: b('a'), target: 'VALUE', result: 'EQUAL', value: big }], failure: [{ requestPut: { key: b('x') } }] }),
+  );
   assertUnchanged(s, ErrRequestTooLarge, () => s.deleteRange({ key: big }));
   // Exactly 1.5 MiB of value plus the envelope is over the limit too.
   assertUnchanged(s, ErrRequestTooLarge, () => s.put({ key: b('k'), value: new Uint8Array(DEFAULT_MAX_REQUEST_BYTES) }));
