@@ -266,14 +266,9 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
   };
 }
 
-/**
- * --initial-cluster for a served cluster: NAME=PEER-URL, one per member in member order (names distinct), or
- * unset: etcd's Procfile identities (infra1..N). Checked as etcd checks its own entry (exit 1, etcd's words).
- */
-function initialClusterMembers(f: ServeFlags, n: number): Array<{ name: string; peerUrls: string[] }> | Array<undefined> {
-  if (f.initialCluster === undefined) return new Array<undefined>(n).fill(undefined);
-  const out: Array<{ name: string; peerUrls: string[] }> = [];
-  for (const pair of f.initialCluster === '' ? [] : f.initialCluster.split(',')) {
+/** --initial-cluster's NAME=URL pairs in order, each URL checked as etcd checks it (exit 1, etcd's words). */
+function initialClusterPairs(spec: string): Array<{ name: string; url: string }> {
+  return (spec === '' ? [] : spec.split(',')).map((pair) => {
     const eq = pair.indexOf('=');
     const name = eq < 0 ? pair : pair.slice(0, eq);
     const url = eq < 0 ? '' : pair.slice(eq + 1);
@@ -283,6 +278,18 @@ function initialClusterMembers(f: ServeFlags, n: number): Array<{ name: string; 
       if (err instanceof FlagValueError) throw new CliError(`error setting up initial cluster: ${err.reason}`, 1);
       throw err;
     }
+    return { name, url };
+  });
+}
+
+/**
+ * --initial-cluster for a served cluster: NAME=PEER-URL, one per member in member order (names distinct), or
+ * unset: etcd's Procfile identities (infra1..N). Checked as etcd checks its own entry (exit 1, etcd's words).
+ */
+function initialClusterMembers(f: ServeFlags, n: number): Array<{ name: string; peerUrls: string[] }> | Array<undefined> {
+  if (f.initialCluster === undefined) return new Array<undefined>(n).fill(undefined);
+  const out: Array<{ name: string; peerUrls: string[] }> = [];
+  for (const { name, url } of initialClusterPairs(f.initialCluster)) {
     const known = out.find((m) => m.name === name);
     if (known !== undefined) known.peerUrls.push(url);
     else out.push({ name, peerUrls: [url] });
@@ -303,18 +310,7 @@ function initialClusterMembers(f: ServeFlags, n: number): Array<{ name: string; 
 function checkInitialCluster(f: ServeFlags, advertised: readonly EtcdUrl[]): void {
   const spec = f.initialCluster ?? (f.name === 'default' ? 'default=http://localhost:2380' : advertised.map((u) => `${f.name === '' ? 'default' : f.name}=${u.raw}`).join(','));
   const cluster = new Map<string, string[]>();
-  for (const pair of spec === '' ? [] : spec.split(',')) {
-    const eq = pair.indexOf('=');
-    const name = eq < 0 ? pair : pair.slice(0, eq);
-    const url = eq < 0 ? '' : pair.slice(eq + 1);
-    try {
-      parseEtcdUrl(url);
-    } catch (err) {
-      if (err instanceof FlagValueError) throw new CliError(`error setting up initial cluster: ${err.reason}`, 1);
-      throw err;
-    }
-    cluster.set(name, [...(cluster.get(name) ?? []), url]);
-  }
+  for (const { name, url } of initialClusterPairs(spec)) cluster.set(name, [...(cluster.get(name) ?? []), url]);
   const mine = cluster.get(f.name);
   if (mine === undefined) throw new CliError(`couldn't find local name ${JSON.stringify(f.name)} in the initial cluster configuration`, 1);
   if (cluster.size > 1) throw invalid('--initial-cluster', spec, 'etcdsim serves a single-member cluster');
