@@ -436,6 +436,7 @@ export class EtcdServer {
       members: members.map((m) => ({ id: m.id, name: m.name, peerURLs: m.peerUrls, clientURLs: m.clientUrls, isLearner: m.isLearner })),
       removedMembers: removed,
       version: this.member.version,
+      term: this.member.raftTerm,
     });
   }
 

@@ -8,15 +8,20 @@
  *
  * Where it cannot agree: users with a password (etcd stores a bcrypt hash with a random salt, so no two etcds
  * agree either), an auth store disabled after being enabled (etcd then keeps authEnabled = 0; the simulator
- * does not remember it was ever enabled), and the 3.5+ profiles' extra meta keys (term, confState, ...),
- * which are not modelled: those profiles hash 3.4's layout with their own cluster version.
+ * does not remember it was ever enabled). The 3.5+ profiles' meta keys: term and storageVersion are left
+ * out as etcd leaves them out, confState is hashed as etcd hashes it (not checked against a real 3.5+ etcd,
+ * none is installed).
  */
 import CRC32C from 'crc-32/crc32c.js';
 import { boltKey, compareKeys, isBucketEntry, type BoltBucket } from './bbolt.js';
 import { encodeEtcdBackend, type EtcdBackend } from './etcd_backend.js';
 
 const META = boltKey('meta');
-const CONSISTENT_INDEX = boltKey('consistent_index');
+/**
+ * meta keys etcd leaves out of the hash: consistent_index (3.4), plus term (3.5) and storageVersion (3.6),
+ * which change without any request of a user's. A 3.4 backend has neither of the latter, so one list does.
+ */
+const IGNORED_META = [boltKey('consistent_index'), boltKey('term'), boltKey('storageVersion')];
 
 /** The backend hash a real etcd with this content reports (uint32). */
 export function backendHash(b: EtcdBackend): number {
@@ -31,7 +36,7 @@ export function backendHash(b: EtcdBackend): number {
 
 function hashEntries(bucket: BoltBucket, crc: number, isMeta: boolean): number {
   for (const e of bucket.entries) {
-    if (isMeta && compareKeys(e.key, CONSISTENT_INDEX) === 0) continue;
+    if (isMeta && IGNORED_META.some((k) => compareKeys(e.key, k) === 0)) continue;
     if (isBucketEntry(e)) continue; // etcd's buckets hold no nested buckets
     crc = CRC32C.buf(e.key, crc);
     crc = CRC32C.buf(e.value, crc);

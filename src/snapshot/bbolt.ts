@@ -22,6 +22,30 @@ export interface BoltBucket {
   /** The bucket's sequence counter (bbolt NextSequence); 0 unless someone used it. */
   readonly sequence?: bigint | undefined;
   readonly entries: readonly BoltEntry[];
+  /**
+   * Writing only: the bucket's plain values given by index instead of as `entries` (which must then be
+   * empty), so that a bucket of millions of entries (etcd's key bucket) is laid out without an object per
+   * entry. readBolt never returns one.
+   */
+  readonly source?: BoltEntrySource | undefined;
+}
+
+/**
+ * A bucket's plain entries, by index, in strictly ascending key order (the writer checks the order of
+ * the keys it places first on a page, the source vouches for the rest): each entry's key and value sizes,
+ * and writers of its bytes into a page being laid out.
+ */
+export interface BoltEntrySource {
+  readonly count: number;
+  keySize(i: number): number;
+  valueSize(i: number): number;
+  writeKey(i: number, dst: Uint8Array, at: number): void;
+  writeValue(i: number, dst: Uint8Array, at: number): void;
+  /**
+   * The zeroed bytes of a leaf node about to be filled with this source's entries (default: a new
+   * Uint8Array): a source may allocate them its own way, e.g. with an encoder that writes values in place.
+   */
+  newNode?(size: number): Uint8Array;
 }
 
 /** One key of a bucket: a plain value, or a nested bucket. */
@@ -103,6 +127,11 @@ export interface BoltWriteOptions {
   readonly pageSize?: number | undefined;
   /** Transaction ID of the newer meta page (the older one gets txid - 1); default 1. */
   readonly txid?: bigint | undefined;
+  /**
+   * Bytes left zero after the database in the returned array (not part of it: the meta pages do not count
+   * them), so a caller appending a trailer (etcd's SHA-256) needs no second copy of the file.
+   */
+  readonly reserveTail?: number | undefined;
 }
 
 /** A node laid out in its own page run: where it goes and its bytes (a whole number of pages). */
@@ -149,7 +178,7 @@ export function writeBolt(root: BoltBucket, opts: BoltWriteOptions = {}): Uint8A
   const alloc = new PageAllocator(pageSize);
   const rootPgid = writeBucketTree(alloc, root, 0, false);
   const pageCount = alloc.next;
-  const file = new Uint8Array(pageCount * pageSize);
+  const file = new Uint8Array(pageCount * pageSize + (opts.reserveTail ?? 0));
   const view = new DataView(file.buffer);
   for (const p of alloc.placed) file.set(p.bytes, p.pgid * pageSize);
   // Freelist: nothing is free in a freshly packed file.
@@ -185,6 +214,11 @@ function writePageHeader(view: DataView, at: number, id: number, flags: number, 
  */
 function writeBucketTree(alloc: PageAllocator, b: BoltBucket, depth: number, mayInline: boolean): number {
   if (depth > MAX_DEPTH) throw new RangeError('bbolt: buckets nested too deep');
+  if (b.source !== undefined) {
+    if (b.entries.length > 0) throw new RangeError('bbolt: a bucket has either entries or a source');
+    if (!mayInline || !sourceInlinable(b.source, alloc.pageSize)) return writeSourceTree(alloc, b.source);
+    b = { sequence: b.sequence, entries: materialize(b.source) };
+  }
   const items = leafItems(alloc, b, depth);
   if (mayInline && inlinable(items, alloc.pageSize)) return -1;
   // Leaves, then branch levels above them until one node remains.
@@ -200,6 +234,83 @@ function writeBucketTree(alloc: PageAllocator, b: BoltBucket, depth: number, may
     level = next;
   }
   return level[0]!.pgid;
+}
+
+/** A source's leaves and the branch levels above them; returns the root page. */
+function writeSourceTree(alloc: PageAllocator, src: BoltEntrySource): number {
+  const ps = alloc.pageSize;
+  let level: { key: Uint8Array; pgid: number }[] = [];
+  let prevFirst: Uint8Array | undefined;
+  const place = (from: number, to: number, size: number): void => {
+    const first = new Uint8Array(from < to ? src.keySize(from) : 0);
+    if (from < to) src.writeKey(from, first, 0);
+    if (prevFirst !== undefined && compareKeys(prevFirst, first) >= 0) throw new RangeError("bbolt: a bucket's entries must be in strictly ascending key order");
+    prevFirst = first;
+    level.push({ key: first, pgid: alloc.place(sourceLeafNode(src, from, to, size, ps)) });
+  };
+  // Pack entries into pages exactly as packRuns does, by index.
+  let from = 0;
+  let size = PAGE_HEADER;
+  for (let i = 0; i < src.count; i++) {
+    const add = ELEMENT + src.keySize(i) + src.valueSize(i);
+    if (i > from && (size + add > ps || i - from === 0xffff)) {
+      place(from, i, size);
+      from = i;
+      size = PAGE_HEADER;
+    }
+    size += add;
+  }
+  place(from, src.count, size);
+  while (level.length > 1) {
+    const next: { key: Uint8Array; pgid: number }[] = [];
+    for (const run of packRuns(level, branchDataSize, ps)) next.push({ key: run[0]!.key, pgid: alloc.place(branchNode(run, ps)) });
+    level = next;
+  }
+  return level[0]!.pgid;
+}
+
+/** A leaf node of entries [from, to) of a source; `size` is its header, elements and data. */
+function sourceLeafNode(src: BoltEntrySource, from: number, to: number, size: number, pageSize: number): Uint8Array {
+  const pages = Math.ceil(size / pageSize);
+  const out = src.newNode !== undefined ? src.newNode(pages * pageSize) : new Uint8Array(pages * pageSize);
+  const dv = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  const count = to - from;
+  writePageHeader(dv, 0, 0, LEAF, count, pages - 1);
+  let data = PAGE_HEADER + count * ELEMENT;
+  for (let i = 0; i < count; i++) {
+    const ks = src.keySize(from + i);
+    const vs = src.valueSize(from + i);
+    const el = PAGE_HEADER + i * ELEMENT;
+    dv.setUint32(el, 0, true);
+    dv.setUint32(el + 4, data - el, true);
+    dv.setUint32(el + 8, ks, true);
+    dv.setUint32(el + 12, vs, true);
+    src.writeKey(from + i, out, data);
+    src.writeValue(from + i, out, data + ks);
+    data += ks + vs;
+  }
+  return out;
+}
+
+function sourceInlinable(src: BoltEntrySource, pageSize: number): boolean {
+  let size = PAGE_HEADER;
+  for (let i = 0; i < src.count; i++) {
+    size += ELEMENT + src.keySize(i) + src.valueSize(i);
+    if (size > pageSize / 4) return false;
+  }
+  return true;
+}
+
+function materialize(src: BoltEntrySource): BoltEntry[] {
+  const out: BoltEntry[] = [];
+  for (let i = 0; i < src.count; i++) {
+    const key = new Uint8Array(src.keySize(i));
+    const value = new Uint8Array(src.valueSize(i));
+    src.writeKey(i, key, 0);
+    src.writeValue(i, value, 0);
+    out.push({ key, value });
+  }
+  return out;
 }
 
 const leafDataSize = (it: LeafItem): number => it.key.length + it.value.length;
@@ -230,7 +341,8 @@ function bucketValue(alloc: PageAllocator, b: BoltBucket, depth: number): Uint8A
     dv.setBigUint64(8, seq, true);
     return v;
   }
-  const items = leafItems(alloc, b, depth); // leaf-only: nothing is placed
+  const inline = b.source === undefined ? b : { sequence: b.sequence, entries: materialize(b.source) };
+  const items = leafItems(alloc, inline, depth); // leaf-only: nothing is placed
   const page = leafNode(items, alloc.pageSize, INLINE_PAGE);
   const v = new Uint8Array(BUCKET_HEADER + page.length);
   new DataView(v.buffer).setBigUint64(8, seq, true);

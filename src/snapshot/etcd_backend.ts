@@ -20,8 +20,8 @@ import { Buffer } from '../sim/bytes_platform.js';
 import { createHash } from '../sim/crypto_platform.js';
 import type { KeyPermission, PermissionType } from '../auth/index.js';
 import type { KeyValue } from '../mvcc/index.js';
-import { LEN, VARINT, WireWriter, bytesFieldSize, int64FieldSize, marshalKeyValue, tag, varintSize, writeBytesField, writeInt64Field } from '../mvcc/wire.js';
-import { boltKey, childBucket, compareKeys, isBucketEntry, readBolt, writeBolt, type BoltBucket, type BoltEntry } from './bbolt.js';
+import { LEN, VARINT, WireWriter, bytesFieldSize, int64FieldSize, keyValueSize, marshalKeyValue, tag, varintSize, writeBytesField, writeInt64Field, writeKeyValue } from '../mvcc/wire.js';
+import { boltKey, childBucket, compareKeys, isBucketEntry, readBolt, writeBolt, type BoltBucket, type BoltEntry, type BoltEntrySource } from './bbolt.js';
 import { ProtoFormatError, asInt64, decodeFields, safeNumber } from './proto_reader.js';
 
 /** One entry of the key bucket: a revision {main, sub} of a key, a put or (tombstone) a delete. */
@@ -83,6 +83,24 @@ export interface EtcdBackend {
   readonly clusterVersion?: string | undefined;
   /** The alarm bucket's keys (marshalled AlarmMember), kept as they are. */
   readonly alarms: readonly Uint8Array[];
+  // From etcd 3.5 on (absent in a 3.4 backend; see docs/version-differences.md):
+  /** meta/term: the raft term of the last applied entry, written with consistent_index (3.5+). */
+  readonly term?: bigint | undefined;
+  /** meta/confState: the raft configuration as JSON, written on every conf change (3.5+). */
+  readonly confState?: StoredConfState | undefined;
+  /** meta/storageVersion: the schema version ("3.6.0"), written once the member runs 3.6 or later. */
+  readonly storageVersion?: string | undefined;
+  /** cluster/downgrade: a downgrade's target and whether it is enabled (3.5+, once one was started). */
+  readonly downgrade?: { readonly targetVersion: string; readonly enabled: boolean } | undefined;
+}
+
+/** raftpb.ConfState as etcd 3.5+ stores it in meta/confState (Go's JSON of the message). */
+export interface StoredConfState {
+  readonly voters: readonly bigint[];
+  readonly learners: readonly bigint[];
+  readonly votersOutgoing: readonly bigint[];
+  readonly learnersNext: readonly bigint[];
+  readonly autoLeave: boolean;
 }
 
 /** A snapshot or backend file that etcd's layout does not explain, naming the bucket and what is wrong. */
@@ -102,12 +120,17 @@ const text = new TextDecoder('utf-8', { fatal: false });
 /** mvcc revToBytes, plus etcd's tombstone mark 't' for a delete. */
 export function revisionKey(main: number, sub: number, tombstone: boolean): Uint8Array {
   const b = new Uint8Array(tombstone ? 18 : 17);
-  // Byte by byte, no DataView or BigInt per key: a snapshot writes millions of these.
-  putU64be(b, 0, main);
-  b[8] = 0x5f;
-  putU64be(b, 9, sub);
-  if (tombstone) b[17] = 0x74;
+  writeRevisionKey(b, 0, main, sub, tombstone);
   return b;
+}
+
+/** revisionKey's bytes written at `at` of `b`. */
+function writeRevisionKey(b: Uint8Array, at: number, main: number, sub: number, tombstone: boolean): void {
+  // Byte by byte, no DataView or BigInt per key: a snapshot writes millions of these.
+  putU64be(b, at, main);
+  b[at + 8] = 0x5f;
+  putU64be(b, at + 9, sub);
+  if (tombstone) b[at + 17] = 0x74;
 }
 
 /** A non-negative safe integer as 8 big-endian bytes at `at`. */
@@ -344,18 +367,115 @@ function parseMemberId(key: Uint8Array, what: string): bigint {
   return BigInt(`0x${s}`);
 }
 
+/**
+ * meta/confState's JSON as Go marshals raftpb.ConfState: the four ID lists only when non-empty
+ * (omitempty), auto_leave always; uint64 IDs as bare numbers, written exactly.
+ */
+function confStateJson(c: StoredConfState): string {
+  const list = (name: string, ids: readonly bigint[]): string => (ids.length === 0 ? '' : `"${name}":[${ids.join(',')}],`);
+  return `{${list('voters', c.voters)}${list('learners', c.learners)}${list('voters_outgoing', c.votersOutgoing)}${list('learners_next', c.learnersNext)}"auto_leave":${c.autoLeave}}`;
+}
+
+/** JSON whose bare integers (uint64 IDs) are read as decimal strings, so none loses precision. */
+function parseJsonExact(value: Uint8Array, what: string): Record<string, unknown> {
+  const src = text.decode(value);
+  // Quote every bare integer that stands as a value (after ':', '[' or ','), leaving strings alone.
+  const quoted = src.replace(/"(?:[^"\\]|\\.)*"|(-?\d+)(?![\d.eE])/g, (m: string, num: string | undefined) => (num === undefined ? m : `"${num}"`));
+  let o: unknown;
+  try {
+    o = JSON.parse(quoted);
+  } catch {
+    throw new SnapshotFormatError(`${what}: not JSON`);
+  }
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new SnapshotFormatError(`${what}: not a JSON object`);
+  return o as Record<string, unknown>;
+}
+
+function parseConfState(value: Uint8Array): StoredConfState {
+  const what = 'meta confState';
+  const o = parseJsonExact(value, what);
+  const ids = (name: string): bigint[] => {
+    const v = o[name];
+    if (v === undefined || v === null) return [];
+    if (!Array.isArray(v) || !v.every((x): x is string => typeof x === 'string' && /^\d+$/.test(x))) throw new SnapshotFormatError(`${what}: ${name} is not a list of IDs`);
+    return v.map((x) => BigInt(x));
+  };
+  return { voters: ids('voters'), learners: ids('learners'), votersOutgoing: ids('voters_outgoing'), learnersNext: ids('learners_next'), autoLeave: o['auto_leave'] === true };
+}
+
+function parseDowngrade(value: Uint8Array): { targetVersion: string; enabled: boolean } {
+  const o = parseJsonExact(value, 'cluster downgrade');
+  return { targetVersion: typeof o['target-version'] === 'string' ? o['target-version'] : '', enabled: o['enabled'] === true };
+}
+
+/** version.DowngradeInfo as Go's JSON. */
+const downgradeJson = (d: { targetVersion: string; enabled: boolean }): string => `{"target-version":${JSON.stringify(d.targetVersion)},"enabled":${d.enabled}}`;
+
 // ---------------------------------------------------------------------------------------------------
 // The whole backend
 
 const sorted = (entries: BoltEntry[]): BoltEntry[] => entries.sort((a, b) => compareKeys(a.key, b.key));
 const bucket = (name: string, entries: BoltEntry[]): BoltEntry => ({ key: boltKey(name), bucket: { entries: sorted(entries) } });
 
-/** The bucket tree of a backend, in etcd's layout. */
-export function encodeEtcdBackend(b: EtcdBackend): BoltBucket {
-  const keys: BoltEntry[] = b.revisions.map((r) => ({ key: revisionKey(r.main, r.sub, r.tombstone), value: marshalKeyValue(r.kv, r.tombstone) }));
+/**
+ * The key bucket for writing: revision keys and marshalled KeyValues laid out straight into bbolt's pages,
+ * with no object per revision (a snapshot of a million revisions otherwise spends most of its time
+ * collecting them). Revisions must be in strictly ascending order, as the key bucket sorts them.
+ */
+function keyBucketSource(revs: readonly StoredRevision[]): BoltEntrySource {
+  for (let i = 1; i < revs.length; i++) {
+    const a = revs[i - 1]!;
+    const b = revs[i]!;
+    if (a.main > b.main || (a.main === b.main && a.sub >= b.sub)) throw new RangeError(`snapshot: revisions out of order at ${b.main}_${b.sub}`);
+  }
+  // The node being filled: values are encoded straight into it (no buffer per value).
+  let node: WireWriter | undefined;
+  return {
+    count: revs.length,
+    newNode: (size) => {
+      node = new WireWriter(size);
+      node.buf.fill(0);
+      return node.buf;
+    },
+    keySize: (i) => (revs[i]!.tombstone ? 18 : 17),
+    valueSize: (i) => {
+      const r = revs[i]!;
+      const kv = r.kv;
+      return r.tombstone ? keyValueSize(kv.key, 0, 0, 0, EMPTY, 0) : keyValueSize(kv.key, kv.createRevision, kv.modRevision, kv.version, kv.value, kv.lease);
+    },
+    writeKey: (i, dst, at) => {
+      const r = revs[i]!;
+      writeRevisionKey(dst, at, r.main, r.sub, r.tombstone);
+    },
+    writeValue: (i, dst, at) => {
+      const r = revs[i]!;
+      const kv = r.kv;
+      if (node === undefined || node.buf !== dst) {
+        dst.set(marshalKeyValue(kv, r.tombstone), at);
+        return;
+      }
+      node.pos = at;
+      if (r.tombstone) writeKeyValue(node, kv.key, 0, 0, 0, EMPTY, 0);
+      else writeKeyValue(node, kv.key, kv.createRevision, kv.modRevision, kv.version, kv.value, kv.lease);
+    },
+  };
+}
+
+/**
+ * The bucket tree of a backend, in etcd's layout. With `lazyKeys` the key bucket is a source for
+ * writeBolt (no entries to iterate): what writeEtcdSnapshot uses; without, every bucket has its entries.
+ */
+export function encodeEtcdBackend(b: EtcdBackend, opts: { readonly lazyKeys?: boolean } = {}): BoltBucket {
+  const keys: BoltEntry[] = opts.lazyKeys === true ? [] : b.revisions.map((r) => ({ key: revisionKey(r.main, r.sub, r.tombstone), value: marshalKeyValue(r.kv, r.tombstone) }));
   const meta: BoltEntry[] = [{ key: boltKey('consistent_index'), value: u64be(b.consistentIndex) }];
   if (b.scheduledCompactRev !== undefined) meta.push({ key: boltKey('scheduledCompactRev'), value: revisionKey(b.scheduledCompactRev, 0, false) });
   if (b.finishedCompactRev !== undefined) meta.push({ key: boltKey('finishedCompactRev'), value: revisionKey(b.finishedCompactRev, 0, false) });
+  if (b.term !== undefined) meta.push({ key: boltKey('term'), value: u64be(b.term) });
+  if (b.confState !== undefined) meta.push({ key: boltKey('confState'), value: utf8(confStateJson(b.confState)) });
+  if (b.storageVersion !== undefined) meta.push({ key: boltKey('storageVersion'), value: utf8(b.storageVersion) });
+  const cluster: BoltEntry[] = [];
+  if (b.clusterVersion !== undefined) cluster.push({ key: boltKey('clusterVersion'), value: utf8(b.clusterVersion) });
+  if (b.downgrade !== undefined) cluster.push({ key: boltKey('downgrade'), value: utf8(downgradeJson(b.downgrade)) });
   const root: BoltEntry[] = [
     bucket('alarm', b.alarms.map((a) => ({ key: a, value: new Uint8Array(0) }))),
     // etcd writes authEnabled the first time auth is enabled or disabled; a store never enabled has none.
@@ -365,9 +485,9 @@ export function encodeEtcdBackend(b: EtcdBackend): BoltBucket {
     ]),
     bucket('authRoles', b.roles.map((r) => ({ key: utf8(r.name), value: marshalRole(r) }))),
     bucket('authUsers', b.users.map((u) => ({ key: utf8(u.name), value: marshalUser(u) }))),
-    bucket('cluster', b.clusterVersion === undefined ? [] : [{ key: boltKey('clusterVersion'), value: utf8(b.clusterVersion) }]),
+    bucket('cluster', cluster),
     // Revision keys sort as revisions do: main, then sub (fixed width, big-endian).
-    { key: boltKey('key'), bucket: { entries: keys } },
+    { key: boltKey('key'), bucket: { entries: keys, source: opts.lazyKeys === true ? keyBucketSource(b.revisions) : undefined } },
     bucket('lease', b.leases.map((l) => ({ key: u64be(l.id), value: marshalLease(l) }))),
     bucket('members', b.members.map((m) => ({ key: utf8(m.id.toString(16)), value: utf8(memberJson(m)) }))),
     bucket('members_removed', b.removedMembers.map((id) => ({ key: utf8(id.toString(16)), value: utf8('removed') }))),
@@ -405,6 +525,10 @@ export function decodeEtcdBackend(root: BoltBucket): EtcdBackend {
   const enabled = at('auth', 'authEnabled');
   const authRev = at('auth', 'authRevision');
   const cv = at('cluster', 'clusterVersion');
+  const term = at('meta', 'term');
+  const confState = at('meta', 'confState');
+  const storageVersion = at('meta', 'storageVersion');
+  const downgrade = at('cluster', 'downgrade');
   try {
     return {
       revisions,
@@ -424,6 +548,11 @@ export function decodeEtcdBackend(root: BoltBucket): EtcdBackend {
       removedMembers: values('members_removed').map(({ key }) => parseMemberId(key, 'bucket members_removed')),
       clusterVersion: cv === undefined ? undefined : text.decode(cv),
       alarms: values('alarm').map(({ key }) => key),
+      term: term === undefined ? undefined : readU64be(term, 'meta term'),
+      confState: confState === undefined ? undefined : parseConfState(confState),
+      // 3.6 writes an empty storageVersion first (its migration's placeholder), then "3.6.0".
+      storageVersion: storageVersion === undefined ? undefined : text.decode(storageVersion),
+      downgrade: downgrade === undefined ? undefined : parseDowngrade(downgrade),
     };
   } catch (err) {
     if (err instanceof ProtoFormatError) throw new SnapshotFormatError(err.message);
@@ -441,10 +570,9 @@ const SHA256_SIZE = 32;
  * by the SHA-256 of the file.
  */
 export function writeEtcdSnapshot(b: EtcdBackend): Uint8Array {
-  const db = writeBolt(encodeEtcdBackend(b));
-  const out = new Uint8Array(db.length + SHA256_SIZE);
-  out.set(db);
-  out.set(createHash('sha256').update(db).digest(), db.length);
+  const out = writeBolt(encodeEtcdBackend(b, { lazyKeys: true }), { reserveTail: SHA256_SIZE });
+  const dbLength = out.length - SHA256_SIZE;
+  out.set(createHash('sha256').update(out.subarray(0, dbLength)).digest(), dbLength);
   return out;
 }
 

@@ -2,7 +2,7 @@
  * Snapshots in etcd's own format: a bbolt reader and writer (bbolt.ts), etcd 3.4's backend layout
  * (etcd_backend.ts) and the mapping to and from a simulated member (member.ts).
  */
-export { BoltFormatError, readBolt, writeBolt, childBucket, isBucketEntry, boltKey, type BoltBucket, type BoltEntry, type BoltDatabase, type BoltWriteOptions } from './bbolt.js';
+export { BoltFormatError, readBolt, writeBolt, childBucket, isBucketEntry, boltKey, type BoltBucket, type BoltEntry, type BoltDatabase, type BoltWriteOptions, type BoltEntrySource } from './bbolt.js';
 export {
   SnapshotFormatError,
   readEtcdSnapshot,

@@ -22,6 +22,8 @@ export interface MemberSnapshotSource {
   readonly removedMembers: readonly bigint[];
   /** The release the member reports (e.g. "3.4.23"): the cluster bucket holds its major.minor.0. */
   readonly version: string;
+  /** The member's raft term: meta/term from the 3.5 profile on (1 when not given). */
+  readonly term?: bigint | undefined;
 }
 
 /**
@@ -30,14 +32,27 @@ export interface MemberSnapshotSource {
  * compacts at once), leases, auth, the member itself and the cluster version.
  */
 export function backendOfMember(src: MemberSnapshotSource): EtcdBackend {
-  const revisions: StoredRevision[] = [];
-  for (const k of src.store.keys) {
-    for (const kv of k.revs) revisions.push({ main: kv.modRevision, sub: subRevision(kv), tombstone: isTombstone(kv), kv });
-  }
-  revisions.sort((a, b) => a.main - b.main || a.sub - b.sub);
+  const revisions = inRevisionOrder(src.store);
   const compacted = src.store.compactRev > 0 ? src.store.compactRev : undefined;
   const m = /^(\d+)\.(\d+)/.exec(src.version);
+  const minor = m !== null && m[1] === '3' ? Number(m[2]) : 0;
+  const byId = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0);
   return {
+    // What each release adds to meta (server/storage/schema): term and confState from 3.5 on (raft's
+    // ConfState lists IDs in ascending order), storageVersion ("major.minor.0") from 3.6 on.
+    ...(minor >= 5
+      ? {
+          term: src.term ?? 1n,
+          confState: {
+            voters: src.members.filter((x) => !x.isLearner).map((x) => x.id).sort(byId),
+            learners: src.members.filter((x) => x.isLearner).map((x) => x.id).sort(byId),
+            votersOutgoing: [],
+            learnersNext: [],
+            autoLeave: false,
+          },
+        }
+      : {}),
+    ...(minor >= 6 ? { storageVersion: `3.${minor}.0` } : {}),
     revisions,
     consistentIndex: src.consistentIndex,
     scheduledCompactRev: compacted,
@@ -52,6 +67,46 @@ export function backendOfMember(src: MemberSnapshotSource): EtcdBackend {
     clusterVersion: m === null ? undefined : `${m[1]}.${m[2]}.0`,
     alarms: [],
   };
+}
+
+/**
+ * Every retained revision of the store in the key bucket's order (main, then sub): a counting sort by main
+ * revision (they lie in [1, currentRev]), then each txn's changes by sub — linear where a comparison sort
+ * of a million revisions is not.
+ */
+function inRevisionOrder(store: StoreSnapshot): StoredRevision[] {
+  let total = 0;
+  let lo = Infinity;
+  let hi = 0;
+  for (const k of store.keys) {
+    total += k.revs.length;
+    for (const kv of k.revs) {
+      if (kv.modRevision < lo) lo = kv.modRevision;
+      if (kv.modRevision > hi) hi = kv.modRevision;
+    }
+  }
+  const out = new Array<StoredRevision>(total);
+  if (total === 0) return out;
+  const start = new Int32Array(hi - lo + 2);
+  for (const k of store.keys) for (const kv of k.revs) start[kv.modRevision - lo + 1]!++;
+  for (let i = 1; i < start.length; i++) start[i]! += start[i - 1]!;
+  const next = start.slice();
+  for (const k of store.keys) {
+    for (const kv of k.revs) out[next[kv.modRevision - lo]!++] = { main: kv.modRevision, sub: subRevision(kv), tombstone: isTombstone(kv), kv };
+  }
+  // A txn's changes sit together; order them by sub where the key order did not.
+  for (let m = 0; m < start.length - 1; m++) {
+    const a = start[m]!;
+    const b = start[m + 1]!;
+    if (b - a < 2) continue;
+    let ordered = true;
+    for (let i = a + 1; i < b && ordered; i++) ordered = out[i - 1]!.sub < out[i]!.sub;
+    if (!ordered) {
+      const run = out.slice(a, b).sort((x, y) => x.sub - y.sub);
+      for (let i = 0; i < run.length; i++) out[a + i] = run[i]!;
+    }
+  }
+  return out;
 }
 
 /** What loading a backend gives a fresh member. */
