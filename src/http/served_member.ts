@@ -6,7 +6,8 @@
  * ReadIndex), so its answers may be Promises. Both doors take either through these types: one handler table
  * per door, one path, for both.
  */
-import type { CallContext, ElectionService, KeepAliveCall, LockService, WatchCall } from '../server/index.js';
+import type { AuthService, CallContext, ElectionService, KeepAliveCall, KVService, LockService, WatchCall } from '../server/index.js';
+import type { AwaitableService } from '../server/answers.js';
 import type * as M from '../server/messages.js';
 import type { EtcdVersion } from '../mvcc/index.js';
 
@@ -15,13 +16,7 @@ export type Awaitable<T> = T | PromiseLike<T>;
 
 /** etcd's v3 services of one member in message form, as serve() calls them (EtcdServices satisfies it). */
 export interface ServedServices {
-  readonly kv: {
-    range(req: M.RangeRequest, ctx?: CallContext): Awaitable<M.RangeResponse>;
-    put(req: M.PutRequest, ctx?: CallContext): Awaitable<M.PutResponse>;
-    deleteRange(req: M.DeleteRangeRequest, ctx?: CallContext): Awaitable<M.DeleteRangeResponse>;
-    txn(req: M.TxnRequest, ctx?: CallContext): Awaitable<M.TxnResponse>;
-    compact(req: M.CompactionRequest, ctx?: CallContext): Awaitable<M.CompactionResponse>;
-  };
+  readonly kv: AwaitableService<KVService>;
   readonly watch: { watch(ctx?: CallContext): WatchCall };
   readonly lease: {
     leaseGrant(req: M.LeaseGrantRequest, ctx?: CallContext): Awaitable<M.LeaseGrantResponse>;
@@ -46,25 +41,7 @@ export interface ServedServices {
     alarm(req?: M.AlarmRequest, ctx?: CallContext): Awaitable<M.AlarmResponse>;
     snapshot(req?: M.SnapshotRequest, ctx?: CallContext): Awaitable<M.SnapshotResponse[]>;
   };
-  readonly auth: {
-    authEnable(req?: M.AuthEnableRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
-    authDisable(req?: M.AuthDisableRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
-    authStatus(req?: M.AuthStatusRequest, ctx?: CallContext): Awaitable<M.AuthStatusResponse>;
-    authenticate(req: M.AuthenticateRequest, ctx?: CallContext): Awaitable<M.AuthenticateResponse>;
-    userAdd(req: M.AuthUserAddRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
-    userGet(req: M.AuthUserGetRequest, ctx?: CallContext): Awaitable<M.AuthUserGetResponse>;
-    userList(req?: M.AuthUserListRequest, ctx?: CallContext): Awaitable<M.AuthUserListResponse>;
-    userDelete(req: M.AuthUserDeleteRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
-    userChangePassword(req: M.AuthUserChangePasswordRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
-    userGrantRole(req: M.AuthUserGrantRoleRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
-    userRevokeRole(req: M.AuthUserRevokeRoleRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
-    roleAdd(req: M.AuthRoleAddRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
-    roleGet(req: M.AuthRoleGetRequest, ctx?: CallContext): Awaitable<M.AuthRoleGetResponse>;
-    roleList(req?: M.AuthRoleListRequest, ctx?: CallContext): Awaitable<M.AuthRoleListResponse>;
-    roleDelete(req: M.AuthRoleDeleteRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
-    roleGrantPermission(req: M.AuthRoleGrantPermissionRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
-    roleRevokePermission(req: M.AuthRoleRevokePermissionRequest, ctx?: CallContext): Awaitable<M.AuthHeaderResponse>;
-  };
+  readonly auth: AwaitableService<AuthService>;
   readonly lock: Pick<LockService, 'lock' | 'unlock'>;
   readonly election: Pick<ElectionService, 'campaign' | 'proclaim' | 'leader' | 'observe' | 'resign'>;
 }

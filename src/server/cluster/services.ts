@@ -13,6 +13,9 @@
 import { isTxnReadOnly } from '../kv_service.js';
 import { header, int64ToBigInt, txnIn, uint64ToBigInt } from '../convert.js';
 import type { CallContext } from '../call_context.js';
+import type { Promised } from '../answers.js';
+import type { AuthService } from '../auth_service.js';
+import type { KVService } from '../kv_service.js';
 import type * as M from '../messages.js';
 import type { AppliedCallContext, EtcdServer } from '../etcd_server.js';
 import type { KeepAliveCall } from '../lease_service.js';
@@ -21,14 +24,8 @@ import { errBadLeaderTransferee, errMemberDown, errNoLeader, errNotLeader, errTi
 import { ClusterKeepAliveCall } from './keep_alive.js';
 import type { ConnectOptions, EtcdCluster, MemberState, Reply } from './cluster.js';
 
-/** KV on a cluster member. */
-export interface ClusterKV {
-  range(req: M.RangeRequest, ctx?: CallContext): Promise<M.RangeResponse>;
-  put(req: M.PutRequest, ctx?: CallContext): Promise<M.PutResponse>;
-  deleteRange(req: M.DeleteRangeRequest, ctx?: CallContext): Promise<M.DeleteRangeResponse>;
-  txn(req: M.TxnRequest, ctx?: CallContext): Promise<M.TxnResponse>;
-  compact(req: M.CompactionRequest, ctx?: CallContext): Promise<M.CompactionResponse>;
-}
+/** KV on a cluster member: KVService's methods, answering once Raft (or ReadIndex) let them. */
+export type ClusterKV = Promised<KVService>;
 
 /** Lease on a cluster member. */
 export interface ClusterLease {
@@ -60,25 +57,7 @@ export interface ClusterMembership {
 }
 
 /** Auth on a cluster member: every request is a Raft proposal (etcd 3.4's raftRequest), reads included. */
-export interface ClusterAuth {
-  authEnable(req?: M.AuthEnableRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  authDisable(req?: M.AuthDisableRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  authStatus(req?: M.AuthStatusRequest, ctx?: CallContext): Promise<M.AuthStatusResponse>;
-  authenticate(req: M.AuthenticateRequest, ctx?: CallContext): Promise<M.AuthenticateResponse>;
-  userAdd(req: M.AuthUserAddRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  userGet(req: M.AuthUserGetRequest, ctx?: CallContext): Promise<M.AuthUserGetResponse>;
-  userList(req?: M.AuthUserListRequest, ctx?: CallContext): Promise<M.AuthUserListResponse>;
-  userDelete(req: M.AuthUserDeleteRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  userChangePassword(req: M.AuthUserChangePasswordRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  userGrantRole(req: M.AuthUserGrantRoleRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  userRevokeRole(req: M.AuthUserRevokeRoleRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  roleAdd(req: M.AuthRoleAddRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  roleGet(req: M.AuthRoleGetRequest, ctx?: CallContext): Promise<M.AuthRoleGetResponse>;
-  roleList(req?: M.AuthRoleListRequest, ctx?: CallContext): Promise<M.AuthRoleListResponse>;
-  roleDelete(req: M.AuthRoleDeleteRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  roleGrantPermission(req: M.AuthRoleGrantPermissionRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  roleRevokePermission(req: M.AuthRoleRevokePermissionRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-}
+export type ClusterAuth = Promised<AuthService>;
 
 /** One client's view of one member: its services, over the client's link to it. */
 export class ClusterMemberServices {
