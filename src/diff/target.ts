@@ -12,7 +12,8 @@
 import type { EtcdSim } from '../client/create.js';
 import { toGrpcError, type GrpcError } from '../server/errors.js';
 import type * as M from '../server/messages.js';
-import type { GrpcAuthClient, EtcdGrpcClient, GrpcBidiCall, GrpcKVClient } from '../grpc/client.js';
+import type { GrpcAuthClient, EtcdGrpcClient, GrpcBidiCall, GrpcKVClient, GrpcLeaseClient } from '../grpc/client.js';
+import { promised } from '../server/answers.js';
 import type { CallContext } from '../server/call_context.js';
 
 export interface DiffStream<Req, Res> {
@@ -25,12 +26,7 @@ export interface DiffStream<Req, Res> {
 }
 
 /** Every call takes the caller's CallContext last (sim: the services' argument; etcd: `token` metadata). */
-export interface DiffLease {
-  leaseGrant(req: M.LeaseGrantRequest, ctx?: CallContext): Promise<M.LeaseGrantResponse>;
-  leaseRevoke(req: M.LeaseRevokeRequest, ctx?: CallContext): Promise<M.LeaseRevokeResponse>;
-  leaseTimeToLive(req: M.LeaseTimeToLiveRequest, ctx?: CallContext): Promise<M.LeaseTimeToLiveResponse>;
-  leaseLeases(req?: M.LeaseLeasesRequest, ctx?: CallContext): Promise<M.LeaseLeasesResponse>;
-}
+export type DiffLease = Omit<GrpcLeaseClient, 'leaseKeepAlive'>;
 
 export interface DiffTarget {
   readonly name: 'etcdsim' | 'etcd';
@@ -92,37 +88,9 @@ export function simTarget(sim: EtcdSim): DiffTarget {
   const streams: SimStream<unknown, unknown>[] = [];
   return {
     name: 'etcdsim',
-    kv: {
-      range: (r, c) => call(() => s.kv.range(r, c)),
-      put: (r, c) => call(() => s.kv.put(r, c)),
-      deleteRange: (r, c) => call(() => s.kv.deleteRange(r, c)),
-      txn: (r, c) => call(() => s.kv.txn(r, c)),
-      compact: (r, c) => call(() => s.kv.compact(r, c)),
-    },
-    lease: {
-      leaseGrant: (r, c) => call(() => s.lease.leaseGrant(r, c)),
-      leaseRevoke: (r, c) => call(() => s.lease.leaseRevoke(r, c)),
-      leaseTimeToLive: (r, c) => call(() => s.lease.leaseTimeToLive(r, c)),
-      leaseLeases: (r) => call(() => s.lease.leaseLeases(r ?? {})), // no permission check, as in etcd
-    },
-    auth: {
-      authEnable: (r, c) => call(() => s.auth.authEnable(r, c)),
-      authDisable: (r, c) => call(() => s.auth.authDisable(r, c)),
-      authenticate: (r, c) => call(() => s.auth.authenticate(r, c)),
-      userAdd: (r, c) => call(() => s.auth.userAdd(r, c)),
-      userGet: (r, c) => call(() => s.auth.userGet(r, c)),
-      userList: (r, c) => call(() => s.auth.userList(r, c)),
-      userDelete: (r, c) => call(() => s.auth.userDelete(r, c)),
-      userChangePassword: (r, c) => call(() => s.auth.userChangePassword(r, c)),
-      userGrantRole: (r, c) => call(() => s.auth.userGrantRole(r, c)),
-      userRevokeRole: (r, c) => call(() => s.auth.userRevokeRole(r, c)),
-      roleAdd: (r, c) => call(() => s.auth.roleAdd(r, c)),
-      roleGet: (r, c) => call(() => s.auth.roleGet(r, c)),
-      roleList: (r, c) => call(() => s.auth.roleList(r, c)),
-      roleDelete: (r, c) => call(() => s.auth.roleDelete(r, c)),
-      roleGrantPermission: (r, c) => call(() => s.auth.roleGrantPermission(r, c)),
-      roleRevokePermission: (r, c) => call(() => s.auth.roleRevokePermission(r, c)),
-    },
+    kv: promised(s.kv, call),
+    lease: promised(s.lease, call, ['leaseKeepAlive', 'calls']),
+    auth: promised(s.auth, call),
     openWatch(ctx) {
       const st = new SimStream<M.WatchRequest, M.WatchResponse>(s.watch.watch(ctx));
       streams.push(st as SimStream<unknown, unknown>);

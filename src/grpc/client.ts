@@ -15,6 +15,8 @@ import { etcdService } from './server.js';
 import type { CallContext } from '../server/call_context.js';
 import type { GrpcError } from '../server/errors.js';
 import type * as M from '../server/messages.js';
+import { serviceMethods, type Promised } from '../server/answers.js';
+import { AuthService, KVService, LeaseService, type ClusterService, type MaintenanceService } from '../server/index.js';
 import { hostNow } from '../sim/index.js';
 
 export type ResponsesListener<T> = (responses: T[]) => void;
@@ -34,53 +36,26 @@ export interface GrpcBidiCall<Req, Res> {
   cancel(): void;
 }
 
-export interface GrpcKVClient {
-  range(req: M.RangeRequest, ctx?: CallContext): Promise<M.RangeResponse>;
-  put(req: M.PutRequest, ctx?: CallContext): Promise<M.PutResponse>;
-  deleteRange(req: M.DeleteRangeRequest, ctx?: CallContext): Promise<M.DeleteRangeResponse>;
-  txn(req: M.TxnRequest, ctx?: CallContext): Promise<M.TxnResponse>;
-  compact(req: M.CompactionRequest, ctx?: CallContext): Promise<M.CompactionResponse>;
-}
+/** KV over gRPC: KVService's methods (the one list of etcd's KV calls), each answering with a Promise. */
+export type GrpcKVClient = Promised<KVService>;
 
-export interface GrpcLeaseClient {
-  leaseGrant(req: M.LeaseGrantRequest, ctx?: CallContext): Promise<M.LeaseGrantResponse>;
-  leaseRevoke(req: M.LeaseRevokeRequest, ctx?: CallContext): Promise<M.LeaseRevokeResponse>;
-  leaseTimeToLive(req: M.LeaseTimeToLiveRequest, ctx?: CallContext): Promise<M.LeaseTimeToLiveResponse>;
-  leaseLeases(req?: M.LeaseLeasesRequest, ctx?: CallContext): Promise<M.LeaseLeasesResponse>;
+/** Lease over gRPC: LeaseService's unary calls, and LeaseKeepAlive as a bidirectional stream. */
+export type GrpcLeaseClient = Promised<Omit<LeaseService, 'leaseKeepAlive' | 'calls'>> & {
   leaseKeepAlive(ctx?: CallContext): GrpcBidiCall<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>;
-}
+};
 
 export interface GrpcWatchClient {
   watch(ctx?: CallContext): GrpcBidiCall<M.WatchRequest, M.WatchResponse>;
 }
 
-export interface GrpcMaintenanceClient {
-  status(req?: M.StatusRequest): Promise<M.StatusResponse>;
-  hashKV(req: M.HashKVRequest): Promise<M.HashKVResponse>;
-}
+/** The Maintenance calls a workload asks a real etcd for (the rest are operators' tools). */
+export type GrpcMaintenanceClient = Promised<Pick<MaintenanceService, 'status' | 'hashKV'>>;
 
-export interface GrpcAuthClient {
-  authEnable(req?: M.AuthEnableRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  authDisable(req?: M.AuthDisableRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  authenticate(req: M.AuthenticateRequest, ctx?: CallContext): Promise<M.AuthenticateResponse>;
-  userAdd(req: M.AuthUserAddRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  userGet(req: M.AuthUserGetRequest, ctx?: CallContext): Promise<M.AuthUserGetResponse>;
-  userList(req?: M.AuthUserListRequest, ctx?: CallContext): Promise<M.AuthUserListResponse>;
-  userDelete(req: M.AuthUserDeleteRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  userChangePassword(req: M.AuthUserChangePasswordRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  userGrantRole(req: M.AuthUserGrantRoleRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  userRevokeRole(req: M.AuthUserRevokeRoleRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  roleAdd(req: M.AuthRoleAddRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  roleGet(req: M.AuthRoleGetRequest, ctx?: CallContext): Promise<M.AuthRoleGetResponse>;
-  roleList(req?: M.AuthRoleListRequest, ctx?: CallContext): Promise<M.AuthRoleListResponse>;
-  roleDelete(req: M.AuthRoleDeleteRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  roleGrantPermission(req: M.AuthRoleGrantPermissionRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-  roleRevokePermission(req: M.AuthRoleRevokePermissionRequest, ctx?: CallContext): Promise<M.AuthHeaderResponse>;
-}
+/** Auth over gRPC: AuthService's methods, each answering with a Promise. */
+export type GrpcAuthClient = Promised<AuthService>;
 
-export interface GrpcClusterClient {
-  memberList(req?: M.MemberListRequest): Promise<M.MemberListResponse>;
-}
+/** Cluster over gRPC: MemberList only. */
+export type GrpcClusterClient = Promised<Pick<ClusterService, 'memberList'>>;
 
 /** etcd's services over one gRPC channel, in message form. */
 export interface EtcdGrpcClient {
@@ -136,21 +111,19 @@ export function connectEtcd(address: string, opts: ConnectOptions = {}): EtcdGrp
     call.onEnd(() => open.delete(call as GrpcBidiCall<unknown, unknown>));
     return call;
   };
+  // A service's unary calls, one per etcd call its class in the server layer answers: the RPC's name is the
+  // method's capitalised (range → Range, leaseGrant → LeaseGrant, hashKV → HashKV).
+  const unaryMethods = <S>(client: grpc.Client, service: { readonly prototype: object }, except: readonly string[] = []): Promised<S> => {
+    const out: Record<string, unknown> = {};
+    for (const name of serviceMethods(service, except)) out[name] = unary(client, name[0]!.toUpperCase() + name.slice(1));
+    return out as Promised<S>;
+  };
 
   return {
     address,
-    kv: {
-      range: unary(kvc, 'Range'),
-      put: unary(kvc, 'Put'),
-      deleteRange: unary(kvc, 'DeleteRange'),
-      txn: unary(kvc, 'Txn'),
-      compact: unary(kvc, 'Compact'),
-    },
+    kv: unaryMethods<KVService>(kvc, KVService),
     lease: {
-      leaseGrant: unary(leasec, 'LeaseGrant'),
-      leaseRevoke: unary(leasec, 'LeaseRevoke'),
-      leaseTimeToLive: unary(leasec, 'LeaseTimeToLive'),
-      leaseLeases: unary<M.LeaseLeasesRequest | undefined, M.LeaseLeasesResponse>(leasec, 'LeaseLeases'),
+      ...unaryMethods<Omit<LeaseService, 'leaseKeepAlive' | 'calls'>>(leasec, LeaseService, ['leaseKeepAlive', 'calls']),
       leaseKeepAlive: (ctx?: CallContext) => bidi(leasec, 'LeaseKeepAlive', ctx),
     },
     watch: { watch: (ctx?: CallContext) => bidi(watchc, 'Watch', ctx) },
@@ -159,24 +132,7 @@ export function connectEtcd(address: string, opts: ConnectOptions = {}): EtcdGrp
       hashKV: unary(maintc, 'HashKV'),
     },
     cluster: { memberList: unary<M.MemberListRequest | undefined, M.MemberListResponse>(clusterc, 'MemberList') },
-    auth: {
-      authEnable: unary<M.AuthEnableRequest | undefined, M.AuthHeaderResponse>(authc, 'AuthEnable'),
-      authDisable: unary<M.AuthDisableRequest | undefined, M.AuthHeaderResponse>(authc, 'AuthDisable'),
-      authenticate: unary(authc, 'Authenticate'),
-      userAdd: unary(authc, 'UserAdd'),
-      userGet: unary(authc, 'UserGet'),
-      userList: unary<M.AuthUserListRequest | undefined, M.AuthUserListResponse>(authc, 'UserList'),
-      userDelete: unary(authc, 'UserDelete'),
-      userChangePassword: unary(authc, 'UserChangePassword'),
-      userGrantRole: unary(authc, 'UserGrantRole'),
-      userRevokeRole: unary(authc, 'UserRevokeRole'),
-      roleAdd: unary(authc, 'RoleAdd'),
-      roleGet: unary(authc, 'RoleGet'),
-      roleList: unary<M.AuthRoleListRequest | undefined, M.AuthRoleListResponse>(authc, 'RoleList'),
-      roleDelete: unary(authc, 'RoleDelete'),
-      roleGrantPermission: unary(authc, 'RoleGrantPermission'),
-      roleRevokePermission: unary(authc, 'RoleRevokePermission'),
-    },
+    auth: unaryMethods<AuthService>(authc, AuthService),
     close() {
       for (const c of [...open]) c.cancel();
       for (const c of clients) c.close();

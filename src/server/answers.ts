@@ -10,3 +10,25 @@ export type Promised<S> = { [K in keyof S]: S[K] extends (...args: infer A) => i
 
 /** `S`'s methods, each answering now or later (what a front door can call: a member or a cluster member). */
 export type AwaitableService<S> = { [K in keyof S]: S[K] extends (...args: infer A) => infer R ? (...args: A) => R | PromiseLike<R> : never };
+
+/**
+ * The names of etcd's calls a service class answers: its prototype's own methods (the classes keep their
+ * helpers `#private`, so only etcd's calls are listed), less `except`.
+ */
+export function serviceMethods(service: { readonly prototype: object }, except: readonly string[] = []): string[] {
+  return Object.getOwnPropertyNames(service.prototype).filter((n) => n !== 'constructor' && !except.includes(n));
+}
+
+/**
+ * `service` seen through `wrap`: every method `m` of `S` becomes `(...args) => wrap(() => service.m(...args))`.
+ * A test harness uses it to give a member's synchronous services the Promise shape a remote etcd's client
+ * has, without writing etcd's method list out again.
+ */
+export function promised<S extends object>(service: S, wrap: <T>(fn: () => T) => Promise<T>, except: readonly string[] = []): Promised<S> {
+  const out: Record<string, unknown> = {};
+  for (const name of serviceMethods(service.constructor as { prototype: object }, except)) {
+    const m = (service as Record<string, unknown>)[name] as (...a: unknown[]) => unknown;
+    out[name] = (...args: unknown[]) => wrap(() => m.apply(service, args));
+  }
+  return out as Promised<S>;
+}

@@ -37,7 +37,7 @@ export function permissionOut(p: KeyPermission): M.Permission {
 export class AuthService {
   constructor(private readonly server: EtcdServer) {}
 
-  private hdr(): M.ResponseHeader {
+  #hdr(): M.ResponseHeader {
     return header(this.server.identity, this.server.mvcc.currentRevision);
   }
 
@@ -52,23 +52,23 @@ export class AuthService {
     });
   }
 
-  private simple(ctx: CallContext | undefined, fn: () => void): M.AuthHeaderResponse {
+  #simple(ctx: CallContext | undefined, fn: () => void): M.AuthHeaderResponse {
     this.proposed(ctx, true, fn);
-    return { header: this.hdr() };
+    return { header: this.#hdr() };
   }
 
   authEnable(_req: M.AuthEnableRequest = {}, ctx?: CallContext): M.AuthHeaderResponse {
-    return this.simple(ctx, () => this.server.auth.authEnable());
+    return this.#simple(ctx, () => this.server.auth.authEnable());
   }
 
   authDisable(_req: M.AuthDisableRequest = {}, ctx?: CallContext): M.AuthHeaderResponse {
-    return this.simple(ctx, () => this.server.auth.authDisable());
+    return this.#simple(ctx, () => this.server.auth.authDisable());
   }
 
   authStatus(_req: M.AuthStatusRequest = {}, ctx?: CallContext): M.AuthStatusResponse {
     const auth = this.server.auth;
     this.proposed(ctx, false, () => undefined);
-    return { header: this.hdr(), enabled: auth.enabled, authRevision: String(auth.revision) };
+    return { header: this.#hdr(), enabled: auth.enabled, authRevision: String(auth.revision) };
   }
 
   /** Authenticate: a password check (no Raft entry when it fails), then a proposed token assignment. */
@@ -76,11 +76,11 @@ export class AuthService {
     const server = this.server;
     const token = asGrpc(() => server.auth.authenticate(req.name ?? '', req.password ?? '', server.raftIndex + 1));
     server.noteRaftEntry();
-    return { header: this.hdr(), token };
+    return { header: this.#hdr(), token };
   }
 
   userAdd(req: M.AuthUserAddRequest, ctx?: CallContext): M.AuthHeaderResponse {
-    return this.simple(ctx, () => this.server.auth.userAdd(req.name ?? '', req.password ?? '', req.options?.no_password === true));
+    return this.#simple(ctx, () => this.server.auth.userAdd(req.name ?? '', req.password ?? '', req.options?.no_password === true));
   }
 
   userGet(req: M.AuthUserGetRequest, ctx?: CallContext): M.AuthUserGetResponse {
@@ -90,32 +90,32 @@ export class AuthService {
       if (!auth.isAdmin(ai) && name !== ai?.username) auth.checkAdmin(ai);
       return auth.userGet(name);
     });
-    return { header: this.hdr(), roles };
+    return { header: this.#hdr(), roles };
   }
 
   userList(_req: M.AuthUserListRequest = {}, ctx?: CallContext): M.AuthUserListResponse {
     const users = this.proposed(ctx, true, () => this.server.auth.userList());
-    return { header: this.hdr(), users };
+    return { header: this.#hdr(), users };
   }
 
   userDelete(req: M.AuthUserDeleteRequest, ctx?: CallContext): M.AuthHeaderResponse {
-    return this.simple(ctx, () => this.server.auth.userDelete(req.name ?? ''));
+    return this.#simple(ctx, () => this.server.auth.userDelete(req.name ?? ''));
   }
 
   userChangePassword(req: M.AuthUserChangePasswordRequest, ctx?: CallContext): M.AuthHeaderResponse {
-    return this.simple(ctx, () => this.server.auth.userChangePassword(req.name ?? '', req.password ?? ''));
+    return this.#simple(ctx, () => this.server.auth.userChangePassword(req.name ?? '', req.password ?? ''));
   }
 
   userGrantRole(req: M.AuthUserGrantRoleRequest, ctx?: CallContext): M.AuthHeaderResponse {
-    return this.simple(ctx, () => this.server.auth.userGrantRole(req.user ?? '', req.role ?? ''));
+    return this.#simple(ctx, () => this.server.auth.userGrantRole(req.user ?? '', req.role ?? ''));
   }
 
   userRevokeRole(req: M.AuthUserRevokeRoleRequest, ctx?: CallContext): M.AuthHeaderResponse {
-    return this.simple(ctx, () => this.server.auth.userRevokeRole(req.name ?? '', req.role ?? ''));
+    return this.#simple(ctx, () => this.server.auth.userRevokeRole(req.name ?? '', req.role ?? ''));
   }
 
   roleAdd(req: M.AuthRoleAddRequest, ctx?: CallContext): M.AuthHeaderResponse {
-    return this.simple(ctx, () => this.server.auth.roleAdd(req.name ?? ''));
+    return this.#simple(ctx, () => this.server.auth.roleAdd(req.name ?? ''));
   }
 
   roleGet(req: M.AuthRoleGetRequest, ctx?: CallContext): M.AuthRoleGetResponse {
@@ -125,24 +125,24 @@ export class AuthService {
       if (!auth.isAdmin(ai) && !(ai !== undefined && auth.hasRole(ai.username, role))) auth.checkAdmin(ai);
       return auth.roleGet(role);
     });
-    return { header: this.hdr(), perm: perms.map(permissionOut) };
+    return { header: this.#hdr(), perm: perms.map(permissionOut) };
   }
 
   roleList(_req: M.AuthRoleListRequest = {}, ctx?: CallContext): M.AuthRoleListResponse {
     const roles = this.proposed(ctx, true, () => this.server.auth.roleList());
-    return { header: this.hdr(), roles };
+    return { header: this.#hdr(), roles };
   }
 
   roleDelete(req: M.AuthRoleDeleteRequest, ctx?: CallContext): M.AuthHeaderResponse {
-    return this.simple(ctx, () => this.server.auth.roleDelete(req.role ?? ''));
+    return this.#simple(ctx, () => this.server.auth.roleDelete(req.role ?? ''));
   }
 
   roleGrantPermission(req: M.AuthRoleGrantPermissionRequest, ctx?: CallContext): M.AuthHeaderResponse {
     const perm = req.perm == null ? undefined : permissionIn(req.perm);
-    return this.simple(ctx, () => this.server.auth.roleGrantPermission(req.name ?? '', perm));
+    return this.#simple(ctx, () => this.server.auth.roleGrantPermission(req.name ?? '', perm));
   }
 
   roleRevokePermission(req: M.AuthRoleRevokePermissionRequest, ctx?: CallContext): M.AuthHeaderResponse {
-    return this.simple(ctx, () => this.server.auth.roleRevokePermission(req.role ?? '', bytesIn(req.key, 'key'), bytesIn(req.range_end, 'range_end')));
+    return this.#simple(ctx, () => this.server.auth.roleRevokePermission(req.role ?? '', bytesIn(req.key, 'key'), bytesIn(req.range_end, 'range_end')));
   }
 }

@@ -39,7 +39,7 @@ export class KVService {
     const r = asGrpc(() => {
       const mvcc = server.mvcc;
       const v = mvcc.validateRange(rangeIn(req));
-      const ai = this.caller(ctx);
+      const ai = this.#caller(ctx);
       if (server.auth.enabled) checkRangeAuth(server.auth, ai, v);
       return mvcc.applyRange(v);
     });
@@ -52,13 +52,13 @@ export class KVService {
     const r = asGrpc(() => {
       const mvcc = server.mvcc;
       const v = mvcc.validatePut(putIn(req));
-      const ai = this.caller(ctx);
+      const ai = this.#caller(ctx);
       const p = mvcc.checkPutSize(v);
       if (server.auth.enabled) {
         try {
           checkPutAuth(server.auth, ai, this.leaseKeys, p);
         } catch (err) {
-          throw this.deniedAtApply(err);
+          throw this.#deniedAtApply(err);
         }
       }
       return mvcc.applyPut(p);
@@ -72,13 +72,13 @@ export class KVService {
     const r = asGrpc(() => {
       const mvcc = server.mvcc;
       const v = mvcc.validateDeleteRange(deleteRangeIn(req));
-      const ai = this.caller(ctx);
+      const ai = this.#caller(ctx);
       const p = mvcc.checkDeleteRangeSize(v);
       if (server.auth.enabled) {
         try {
           checkDeleteRangeAuth(server.auth, ai, p);
         } catch (err) {
-          throw this.deniedAtApply(err);
+          throw this.#deniedAtApply(err);
         }
       }
       return mvcc.applyDeleteRange(p);
@@ -97,7 +97,7 @@ export class KVService {
       // checkTxnRequest and checkIntervals both come before any token or permission is looked at (observed on
       // 3.4.23: duplicate key, not permission denied / invalid auth token; 3.5+ keep that order).
       const v = mvcc.validateTxn(txnIn(req));
-      const ai = this.caller(ctx);
+      const ai = this.#caller(ctx);
       const ro = mvcc.readOnlyTxn(v);
       if (ro !== undefined) {
         if (server.auth.enabled) checkTxnAuth(server.auth, ai, this.leaseKeys, ro);
@@ -109,7 +109,7 @@ export class KVService {
         try {
           checkTxnAuth(server.auth, ai, this.leaseKeys, p);
         } catch (err) {
-          throw this.deniedAtApply(err);
+          throw this.#deniedAtApply(err);
         }
       }
       return mvcc.applyTxn(p);
@@ -134,12 +134,12 @@ export class KVService {
    * The caller, from the call's token (etcd's AuthInfoFromCtx): looked up only while tokens are checked, so
    * a request with auth off does no lookup at all.
    */
-  private caller(ctx: CallContext | undefined): AuthInfo | undefined {
+  #caller(ctx: CallContext | undefined): AuthInfo | undefined {
     return this.server.auth.checksTokens ? this.server.authInfo(ctx) : undefined;
   }
 
   /** A write denied at apply time was still proposed: one Raft entry, then the error. */
-  private deniedAtApply(err: unknown): unknown {
+  #deniedAtApply(err: unknown): unknown {
     this.server.noteRaftEntry();
     return err;
   }

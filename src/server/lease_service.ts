@@ -73,8 +73,8 @@ export class LeaseService {
     };
   }
 
-  /** Lease.LeaseLeases: every lease, in ascending ID order. */
-  leaseLeases(_req: M.LeaseLeasesRequest = {}): M.LeaseLeasesResponse {
+  /** Lease.LeaseLeases: every lease, in ascending ID order. etcd checks no permission here: `_ctx` is unused. */
+  leaseLeases(_req: M.LeaseLeasesRequest = {}, _ctx?: CallContext): M.LeaseLeasesResponse {
     const server = this.server;
     return {
       header: header(server.identity, server.mvcc.currentRevision),
