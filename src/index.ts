@@ -33,7 +33,17 @@ export type {
   RaftRole,
 } from './server/cluster/index.js';
 export type { SimEtcd3Options } from './client/etcd3.js';
-export { DEFAULT_CLUSTER_ID, DEFAULT_MEMBER_ID, type EtcdServer, type EtcdServerOptions, type EtcdServices, type MemberInfo, type MemberSnapshot } from './server/etcd_server.js';
+export {
+  DEFAULT_CLUSTER_ID,
+  DEFAULT_MEMBER_ID,
+  type CompactionCrash,
+  type EtcdServer,
+  type EtcdServerOptions,
+  type EtcdServices,
+  type MemberInfo,
+  type MemberRestart,
+  type MemberSnapshot,
+} from './server/etcd_server.js';
 export type { EtcdVersion } from './mvcc/compat.js';
 export type { AuthSetup, AuthSnapshot } from './auth/store.js';
 export type { KeyPermission, PermissionType } from './auth/range_perm.js';

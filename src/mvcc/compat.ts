@@ -34,6 +34,15 @@ export interface Compat {
    * the sort option checks (ErrInvalidSortOption).
    */
   readonly sortOrderUnchecked: boolean;
+  /**
+   * etcd PR #19188 (issue #19179), v3.6.0, backported by PR #19249 (v3.5.18) and PR #19251 (v3.4.36): when
+   * a member rebuilds its index from the backend (a restart, a snapshot), a key whose first stored revision is
+   * a tombstone is restored into the index as `{tombstone}{empty}`. Before, the rebuild skipped it, so the
+   * compaction resumed at restart deleted that tombstone too and a watch from the compaction revision missed
+   * the DELETE. The '3.4' profile models 3.4.23, before the backport (where the 3.4 compaction rule already
+   * drops a tombstone at the compaction revision, so the two bugs cannot be told apart there).
+   */
+  readonly restoreLoneTombstone: boolean;
 }
 
 export function compatFor(version: EtcdVersion): Compat {
@@ -43,5 +52,6 @@ export function compatFor(version: EtcdVersion): Compat {
     progressRequestAlwaysAnswered: version === '3.4',
     txnChecksPutsFirst: version === '3.4' || version === '3.5',
     sortOrderUnchecked: version === '3.4',
+    restoreLoneTombstone: version !== '3.4',
   };
 }

@@ -75,6 +75,12 @@ export class KeyIndex {
     return out;
   }
 
+  /** The oldest stored revision (undefined when none is left). */
+  oldest(): KeyValue | undefined {
+    const older = this.older;
+    return older === undefined ? this.newest : older[this.dead];
+  }
+
   /** Whether no revision is left. */
   isEmpty(): boolean {
     return this.newest === undefined;

@@ -246,19 +246,26 @@ export class Storage implements ReadView {
       this.logStart = rev;
     }
     // After the drop, the changes of `rev` (if logged) are the log's first revision.
-    if (!keepTombstoneAtRev && rev === this.logStart && this.logHead < this.logAt.length) {
-      // Before etcd 3.6 the backend dropped a tombstone at exactly the compaction revision, so a watch
-      // from that revision no longer saw the delete. The run of `rev` is the first one left, so its kept
-      // changes move to the run's end, in order, and the run now starts later: nothing after it moves.
+    if (rev === this.logStart && this.logHead < this.logAt.length) {
+      // etcd's backend deletes every revision up to `rev` that the index compaction did not keep. Before
+      // etcd 3.6 that was every tombstone at exactly the compaction revision, so a watch from that revision
+      // no longer saw the delete. Since then it keeps them, except a tombstone whose key the index knows
+      // nothing of up to `rev`: a lone tombstone that a rebuild before etcd PR #19188 left out
+      // (restoreLoneTombstone), whose keyIndex, if any, starts with a later put.
+      // The run of `rev` is the first one left, so its kept changes move to the run's end, in order, and
+      // the run now starts later: nothing after it moves.
       const [start, end] = this.logSpan(rev, rev);
       const log = this.log;
+      const index = this.index;
       let to = end;
       for (let j = end - 1; j >= start; j--) {
         const kv = log[j]!;
-        if (!isTombstone(kv)) log[--to] = kv;
+        if (!isTombstone(kv) || (keepTombstoneAtRev && (index.oldestModRevision(keyString(kv.key)) ?? Infinity) <= rev)) log[--to] = kv;
       }
-      log.fill(undefined, start, to);
-      this.logAt[this.logHead]! += to - start;
+      if (to > start) {
+        log.fill(undefined, start, to);
+        this.logAt[this.logHead]! += to - start;
+      }
     }
     this.trimLog();
   }

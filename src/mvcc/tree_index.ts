@@ -62,6 +62,14 @@ export class TreeIndex {
     return this.tree.size;
   }
 
+  /** The oldest revision the index holds of `key` (a tombstone included), or undefined when it has none. */
+  oldestModRevision(key: KeyString): number | undefined {
+    const slot = this.tree.get(key);
+    if (slot === undefined) return undefined;
+    const e = this.entries[slot]!;
+    return e instanceof KeyIndex ? e.oldest()?.modRevision : e.modRevision;
+  }
+
   /**
    * The keyIndex of `key` to read, or undefined. For a key held in single-revision form it is a throwaway
    * built for this call: the index keeps the compact form.

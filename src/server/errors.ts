@@ -86,6 +86,9 @@ export function isGrpcError(err: unknown): err is GrpcError {
   );
 }
 
+/** A call in flight on a member that crashed: grpc-go's closed-transport error. */
+export const errTransportClosing = (): GrpcError => grpcError(GrpcCode.UNAVAILABLE, 'transport is closing');
+
 /** A request whose shape no protobuf decoder would produce (e.g. "abc" in an int64 field). */
 export function invalidArgument(details: string): GrpcError {
   return grpcError(GrpcCode.INVALID_ARGUMENT, details);

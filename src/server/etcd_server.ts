@@ -7,7 +7,7 @@
 import { serverCompat } from './compat.js';
 import { AuthStore, type AuthInfo, type AuthSetup, type AuthSnapshot } from '../auth/index.js';
 import { Lessor } from '../lease/index.js';
-import { MvccStore, type EtcdVersion, type StoreSnapshot } from '../mvcc/index.js';
+import { MvccStore, compatFor, type EtcdVersion, type KeyValue, type StoreSnapshot } from '../mvcc/index.js';
 import { SimRandom, Ticker, VirtualClock, type Clock } from '../sim/index.js';
 import { WatchableStore } from '../watch/index.js';
 import { Delivery } from './delivery.js';
@@ -23,7 +23,18 @@ import { LockService } from './lock_service.js';
 import { ElectionService } from './election_service.js';
 import type { HeaderIdentity } from './convert.js';
 import { DEFAULT_CLUSTER_TOKEN, clusterIdOf, memberIdOf } from './member_id.js';
-import { backendOfMember, memberOfBackend, readEtcdSnapshot, writeEtcdSnapshot, type EtcdBackend } from '../snapshot/index.js';
+import {
+  DEFAULT_COMPACTION_BATCH_LIMIT,
+  backendOfMember,
+  interruptCompaction,
+  memberOfBackend,
+  readEtcdSnapshot,
+  writeEtcdSnapshot,
+  type EtcdBackend,
+  type InterruptedCompaction,
+} from '../snapshot/index.js';
+import type * as M from './messages.js';
+import { errTransportClosing } from './errors.js';
 
 /** Knobs with etcd's defaults, named after etcd's flags where etcd has one. */
 export interface EtcdServerOptions {
@@ -59,6 +70,14 @@ export interface EtcdServerOptions {
   readonly restoreKeepsFutureMinRev?: boolean | undefined;
   /** Historical-bug switch (etcd PR #20229); `false` sends progress below a future watch's start revision. */
   readonly progressRespectsStartRev?: boolean | undefined;
+  /**
+   * Historical-bug switch (etcd PR #19188, issue #19179; default: the release's, see
+   * Compat.restoreLoneTombstone): `false` rebuilds the index from the backend as etcd did before the fix,
+   * leaving out a key whose first stored revision is a tombstone (its older ones compacted away).
+   */
+  readonly restoreLoneTombstone?: boolean | undefined;
+  /** --experimental-compaction-batch-limit (1000): key-bucket entries per batch of a compaction's deletions. */
+  readonly compactionBatchLimit?: number | undefined;
   /**
    * cluster_id of every response header (uint64). Default: what etcd derives from the member's ID (see
    * member_id.ts) — etcd's default single-member cluster ID for the default peer URL.
@@ -118,6 +137,37 @@ export interface MemberSnapshot extends StoreSnapshot {
   readonly auth?: AuthSnapshot | undefined;
 }
 
+/**
+ * What a restart did (EtcdServer.restart): the member as its backend rebuilt it, and what its clients lost.
+ */
+export interface MemberRestart {
+  /** The store's revision and compaction point after the rebuild (and after a resumed compaction). */
+  readonly revision: number;
+  readonly compactRevision: number;
+  /** The finished compaction the backend recorded (-1: none) and the one scheduled but unfinished, if any. */
+  readonly finishedCompactRevision: number;
+  readonly resumedCompactRevision: number | undefined;
+  /** Keys in the rebuilt index (before the resumed compaction). */
+  readonly keys: number;
+  /**
+   * Keys whose first stored revision was a tombstone, with it: restored into the index as etcd does since PR
+   * #19188 (`loneTombstonesRestored`), or left out of it as before.
+   */
+  readonly loneTombstones: readonly KeyValue[];
+  readonly loneTombstonesRestored: boolean;
+  /** Watch and LeaseKeepAlive streams the kill broke. */
+  readonly brokenStreams: number;
+}
+
+/** A compaction the member was killed in the middle of, and its restart (EtcdServer.crashDuringCompaction). */
+export interface CompactionCrash {
+  /** The Compact RPC's answer: it returns once the compaction is scheduled, before the deletions. */
+  readonly response: M.CompactionResponse;
+  /** How far the backend's deletions got, and the backend the kill left. */
+  readonly progress: InterruptedCompaction;
+  readonly restart: MemberRestart;
+}
+
 /** etcd's default --initial-advertise-peer-urls. */
 const DEFAULT_PEER_URL = 'http://localhost:2380';
 
@@ -146,6 +196,8 @@ export interface MemberInfo {
 
 /** The Raft log of a fresh single member holds 4 entries before the first request (observed, 3.4.23). */
 const INITIAL_RAFT_INDEX = 4;
+/** Raft entries a restarted single member appends: its new term's empty entry, its published attributes. */
+const RESTART_RAFT_ENTRIES = 2;
 /** Status dbSize / dbSizeInUse of a fresh member (observed, 3.4.23). */
 const INITIAL_DB_SIZE = 20480;
 const INITIAL_DB_SIZE_IN_USE = 16384;
@@ -191,6 +243,10 @@ export class EtcdServer {
   readonly electionTimeoutMs: number;
   /** Whether a client certificate's Common Name authenticates a call without a token (--client-cert-auth). */
   readonly clientCertAuth: boolean;
+  /** Whether an index rebuilt from the backend keeps a key whose first stored revision is a tombstone (etcd PR #19188). */
+  readonly restoreLoneTombstone: boolean;
+  /** Key-bucket entries per batch of a compaction's deletions (--experimental-compaction-batch-limit). */
+  readonly compactionBatchLimit: number;
   private appliedIndex: number;
   private storedBytes = 0;
 
@@ -234,6 +290,11 @@ export class EtcdServer {
     });
     if (opts.auth !== undefined) this.auth.apply(opts.auth);
     this.clientCertAuth = opts.clientCertAuth === true;
+    this.restoreLoneTombstone = opts.restoreLoneTombstone ?? compatFor(opts.etcdVersion ?? '3.7').restoreLoneTombstone;
+    this.compactionBatchLimit = opts.compactionBatchLimit ?? DEFAULT_COMPACTION_BATCH_LIMIT;
+    if (!Number.isSafeInteger(this.compactionBatchLimit) || this.compactionBatchLimit < 1) {
+      throw new RangeError(`EtcdServer: compactionBatchLimit must be an integer >= 1, got ${this.compactionBatchLimit}`);
+    }
     const startIndex = opts.initialRaftIndex ?? INITIAL_RAFT_INDEX;
     if (!Number.isSafeInteger(startIndex) || startIndex < 0) throw new RangeError(`EtcdServer: initialRaftIndex must be an integer >= 0, got ${startIndex}`);
     this.appliedIndex = startIndex;
@@ -448,15 +509,76 @@ export class EtcdServer {
    * members too). Errors: SnapshotFormatError naming what is wrong; nothing is loaded then.
    */
   private loadEtcdSnapshot(file: Uint8Array): void {
-    const loaded = memberOfBackend(readEtcdSnapshot(file));
-    for (const l of loaded.leases) {
-      this.lessor.grant(l.id, l.ttl);
-      if (l.remainingTTL > 0) this.lessor.checkpoint(l.id, l.remainingTTL);
+    this.rebuildFrom(readEtcdSnapshot(file), true);
+  }
+
+  /**
+   * The member as etcd starts from `backend` (mvcc restore): the index rebuilt from the key bucket (see
+   * restoreLoneTombstone), the compaction point the finished one, a compaction scheduled but unfinished run
+   * again, auth, and the leases, whose expiry counts from now (etcd's lessor promote). A fresh member (the
+   * constructor) grants the backend's leases; a restarted one already holds them, as its backend does.
+   */
+  private rebuildFrom(backend: EtcdBackend, fresh: boolean): Omit<MemberRestart, 'brokenStreams'> {
+    const loaded = memberOfBackend(backend, { restoreLoneTombstone: this.restoreLoneTombstone });
+    if (fresh) {
+      for (const l of loaded.leases) {
+        this.lessor.grant(l.id, l.ttl);
+        if (l.remainingTTL > 0) this.lessor.checkpoint(l.id, l.remainingTTL);
+      }
+      this.storedBytes += loaded.storedBytes;
+    } else {
+      this.lessor.demote();
     }
     this.restore({ ...loaded.store, auth: loaded.auth });
     if (loaded.pendingCompactRev !== undefined) this.mvcc.compact(loaded.pendingCompactRev);
     this.lessor.promote();
-    this.storedBytes += loaded.storedBytes;
+    return {
+      revision: this.mvcc.currentRevision,
+      compactRevision: this.mvcc.compactRevision,
+      finishedCompactRevision: loaded.store.compactRev,
+      resumedCompactRevision: loaded.pendingCompactRev,
+      keys: loaded.store.keys.length,
+      loneTombstones: loaded.loneTombstones,
+      loneTombstonesRestored: this.restoreLoneTombstone,
+    };
+  }
+
+  /**
+   * SIGKILL, then the member starts again, in place: every Watch and LeaseKeepAlive stream breaks (clients
+   * see UNAVAILABLE and reconnect), and the member is rebuilt from `backend` — by default what its own
+   * backend holds now — as etcd rebuilds itself from bbolt (the same rebuild a member started from a
+   * snapshot file goes through). A single member then elects itself again: its raft term moves up by one,
+   * and its log by two entries, the new term's empty one and the member publishing its attributes (observed
+   * on 3.4.23: term 2 → 3, raft index + 2).
+   */
+  restart(backend: EtcdBackend = this.etcdBackend()): MemberRestart {
+    let brokenStreams = 0;
+    for (const c of this.services.watch.calls()) {
+      c.abort(errTransportClosing());
+      brokenStreams++;
+    }
+    for (const c of this.services.lease.calls()) {
+      c.abort(errTransportClosing());
+      brokenStreams++;
+    }
+    const rebuilt = this.rebuildFrom(backend, false);
+    this.setRaftTerm(this.member.raftTerm + 1n);
+    this.resetAppliedIndex(Number(backend.consistentIndex) + RESTART_RAFT_ENTRIES);
+    return { ...rebuilt, brokenStreams };
+  }
+
+  /**
+   * Compact(rev) as the Compact RPC applies it (its answer and errors), then a SIGKILL once the backend has
+   * committed `afterBatches` batches of the compaction's deletions (see src/snapshot/compaction.ts), and the
+   * restart from what that backend holds: the compaction scheduled but not finished, resumed at start.
+   * Errors: the Compact RPC's (nothing is killed then).
+   */
+  crashDuringCompaction(rev: number, afterBatches: number, ctx?: CallContext): CompactionCrash {
+    if (!Number.isSafeInteger(afterBatches) || afterBatches < 0) throw new RangeError(`crashDuringCompaction: afterBatches must be an integer >= 0, got ${afterBatches}`);
+    const before = this.etcdBackend();
+    const response = this.services.kv.compact({ revision: String(rev) }, ctx);
+    const progress = interruptCompaction(before, this.etcdBackend(), rev, afterBatches, this.compactionBatchLimit);
+    return { response, progress, restart: this.restart(progress.backend) };
   }
 
   /** Stops every periodic step (lease expiry, watch sync, progress) so a real clock lets the process exit. */

@@ -5,9 +5,11 @@ export {
   DEFAULT_MEMBER_ID,
   DEFAULT_VERSION_STRINGS,
   type AppliedCallContext,
+  type CompactionCrash,
   type EtcdServerOptions,
   type EtcdServices,
   type MemberInfo,
+  type MemberRestart,
   type MemberSnapshot,
 } from './etcd_server.js';
 export { KVService } from './kv_service.js';

@@ -135,7 +135,7 @@ export class MaintenanceService {
   restore(blob: Uint8Array): void {
     let loaded;
     try {
-      loaded = memberOfBackend(readEtcdSnapshot(blob));
+      loaded = memberOfBackend(readEtcdSnapshot(blob), { restoreLoneTombstone: this.server.restoreLoneTombstone });
     } catch (err) {
       if (err instanceof SnapshotFormatError) throw invalidArgument(`etcdsim: ${err.message}`);
       throw err;

@@ -17,6 +17,7 @@ export {
   type StoredRole,
   type StoredUser,
 } from './etcd_backend.js';
-export { backendOfMember, memberOfBackend, type LoadedMember, type MemberSnapshotSource } from './member.js';
+export { backendOfMember, memberOfBackend, type LoadedMember, type MemberSnapshotSource, type RebuildOptions } from './member.js';
+export { interruptCompaction, DEFAULT_COMPACTION_BATCH_LIMIT, type InterruptedCompaction } from './compaction.js';
 export { snapshotStatus, type SnapshotStatus } from './status.js';
 export { backendHash } from './backend_hash.js';

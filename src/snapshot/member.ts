@@ -118,6 +118,22 @@ export interface LoadedMember {
   readonly pendingCompactRev: number | undefined;
   /** Bytes of keys and values loaded (for the member's db size estimate). */
   readonly storedBytes: number;
+  /**
+   * Keys whose first stored revision is a tombstone (all their older revisions compacted away), with that
+   * tombstone: in the index as `{tombstone}{empty}` (etcd's restoreTombstone), or left out of it by the
+   * rebuild before etcd PR #19188 (`restoreLoneTombstone: false`).
+   */
+  readonly loneTombstones: readonly KeyValue[];
+}
+
+/** How a member rebuilds its index from a backend. */
+export interface RebuildOptions {
+  /**
+   * etcd PR #19188 (issue #19179; see Compat.restoreLoneTombstone): a key whose first stored revision is a
+   * tombstone enters the index. `false` reproduces the older rebuild, which skipped that tombstone (it stays
+   * in the backend and in the watch history, but nothing in the index keeps it). Default true.
+   */
+  readonly restoreLoneTombstone?: boolean | undefined;
 }
 
 /**
@@ -125,8 +141,10 @@ export interface LoadedMember {
  * order, the current revision the newest stored one (never below the compaction point), the compaction
  * point the finished one. The watch log covers revisions from the compaction point on.
  */
-export function memberOfBackend(b: EtcdBackend): LoadedMember {
+export function memberOfBackend(b: EtcdBackend, opts: RebuildOptions = {}): LoadedMember {
+  const restoreLone = opts.restoreLoneTombstone ?? true;
   const byKey = new Map<KeyString, { keyBytes: Uint8Array; revs: KeyValue[] }>();
+  const loneTombstones: KeyValue[] = [];
   let maxRev = 1;
   let storedBytes = 0;
   const finished = b.finishedCompactRev ?? -1;
@@ -146,7 +164,12 @@ export function memberOfBackend(b: EtcdBackend): LoadedMember {
     const d = r.kv;
     const kv: KeyValue = d.key === k.keyBytes ? d : { key: k.keyBytes, createRevision: d.createRevision, modRevision: d.modRevision, version: d.version, value: d.value, lease: d.lease };
     if (r.sub > 0) setSubRevision(kv, r.sub);
-    k.revs.push(kv);
+    // etcd's restoreIntoIndex: a tombstone is added to the keyIndex the key already has; a key that starts
+    // with one (its older revisions compacted away) gets a keyIndex of that tombstone alone since PR #19188,
+    // and none before it (the tombstone then lives in the backend only, and the log below).
+    const lone = r.tombstone && k.revs.length === 0;
+    if (lone) loneTombstones.push(kv);
+    if (!lone || restoreLone) k.revs.push(kv);
     if (r.main > maxRev) maxRev = r.main;
     storedBytes += kv.key.byteLength + kv.value.byteLength;
     if (r.main >= logStart) {
@@ -157,14 +180,19 @@ export function memberOfBackend(b: EtcdBackend): LoadedMember {
       logList[logList.length - 1]!.push({ type: r.tombstone ? 'DELETE' : 'PUT', kv });
     }
   }
-  const currentRev = Math.max(maxRev, finished);
+  // Never below the compaction point (etcd PR #6633), nor below a compaction scheduled but unfinished: its
+  // deletions may have removed the newest revisions, tombstones at its revision (etcd issue #17780).
+  const scheduled = b.scheduledCompactRev;
+  const currentRev = Math.max(maxRev, finished, scheduled ?? -1);
   while (logRev < currentRev) {
     logList.push([]);
     logRev++;
   }
   // KeyStrings are latin1: their order is the keys' byte order.
-  const keys = [...byKey.entries()].sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0)).map(([key, k]) => ({ key, keyBytes: k.keyBytes, revs: k.revs }));
-  const scheduled = b.scheduledCompactRev;
+  const keys = [...byKey.entries()]
+    .filter(([, k]) => k.revs.length > 0)
+    .sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0))
+    .map(([key, k]) => ({ key, keyBytes: k.keyBytes, revs: k.revs }));
   return {
     store: { currentRev, compactRev: finished, keys, log: logList, logStart },
     auth: {
@@ -176,6 +204,7 @@ export function memberOfBackend(b: EtcdBackend): LoadedMember {
     leases: b.leases,
     pendingCompactRev: scheduled !== undefined && scheduled > finished ? scheduled : undefined,
     storedBytes,
+    loneTombstones,
   };
 }
 

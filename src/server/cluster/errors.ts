@@ -32,5 +32,4 @@ export const errLeaderChanged = (): GrpcError => grpcError(GrpcCode.UNAVAILABLE,
 /** A member that is down: the client's connection is refused (grpc-go's transport error). */
 export const errMemberDown = (name: string): GrpcError =>
   grpcError(GrpcCode.UNAVAILABLE, `connection error: desc = "transport: Error while dialing: member ${name} is down"`);
-/** A call in flight on a member that crashed: grpc-go's closed-transport error. */
-export const errTransportClosing = (): GrpcError => grpcError(GrpcCode.UNAVAILABLE, 'transport is closing');
+export { errTransportClosing } from '../errors.js';
