@@ -28,8 +28,11 @@ import { Buffer } from '../sim/bytes_platform.js';
 import { prefixEnd } from '../mvcc/index.js';
 import {
   toGrpcError,
+  type BidiStream,
   type CallContext,
+  type ResponseStream,
   type EtcdServices,
+  type FlowControl,
   type GrpcError,
   type KeepAliveCall,
   type ObserveCall,
@@ -153,8 +156,8 @@ export abstract class EtcdStream<Res> implements AsyncIterable<Res> {
   /** Responses kept for iteration before the stream stops reading. */
   readonly highWaterMark = STREAM_HIGH_WATER_MARK;
 
-  protected constructor(private readonly call: WatchCall | KeepAliveCall | ObserveCall) {
-    (call as WatchCall).onResponse((rs) => this.receive(rs as Res[]));
+  protected constructor(private readonly call: ResponseStream<Res> & FlowControl) {
+    call.onResponse((rs) => this.receive(rs));
     call.onEnd((err) => this.finish(err));
   }
 
@@ -228,18 +231,18 @@ export abstract class EtcdStream<Res> implements AsyncIterable<Res> {
   private wake(): void {
     for (const w of this.waiters.splice(0)) w();
   }
-
-  /** Writes one request; a message no protobuf decoder would produce throws INVALID_ARGUMENT here. */
-  protected write(req: M.WatchRequest | M.LeaseKeepAliveRequest): void {
-    (this.call as WatchCall).write(req as M.WatchRequest);
-  }
 }
 
 /** One Watch call (etcd's Watch_WatchClient): create, cancel and progress requests in, WatchResponses out. */
 export class EtcdWatchStream extends EtcdStream<M.WatchResponse> {
   /** @internal Use `client.watch()`. */
-  constructor(call: WatchCall) {
-    super(call);
+  constructor(private readonly bidi: BidiStream<M.WatchRequest, M.WatchResponse> & FlowControl) {
+    super(bidi);
+  }
+
+  /** Writes one request; a message no protobuf decoder would produce throws INVALID_ARGUMENT here. */
+  private write(req: M.WatchRequest): void {
+    this.bidi.write(req);
   }
 
   /** Sends a WatchRequest as it is. */
@@ -266,20 +269,20 @@ export class EtcdWatchStream extends EtcdStream<M.WatchResponse> {
 /** One LeaseKeepAlive call (etcd's Lease_LeaseKeepAliveClient): each send({ID}) renews and is answered {ID, TTL}. */
 export class EtcdKeepAliveStream extends EtcdStream<M.LeaseKeepAliveResponse> {
   /** @internal Use `client.lease.leaseKeepAlive()`. */
-  constructor(call: KeepAliveCall) {
-    super(call);
+  constructor(private readonly bidi: BidiStream<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse> & FlowControl) {
+    super(bidi);
   }
 
   /** Renews the lease `ID` once; the answer's TTL is "0" when the lease is unknown or expired. */
   send(req: M.LeaseKeepAliveRequest): void {
-    this.write(req);
+    this.bidi.write(req);
   }
 }
 
 /** One Election.Observe call: LeaderResponses out; close() stops observing. */
 export class EtcdObserveStream extends EtcdStream<M.LeaderResponse> {
   /** @internal Use `client.election.observe()`. */
-  constructor(call: ObserveCall) {
+  constructor(call: ResponseStream<M.LeaderResponse> & FlowControl) {
     super(call);
   }
 }

@@ -12,7 +12,8 @@
 import type { EtcdSim } from '../client/create.js';
 import { toGrpcError, type GrpcError } from '../server/errors.js';
 import type * as M from '../server/messages.js';
-import type { GrpcAuthClient, EtcdGrpcClient, GrpcBidiCall, GrpcKVClient, GrpcLeaseClient } from '../grpc/client.js';
+import type { GrpcAuthClient, EtcdGrpcClient, GrpcKVClient, GrpcLeaseClient } from '../grpc/client.js';
+import type { BidiStream } from '../server/stream_call.js';
 import { promised } from '../server/answers.js';
 import type { CallContext } from '../server/call_context.js';
 
@@ -42,82 +43,15 @@ export interface DiffTarget {
   settle(streams: readonly DiffStream<unknown, unknown>[], expected: readonly number[]): Promise<void>;
 }
 
-// ---------------------------------------------------------------------------------------------------
-// The simulator
-
-interface PullCall<Req, Res> {
-  write(req: Req): void;
-  take(): Res[];
-  onEnd(l: (err: GrpcError | undefined) => void): void;
-  cancel(): void;
-}
-
-class SimStream<Req, Res> implements DiffStream<Req, Res> {
-  readonly responses: Res[] = [];
-  ended: { err: GrpcError | undefined } | undefined;
-  constructor(private readonly call: PullCall<Req, Res>) {
-    call.onEnd((err) => {
-      this.drain();
-      this.ended = { err };
-    });
-  }
-  write(req: Req): void {
-    // A request no protobuf decoder would produce breaks the call, as a gRPC server would.
-    this.call.write(req);
-  }
-  drain(): void {
-    if (this.ended !== undefined) return;
-    for (const r of this.call.take()) this.responses.push(r);
-  }
-  close(): void {
-    if (this.ended === undefined) this.call.cancel();
-  }
-}
-
-async function call<T>(fn: () => T): Promise<T> {
-  try {
-    return fn();
-  } catch (err) {
-    throw toGrpcError(err);
-  }
-}
-
-/** The simulator as a diff target. Its clock never moves: no lease expires during a run. */
-export function simTarget(sim: EtcdSim): DiffTarget {
-  const s = sim.services;
-  const streams: SimStream<unknown, unknown>[] = [];
-  return {
-    name: 'etcdsim',
-    kv: promised(s.kv, call),
-    lease: promised(s.lease, call, ['leaseKeepAlive', 'calls']),
-    auth: promised(s.auth, call),
-    openWatch(ctx) {
-      const st = new SimStream<M.WatchRequest, M.WatchResponse>(s.watch.watch(ctx));
-      streams.push(st as SimStream<unknown, unknown>);
-      return st;
-    },
-    openKeepAlive(ctx) {
-      const st = new SimStream<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>(s.lease.leaseKeepAlive(ctx));
-      streams.push(st as SimStream<unknown, unknown>);
-      return st;
-    },
-    async settle() {
-      const w = sim.watchable;
-      // etcd's sync loop: catch up every unsynced watcher (batches of revisions, compaction cancels).
-      for (let i = 0; i < 10_000 && w.unsynced.size > 0; i++) w.syncWatchers();
-      for (const st of streams) st.drain();
-    },
-  };
-}
-
-// ---------------------------------------------------------------------------------------------------
-// A real etcd
-
-class GrpcStream<Req, Res> implements DiffStream<Req, Res> {
+/**
+ * A stream as the differential reads it, on either side (the simulator's own call or a call over gRPC: one
+ * BidiStream shape): every response kept in arrival order, and how the call ended.
+ */
+class RecordedStream<Req, Res> implements DiffStream<Req, Res> {
   readonly responses: Res[] = [];
   ended: { err: GrpcError | undefined } | undefined;
   private waiters: (() => void)[] = [];
-  constructor(private readonly call: GrpcBidiCall<Req, Res>) {
+  constructor(private readonly call: BidiStream<Req, Res>) {
     call.onResponse((rs) => {
       for (const r of rs) this.responses.push(r);
       this.wake();
@@ -155,6 +89,39 @@ class GrpcStream<Req, Res> implements DiffStream<Req, Res> {
   }
 }
 
+// ---------------------------------------------------------------------------------------------------
+// The simulator
+
+async function call<T>(fn: () => T): Promise<T> {
+  try {
+    return fn();
+  } catch (err) {
+    throw toGrpcError(err);
+  }
+}
+
+/** The simulator as a diff target. Its clock never moves: no lease expires during a run. */
+export function simTarget(sim: EtcdSim): DiffTarget {
+  const s = sim.services;
+  return {
+    name: 'etcdsim',
+    kv: promised(s.kv, call),
+    lease: promised(s.lease, call, ['leaseKeepAlive', 'calls']),
+    auth: promised(s.auth, call),
+    openWatch: (ctx) => new RecordedStream(s.watch.watch(ctx)),
+    openKeepAlive: (ctx) => new RecordedStream(s.lease.leaseKeepAlive(ctx)),
+    async settle() {
+      const w = sim.watchable;
+      // etcd's sync loop: catch up every unsynced watcher (batches of revisions, compaction cancels).
+      for (let i = 0; i < 10_000 && w.unsynced.size > 0; i++) w.syncWatchers();
+      sim.server.flush(); // every response queued by the op reaches its stream
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// A real etcd
+
 export interface EtcdTargetOptions {
   /** How long to wait for stream responses the simulator produced (default 2000 ms). */
   readonly streamTimeoutMs?: number | undefined;
@@ -168,11 +135,11 @@ export function etcdTarget(client: EtcdGrpcClient, opts: EtcdTargetOptions = {})
     kv: client.kv,
     lease: client.lease,
     auth: client.auth,
-    openWatch: (ctx) => new GrpcStream(client.watch.watch(ctx)),
-    openKeepAlive: (ctx) => new GrpcStream(client.lease.leaseKeepAlive(ctx)),
+    openWatch: (ctx) => new RecordedStream(client.watch.watch(ctx)),
+    openKeepAlive: (ctx) => new RecordedStream(client.lease.leaseKeepAlive(ctx)),
     async settle(streams, expected) {
       await Promise.all(
-        streams.map((st, i) => (st instanceof GrpcStream ? st.waitFor(expected[i] ?? 0, timeout) : Promise.resolve())),
+        streams.map((st, i) => (st instanceof RecordedStream ? st.waitFor(expected[i] ?? 0, timeout) : Promise.resolve())),
       );
     },
   };

@@ -14,27 +14,14 @@ import * as grpc from '@grpc/grpc-js';
 import { etcdService } from './server.js';
 import type { CallContext } from '../server/call_context.js';
 import type { GrpcError } from '../server/errors.js';
+import type { BidiStream, EndListener, ResponseListener } from '../server/stream_call.js';
 import type * as M from '../server/messages.js';
 import { serviceMethods, type Promised } from '../server/answers.js';
 import { AuthService, KVService, LeaseService, type ClusterService, type MaintenanceService } from '../server/index.js';
 import { hostNow } from '../sim/index.js';
 
-export type ResponsesListener<T> = (responses: T[]) => void;
-export type StreamEndListener = (err: GrpcError | undefined) => void;
-
-/** The client side of one bidirectional call. */
-export interface GrpcBidiCall<Req, Res> {
-  readonly ended: boolean;
-  write(req: Req): void;
-  /** Receives each response as it arrives (an array of one, as the server layer's listeners take arrays). */
-  onResponse(listener: ResponsesListener<Res> | undefined): void;
-  /** Called once when the call ends: undefined on a clean end, else the error that ended it. */
-  onEnd(listener: StreamEndListener): void;
-  /** Half-closes: etcd then ends a LeaseKeepAlive call (OK), but a Watch goes on sending until cancel(). */
-  end(): void;
-  /** Cancels the call. */
-  cancel(): void;
-}
+/** A bidirectional call over gRPC: the server layer's own BidiStream shape (one stream abstraction). */
+export type GrpcBidiCall<Req, Res> = BidiStream<Req, Res>;
 
 /** KV over gRPC: KVService's methods (the one list of etcd's KV calls), each answering with a Promise. */
 export type GrpcKVClient = Promised<KVService>;
@@ -148,9 +135,9 @@ function metadata(ctx: CallContext | undefined): grpc.Metadata {
 }
 
 class BidiCall<Req, Res> implements GrpcBidiCall<Req, Res> {
-  private listener: ResponsesListener<Res> | undefined;
+  private listener: ResponseListener<Res> | undefined;
   private readonly buffered: Res[] = [];
-  private readonly endListeners: StreamEndListener[] = [];
+  private readonly endListeners: EndListener[] = [];
   private endedWith: { err: GrpcError | undefined } | undefined;
   private cancelled = false;
 
@@ -174,12 +161,12 @@ class BidiCall<Req, Res> implements GrpcBidiCall<Req, Res> {
     this.call.write(req);
   }
 
-  onResponse(listener: ResponsesListener<Res> | undefined): void {
+  onResponse(listener: ResponseListener<Res> | undefined): void {
     this.listener = listener;
     if (listener !== undefined && this.buffered.length > 0) listener(this.buffered.splice(0));
   }
 
-  onEnd(listener: StreamEndListener): void {
+  onEnd(listener: EndListener): void {
     if (this.endedWith !== undefined) listener(this.endedWith.err);
     else this.endListeners.push(listener);
   }

@@ -3,15 +3,10 @@
  * stops handing over responses once grpc-js buffers past its high-water mark, and resumes on 'drain' —
  * so a client that does not read holds the server's send path as it would hold etcd's.
  */
-import type { ResponseListener } from '../server/index.js';
+import type { BidiStream, FlowControl } from '../server/index.js';
 
 /** The part of a service-layer stream call (WatchCall, KeepAliveCall, ObserveCall) the pipe uses. */
-export interface PausableCall<Res> {
-  onResponse(listener: ResponseListener<Res> | undefined): void;
-  pause(): void;
-  resume(): void;
-  readonly isPaused: boolean;
-}
+export type PausableCall<Res> = Pick<BidiStream<unknown, Res>, 'onResponse'> & FlowControl;
 
 /** The part of a grpc-js server stream the pipe writes to. */
 export interface WritableCall<Res> {

@@ -20,7 +20,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
-import { grpcError, toGrpcError, type CallContext, type GrpcError } from '../server/index.js';
+import { grpcError, toGrpcError, type BidiStream, type CallContext, type FlowControl, type GrpcError } from '../server/index.js';
 import { isPromiseLike, type Awaitable, type ServedMember } from './served_member.js';
 import type { WaitingCallContext } from '../server/concurrency.js';
 import { GrpcCode, type EtcdVersion } from '../mvcc/index.js';
@@ -61,18 +61,7 @@ type Unary = (s: ServedMember, req: never, ctx: CallContext) => unknown;
 type ServerStream = (s: ServedMember, req: never, ctx: CallContext) => Awaitable<unknown[]>;
 
 /** A bidirectional call of the services (WatchCall, KeepAliveCall) as the gateway drives it. */
-interface BidiCall {
-  write(req: never): void;
-  onResponse(listener: ((rs: unknown[]) => void) | undefined): void;
-  onEnd(listener: (err: GrpcError | undefined) => void): void;
-  end(): void;
-  cancel(): void;
-  abort(err?: GrpcError): void;
-  pause(): void;
-  resume(): void;
-  flush(): number;
-  readonly isPaused: boolean;
-}
+type BidiCall = BidiStream<never, unknown> & FlowControl & { abort(err?: GrpcError): void; flush(): number };
 
 interface Route {
   /** gRPC method (`etcdserverpb.KV/Range`): names the call in errors of methods not modeled. */

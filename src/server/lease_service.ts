@@ -14,7 +14,7 @@ import { fail, keyBytes } from '../mvcc/index.js';
 import type { CallContext } from './call_context.js';
 import { bytesOut, header, int64ToBigInt, int64ToNumber } from './convert.js';
 import { asGrpc, toGrpcError } from './errors.js';
-import { StreamCall } from './stream_call.js';
+import { StreamCall, type BidiStream } from './stream_call.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
 import { ErrUserEmpty } from '../auth/errors.js';
@@ -101,7 +101,7 @@ export class LeaseService {
  * WatchCall's (delivery.ts); end/cancel/abort/onEnd behave as there. A lessor that is not primary makes
  * etcd fail the stream: the call is aborted with that error.
  */
-export class KeepAliveCall extends StreamCall<M.LeaseKeepAliveResponse> {
+export class KeepAliveCall extends StreamCall<M.LeaseKeepAliveResponse> implements BidiStream<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse> {
   private queue: M.LeaseKeepAliveResponse[] = [];
 
   constructor(

@@ -13,7 +13,38 @@ import type { EtcdServer } from './etcd_server.js';
 export type ResponseListener<T> = (responses: T[]) => void;
 export type EndListener = (err: GrpcError | undefined) => void;
 
-export abstract class StreamCall<Res> implements Deliverable {
+/**
+ * The one shape of a streaming gRPC call as its client side sees it, whoever serves it: a member's call in
+ * process (WatchCall, KeepAliveCall, ObserveCall), a call over gRPC to etcd or etcdsim (grpc/client.ts).
+ * Responses come out to the listener, in arrays as a transport batch brings them; the call ends once,
+ * cleanly (undefined) or with the error that ended it.
+ */
+export interface ResponseStream<Res> {
+  readonly ended: boolean;
+  onResponse(listener: ResponseListener<Res> | undefined): void;
+  onEnd(listener: EndListener): void;
+  /** Half-closes: etcd then ends a LeaseKeepAlive call (OK), but a Watch goes on sending until cancel(). */
+  end(): void;
+  /** Cancels the call ("Cancelled on client"). */
+  cancel(): void;
+}
+
+/** A bidirectional call (Watch, LeaseKeepAlive): a ResponseStream the client also writes requests to. */
+export interface BidiStream<Req, Res> extends ResponseStream<Res> {
+  write(req: Req): void;
+}
+
+/**
+ * A client's reading of a server-side call: pause() when it stops reading, resume() when it reads again —
+ * what front doors and in-process clients use to give a slow client etcd's flow control.
+ */
+export interface FlowControl {
+  pause(): void;
+  resume(): void;
+  readonly isPaused: boolean;
+}
+
+export abstract class StreamCall<Res> implements Deliverable, FlowControl {
   private responseListener: ResponseListener<Res> | undefined;
   private paused = false;
   /**

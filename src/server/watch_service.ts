@@ -17,7 +17,7 @@ import { isEtcdError } from '../mvcc/index.js';
 import { bytesIn, eventOut, header, int64ToBigInt, int64ToExactNumber, watchCreateIn } from './convert.js';
 import type { CallContext } from './call_context.js';
 import { toGrpcError } from './errors.js';
-import { StreamCall } from './stream_call.js';
+import { StreamCall, type BidiStream } from './stream_call.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
 import { serverCompat } from './compat.js';
@@ -43,7 +43,7 @@ export class WatchService {
   }
 }
 
-export class WatchCall extends StreamCall<M.WatchResponse> {
+export class WatchCall extends StreamCall<M.WatchResponse> implements BidiStream<M.WatchRequest, M.WatchResponse> {
   readonly stream: WatchStream;
   /**
    * Watch IDs beyond ±2^53 cannot be the stream's numbers; each gets a fractional stand-in (the stream
