@@ -348,7 +348,7 @@ function createClusterSim(options: EtcdClusterSimOptions): EtcdClusterSim {
  * One member of a cluster behind the EtcdServices shape the in-process clients take. Unary methods answer
  * with promises (a write waits for Raft, a linearizable read for ReadIndex); both clients await every unary
  * result, so the promise is what the caller receives. Streams (Watch, LeaseKeepAlive) open at once, as on a
- * single member. Lock, Election and membership changes are not served on a cluster yet: UNIMPLEMENTED.
+ * single member; so does Election.Observe. Membership changes are not served on a cluster: UNIMPLEMENTED.
  */
 function clusterDoor(v: ClusterMemberServices): EtcdServices {
   const m = v.member;
@@ -368,17 +368,20 @@ function clusterDoor(v: ClusterMemberServices): EtcdServices {
       memberPromote: notServed('Cluster.MemberPromote'),
     },
     auth: v.auth,
-    lock: { lock: notServed('Lock.Lock'), unlock: notServed('Lock.Unlock') },
-    election: {
-      campaign: notServed('Election.Campaign'),
-      proclaim: notServed('Election.Proclaim'),
-      leader: notServed('Election.Leader'),
-      resign: notServed('Election.Resign'),
-      observe: notServed('Election.Observe'),
-    },
+    lock: v.lock,
+    election: v.election,
   };
   // The one place the shapes differ: promises where EtcdServices has plain results (see above).
   return door as unknown as EtcdServices;
+}
+
+/** Fires the zero-delay timers of linked drivers for `turns` turns of the event loop (see createMemberSim). */
+function tickZeroTimers(drivers: readonly TimerDriver[], turns: number): void {
+  if (turns === 0 || drivers.length === 0) return;
+  setImmediate(() => {
+    for (const d of drivers) d.tick(0);
+    tickZeroTimers(drivers, turns - 1);
+  });
 }
 
 /**

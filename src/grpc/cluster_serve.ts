@@ -4,7 +4,8 @@
  * single member — over that member's ClusterMemberServices (src/server/cluster). So `etcdctl --endpoints
  * a,b,c` and any client see a cluster: MemberList, each member's Status (leader, raft term and index),
  * MoveLeader, serializable reads answered by the member's own (possibly stale) state, linearizable ones
- * after ReadIndex, watches that lag as their member does.
+ * after ReadIndex, watches that lag as their member does, and etcd's Lock and Election services, whose
+ * requests go through the member's Raft path (src/server/cluster/concurrency.ts).
  *
  * Time is the shared clock of the cluster (by default the wall clock, times --clock-speed): elections,
  * applies and lease expiry happen on it by themselves. The fault levers are EtcdCluster's, in-process on
@@ -56,11 +57,6 @@ export interface ServeClusterHandle {
   /** Stops every port, then the cluster. Idempotent. */
   close(): Promise<void>;
 }
-
-/** Lock and Election run on one member's store (they would bypass the log): not on a cluster yet. */
-const concurrencyUnserved = (): never => {
-  throw grpcError(GrpcCode.UNIMPLEMENTED, 'etcdsim: Lock and Election are not served on a simulated cluster yet');
-};
 
 /** etcd answers membership changes; the cluster model has a fixed membership, so a served cluster refuses them. */
 const membershipUnmodelled = (): never => {
@@ -182,8 +178,9 @@ function attachedMember(c: EtcdCluster, i: number): AttachedMember {
         snapshot: (req, ctx) => s.maintenance.snapshot(req, ctx),
       },
       auth: s.auth,
-      lock: { lock: concurrencyUnserved, unlock: concurrencyUnserved },
-      election: { campaign: concurrencyUnserved, proclaim: concurrencyUnserved, leader: concurrencyUnserved, observe: concurrencyUnserved, resign: concurrencyUnserved },
+      // etcd's v3lock / v3election servers of this member: their requests are the member's own, through Raft.
+      lock: s.lock,
+      election: s.election,
     },
     get etcdVersion() {
       return m.server.etcdVersion;
@@ -200,7 +197,6 @@ function attachedMember(c: EtcdCluster, i: number): AttachedMember {
       return m.server;
     },
     http: clusterMemberHttp(c, i, () => m.server, member),
-    concurrencyUnavailable: grpcError(GrpcCode.UNIMPLEMENTED, 'etcdsim: Lock and Election are not served on a simulated cluster yet'),
   };
 }
 

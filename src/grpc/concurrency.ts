@@ -12,7 +12,8 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { cancelledError, grpcError, toGrpcError, type CallContext, type EtcdServer, type GrpcError, type ObserveCall } from '../server/index.js';
+import { cancelledError, grpcError, toGrpcError, type CallContext, type GrpcError, type ObserveCall } from '../server/index.js';
+import { isPromiseLike, type Awaitable, type ServedServices } from './served_member.js';
 import type * as M from '../server/messages.js';
 import { GrpcCode } from '../mvcc/index.js';
 import { afterHostTime, hostNow } from '../sim/index.js';
@@ -61,8 +62,8 @@ export function concurrencyDefinitions(loaderOptions: protoLoader.Options, decod
 
 /** What the handlers need of serve(). */
 export interface ConcurrencyHost {
-  /** The member (throws before it started). */
-  member(): EtcdServer;
+  /** The member whose Lock and Election services answer (throws before it started): a single member's, or a cluster member's. */
+  member(): { readonly services: Pick<ServedServices, 'lock' | 'election'> };
   /** The caller of a call (token metadata, client certificate). */
   callContext(call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>): CallContext;
   /** Calls open over the network: close() aborts each. */
@@ -97,14 +98,26 @@ export function addConcurrencyServices(
     return true;
   };
 
-  const unary = <Req, Res>(fn: (req: Req, ctx: CallContext) => Res): grpc.handleUnaryCall<Req, Res> => {
+  const unary = <Req, Res>(fn: (req: Req, ctx: CallContext) => Awaitable<Res>): grpc.handleUnaryCall<Req, Res> => {
     return (call, callback) => {
       if (malformedUnary(call.request, callback as grpc.sendUnaryData<unknown>)) return;
-      let res: Res;
+      let res: Awaitable<Res>;
       try {
         res = fn(call.request, host.callContext(call as grpc.ServerUnaryCall<unknown, unknown>));
       } catch (err) {
         callback(statusError(toGrpcError(err)));
+        return;
+      }
+      // A cluster member answers once Raft let it.
+      if (isPromiseLike(res)) {
+        res.then(
+          (r) => {
+            if (!host.shuttingDown()) callback(null, r);
+          },
+          (err: unknown) => {
+            if (!host.shuttingDown()) callback(statusError(toGrpcError(err)));
+          },
+        );
         return;
       }
       callback(null, res);

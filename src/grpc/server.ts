@@ -499,7 +499,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
     member: () => {
       const unavailable = state.attached?.concurrencyUnavailable;
       if (unavailable !== undefined) throw unavailable;
-      return engine();
+      return member();
     },
     callContext,
     open,
@@ -693,7 +693,12 @@ function contextOf(call: CallSurface, withCommonName: boolean): CallContext {
   const v = md.get('token')[0] ?? md.get('authorization')[0];
   const token = v === undefined ? undefined : typeof v === 'string' ? v : v.toString('utf8');
   const cn = withCommonName && md.get('grpcgateway-accept').length === 0 ? commonNameOf(call.getAuthContext().sslPeerCertificate) : undefined;
-  return callerContext(token, cn);
+  return requiringLeader(callerContext(token, cn), md.get('hasleader')[0]);
+}
+
+/** clientv3's WithRequireLeader: metadata `hasleader: true` (etcd's rpctypes.MetadataRequireLeaderKey / MetadataHasLeader). */
+function requiringLeader(ctx: CallContext, hasLeader: string | Buffer | undefined): CallContext {
+  return hasLeader !== undefined && hasLeader.toString() === 'true' ? { ...ctx, requireLeader: true } : ctx;
 }
 
 function callerContext(token: string | undefined, cn: string | undefined): CallContext {
@@ -705,7 +710,7 @@ function callerContext(token: string | undefined, cn: string | undefined): CallC
 function contextOfHeaders(headers: IncomingHttpHeaders, stream: ServerHttp2Stream, withCommonName: boolean): CallContext {
   const v = firstHeader(headers['token']) ?? firstHeader(headers['authorization']);
   const cn = withCommonName && headers['grpcgateway-accept'] === undefined ? commonNameOf(verifiedPeerCertificate(stream)) : undefined;
-  return callerContext(v, cn);
+  return requiringLeader(callerContext(v, cn), firstHeader(headers['hasleader']));
 }
 
 function firstHeader(v: string | string[] | undefined): string | undefined {

@@ -42,8 +42,9 @@ export interface ServedServices {
     snapshot(req?: M.SnapshotRequest, ctx?: CallContext): Awaitable<M.SnapshotResponse[]>;
   };
   readonly auth: AwaitableService<AuthService>;
-  readonly lock: Pick<LockService, 'lock' | 'unlock'>;
-  readonly election: Pick<ElectionService, 'campaign' | 'proclaim' | 'leader' | 'observe' | 'resign'>;
+  /** Lock waits (a Promise on every member); Unlock answers at once on a single member, later on a cluster member. */
+  readonly lock: Pick<LockService, 'lock'> & AwaitableService<Pick<LockService, 'unlock'>>;
+  readonly election: Pick<ElectionService, 'campaign' | 'observe'> & AwaitableService<Pick<ElectionService, 'proclaim' | 'leader' | 'resign'>>;
 }
 
 /**

@@ -15,4 +15,10 @@ export interface CallContext {
    * (EtcdServerOptions.clientCertAuth) and the call carries no token (etcd's AuthInfoFromTLS).
    */
   readonly certCommonName?: string | undefined;
+  /**
+   * The call requires a leader (clientv3.WithRequireLeader; gRPC metadata `hasleader: true`). A member of a
+   * simulated cluster refuses it without a leader and cancels such a stream after it stayed leaderless
+   * (src/server/cluster/require_leader.ts); a single member always has one.
+   */
+  readonly requireLeader?: boolean | undefined;
 }

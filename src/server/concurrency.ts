@@ -15,10 +15,14 @@
  *    recognises, so a client sees code 2 (UNKNOWN) with etcd's message (observed on 3.4.23:
  *    `2 UNKNOWN: etcdserver: requested lease not found`).
  *
- * Requests are made through the member's services (src/server/kv_service.ts), with the caller's
- * CallContext, so auth, validation and Raft accounting are theirs. A call's cancellation (the client
- * cancels, its deadline passes, it disconnects) is an AbortSignal in its WaitingCallContext, the part of
- * Go's context that is not a credential.
+ * Requests are made through the member's in-process client (ConcurrencyClient): on a single member its
+ * services (src/server/kv_service.ts), which answer at once; on a member of a simulated cluster
+ * (src/server/cluster/concurrency.ts) the member's cluster services, whose writes are Raft proposals and
+ * whose reads go through ReadIndex, answering later. The rules below are written once for both: a step
+ * whose request answered at once continues at once, so a single member behaves as it always did. Requests
+ * carry the caller's CallContext, so auth, validation and Raft accounting are the services'. A call's
+ * cancellation (the client cancels, its deadline passes, it disconnects) is an AbortSignal in its
+ * WaitingCallContext, the part of Go's context that is not a credential.
  */
 import { ErrCompacted, GrpcCode, prefixEnd } from '../mvcc/index.js';
 import type { WatchStream } from '../watch/index.js';
@@ -37,6 +41,55 @@ export interface WaitingCallContext extends CallContext {
    * `1 CANCELLED: Cancelled on client`.
    */
   readonly signal?: AbortSignal | undefined;
+}
+
+/** An answer now (a single member) or later (a cluster member, once Raft let it). */
+export type Awaitable<T> = T | PromiseLike<T>;
+
+/** Whether `v` is an answer still to come. */
+export function isPromiseLike<T>(v: Awaitable<T>): v is PromiseLike<T> {
+  return typeof (v as { then?: unknown } | null)?.then === 'function';
+}
+
+/** `f` of an answer: at once when it is there, else once it comes (a Promise then). */
+export function andThen<T, U>(v: Awaitable<T>, f: (t: T) => Awaitable<U>): Awaitable<U> {
+  return isPromiseLike(v) ? Promise.resolve(v).then(f) : f(v);
+}
+
+/** An answer a single member gave: it must be there at once (its services never wait). */
+export function now<T>(v: Awaitable<T>): T {
+  if (isPromiseLike(v)) throw new Error('etcdsim: a single member answered later; its services answer at once');
+  return v;
+}
+
+/**
+ * The in-process client etcd's v3lock and v3election servers use: the KV and Lease requests of the member
+ * they run on, and that member's watchable store for their waits. EtcdServer's own (`memberClient`)
+ * answers at once; a cluster member's answers once Raft let it.
+ */
+export interface ConcurrencyClient {
+  /** The member's server now (its watchable store and delivery points serve the waits' watches). */
+  readonly server: EtcdServer;
+  range(req: M.RangeRequest, ctx?: CallContext): Awaitable<M.RangeResponse>;
+  txn(req: M.TxnRequest, ctx?: CallContext): Awaitable<M.TxnResponse>;
+  deleteRange(req: M.DeleteRangeRequest, ctx?: CallContext): Awaitable<M.DeleteRangeResponse>;
+  leaseGrant(req: M.LeaseGrantRequest, ctx?: CallContext): Awaitable<M.LeaseGrantResponse>;
+  /**
+   * A cluster member's: `down` runs if the member goes down (crashes) while a wait or stream runs on it —
+   * its calls break as their connection does. Returns how to stop listening.
+   */
+  onDown?(down: (err: GrpcError) => void): () => void;
+}
+
+/** A single member's in-process client: its own services, answering at once. */
+export function memberClient(server: EtcdServer): ConcurrencyClient {
+  return {
+    server,
+    range: (req, ctx) => server.services.kv.range(req, ctx),
+    txn: (req, ctx) => server.services.kv.txn(req, ctx),
+    deleteRange: (req, ctx) => server.services.kv.deleteRange(req, ctx),
+    leaseGrant: (req, ctx) => server.services.lease.leaseGrant(req, ctx),
+  };
 }
 
 /** concurrency's defaultSessionTTL: the lease a session grants when the request names none (seconds). */
@@ -86,13 +139,9 @@ export function candidateKey(pfx: Uint8Array, lease: bigint): Uint8Array {
  * concurrency.NewSession with a lease: the lease itself, or for lease 0 a new one of SESSION_TTL seconds
  * (LeaseGrant through the member's Lease service). The session is orphaned at once (no keep-alive).
  */
-export function sessionLease(server: EtcdServer, lease: bigint, ctx: CallContext | undefined): bigint {
+export function sessionLease(client: ConcurrencyClient, lease: bigint, ctx: WaitingCallContext | undefined): Awaitable<bigint> {
   if (lease !== NO_LEASE) return lease;
-  try {
-    return BigInt(server.services.lease.leaseGrant({ ID: '0', TTL: String(SESSION_TTL) }, ctx).ID);
-  } catch (err) {
-    throw viaClient(err);
-  }
+  return andThen(request(() => client.leaseGrant({ ID: '0', TTL: String(SESSION_TTL) }, ctx), ctx), (r) => BigInt(r.ID));
 }
 
 /** clientv3.WithFirstCreate on a prefix: the oldest key under it (sort by create revision, limit 1). */
@@ -112,12 +161,48 @@ export function createRevisionIs(key: Uint8Array, rev: M.Int64Input): M.Compare 
   return { result: 'EQUAL', target: 'CREATE', key, target_union: 'create_revision', create_revision: rev };
 }
 
-/** Runs a request of the in-process client: its errors as a client of the Lock / Election service sees them. */
-export function request<T>(fn: () => T): T {
+/**
+ * Runs a request of the in-process client: its errors as a client of the Lock / Election service sees them.
+ * An answer still to come is given up when the caller's signal aborts first (etcd's request ends with the
+ * call's context; what the request did meanwhile stands).
+ */
+export function request<T>(fn: () => Awaitable<T>, ctx?: WaitingCallContext): Awaitable<T> {
+  let v: Awaitable<T>;
   try {
-    return fn();
+    v = fn();
   } catch (err) {
     throw viaClient(err);
+  }
+  if (!isPromiseLike(v)) return v;
+  const answer = Promise.resolve(v).then(undefined, (err: unknown) => {
+    throw viaClient(err);
+  });
+  const signal = ctx?.signal;
+  if (signal === undefined) return answer;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(abortReason(signal));
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    answer.then(
+      (r) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(r);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
+}
+
+/** Fires a request whose answer nobody waits for (a release after the call ended); its errors are ignored, as etcd ignores them. */
+export function fireAndForget(fn: () => Awaitable<unknown>): void {
+  try {
+    const v = fn();
+    if (isPromiseLike(v)) Promise.resolve(v).catch(() => undefined);
+  } catch {
+    // ignored
   }
 }
 
@@ -129,24 +214,31 @@ export type WaitResult = { readonly header: M.ResponseHeader; readonly error?: u
  * revision ≤ maxCreateRev. Each round reads the newest such key (Range, sort by create revision
  * descending, limit 1, max_create_revision) and watches it from the revision of that read until a DELETE
  * event comes. Watch responses are handled at the member's delivery points (delivery.ts), never inside
- * the write that caused them. A watch canceled by compaction ends the wait with ErrCompacted.
+ * the write that caused them. A watch canceled by compaction ends the wait with ErrCompacted. On a cluster
+ * member the read goes through ReadIndex (it answers later) and the watch is on that member's own store.
  */
 export class DeletesWait implements Deliverable {
   private stream: WatchStream | undefined;
   private watchId: number | undefined;
   private ended = false;
+  private offDown: (() => void) | undefined;
+  /** The member's server the wait watches (a cluster member's is replaced by a restart, which ends the wait first). */
+  private readonly server: EtcdServer;
 
   constructor(
-    private readonly server: EtcdServer,
+    private readonly client: ConcurrencyClient,
     private readonly pfx: Uint8Array,
     private readonly maxCreateRevision: number,
     private readonly ctx: CallContext | undefined,
     private readonly done: (r: WaitResult) => void,
-  ) {}
+  ) {
+    this.server = client.server;
+  }
 
   /** Starts waiting (the first round runs now). */
   start(): void {
     this.server.delivery.add(this);
+    this.offDown = this.client.onDown?.((error) => this.finish({ error }));
     this.round();
   }
 
@@ -174,9 +266,12 @@ export class DeletesWait implements Deliverable {
   }
 
   private round(): void {
-    let res: M.RangeResponse;
+    // The key watched so far is gone: its watcher goes before the next read (which may answer later).
+    if (this.watchId !== undefined) this.stream?.cancel(this.watchId);
+    this.watchId = undefined;
+    let res: Awaitable<M.RangeResponse>;
     try {
-      res = this.server.services.kv.range(
+      res = this.client.range(
         {
           key: this.pfx,
           range_end: prefixEnd(this.pfx),
@@ -191,13 +286,22 @@ export class DeletesWait implements Deliverable {
       this.finish({ error: viaClient(err) });
       return;
     }
+    if (isPromiseLike(res)) {
+      res.then(
+        (r) => this.afterRead(r),
+        (err: unknown) => this.finish({ error: viaClient(err) }),
+      );
+    } else this.afterRead(res);
+  }
+
+  private afterRead(res: M.RangeResponse): void {
+    if (this.ended) return;
     const last = res.kvs[0];
     if (last === undefined) {
       this.finish({ header: res.header });
       return;
     }
     const stream = (this.stream ??= this.openStream());
-    if (this.watchId !== undefined) stream.cancel(this.watchId);
     this.watchId = stream.watch({ key: last.key, startRevision: int64ToNumber(res.header.revision, 'revision') }).watchId;
   }
 
@@ -216,6 +320,7 @@ export class DeletesWait implements Deliverable {
   private release(): void {
     if (this.ended) return;
     this.ended = true;
+    this.offDown?.();
     this.stream?.close();
     this.server.delivery.remove(this);
   }
@@ -227,7 +332,7 @@ export class DeletesWait implements Deliverable {
  * promise rejects with the abort reason. `onError` runs before a rejection by the wait's own error.
  */
 export function waitDeletes(
-  server: EtcdServer,
+  client: ConcurrencyClient,
   pfx: Uint8Array,
   maxCreateRevision: number,
   ctx: WaitingCallContext | undefined,
@@ -240,7 +345,7 @@ export function waitDeletes(
       hooks.onAbort();
       reject(abortReason(signal!));
     };
-    const wait = new DeletesWait(server, pfx, maxCreateRevision, ctx, (r) => {
+    const wait = new DeletesWait(client, pfx, maxCreateRevision, ctx, (r) => {
       signal?.removeEventListener('abort', onAbortSignal);
       if (r.error !== undefined) {
         hooks.onError();

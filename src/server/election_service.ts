@@ -24,14 +24,21 @@ import type { WatchStream } from '../watch/index.js';
 import type { CallContext } from './call_context.js';
 import {
   abortReason,
+  andThen,
   candidateKey,
   createRevisionIs,
+  fireAndForget,
   firstCreate,
+  isPromiseLike,
   keyPrefix,
+  memberClient,
+  now,
   rangeOf,
   request,
   sessionLease,
   waitDeletes,
+  type Awaitable,
+  type ConcurrencyClient,
   type WaitingCallContext,
 } from './concurrency.js';
 import { bytesIn, bytesOut, header, int64ToBigInt, int64ToNumber, kvOut } from './convert.js';
@@ -56,89 +63,105 @@ interface Leadership {
   readonly lease: bigint;
 }
 
-export class ElectionService {
+/**
+ * The rules of the Election service, once, over a member's in-process client: a single member's (answers
+ * at once, ElectionService) or a cluster member's (answers once Raft let it, src/server/cluster/concurrency.ts).
+ */
+export class ElectionRules {
   private readonly open = new Set<ObserveCall>();
 
-  constructor(private readonly server: EtcdServer) {}
+  constructor(private readonly client: ConcurrencyClient) {}
 
-  /**
-   * Election.Campaign: resolves once this candidate is the leader; `ctx.signal` ends the wait early
-   * (the candidate then resigns, as etcd's does).
-   */
-  async campaign(req: M.CampaignRequest, ctx?: WaitingCallContext): Promise<M.CampaignResponse> {
-    const server = this.server;
+  /** Election.Campaign (see the module comment). */
+  campaign(req: M.CampaignRequest, ctx?: WaitingCallContext): Awaitable<M.CampaignResponse> {
+    const client = this.client;
     const { name, value, leaseIn } = asGrpc(() => ({
       name: bytesIn(req.name, 'name'),
       value: bytesIn(req.value, 'value'),
       leaseIn: int64ToBigInt(req.lease, 'lease'),
     }));
     if (ctx?.signal?.aborted === true) throw abortReason(ctx.signal);
-    const lease = sessionLease(server, leaseIn, ctx);
-    const pfx = keyPrefix(name);
-    const key = candidateKey(pfx, lease);
-    const txn = request(() =>
-      server.services.kv.txn(
-        {
-          compare: [createRevisionIs(key, 0)],
-          success: [{ request_put: { key, value, lease: String(lease) } }],
-          failure: [{ request_range: { key } }],
-        },
+    return andThen(sessionLease(client, leaseIn, ctx), (lease) => {
+      const pfx = keyPrefix(name);
+      const key = candidateKey(pfx, lease);
+      const txn = request(
+        () =>
+          client.txn(
+            {
+              compare: [createRevisionIs(key, 0)],
+              success: [{ request_put: { key, value, lease: String(lease) } }],
+              failure: [{ request_range: { key } }],
+            },
+            ctx,
+          ),
         ctx,
-      ),
-    );
-    let rev = int64ToNumber(txn.header.revision, 'revision');
-    if (!txn.succeeded) {
-      const kv = rangeOf(txn, 0).kvs[0];
-      rev = int64ToNumber(kv?.create_revision, 'create_revision');
-      if (kv !== undefined && !bytesEqual(kv.value, value)) {
-        // A resumed campaign with a new value proclaims it; if that fails, it resigns and fails.
-        try {
-          this.proclaimAs({ key, rev, lease }, value, ctx);
-        } catch (err) {
-          this.resignAs({ key, rev, lease }, ctx);
-          throw err;
+      );
+      return andThen(txn, (txn) => {
+        let rev = int64ToNumber(txn.header.revision, 'revision');
+        let resumed: Awaitable<unknown> = undefined;
+        if (!txn.succeeded) {
+          const kv = rangeOf(txn, 0).kvs[0];
+          rev = int64ToNumber(kv?.create_revision, 'create_revision');
+          if (kv !== undefined && !bytesEqual(kv.value, value)) {
+            // A resumed campaign with a new value proclaims it; if that fails, it resigns and fails.
+            const l = { key, rev, lease };
+            const resignThrow = (err: unknown): never => {
+              fireAndForget(() => this.resignAs(l, ctx));
+              throw err;
+            };
+            try {
+              const p = this.proclaimAs(l, value, ctx);
+              resumed = isPromiseLike(p) ? Promise.resolve(p).catch(resignThrow) : p;
+            } catch (err) {
+              resignThrow(err);
+            }
+          }
         }
-      }
-    }
-    // A client that stops waiting resigns (with the in-process client's own context: no caller token).
-    const resign = (): void => {
-      try {
-        this.resignAs({ key, rev, lease }, {});
-      } catch {
-        // as etcd: the wait's error is what the call returns
-      }
-    };
-    await waitDeletes(server, pfx, rev - 1, ctx, { onAbort: resign, onError: () => {} });
-    return { header: txn.header, leader: { name: bytesOut(name), key: bytesOut(key), rev: String(rev), lease: String(lease) } };
+        return andThen(resumed, () => {
+          // A client that stops waiting resigns (with the in-process client's own context: no caller token).
+          const resign = (): void => fireAndForget(() => this.resignAs({ key, rev, lease }, {}));
+          return waitDeletes(client, pfx, rev - 1, ctx, { onAbort: resign, onError: () => {} }).then(() => ({
+            header: txn.header,
+            leader: { name: bytesOut(name), key: bytesOut(key), rev: String(rev), lease: String(lease) },
+          }));
+        });
+      });
+    });
   }
 
   /** Election.Proclaim: the leader's new value; `election: not leader` once its key was deleted or re-created. */
-  proclaim(req: M.ProclaimRequest, ctx?: CallContext): M.ProclaimResponse {
+  proclaim(req: M.ProclaimRequest, ctx?: CallContext): Awaitable<M.ProclaimResponse> {
     const { leader, value } = asGrpc(() => ({ leader: leadershipIn(req.leader), value: bytesIn(req.value, 'value') }));
-    const lease = sessionLease(this.server, leader.lease, ctx);
-    return { header: this.proclaimAs({ ...leader, lease }, value, ctx) };
+    return andThen(sessionLease(this.client, leader.lease, ctx), (lease) =>
+      andThen(this.proclaimAs({ ...leader, lease }, value, ctx), (header) => ({ header })),
+    );
   }
 
   /** Election.Resign: deletes the leader key if it is still that leadership's. */
-  resign(req: M.ResignRequest, ctx?: CallContext): M.ResignResponse {
+  resign(req: M.ResignRequest, ctx?: CallContext): Awaitable<M.ResignResponse> {
     const leader = asGrpc(() => leadershipIn(req.leader));
-    const lease = sessionLease(this.server, leader.lease, ctx);
-    return { header: this.resignAs({ ...leader, lease }, ctx) };
+    return andThen(sessionLease(this.client, leader.lease, ctx), (lease) =>
+      andThen(this.resignAs({ ...leader, lease }, ctx), (header) => ({ header })),
+    );
   }
 
   /** Election.Leader: the oldest candidate's key-value. */
-  leader(req: M.LeaderRequest, ctx?: CallContext): M.LeaderResponse {
+  leader(req: M.LeaderRequest, ctx?: CallContext): Awaitable<M.LeaderResponse> {
     const pfx = keyPrefix(asGrpc(() => bytesIn(req.name, 'name')));
-    const r = request(() => this.server.services.kv.range(firstCreate(pfx), ctx));
-    const kv = r.kvs[0];
-    if (kv === undefined) throw fail(ErrElectionNoLeader);
-    return { header: r.header, kv };
+    return andThen(
+      request(() => this.client.range(firstCreate(pfx), ctx)),
+      (r) => {
+        const kv = r.kvs[0];
+        if (kv === undefined) throw fail(ErrElectionNoLeader);
+        return { header: r.header, kv };
+      },
+    );
   }
 
   /** Election.Observe: opens one server stream of leader changes (see ObserveCall). */
   observe(req: M.LeaderRequest, ctx?: CallContext): ObserveCall {
     const name = asGrpc(() => bytesIn(req.name, 'name'));
-    const call = new ObserveCall(this.server, keyPrefix(name), (c) => this.open.delete(c), ctx);
+    const call = new ObserveCall(this.client, keyPrefix(name), (c) => this.open.delete(c), ctx);
     this.open.add(call);
     call.start();
     return call;
@@ -150,23 +173,67 @@ export class ElectionService {
   }
 
   /** concurrency.Election.Proclaim: a Txn putting the value if the key's create revision is unchanged. */
-  private proclaimAs(l: Leadership, value: Uint8Array, ctx: CallContext | undefined): M.ResponseHeader {
+  private proclaimAs(l: Leadership, value: Uint8Array, ctx: CallContext | undefined): Awaitable<M.ResponseHeader> {
     const r = request(() =>
-      this.server.services.kv.txn(
+      this.client.txn(
         { compare: [createRevisionIs(l.key, l.rev)], success: [{ request_put: { key: l.key, value, lease: String(l.lease) } }] },
         ctx,
       ),
     );
-    if (!r.succeeded) throw fail(ErrElectionNotLeader);
-    return r.header;
+    return andThen(r, (r) => {
+      if (!r.succeeded) throw fail(ErrElectionNotLeader);
+      return r.header;
+    });
   }
 
   /** concurrency.Election.Resign: a Txn deleting the key if its create revision is unchanged. */
-  private resignAs(l: Leadership, ctx: CallContext | undefined): M.ResponseHeader {
+  private resignAs(l: Leadership, ctx: CallContext | undefined): Awaitable<M.ResponseHeader> {
     const r = request(() =>
-      this.server.services.kv.txn({ compare: [createRevisionIs(l.key, l.rev)], success: [{ request_delete_range: { key: l.key } }] }, ctx),
+      this.client.txn({ compare: [createRevisionIs(l.key, l.rev)], success: [{ request_delete_range: { key: l.key } }] }, ctx),
     );
-    return r.header;
+    return andThen(r, (r) => r.header);
+  }
+}
+
+/** v3electionpb.Election on a single member: its requests answer at once, so Proclaim, Resign and Leader do too. */
+export class ElectionService {
+  private readonly rules: ElectionRules;
+
+  constructor(server: EtcdServer) {
+    this.rules = new ElectionRules(memberClient(server));
+  }
+
+  /**
+   * Election.Campaign: resolves once this candidate is the leader; `ctx.signal` ends the wait early
+   * (the candidate then resigns, as etcd's does).
+   */
+  async campaign(req: M.CampaignRequest, ctx?: WaitingCallContext): Promise<M.CampaignResponse> {
+    return this.rules.campaign(req, ctx);
+  }
+
+  /** Election.Proclaim: the leader's new value; `election: not leader` once its key was deleted or re-created. */
+  proclaim(req: M.ProclaimRequest, ctx?: CallContext): M.ProclaimResponse {
+    return now(this.rules.proclaim(req, ctx));
+  }
+
+  /** Election.Resign: deletes the leader key if it is still that leadership's. */
+  resign(req: M.ResignRequest, ctx?: CallContext): M.ResignResponse {
+    return now(this.rules.resign(req, ctx));
+  }
+
+  /** Election.Leader: the oldest candidate's key-value. */
+  leader(req: M.LeaderRequest, ctx?: CallContext): M.LeaderResponse {
+    return now(this.rules.leader(req, ctx));
+  }
+
+  /** Election.Observe: opens one server stream of leader changes (see ObserveCall). */
+  observe(req: M.LeaderRequest, ctx?: CallContext): ObserveCall {
+    return this.rules.observe(req, ctx);
+  }
+
+  /** The open Observe calls, oldest first. */
+  calls(): ObserveCall[] {
+    return this.rules.calls();
   }
 }
 
@@ -191,17 +258,21 @@ export class ObserveCall extends StreamCall<M.LeaderResponse> {
   /** Waiting for a first leader (a prefix watch) or following one leader's key. */
   private phase: 'awaitLeader' | 'follow' = 'follow';
 
+  private offDown: (() => void) | undefined;
+
   constructor(
-    server: EtcdServer,
+    private readonly client: ConcurrencyClient,
     private readonly pfx: Uint8Array,
     onClose: (call: ObserveCall) => void,
     private readonly ctx?: CallContext,
   ) {
-    super(server, onClose as (call: StreamCall<M.LeaderResponse>) => void, 'etcdsim: observe stream broken');
+    super(client.server, onClose as (call: StreamCall<M.LeaderResponse>) => void, 'etcdsim: observe stream broken');
   }
 
-  /** @internal Reads the current leader (called once, by ElectionService.observe). */
+  /** @internal Reads the current leader (called once, by ElectionRules.observe). */
   start(): void {
+    // On a cluster member that goes down, the stream breaks as its connection does.
+    this.offDown = this.client.onDown?.((err) => this.abort(err));
     this.readLeader();
   }
 
@@ -224,18 +295,32 @@ export class ObserveCall extends StreamCall<M.LeaderResponse> {
   }
 
   protected release(): void {
+    this.offDown?.();
     this.queue = [];
     this.stream?.close();
   }
 
   private readLeader(): void {
-    let r: M.RangeResponse;
+    // The key followed so far is gone: its watcher goes before the read (which may answer later).
+    if (this.watchId !== undefined) this.stream?.cancel(this.watchId);
+    this.watchId = undefined;
+    let r: Awaitable<M.RangeResponse>;
     try {
-      r = this.server.services.kv.range(firstCreate(this.pfx), this.ctx);
+      r = this.client.range(firstCreate(this.pfx), this.ctx);
     } catch {
       this.end();
       return;
     }
+    if (isPromiseLike(r)) {
+      r.then(
+        (res) => this.afterRead(res),
+        () => this.end(),
+      );
+    } else this.afterRead(r);
+  }
+
+  private afterRead(r: M.RangeResponse): void {
+    if (this.ended) return;
     const kv = r.kvs[0];
     if (kv === undefined) {
       this.phase = 'awaitLeader';

@@ -19,15 +19,21 @@
  */
 import type { CallContext } from './call_context.js';
 import {
+  andThen,
   candidateKey,
   createRevisionIs,
+  fireAndForget,
   firstCreate,
   keyPrefix,
+  memberClient,
+  now,
   rangeOf,
   request,
   sessionLease,
   waitDeletes,
   abortReason,
+  type Awaitable,
+  type ConcurrencyClient,
   type WaitingCallContext,
 } from './concurrency.js';
 import { bytesIn, bytesOut, int64ToBigInt, int64ToNumber } from './convert.js';
@@ -37,51 +43,77 @@ import type { EtcdServer } from './etcd_server.js';
 
 const EMPTY = new Uint8Array(0);
 
+/**
+ * The rules of Lock and Unlock, once, over a member's in-process client: a single member's (answers at
+ * once, LockService) or a cluster member's (answers once Raft let it, src/server/cluster/concurrency.ts).
+ */
+export class LockRules {
+  constructor(private readonly client: ConcurrencyClient) {}
+
+  /** Lock.Lock (see the module comment). */
+  lock(req: M.LockRequest, ctx?: WaitingCallContext): Awaitable<M.LockResponse> {
+    const client = this.client;
+    const { name, leaseIn } = asGrpc(() => ({ name: bytesIn(req.name, 'name'), leaseIn: int64ToBigInt(req.lease, 'lease') }));
+    if (ctx?.signal?.aborted === true) throw abortReason(ctx.signal);
+    return andThen(sessionLease(client, leaseIn, ctx), (lease) => {
+      const pfx = keyPrefix(name);
+      const myKey = candidateKey(pfx, lease);
+      const txn = request(
+        () =>
+          client.txn(
+            {
+              compare: [createRevisionIs(myKey, 0)],
+              success: [{ request_put: { key: myKey, value: EMPTY, lease: String(lease) } }, { request_range: firstCreate(pfx) }],
+              failure: [{ request_range: { key: myKey } }, { request_range: firstCreate(pfx) }],
+            },
+            ctx,
+          ),
+        ctx,
+      );
+      return andThen(txn, (txn) => {
+        const myRev = txn.succeeded
+          ? int64ToNumber(txn.header.revision, 'revision')
+          : int64ToNumber(rangeOf(txn, 0).kvs[0]?.create_revision, 'create_revision');
+        const owner = rangeOf(txn, 1).kvs[0];
+        const key = bytesOut(myKey);
+        if (owner === undefined || int64ToNumber(owner.create_revision, 'create_revision') === myRev) return { header: txn.header, key };
+        // Whatever ends the wait early releases our key. etcd unlocks with its in-process client's own
+        // context, which carries no caller: the delete is made without the caller's token. etcd ignores a
+        // failed unlock here too (it returns the wait's error).
+        const unlock = (): void => fireAndForget(() => client.deleteRange({ key: myKey }, {}));
+        return waitDeletes(client, pfx, myRev - 1, ctx, { onAbort: unlock, onError: unlock }).then((header) => ({ header, key }));
+      });
+    });
+  }
+
+  /** Lock.Unlock: deletes the key; the header is the delete's (the current revision when nothing was deleted). */
+  unlock(req: M.UnlockRequest, ctx?: CallContext): Awaitable<M.UnlockResponse> {
+    const key = asGrpc(() => bytesIn(req.key, 'key'));
+    return andThen(
+      request(() => this.client.deleteRange({ key }, ctx)),
+      (r) => ({ header: r.header }),
+    );
+  }
+}
+
+/** v3lockpb.Lock on a single member: its requests answer at once, so Unlock does too. */
 export class LockService {
-  constructor(private readonly server: EtcdServer) {}
+  private readonly rules: LockRules;
+
+  constructor(server: EtcdServer) {
+    this.rules = new LockRules(memberClient(server));
+  }
 
   /**
    * Lock.Lock: resolves once the lock is held, with the header and the ownership key; `ctx.signal`
    * ends the wait early (the key is then deleted, as etcd deletes it).
    */
   async lock(req: M.LockRequest, ctx?: WaitingCallContext): Promise<M.LockResponse> {
-    const server = this.server;
-    const { name, leaseIn } = asGrpc(() => ({ name: bytesIn(req.name, 'name'), leaseIn: int64ToBigInt(req.lease, 'lease') }));
-    if (ctx?.signal?.aborted === true) throw abortReason(ctx.signal);
-    const lease = sessionLease(server, leaseIn, ctx);
-    const pfx = keyPrefix(name);
-    const myKey = candidateKey(pfx, lease);
-    const txn = request(() =>
-      server.services.kv.txn(
-        {
-          compare: [createRevisionIs(myKey, 0)],
-          success: [{ request_put: { key: myKey, value: EMPTY, lease: String(lease) } }, { request_range: firstCreate(pfx) }],
-          failure: [{ request_range: { key: myKey } }, { request_range: firstCreate(pfx) }],
-        },
-        ctx,
-      ),
-    );
-    const myRev = txn.succeeded ? int64ToNumber(txn.header.revision, 'revision') : int64ToNumber(rangeOf(txn, 0).kvs[0]?.create_revision, 'create_revision');
-    const owner = rangeOf(txn, 1).kvs[0];
-    const key = bytesOut(myKey);
-    if (owner === undefined || int64ToNumber(owner.create_revision, 'create_revision') === myRev) return { header: txn.header, key };
-    // Whatever ends the wait early releases our key. etcd unlocks with its in-process client's own
-    // context, which carries no caller: the delete is made without the caller's token.
-    const unlock = (): void => {
-      try {
-        server.services.kv.deleteRange({ key: myKey }, {});
-      } catch {
-        // etcd ignores a failed unlock here too (it returns the wait's error).
-      }
-    };
-    const header = await waitDeletes(server, pfx, myRev - 1, ctx, { onAbort: unlock, onError: unlock });
-    return { header, key };
+    return this.rules.lock(req, ctx);
   }
 
   /** Lock.Unlock: deletes the key; the header is the delete's (the current revision when nothing was deleted). */
   unlock(req: M.UnlockRequest, ctx?: CallContext): M.UnlockResponse {
-    const key = asGrpc(() => bytesIn(req.key, 'key'));
-    const r = request(() => this.server.services.kv.deleteRange({ key }, ctx));
-    return { header: r.header };
+    return now(this.rules.unlock(req, ctx));
   }
 }

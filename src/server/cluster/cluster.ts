@@ -29,6 +29,7 @@ import type { KeepAliveCall } from '../lease_service.js';
 import { clusterIdOf, memberIdOf } from '../member_id.js';
 import {
   errDeadlineExceeded,
+  errLeaderChanged,
   errMemberDown,
   errProposalBlocked,
   errTimeout,
@@ -181,6 +182,8 @@ export class MemberState {
   reads: ReadWait[] = [];
   /** Keep-alive streams opened on this member (they break when it crashes). */
   readonly keepAlives = new Set<KeepAliveCall>();
+  /** What else breaks when it crashes (Lock/Election waits and Observe streams, cluster/concurrency.ts). */
+  readonly onCrash = new Set<(err: GrpcError) => void>();
   /** The backend a crash left behind (what the restart rebuilds from) and the applied index it holds. */
   backend: EtcdBackend | undefined;
   /** The front door of this member (message form, async). */
@@ -510,6 +513,8 @@ export class EtcdCluster {
     for (const c of m.server.services.watch.calls()) c.abort(errTransportClosing());
     for (const c of m.server.services.lease.calls()) c.abort(errTransportClosing());
     for (const c of [...m.keepAlives]) c.abort(errTransportClosing());
+    for (const fn of [...m.onCrash]) fn(errTransportClosing());
+    m.onCrash.clear();
     m.server.close();
     const held = m.held;
     m.held = [];
@@ -843,9 +848,11 @@ export class EtcdCluster {
     f.term = l.term;
     f.server.setRaftTerm(f.term);
     f.role = 'follower';
+    const changed = f.lead !== l;
     f.lead = l;
     f.electionElapsed = 0;
     l.lastHeard.set(f, this.clock.now());
+    if (changed) this.leaderChanged(f);
     if (newLeader) {
       const waiting = f.noLeader;
       f.noLeader = [];
@@ -932,6 +939,9 @@ export class EtcdCluster {
       for (const v of voters) if (!inLease(v) && c.term + 1n > v.term && upToDate(v)) granted++;
       if (granted < this.quorum) {
         this.trace(`${c.name} pre-vote lost (term ${c.term})`);
+        // A pre-candidate knows no leader (raft's becomePreCandidate clears it) until one's heartbeat
+        // reaches it: its Status says no leader, its proposals wait, its require-leader streams count.
+        c.lead = undefined;
         this.resetElectionTimer(c);
         return;
       }
@@ -966,12 +976,14 @@ export class EtcdCluster {
 
   /** `m` wins: its log becomes the cluster log, its lessor is promoted, it appends its term's empty entry. */
   private becomeLeader(l: MemberState): void {
+    const changed = l.lead !== l;
     this.rebase(l);
     l.role = 'leader';
     l.lead = l;
     l.quorumElapsed = 0;
     l.lastHeard.clear();
     this.trace(`leader ${l.name} term ${l.term}`);
+    if (changed) this.leaderChanged(l);
     // etcd's lessor.Promote(electionTimeout): every lease's expiry = now + election timeout + remaining TTL.
     l.server.lessor.promote(this.electionTimeoutMs);
     this.hookLessor(l);
@@ -994,7 +1006,16 @@ export class EtcdCluster {
     m.role = 'follower';
     m.lead = lead;
     this.resetElectionTimer(m);
-    // Reads waiting on this member for a read index from a leader that is gone fail with ErrLeaderChanged.
+  }
+
+  /**
+   * `m` learned of a new leader (etcd 3.4's leaderChanged notification, raised whenever the member's
+   * leader becomes a different member, also after a time without one): its linearizable reads still
+   * waiting for a read index fail with ErrLeaderChanged (v3_server.go requestCurrentIndex), which clients
+   * may retry. Reads that have their index and wait for the member's apply are not affected.
+   */
+  private leaderChanged(m: MemberState): void {
+    for (const r of [...m.reads]) if (r.index === undefined && !r.done) this.finishRead(r, errLeaderChanged());
   }
 
   /** Demotes a leader's lessor: leases stop expiring there (etcd's lessor.Demote). */

@@ -14,4 +14,6 @@ export {
 } from './cluster.js';
 export { ClusterMemberServices, type ClusterAuth, type ClusterKV, type ClusterLease, type ClusterMaintenance, type ClusterMembership } from './services.js';
 export type { Entry, EntryKind } from './raft_log.js';
+export { MEMBER_INTERNAL_CLIENT, type ClusterElection, type ClusterLock } from './concurrency.js';
+export { MAX_NO_LEADER_COUNT } from './require_leader.js';
 export * as clusterErrors from './errors.js';

@@ -22,6 +22,9 @@ import type { KeepAliveCall } from '../lease_service.js';
 import type { WatchCall } from '../watch_service.js';
 import { errBadLeaderTransferee, errMemberDown, errNoLeader, errNotLeader, errTimeout } from './errors.js';
 import { ClusterKeepAliveCall } from './keep_alive.js';
+import { leaderMonitor, requiresLeader } from './require_leader.js';
+import type { StreamCall } from '../stream_call.js';
+import { clusterConcurrency, type ClusterElection, type ClusterLock } from './concurrency.js';
 import type { ConnectOptions, EtcdCluster, MemberState, Reply } from './cluster.js';
 
 /** KV on a cluster member: KVService's methods, answering once Raft (or ReadIndex) let them. */
@@ -66,6 +69,10 @@ export class ClusterMemberServices {
   readonly maintenance: ClusterMaintenance;
   readonly cluster: ClusterMembership;
   readonly auth: ClusterAuth;
+  /** v3lock on the member: its requests are the member's own, through Raft (cluster/concurrency.ts). */
+  readonly lock: ClusterLock;
+  /** v3election on the member, likewise. */
+  readonly election: ClusterElection;
 
   constructor(
     private readonly c: EtcdCluster,
@@ -116,9 +123,10 @@ export class ClusterMemberServices {
       leaseLeases: (req, ctx) => local((s) => s.services.lease.leaseLeases(req ?? {}), ctx),
       leaseKeepAlive: (ctx) => {
         if (m.crashed) throw errMemberDown(m.name);
-        return new ClusterKeepAliveCall(c, m, ctx);
+        return this.leaderRequired<M.LeaseKeepAliveResponse, KeepAliveCall>(ctx, () => new ClusterKeepAliveCall(c, m, ctx));
       },
     };
+    ({ lock: this.lock, election: this.election } = clusterConcurrency(c, m, opts));
     this.maintenance = {
       status: (req, ctx) =>
         local((s) => {
@@ -191,10 +199,23 @@ export class ClusterMemberServices {
     return this.m;
   }
 
-  /** Opens a watch stream on the member: it sees the member's applied history, so it lags as the member does. */
+  /**
+   * Opens a watch stream on the member: it sees the member's applied history, so it lags as the member does.
+   * With `ctx.requireLeader` it is refused without a leader and canceled after the member stayed without one
+   * (require_leader.ts).
+   */
   watch(ctx?: CallContext): WatchCall {
     if (this.m.crashed) throw errMemberDown(this.m.name);
-    return this.m.server.services.watch.watch(ctx);
+    return this.leaderRequired<M.WatchResponse, WatchCall>(ctx, () => this.m.server.services.watch.watch(ctx));
+  }
+
+  /** A stream that may require a leader (etcd's stream interceptor): refused without one, else followed by the member's monitor. */
+  private leaderRequired<R, S extends StreamCall<R>>(ctx: CallContext | undefined, open: () => S): S {
+    if (!requiresLeader(ctx)) return open();
+    if (this.c.knownLeader(this.m) === undefined) throw errNoLeader();
+    const call = open();
+    leaderMonitor(this.c, this.m).add(call);
+    return call;
   }
 
   /**
@@ -204,6 +225,8 @@ export class ClusterMemberServices {
   private send<T>(handle: (reply: Reply<T>) => void, ctx?: CallContext): Promise<T> {
     const m = this.m;
     return this.c.call<T>(m, this.opts, (reply) => {
+      // etcd's unary interceptor: a call that requires a leader fails at once on a member without one.
+      if (requiresLeader(ctx) && this.c.knownLeader(m) === undefined) return reply.fail(errNoLeader());
       const index = ctx === undefined ? undefined : m.server.tokenWaitIndex(ctx);
       if (index === undefined) return handle(reply);
       const server = m.server;
