@@ -23,6 +23,7 @@ export {
 } from './client/create.js';
 // A simulated cluster (createEtcdSim({ members: 3 })): sim.cluster and its levers, the members' async services.
 export type {
+  CallAnswer,
   EtcdCluster,
   MemberState,
   ClusterMemberServices,

@@ -23,6 +23,7 @@ export {
   MemberState,
   ClusterMemberServices,
   clusterErrors,
+  type CallAnswer,
   type ClusterAuth,
   type ClusterKV,
   type ClusterLease,

@@ -25,6 +25,8 @@ export interface GetCmd extends KeyRangeArgs {
   readonly keysOnly: boolean;
   readonly printValueOnly: boolean;
   readonly json: boolean;
+  /** `--consistency=s`: a serializable read (the member's own state at once); default `l`, linearizable (ReadIndex). */
+  readonly serializable: boolean;
 }
 
 /** `etcdctl put`: a Put request. */
@@ -103,15 +105,18 @@ export type EtcdCommand =
   | { readonly kind: 'lease-grant'; readonly ttl: Word }
   | { readonly kind: 'lease-keep-alive'; readonly id: Word }
   | { readonly kind: 'lease-revoke'; readonly id: Word }
-  | { readonly kind: 'lease-timetolive'; readonly id: Word; readonly keys: boolean };
+  | { readonly kind: 'lease-timetolive'; readonly id: Word; readonly keys: boolean }
+  /** `etcdctl endpoint status [-w table]` on a cluster: each member's ID, leadership, raft term and indexes. */
+  | { readonly kind: 'endpoint-status'; readonly table: boolean; readonly cluster: boolean };
 
 const USAGE = {
   put: 'put KEY VALUE [--lease=ID] [--prev-kv] [-w json]',
-  get: 'get KEY [RANGE_END] [--prefix] [--from-key] [--rev=N] [--limit=N] [--keys-only] [--print-value-only] [-w json]',
+  get: 'get KEY [RANGE_END] [--prefix] [--from-key] [--rev=N] [--limit=N] [--keys-only] [--print-value-only] [--consistency=l|s] [-w json]',
   del: 'del KEY [RANGE_END] [--prefix] [--from-key] [--prev-kv] [-w json]',
   compact: 'compact REVISION [--physical]',
   watch: 'watch NAME KEY [RANGE_END] [--prefix] [--rev=N] [--prev-kv] [--progress-notify] [--fragment] [--stream=S]',
   lease: 'lease grant TTL | lease keep-alive ID --once | lease revoke ID | lease timetolive ID [--keys]',
+  endpoint: 'endpoint status [--cluster] [-w table]',
 } as const;
 
 /** The key range arguments of get or del, their count checked. */
@@ -135,7 +140,10 @@ export function parseKvCommand(verb: string, args: readonly Word[], lineNo: numb
       return { kind: 'put', key: f.positional[0]!, value: f.positional[1]!, lease: f.values.get('--lease'), prevKv: f.bools.has('--prev-kv'), json: jsonFlag(f, lineNo) };
     }
     case 'get': {
-      const f = parseFlags(args, { bool: ['--prefix', '--from-key', '--keys-only', '--print-value-only'], value: ['--rev', '--limit', '--write-out'] }, lineNo, USAGE.get);
+      const f = parseFlags(args, { bool: ['--prefix', '--from-key', '--keys-only', '--print-value-only'], value: ['--rev', '--limit', '--write-out', '--consistency'] }, lineNo, USAGE.get);
+      const consistency = f.values.get('--consistency');
+      // etcdctl: `unknown consistency flag "x"` for anything but l and s.
+      if (consistency !== undefined && plain(consistency) !== 'l' && plain(consistency) !== 's') throw new ScenarioSyntaxError(lineNo, `get: unknown consistency flag ${JSON.stringify(consistency.raw)} (l: linearizable, s: serializable)`);
       const g: GetCmd = {
         kind: 'get',
         ...keyRange('get', f, lineNo),
@@ -144,6 +152,7 @@ export function parseKvCommand(verb: string, args: readonly Word[], lineNo: numb
         keysOnly: f.bools.has('--keys-only'),
         printValueOnly: f.bools.has('--print-value-only'),
         json: jsonFlag(f, lineNo),
+        serializable: consistency !== undefined && plain(consistency) === 's',
       };
       return rangeChecked('get', g, lineNo);
     }
@@ -215,6 +224,14 @@ export function parseCommand(verb: string, args: readonly Word[], lineNo: number
         return { kind: 'lease-timetolive', id: f.positional[0]!, keys: f.bools.has('--keys') };
       }
       throw new ScenarioSyntaxError(lineNo, `expected lease grant, keep-alive, revoke or timetolive (usage: ${USAGE.lease})`);
+    }
+    case 'endpoint': {
+      if (plain(args[0]) !== 'status') throw new ScenarioSyntaxError(lineNo, `expected endpoint status (usage: ${USAGE.endpoint})`);
+      const f = parseFlags(args.slice(1), { bool: ['--cluster'], value: ['--write-out'] }, lineNo, USAGE.endpoint);
+      if (f.positional.length > 0) throw new ScenarioSyntaxError(lineNo, `endpoint status: unexpected ${f.positional[0]!.raw} (usage: ${USAGE.endpoint})`);
+      const w = f.values.get('--write-out');
+      if (w !== undefined && plain(w) !== 'table' && plain(w) !== 'simple') throw new ScenarioSyntaxError(lineNo, `endpoint status: -w supports simple or table, got ${w.raw}`);
+      return { kind: 'endpoint-status', table: w !== undefined && plain(w) === 'table', cluster: f.bools.has('--cluster') };
     }
     default:
       // A lab written for a real shell waits with sleep; here time is virtual and moves only when told to.

@@ -10,6 +10,7 @@ import { parseKvCommand, type KvCommand } from './commands.js';
 import { intFlag, parseFlags } from './flags.js';
 import { couldBeInt, plain, VARIABLE_NAME, type Word } from './lexer.js';
 import { ScenarioSyntaxError } from './syntax_error.js';
+import { parseMemberDirective, type MemberDirective } from './member_directives.js';
 
 /** Every directive a scenario can give. */
 export type Directive =
@@ -24,7 +25,8 @@ export type Directive =
   | { readonly kind: 'restore'; readonly name: string }
   | { readonly kind: 'note'; readonly text: string }
   | { readonly kind: 'capture'; readonly name: string; readonly what: 'revision' | 'lease' | 'next_key' | 'expr'; readonly expr: Word | undefined }
-  | { readonly kind: 'repeat'; readonly count: Word; readonly body: KvCommand; readonly raw: string };
+  | { readonly kind: 'repeat'; readonly count: Word; readonly body: KvCommand; readonly raw: string }
+  | MemberDirective;
 
 const VAR_RE = new RegExp(`^${VARIABLE_NAME}$`);
 
@@ -84,6 +86,9 @@ export function parseDirective(verb: string, args: readonly Word[], lineNo: numb
       if (inner !== 'put' && inner !== 'del' && inner !== 'get') throw new ScenarioSyntaxError(lineNo, 'repeat supports put, get and del');
       return { kind: 'repeat', count, body: parseKvCommand(inner, args.slice(2), lineNo), raw: text };
     }
+    case 'restart':
+    case 'crash-during-compact':
+      return parseMemberDirective(verb, args, lineNo);
     default:
       return undefined;
   }

@@ -5,6 +5,7 @@
  * progress notifications, and a lease's remaining TTL. A failed expectation stops the run at its line.
  */
 import { needName, noMore } from './arguments.js';
+import { parseMemberRef, type MemberIndex } from './cluster_directives.js';
 import { couldBeInt, plain, splitWords, unquotedWord, type Word } from './lexer.js';
 import { ScenarioSyntaxError } from './syntax_error.js';
 
@@ -36,7 +37,15 @@ export type Expectation =
   | { readonly kind: 'watch-open'; readonly name: string }
   | { readonly kind: 'watch-progress'; readonly name: string; readonly value: Word | undefined }
   | { readonly kind: 'lease-ttl'; readonly id: Word; readonly op: CompareOp; readonly value: Word }
-  | { readonly kind: 'lease-state'; readonly id: Word; readonly state: 'alive' | 'expired' };
+  | { readonly kind: 'lease-state'; readonly id: Word; readonly state: 'alive' | 'expired' }
+  /** On a cluster: which member leads now (undefined: none), as `etcdctl endpoint status` shows it. */
+  | { readonly kind: 'leader'; readonly member: MemberIndex | undefined }
+  /** On a cluster: a member's store revision, raft term or applied index (what Status reports of it). */
+  | { readonly kind: 'member'; readonly member: MemberIndex; readonly what: MemberFigure; readonly op: CompareOp; readonly value: Word }
+  | { readonly kind: 'member-role'; readonly member: MemberIndex; readonly role: 'leader' | 'follower' | 'candidate' };
+
+/** What `expect member M WHAT OP N` compares. */
+export type MemberFigure = 'revision' | 'applied-index' | 'raft-index' | 'term';
 
 const COMPARE_OPS: readonly CompareOp[] = ['==', '!=', '<=', '>=', '<', '>'];
 
@@ -70,6 +79,8 @@ const EXPECT_FORMS = [
   'expect watch NAME open',
   'expect watch NAME progress == N | expect watch NAME progress none',
   'expect lease ID ttl OP N | expect lease ID alive | expect lease ID expired',
+  'expect leader MEMBER | expect leader none   (members N)',
+  'expect member MEMBER revision|applied-index|raft-index|term OP N | expect member MEMBER role leader|follower|candidate   (members N)',
 ];
 
 /** The list between `[` and `]` after `==` in the raw line, split on commas at depth 0. */
@@ -97,7 +108,7 @@ function parseEventPattern(item: string, lineNo: number): EventPattern {
 }
 
 /** The words after `expect` (`rawAfterExpect`: the rest of the line as written, for bracketed lists). */
-export function parseExpect(words: readonly Word[], rawAfterExpect: string, lineNo: number): Expectation {
+export function parseExpect(words: readonly Word[], rawAfterExpect: string, lineNo: number, members?: number): Expectation {
   const subject = plain(words[0]);
   const bad = (): never => {
     throw new ScenarioSyntaxError(lineNo, `malformed expectation; expected one of:\n  ${EXPECT_FORMS.join('\n  ')}`);
@@ -218,6 +229,28 @@ export function parseExpect(words: readonly Word[], rawAfterExpect: string, line
         return { kind: 'lease-ttl', id: id!, op: needOp(words[3], lineNo, 'expect lease ttl'), value: needInt(words[4], lineNo, 'expect lease ttl') };
       }
       throw new ScenarioSyntaxError(lineNo, 'expect lease ID: expected ttl OP N, alive or expired');
+    }
+    case 'leader':
+    case 'member': {
+      if (members === undefined) throw new ScenarioSyntaxError(lineNo, `expect ${subject} is about a cluster's members: write members 3 before the first step`);
+      if (subject === 'leader') {
+        noMore(words, 2, lineNo, 'expect leader');
+        if (plain(words[1]) === 'none') return { kind: 'leader', member: undefined };
+        return { kind: 'leader', member: parseMemberRef(words[1], members, lineNo, 'expect leader') };
+      }
+      const member = parseMemberRef(words[1], members, lineNo, 'expect member');
+      const what = plain(words[2]);
+      if (what === 'role') {
+        const role = plain(words[3]);
+        noMore(words, 4, lineNo, 'expect member role');
+        if (role !== 'leader' && role !== 'follower' && role !== 'candidate') throw new ScenarioSyntaxError(lineNo, `expect member ${words[1]!.raw} role: expected leader, follower or candidate, got ${words[3]?.raw ?? 'nothing'}`);
+        return { kind: 'member-role', member, role };
+      }
+      if (what !== 'revision' && what !== 'applied-index' && what !== 'raft-index' && what !== 'term') {
+        throw new ScenarioSyntaxError(lineNo, `expect member ${words[1]!.raw}: expected revision, applied-index, raft-index, term or role, got ${words[2]?.raw ?? 'nothing'}`);
+      }
+      noMore(words, 5, lineNo, `expect member ${what}`);
+      return { kind: 'member', member, what, op: needOp(words[3], lineNo, `expect member ${what}`), value: needInt(words[4], lineNo, `expect member ${what}`) };
     }
     default:
       return bad();

@@ -2,8 +2,9 @@
  * The member's configuration for a run, written before the first step: `option KEY=VALUE` (etcd server
  * settings and the simulator's switches for known etcd bugs), `etcd-version V` (which etcd release's
  * behaviour to model), `variant NAME KEY=VALUE...` (run the script once per variant, each with its
- * own settings, to show a behaviour with and without a fix), and `from-snapshot FILE` (the member starts
- * from an etcd snapshot file, as `etcdsim serve --from-snapshot` does).
+ * own settings, to show a behaviour with and without a fix), `from-snapshot FILE` (the member starts
+ * from an etcd snapshot file, as `etcdsim serve --from-snapshot` does) and `members N` (the run is a
+ * simulated cluster of N members, as `etcdsim serve --members N`).
  */
 import { needName } from './arguments.js';
 import { plain, type Word } from './lexer.js';
@@ -35,17 +36,25 @@ export interface ScenarioSettings {
   readonly fromSnapshot?: FromSnapshot | undefined;
   /** `##` notes before the first step: the scenario's description. */
   readonly preamble: readonly string[];
+  /** `members N`: the run is a simulated cluster of N members (docs/cluster.md); undefined: one member. */
+  readonly members?: number | undefined;
 }
+
+/** The largest cluster a scenario may ask for (etcd recommends at most 7 voting members). */
+export const MAX_MEMBERS = 7;
 
 /** Options a scenario may set, with a check of the value. */
 export const OPTION_KEYS: Readonly<Record<string, (v: string) => boolean>> = {
   'etcd-version': (v) => ['3.4', '3.5', '3.6', '3.7'].includes(v),
   restoreKeepsFutureMinRev: isBool,
   progressRespectsStartRev: isBool,
+  restoreLoneTombstone: isBool,
   watchChanBufLen: isPosInt,
   watchSendWindowBytes: (v) => /^(0|[1-9][0-9]*)$/.test(v),
   minLeaseTTL: isPosInt,
   watchProgressNotifyIntervalMs: isPosInt,
+  /** etcd's --pre-vote (a cluster's; default off on 3.4, on from 3.5). */
+  preVote: isBool,
 };
 
 function isBool(v: string): boolean {
@@ -76,8 +85,8 @@ export interface SettingsLinePlace {
 }
 
 /**
- * Reads an `option`, `etcd-version`, `variant` or `from-snapshot` line into `options` / `variants` /
- * `snapshot`; false when `verb` is not one of them.
+ * Reads an `option`, `etcd-version`, `variant`, `from-snapshot` or `members` line into `options` /
+ * `variants` / `snapshot` / `cluster`; false when `verb` is not one of them.
  */
 export function parseSettingsLine(
   verb: string,
@@ -86,6 +95,7 @@ export function parseSettingsLine(
   options: Map<string, string>,
   variants: VariantSettings[],
   snapshot: { value: FromSnapshot | undefined },
+  cluster: { members: number | undefined; line: number } = { members: undefined, line: 0 },
 ): boolean {
   const { lineNo } = at;
   const beforeFirst = (what: string): void => {
@@ -123,6 +133,17 @@ export function parseSettingsLine(
         user = { name: m[1]!, password: m[2]! };
       }
       snapshot.value = { path, user, line: lineNo };
+      return true;
+    }
+    case 'members': {
+      beforeFirst('members');
+      const n = plain(args[0]);
+      if (args.length !== 1 || n === undefined || !/^[1-9]\d*$/.test(n) || Number(n) > MAX_MEMBERS) {
+        throw new ScenarioSyntaxError(lineNo, `members expects a number of members from 1 to ${MAX_MEMBERS}, e.g. members 3`);
+      }
+      if (cluster.members !== undefined) throw new ScenarioSyntaxError(lineNo, `members is given twice (first at line ${cluster.line})`);
+      cluster.members = Number(n);
+      cluster.line = lineNo;
       return true;
     }
     case 'variant': {

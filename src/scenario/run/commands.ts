@@ -68,5 +68,9 @@ export function runCommand(ctx: RunContext, c: EtcdCommand, quiet = false): void
     case 'lease-timetolive':
       ctx.leases.timeToLive(c.id, c.keys);
       return;
+    case 'endpoint-status':
+      // The parser admits it only on a cluster.
+      ctx.cluster!.endpointStatus(s, c.table, c.cluster);
+      return;
   }
 }

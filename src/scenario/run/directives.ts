@@ -9,6 +9,7 @@ import { RunError } from '../run_error.js';
 import { runCommand } from './commands.js';
 import type { RunContext } from './context.js';
 import { kvCommandLine } from './echo.js';
+import { runMemberDirective } from './restart.js';
 
 /** Runs `d`. */
 export function runDirective(ctx: RunContext, d: Directive): void {
@@ -86,6 +87,10 @@ export function runDirective(ctx: RunContext, d: Directive): void {
       return;
     case 'restore':
       ctx.snapshots.restore(d.name);
+      return;
+    case 'restart':
+    case 'crash-during-compact':
+      runMemberDirective(ctx, d);
       return;
   }
 }

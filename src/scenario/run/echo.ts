@@ -18,8 +18,7 @@ export function echo(s: RunState, cmd: string, note?: string, stdin?: string): v
   if (s.last.revision !== undefined) ann.push(`rev ${s.last.revision}`);
   if (note !== undefined) ann.push(note);
   if (hasNul(cmd)) ann.push(NOT_PASTEABLE_SHORT);
-  s.out(`$ ${stdin !== undefined ? `${stdin} | ` : ''}etcdctl ${cmd}${ann.length > 0 ? `   # ${ann.join(', ')}` : ''}`);
-  for (const l of s.last.output) s.out(l);
+  s.command(`$ ${stdin !== undefined ? `${stdin} | ` : ''}etcdctl ${s.engine.endpointFlag()}${cmd}${ann.length > 0 ? `   # ${ann.join(', ')}` : ''}`, s.last.output);
 }
 
 /**
@@ -36,10 +35,10 @@ export function putStdin(c: KvCommand): string | undefined {
 /** `etcdctl txn <<EOF`, the block with its words expanded, `EOF`, then what etcdctl printed. */
 export function echoTxn(s: RunState, c: TxnCmd): void {
   const ann = s.last.revision !== undefined ? `   # rev ${s.last.revision}` : '';
-  s.out(`$ etcdctl txn <<EOF${ann}`);
-  for (const b of c.body) s.out(b.text === '' || b.words.length === 0 ? s.vars.interpolate(b.text) : [b.text.split(/\s+/)[0], ...txnOpArgs(s.vars, b.words)].join(' '));
-  s.out('EOF');
-  for (const l of s.last.output) s.out(l);
+  s.command(`$ etcdctl ${s.engine.endpointFlag()}txn <<EOF${ann}`, s.last.output, [
+    ...c.body.map((b) => (b.text === '' || b.words.length === 0 ? s.vars.interpolate(b.text) : [b.text.split(/\s+/)[0], ...txnOpArgs(s.vars, b.words)].join(' '))),
+    'EOF',
+  ]);
 }
 
 /** A txn op's arguments (after its verb) as shown: flags as they are, other words quoted. */
@@ -74,6 +73,7 @@ export function kvCommandLine(vars: ShellVariables, c: KvCommand): string {
       if (c.limit !== undefined) parts.push(`--limit=${vars.expand(c.limit)}`);
       if (c.keysOnly) parts.push('--keys-only');
       if (c.printValueOnly) parts.push('--print-value-only');
+      if (c.serializable) parts.push('--consistency=s');
     } else if (c.prevKv) parts.push('--prev-kv');
   }
   if (c.json) parts.push('-w json');

@@ -76,7 +76,8 @@ export function checkExpectation(ctx: RunContext, e: Expectation, text: string):
       const rev = e.rev === undefined ? 0 : s.vars.int(e.rev, 'expect get --rev');
       let r: M.RangeResponse;
       try {
-        r = s.sim.services.kv.range({ key: bytes(s.vars, e.key), revision: rev }, s.ctx());
+        // The member's own state, at once (on a cluster: the current member's, without Raft or time moving).
+        r = s.sim.server.services.kv.range({ key: bytes(s.vars, e.key), revision: rev }, s.ctx());
       } catch (err) {
         if (!isGrpcError(err)) throw err;
         return fail(`an error: ${err.details}`);
@@ -139,12 +140,21 @@ export function checkExpectation(ctx: RunContext, e: Expectation, text: string):
     case 'lease-ttl':
     case 'lease-state': {
       const id = leaseId(s.vars, e.id);
-      const t = s.sim.services.lease.leaseTimeToLive({ ID: id }, s.ctx());
+      // The lessor that decides (on a cluster the leader's), read at once.
+      const t = (ctx.cluster?.leaseServer() ?? s.sim.server).services.lease.leaseTimeToLive({ ID: id }, s.ctx());
       const ttl = Number(t.TTL);
       if (e.kind === 'lease-state') {
         const alive = ttl !== -1;
         if ((e.state === 'alive') !== alive) fail(alive ? `alive, TTL remaining ${ttl}s` : 'expired (TTL -1)');
       } else if (!cmp(e.op, ttl, s.vars.int(e.value, 'expect lease ttl'))) fail(`remaining TTL ${ttl}`);
+      break;
+    }
+    case 'leader':
+    case 'member':
+    case 'member-role': {
+      // The parser admits these only on a cluster.
+      const got = ctx.cluster!.check(e, (w) => s.vars.int(w, `expect ${e.kind}`));
+      if (got !== undefined) fail(got);
       break;
     }
   }

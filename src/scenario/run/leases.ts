@@ -13,6 +13,9 @@ import { leaseId } from './requests.js';
 import { markLeaseDeletes } from './writes.js';
 import type { RunState } from './state.js';
 
+/** etcdctl's --command-timeout (5 s): how long a command waits for its answer. */
+export const ETCDCTL_COMMAND_TIMEOUT_MS = 5000;
+
 /** The run's leases, by ID in hex as etcdctl prints it. */
 export class ScenarioLeases {
   /** The last lease granted (for `NAME = lease`). */
@@ -20,8 +23,8 @@ export class ScenarioLeases {
   private readonly byHex = new Map<string, TimelineLease>();
 
   constructor(private readonly s: RunState) {
-    s.sim.lessor.subscribe((ev) => {
-      if (ev.type !== 'revoke' || ev.reason !== 'expire') return;
+    s.engine.onLeaseRevoked((ev) => {
+      if (ev.reason !== 'expire') return;
       const hex = leaseHex(ev.id);
       const l = this.byHex.get(hex);
       if (l !== undefined) l.end = { kind: 'expired', atRev: ev.revision, atMs: ev.at, line: s.line };
@@ -54,7 +57,18 @@ export class ScenarioLeases {
     callObj.onEnd((e) => {
       if (e !== undefined) endErr = e.details;
     });
+    let ended = false;
+    callObj.onEnd(() => {
+      ended = true;
+    });
     callObj.write({ ID: id });
+    // On a cluster the renewal goes to the leader, which may take a while (none known yet): etcdctl waits up
+    // to its command timeout.
+    if (callObj.pending === 0 && !ended && s.engine.currentEndpoint() !== undefined) {
+      s.beginWait();
+      // No answer within etcdctl's command timeout: its context ends the call.
+      if (!s.engine.waitUntil(() => callObj.pending > 0 || ended, ETCDCTL_COMMAND_TIMEOUT_MS)) endErr = 'context deadline exceeded';
+    }
     const rs = callObj.take();
     callObj.end();
     const r = rs[0];

@@ -43,6 +43,7 @@ export function rangeRequest(vars: ShellVariables, c: GetCmd): M.RangeRequest {
     revision: c.rev === undefined ? undefined : vars.int(c.rev, '--rev'),
     limit: c.limit === undefined ? undefined : vars.int(c.limit, '--limit'),
     keys_only: c.keysOnly,
+    ...(c.serializable ? { serializable: true } : {}),
   };
 }
 

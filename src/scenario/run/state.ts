@@ -4,7 +4,9 @@
  * and what `expect` and captures look at), and the timeline model being drawn.
  */
 import type { EtcdSim } from '../../client/index.js';
-import { isGrpcError, type CallContext, type messages as M } from '../../server/index.js';
+import type { LessorEvent } from '../../lease/index.js';
+import type { CommitListener } from '../../mvcc/index.js';
+import { isGrpcError, type AuthService, type CallContext, type KVService, type LeaseService, type messages as M, type WatchService } from '../../server/index.js';
 import { RunError } from '../run_error.js';
 import { showTime } from '../format.js';
 import { ShellVariables } from '../shell/expand.js';
@@ -21,6 +23,64 @@ export interface LastResponse {
   what: string;
 }
 
+/**
+ * etcd's services as a script's commands call them, answering synchronously: a single member's own, or a
+ * cluster member's (run/cluster.ts), whose answers the run waits for by moving the virtual clock.
+ */
+export interface ScenarioServices {
+  readonly kv: Pick<KVService, 'put' | 'range' | 'deleteRange' | 'txn' | 'compact'>;
+  readonly lease: Pick<LeaseService, 'leaseGrant' | 'leaseRevoke' | 'leaseTimeToLive' | 'leaseKeepAlive'>;
+  readonly auth: Pick<AuthService, 'authenticate'>;
+  readonly watch: Pick<WatchService, 'watch'>;
+}
+
+/**
+ * The member a script's commands go to: a whole single-member simulator (createEtcdSim), or on a cluster
+ * the member etcdctl is pointed at (`use`, `--endpoints`), whose server a restart replaces.
+ */
+export type ScenarioSim = Pick<EtcdSim, 'clock' | 'server' | 'mvcc' | 'lessor' | 'watchable' | 'snapshot' | 'restore'> & { readonly services: ScenarioServices };
+
+/**
+ * How time and delivery go for a run: a single member's own loops, or a cluster's (every member, the Raft
+ * ticks). Writes and lease revocations are reported once, whichever member applies them first.
+ */
+export interface ScenarioEngine {
+  /** Moves virtual time by `ms`, running every timer due meanwhile and delivering stream responses. */
+  advance(ms: number): void;
+  /** Delivers queued stream responses. */
+  flush(): void;
+  /** Calls `fn` for every revision a member commits (once per revision). */
+  onWrite(fn: CommitListener): void;
+  /** Calls `fn` for every lease revoked (once per lease and revision). */
+  onLeaseRevoked(fn: (ev: Extract<LessorEvent, { type: 'revoke' }>) => void): void;
+  /** Moves time, instant by instant, until `done()` or `ms` have passed; whether `done()` came true. */
+  waitUntil(done: () => boolean, ms: number): boolean;
+  /** etcdctl's `--endpoints=... ` for the member the running command goes to ('' on a single member). */
+  endpointFlag(): string;
+  /** The member commands go to now (undefined on a single member). */
+  currentEndpoint(): number | undefined;
+  /** Runs `fn` with commands going to member `i` (a watch resumed on the member it was opened on). */
+  withEndpoint<T>(i: number | undefined, fn: () => T): T;
+}
+
+/** A single member's engine: its own loops, on its own clock. */
+export function memberEngine(sim: EtcdSim): ScenarioEngine {
+  return {
+    advance: (ms) => sim.server.advance(ms),
+    flush: () => void sim.server.flush(),
+    onWrite: (fn) => void sim.mvcc.subscribe(fn),
+    onLeaseRevoked: (fn) =>
+      void sim.lessor.subscribe((ev) => {
+        if (ev.type === 'revoke') fn(ev);
+      }),
+    // One member answers at once: there is never anything to wait for.
+    waitUntil: (done) => done(),
+    endpointFlag: () => '',
+    currentEndpoint: () => undefined,
+    withEndpoint: (_i, fn) => fn(),
+  };
+}
+
 /** One run's state, shared by the steps' parts (commands, directives, watches, leases, expectations). */
 export class RunState {
   readonly transcript: string[] = [];
@@ -32,12 +92,15 @@ export class RunState {
   line = 0;
   private shownTime = 0;
   private advanceTarget = -1;
+  /** Where the running command began to wait for its answer (its line goes there) and when. */
+  private waitMark: { readonly at: number; readonly since: number } | undefined;
   /** etcdctl's `--user NAME:PASSWORD` for every command (from-snapshot ... --user), and its current token. */
   private credentials: { readonly name: string; readonly password: string; token: string | undefined } | undefined;
 
   constructor(
-    readonly sim: EtcdSim,
+    readonly sim: ScenarioSim,
     readonly timeline: TimelineModel,
+    readonly engine: ScenarioEngine,
   ) {}
 
   /**
@@ -106,8 +169,47 @@ export class RunState {
     const target = this.sim.clock.now() + ms;
     this.out(`# advance ${raw} → t=${showTime(target)}`);
     this.advanceTarget = target;
-    this.sim.server.advance(ms);
+    this.engine.advance(ms);
     this.advanceTarget = -1;
     this.shownTime = target;
+  }
+
+  /** Delivers queued stream responses (after each step, and where a step needs its watches up to date). */
+  flush(): void {
+    this.engine.flush();
+  }
+
+  /**
+   * The running command waits for its answer while time moves (a cluster member waiting for Raft): what
+   * happens meanwhile prints after the command line, as in a terminal, so the line goes here (see command).
+   */
+  beginWait(): void {
+    if (this.waitMark === undefined) this.waitMark = { at: this.transcript.length, since: this.sim.clock.now() };
+  }
+
+  /** A new step: no command is waiting. */
+  endWait(): void {
+    this.waitMark = undefined;
+  }
+
+  /**
+   * A command line (with `input`, what it reads from a here-document) and what etcdctl printed for it. After a
+   * wait the line goes where the wait began (before what happened meanwhile) and a `# t=...` line says when the
+   * answer came.
+   */
+  command(line: string, output: readonly string[], input: readonly string[] = []): void {
+    const w = this.waitMark;
+    this.waitMark = undefined;
+    if (w === undefined) for (const l of [line, ...input]) this.out(l);
+    else {
+      // What was typed (the command line and its here-document) goes before what happened meanwhile.
+      this.insert(w.at, [line, ...input]);
+      const now = this.sim.clock.now();
+      if (now !== w.since) {
+        this.shownTime = now;
+        this.out(`# t=${showTime(now)}: etcdctl has its answer ${showTime(now - w.since)} after sending the request`);
+      }
+    }
+    for (const l of output) this.out(l);
   }
 }

@@ -15,7 +15,8 @@ import { runDirective } from './directives.js';
 import { checkExpectation } from './expectations.js';
 import { ScenarioLeases } from './leases.js';
 import { ScenarioSnapshots } from './snapshots.js';
-import { RunState } from './state.js';
+import { ScenarioCluster } from './cluster.js';
+import { memberEngine, RunState, type ScenarioEngine, type ScenarioSim } from './state.js';
 import { ScenarioWatches } from './watches.js';
 import { shownValue, str } from '../format.js';
 import { recordWrites, resyncWrites } from './writes.js';
@@ -62,8 +63,8 @@ export function runVariant(
       }
     }
   }
-  const make = (fromSnapshot: Uint8Array | undefined): EtcdSim =>
-    createEtcdSim({
+  // The member's settings: the single member's, or every member's of a cluster.
+  const memberOptions = {
     time: 'virtual',
     seed,
     etcdVersion: opts.get('etcd-version') as EtcdVersion | undefined,
@@ -73,22 +74,41 @@ export function runVariant(
     watchProgressNotifyIntervalMs: num('watchProgressNotifyIntervalMs'),
     restoreKeepsFutureMinRev: bool('restoreKeepsFutureMinRev'),
     progressRespectsStartRev: bool('progressRespectsStartRev'),
-      fromSnapshot,
-    });
-  let sim: EtcdSim;
-  try {
-    sim = make(snapshotBytes);
-  } catch (err) {
-    // A bad or truncated file: the loader names what is wrong; the run stops at the from-snapshot line.
-    if (from === undefined) throw err;
-    loadFailure = `from-snapshot ${from.path}: ${err instanceof Error ? err.message : String(err)}`;
-    sim = make(undefined);
+    restoreLoneTombstone: bool('restoreLoneTombstone'),
+  } as const;
+  const make = (fromSnapshot: Uint8Array | undefined): EtcdSim => createEtcdSim({ ...memberOptions, fromSnapshot });
+  const members = parsed.settings.members;
+  let sim: ScenarioSim;
+  let engine: ScenarioEngine;
+  let cluster: ScenarioCluster | undefined;
+  if (members !== undefined) {
+    // A cluster: the same member settings on every member, one clock, one seed (from-snapshot is refused by the parser).
+    cluster = new ScenarioCluster(createEtcdSim({ ...memberOptions, members, preVote: bool('preVote') }));
+    sim = cluster.sim;
+    engine = cluster;
+  } else {
+    let member: EtcdSim;
+    try {
+      member = make(snapshotBytes);
+    } catch (err) {
+      // A bad or truncated file: the loader names what is wrong; the run stops at the from-snapshot line.
+      if (from === undefined) throw err;
+      loadFailure = `from-snapshot ${from.path}: ${err instanceof Error ? err.message : String(err)}`;
+      member = make(undefined);
+    }
+    sim = member;
+    engine = memberEngine(member);
   }
   const settings = [...opts].map(([k, v]) => `${k}=${v}`);
-  const s = new RunState(sim, emptyTimeline(title, variant, settings, parsed.settings.preamble));
+  const s = new RunState(sim, emptyTimeline(title, variant, settings, parsed.settings.preamble), engine);
+  cluster?.attach(s);
   recordWrites(s);
-  const ctx: RunContext = { state: s, watches: new ScenarioWatches(s), leases: new ScenarioLeases(s), snapshots: new ScenarioSnapshots(s) };
+  const ctx: RunContext = { state: s, watches: new ScenarioWatches(s), leases: new ScenarioLeases(s), snapshots: new ScenarioSnapshots(s), cluster };
 
+  if (members !== undefined) {
+    const c = cluster!.cs.cluster;
+    s.out(`# a simulated cluster of ${members} member${members === 1 ? '' : 's'} (${c.members.map((m) => m.name).join(', ')}); leader ${c.leader?.name ?? 'none'} (term ${c.term}); etcdctl talks to ${c.members[0]!.name} (127.0.0.1:2379) unless told otherwise`);
+  }
   if (settings.length > 0 && variant === undefined) s.out(`# options: ${settings.join(', ')}`);
   let failure: ScenarioFailure | undefined;
   if (from !== undefined) {
@@ -111,7 +131,7 @@ export function runVariant(
     s.line = step.line;
     try {
       runStep(ctx, step);
-      sim.server.flush();
+      s.flush();
     } catch (err) {
       if (!(err instanceof RunError)) throw err;
       failure = { line: step.line, message: err.message, variant, kind: err.kind };
@@ -157,12 +177,19 @@ function startFromSnapshot(s: RunState, path: string, user: { readonly name: str
 /** One step; writes it makes are the step's (its line), those between steps the lessor's (`lease expiry`). */
 function runStep(ctx: RunContext, step: Step): void {
   ctx.state.cause = `line ${step.line}`;
+  ctx.state.endWait();
   switch (step.type) {
     case 'command':
-      runCommand(ctx, step.command);
+      // etcdctl --endpoints=M: this command alone goes to M.
+      ctx.state.engine.withEndpoint(step.endpoint ?? ctx.state.engine.currentEndpoint(), () => runCommand(ctx, step.command));
       break;
     case 'directive':
-      runDirective(ctx, step.directive);
+      // `repeat ... --endpoints=M`: its commands go to M.
+      ctx.state.engine.withEndpoint(step.endpoint ?? ctx.state.engine.currentEndpoint(), () => runDirective(ctx, step.directive));
+      break;
+    case 'cluster':
+      // The parser admits these only on a cluster.
+      ctx.cluster!.run(ctx.state, step.cluster);
       break;
     case 'expect':
       checkExpectation(ctx, step.expect, step.text);

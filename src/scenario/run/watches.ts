@@ -31,6 +31,8 @@ function fragmentNote(w: WatchState): string {
 /** A named watch: its request, its current stream, and what it has received so far. */
 export interface WatchState {
   readonly name: string;
+  /** On a cluster, the member it watches (its `--endpoints`). */
+  readonly endpoint: number | undefined;
   readonly create: M.WatchCreateRequest;
   /** Its arguments as typed after `etcdctl watch`. */
   readonly display: string;
@@ -60,6 +62,8 @@ export interface WatchState {
 /** An interactive `etcdctl watch -i` session: one Watch stream, several watches on it, told apart by watch ID. */
 interface SharedStream {
   readonly name: string;
+  /** On a cluster, the member the session talks to. */
+  readonly endpoint: number | undefined;
   readonly call: WatchCall;
   readonly byId: Map<string, WatchState>;
   /** Watches whose create the server has not answered yet, in the order they were sent. */
@@ -83,7 +87,7 @@ export class ScenarioWatches {
     const display = watchArgs(s.vars, c);
     const lane: TimelineWatcher = { name: c.name, range: `${s.vars.expand(c.key)}${c.prefix ? '*' : ''}`, segments: [], events: [], progress: [], progressSeen: [], progressLines: [], cursor: 0 };
     s.timeline.watchers.push(lane);
-    const w: WatchState = { name: c.name, create, display, call: undefined, state: 'open', compactRevision: 0, slow: false, events: [], progress: [], lane, segment: undefined, openedAtMs: 0, behind: false, stream: c.stream, watchId: undefined, responses: 0, fragments: [], fragmentOf: new Map() };
+    const w: WatchState = { name: c.name, endpoint: s.engine.currentEndpoint(), create, display, call: undefined, state: 'open', compactRevision: 0, slow: false, events: [], progress: [], lane, segment: undefined, openedAtMs: 0, behind: false, stream: c.stream, watchId: undefined, responses: 0, fragments: [], fragmentOf: new Map() };
     this.byName.set(c.name, w);
     if (c.stream !== undefined) this.openShared(w, rev, c.stream);
     else this.openStream(w, rev, 'watch');
@@ -138,7 +142,16 @@ export class ScenarioWatches {
   resume(name: string, rev: Word): void {
     const w = this.get(name);
     if (w.state === 'open') throw new RunError('error', `resume ${name}: the watch is still open (break or cancel it first)`);
-    this.openStream(w, this.s.vars.int(rev, 'resume --rev'), 'resume');
+    // Reopened on the member it watched (etcdctl run again with the same --endpoints).
+    this.s.engine.withEndpoint(w.endpoint, () => this.openStream(w, this.s.vars.int(rev, 'resume --rev'), 'resume'));
+  }
+
+  /**
+   * The member restarted under a running `etcdctl watch`: clientv3 opens a new stream by itself and resumes
+   * from `rev` (the revision after the last one it saw), printing nothing (run/restart.ts).
+   */
+  reconnect(name: string, rev: number): void {
+    this.openStream(this.get(name), rev, 'reconnect');
   }
 
   /** `slow NAME`: the client stops reading its stream. */
@@ -161,7 +174,7 @@ export class ScenarioWatches {
     const pending = call?.pending ?? 0;
     this.s.out(`# drain ${name}: the client reads again (${pending} response${pending === 1 ? '' : 's'} queued)`);
     call?.resume();
-    this.s.sim.server.flush();
+    this.s.flush();
   }
 
   /** `progress NAME`: the client sends a WatchProgressRequest on the watch's stream. */
@@ -214,9 +227,12 @@ export class ScenarioWatches {
   private openShared(w: WatchState, startRev: number, name: string): void {
     const s = this.s;
     let st = this.streams.get(name);
+    if (st !== undefined && st.open && st.endpoint !== s.engine.currentEndpoint()) {
+      throw new RunError('error', `watch ${w.name} --stream=${name}: session ${name} talks to another member (an etcdctl watch -i session has one endpoint)`);
+    }
     if (st === undefined || !st.open) {
       const call = s.sim.services.watch.watch(s.ctx());
-      const fresh: SharedStream = { name, call, byId: new Map(), pending: [], open: true };
+      const fresh: SharedStream = { name, endpoint: s.engine.currentEndpoint(), call, byId: new Map(), pending: [], open: true };
       st = fresh;
       this.streams.set(name, fresh);
       call.onEnd((err) => {
@@ -225,7 +241,7 @@ export class ScenarioWatches {
         for (const o of [...fresh.byId.values(), ...fresh.pending]) if (o.call === call && o.state === 'open') this.markBroken(o);
       });
       call.onResponse((rs) => this.onSharedResponses(fresh, rs));
-      s.out(`$ etcdctl watch -i &   # session ${name}: one Watch stream; each watch typed into it shares the stream`);
+      s.out(`$ etcdctl ${s.engine.endpointFlag()}watch -i &   # session ${name}: one Watch stream; each watch typed into it shares the stream`);
     }
     this.begin(w, st.call, startRev);
     st.pending.push(w);
@@ -267,19 +283,28 @@ export class ScenarioWatches {
   }
 
   /** Opens a Watch stream for `w` and sends its create request at `startRev`. */
-  private openStream(w: WatchState, startRev: number, how: 'watch' | 'resume'): void {
+  private openStream(w: WatchState, startRev: number, how: 'watch' | 'resume' | 'reconnect'): void {
     const s = this.s;
     const call = s.sim.services.watch.watch(s.ctx());
     this.begin(w, call, startRev);
     call.onEnd((err) => {
       if (w.call !== call) return;
-      if (err !== undefined && w.state === 'open') w.state = 'broken';
+      if (err !== undefined && w.state === 'open') {
+        w.state = 'broken';
+        // On a cluster: its member crashed. clientv3 would keep redialing that one endpoint and resume the
+        // watch once it is back; here the stream just ends (`resume` reopens it).
+        if (w.endpoint !== undefined) {
+          s.timeMark();
+          s.out(`# [watch ${w.name}] its stream broke (${err.details}); resume ${w.name} --rev=N reopens it`);
+        }
+      }
     });
     call.onResponse((rs) => this.onResponses(w, call, rs));
     if (w.slow) call.pause();
     call.write({ create_request: { ...w.create, start_revision: startRev } });
     const cmd = `watch ${w.display}${startRev !== 0 ? ` --rev=${startRev}` : ''}`;
-    s.out(`$ etcdctl ${cmd} &   # ${how === 'watch' ? `watch ${w.name}` : `${w.name} resumed`}, at rev ${s.sim.mvcc.currentRevision}${fragmentNote(w)}`);
+    if (how === 'reconnect') s.out(`# ${w.name}: its etcdctl reconnects (clientv3, printing nothing) and resumes on a new stream from rev ${startRev}`);
+    else s.out(`$ etcdctl ${s.engine.endpointFlag()}${cmd} &   # ${how === 'watch' ? `watch ${w.name}` : `${w.name} resumed`}, at rev ${s.sim.mvcc.currentRevision}${fragmentNote(w)}`);
   }
 
   /** Prints what etcdctl prints for the responses of `w`'s current stream, and records them. */

@@ -8,7 +8,7 @@ import type { RunState } from './state.js';
 
 /** Records every write the member applies from now on into the timeline. */
 export function recordWrites(s: RunState): void {
-  s.sim.mvcc.subscribe((rev, events) => {
+  s.engine.onWrite((rev, events) => {
     for (const ev of events) {
       s.timeline.writes.push({ key: str(ev.kv.key), rev, type: ev.type, value: shownValue(ev.kv.value), cause: s.cause, line: s.line });
     }

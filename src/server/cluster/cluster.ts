@@ -111,6 +111,9 @@ export interface ConnectOptions {
   readonly deadlineMs?: number | undefined;
 }
 
+/** What a call of a member's services answered: its value or etcd's error (see EtcdCluster.answerOf). */
+export type CallAnswer<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: GrpcError };
+
 /** How a reply reaches the caller. */
 export interface Reply<T> {
   ok(value: T): void;
@@ -265,6 +268,8 @@ export class EtcdCluster {
   private readonly serverHooks: Array<(server: EtcdServer, m: MemberState) => void> = [];
   private readonly dirty = new Set<MemberState>();
   private closed = false;
+  /** Each call's answer once it has one (see answerOf); weak, so a forgotten call costs nothing. */
+  private readonly answers = new WeakMap<Promise<unknown>, { answer?: CallAnswer<unknown> }>();
 
   constructor(opts: EtcdClusterOptions = {}) {
     const n = opts.members ?? 3;
@@ -680,7 +685,17 @@ export class EtcdCluster {
    */
   call<T>(m: MemberState, opts: ConnectOptions, handle: (reply: Reply<T>) => void): Promise<T> {
     const client = opts.client ?? 'client';
-    return new Promise<T>((resolve, reject) => {
+    // What the call got, recorded the moment it is known (answerOf reads it without awaiting).
+    const box: { answer?: CallAnswer<T> } = {};
+    const promise = new Promise<T>((resolveCall, rejectCall) => {
+      const resolve = (v: T): void => {
+        box.answer = { ok: true, value: v };
+        resolveCall(v);
+      };
+      const reject = (err: unknown): void => {
+        box.answer = { ok: false, error: toGrpcError(err) };
+        rejectCall(err);
+      };
       let settled = false;
       let deadline: TimerHandle | undefined;
       const finish = (fn: () => void): void => {
@@ -725,6 +740,18 @@ export class EtcdCluster {
       if (link !== undefined && link.delayMs > 0) this.clock.setTimer(this.clock.now() + link.delayMs, arrive, 'cluster.link');
       else arrive();
     });
+    this.answers.set(promise, box);
+    return promise;
+  }
+
+  /**
+   * The answer a call of this cluster's services (a promise they returned) has already had, read at once;
+   * undefined while it still waits. A driver that cannot await — the scenario runner, which moves the
+   * virtual clock itself until etcdctl's command timeout — reads it after each instant. Settle-time bookkeeping
+   * only: the call's path is the same as for an awaiting client.
+   */
+  answerOf<T>(call: Promise<T>): CallAnswer<T> | undefined {
+    return this.answers.get(call)?.answer as CallAnswer<T> | undefined;
   }
 
   /**

@@ -2,6 +2,7 @@
 export {
   EtcdCluster,
   MemberState,
+  type CallAnswer,
   type ClusterMemberConfig,
   type ClusterTraceEvent,
   type ConnectOptions,

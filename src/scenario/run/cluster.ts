@@ -1,0 +1,505 @@
+/**
+ * A scenario on a simulated cluster (`members N`): the run's engine and its etcdctl's view of the members.
+ *
+ * Every request goes through the members' ClusterMemberServices — proposals, ReadIndex, forwarding to the
+ * leader, exactly as for any other client of the cluster — over one client link named `etcdctl`, with
+ * etcdctl's command timeout (5 s) as the call's deadline. Those services answer with promises; a script runs
+ * synchronously (the playground calls it in the browser), so after a call the run moves the virtual clock
+ * itself, instant by instant, until the cluster has answered (EtcdCluster.answerOf) — what happens meanwhile
+ * (watch events, elections) prints in between, as in a terminal while etcdctl waits.
+ *
+ * Also here: the fault levers as directives (`pause`, `partition`, `lag`, `crash`, `move-leader`, ...; see
+ * parse/cluster_directives.ts), Raft's own events noted as they happen (a new leader, a leader stepping
+ * down, a snapshot sent to a follower), the cluster expectations (`expect leader`, `expect member`) and
+ * `etcdctl endpoint status`.
+ */
+import type { EtcdClusterSim } from '../../client/index.js';
+import type { LessorEvent } from '../../lease/index.js';
+import { GrpcCode, type CommitListener } from '../../mvcc/index.js';
+import { clusterErrors, isGrpcError, type ClusterMemberServices, type EtcdServer, type MemberState, type messages as M } from '../../server/index.js';
+import type { VirtualClock } from '../../sim/index.js';
+import { showTime } from '../format.js';
+import { procfileClientPort, type ClusterDirective } from '../parse/cluster_directives.js';
+import type { CompareOp, Expectation } from '../parse/expectations.js';
+import { RunError } from '../run_error.js';
+import { ETCDCTL_COMMAND_TIMEOUT_MS } from './leases.js';
+import type { RunState, ScenarioEngine, ScenarioServices, ScenarioSim } from './state.js';
+
+/** The client link name of the script's etcdctl (the link levers `drop-link` / `delay-link` act on it). */
+export const ETCDCTL_CLIENT = 'etcdctl';
+
+/** No command waits longer than this for an answer, whatever the cluster does (a guard, never reached: the deadline comes first). */
+const WAIT_GUARD_MS = 10 * 60_000;
+
+/** clientv3's wait between retries of a repeatable call (its linear backoff's 25 ms step; the 10% jitter is left out). */
+const RETRY_BACKOFF_MS = 25;
+
+/** The Raft events the transcript notes as they happen (the cluster's trace has them; proposals are left out). */
+const RAFT_EVENT = /^leader |steps down|^snapshot /;
+
+/** A cluster run's engine and etcdctl's view of the members. */
+export class ScenarioCluster implements ScenarioEngine {
+  /** The member commands go to (`use`): etcdctl's default endpoint 127.0.0.1:2379 is infra1. */
+  private current = 0;
+  /** The member of the running command's `--endpoints`, if it has one. */
+  private override: number | undefined;
+  private readonly views: ScenarioServices[];
+  private readonly seenRevisions = new Set<number>();
+  private readonly seenRevokes = new Set<string>();
+  private traceSeen = 0;
+  private state: RunState | undefined;
+  /** Each member's store revision as its commits report it (a snapshot's restore does not): where a restore starts from. */
+  private readonly revisions = new Map<number, number>();
+  /** The member commands go to, as a script's steps see a member (run/state.ts). */
+  readonly sim: ScenarioSim;
+
+  constructor(readonly cs: EtcdClusterSim<VirtualClock>) {
+    this.views = cs.cluster.members.map((m) => this.syncServices(m.index));
+    const self = this;
+    const singleOnly = (what: string): never => {
+      throw new RunError('error', `${what} acts on the single member; on a cluster use install-snapshot MEMBER`);
+    };
+    this.sim = {
+      clock: cs.clock,
+      get server(): EtcdServer {
+        return self.member.server;
+      },
+      get mvcc() {
+        return self.member.server.mvcc;
+      },
+      get lessor() {
+        return self.member.server.lessor;
+      },
+      get watchable() {
+        return self.member.server.watchable;
+      },
+      get services(): ScenarioServices {
+        return self.views[self.index]!;
+      },
+      snapshot: () => singleOnly('snapshot'),
+      restore: () => singleOnly('restore'),
+    };
+    this.traceSeen = cs.cluster.trace().length;
+    cs.cluster.onServer((server, m) => {
+      this.revisions.set(m.index, server.mvcc.currentRevision);
+      server.mvcc.subscribe((rev) => this.revisions.set(m.index, rev));
+    });
+  }
+
+  /** Connects the run's state (for the transcript: what happens while etcdctl waits). */
+  attach(s: RunState): void {
+    this.state = s;
+  }
+
+  private get index(): number {
+    return this.override ?? this.current;
+  }
+
+  /** The member the running command goes to. */
+  get member(): MemberState {
+    return this.cs.cluster.members[this.index]!;
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // ScenarioEngine
+
+  advance(ms: number): void {
+    this.waitUntil(() => false, ms);
+  }
+
+  flush(): void {
+    this.cs.cluster.flush();
+    this.noteRaftEvents();
+  }
+
+  onWrite(fn: CommitListener): void {
+    // Every member applies the same revisions: each is recorded once, when the first member applies it.
+    this.cs.cluster.onServer((server) =>
+      server.mvcc.subscribe((rev, events) => {
+        if (this.seenRevisions.has(rev)) return;
+        this.seenRevisions.add(rev);
+        fn(rev, events);
+      }),
+    );
+  }
+
+  onLeaseRevoked(fn: (ev: Extract<LessorEvent, { type: 'revoke' }>) => void): void {
+    this.cs.cluster.onServer((server) =>
+      server.lessor.subscribe((ev) => {
+        if (ev.type !== 'revoke') return;
+        const key = `${ev.id}@${ev.revision}`;
+        if (this.seenRevokes.has(key)) return;
+        this.seenRevokes.add(key);
+        fn(ev);
+      }),
+    );
+  }
+
+  waitUntil(done: () => boolean, ms: number): boolean {
+    const clock = this.cs.clock;
+    const end = clock.now() + ms;
+    while (!done()) {
+      const due = clock.nextDue();
+      if (due === undefined || due > end) {
+        if (Number.isFinite(end) && end > clock.now()) this.cs.cluster.advanceSync(end - clock.now());
+        this.noteRaftEvents();
+        return done();
+      }
+      // One instant: every timer due then runs (Raft ticks, applies, watch sync, lease expiry), then delivery.
+      this.cs.cluster.advanceSync(Math.max(0, due - clock.now()));
+      this.noteRaftEvents();
+    }
+    return true;
+  }
+
+  endpointFlag(): string {
+    // etcdctl's default endpoint, 127.0.0.1:2379, is infra1's: no flag needed there.
+    return this.index === 0 ? '' : `--endpoints=127.0.0.1:${procfileClientPort(this.index)} `;
+  }
+
+  currentEndpoint(): number | undefined {
+    return this.index;
+  }
+
+  withEndpoint<T>(i: number | undefined, fn: () => T): T {
+    const before = this.override;
+    this.override = i;
+    try {
+      return fn();
+    } finally {
+      this.override = before;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // Waiting for a member's answer
+
+  /**
+   * The answer of a call made through the cluster's services: at once if it has one, else after moving time
+   * until it has. etcdctl's deadline (the connection's) ends the wait at the latest; a member that is down
+   * leaves etcdctl retrying the connection until then, and it prints `context deadline exceeded`.
+   */
+  private answer<T>(call: Promise<T>, start = this.cs.clock.now()): T {
+    const c = this.cs.cluster;
+    // The answer is read through answerOf; the promise itself is never awaited, so it must not count as unhandled.
+    call.then(undefined, () => undefined);
+    let a = c.answerOf(call);
+    if (a === undefined) {
+      this.state?.beginWait();
+      this.waitUntil(() => (a = c.answerOf(call)) !== undefined, WAIT_GUARD_MS);
+      a = c.answerOf(call);
+      if (a === undefined) throw new RunError('error', `no answer after ${showTime(WAIT_GUARD_MS)} of virtual time`);
+    }
+    if (a.ok) return a.value;
+    if (a.error.details.startsWith('connection error')) {
+      // grpc-go keeps dialing a refused endpoint; etcdctl gives up at its command timeout (observed on 3.4.23).
+      this.state?.beginWait();
+      this.waitUntil(() => false, Math.max(0, start + ETCDCTL_COMMAND_TIMEOUT_MS - this.cs.clock.now()));
+      throw clusterErrors.errDeadlineExceeded();
+    }
+    throw a.error;
+  }
+
+  /**
+   * A call clientv3 repeats (Range, LeaseTimeToLive: its "repeatable" retry policy): an Unavailable answer
+   * (`etcdserver: leader changed`, a timed-out ReadIndex) is retried after clientv3's 25 ms backoff, on a
+   * connection whose deadline is what is left of the command's, until that runs out.
+   */
+  private repeated<T>(member: number, issue: (v: ClusterMemberServices) => Promise<T>): T {
+    const clock = this.cs.clock;
+    const start = clock.now();
+    for (;;) {
+      const left = start + ETCDCTL_COMMAND_TIMEOUT_MS - clock.now();
+      try {
+        return this.answer(issue(this.cs.cluster.connect(member, { client: ETCDCTL_CLIENT, deadlineMs: left })), start);
+      } catch (err) {
+        if (!isGrpcError(err) || err.code !== GrpcCode.UNAVAILABLE) throw err;
+        const after = start + ETCDCTL_COMMAND_TIMEOUT_MS - clock.now();
+        this.state?.beginWait();
+        if (after <= RETRY_BACKOFF_MS) {
+          this.waitUntil(() => false, Math.max(0, after));
+          throw clusterErrors.errDeadlineExceeded();
+        }
+        this.waitUntil(() => false, RETRY_BACKOFF_MS);
+      }
+    }
+  }
+
+  /** Member `i`'s services answering synchronously (see answer), over etcdctl's link, with its deadline. */
+  private syncServices(i: number): ScenarioServices {
+    const v = this.cs.cluster.connect(i, { client: ETCDCTL_CLIENT, deadlineMs: ETCDCTL_COMMAND_TIMEOUT_MS });
+    const down = (): void => {
+      if (v.member.crashed) throw new RunError('error', `${v.member.name} is down (crash): etcdctl would keep dialing it; restart it first (restart ${v.member.name})`);
+    };
+    return {
+      kv: {
+        put: (req, ctx) => this.answer(v.kv.put(req, ctx)),
+        range: (req, ctx) => this.repeated(i, (r) => r.kv.range(req, ctx)),
+        deleteRange: (req, ctx) => this.answer(v.kv.deleteRange(req, ctx)),
+        txn: (req, ctx) => this.answer(v.kv.txn(req, ctx)),
+        compact: (req, ctx) => this.answer(v.kv.compact(req, ctx)),
+      },
+      lease: {
+        leaseGrant: (req, ctx) => this.answer(v.lease.leaseGrant(req, ctx)),
+        leaseRevoke: (req, ctx) => this.answer(v.lease.leaseRevoke(req, ctx)),
+        leaseTimeToLive: (req, ctx) => this.repeated(i, (r) => r.lease.leaseTimeToLive(req, ctx)),
+        leaseKeepAlive: (ctx) => {
+          down();
+          return v.lease.leaseKeepAlive(ctx);
+        },
+      },
+      auth: { authenticate: (req, ctx) => this.answer(v.auth.authenticate(req, ctx)) },
+      watch: {
+        watch: (ctx) => {
+          down();
+          return v.watch(ctx);
+        },
+      },
+    };
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // Transcript
+
+  /** Notes Raft's events since the last look (a new leader, a step-down, a snapshot sent), each at its instant. */
+  private noteRaftEvents(): void {
+    const s = this.state;
+    const trace = this.cs.cluster.trace();
+    for (; this.traceSeen < trace.length; this.traceSeen++) {
+      const ev = trace[this.traceSeen]!;
+      if (s === undefined || !RAFT_EVENT.test(ev.event)) continue;
+      s.timeMark();
+      const m = /^leader (\S+) term (\d+)$/.exec(ev.event);
+      s.out(`# [raft] ${m !== null ? `${m[1]} is the leader now (term ${m[2]})` : ev.event}`);
+      // A snapshot installed on a follower is drawn as the single member's `restore` is: its store jumps.
+      const snap = /^snapshot (\S+) -> (\S+) at \d+$/.exec(ev.event);
+      const to = snap === null ? undefined : this.cs.cluster.members.find((x) => x.name === snap[2]);
+      if (to !== undefined) {
+        const toRev = to.server.mvcc.currentRevision;
+        s.timeline.restores.push({ name: `${snap![1]}'s snapshot on ${to.name}`, fromRev: this.revisions.get(to.index) ?? toRev, toRev, line: s.line, atMs: ev.at });
+        this.revisions.set(to.index, toRev);
+      }
+    }
+  }
+
+  /** Who leads, as one phrase. */
+  private leaderPhrase(): string {
+    const l = this.cs.cluster.leader;
+    return l === undefined ? 'no leader' : `leader ${l.name} (term ${l.term})`;
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // Directives
+
+  /** Runs a cluster directive, noting it in the transcript. */
+  run(s: RunState, d: ClusterDirective): void {
+    const c = this.cs.cluster;
+    const name = (i: number): string => c.members[i]!.name;
+    this.noteRaftEvents();
+    switch (d.kind) {
+      case 'use':
+        this.current = d.member;
+        s.out(`# use ${name(d.member)}: etcdctl's commands go to ${name(d.member)} (--endpoints=127.0.0.1:${procfileClientPort(d.member)}) from now on`);
+        break;
+      case 'pause': {
+        const m = c.members[d.member]!;
+        const state = m.crashed ? 'it is down (crash)' : m.paused ? 'it is stopped already' : undefined;
+        c.pause(d.member);
+        s.out(`# pause ${m.name} (SIGSTOP): ${state ?? 'it sends, receives and applies nothing; calls to it wait until it resumes'}`);
+        break;
+      }
+      case 'resume': {
+        const m = c.members[d.member]!;
+        const was = m.paused;
+        c.resume(d.member);
+        s.out(`# resume ${m.name} (SIGCONT): ${was ? 'it goes on where it stopped' : 'it was not stopped'}`);
+        break;
+      }
+      case 'isolate':
+        c.isolate(d.member);
+        s.out(`# isolate ${name(d.member)}: the network cuts it off from the other members (clients still reach it)`);
+        break;
+      case 'partition':
+        c.partition(d.groups);
+        s.out(`# partition ${d.groups.map((g) => g.map(name).join(' ')).join(' | ')}: members reach only those on their side`);
+        break;
+      case 'heal':
+        c.heal();
+        s.out('# heal: every member reaches every other again');
+        break;
+      case 'lag':
+        c.setApplyLag(d.member, d.ms);
+        s.out(`# lag ${name(d.member)} ${d.raw}: ${name(d.member)} applies each committed entry ${d.raw} after the leader committed it (a slow disk or CPU)`);
+        break;
+      case 'crash':
+        if (c.members[d.member]!.crashed) {
+          s.out(`# crash ${name(d.member)}: it is down already`);
+          break;
+        }
+        c.crash(d.member);
+        s.out(`# crash ${name(d.member)} (SIGKILL): its calls and streams break; its backend and raft log survive; ${this.leaderPhrase()}`);
+        break;
+      case 'restart': {
+        const m = c.members[d.member]!;
+        // The crashed server's store is what its backend holds: the revision the rebuilt member starts from.
+        const from = m.crashed ? m.server.mvcc.currentRevision : undefined;
+        c.restart(d.member);
+        s.out(
+          from === undefined
+            ? `# restart ${m.name}: it is running (restart acts on a crashed member)`
+            : `# restart ${m.name}: rebuilt from its backend (revision ${from}); it rejoins as a follower and catches up from the leader: revision ${m.server.mvcc.currentRevision}, applied index ${c.status(m).raftAppliedIndex}`,
+        );
+        break;
+      }
+      case 'move-leader': {
+        const from = c.leader;
+        const ok = c.moveLeader(d.member);
+        s.out(
+          from?.index === d.member
+            ? `# move-leader ${name(d.member)}: it leads already (term ${from.term})`
+            : ok
+            ? `# move-leader ${name(d.member)}: leadership transferred${from !== undefined ? ` from ${from.name}` : ''}; ${this.leaderPhrase()}`
+            : `# move-leader ${name(d.member)}: the transfer did not happen (no leader reaching it, or it is down); ${this.leaderPhrase()}`,
+        );
+        break;
+      }
+      case 'elect':
+        c.forceElection(d.member);
+        s.out(`# elect${d.member === undefined ? '' : ` ${name(d.member)}`}: the leader steps down and ${d.member === undefined ? 'a member' : name(d.member)} campaigns at once; ${this.leaderPhrase()}`);
+        break;
+      case 'compact-log': {
+        const offset = c.compactLog(d.keep);
+        s.out(`# compact-log: the leader's raft log now starts after index ${offset}; a follower behind that can only catch up through a snapshot`);
+        break;
+      }
+      case 'install-snapshot': {
+        const m = c.members[d.member]!;
+        const before = m.server.mvcc.currentRevision;
+        const l = c.leader;
+        c.installSnapshot(d.member);
+        const after = m.server.mvcc.currentRevision;
+        s.out(
+          l === undefined || l === m
+            ? `# install-snapshot ${name(d.member)}: nothing sent (${l === m ? `${m.name} is the leader` : 'no leader'})`
+            : `# install-snapshot ${name(d.member)}: ${l.name} sends its snapshot; ${m.name} applies it (revision ${before} → ${after}); its watchers move to unsynced`,
+        );
+        break;
+      }
+      case 'drop-link':
+        c.dropLink(ETCDCTL_CLIENT, d.member);
+        s.out(`# drop-link ${name(d.member)}: the network between etcdctl and ${name(d.member)} drops everything`);
+        break;
+      case 'delay-link':
+        c.delayLink(ETCDCTL_CLIENT, d.member, d.ms);
+        s.out(`# delay-link ${name(d.member)} ${d.raw}: each message between etcdctl and ${name(d.member)} takes ${d.raw}`);
+        break;
+      case 'restore-link':
+        c.restoreLink(ETCDCTL_CLIENT, d.member);
+        s.out(`# restore-link ${name(d.member)}: the network between etcdctl and ${name(d.member)} is back to normal`);
+        break;
+    }
+    this.flush();
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // Expectations and endpoint status
+
+  /** The leader's server (where LeaseTimeToLive is answered), or the current member's without one. */
+  leaseServer(): EtcdServer {
+    return (this.cs.cluster.leader ?? this.member).server;
+  }
+
+  /**
+   * Checks a cluster expectation; undefined when it holds, else what was found. `int` expands the
+   * expectation's number.
+   */
+  check(e: Extract<Expectation, { kind: 'leader' | 'member' | 'member-role' }>, int: (w: Extract<Expectation, { kind: 'member' }>['value']) => number): string | undefined {
+    const c = this.cs.cluster;
+    switch (e.kind) {
+      case 'leader': {
+        const l = c.leader;
+        if ((l?.index ?? -1) === (e.member ?? -1)) return undefined;
+        return l === undefined ? 'no leader' : `leader ${l.name} (term ${l.term})`;
+      }
+      case 'member-role': {
+        const m = c.members[e.member]!;
+        const role = m.crashed ? 'down (crashed)' : m.role;
+        return role === e.role ? undefined : role;
+      }
+      case 'member': {
+        const m = c.members[e.member]!;
+        const st = c.status(e.member);
+        const got = e.what === 'revision' ? m.server.mvcc.currentRevision : e.what === 'applied-index' ? st.raftAppliedIndex : e.what === 'raft-index' ? st.raftIndex : Number(st.term);
+        return compare(e.op, got, int(e.value)) ? undefined : `${e.what} ${got}`;
+      }
+    }
+  }
+
+  /**
+   * `etcdctl endpoint status`: one Maintenance.Status per endpoint (the current member, or with `--cluster`
+   * every member's client URL from MemberList, in its order); a member that does not answer within the
+   * command timeout is left out with etcdctl's message, and the command then fails.
+   */
+  endpointStatus(s: RunState, table: boolean, all: boolean): void {
+    const c = this.cs.cluster;
+    const targets: { endpoint: string; member: number }[] = all
+      ? [...c.members].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map((m) => ({ endpoint: m.clientUrls[0]!, member: m.index }))
+      : [{ endpoint: `127.0.0.1:${procfileClientPort(this.index)}`, member: this.index }];
+    const rows: string[][] = [];
+    const failed: string[] = [];
+    let firstError: string | undefined;
+    for (const t of targets) {
+      const v = c.connect(t.member, { client: ETCDCTL_CLIENT, deadlineMs: ETCDCTL_COMMAND_TIMEOUT_MS });
+      try {
+        const r: M.StatusResponse = this.answer(v.maintenance.status({}));
+        rows.push([
+          t.endpoint,
+          BigInt(r.header.member_id).toString(16),
+          r.version,
+          humanBytes(Number(r.dbSize)),
+          String(r.leader === r.header.member_id),
+          String(r.isLearner === true),
+          String(r.raftTerm),
+          String(r.raftIndex),
+          String(r.raftAppliedIndex),
+          (r.errors ?? []).join(', '),
+        ]);
+      } catch (err) {
+        if (!isGrpcError(err)) throw err;
+        firstError ??= err.details;
+        failed.push(`Failed to get the status of endpoint ${t.endpoint} (${err.details})`);
+      }
+    }
+    const lines = table ? statusTable(rows) : rows.map((r) => `${r.join(', ')}`);
+    s.last = { revision: undefined, error: firstError, output: [...lines, ...failed], range: undefined, what: 'endpoint status' };
+    s.command(`$ etcdctl ${all ? '' : this.endpointFlag()}endpoint status${all ? ' --cluster' : ''}${table ? ' -w table' : ''}`, s.last.output);
+  }
+}
+
+function compare(op: CompareOp, a: number, b: number): boolean {
+  return op === '==' ? a === b : op === '!=' ? a !== b : op === '<' ? a < b : op === '<=' ? a <= b : op === '>' ? a > b : a >= b;
+}
+
+/** go-humanize's Bytes, as etcdctl prints DB SIZE: SI units, one decimal below 10. */
+function humanBytes(n: number): string {
+  if (n < 10) return `${n} B`;
+  const units = ['B', 'kB', 'MB', 'GB', 'TB', 'PB', 'EB'];
+  const e = Math.floor(Math.log(n) / Math.log(1000));
+  const val = Math.floor((n / 1000 ** e) * 10 + 0.5) / 10;
+  return `${val < 10 ? val.toFixed(1) : val.toFixed(0)} ${units[e]}`;
+}
+
+const STATUS_HEADER = ['ENDPOINT', 'ID', 'VERSION', 'DB SIZE', 'IS LEADER', 'IS LEARNER', 'RAFT TERM', 'RAFT INDEX', 'RAFT APPLIED INDEX', 'ERRORS'];
+
+/** etcdctl's `-w table` (tablewriter: centered header, right-aligned cells, as 3.4.23 prints them). */
+function statusTable(rows: readonly string[][]): string[] {
+  const widths = STATUS_HEADER.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const rule = `+${widths.map((w) => '-'.repeat(w + 2)).join('+')}+`;
+  const center = (t: string, w: number): string => {
+    const left = Math.floor((w - t.length) / 2);
+    return ' '.repeat(left) + t + ' '.repeat(w - t.length - left);
+  };
+  const head = `|${STATUS_HEADER.map((h, i) => ` ${center(h, widths[i]!)} `).join('|')}|`;
+  const body = rows.map((r) => `|${r.map((c, i) => ` ${c.padStart(widths[i]!)} `).join('|')}|`);
+  return [rule, head, rule, ...body, rule];
+}
