@@ -21,7 +21,8 @@ import {
 import { RealClock, VirtualClock, afterHostTime, type Clock } from '../sim/index.js';
 import type { WatchableStore, WatchStream } from '../watch/index.js';
 import type { Etcd3 } from 'etcd3';
-import { createEtcd3Client, type SimEtcd3Options } from './etcd3.js';
+import { createEtcd3Client, createEtcd3ClusterClient, type SimEtcd3Options } from './etcd3.js';
+import { failoverServices, resolveEndpoints, type FailoverTarget } from './failover.js';
 import { EtcdClient } from './raw_client.js';
 
 /**
@@ -177,13 +178,7 @@ function createMemberSim(options: EtcdSimOptions): EtcdSim {
   const settle = (): Promise<void> => settleClients(activity, drivers);
   // Zero-delay timers that client code sets in reaction to a delivery (etcd3 awaits delay(0) after a
   // watch cancel) must fire without anyone advancing time: tick linked drivers for a few turns after it.
-  const tickZero = (turns: number): void => {
-    if (turns === 0 || drivers.length === 0) return;
-    setImmediate(() => {
-      for (const d of drivers) d.tick(0);
-      tickZero(turns - 1);
-    });
-  };
+  const tickZero = (turns: number): void => tickZeroTimers(drivers, turns);
   // Clients live on the event loop: their stream responses are delivered once the synchronous code that
   // caused them is done — a microtask later, so a reading client keeps up with a burst of writes as it
   // keeps up with etcd over a socket. Every in-process client sets this same scheduler.
@@ -262,8 +257,15 @@ export interface EtcdClusterSimOptions extends Omit<EtcdClusterOptions, 'clock' 
 
 /** Which member a client talks to, and over which link (see EtcdCluster.connect). */
 export interface ClusterClientOptions {
-  /** The member (index, name or ID); default 0, the first leader. */
+  /** The member (index, name or ID) a pinned client talks to; default 0, the first leader. */
   readonly member?: MemberRef | undefined;
+  /**
+   * Members (index, name or ID) a client talks to and fails over between, as a real client given several
+   * endpoints does: `sim.client()` as etcd's Go client (clientv3 3.4: round robin, retries, resuming
+   * watches), `sim.etcd3()` with etcd3's own connection pool (shuffled hosts, circuit breakers, retries).
+   * Not together with `member`.
+   */
+  readonly endpoints?: readonly MemberRef[] | undefined;
   /** The client's name for the link levers (cluster.dropLink(client, member), delayLink); default 'client'. */
   readonly client?: string | undefined;
   /** The client's deadline per call in ms (a call unanswered by then fails with DEADLINE_EXCEEDED). */
@@ -278,9 +280,12 @@ export interface EtcdClusterSim<C extends Clock = Clock> {
   readonly clock: C;
   /** A member's services in message form, asynchronous (writes through Raft, ReadIndex for linearizable reads). */
   services(options?: ClusterClientOptions): ClusterMemberServices;
-  /** etcd's raw v3 API on one member (KV, Lease, Watch, Maintenance, Cluster, Auth; not Lock/Election yet). */
+  /**
+   * etcd's raw v3 API (KV, Lease, Watch, Maintenance, Cluster, Auth, Lock, Election): pinned to one member,
+   * or over `endpoints` with clientv3's failover (src/client/failover.ts).
+   */
   client(options?: ClusterClientOptions): EtcdClient;
-  /** A real `Etcd3` client on one member (no failover between members yet). */
+  /** A real `Etcd3` client: pinned to one member, or over `endpoints` with etcd3's own failover. */
   etcd3(options?: Etcd3SimOptions & ClusterClientOptions): Etcd3;
   /** Time 'virtual' only: lets `ms` pass for the cluster and its clients, in steps of at most 10 ms. */
   advance(ms: number): Promise<void>;
@@ -308,10 +313,35 @@ function createClusterSim(options: EtcdClusterSimOptions): EtcdClusterSim {
   const useEventLoopDelivery = (): void => {
     if (eventLoopDelivery) return;
     eventLoopDelivery = true;
-    cluster.onServer((server) => server.delivery.setScheduler((flush) => queueMicrotask(flush)));
+    // As on one member: zero-delay timers client code sets in reaction to a delivery (etcd3 awaits delay(0)
+    // after a watch cancel) fire without anyone advancing time.
+    cluster.onServer((server) =>
+      server.delivery.setScheduler((flush) =>
+        queueMicrotask(() => {
+          flush();
+          tickZeroTimers(drivers, ZERO_TICK_TURNS);
+        }),
+      ),
+    );
   };
-  const view = (o: ClusterClientOptions = {}): ClusterMemberServices =>
-    cluster.connect(o.member ?? 0, { client: o.client, deadlineMs: o.deadlineMs });
+  const view = (o: ClusterClientOptions = {}): ClusterMemberServices => {
+    if (o.endpoints !== undefined) throw new RangeError('etcdsim: sim.services() talks to one member: give `member`, not `endpoints`');
+    return cluster.connect(o.member ?? 0, { client: o.client, deadlineMs: o.deadlineMs });
+  };
+  // Each failover client draws from its own stream of the cluster's seed, named by creation order.
+  let failoverClients = 0;
+  const failoverTarget = (o: ClusterClientOptions, endpoints: readonly MemberRef[]): FailoverTarget => {
+    if (o.member !== undefined) throw new RangeError('etcdsim: give a client `member` (pinned) or `endpoints` (failover), not both');
+    const client = o.client ?? 'client';
+    return {
+      cluster,
+      endpoints: resolveEndpoints(cluster, endpoints),
+      client,
+      deadlineMs: o.deadlineMs,
+      random: cluster.random.fork(`client/${failoverClients++}/${client}`),
+      open: (m, deadlineMs) => clusterDoor(cluster.connect(m, { client, deadlineMs })),
+    };
+  };
   return {
     cluster,
     time,
@@ -319,16 +349,32 @@ function createClusterSim(options: EtcdClusterSimOptions): EtcdClusterSim {
     services: view,
     client: (o = {}) => {
       useEventLoopDelivery();
-      return new EtcdClient(clusterDoor(view(o)));
+      if (o.endpoints === undefined) return new EtcdClient(clusterDoor(view(o)));
+      const { services, close } = failoverServices(failoverTarget(o, o.endpoints));
+      const c = new EtcdClient(services);
+      const closeStreams = c.close.bind(c);
+      c.close = () => {
+        closeStreams();
+        close();
+      };
+      return c;
     },
     etcd3: (o = {}) => {
-      const { timers, member, client, deadlineMs, ...etcd3Options } = o;
+      const { timers, member, client, deadlineMs, endpoints, ...etcd3Options } = o;
       if (timers !== undefined) {
         if (virtual === undefined) throw new Error("etcdsim: sim.etcd3({ timers }) needs createEtcdSim({ time: 'virtual' })");
         if (!drivers.includes(timers)) drivers.push(timers);
       }
       useEventLoopDelivery();
-      return createEtcd3Client(clusterDoor(view({ member, client, deadlineMs })), etcd3Options);
+      if (endpoints === undefined) return createEtcd3Client(clusterDoor(view({ member, client, deadlineMs })), etcd3Options);
+      const t = failoverTarget({ member, client, deadlineMs }, endpoints);
+      const hosts = t.endpoints.map((m) => ({
+        address: m.clientUrls[0] ?? `http://member-${m.index}`,
+        open: () => t.open(m, deadlineMs),
+      }));
+      // etcd3's pool waits a zero-delay timer (its retry policy's backoff) before retrying a failed call:
+      // with linked timers, fire it without anyone advancing time, as a delivery does on one member.
+      return createEtcd3ClusterClient(hosts, etcd3Options, t.random, () => tickZeroTimers(drivers, ZERO_TICK_TURNS));
     },
     advance: async (ms) => {
       if (virtual === undefined) throw new Error("etcdsim: sim.advance() needs createEtcdSim({ time: 'virtual' })");

@@ -17,7 +17,7 @@
 import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
 import type { Etcd3, IOptions } from 'etcd3';
-import type { CallContext, EtcdServices, KeepAliveCall, WatchCall } from '../server/index.js';
+import { toGrpcError, type CallContext, type EtcdServices, type KeepAliveCall, type WatchCall } from '../server/index.js';
 
 /** etcd3's names for etcd's enums (its bundled rpc.proto); the numbers are etcd's. */
 const ETCD3_ENUMS: Readonly<Record<string, Readonly<Record<string, number>>>> = {
@@ -77,6 +77,7 @@ function eventsOut<T extends { events?: unknown }>(resp: T): T {
 interface Etcd3Module {
   Etcd3: new (options?: IOptions) => Etcd3;
   castGrpcError(err: Error): Error;
+  ClientClosedError: new (service: string) => Error;
 }
 
 let etcd3Module: Etcd3Module | undefined;
@@ -115,17 +116,23 @@ class SimDuplex extends EventEmitter {
     private readonly cast: (err: Error) => Error,
     private readonly mapIn: (req: unknown) => unknown,
     private readonly mapOut: (resp: unknown) => unknown,
+    /**
+     * grpc-js's order: a call that fails emits 'error' while the duplex is still writable (etcd3 then marks
+     * the host failed), and 'end' after. The mock() path keeps its historical order (not writable first).
+     */
+    private readonly writableUntilEnd = false,
   ) {
     super();
     call.onResponse((rs: readonly unknown[]) => {
       for (const r of rs) this.emit('data', this.mapOut(r));
     });
     call.onEnd((err) => {
-      this.writable = false;
+      if (!this.writableUntilEnd) this.writable = false;
       // Never synchronously inside the caller's write/cancel: etcd3 expects stream events to come later —
       // but as soon as grpc-js reports a canceled call's status (process.nextTick), before any timer.
       queueMicrotask(() => {
         if (err !== undefined && !this.closed) this.emit('error', this.cast(err));
+        this.writable = false;
         this.closed = true;
         this.emit('end');
       });
@@ -257,5 +264,145 @@ export function createEtcd3Client(services: EtcdServices, options: SimEtcd3Optio
   });
   const creds = options.auth === undefined ? undefined : { username: options.auth.username, password: options.auth.password };
   client.mock(new SimCallable(services, creds) as unknown as Parameters<Etcd3['mock']>[0]);
+  return client;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// etcd3 over several members of a cluster, failing over with etcd3's own connection pool
+
+/** One host of a cluster client: its address (etcd3's `hosts` entry) and a connection to its member. */
+export interface Etcd3SimHost {
+  /** The member's client URL, as etcd3's `hosts` option names it. */
+  readonly address: string;
+  /** The member's services over the client's link, each call with the client's deadline. */
+  open(): EtcdServices;
+}
+
+/** The parts of etcd3's ConnectionPool (lib/connection-pool.js) the cluster client plugs into. */
+interface PoolInternals {
+  hosts: Array<{ host: string; closed: boolean; getServiceClient(name: string): unknown }>;
+  shuffledHosts(): Generator<unknown, never, unknown>;
+  authenticator: { getCredentialsFromHost(address: string, name: string, password: string): Promise<string> };
+}
+
+/** grpc-js's connectivity state READY: what etcd3's resetAllServices asks a service's channel. */
+const GRPC_READY = 2;
+
+/** The token etcd3's pool puts in a call's metadata (its Authenticator), as the call's context. */
+function ctxOfMetadata(metadata: unknown): CallContext {
+  const get = (metadata as { get?: (k: string) => unknown[] } | undefined)?.get;
+  const token = typeof get === 'function' ? get.call(metadata, 'token')[0] : undefined;
+  return token === undefined ? {} : { token: String(token) };
+}
+
+/**
+ * A grpc-js service client of one etcd service on one host, for etcd3's pool: unary methods take
+ * `(payload, metadata, options, callback)` as grpc-js's do and answer from the host's member; Watch and
+ * LeaseKeepAlive give duplexes over the member's stream calls. A call to a member that is down fails as
+ * the connection does (Unavailable), asynchronously, as over a network.
+ */
+function serviceClient(service: string, host: Etcd3SimHost, cast: (err: Error) => Error, answered: () => void): object {
+  const key = serviceKey(service);
+  const failedStream = (err: unknown): SimDuplex => {
+    const e = toGrpcError(err);
+    // grpc-js reports a refused connection on a later turn of the event loop (after the caller has set its
+    // listeners), never within the promise chain that opened the stream.
+    const call = { onResponse(): void {}, onEnd(fn: (err: unknown) => void): void { setImmediate(() => fn(e)); }, end(): void {}, write(): void {} };
+    return new SimDuplex(call as unknown as WatchCall, cast, identity, identity, true);
+  };
+  const stream = (open: (s: EtcdServices, ctx: CallContext) => WatchCall | KeepAliveCall, mapIn: (r: unknown) => unknown, mapOut: (r: unknown) => unknown) =>
+    (metadata: unknown): SimDuplex => {
+      try {
+        return new SimDuplex(open(host.open(), ctxOfMetadata(metadata)), cast, mapIn, mapOut, true);
+      } catch (err) {
+        return failedStream(err);
+      }
+    };
+  const fixed: Record<string, unknown> = {
+    getChannel: () => ({ getConnectivityState: () => GRPC_READY }),
+    close: () => undefined,
+    watch: stream((s, ctx) => s.watch.watch(ctx), enumsIn, (r) => eventsOut(r as { events?: unknown })),
+    leaseKeepAlive: stream((s, ctx) => s.lease.leaseKeepAlive(ctx), identity, identity),
+  };
+  return new Proxy(fixed, {
+    get: (target, name) => {
+      // Never a thenable: a promise resolved with this client must not take it for one.
+      if (typeof name !== 'string' || name === 'then') return undefined;
+      if (name in target) return target[name];
+      return (payload: unknown, metadata: unknown, _options: unknown, callback: (err: Error | null, res?: unknown) => void): void => {
+        const req = name === 'range' || name === 'txn' ? enumsIn(payload ?? {}) : (payload ?? {});
+        Promise.resolve()
+          .then(() => {
+            const svc = (host.open() as unknown as Record<string, Record<string, unknown> | undefined>)[key];
+            const fn = svc?.[name];
+            if (typeof fn !== 'function') throw unimplemented(service, name);
+            return (fn as (req: unknown, ctx: CallContext) => unknown).call(svc, req, ctxOfMetadata(metadata));
+          })
+          .then(
+            (res) => callback(null, permsOut(eventsOut(res as object))),
+            (err: unknown) => callback(toGrpcError(err)),
+          )
+          .finally(answered);
+      };
+    },
+  });
+}
+
+/**
+ * A real `Etcd3` client over several members, failing over by etcd3's own rules: its ConnectionPool runs
+ * unchanged — hosts in a fresh Fisher–Yates order per call, a circuit breaker per host (3 consecutive
+ * recoverable failures open it for 5 s), the global retry policy (3 retries on a recoverable error:
+ * Unavailable, DeadlineExceeded, Internal, ...), streams that mark their host failed and reconnect through
+ * the pool — and only its transport is replaced: each host's grpc-js service clients answer from that
+ * host's member. The shuffle draws from `random` instead of Math.random, so the same seed picks the same
+ * hosts; the auth token is fetched from the members, first host first, as its Authenticator does.
+ */
+export function createEtcd3ClusterClient(
+  hosts: readonly Etcd3SimHost[],
+  options: SimEtcd3Options,
+  random: { nextFloat(): number },
+  /** Called after each unary answer reaches etcd3 (the simulator fires zero-delay timers then). */
+  answered: () => void = () => undefined,
+): Etcd3 {
+  const { Etcd3, castGrpcError, ClientClosedError } = loadEtcd3();
+  const client = new Etcd3({
+    ...options,
+    hosts: hosts.map((h) => h.address),
+    faultHandling: { watchBackoff: CONSTANT_BACKOFF, ...options.faultHandling } as NonNullable<IOptions['faultHandling']>,
+  });
+  const pool = (client as unknown as { pool: PoolInternals }).pool;
+  pool.hosts.forEach((h, i) => {
+    const host = hosts[i]!;
+    const cache = new Map<string, object>();
+    h.getServiceClient = (name: string) => {
+      if (h.closed) throw new ClientClosedError(name); // as Host.getServiceClient after close()
+      let c = cache.get(name);
+      if (c === undefined) {
+        c = serviceClient(name, host, castGrpcError, answered);
+        cache.set(name, c);
+      }
+      return c;
+    };
+  });
+  // etcd3's shuffledHosts (an endless Fisher–Yates over its hosts), with the simulator's random stream.
+  pool.shuffledHosts = function* shuffled(): Generator<unknown, never, unknown> {
+    const order = pool.hosts.slice();
+    for (;;) {
+      for (let i = order.length - 1; i >= 0; i--) {
+        const j = Math.floor((i + 1) * random.nextFloat());
+        [order[j], order[i]] = [order[i]!, order[j]!];
+        yield order[i];
+      }
+    }
+  };
+  pool.authenticator.getCredentialsFromHost = async (address: string, name: string, password: string): Promise<string> => {
+    const host = hosts.find((h) => h.address.replace(/^https?:\/\//, '') === address);
+    if (host === undefined) throw new Error(`etcdsim: no member at ${address}`);
+    try {
+      return (await host.open().auth.authenticate({ name, password })).token;
+    } catch (err) {
+      throw castGrpcError(toGrpcError(err));
+    }
+  };
   return client;
 }

@@ -71,3 +71,32 @@ test('createEtcdSim({ members: 3 }): etcd3 on a follower; a write without quorum
     mock.timers.reset();
   }
 });
+
+test('createEtcdSim({ members: 3 }): a failover client after a leader crash: the write in the gap fails (not retried), the read is answered, then on', async () => {
+  const sim = createEtcdSim({ members: 3, time: 'virtual', seed: 17 });
+  const c = sim.client({ endpoints: [0, 1, 2] });
+  const pinned = sim.client({ member: 0 });
+  await c.kv.put({ key: 'k', value: 'v1' });
+  sim.cluster.crash(0); // the leader
+  await assert.rejects(pinned.kv.put({ key: 'k', value: 'x' }), /14 UNAVAILABLE: .*member infra1 is down/);
+  // The survivors still know the dead leader: a write they forward to it is lost, etcd answers it at the
+  // request timeout (7 s), and clientv3 does not retry it (non-repeatable: it may have been applied). A
+  // linearizable read is answered once the new leader confirms a read index (and, being repeatable, would
+  // have been retried on an Unavailable answer).
+  const settled = <T>(p: Promise<T>): Promise<T | Error> => p.catch((e: Error) => e);
+  const write = settled(c.kv.put({ key: 'k', value: 'lost?' }));
+  const read = settled(c.kv.range({ key: 'k' }));
+  await sim.advance(sim.cluster.requestTimeoutMs);
+  const w = await write;
+  assert.ok(w instanceof Error, 'the write failed');
+  assert.match(w.message, /^14 UNAVAILABLE: etcdserver: request timed out/);
+  const r = await read;
+  assert.ok(!(r instanceof Error), String(r));
+  assert.notEqual(r.header.member_id, String(sim.cluster.members[0]!.id));
+  assert.equal(dec.decode(r.kvs[0]!.value), 'v1');
+  const after = await c.kv.put({ key: 'k', value: 'v2' });
+  assert.notEqual(after.header.raft_term, '2', 'committed in a later term');
+  assert.throws(() => sim.services({ endpoints: [0, 1] }), /one member/);
+  c.close();
+  sim.close();
+});

@@ -6,3 +6,8 @@
 export function createEtcd3Client(): never {
   throw new Error('the etcd3 client runs on Node only; the playground drives the simulator through its services');
 }
+
+/** The stand-in for a cluster's etcd3 client (`sim.etcd3({ endpoints })`): Node only, as above. */
+export function createEtcd3ClusterClient(): never {
+  return createEtcd3Client();
+}
