@@ -104,6 +104,12 @@ async function loopbackUrls(): Promise<{ peer: string; client: string }> {
   return { peer: `http://127.0.0.1:${await freePort()}`, client: `http://127.0.0.1:${await freePort()}` };
 }
 
+/** This process's resident set and V8 heap, for the notes. */
+function residentMiB(): string {
+  const m = process.memoryUsage();
+  return `rss ${(m.rss / 2 ** 20).toFixed(0)} MiB, heap ${(m.heapUsed / 2 ** 20).toFixed(0)} MiB`;
+}
+
 function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const mid = s.length >> 1;
@@ -130,6 +136,81 @@ async function etcdHashKV(address: string): Promise<number> {
   return Number(m[1]);
 }
 
+/** What the save phase measured; its etcd, simulator and served member are gone when it returns. */
+interface SavePhase {
+  readonly etcdSave: number[];
+  readonly simSave: number[];
+  readonly simWrite: number[];
+  /** etcd's own snapshot, loaded by both sides in the load phase. */
+  readonly etcdFile: string;
+  readonly etcdSize: number;
+  readonly simSize: number;
+  readonly memory: string[];
+}
+
+/**
+ * The history in a real etcd and in a simulator, then the save rounds. Everything it starts is closed before
+ * it returns, and nothing outside keeps the two members: the load rounds that follow load a third store of N
+ * revisions each round, and with the first two still reachable a 1M run's heap neared V8's limit and its
+ * rounds stalled in garbage collection.
+ */
+async function savePhase(ctx: BenchContext, n: number, rounds: number, work: string): Promise<SavePhase> {
+  const stops: (() => Promise<void>)[] = [];
+  try {
+    // --- the same history in a real etcd and in a simulator
+    const urls = await loopbackUrls();
+    const { etcd } = await startEtcd(join(work, 'source.etcd'), urls.peer, urls.client, 'source');
+    stops.push(() => etcd.stop());
+    const sim = createEtcdSim({ time: 'virtual', etcdVersion: '3.4', maxTxnOps: TXN_OPS, maxRequestBytes: 8 << 20 });
+    stops.push(async () => sim.close());
+    const enc = new TextEncoder();
+    const t0 = performance.now();
+    let txns = 0;
+    // etcd's own gRPC API (grpc-js), one txn at a time: the history's order must be the simulator's.
+    const client = connectEtcd(etcd.address, { deadlineMs: 120_000 });
+    try {
+      for (const txn of history(n)) {
+        const req = { success: txn.map(([k, v]) => ({ request_put: { key: enc.encode(k), value: enc.encode(v) } })) };
+        const pending = client.kv.txn(req);
+        sim.services.kv.txn(req);
+        await pending;
+        txns++;
+      }
+    } finally {
+      client.close();
+    }
+    ctx.log(`snapshot: ${n} revisions in ${txns} txns of up to ${TXN_OPS} puts loaded into etcd and the simulator in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    const etcdHash = await etcdHashKV(etcd.address);
+    const simHash = sim.services.maintenance.hashKV({}).hash;
+    if (etcdHash !== simHash) throw new Error(`snapshot bench: HashKV differs after loading (etcd ${etcdHash}, simulator ${simHash})`);
+
+    // The served door runs its own member: it gets the same state by loading the simulator's snapshot.
+    const door = await serve({ port: 0, etcdVersion: '3.4', fromSnapshot: sim.server.etcdSnapshot() });
+    stops.push(() => door.close());
+    const memory = [`with both members: ${residentMiB()}`];
+
+    // --- save
+    const etcdSave: number[] = [];
+    const simSave: number[] = [];
+    const simWrite: number[] = [];
+    const etcdFile = join(work, 'etcd.db');
+    const simSaved = join(work, 'sim.db');
+    for (let r = 0; r < rounds; r++) {
+      const sides = [
+        async () => etcdSave.push(await timed(() => run('etcdctl', [`--endpoints=${etcd.address}`, '--command-timeout=600s', 'snapshot', 'save', etcdFile]))),
+        async () => simSave.push(await timed(() => run('etcdctl', [`--endpoints=${door.address}`, '--command-timeout=600s', 'snapshot', 'save', simSaved]))),
+      ];
+      if (r % 2 === 1) sides.reverse();
+      for (const s of sides) await s();
+      simWrite.push(await timed(async () => writeFileSync(join(work, 'sim-inprocess.db'), sim.server.etcdSnapshot())));
+    }
+    memory.push(`after the saves: ${residentMiB()}`);
+    return { etcdSave, simSave, simWrite, etcdFile, etcdSize: statSync(etcdFile).size, simSize: statSync(simSaved).size, memory };
+  } finally {
+    for (const s of stops.reverse()) await s().catch(() => {});
+  }
+}
+
 export const snapshotSection: BenchSection = {
   name: 'snapshot',
   title: "snapshots in etcd's format: etcdsim ÷ etcd 3.4.23 on the same history (save over the Snapshot RPC; load = restore + start until ready)",
@@ -139,61 +220,12 @@ export const snapshotSection: BenchSection = {
       return [];
     }
     const n = revisionsFor(ctx);
-    const rounds = ctx.quick ? 3 : 3;
+    const rounds = 3;
     const work = mkdtempSync(join(SCRATCH, 'etcdsim-snapshot-bench-'));
-    const stops: (() => Promise<void>)[] = [];
     try {
-      // --- the same history in a real etcd and in a simulator
-      const urls = await loopbackUrls();
-      const { etcd } = await startEtcd(join(work, 'source.etcd'), urls.peer, urls.client, 'source');
-      stops.push(() => etcd.stop());
-      const sim = createEtcdSim({ time: 'virtual', etcdVersion: '3.4', maxTxnOps: TXN_OPS, maxRequestBytes: 8 << 20 });
-      const enc = new TextEncoder();
-      const t0 = performance.now();
-      let txns = 0;
-      // etcd's own gRPC API (grpc-js), one txn at a time: the history's order must be the simulator's.
-      const client = connectEtcd(etcd.address, { deadlineMs: 120_000 });
-      try {
-        for (const txn of history(n)) {
-          const req = { success: txn.map(([k, v]) => ({ request_put: { key: enc.encode(k), value: enc.encode(v) } })) };
-          const pending = client.kv.txn(req);
-          sim.services.kv.txn(req);
-          await pending;
-          txns++;
-        }
-      } finally {
-        client.close();
-      }
-      ctx.log(`snapshot: ${n} revisions in ${txns} txns of up to ${TXN_OPS} puts loaded into etcd and the simulator in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-      const etcdHash = await etcdHashKV(etcd.address);
-      const simHash = sim.services.maintenance.hashKV({}).hash;
-      if (etcdHash !== simHash) throw new Error(`snapshot bench: HashKV differs after loading (etcd ${etcdHash}, simulator ${simHash})`);
-
-      // The served door runs its own member: it gets the same state by loading the simulator's snapshot.
-      const simFile = sim.server.etcdSnapshot();
-      const door = await serve({ port: 0, etcdVersion: '3.4', fromSnapshot: simFile });
-      stops.push(() => door.close());
-
-      // --- save
-      const etcdSave: number[] = [];
-      const simSave: number[] = [];
-      const simWrite: number[] = [];
-      const etcdFile = join(work, 'etcd.db');
-      const simSaved = join(work, 'sim.db');
-      for (let r = 0; r < rounds; r++) {
-        const sides = [
-          async () => etcdSave.push(await timed(() => run('etcdctl', [`--endpoints=${etcd.address}`, '--command-timeout=600s', 'snapshot', 'save', etcdFile]))),
-          async () => simSave.push(await timed(() => run('etcdctl', [`--endpoints=${door.address}`, '--command-timeout=600s', 'snapshot', 'save', simSaved]))),
-        ];
-        if (r % 2 === 1) sides.reverse();
-        for (const s of sides) await s();
-        simWrite.push(await timed(async () => writeFileSync(join(work, 'sim-inprocess.db'), sim.server.etcdSnapshot())));
-      }
-      const etcdSize = statSync(etcdFile).size;
-      const simSize = statSync(simSaved).size;
-      await etcd.stop();
-      stops.length = 0;
-      stops.push(() => door.close());
+      const { etcdSave, simSave, simWrite, etcdFile, etcdSize, simSize, memory } = await savePhase(ctx, n, rounds, work);
+      collectGarbage();
+      memory.push(`members closed: ${residentMiB()}`);
 
       // --- load: both from etcd's own snapshot file
       const etcdLoad: number[] = [];
@@ -231,6 +263,7 @@ export const snapshotSection: BenchSection = {
         simServeLoad.push(await timed(async () => (s = await serve({ port: 0, etcdVersion: '3.4', fromSnapshot: readFileSync(etcdFile) }))));
         await s?.close();
       }
+      memory.push(`after the loads: ${residentMiB()}`);
 
       const size = `${n.toLocaleString('en')} revisions (${formatBytes(etcdSize)} etcd file, ${formatBytes(simSize)} etcdsim file)`;
       const pair = (name: string, subject: number[], baseline: number[], baselineName: string, note: string, target = true): Row => {
@@ -242,10 +275,9 @@ export const snapshotSection: BenchSection = {
         pair('save: etcdctl snapshot save', simSave, etcdSave, 'etcd 3.4.23', `${size}; etcdctl against serve() in this process vs against etcd`),
         pair('save: sim.server.etcdSnapshot() + write', simWrite, etcdSave, 'etcdctl snapshot save (etcd)', 'in-process, no RPC', false),
         pair('load: createEtcdSim({ fromSnapshot })', simLoad, etcdLoad, 'restore + etcd start', `etcd's own snapshot file on both sides; HashKV checked equal (${loadedHash ?? '?'})`),
-        pair('load: serve({ fromSnapshot }) until listening', simServeLoad, etcdLoad, 'restore + etcd start', 'in-process serve, port bound', false),
+        pair('load: serve({ fromSnapshot }) until listening', simServeLoad, etcdLoad, 'restore + etcd start', `in-process serve, port bound; bench process ${memory.join('; ')}`, false),
       ];
     } finally {
-      for (const s of stops) await s().catch(() => {});
       rmSync(work, { recursive: true, force: true });
     }
   },

@@ -38,7 +38,9 @@
  * Unary calls the server hands the door (FrontDoorOptions.unary, the thin unary path) never reach grpc-js:
  * the door keeps their one request message and gives it to the method, which answers through a
  * DoorUnaryCall as grpc-go answers. grpc-js's call stack (interceptors, metadata objects, channelz, its own
- * decoder) was most of the CPU a unary request cost; see docs/performance.md.
+ * decoder) was most of the CPU a unary request cost; see docs/performance.md. Server-streaming methods handed
+ * over the same way (FrontDoorOptions.serverStream: Maintenance.Snapshot) stream through a
+ * DoorServerStreamCall, written as the HTTP/2 stream drains.
  */
 import * as http2 from 'node:http2';
 import type { Socket } from 'node:net';
@@ -64,6 +66,12 @@ export interface FrontDoorOptions {
    * through the DoorUnaryCall. Methods not listed go to grpc-js.
    */
   readonly unary?: ReadonlyMap<string, (call: DoorUnaryCall) => void> | undefined;
+  /**
+   * Server-streaming methods the door serves itself (by path), as `unary` above: once the one request
+   * message is whole, the handler gets it and streams its responses through the DoorServerStreamCall.
+   * Methods not listed go to grpc-js.
+   */
+  readonly serverStream?: ReadonlyMap<string, (call: DoorServerStreamCall) => void> | undefined;
 }
 
 /**
@@ -85,6 +93,23 @@ export interface DoorUnaryCall {
   reply(frame: Buffer): void;
   /** Answers with a status in one HEADERS frame (as grpc-go does for a handler's error before any message). */
   fail(code: number, details: string): void;
+}
+
+/**
+ * A server-streaming call the door serves itself (Maintenance.Snapshot): the request as for DoorUnaryCall,
+ * and its responses sent as grpc-go's server sends a stream — HEADERS (`:status 200`, the request's
+ * content-type), the messages, trailers `grpc-status: 0` with an empty `grpc-message` — or a trailers-only
+ * status for an error before any message.
+ */
+export interface DoorServerStreamCall extends Omit<DoorUnaryCall, 'reply'> {
+  /**
+   * Sends the messages `next` yields, each as the buffers of one framed message (written in order, not
+   * copied), then status 0 once it yields undefined. `next` is asked for more only while less than grpc-go's
+   * per-stream write quota (64 KiB) waits in the stream: what HTTP/2 flow control holds back stays with the
+   * caller, so a client that stops reading costs at most that much here. A stream that closes (the client
+   * cancelled, the connection dropped) stops asking.
+   */
+  send(next: () => readonly Buffer[] | undefined): void;
 }
 
 /** `message` with gRPC's 5-byte prefix (uncompressed, big-endian length) in front. */
@@ -128,8 +153,11 @@ export class DoorStream {
     private readonly max: number,
     /** The call's grpc-timeout (ms) and when it passes (host ms); undefined for none. */
     private readonly deadline: { readonly timeoutMs: number; readonly at: number } | undefined = undefined,
-    /** Set for a unary call the door serves itself (FrontDoorOptions.unary): it gets the message instead of grpc-js. */
-    private readonly unary: { readonly handler: (call: DoorUnaryCall) => void; readonly headers: http2.IncomingHttpHeaders; readonly contentType: string } | undefined = undefined,
+    /**
+     * Set for a unary or server-streaming call the door serves itself (FrontDoorOptions.unary, .serverStream):
+     * it gets the message instead of grpc-js.
+     */
+    private readonly unary: { readonly handler: (call: CallOnStream) => void; readonly headers: http2.IncomingHttpHeaders; readonly contentType: string } | undefined = undefined,
   ) {
     // The message's bytes are kept (prefix included) until it is whole; grpc-js gets none of them.
     if (unary !== undefined) this.grpcData = [];
@@ -219,7 +247,7 @@ export class DoorStream {
       const kept = this.kept;
       this.kept = [];
       const bytes = kept.length === 1 ? kept[0]! : Buffer.concat(kept);
-      this.unary.handler(new UnaryCallOnStream(this.stream, bytes.subarray(5), this.unary.headers, this.deadline?.at, this.unary.contentType));
+      this.unary.handler(new CallOnStream(this.stream, bytes.subarray(5), this.unary.headers, this.deadline?.at, this.unary.contentType));
       return false;
     }
     if (this.grpcData !== undefined) {
@@ -281,11 +309,12 @@ export class DoorStream {
 }
 
 /**
- * A door-served unary call on its HTTP/2 stream, answered as grpc-go answers: HEADERS (`:status 200`, the
- * request's content-type), one DATA message, trailers `grpc-status: 0` with an empty `grpc-message`; or a
- * trailers-only status. Either way followed by RST_STREAM NO_ERROR when the client's side is still open.
+ * A door-served call on its HTTP/2 stream, answered as grpc-go answers: HEADERS (`:status 200`, the
+ * request's content-type), one DATA message (unary) or many (server-streaming), trailers `grpc-status: 0`
+ * with an empty `grpc-message`; or a trailers-only status. Either way followed by RST_STREAM NO_ERROR when
+ * the client's side is still open.
  */
-class UnaryCallOnStream implements DoorUnaryCall {
+class CallOnStream implements DoorUnaryCall, DoorServerStreamCall {
   private answered = false;
 
   constructor(
@@ -318,6 +347,41 @@ class UnaryCallOnStream implements DoorUnaryCall {
     stream.end(frame);
   }
 
+  send(next: () => readonly Buffer[] | undefined): void {
+    if (this.answered) return;
+    this.answered = true;
+    const stream = this.stream;
+    if (stream.destroyed || stream.closed) return;
+    stream.respond({ ':status': 200, 'content-type': this.contentType }, REPLY_OPTIONS);
+    stream.once('wantTrailers', () => {
+      stream.sendTrailers(OK_TRAILERS);
+      finishStream(stream);
+    });
+    // Written while the stream holds less than the quota; past it, on 'drain' (node:http2 completes a write
+    // only once flow control let its bytes go to the socket, so 'drain' is the client's reading).
+    let source: (() => readonly Buffer[] | undefined) | undefined = next;
+    const pump = (): void => {
+      while (source !== undefined) {
+        if (stream.destroyed || stream.closed) break;
+        if (stream.writableLength >= STREAM_WRITE_QUOTA) return void stream.once('drain', pump);
+        const frames = source();
+        if (frames === undefined) {
+          source = undefined;
+          stream.end();
+          return;
+        }
+        for (const f of frames) stream.write(f);
+      }
+      source = undefined;
+    };
+    // A cancelled or dropped stream: no more messages, and the source (the snapshot file) is let go.
+    stream.once('close', () => {
+      source = undefined;
+      stream.off('drain', pump);
+    });
+    pump();
+  }
+
   fail(code: number, details: string): void {
     if (this.answered) return;
     this.answered = true;
@@ -337,6 +401,12 @@ class UnaryCallOnStream implements DoorUnaryCall {
  */
 const REPLY_OPTIONS: http2.ServerStreamResponseOptions & { readonly sendDate: boolean } = { waitForTrailers: true, sendDate: false };
 const STATUS_OPTIONS: http2.ServerStreamResponseOptions & { readonly sendDate: boolean } = { endStream: true, sendDate: false };
+
+/**
+ * grpc-go's per-stream write quota (defaultWriteQuota, 64 KiB): the bytes a server stream queues before
+ * its Send blocks until the transport has written some.
+ */
+const STREAM_WRITE_QUOTA = 64 * 1024;
 
 /** The trailers of a successful call as grpc-go writes them (its status has no message). */
 const OK_TRAILERS: http2.OutgoingHttpHeaders = Object.freeze({ 'grpc-status': '0', 'grpc-message': '' });
@@ -432,7 +502,8 @@ export function installFrontDoor(server: grpc.Server, opts: FrontDoorOptions): F
         });
         return;
       }
-      const own = kind === 'unary' ? opts.unary?.get(path) : undefined;
+      const own: ((call: CallOnStream) => void) | undefined =
+        kind === 'unary' ? opts.unary?.get(path) : kind === 'serverStream' ? opts.serverStream?.get(path) : undefined;
       const door = new DoorStream(
         stream,
         kind,
@@ -448,7 +519,7 @@ export function installFrontDoor(server: grpc.Server, opts: FrontDoorOptions): F
         stream.once('close', () => timer.cancel());
       }
       if (own !== undefined) {
-        // The thin unary path: grpc-js never sees this stream; an error after the answer is the client's going.
+        // The thin path: grpc-js never sees this stream; an error after the answer is the client's going.
         // (prependListener does not start a Readable flowing as on('data') does.)
         stream.on('error', noop);
         stream.resume();

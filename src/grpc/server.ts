@@ -31,7 +31,8 @@ import type * as M from '../server/messages.js';
 import { serverCompat } from '../server/compat.js';
 import { DEFAULT_MAX_REQUEST_BYTES, type EtcdVersion } from '../mvcc/index.js';
 import { encodeDeleteRangeResponse, encodePutResponse, encodeRangeResponse, encodeTxnResponse, encodeWatchResponse, framedEncoders } from './codec.js';
-import { claimDoorStream, DEADLINE_METADATA, frameMessage, installFrontDoor, type DoorUnaryCall, type MethodKind } from './front_door.js';
+import { claimDoorStream, DEADLINE_METADATA, frameMessage, installFrontDoor, type DoorServerStreamCall, type DoorUnaryCall, type MethodKind } from './front_door.js';
+import { encodeSnapshotResponse, snapshotResponseFrames } from './snapshot_wire.js';
 import { requestChecks, requestDecodingOf } from './request_decoding.js';
 import { afterHostTime, hostNow, RealClock, type Clock } from '../sim/index.js';
 import { MalformedRequest, withRequestChecks } from './request_checks.js';
@@ -124,8 +125,9 @@ export interface ServeOptions extends Omit<EtcdServerOptions, 'clock' | 'clientC
   readonly clockSpeed?: number | undefined;
   readonly tls?: TlsOptions | undefined;
   /**
-   * Who serves unary calls: 'door' (default), the thin path on node:http2 in front_door.ts, or 'grpc-js'.
-   * The answers on the wire are the same; the door spends 0.5–0.7× of grpc-js's CPU per call (docs/performance.md).
+   * Who serves unary calls and Maintenance.Snapshot's stream: 'door' (default), the thin path on node:http2
+   * in front_door.ts, or 'grpc-js' for everything. The answers on the wire are the same; the door spends
+   * 0.5–0.7× of grpc-js's CPU per call (docs/performance.md).
    */
   readonly grpcUnary?: 'door' | 'grpc-js' | undefined;
 }
@@ -309,9 +311,59 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
         });
       });
     }
+    for (const [name, handler] of Object.entries(impl)) {
+      const own = doorStreamFns.get(handler);
+      const m = def[name];
+      if (own === undefined || m === undefined) continue;
+      const deserialize = m.requestDeserialize;
+      doorServerStream.set(m.path, (call) => runDoorServerStream(own, call, deserialize));
+    }
   };
   const serverStream = <Req, Res>(fn: (req: Req, ctx: CallContext) => Awaitable<Res[]>): grpc.handleServerStreamingCall<Req, Res> =>
     serverStreamHandler(fn, callContext, streamUnmarshal);
+  // Server-streaming methods the thin path serves (front_door.ts, FrontDoorOptions.serverStream): the same
+  // service function as on grpc-js, its responses written as framed buffers by `frames` as the stream drains
+  // (the same bytes as the method's serializer on grpc-js writes; see withEncoders).
+  const doorServerStream = new Map<string, (call: DoorServerStreamCall) => void>();
+  const doorStreamFns = new WeakMap<object, DoorStreamFn>();
+  const thinServerStream = <Req, Res>(
+    fn: (req: Req, ctx: CallContext) => Awaitable<Res[]>,
+    frames: (r: Res) => Buffer[],
+  ): grpc.handleServerStreamingCall<Req, Res> => {
+    const handler = serverStream(fn);
+    doorStreamFns.set(handler, { fn, frames } as unknown as DoorStreamFn);
+    return handler;
+  };
+  /** One door-served server-streaming call: decoded and run as serverStreamHandler runs it on grpc-js. */
+  const runDoorServerStream = (
+    own: DoorStreamFn,
+    call: DoorServerStreamCall,
+    deserialize: (b: Buffer) => unknown,
+  ): void => {
+    const req = deserialize(call.message);
+    if (req instanceof MalformedRequest) {
+      call.fail(grpc.status.INTERNAL, streamUnmarshal + req.error);
+      return;
+    }
+    let rs: Awaitable<unknown[]>;
+    try {
+      rs = own.fn(req, contextOfHeaders(call.headers, call.stream, readCommonName));
+    } catch (err) {
+      const e = toGrpcError(err);
+      call.fail(e.code, e.details);
+      return;
+    }
+    const send = (all: unknown[]): void => {
+      let i = 0;
+      call.send(() => (i < all.length ? own.frames(all[i++]) : undefined));
+    };
+    if (isPromiseLike(rs)) {
+      rs.then(send, (err: unknown) => {
+        const e = toGrpcError(err);
+        call.fail(e.code, e.details);
+      });
+    } else send(rs);
+  };
 
   const stream = <Req, Res>(
     method: StreamMethod,
@@ -425,7 +477,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
     Watch: withRequestChecks(withEncoders(etcdService('Watch').service, WATCH_ENCODERS), etcdRequestCheck),
     Lease: withRequestChecks(etcdService('Lease').service, etcdRequestCheck),
     Cluster: withRequestChecks(etcdService('Cluster').service, etcdRequestCheck),
-    Maintenance: withRequestChecks(etcdService('Maintenance').service, etcdRequestCheck),
+    Maintenance: withRequestChecks(withEncoders(etcdService('Maintenance').service, MAINTENANCE_ENCODERS), etcdRequestCheck),
     Auth: withRequestChecks(etcdService('Auth').service, etcdRequestCheck),
     // etcd's v3lock and v3election services (./concurrency.ts).
     ...concurrencyDefinitions(PROTO_LOADER_OPTIONS, decoding),
@@ -472,7 +524,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
     MoveLeader: unary((req: M.MoveLeaderRequest, ctx) => member().services.maintenance.moveLeader(req, ctx)),
     Defragment: unary((req: M.DefragmentRequest, ctx) => member().services.maintenance.defragment(req, ctx)),
     Alarm: unary((req: M.AlarmRequest, ctx) => member().services.maintenance.alarm(req, ctx)),
-    Snapshot: serverStream((req: M.SnapshotRequest, ctx) => member().services.maintenance.snapshot(req, ctx)),
+    Snapshot: thinServerStream((req: M.SnapshotRequest, ctx) => member().services.maintenance.snapshot(req, ctx), snapshotResponseFrames),
   });
   const auth = () => member().services.auth;
   addService(definitions.Auth, {
@@ -540,6 +592,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
     malformedMethodCode: serverCompat(etcdVersion).malformedMethodResourceExhausted ? grpc.status.RESOURCE_EXHAUSTED : grpc.status.UNIMPLEMENTED,
     headerErrorsAnswered: serverCompat(etcdVersion).headerErrorsAnswered,
     unary: doorUnary,
+    serverStream: doorServerStream,
   });
   clientPort.serveHttpOverH2();
   const scheme = opts.tls === undefined ? 'http' : 'https';
@@ -627,6 +680,12 @@ const FRAMED_ENCODERS: Readonly<Record<string, ((r: never) => Buffer) | undefine
   '/etcdserverpb.KV/Txn': framedEncoders.txn,
 };
 
+/** A server-streaming method the thin path serves: its service function and its responses' wire frames. */
+interface DoorStreamFn {
+  readonly fn: (req: unknown, ctx: CallContext) => Awaitable<unknown[]>;
+  readonly frames: (r: unknown) => Buffer[];
+}
+
 /** What running a unary method needs of its call, whichever transport carries it. */
 interface UnaryInvocation<Req, Res> {
   readonly request: Req | MalformedRequest;
@@ -639,6 +698,9 @@ interface UnaryInvocation<Req, Res> {
   reply(res: Res): void;
   fail(err: { code: number; details: string }): void;
 }
+
+/** Snapshot's responses as etcd writes them, its blobs as they are (snapshot_wire.ts), on grpc-js too. */
+const MAINTENANCE_ENCODERS: Readonly<Record<string, (r: never) => Buffer>> = { Snapshot: encodeSnapshotResponse };
 
 /** Watch responses are encoded by the stream handler (it counts their bytes); grpc-js passes them through. */
 const WATCH_ENCODERS: Readonly<Record<string, (r: never) => Buffer>> = { Watch: (r: Buffer) => r };
@@ -758,9 +820,21 @@ function serverStreamHandler<Req, Res>(
       call.emit('error', statusError(toGrpcError(err)));
       return;
     }
+    // Written as grpc-js's stream takes them ('drain'), not all at once: a client that stops reading a
+    // snapshot holds back its responses here, not encoded copies of the whole file in grpc-js's queue.
     const send = (all: Res[]): void => {
-      for (const r of all) call.write(r);
-      call.end();
+      let i = 0;
+      const pump = (): void => {
+        while (i < all.length) {
+          if (call.cancelled) return;
+          if (!call.write(all[i++]!)) {
+            call.once('drain', pump);
+            return;
+          }
+        }
+        call.end();
+      };
+      pump();
     };
     if (isPromiseLike(rs)) rs.then(send, (err: unknown) => call.emit('error', statusError(toGrpcError(err))));
     else send(rs);

@@ -53,8 +53,9 @@ export function varintSize(v: number | bigint): number {
 export class WireWriter {
   readonly buf: Buffer;
   pos = 0;
-  constructor(size: number) {
-    this.buf = Buffer.allocUnsafe(size);
+  /** `over`: write into that buffer itself (e.g. a snapshot file being laid out) instead of a new one of `size`. */
+  constructor(size: number, over?: Buffer) {
+    this.buf = over ?? Buffer.allocUnsafe(size);
   }
   /** An unsigned varint (see int64Bits for signed values). */
   varint(v: number | bigint): void {

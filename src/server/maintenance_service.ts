@@ -10,7 +10,7 @@ import { EtcdError, GrpcCode, fail } from '../mvcc/index.js';
 import type { CallContext } from './call_context.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
-import { SnapshotFormatError, backendHash, memberOfBackend, readEtcdSnapshot } from '../snapshot/index.js';
+import { SnapshotFormatError, backendHash, memberOfBackend, readEtcdSnapshot, writeEtcdSnapshot } from '../snapshot/index.js';
 import { serverCompat } from './compat.js';
 import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty, ErrUserNotFound } from '../auth/errors.js';
 
@@ -106,24 +106,30 @@ export class MaintenanceService {
   }
 
   /**
-   * Maintenance.Snapshot (a server stream): the member's backend as a bbolt file in etcd 3.4's layout
-   * (EtcdServer.etcdSnapshot), sent as etcd's v3rpc sends it — chunks of 32 KiB, each saying how many bytes
-   * of the file remain after it, then one last message holding the file's SHA-256 (remaining 0). `etcdctl
-   * snapshot save` writes the concatenation; `etcdctl snapshot status` and `restore` read it.
+   * Maintenance.Snapshot (a server stream): the member's backend as a bbolt file in etcd's layout
+   * (EtcdServer.etcdBackend), sent as etcd's v3rpc sends it — chunks of 32 KiB (snapshotSendBufferSize),
+   * each saying how many bytes of the file remain after it, then one last message holding the file's SHA-256
+   * (remaining 0). No response carries a header (etcd's Snapshot fills none; observed on 3.4.23); from 3.6 on
+   * each carries the backend's storage version. `etcdctl snapshot save` writes the concatenation of the blobs;
+   * `etcdctl snapshot status` and `restore` read it. The blobs are views of the one file, not copies: the
+   * gRPC layer writes them to the wire as they are (src/grpc/snapshot_wire.ts).
    */
   snapshot(_req: M.SnapshotRequest = {}, ctx?: CallContext): M.SnapshotResponse[] {
     requireAdmin(this.server, ctx);
-    const s = this.server;
-    const file = s.etcdSnapshot();
+    const backend = this.server.etcdBackend();
+    const file = writeEtcdSnapshot(backend);
     const db = Buffer.from(file.buffer, file.byteOffset, file.byteLength - SHA256_SIZE);
-    const hdr = header(s.identity, s.mvcc.currentRevision);
+    // etcd 3.6+ sends meta/storageVersion ("3.6.0") in every response; earlier releases have no such field.
+    const version = backend.storageVersion;
     const out: M.SnapshotResponse[] = [];
     for (let sent = 0; sent < db.length; ) {
       const n = Math.min(SNAPSHOT_CHUNK, db.length - sent);
-      out.push({ header: hdr, remaining_bytes: String(db.length - sent - n), blob: db.subarray(sent, sent + n) });
+      const r: M.SnapshotResponse = { header: null, remaining_bytes: String(db.length - sent - n), blob: db.subarray(sent, sent + n) };
+      out.push(version === undefined ? r : { ...r, version });
       sent += n;
     }
-    out.push({ header: hdr, remaining_bytes: '0', blob: Buffer.from(file.subarray(file.length - SHA256_SIZE)) });
+    const sha: M.SnapshotResponse = { header: null, remaining_bytes: '0', blob: Buffer.from(file.buffer, file.byteOffset + db.length, SHA256_SIZE) };
+    out.push(version === undefined ? sha : { ...sha, version });
     return out;
   }
 

@@ -246,10 +246,11 @@ export type AlarmResponse = pb.AlarmResponse__Output;
 
 export type SnapshotRequest = RequestOf<pb.SnapshotRequest__Input>;
 
-/** `version` (the storage version of the snapshot) is etcd 3.6's: optional (see WithLaterFields). */
-export interface SnapshotResponse extends WithLaterFields<pb.SnapshotResponse__Output, 'version'> {
-  header: ResponseHeader;
-}
+/**
+ * `version` (the storage version of the snapshot) is etcd 3.6's: optional (see WithLaterFields). `header` is
+ * null: etcd's Snapshot sends none.
+ */
+export type SnapshotResponse = WithLaterFields<pb.SnapshotResponse__Output, 'version'>;
 
 // ---------------------------------------------------------------------------------------------------
 // Cluster

@@ -40,12 +40,8 @@ export interface BoltEntrySource {
   keySize(i: number): number;
   valueSize(i: number): number;
   writeKey(i: number, dst: Uint8Array, at: number): void;
+  /** Writes entry i's value at `at` in `dst` — for the key bucket, `dst` is the file itself (see PageAllocator). */
   writeValue(i: number, dst: Uint8Array, at: number): void;
-  /**
-   * The zeroed bytes of a leaf node about to be filled with this source's entries (default: a new
-   * Uint8Array): a source may allocate them its own way, e.g. with an encoder that writes values in place.
-   */
-  newNode?(size: number): Uint8Array;
 }
 
 /** One key of a bucket: a plain value, or a nested bucket. */
@@ -134,26 +130,60 @@ export interface BoltWriteOptions {
   readonly reserveTail?: number | undefined;
 }
 
-/** A node laid out in its own page run: where it goes and its bytes (a whole number of pages). */
-interface PlacedPage {
-  readonly pgid: number;
-  readonly bytes: Uint8Array;
-}
 
 class PageAllocator {
   /** Pages 0 and 1 are the metas, 2 the freelist. */
   next = 3;
-  readonly placed: PlacedPage[] = [];
-  constructor(readonly pageSize: number) {}
-  place(bytes: Uint8Array): number {
+  /**
+   * The file being written, zeroed, grown when a node does not fit (by half again, plus room asked for
+   * ahead with reserve). Nodes are laid out in it where they go: a source's leaves are written in place, so
+   * a snapshot makes no buffer per page and no second copy of its pages.
+   */
+  private file: Uint8Array;
+  constructor(readonly pageSize: number) {
+    this.file = new Uint8Array(64 * pageSize);
+  }
+  /** Makes room for `pages` more pages (and some to spare), so that laying them out copies nothing. */
+  reserve(pages: number): void {
+    const need = (this.next + pages) * this.pageSize;
+    if (need <= this.file.length) return;
+    const grown = new Uint8Array(Math.max(need + RESERVE_SLACK_PAGES * this.pageSize, Math.floor(this.file.length * 1.5)));
+    grown.set(this.file.subarray(0, this.next * this.pageSize));
+    this.file = grown;
+  }
+  /**
+   * The zeroed bytes of a node of `pages` pages at the next page id, its id already in its header (bbolt
+   * reads a page's id from there, e.g. in tx.Check). They are the file's own bytes until the next take.
+   */
+  take(pages: number): { readonly pgid: number; readonly bytes: Uint8Array } {
+    this.reserve(pages);
     const pgid = this.next;
-    this.next += bytes.length / this.pageSize;
-    // The node's own page id in its header (bbolt reads a page's id from there, e.g. in tx.Check).
+    this.next += pages;
+    const bytes = this.file.subarray(pgid * this.pageSize, this.next * this.pageSize);
     new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).setBigUint64(0, BigInt(pgid), true);
-    this.placed.push({ pgid, bytes });
+    return { pgid, bytes };
+  }
+  /** Lays out a node built elsewhere (a whole number of pages); returns its page id. */
+  place(node: Uint8Array): number {
+    const { pgid, bytes } = this.take(node.length / this.pageSize);
+    bytes.set(node.subarray(PAGE_ID_BYTES), PAGE_ID_BYTES);
     return pgid;
   }
+  /** The whole file — its pages, then `tail` zero bytes — a view of it, or a copy when much room was left over. */
+  finish(tail: number): Uint8Array {
+    const size = this.next * this.pageSize + tail;
+    const leftOver = this.file.length - size;
+    if (leftOver >= 0 && leftOver <= Math.max(2 * RESERVE_SLACK_PAGES * this.pageSize, size / 16)) return this.file.subarray(0, size);
+    const out = new Uint8Array(size);
+    out.set(this.file.subarray(0, Math.min(size, this.file.length)));
+    return out;
+  }
 }
+
+/** Pages a reservation adds beyond what was asked (the small buckets laid out after a big one). */
+const RESERVE_SLACK_PAGES = 256;
+/** The page id at the start of every page header. */
+const PAGE_ID_BYTES = 8;
 
 /** A leaf element to lay out: flags, key, value bytes (a bucket's value is its header, maybe inline page). */
 interface LeafItem {
@@ -178,9 +208,8 @@ export function writeBolt(root: BoltBucket, opts: BoltWriteOptions = {}): Uint8A
   const alloc = new PageAllocator(pageSize);
   const rootPgid = writeBucketTree(alloc, root, 0, false);
   const pageCount = alloc.next;
-  const file = new Uint8Array(pageCount * pageSize + (opts.reserveTail ?? 0));
-  const view = new DataView(file.buffer);
-  for (const p of alloc.placed) file.set(p.bytes, p.pgid * pageSize);
+  const file = alloc.finish(opts.reserveTail ?? 0);
+  const view = new DataView(file.buffer, file.byteOffset, file.byteLength);
   // Freelist: nothing is free in a freshly packed file.
   writePageHeader(view, 2 * pageSize, 2, FREELIST, 0, 0);
   for (const id of [0, 1]) {
@@ -246,21 +275,32 @@ function writeSourceTree(alloc: PageAllocator, src: BoltEntrySource): number {
     if (from < to) src.writeKey(from, first, 0);
     if (prevFirst !== undefined && compareKeys(prevFirst, first) >= 0) throw new RangeError("bbolt: a bucket's entries must be in strictly ascending key order");
     prevFirst = first;
-    level.push({ key: first, pgid: alloc.place(sourceLeafNode(src, from, to, size, ps)) });
+    level.push({ key: first, pgid: sourceLeafNode(alloc, src, from, to, size) });
   };
-  // Pack entries into pages exactly as packRuns does, by index.
+  // Pack entries into pages exactly as packRuns does, by index: first the runs (where each leaf starts and
+  // its size), so that the file is grown once for all of them; then the leaves, written in place.
+  const starts: number[] = [];
+  const sizes: number[] = [];
+  let leafPages = 0;
   let from = 0;
   let size = PAGE_HEADER;
   for (let i = 0; i < src.count; i++) {
     const add = ELEMENT + src.keySize(i) + src.valueSize(i);
     if (i > from && (size + add > ps || i - from === 0xffff)) {
-      place(from, i, size);
+      starts.push(from);
+      sizes.push(size);
+      leafPages += Math.ceil(size / ps);
       from = i;
       size = PAGE_HEADER;
     }
     size += add;
   }
-  place(from, src.count, size);
+  starts.push(from);
+  sizes.push(size);
+  leafPages += Math.ceil(size / ps);
+  // The branch levels above: far fewer pages than the leaves (a branch element is 16 bytes and a key).
+  alloc.reserve(leafPages + Math.ceil(leafPages / 64) + 2);
+  for (let r = 0; r < starts.length; r++) place(starts[r]!, r + 1 < starts.length ? starts[r + 1]! : src.count, sizes[r]!);
   while (level.length > 1) {
     const next: { key: Uint8Array; pgid: number }[] = [];
     for (const run of packRuns(level, branchDataSize, ps)) next.push({ key: run[0]!.key, pgid: alloc.place(branchNode(run, ps)) });
@@ -269,13 +309,16 @@ function writeSourceTree(alloc: PageAllocator, src: BoltEntrySource): number {
   return level[0]!.pgid;
 }
 
-/** A leaf node of entries [from, to) of a source; `size` is its header, elements and data. */
-function sourceLeafNode(src: BoltEntrySource, from: number, to: number, size: number, pageSize: number): Uint8Array {
-  const pages = Math.ceil(size / pageSize);
-  const out = src.newNode !== undefined ? src.newNode(pages * pageSize) : new Uint8Array(pages * pageSize);
+/**
+ * A leaf node of entries [from, to) of a source, written in place in the file; `size` is its header,
+ * elements and data. Returns its page id.
+ */
+function sourceLeafNode(alloc: PageAllocator, src: BoltEntrySource, from: number, to: number, size: number): number {
+  const pages = Math.ceil(size / alloc.pageSize);
+  const { pgid, bytes: out } = alloc.take(pages);
   const dv = new DataView(out.buffer, out.byteOffset, out.byteLength);
   const count = to - from;
-  writePageHeader(dv, 0, 0, LEAF, count, pages - 1);
+  writePageHeader(dv, 0, pgid, LEAF, count, pages - 1);
   let data = PAGE_HEADER + count * ELEMENT;
   for (let i = 0; i < count; i++) {
     const ks = src.keySize(from + i);
@@ -289,7 +332,7 @@ function sourceLeafNode(src: BoltEntrySource, from: number, to: number, size: nu
     src.writeValue(from + i, out, data + ks);
     data += ks + vs;
   }
-  return out;
+  return pgid;
 }
 
 function sourceInlinable(src: BoltEntrySource, pageSize: number): boolean {

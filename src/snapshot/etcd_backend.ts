@@ -428,15 +428,11 @@ function keyBucketSource(revs: readonly StoredRevision[]): BoltEntrySource {
     const b = revs[i]!;
     if (a.main > b.main || (a.main === b.main && a.sub >= b.sub)) throw new RangeError(`snapshot: revisions out of order at ${b.main}_${b.sub}`);
   }
-  // The node being filled: values are encoded straight into it (no buffer per value).
-  let node: WireWriter | undefined;
+  // Values are encoded straight into the page being laid out (the file itself; see bbolt.ts PageAllocator)
+  // through one cursor over the buffer it lives in: no buffer per value, no copy.
+  let cursor: WireWriter | undefined;
   return {
     count: revs.length,
-    newNode: (size) => {
-      node = new WireWriter(size);
-      node.buf.fill(0);
-      return node.buf;
-    },
     keySize: (i) => (revs[i]!.tombstone ? 18 : 17),
     valueSize: (i) => {
       const r = revs[i]!;
@@ -450,13 +446,10 @@ function keyBucketSource(revs: readonly StoredRevision[]): BoltEntrySource {
     writeValue: (i, dst, at) => {
       const r = revs[i]!;
       const kv = r.kv;
-      if (node === undefined || node.buf !== dst) {
-        dst.set(marshalKeyValue(kv, r.tombstone), at);
-        return;
-      }
-      node.pos = at;
-      if (r.tombstone) writeKeyValue(node, kv.key, 0, 0, 0, EMPTY, 0);
-      else writeKeyValue(node, kv.key, kv.createRevision, kv.modRevision, kv.version, kv.value, kv.lease);
+      if (cursor === undefined || cursor.buf.buffer !== dst.buffer) cursor = new WireWriter(0, Buffer.from(dst.buffer, 0, dst.buffer.byteLength));
+      cursor.pos = dst.byteOffset + at;
+      if (r.tombstone) writeKeyValue(cursor, kv.key, 0, 0, 0, EMPTY, 0);
+      else writeKeyValue(cursor, kv.key, kv.createRevision, kv.modRevision, kv.version, kv.value, kv.lease);
     },
   };
 }

@@ -77,7 +77,7 @@ test('Defragment and Alarm answer as etcd 3.4.23 does (no header); Snapshot/rest
   assert.deepStrictEqual(m.alarm({ action: 'GET' }), { header: null, alarms: [] });
   sim.services.kv.put({ key: B('a'), value: B('1') });
   const snap = m.snapshot({});
-  assert.deepStrictEqual(snap[0]!.header, hdr(2));
+  assert.deepStrictEqual(snap[0]!.header, null); // etcd's Snapshot responses carry no header (observed on 3.4.23)
   // A bbolt file in chunks, then its SHA-256 (what etcdctl's `snapshot save` checks): see test/snapshot.
   const pages = Buffer.concat(snap.slice(0, -1).map((r) => r.blob));
   assert.equal(pages.length % 4096, 0);
