@@ -8,6 +8,7 @@
  * Output: a table on stdout; with --json, exactly one JSON object on stdout instead (progress always goes
  * to stderr). The exit code is 0 even when a target is missed: benchmarks report, tests judge.
  */
+import { clusterSection } from './cluster.bench.js';
 import { deliverySection } from './delivery.bench.js';
 import { etcd3Section } from './etcd3.bench.js';
 import { formatFigure, gcAvailable, spread, targetMet, type BenchContext, type BenchSection, type Row, type Sample } from './harness.js';
@@ -20,7 +21,7 @@ import { upkeepSection } from './upkeep.bench.js';
 import { watchSection } from './watch.bench.js';
 
 /** Every section, in the order they run. Add new areas (watch, lease, etcd3 adapter) here. */
-const SECTIONS: readonly BenchSection[] = [mvccSection, upkeepSection, watchSection, leaseSection, etcd3Section, serverSection, servedSection, deliverySection, snapshotSection];
+const SECTIONS: readonly BenchSection[] = [mvccSection, upkeepSection, watchSection, leaseSection, etcd3Section, serverSection, servedSection, deliverySection, snapshotSection, clusterSection];
 
 interface Args {
   readonly quick: boolean;

@@ -176,7 +176,7 @@ async function startEtcd(): Promise<Served> {
  * (which bin/etcdsim.js skips for tsx after any edit: tsx's loader and its per-function name helpers would
  * be in every figure). Returns the folder.
  */
-async function compileSim(ctx: BenchContext): Promise<string> {
+export async function compileSim(ctx: BenchContext): Promise<string> {
   const out = join(BUILD_DIR, 'js');
   rmSync(out, { recursive: true, force: true });
   const esbuild = await import('esbuild');

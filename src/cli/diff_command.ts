@@ -7,9 +7,11 @@
  *   etcdsim diff --endpoint HOST:PORT                an etcd you run; it must be empty and on loopback unless
  *                                                    --force / --allow-non-loopback say otherwise
  *   options: --seed N  --ops N (default 1000)  --etcd-version 3.4|3.5|3.6|3.7 (default 3.4)  --json
- *   etcdsim diff --cluster [--sim-only] [--no-faults] [--duration MS] [--seed N | --seeds A..B] [--etcd-bin PATH]
+ *   etcdsim diff --cluster [--sim-only] [--no-faults] [--duration MS] [--keep-faults I,J|none]
+ *                  [--seed N | --seeds A..B [--workers N]] [--etcd-bin PATH]
  *                                                    the cluster differential (cluster_diff.ts): a simulated and
- *                                                    a throwaway real 3-member etcd, seeds run one after another
+ *                                                    a throwaway real 3-member etcd per seed; a range runs on N
+ *                                                    worker threads (cluster_seeds.ts), a failing seed is shrunk
  *   many seeds: --seeds A..B [--workers N]           every seed from A to B, each a diff of --ops ops, on N
  *                                                    worker threads (seeds.ts); each worker needs an etcd of
  *                                                    its own: --start-etcd starts one per worker, --endpoint
@@ -29,6 +31,7 @@ import { runDiffCheck, type DiffReport } from '../diff/check.js';
 import { startEtcd, type EtcdProcess } from '../diff/etcd_process.js';
 import { keyspaceEmpty } from '../diff/reset.js';
 import { parseSeedRange, runSeeds, seedsOf, type SeedRange, type SeedResult, type SeedTarget } from '../diff/seeds.js';
+import type { ClusterSeedOptions, ClusterSeedResult } from '../diff/cluster_seeds.js';
 import { CliError, runCli, type CliIo, type DiffOptions } from './program.js';
 
 /** An error's message on one line. */
@@ -355,32 +358,75 @@ function progressBar(json: boolean): { update: (p: { ops: number; target: number
 }
 
 
+/** --keep-faults i,j,... (or none): indices of the seed's planned faults. */
+function keepFaultsFlag(v: string | undefined): number[] | undefined {
+  if (v === undefined) return undefined;
+  if (v.trim() === 'none') return [];
+  return v.split(',').map((x) => int('--keep-faults', x.trim(), 0));
+}
+
 /**
- * `etcdsim diff --cluster`: the cluster differential (src/diff/cluster_diff.ts) on one seed or a range, one
- * after another; each seed starts its own real 3-member etcd unless --sim-only.
+ * `etcdsim diff --cluster`: the cluster differential (src/diff/cluster_diff.ts) on one seed, in this
+ * process, or on a range (--seeds A..B) on --workers worker threads (cluster_seeds.ts); each seed starts
+ * its own real 3-member etcd unless --sim-only. A seed whose simulated side failed is shrunk to the fewest
+ * planned faults that still fail it; each failing seed is printed, in seed order, with its report, the
+ * shrunk run and both replay commands.
  */
 async function executeClusterDiff(opts: DiffOptions, io: CliIo): Promise<number> {
-  if (opts.startEtcd === true || opts.endpoint !== undefined || opts.workers !== undefined) {
-    throw new CliError('--cluster starts its own 3-member etcd: no --start-etcd, --endpoint or --workers');
+  if (opts.startEtcd === true || opts.endpoint !== undefined) {
+    throw new CliError('--cluster starts its own 3-member etcd: no --start-etcd or --endpoint');
   }
   if (opts.seed !== undefined && opts.seeds !== undefined) throw new CliError('give either --seed N or --seeds A..B, not both');
+  if (opts.workers !== undefined && opts.seeds === undefined) throw new CliError('--workers goes with --seeds A..B');
   let seeds: number[];
   try {
     seeds = opts.seeds !== undefined ? seedsOf(parseSeedRange(opts.seeds)) : [opts.seed === undefined ? freshSeed() : int('--seed', opts.seed, -(2 ** 31))];
   } catch (err) {
     throw err instanceof CliError ? err : new CliError((err as Error).message);
   }
-  const durationMs = opts.duration === undefined ? undefined : int('--duration', opts.duration, 1000);
-  const { runClusterDiff, formatClusterDiff } = await import('../diff/cluster_diff.js');
-  const failed: number[] = [];
-  const results: unknown[] = [];
-  for (const seed of seeds) {
-    const r = await runClusterDiff(seed, { durationMs, simOnly: opts.simOnly === true, faults: opts.faults !== false, etcdBin: opts.etcdBin });
-    if (r.divergences.length > 0) failed.push(seed);
-    if (opts.json === true) results.push({ seed, divergences: r.divergences, replay: r.replay, sides: r.sides.map((s) => ({ ...s, keyspace: Object.fromEntries(s.keyspace) })) });
-    else io.out(formatClusterDiff(r));
+  const workers = opts.workers === undefined ? 1 : int('--workers', opts.workers, 1);
+  const options: ClusterSeedOptions = {
+    durationMs: opts.duration === undefined ? undefined : int('--duration', opts.duration, 1000),
+    simOnly: opts.simOnly === true,
+    faults: opts.faults !== false,
+    etcdBin: opts.etcdBin,
+    keepFaults: keepFaultsFlag(opts.keepFaults),
+  };
+  const json = opts.json === true;
+  const { formatClusterSeedFailure, runClusterSeed, runClusterSeeds } = await import('../diff/cluster_seeds.js');
+  let results: ClusterSeedResult[];
+  if (opts.seeds === undefined) {
+    const r = await runClusterSeed(seeds[0]!, options);
+    if (!json && r.divergences.length === 0 && r.error === undefined) io.out(r.report);
+    results = [r];
+  } else {
+    const w = Math.min(workers, seeds.length);
+    if (!json) io.out(`etcdsim diff --cluster: seeds ${seeds[0]}..${seeds.at(-1)} (${seeds.length}), ${w} worker${w === 1 ? '' : 's'}, ${options.simOnly === true ? 'simulated cluster only' : 'a simulated and a real 3-member etcd per seed'}`);
+    try {
+      results = await runClusterSeeds({ seeds, workers: w, options, onResult: (r) => json || io.out(clusterSeedLine(r)) });
+    } catch (err) {
+      io.err(`etcdsim diff: ${oneLine(err)}`);
+      return 2;
+    }
   }
-  if (opts.json === true) io.out(JSON.stringify({ failed, results }, null, 2));
-  else io.out(`${seeds.length} seed${seeds.length === 1 ? '' : 's'}: ${failed.length === 0 ? 'no divergence' : `${failed.length} diverged (seeds ${failed.join(', ')})`}`);
+  const failed = results.filter((r) => r.divergences.length > 0 || r.error !== undefined);
+  if (json) {
+    io.out(JSON.stringify({ failed: failed.map((r) => r.seed), results: results.map(({ report: _report, ...rest }) => ({ ...rest, shrunk: rest.shrunk ?? null, error: rest.error ?? null })) }, null, 2));
+  } else {
+    // A passing single seed printed its report above; each failing seed comes here, with its shrunk run
+    // and replay lines (for a range: after the progress lines, in seed order).
+    for (const r of failed) {
+      io.out('');
+      io.out(formatClusterSeedFailure(r));
+    }
+    io.out(`${seeds.length} seed${seeds.length === 1 ? '' : 's'}: ${failed.length === 0 ? 'no divergence' : `${failed.length} diverged (seeds ${failed.map((r) => r.seed).join(', ')})`}`);
+  }
   return failed.length === 0 ? 0 : 1;
+}
+
+/** One cluster seed's outcome in one line. */
+function clusterSeedLine(r: ClusterSeedResult): string {
+  if (r.error !== undefined) return `seed ${r.seed}: error: ${r.error}`;
+  const sides = r.sides.map((s) => `${s.side} ${s.operations} ops`).join(', ');
+  return `seed ${r.seed}: ${r.faultsPlanned} faults, ${sides}, ${r.divergences.length === 0 ? 'no divergence' : `${r.divergences.length} DIVERGENCES`}`;
 }

@@ -165,7 +165,7 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
     .option('--allow-non-loopback', 'allow an endpoint that is not on this machine')
     .option('--seed <n>', 'seed of the workloads (default: a fresh one, printed)')
     .option('--seeds <a..b>', 'run every seed from a to b (each one a diff of --ops ops); see docs/differential.md')
-    .option('--workers <n>', 'with --seeds: worker threads, each with its own etcd (default 1, or one per --endpoint)')
+    .option('--workers <n>', 'with --seeds: worker threads, each with its own etcd (with --cluster: its own 3-member etcd per seed) (default 1, or one per --endpoint)')
     .addOption(opt('--ops <n>', 'operations to run', '1000'))
     .addOption(opt('--etcd-version <v>', `the etcd release the simulator follows: ${ETCD_VERSIONS.join(', ')}`, '3.4'))
     .option('--json', 'print the report as JSON')
@@ -173,6 +173,7 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
     .option('--sim-only', 'with --cluster: the simulated cluster alone (no etcd)')
     .option('--no-faults', 'with --cluster: no faults (every write outcome known: exact revision count)')
     .option('--duration <ms>', 'with --cluster: how long the clients run (default 6000)')
+    .option('--keep-faults <i,j,...|none>', "with --cluster: keep only these of the seed's planned faults (a shrunk failure's replay)")
     .addHelpText('after', '\nExit codes: 0 nothing diverged; 1 a divergence; 2 usage error or the etcd could not be used.')
     .action(async (opts: DiffOptions) => {
       result.code = await act(io, 'etcdsim diff', async () => {
@@ -221,6 +222,7 @@ export interface DiffOptions {
   simOnly?: boolean | undefined;
   faults?: boolean | undefined;
   duration?: string | undefined;
+  keepFaults?: string | undefined;
 }
 
 /**

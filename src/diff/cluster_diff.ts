@@ -715,6 +715,11 @@ export interface ClusterDiffOptions {
   readonly simOnly?: boolean | undefined;
   readonly sim?: SimSideOptions | undefined;
   readonly etcdBin?: string | undefined;
+  /**
+   * Keep only these of the seed's planned faults (indices into clusterPlan's list): what the fault
+   * shrinker (shrinkClusterFaults) found still fails, replayed with `--keep-faults`.
+   */
+  readonly keepFaults?: readonly number[] | undefined;
 }
 
 /** The command that replays one seed of the cluster differential. */
@@ -722,6 +727,7 @@ export function clusterReplayCommand(seed: number, opts: ClusterDiffOptions = {}
   const flags = [
     opts.durationMs === undefined ? '' : ` --duration ${opts.durationMs}`,
     opts.faults === false ? ' --no-faults' : '',
+    opts.keepFaults === undefined ? '' : ` --keep-faults ${opts.keepFaults.length === 0 ? 'none' : opts.keepFaults.join(',')}`,
     opts.simOnly === true ? ' --sim-only' : '',
   ];
   return `etcdsim diff --cluster --seed ${seed}${flags.join('')}`;
@@ -733,7 +739,9 @@ export function clusterReplayCommand(seed: number, opts: ClusterDiffOptions = {}
  * (member count, one leader).
  */
 export async function runClusterDiff(seed: number, opts: ClusterDiffOptions = {}): Promise<ClusterDiffResult> {
-  const plan = clusterPlan(seed, opts.durationMs, opts.faults ?? true);
+  const planned = clusterPlan(seed, opts.durationMs, opts.faults ?? true);
+  const keep = opts.keepFaults;
+  const plan = keep === undefined ? planned : { ...planned, faults: planned.faults.filter((_, i) => keep.includes(i)) };
   const sides: ClusterSideResult[] = [await runClusterSide(simSide(plan, opts.sim), plan)];
   if (opts.simOnly !== true) sides.push(await runClusterSide(await etcdSide(plan, { bin: opts.etcdBin }), plan));
   const divergences: string[] = [];
@@ -744,6 +752,57 @@ export async function runClusterDiff(seed: number, opts: ClusterDiffOptions = {}
     if (a.leaders !== b.leaders) divergences.push(`leaders: simulator ${a.leaders}, etcd ${b.leaders}`);
   }
   return { seed, plan, sides, divergences, replay: clusterReplayCommand(seed, opts) };
+}
+
+/** What shrinkClusterFaults found: the fewest of the seed's planned faults that still fail the same check. */
+export interface ShrunkClusterRun {
+  /** Indices into the seed's planned faults (clusterPlan) that are kept. */
+  readonly keepFaults: readonly number[];
+  /** How many faults the seed planned. */
+  readonly planned: number;
+  /** The simulated run with only those faults (its replay line has `--keep-faults`). */
+  readonly result: ClusterDiffResult;
+  /** Simulated runs the shrinker made. */
+  readonly runs: number;
+}
+
+/**
+ * Shrinks a seed whose *simulated* side failed a check: the simulated side is a pure function of the seed
+ * and its fault schedule, so it is re-run with fewer of the planned faults (first none, then each one left
+ * out in turn, greedily, until leaving out any remaining one makes the failure go away) and the smallest
+ * schedule that still fails a check of the same name is returned. The workload itself is not shrunk here:
+ * the failed check's detail is already minimal where it can be (linearizability.ts prints a sub-history of
+ * one key that has no linearization). Undefined when the simulated side did not fail.
+ */
+export async function shrinkClusterFaults(failed: ClusterDiffResult, opts: ClusterDiffOptions = {}): Promise<ShrunkClusterRun | undefined> {
+  const simFailures = (r: ClusterDiffResult): Set<string> =>
+    new Set(r.sides.filter((s) => s.side === 'simulator').flatMap((s) => s.checks.filter((c) => c.status === 'failed').map((c) => c.name)));
+  const wanted = simFailures(failed);
+  if (wanted.size === 0) return undefined;
+  const planned = clusterPlan(failed.seed, opts.durationMs, opts.faults ?? true).faults.length;
+  let keep = opts.keepFaults === undefined ? Array.from({ length: planned }, (_, i) => i) : [...opts.keepFaults];
+  let best: ClusterDiffResult = failed;
+  let runs = 0;
+  const attempt = async (candidate: number[]): Promise<ClusterDiffResult | undefined> => {
+    runs++;
+    const r = await runClusterDiff(failed.seed, { ...opts, simOnly: true, keepFaults: candidate });
+    return [...simFailures(r)].some((name) => wanted.has(name)) ? r : undefined;
+  };
+  const none = keep.length === 0 ? undefined : await attempt([]);
+  if (none !== undefined) return { keepFaults: [], planned, result: none, runs };
+  for (let progress = true; progress && keep.length > 0; ) {
+    progress = false;
+    for (const i of [...keep]) {
+      const candidate = keep.filter((x) => x !== i);
+      const r = await attempt(candidate);
+      if (r !== undefined) {
+        keep = candidate;
+        best = r;
+        progress = true;
+      }
+    }
+  }
+  return { keepFaults: keep, planned, result: best, runs };
 }
 
 /** A report of one seed, for humans: each side's checks, its faults, the divergences and the replay line. */

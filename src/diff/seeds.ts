@@ -8,9 +8,9 @@
  * Beyond one machine the seed range is split by index across CI jobs (docs/differential.md): no scheduler
  * here, just `shardSeeds`.
  */
-import { Worker } from 'node:worker_threads';
 import type { EtcdVersion } from '../mvcc/index.js';
 import type { DiffFailure } from './check.js';
+import { runPool } from './worker_pool.js';
 
 /** Seeds A..B, both included. */
 export interface SeedRange {
@@ -91,78 +91,24 @@ export interface SeedWorkerData {
   readonly ops: number;
 }
 
-/** Messages between the pool and a worker. */
-export type ToWorker = { readonly type: 'seed'; readonly seed: number } | { readonly type: 'stop' };
-export type FromWorker =
-  | { readonly type: 'ready'; readonly address: string; readonly pid: number | undefined }
-  | { readonly type: 'result'; readonly result: SeedResult }
-  | { readonly type: 'failed'; readonly message: string };
-
-/**
- * The worker module's entry: its .ts source under tsx (registering tsx in the worker first, since a worker
- * does not inherit the parent's loader hooks), its compiled .js otherwise.
- */
-function workerEntry(): { code: string; eval: true } {
-  const fromSource = import.meta.url.endsWith('.ts');
-  const url = new URL(fromSource ? './seeds_worker.ts' : './seeds_worker.js', import.meta.url).href;
-  if (!fromSource) return { code: `import(${JSON.stringify(url)})`, eval: true };
-  const tsx = import.meta.resolve('tsx/esm/api');
-  return { code: `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(url)}); })`, eval: true };
+/** What a worker says once its etcd is up: the address it diffs against, and the etcd's PID if it started one. */
+export interface SeedWorkerReady {
+  readonly address: string;
+  readonly pid: number | undefined;
 }
 
 /**
- * Runs every seed on a pool of worker threads and resolves to the results in seed order. Rejects (once
- * every worker stopped) when a worker cannot get its etcd or dies.
+ * Runs every seed on a pool of worker threads (worker_pool.ts) and resolves to the results in seed order.
+ * Rejects (once every worker stopped) when a worker cannot get its etcd or dies.
  */
 export async function runSeeds(o: SeedRunOptions): Promise<SeedResult[]> {
-  const queue = [...o.seeds];
-  const workers = Math.min(o.targets.length, Math.max(1, queue.length));
-  if (workers < 1) throw new RangeError('runSeeds needs at least one target');
-  const results: SeedResult[] = [];
-  const entry = workerEntry();
-  let error: Error | undefined;
-  await new Promise<void>((resolve) => {
-    const pool: Worker[] = [];
-    let running = workers;
-    // On the first failure every worker is told to stop (after its current seed), so each one stops the
-    // etcd it started before it exits.
-    const fail = (err: Error): void => {
-      if (error !== undefined) return;
-      error = err;
-      for (const w of pool) w.postMessage({ type: 'stop' } satisfies ToWorker);
-    };
-    for (let i = 0; i < workers; i++) {
-      const data: SeedWorkerData = { target: o.targets[i]!, etcdVersion: o.etcdVersion, ops: o.ops };
-      const w = new Worker(entry.code, { eval: entry.eval, workerData: data });
-      pool.push(w);
-      const next = (): void => {
-        const seed = error === undefined ? queue.shift() : undefined;
-        w.postMessage((seed === undefined ? { type: 'stop' } : { type: 'seed', seed }) satisfies ToWorker);
-      };
-      w.on('message', (m: FromWorker) => {
-        switch (m.type) {
-          case 'ready':
-            o.onWorkerReady?.({ worker: i, address: m.address, pid: m.pid });
-            next();
-            break;
-          case 'result':
-            results.push(m.result);
-            o.onResult?.(m.result);
-            next();
-            break;
-          case 'failed':
-            fail(new Error(`worker ${i}: ${m.message}`));
-            break;
-        }
-      });
-      w.once('error', (err) => fail(err instanceof Error ? err : new Error(String(err))));
-      w.once('exit', (code) => {
-        if (code !== 0) fail(new Error(`worker ${i} exited with code ${code}`));
-        if (--running === 0) resolve();
-      });
-    }
+  if (o.targets.length < 1) throw new RangeError('runSeeds needs at least one target');
+  const results = await runPool<number, SeedWorkerReady, SeedResult>({
+    worker: 'seeds_worker',
+    workerData: o.targets.map((target): SeedWorkerData => ({ target, etcdVersion: o.etcdVersion, ops: o.ops })),
+    jobs: o.seeds,
+    onReady: (worker, r) => o.onWorkerReady?.({ worker, address: r.address, pid: r.pid }),
+    onResult: o.onResult,
   });
-  if (error !== undefined) throw error;
-  if (results.length < o.seeds.length) throw new Error(`the workers stopped after ${results.length} of ${o.seeds.length} seeds`);
   return results.sort((a, b) => a.seed - b.seed);
 }

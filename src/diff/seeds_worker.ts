@@ -1,56 +1,43 @@
 /**
- * One worker thread of `etcdsim diff --seeds` (seeds.ts): gets its etcd (starts a throwaway one, or
- * connects to the endpoint it was given), says it is ready, then runs each seed it is sent as one
- * differential check and posts the result, until told to stop — then stops the etcd it started and exits.
+ * One worker thread of `etcdsim diff --seeds` (seeds.ts, on worker_pool.ts): gets its etcd (starts a
+ * throwaway one, or connects to the endpoint it was given), says it is ready, then runs each seed it is
+ * sent as one differential check and posts the result, until told to stop — then stops the etcd it
+ * started and exits.
  */
-import { parentPort, workerData } from 'node:worker_threads';
 import { connectEtcd, type EtcdGrpcClient } from '../grpc/client.js';
 import { runDiffCheck } from './check.js';
 import { startEtcd, type EtcdProcess } from './etcd_process.js';
-import type { FromWorker, SeedResult, SeedWorkerData, ToWorker } from './seeds.js';
+import type { SeedResult, SeedWorkerData, SeedWorkerReady } from './seeds.js';
+import { oneLineMessage, serveJobs } from './worker_pool.js';
 
-function message(err: unknown): string {
-  return (err instanceof Error ? err.message : String(err)).replace(/\s*\n\s*/g, ' ');
-}
+let proc: EtcdProcess | undefined;
+let client: EtcdGrpcClient | undefined;
+let version: SeedWorkerData['etcdVersion'] = '3.4';
+let ops = 0;
 
-async function main(): Promise<void> {
-  const port = parentPort;
-  if (port === null) throw new Error('seeds_worker.ts runs in a worker thread');
-  const data = workerData as SeedWorkerData;
-  const post = (m: FromWorker): void => port.postMessage(m);
-  let proc: EtcdProcess | undefined;
-  let client: EtcdGrpcClient | undefined;
-  const shutdown = async (): Promise<void> => {
-    client?.close();
-    await proc?.stop();
-    process.exit(0); // ends this thread only
-  };
-  try {
-    if (data.target.kind === 'start-etcd') proc = await startEtcd({ bin: data.target.bin });
+serveJobs<SeedWorkerData, number, SeedWorkerReady, SeedResult>({
+  async setup(data) {
+    version = data.etcdVersion;
+    ops = data.ops;
+    try {
+      if (data.target.kind === 'start-etcd') proc = await startEtcd({ bin: data.target.bin });
+    } catch (err) {
+      throw new Error(`could not start etcd: ${oneLineMessage(err)}`);
+    }
     const address = proc?.address ?? (data.target.kind === 'endpoint' ? data.target.address : '');
     client = connectEtcd(address);
-    post({ type: 'ready', address, pid: proc?.pid });
-  } catch (err) {
-    post({ type: 'failed', message: `could not start etcd: ${message(err)}` });
-    await shutdown();
-    return;
-  }
-  const etcd = client;
-  // Messages are handled one at a time: a stop that arrives during a seed takes effect after it.
-  let chain = Promise.resolve();
-  port.on('message', (m: ToWorker) => {
-    chain = chain.then(async () => {
-      if (m.type === 'stop') return shutdown();
-      let result: SeedResult;
-      try {
-        const r = await runDiffCheck({ etcd, etcdVersion: data.etcdVersion, ops: data.ops, seed: m.seed });
-        result = { seed: m.seed, runs: r.runs, opsRun: r.opsRun, responsesCompared: r.responsesCompared, failure: r.failure, error: undefined };
-      } catch (err) {
-        result = { seed: m.seed, runs: 0, opsRun: 0, responsesCompared: 0, failure: undefined, error: message(err) };
-      }
-      post({ type: 'result', result });
-    });
-  });
-}
-
-void main();
+    return { address, pid: proc?.pid };
+  },
+  async run(seed) {
+    try {
+      const r = await runDiffCheck({ etcd: client!, etcdVersion: version, ops, seed });
+      return { seed, runs: r.runs, opsRun: r.opsRun, responsesCompared: r.responsesCompared, failure: r.failure, error: undefined };
+    } catch (err) {
+      return { seed, runs: 0, opsRun: 0, responsesCompared: 0, failure: undefined, error: oneLineMessage(err) };
+    }
+  },
+  async teardown() {
+    client?.close();
+    await proc?.stop();
+  },
+});

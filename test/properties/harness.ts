@@ -147,6 +147,41 @@ export function formatFailure<Ts>(details: fc.RunDetails<Ts>, file: string): str
   ].join('\n');
 }
 
+/** The parts of a failure report (formatFailure's text) that a many-seeds run prints for a failure. */
+export interface ParsedFailure {
+  readonly seed: number;
+  /** The counterexample's path (ETCDSIM_PATH). */
+  readonly path: string;
+  /** fc.commands' replayPath (ETCDSIM_REPLAY_PATH), when the counterexample is a command sequence. */
+  readonly replayPath: string | undefined;
+  readonly shrinks: number;
+  /** The shrunk counterexample, as formatFailure printed it. */
+  readonly counterexample: string;
+  /** The error the counterexample raised (its first line). */
+  readonly error: string;
+}
+
+/**
+ * Reads back a report formatFailure wrote (from a failed test's error message, possibly with lines added
+ * after it); undefined when `text` is not one. Kept next to formatFailure so the two change together.
+ */
+export function parseFailure(text: string): ParsedFailure | undefined {
+  const head = /^Property failed after \d+ run\(s\), shrunk (\d+) time\(s\)\n {2}seed: (-?\d+)\n {2}path: (.*)\n {2}replayPath: (.*)\nCounterexample:\n([^]*?)\nError:\n([^]*?)\nReplay with:\n/m.exec(text);
+  if (head === null) return undefined;
+  // An interrupted run has no path: formatFailure then printed `undefined`, which is not JSON.
+  const path = head[3]!.startsWith('"') ? (JSON.parse(head[3]!) as string) : undefined;
+  const rp = head[4]!;
+  const dedent = (block: string): string => block.split('\n').map((l) => l.replace(/^ {2}/, '')).join('\n');
+  return {
+    seed: Number(head[2]),
+    path: path ?? '',
+    replayPath: rp.startsWith('"') ? (JSON.parse(rp) as string) : undefined,
+    shrinks: Number(head[1]),
+    counterexample: dedent(head[5]!),
+    error: dedent(head[6]!).split('\n')[0] ?? '',
+  };
+}
+
 /** Checks a synchronous property with the environment's parameters; throws the report on failure. */
 export function checkProperty<Ts>(property: fc.IRawProperty<Ts, false>, opts: CheckOptions): fc.RunDetails<Ts> {
   lastFailure = undefined;
