@@ -304,7 +304,7 @@ export const ROWS: readonly Row[] = [
     args: ['run', `${FIX}/syntax-error.etcdsim`],
     code: 2,
     stderr: [
-      'etcdsim run: syntax-error.etcdsim:3: get expects a key and an optional range end (usage: get KEY [RANGE_END] [--prefix] [--from-key] [--rev=N] [--limit=N] [--keys-only] [--print-value-only] [-w json])',
+      'etcdsim run: syntax-error.etcdsim:3: get expects a key and an optional range end (usage: get KEY [RANGE_END] [--prefix] [--from-key] [--rev=N] [--limit=N] [--keys-only] [--print-value-only] [--consistency=l|s] [-w json])',
     ],
     transcript: true,
   },
