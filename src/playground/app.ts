@@ -91,8 +91,21 @@ const switches = byId('variants');
 const seedField = byId('seed');
 const gutter = byId('gutter');
 const labList = byId('labs');
-// Labs first, then the bug pairs (each a `bug` and a `fixed` variant of one script).
-const labs = (JSON.parse(byId('lab-data').textContent ?? '[]') as EmbeddedLab[]).sort((a, b) => Number(a.name.startsWith('bugs/')) - Number(b.name.startsWith('bugs/')));
+/** The lab list's groups, in their order: a lab's group is given by its directory (bugs/, cluster/, none). */
+const LAB_GROUPS: readonly { readonly dir: string; readonly heading: string }[] = [
+  { dir: '', heading: 'Labs' },
+  { dir: 'cluster/', heading: 'Cluster labs (members 3: levers, elections, per-member views)' },
+  { dir: 'bugs/', heading: 'Bugs (switch bug / fixed)' },
+];
+
+/** The index in LAB_GROUPS of a lab's group. */
+function groupOf(name: string): number {
+  const i = LAB_GROUPS.findIndex((gr) => gr.dir !== '' && name.startsWith(gr.dir));
+  return i < 0 ? 0 : i;
+}
+
+// Labs first, then the cluster labs, then the bug pairs (each a `bug` and a `fixed` variant of one script).
+const labs = (JSON.parse(byId('lab-data').textContent ?? '[]') as EmbeddedLab[]).sort((a, b) => groupOf(a.name) - groupOf(b.name));
 
 /** What is on screen: the script, the variant switch, the seed, the lab it came from (if unchanged). */
 let state: PlaygroundState = { script: '', variant: undefined };
@@ -176,11 +189,11 @@ function drawSwitches(declared: readonly string[]): void {
 function drawLabs(): void {
   const groups = new Map<string, El[]>();
   for (const lab of labs) {
-    const group = lab.name.startsWith('bugs/') ? 'Bugs (switch bug / fixed)' : 'Labs';
+    const { dir, heading: group } = LAB_GROUPS[groupOf(lab.name)]!;
     const b = doc.createElement('button');
     b.setAttribute('type', 'button');
     b.dataset['lab'] = lab.name;
-    b.textContent = lab.name.replace(/^bugs\//, '');
+    b.textContent = lab.name.slice(dir.length);
     b.title = lab.summary;
     b.addEventListener('click', () => {
       labName = lab.name;

@@ -2,7 +2,9 @@
  * The timeline picture of a scenario run: revisions on the x axis; one lane per key (every write a mark,
  * deletes distinct), one lane per watcher (its cursor, the events it received, cancel, break, resume),
  * one lane per lease (a bar from grant to expiry or revoke); the compaction point drawn as a cliff, restores
- * as marked lines; reads at the revision they read; the script's notes as numbered steps. Long runs are
+ * and restarts as marked lines; reads at the revision they read; the script's notes as numbered steps. On a
+ * cluster, one lane per member: who leads from which term, who is stopped, down, cut off or slow, the levers
+ * the script pulls and Raft's answers; the time strip below places the same by virtual time. Long runs are
  * compressed: spans where nothing but more of the same writes and deliveries happen are elided behind a
  * break mark. Rendered as one self-contained HTML page with inline SVG (no external resources; the only
  * links are to etcd's issues and PRs named in a description): the description, a predict-first question,
@@ -57,6 +59,8 @@ export interface TimelineWatcher {
   readonly progressLines: number[];
   /** The last revision this watcher has seen (its resume cursor is this + 1). */
   cursor: number;
+  /** On a cluster, the member that serves it (its `--endpoints`). */
+  member?: string | undefined;
 }
 
 export interface TimelineLease {
@@ -67,7 +71,73 @@ export interface TimelineLease {
   /** The script line of the grant. */
   readonly line: number;
   keepAlives: { atRev: number; atMs: number; line: number }[];
+  /** On a cluster: each new leader's lessor started the lease over (etcd's Promote): when, and its expiry from then. */
+  promotions?: { atMs: number; expiresAtMs: number; leader: string; term: number; line: number }[];
   end: { kind: 'expired' | 'revoked'; atRev: number; atMs: number; line: number } | undefined;
+}
+
+/**
+ * What a restore mark stands for: a snapshot restored by the script (`restore S`), the leader's snapshot
+ * installed on a follower of a cluster, the single member killed and started again (`restart`), or killed
+ * in the middle of a compaction and started again (`crash-during-compact`, etcd #19179's setting).
+ */
+export type TimelineRestoreKind = 'restore' | 'snapshot-install' | 'restart' | 'crash-during-compact';
+
+/** A jump of a member's store: it restores a snapshot, or rebuilds itself from its backend after a kill. */
+export interface TimelineRestore {
+  readonly name: string;
+  readonly fromRev: number;
+  readonly toRev: number;
+  readonly line: number;
+  readonly atMs: number;
+  /** Absent: a `restore` of the script. */
+  readonly kind?: TimelineRestoreKind | undefined;
+  /** On a cluster, the member whose store it is. */
+  readonly member?: string | undefined;
+}
+
+/**
+ * What happens to the members of a cluster, by virtual time: the fault levers the script pulls (SIGSTOP /
+ * SIGCONT, the network cut and healed, a slow disk, SIGKILL and a restart, a leadership transfer, a forced
+ * election, a raft log compaction, etcdctl's own link) and what Raft does about them (a leader elected at a
+ * term, a leader stepping down, the leader's snapshot sent to a follower).
+ */
+export type TimelineMemberEventKind =
+  | 'leader'
+  | 'step-down'
+  | 'snapshot'
+  | 'pause'
+  | 'resume'
+  | 'isolate'
+  | 'partition'
+  | 'heal'
+  | 'lag'
+  | 'crash'
+  | 'restart'
+  | 'move-leader'
+  | 'elect'
+  | 'compact-log'
+  | 'install-snapshot'
+  | 'drop-link'
+  | 'delay-link'
+  | 'restore-link';
+
+/** One member event (see TimelineMemberEventKind), with what the transcript said about it. */
+export interface TimelineMemberEvent {
+  readonly kind: TimelineMemberEventKind;
+  /** The member it happens to (undefined: every member, as `heal`). */
+  readonly member: string | undefined;
+  readonly atMs: number;
+  /** The revision of the member etcdctl talks to at that moment. */
+  readonly atRev: number;
+  readonly line: number;
+  readonly text: string;
+  /** `leader`: the term it leads. */
+  readonly term?: number | undefined;
+  /** `lag`: the apply delay from now on; `delay-link`: the added latency (0: none). */
+  readonly ms?: number | undefined;
+  /** `partition`: the members on this member's side. */
+  readonly side?: readonly string[] | undefined;
 }
 
 /** A `##` note of the script, met while the run went on: one line of a numbered step on the page. */
@@ -76,6 +146,8 @@ export interface TimelineNote {
   readonly text: string;
   /** The store revision when the note was reached (the step's place on the revision axis). */
   readonly rev: number;
+  /** Virtual time when it was reached (the step's place on the time strip). */
+  readonly atMs?: number | undefined;
 }
 
 /** A get: the revision it read at (its --rev, or the header revision) and what it returned. */
@@ -102,7 +174,11 @@ export interface TimelineModel {
   readonly compactions: { rev: number; line: number; atMs: number }[];
   readonly watchers: TimelineWatcher[];
   readonly leases: TimelineLease[];
-  readonly restores: { name: string; fromRev: number; toRev: number; line: number; atMs: number }[];
+  readonly restores: TimelineRestore[];
+  /** A cluster's members, by name (empty: the single member). */
+  readonly members: string[];
+  /** What happened to the members, in the order it happened (see TimelineMemberEvent). */
+  readonly memberEvents: TimelineMemberEvent[];
   readonly snapshots: { name: string; rev: number; line: number }[];
   readonly notes: TimelineNote[];
   readonly reads: TimelineRead[];
@@ -116,7 +192,7 @@ export interface TimelineModel {
 }
 
 export function emptyTimeline(title: string, variant: string | undefined, settings: readonly string[], description: readonly string[] = []): TimelineModel {
-  return { title, variant, settings, description, maxRevision: 1, endMs: 0, writes: [], compactions: [], watchers: [], leases: [], restores: [], snapshots: [], notes: [], reads: [], transcriptLines: [], failure: undefined };
+  return { title, variant, settings, description, maxRevision: 1, endMs: 0, writes: [], compactions: [], watchers: [], leases: [], restores: [], members: [], memberEvents: [], snapshots: [], notes: [], reads: [], transcriptLines: [], failure: undefined };
 }
 
 /** Distinct keys in byte order (as etcd orders them). */
@@ -134,6 +210,7 @@ export interface TimelineStep {
   readonly n: number;
   readonly line: number;
   readonly rev: number;
+  readonly atMs?: number | undefined;
   readonly text: string;
 }
 
@@ -144,20 +221,20 @@ const PREDICT = /^Predict:\s*/;
 
 /** The notes as numbered steps (adjacent note lines are one step), and the answer, if the script gives one. */
 export function timelineSteps(m: TimelineModel): { steps: TimelineStep[]; answer: string | undefined } {
-  const groups: { line: number; last: number; rev: number; text: string[] }[] = [];
+  const groups: { line: number; last: number; rev: number; atMs: number | undefined; text: string[] }[] = [];
   for (const n of m.notes) {
     const g = groups[groups.length - 1];
     if (g !== undefined && n.line === g.last + 1) {
       g.text.push(n.text);
       g.last = n.line;
-    } else groups.push({ line: n.line, last: n.line, rev: n.rev, text: [n.text] });
+    } else groups.push({ line: n.line, last: n.line, rev: n.rev, atMs: n.atMs, text: [n.text] });
   }
   const steps: TimelineStep[] = [];
   let answer: string | undefined;
   for (const g of groups) {
     const text = g.text.join(' ').replace(/\s+/g, ' ').trim();
     if (ANSWER.test(text)) answer = text.replace(ANSWER, '');
-    else steps.push({ n: steps.length + 1, line: g.line, rev: g.rev, text });
+    else steps.push({ n: steps.length + 1, line: g.line, rev: g.rev, atMs: g.atMs, text });
   }
   return { steps, answer };
 }
@@ -217,7 +294,7 @@ const BREAK = 30;
 /** An uneventful span at least this long is elided, in a run longer than ELIDE_ABOVE revisions. */
 const MIN_ELIDE = 6;
 const ELIDE_ABOVE = 60;
-const COLORS = { put: '#1f77b4', del: '#d62728', watch: '#2ca02c', lease: '#9467bd', cliff: '#7f7f7f', restore: '#ff7f0e', brk: '#e377c2', read: '#8c564b', step: '#333' };
+const COLORS = { put: '#1f77b4', del: '#d62728', watch: '#2ca02c', lease: '#9467bd', cliff: '#7f7f7f', restore: '#ff7f0e', crash: '#a50f15', leader: '#e6a100', paused: '#8a8a8a', cut: '#ff7f0e', lag: '#8c564b', brk: '#e377c2', read: '#8c564b', step: '#333' };
 
 /** The revision axis: which revisions are drawn one by one, which spans are elided behind a break mark. */
 interface Axis {
@@ -243,6 +320,7 @@ function anchorRevisions(m: TimelineModel, maxRev: number): Set<number> {
   for (const r of m.restores) a.add(r.fromRev).add(r.toRev);
   for (const sn of m.snapshots) a.add(sn.rev);
   for (const n of m.notes) a.add(n.rev);
+  for (const e of m.memberEvents) a.add(e.atRev);
   for (const r of m.reads) a.add(r.rev);
   for (const l of m.leases) {
     a.add(l.grantedAtRev);
@@ -317,6 +395,32 @@ function buildAxis(m: TimelineModel, maxRev: number): Axis {
   return { step, x, elidedAt: inSpan, breaks, visible, end };
 }
 
+/**
+ * The writes a watch's stream should have delivered and did not: in its range (its key, or under its prefix),
+ * at or above the revision the stream started from, below a revision the same stream delivered afterwards —
+ * a hole in what it received (etcd #19179's lost DELETE). A run that restores a snapshot of its own can
+ * rewrite revisions, so there nothing is flagged.
+ */
+export function missingEvents(m: TimelineModel, w: TimelineWatcher): { key: string; rev: number; type: 'PUT' | 'DELETE'; line: number; from: number; after: number }[] {
+  if (m.restores.some((r) => r.kind === undefined || r.kind === 'restore')) return [];
+  const prefix = w.range.endsWith('*');
+  const base = prefix ? w.range.slice(0, -1) : w.range;
+  const inRange = (k: string): boolean => (prefix ? k.startsWith(base) : k === base);
+  const out: { key: string; rev: number; type: 'PUT' | 'DELETE'; line: number; from: number; after: number }[] = [];
+  w.segments.forEach((sg, i) => {
+    const got = w.events.filter((e) => e.segment === i);
+    if (got.length === 0) return;
+    const from = sg.startRev > 0 ? sg.startRev : sg.openedAtRev + 1;
+    const last = Math.max(...got.map((e) => e.rev));
+    const seen = new Set(got.map((e) => `${e.type} ${e.key} ${e.rev}`));
+    for (const wr of m.writes) {
+      if (wr.rev < from || wr.rev >= last || !inRange(wr.key) || seen.has(`${wr.type} ${wr.key} ${wr.rev}`)) continue;
+      out.push({ key: wr.key, rev: wr.rev, type: wr.type, line: wr.line, from, after: Math.min(...got.filter((e) => e.rev > wr.rev).map((e) => e.rev)) });
+    }
+  });
+  return out;
+}
+
 /** Offsets that keep several marks at one revision apart: `n` marks spread around the revision's x. */
 function spread(n: number, step: number): (i: number) => number {
   const gap = Math.max(3, Math.min(9, (step - 2) / Math.max(n, 1)));
@@ -328,6 +432,20 @@ interface Drawing {
   /** The lane labels alone, as an SVG of the same height (kept in view while the picture scrolls). */
   readonly labels: string;
   readonly width: number;
+}
+
+/** How a restore mark looks and what it says, by what it stands for. */
+function restoreLook(r: TimelineRestore): { cls: string; color: string; dash: string; short: string; tip: string } {
+  switch (r.kind) {
+    case 'restart':
+      return { cls: 'restore member-restart', color: COLORS.crash, dash: '2 2', short: 'restart', tip: 'SIGKILL, restart: the member rebuilt its index from its backend' };
+    case 'crash-during-compact':
+      return { cls: 'restore member-restart crash-compact', color: COLORS.crash, dash: '2 2', short: 'killed mid-compaction, restart', tip: `${r.name}; the member restarted, rebuilt its index from what the backend held and ran the compaction again` };
+    case 'snapshot-install':
+      return { cls: 'restore snapshot-install', color: COLORS.restore, dash: '6 3', short: `snapshot → ${r.member ?? ''}`, tip: `${r.name}: the follower's store restored from the leader's snapshot` };
+    default:
+      return { cls: 'restore', color: COLORS.restore, dash: '6 3', short: `restore ${r.name}`, tip: `restore ${r.name}` };
+  }
 }
 
 /** One SVG picture of one run. */
@@ -342,8 +460,8 @@ function draw(m: TimelineModel): Drawing {
   const { x, step } = axis;
   const { steps } = timelineSteps(m);
   const hasReads = m.reads.length > 0;
-  const rows = keys.length + (hasReads ? 1 : 0) + m.watchers.length + m.leases.length;
-  const height = TOP + rows * LANE + 40 + (m.watchers.length > 0 ? 10 : 0) + (m.leases.length > 0 ? 10 : 0) + (hasReads ? 6 : 0);
+  const rows = keys.length + (hasReads ? 1 : 0) + m.watchers.length + m.leases.length + m.members.length;
+  const height = TOP + rows * LANE + 40 + (m.watchers.length > 0 ? 10 : 0) + (m.leases.length > 0 ? 10 : 0) + (hasReads ? 6 : 0) + (m.members.length > 0 ? 10 : 0);
   const strip = timeStripRows(m);
   const stripWidth = Math.max(axis.end - LEFT - 20, 600);
   const total = height + (strip.length > 0 ? STRIP_TOP + strip.length * STRIP_ROW + 12 : 0);
@@ -397,13 +515,15 @@ function draw(m: TimelineModel): Drawing {
         `<text x="${x(compact) + 4}" y="${height - 18}" fill="${COLORS.cliff}">compacted at ${compact}</text></g>`,
     );
   }
-  // Restores.
-  for (const r of m.restores) {
+  // Restores and restarts: where a member's store jumped or was rebuilt, each drawn as what it is.
+  m.restores.forEach((r, i) => {
+    const look = restoreLook(r);
+    const rx = x(r.toRev) + step / 2;
     out.push(
-      `<g class="restore" data-rev="${r.toRev}" data-line="${r.line}"><title>restore ${esc(r.name)}: revision ${r.fromRev} → ${r.toRev} (${lineRef(r.line)})</title><line x1="${x(r.toRev) + step / 2}" y1="${TOP - 4}" x2="${x(r.toRev) + step / 2}" y2="${height - 30}" stroke="${COLORS.restore}" stroke-dasharray="6 3" stroke-width="2"/>` +
-        `<text x="${x(r.toRev) + step / 2 + 3}" y="${height - 6}" fill="${COLORS.restore}">restore ${esc(r.name)} (${r.fromRev}→${r.toRev})</text></g>`,
+      `<g class="${look.cls}" data-rev="${r.toRev}" data-line="${r.line}"${r.member !== undefined ? ` data-member="${esc(r.member)}"` : ''}><title>${label(`${look.tip}: revision ${r.fromRev} → ${r.toRev} at t=${showMs(r.atMs)} (${lineRef(r.line)})`)}</title><line x1="${rx}" y1="${TOP - 4}" x2="${rx}" y2="${height - 30}" stroke="${look.color}" stroke-dasharray="${look.dash}" stroke-width="2"/>` +
+        `<text x="${rx + 3}" y="${height - 6 - (i % 2) * 11}" fill="${look.color}">${label(look.short)} (${r.fromRev}→${r.toRev})</text></g>`,
     );
-  }
+  });
   // Steps of the script: numbered marks on the axis, where the step's note was reached.
   const stepsAt = new Map<number, number>();
   for (const st of steps) {
@@ -485,7 +605,7 @@ function draw(m: TimelineModel): Drawing {
   out.push('<g class="watchers">');
   for (const w of m.watchers) {
     const cy = y + LANE / 2;
-    out.push(`<g class="watcher-lane" data-watch="${esc(w.name)}">${laneLabel(cy, `watch ${esc(w.name)} ${label(w.range)}`, COLORS.watch)}`);
+    out.push(`<g class="watcher-lane" data-watch="${esc(w.name)}">${laneLabel(cy, `watch ${esc(w.name)} ${label(w.range)}${w.member !== undefined ? ` @${esc(w.member)}` : ''}`, COLORS.watch)}`);
     for (const sg of w.segments) {
       const from = sg.startRev > 0 ? sg.startRev : sg.openedAtRev + 1;
       const to = sg.end !== undefined ? Math.max(sg.end.atRev, from) : Math.max(w.cursor, m.maxRevision);
@@ -539,6 +659,13 @@ function draw(m: TimelineModel): Drawing {
       else out.push(`<rect class="watch-event delete" data-rev="${e.rev}" ${link} x="${ex - 4}" y="${ey - 4}" width="8" height="8" fill="${COLORS.del}" stroke="#fff"><title>${label(tip)}</title></rect>`);
     }
     for (const el of elided.values()) out.push(elidedBar(axis, el, cy, COLORS.watch, `${w.name} received ${el.n} events at revisions ${el.from}..${el.to}`, 'elided-events'));
+    // What went wrong, flagged: a write in the watch's range that its stream skipped, though it delivered later ones.
+    for (const miss of missingEvents(m, w)) {
+      const mx = x(miss.rev);
+      out.push(
+        `<g class="flag missing-event" data-rev="${miss.rev}" data-line="${miss.line}"><title>${label(`wrong: ${miss.type} ${miss.key} @${miss.rev} never reached ${w.name}, though its stream asked for revision ${miss.from} on and delivered ${miss.after} after it`)}</title><circle cx="${mx}" cy="${cy}" r="7" fill="none" stroke="${COLORS.del}" stroke-width="2" stroke-dasharray="3 2"/><text class="flag-label" x="${mx}" y="${cy - 10}" text-anchor="middle" fill="${COLORS.del}" font-weight="bold">!</text></g>`,
+      );
+    }
     w.progress.forEach((p, i) => {
       // What went wrong, flagged: a progress notification that promised revisions the watcher had not yet
       // received (events at or below it arrived after it), or that lies below the watch's start revision.
@@ -590,6 +717,19 @@ function draw(m: TimelineModel): Drawing {
     y += LANE;
   }
   out.push('</g>');
+  // A cluster's members on the revision axis: the same stretches and levers, at the revision they happened.
+  if (m.members.length > 0) {
+    y += 10;
+    out.push('<g class="members">');
+    for (const name of m.members) {
+      const cy = y + LANE / 2;
+      out.push(`<g class="member-lane" data-member="${esc(name)}">${laneLabel(cy, esc(name), '#333')}<line x1="${LEFT}" y1="${cy}" x2="${x(maxRev)}" y2="${cy}" stroke="#eee"/>`);
+      out.push(drawMemberRow(m, name, cy, { kind: 'rev', x, end: maxRev }));
+      out.push('</g>');
+      y += LANE;
+    }
+    out.push('</g>');
+  }
   if (strip.length > 0) out.push(drawTimeStrip(m, strip, height, stripWidth, laneLabel));
   out.push('</svg>');
   const labelSvg = `<svg xmlns="http://www.w3.org/2000/svg" class="lane-labels" width="${LEFT}" height="${total}" viewBox="0 0 ${LEFT} ${total}" font-family="monospace" font-size="11" aria-hidden="true">${labels.join('')}</svg>`;
@@ -600,28 +740,40 @@ function draw(m: TimelineModel): Drawing {
 // The time strip: what happens on etcd's own clock, placed by virtual time under the revision axis
 
 /** Height of the strip's axis above its first row, and of each row. */
-const STRIP_TOP = 44;
+const STRIP_TOP = 56;
 const STRIP_ROW = 22;
 /** etcd's lessor checks for expired leases every 500 ms (lessor.go revokeExpiredLeases). */
 const EXPIRY_CHECK_MS = 500;
 
 /** One row of the time strip: a watcher's streams, a lease's life, or the compactions and restores. */
-type StripRow = { readonly kind: 'watch'; readonly w: TimelineWatcher } | { readonly kind: 'lease'; readonly l: TimelineLease } | { readonly kind: 'store' };
+type StripRow = { readonly kind: 'watch'; readonly w: TimelineWatcher } | { readonly kind: 'lease'; readonly l: TimelineLease } | { readonly kind: 'store' } | { readonly kind: 'member'; readonly name: string };
+
+/** The restores the store row draws: on a cluster a snapshot installed on a follower is on that member's row instead. */
+function storeRestores(m: TimelineModel): TimelineRestore[] {
+  return m.restores.filter((r) => r.kind !== 'snapshot-install');
+}
 
 /** The strip's rows; none when time never moved (then every mark would sit at t=0 and say nothing). */
 function timeStripRows(m: TimelineModel): StripRow[] {
   if (m.endMs <= 0) return [];
   const rows: StripRow[] = [];
+  // A cluster's members first: who leads, who is stopped, down, cut off or slow, and the levers pulled.
+  for (const name of m.members) rows.push({ kind: 'member', name });
   for (const w of m.watchers) if (w.segments.length > 0) rows.push({ kind: 'watch', w });
   for (const l of m.leases) rows.push({ kind: 'lease', l });
-  if (m.compactions.length > 0 || m.restores.length > 0) rows.push({ kind: 'store' });
+  if (m.compactions.length > 0 || storeRestores(m).length > 0) rows.push({ kind: 'store' });
   return rows;
 }
 
-/** The last moment a lease was renewed (grant or keep-alive) and when its TTL runs out from there. */
+/**
+ * When a lease's TTL runs out: its TTL after the last grant or keep-alive, unless a new leader started it over
+ * after that (then the expiry that leader's lessor set, as the cluster recorded it).
+ */
 function leaseDeadline(l: TimelineLease): number {
   const renewed = Math.max(l.grantedAtMs, ...l.keepAlives.map((k) => k.atMs));
-  return renewed + l.ttl * 1000;
+  const promoted = (l.promotions ?? []).filter((p) => p.atMs >= renewed);
+  const last = promoted[promoted.length - 1];
+  return last !== undefined ? last.expiresAtMs : renewed + l.ttl * 1000;
 }
 
 /**
@@ -635,7 +787,7 @@ function drawTimeStrip(m: TimelineModel, rows: readonly StripRow[], top: number,
   const t0 = LEFT + 10;
   const tx = (ms: number): number => t0 + (Math.max(0, Math.min(ms, end)) / end) * tw;
   const out: string[] = [`<g class="time-strip" data-end-ms="${m.endMs}">`];
-  const axisY = top + 26;
+  const axisY = top + 38;
   out.push(`<line x1="${LEFT}" y1="${top + 4}" x2="${t0 + tw + 20}" y2="${top + 4}" stroke="#bbb"/>`);
   out.push(`<text x="${LEFT - 8}" y="${axisY - 4}" text-anchor="end" fill="#555">virtual time →</text>`);
   laneLabel(axisY - 8, 'virtual time →', '#555');
@@ -645,6 +797,17 @@ function drawTimeStrip(m: TimelineModel, rows: readonly StripRow[], top: number,
   const bottom = top + STRIP_TOP + rows.length * STRIP_ROW;
   for (let t = 0; t <= end + 1e-9; t += every) {
     out.push(`<line class="time-tick" x1="${tx(t)}" y1="${axisY}" x2="${tx(t)}" y2="${bottom}" stroke="#f0f0f0"/><text x="${tx(t)}" y="${axisY - 4}" text-anchor="middle" fill="#777" font-size="10">${showMs(t)}</text>`);
+  }
+  // The script's steps at the moment they were reached, as on the revision axis (several at one moment side by side).
+  const stepsAt = new Map<number, number>();
+  for (const st of timelineSteps(m).steps) {
+    if (st.atMs === undefined) continue;
+    const k = stepsAt.get(st.atMs) ?? 0;
+    stepsAt.set(st.atMs, k + 1);
+    const sx = tx(st.atMs) + k * 14;
+    out.push(
+      `<g class="time-step" data-step="${st.n}" data-ms="${st.atMs}" data-line="${st.line}"><circle cx="${sx}" cy="${top + 14}" r="7" fill="#fff" stroke="${COLORS.step}"/><text x="${sx}" y="${top + 17.5}" text-anchor="middle" font-size="9" fill="${COLORS.step}">${st.n}</text><title>step ${st.n} (line ${st.line}, at t=${showMs(st.atMs)})</title></g>`,
+    );
   }
   // Marks at one moment in one row are spread a few pixels apart, in the order they happened.
   const place = (): ((ms: number) => number) => {
@@ -660,7 +823,7 @@ function drawTimeStrip(m: TimelineModel, rows: readonly StripRow[], top: number,
     const at = place();
     if (row.kind === 'watch') {
       const w = row.w;
-      out.push(`<g class="time-row watch-time" data-watch="${esc(w.name)}">${laneLabel(cy, `t: watch ${esc(w.name)}`, COLORS.watch)}`);
+      out.push(`<g class="time-row watch-time" data-watch="${esc(w.name)}">${laneLabel(cy, `t: watch ${esc(w.name)}${w.member !== undefined ? ` @${esc(w.member)}` : ''}`, COLORS.watch)}`);
       for (const sg of w.segments) {
         const x1 = at(sg.openedAtMs);
         const x2 = sg.end !== undefined ? tx(sg.end.atMs) : tx(end);
@@ -686,10 +849,16 @@ function drawTimeStrip(m: TimelineModel, rows: readonly StripRow[], top: number,
       for (const k of l.keepAlives) {
         out.push(`<circle class="time-mark t-keepalive" data-ms="${k.atMs}" data-line="${k.line}" cx="${at(k.atMs)}" cy="${cy}" r="3.5" fill="${COLORS.lease}" stroke="#fff"><title>${label(`keep-alive at t=${showMs(k.atMs)}: the TTL starts again from here (${lineRef(k.line)})`)}</title></circle>`);
       }
+      for (const p of l.promotions ?? []) {
+        const px = at(p.atMs);
+        out.push(
+          `<path class="time-mark t-promote" data-ms="${p.atMs}" data-line="${p.line}" data-expires-ms="${p.expiresAtMs}" d="M${px - 5},${cy + 4}L${px - 5},${cy - 4}L${px - 2.5},${cy}L${px},${cy - 6}L${px + 2.5},${cy}L${px + 5},${cy - 4}L${px + 5},${cy + 4}Z" fill="${COLORS.leader}" stroke="#7a5a00" stroke-width="0.8"><title>${label(`t=${showMs(p.atMs)}: ${p.leader} leads (term ${p.term}); its lessor starts the lease over: it now expires at t=${showMs(p.expiresAtMs)} (${lineRef(p.line)})`)}</title></path>`,
+        );
+      }
       const deadline = leaseDeadline(l);
       if (l.end === undefined || l.end.kind === 'expired') {
         if (deadline <= end) {
-          out.push(`<line class="time-mark t-deadline" data-ms="${deadline}" x1="${tx(deadline)}" y1="${cy - 9}" x2="${tx(deadline)}" y2="${cy + 9}" stroke="${COLORS.lease}" stroke-dasharray="2 2" stroke-width="1.5"><title>${label(`the TTL runs out at t=${showMs(deadline)} (${l.ttl}s after the last grant or keep-alive); the lease is revoked at the next expiry check`)}</title></line>`);
+          out.push(`<line class="time-mark t-deadline" data-ms="${deadline}" x1="${tx(deadline)}" y1="${cy - 9}" x2="${tx(deadline)}" y2="${cy + 9}" stroke="${COLORS.lease}" stroke-dasharray="2 2" stroke-width="1.5"><title>${label(`the TTL runs out at t=${showMs(deadline)} (${l.ttl}s after the last grant or keep-alive, or as the last new leader set it); the lease is revoked at the next expiry check`)}</title></line>`);
         }
       }
       if (l.end !== undefined && l.end.kind === 'expired') {
@@ -702,14 +871,26 @@ function drawTimeStrip(m: TimelineModel, rows: readonly StripRow[], top: number,
         const ex = at(l.end.atMs) + (l.end.kind === 'expired' ? 7 : 0);
         out.push(`<path class="time-mark t-lease-end ${l.end.kind}" data-ms="${l.end.atMs}" data-line="${l.end.line}" d="M${ex - 4},${cy - 4}L${ex + 4},${cy + 4}M${ex - 4},${cy + 4}L${ex + 4},${cy - 4}" stroke="${COLORS.lease}" stroke-width="2.5"><title>${label(`lease ${l.id} ${l.end.kind} at t=${showMs(l.end.atMs)}, revision ${l.end.atRev} (during ${lineRef(l.end.line)})`)}</title></path>`);
       }
+    } else if (row.kind === 'member') {
+      out.push(`<g class="time-row member-time" data-member="${esc(row.name)}">${laneLabel(cy, `t: ${esc(row.name)}`, '#333')}`);
+      out.push(drawMemberRow(m, row.name, cy, { kind: 'time', x: tx, end }));
     } else {
-      out.push(`<g class="time-row store-time">${laneLabel(cy, 't: compact / restore', COLORS.cliff)}`);
+      const restarts = storeRestores(m).some((r) => r.kind === 'restart' || r.kind === 'crash-during-compact');
+      out.push(`<g class="time-row store-time">${laneLabel(cy, `t: compact / ${restarts ? 'restart' : 'restore'}`, COLORS.cliff)}`);
       for (const c of m.compactions) {
         const cx = at(c.atMs);
         out.push(`<rect class="time-mark t-compact" data-ms="${c.atMs}" data-line="${c.line}" x="${cx - 2}" y="${cy - 8}" width="4" height="16" fill="${COLORS.cliff}"><title>${label(`compact ${c.rev} at t=${showMs(c.atMs)} (${lineRef(c.line)})`)}</title></rect>`);
       }
-      for (const r of m.restores) {
+      for (const r of storeRestores(m)) {
         const rx = at(r.atMs);
+        if (r.kind === 'restart' || r.kind === 'crash-during-compact') {
+          // A kill (a cross) and the start from the backend (a triangle), at one instant: no time passes between them.
+          out.push(
+            `<g class="time-mark t-restart${r.kind === 'crash-during-compact' ? ' t-crash-compact' : ''}" data-ms="${r.atMs}" data-line="${r.line}"><title>${label(`${restoreLook(r).tip} at t=${showMs(r.atMs)} (${lineRef(r.line)})`)}</title>` +
+              `<path d="M${rx - 4},${cy - 4}L${rx + 4},${cy + 4}M${rx - 4},${cy + 4}L${rx + 4},${cy - 4}" stroke="${COLORS.crash}" stroke-width="2.5"/><path d="M${rx + 6},${cy - 6}L${rx + 12},${cy}L${rx + 6},${cy + 6}Z" fill="${COLORS.crash}"/></g>`,
+          );
+          continue;
+        }
         out.push(`<line class="time-mark t-restore" data-ms="${r.atMs}" data-line="${r.line}" x1="${rx}" y1="${cy - 8}" x2="${rx}" y2="${cy + 8}" stroke="${COLORS.restore}" stroke-dasharray="3 2" stroke-width="2"><title>${label(`restore ${r.name} at t=${showMs(r.atMs)} (${lineRef(r.line)})`)}</title></line>`);
       }
     }
@@ -717,6 +898,163 @@ function drawTimeStrip(m: TimelineModel, rows: readonly StripRow[], top: number,
   });
   out.push('</g>');
   return out.join('\n');
+}
+
+/** Where a member row places things: by virtual time (the time strip) or by revision (a lane of the revision axis). */
+type MemberAxis = { readonly kind: 'time' | 'rev'; readonly x: (v: number) => number; readonly end: number };
+
+/** A stretch of one member's life on the time strip: leading, down, stopped, cut off, slow, or its link to etcdctl impaired. */
+interface MemberSpan {
+  readonly kind: 'leader' | 'down' | 'paused' | 'cut' | 'lag' | 'link';
+  readonly from: number;
+  to: number | undefined;
+  /** The same stretch on the revision axis. */
+  readonly fromRev: number;
+  toRev: number | undefined;
+  readonly text: string;
+  readonly line: number;
+}
+
+/** One member's stretches, from the member events in the order they happened (open ones end with the run). */
+export function memberSpans(m: TimelineModel, name: string): MemberSpan[] {
+  const spans: MemberSpan[] = [];
+  const open = new Map<MemberSpan['kind'], MemberSpan>();
+  let rev = 0;
+  const close = (kind: MemberSpan['kind'], at: number): void => {
+    const sp = open.get(kind);
+    if (sp !== undefined) {
+      sp.to = at;
+      sp.toRev = rev;
+    }
+    open.delete(kind);
+  };
+  const start = (kind: MemberSpan['kind'], at: number, text: string, line: number): void => {
+    close(kind, at);
+    const sp: MemberSpan = { kind, from: at, to: undefined, fromRev: rev, toRev: undefined, text, line };
+    spans.push(sp);
+    open.set(kind, sp);
+  };
+  for (const e of m.memberEvents) {
+    const mine = e.member === name;
+    rev = e.atRev;
+    switch (e.kind) {
+      case 'leader':
+        if (mine) start('leader', e.atMs, `leader (term ${e.term ?? '?'})`, e.line);
+        else close('leader', e.atMs);
+        break;
+      case 'step-down':
+        if (mine) close('leader', e.atMs);
+        break;
+      case 'crash':
+        if (mine && !open.has('down')) {
+          close('leader', e.atMs);
+          start('down', e.atMs, 'down (SIGKILL)', e.line);
+        }
+        break;
+      case 'restart':
+        if (mine) close('down', e.atMs);
+        break;
+      case 'pause':
+        if (mine && !open.has('paused')) start('paused', e.atMs, 'paused (SIGSTOP)', e.line);
+        break;
+      case 'resume':
+        if (mine) close('paused', e.atMs);
+        break;
+      case 'isolate':
+        if (mine) start('cut', e.atMs, 'isolated from the other members', e.line);
+        break;
+      case 'partition':
+        if (mine) start('cut', e.atMs, (e.side ?? []).length <= 1 ? 'partitioned: alone' : `partitioned: with ${(e.side ?? []).filter((x) => x !== name).join(' ')}`, e.line);
+        break;
+      case 'heal':
+        close('cut', e.atMs);
+        break;
+      case 'lag':
+        if (mine) {
+          if ((e.ms ?? 0) > 0) start('lag', e.atMs, `applies ${showMs(e.ms ?? 0)} late`, e.line);
+          else close('lag', e.atMs);
+        }
+        break;
+      case 'drop-link':
+        if (mine) start('link', e.atMs, "etcdctl's link dropped", e.line);
+        break;
+      case 'delay-link':
+        if (mine) {
+          if ((e.ms ?? 0) > 0) start('link', e.atMs, `etcdctl's link +${showMs(e.ms ?? 0)} each way`, e.line);
+          else close('link', e.atMs);
+        }
+        break;
+      case 'restore-link':
+        if (mine) close('link', e.atMs);
+        break;
+      default:
+        break;
+    }
+  }
+  return spans;
+}
+
+/** How each kind of member stretch is drawn: its band inside the row and its colour. */
+const SPAN_LOOK: Readonly<Record<MemberSpan['kind'], { dy: number; h: number; fill: string; opacity: number; outline?: boolean }>> = {
+  leader: { dy: -10, h: 20, fill: '#e6a100', opacity: 0.22 },
+  down: { dy: -5, h: 10, fill: '#a50f15', opacity: 0.6 },
+  paused: { dy: -5, h: 10, fill: '#8a8a8a', opacity: 0.55 },
+  cut: { dy: -9, h: 18, fill: '#ff7f0e', opacity: 1, outline: true },
+  lag: { dy: 6, h: 4, fill: '#8c564b', opacity: 0.8 },
+  link: { dy: -10, h: 4, fill: '#e377c2', opacity: 0.8 },
+};
+
+/**
+ * One member's row of the time strip: its stretches (leader, down, paused, cut off, slow, link impaired) as
+ * bands, and its moments as marks — a crown where it was elected (with the term), a hollow triangle where it
+ * stepped down, a dashed line where the leader's snapshot reached it, a diamond for each lever the script pulled.
+ */
+function drawMemberRow(m: TimelineModel, name: string, cy: number, axis: MemberAxis): string {
+  const out: string[] = [];
+  const byRev = axis.kind === 'rev';
+  const mk = byRev ? 'member-mark' : 'time-mark';
+  const n = new Map<number, number>();
+  // Marks at one place in the row are spread a few pixels apart, in the order they happened.
+  const at = (ms: number, rev: number): number => {
+    const p = byRev ? axis.x(rev) : axis.x(ms);
+    const i = n.get(p) ?? 0;
+    n.set(p, i + 1);
+    return p + i * 8;
+  };
+  for (const sp of memberSpans(m, name)) {
+    const look = SPAN_LOOK[sp.kind];
+    const x1 = byRev ? axis.x(sp.fromRev) : axis.x(sp.from);
+    const x2 = byRev ? axis.x(sp.toRev ?? axis.end) : axis.x(sp.to ?? axis.end);
+    const w = Math.max(x2 - x1, 2);
+    const tip = `${name} ${sp.text}: t=${showMs(sp.from)} to ${sp.to !== undefined ? `t=${showMs(sp.to)}` : 'the end of the run'}, revision ${sp.fromRev} to ${sp.toRev ?? 'the end'} (from ${lineRef(sp.line)})`;
+    const shape = look.outline === true
+      ? `<rect x="${x1}" y="${cy + look.dy}" width="${w}" height="${look.h}" fill="none" stroke="${look.fill}" stroke-width="1.5" stroke-dasharray="4 2"/>`
+      : `<rect x="${x1}" y="${cy + look.dy}" width="${w}" height="${look.h}" fill="${look.fill}" fill-opacity="${look.opacity}"/>`;
+    // A label inside the band when it has room (leader, down, paused); the others say it in their title.
+    const text = sp.kind === 'leader' || sp.kind === 'down' || sp.kind === 'paused' ? (sp.kind === 'leader' ? `term ${/term (\d+)/.exec(sp.text)?.[1] ?? ''}` : sp.kind) : '';
+    const room = text !== '' && w > text.length * 6 + 16;
+    out.push(
+      `<g class="member-span span-${sp.kind}" data-member="${esc(name)}" data-from-ms="${sp.from}" data-line="${sp.line}">${shape}${room ? `<text x="${x1 + (sp.kind === 'leader' ? 12 : 3)}" y="${cy + 3.5}" font-size="9" fill="${sp.kind === 'leader' ? '#7a5a00' : '#fff'}">${text}</text>` : ''}<title>${label(tip)}</title></g>`,
+    );
+  }
+  for (const e of m.memberEvents) {
+    if (e.member !== name && !(e.member === undefined && e.kind === 'heal')) continue;
+    const px = at(e.atMs, e.atRev);
+    const tip = label(`t=${showMs(e.atMs)}, revision ${e.atRev}: ${e.text} (${lineRef(e.line)})`);
+    const attrs = `data-member="${esc(name)}" data-kind="${e.kind}" data-ms="${e.atMs}" data-line="${e.line}"`;
+    if (e.kind === 'leader') {
+      out.push(`<path class="${mk} t-leader" ${attrs} data-term="${e.term ?? ''}" d="M${px - 5},${cy + 4}L${px - 5},${cy - 4}L${px - 2.5},${cy}L${px},${cy - 6}L${px + 2.5},${cy}L${px + 5},${cy - 4}L${px + 5},${cy + 4}Z" fill="${COLORS.leader}" stroke="#7a5a00" stroke-width="0.8"><title>${tip}</title></path>`);
+    } else if (e.kind === 'step-down') {
+      out.push(`<path class="${mk} t-step-down" ${attrs} d="M${px - 5},${cy - 5}L${px + 5},${cy - 5}L${px},${cy + 4}Z" fill="#fff" stroke="#7a5a00" stroke-width="1.5"><title>${tip}</title></path>`);
+    } else if (e.kind === 'snapshot') {
+      out.push(`<line class="${mk} t-snapshot" ${attrs} x1="${px}" y1="${cy - 10}" x2="${px}" y2="${cy + 10}" stroke="${COLORS.restore}" stroke-dasharray="3 2" stroke-width="2.5"><title>${tip}</title></line>`);
+    } else {
+      // A lever the script pulled: a diamond, red for a kill.
+      const fill = e.kind === 'crash' ? COLORS.crash : e.kind === 'restart' || e.kind === 'resume' || e.kind === 'heal' || e.kind === 'restore-link' ? '#fff' : '#333';
+      out.push(`<path class="${mk} t-lever t-${e.kind}" ${attrs} d="M${px},${cy - 5}L${px + 5},${cy}L${px},${cy + 5}L${px - 5},${cy}Z" fill="${fill}" stroke="#333" stroke-width="1.2"><title>${tip}</title></path>`);
+    }
+  }
+  return out.join('');
 }
 
 /** What stands for the marks of an elided span in one lane: a bar across the break, with their count. */
@@ -742,7 +1080,7 @@ const LEGEND = [
   legendItem('ended', `<line x1="2" y1="10" x2="32" y2="10" stroke="${COLORS.watch}" stroke-width="2" stroke-dasharray="4 2"/>`, 'dashed: that stream has ended'),
   legendItem('events', `<circle cx="9" cy="10" r="4" fill="${COLORS.put}"/><rect x="19" y="6" width="8" height="8" fill="${COLORS.del}"/>`, 'events received (side by side when they share a revision)'),
   legendItem('progress', `<line x1="17" y1="0" x2="17" y2="20" stroke="${COLORS.watch}" stroke-width="1.5"/>`, 'progress notification'),
-  legendItem('flag', `<line x1="10" y1="4" x2="10" y2="20" stroke="${COLORS.del}" stroke-width="2.5"/><circle cx="24" cy="12" r="6" fill="none" stroke="${COLORS.del}" stroke-width="2"/>`, 'wrong: progress before its events or below the start; an event below the start'),
+  legendItem('flag', `<line x1="10" y1="4" x2="10" y2="20" stroke="${COLORS.del}" stroke-width="2.5"/><circle cx="24" cy="12" r="6" fill="none" stroke="${COLORS.del}" stroke-width="2"/>`, 'wrong: progress before its events or below the start; an event below the start, or one a stream skipped (dashed)'),
   legendItem('cursor', `<path d="M17,14l-5,-6h10z" fill="${COLORS.watch}"/>`, 'resume point: last revision seen + 1'),
   legendItem('canceled', `<rect x="11" y="4" width="12" height="12" fill="#fff" stroke="${COLORS.del}" stroke-width="2"/>`, 'canceled by the server'),
   legendItem('closed', `<line x1="17" y1="3" x2="17" y2="17" stroke="${COLORS.watch}" stroke-width="3"/>`, 'closed by the client'),
@@ -754,6 +1092,26 @@ const LEGEND = [
   legendItem('linked', `<circle cx="17" cy="10" r="5" fill="${COLORS.put}" stroke="#f0a000" stroke-width="3"/>`, 'hover or click a mark or a transcript line: the other lights up'),
   legendItem('break', `<rect x="7" y="1" width="20" height="18" fill="#f4f4f4"/><path d="M12,10l4,-6l2,12l4,-6" stroke="#555" fill="none"/>`, 'elided revisions (count below; ×N marks inside)'),
 ].join('\n');
+
+/** Legend entries of a cluster run's member rows (shown when a page has a cluster run). */
+const CLUSTER_LEGEND = [
+  legendItem('leader', `<rect x="2" y="0" width="30" height="20" fill="${COLORS.leader}" fill-opacity="0.22"/><path d="M6,14L6,6L8.5,10L11,4L13.5,10L16,6L16,14Z" fill="${COLORS.leader}" stroke="#7a5a00" stroke-width="0.8"/>`, 'elected leader (crown, with its term) | leading; on a lease\'s time row: the new leader starts the lease over'),
+  legendItem('step-down', `<path d="M12,5L22,5L17,14Z" fill="#fff" stroke="#7a5a00" stroke-width="1.5"/>`, 'the leader steps down'),
+  legendItem('lever', `<path d="M10,5L15,10L10,15L5,10Z" fill="#333"/><path d="M24,5L29,10L24,15L19,10Z" fill="#fff" stroke="#333"/>`, 'a lever the script pulls (pause, isolate, lag, move-leader, ...) | one that undoes it (resume, heal, restart)'),
+  legendItem('crash', `<path d="M10,5L15,10L10,15L5,10Z" fill="${COLORS.crash}" stroke="#333"/><rect x="18" y="5" width="14" height="10" fill="${COLORS.crash}" fill-opacity="0.6"/>`, 'crash (SIGKILL) | the member is down'),
+  legendItem('paused', `<rect x="2" y="5" width="30" height="10" fill="${COLORS.paused}" fill-opacity="0.55"/>`, 'paused (SIGSTOP) until resume'),
+  legendItem('cut', `<rect x="2" y="1" width="30" height="18" fill="none" stroke="${COLORS.cut}" stroke-width="1.5" stroke-dasharray="4 2"/>`, 'cut off from the other members (isolate, partition) until heal'),
+  legendItem('lag', `<rect x="2" y="14" width="30" height="4" fill="${COLORS.lag}" fill-opacity="0.8"/>`, 'applies late (lag)'),
+  legendItem('link', `<rect x="2" y="2" width="30" height="4" fill="#e377c2" fill-opacity="0.8"/>`, "etcdctl's link to it dropped or delayed"),
+  legendItem('snapshot-install', `<line x1="10" y1="1" x2="10" y2="19" stroke="${COLORS.restore}" stroke-dasharray="3 2" stroke-width="2.5"/><line x1="24" y1="1" x2="24" y2="19" stroke="${COLORS.restore}" stroke-dasharray="6 3" stroke-width="2"/>`, "the leader's snapshot installed on a follower: its row | its store's jump on the revision axis"),
+].join('\n');
+
+/** Legend entry of a member killed and restarted (a single member's `restart`, `crash-during-compact`). */
+const RESTART_LEGEND = legendItem(
+  'member-restart',
+  `<line x1="8" y1="1" x2="8" y2="19" stroke="${COLORS.crash}" stroke-dasharray="2 2" stroke-width="2"/><path d="M16,6L22,12M16,12L22,6" stroke="${COLORS.crash}" stroke-width="2.5"/><path d="M24,3L30,9L24,15Z" fill="${COLORS.crash}"/>`,
+  'killed and restarted (mid-compaction: #19179), its index rebuilt from the backend: on the axis | on the time strip',
+);
 
 /** The description as the page shows it: the title line, the question to predict, and labelled paragraphs. */
 function descriptionHtml(paragraphs: readonly string[]): { lead: string; body: string; predict: string | undefined } {
@@ -886,6 +1244,8 @@ const LINK_SCRIPT = `
 /** A self-contained page: what the scenario is about, then per run its steps beside its picture, its answer, its transcript. */
 export function renderHtml(title: string, runs: readonly { model: TimelineModel; transcript: readonly string[] }[]): string {
   const first = runs[0]?.model;
+  const cluster = runs.some((r) => r.model.members.length > 0);
+  const restarts = runs.some((r) => r.model.restores.some((x) => x.kind === 'restart' || x.kind === 'crash-during-compact'));
   const desc = descriptionHtml(descriptionParagraphs(first?.description ?? []));
   const body: string[] = [];
   for (const r of runs) {
@@ -897,7 +1257,7 @@ export function renderHtml(title: string, runs: readonly { model: TimelineModel;
     if (m.failure !== undefined) body.push(`<p class="failure">${label(m.failure)}</p>`);
     body.push('<div class="run-body">');
     body.push(
-      `<ol class="steps">${steps.map((st) => `<li value="${st.n}" data-step="${st.n}" data-line="${st.line}" data-rev="${st.rev}">${prose(st.text)} <span class="at">line ${st.line}, revision ${st.rev}</span></li>`).join('')}</ol>`,
+      `<ol class="steps">${steps.map((st) => `<li value="${st.n}" data-step="${st.n}" data-line="${st.line}" data-rev="${st.rev}">${prose(st.text)} <span class="at">line ${st.line}, revision ${st.rev}${m.endMs > 0 && st.atMs !== undefined ? `, t=${showMs(st.atMs)}` : ''}</span></li>`).join('')}</ol>`,
     );
     body.push(`<div class="figure"><div class="scroll">${d.labels}${d.svg}</div></div>`);
     body.push('</div>');
@@ -974,9 +1334,15 @@ ${desc.predict !== undefined ? `<div class="predict"><strong>Predict first:</str
 watcher and each lease have one below. Under them, the time strip places what happens on etcd's own clock by virtual
 time: watch opens and cancels, lease grants, keep-alives and expiry checks, compactions. The numbered steps beside the
 picture are the script's notes, marked on the axis where they happen. Hover a mark for details; hover or click a mark or
-a transcript line and the other lights up.</p>
+a transcript line and the other lights up.${
+    cluster
+      ? ` On a cluster the time strip has a row per member: who leads (and from which term), who is stopped, down,
+cut off or slow, each lever the script pulls and each of Raft's answers (an election, a step-down, a snapshot sent),
+at its moment; a watch's lane names the member that serves it (@infra3).`
+      : ''
+  }${restarts ? ' A member killed and restarted is marked where it rebuilt its index from its backend, on both axes.' : ''}</p>
 <ul class="legend">
-${LEGEND}
+${LEGEND}${cluster ? `\n${CLUSTER_LEGEND}` : ''}${restarts ? `\n${RESTART_LEGEND}` : ''}
 </ul>
 ${body.join('\n')}
 </body>

@@ -235,3 +235,84 @@ test('headless Chromium at 1400 and 800 px: the fragments lab and a run started 
     rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   }
 });
+
+test('headless Chromium at 1400 and 800 px: cluster labs and #19179 draw their levers, elections and restarts, with legend, linked, never scrolling sideways; screenshots', { skip: requireChromium(), timeout: 180_000 }, async () => {
+  const chromium = findChromium()!;
+  const dir = mkdtempSync(join(tmpdir(), 'etcdsim-browser-'));
+  const shots = screenshotDir(dir);
+  mkdirSync(shots, { recursive: true });
+  const names = ['cluster/stale-serializable-read', 'cluster/leases-across-leader-change', 'cluster/watch-on-lagging-follower', 'bugs/20221-native-snapshot-on-slow-follower', 'bugs/19179-lone-tombstone-lost-on-restart'];
+  const files = names.map((name) => {
+    const r = runScenario(readFileSync(listBundledScenarios().find((s) => s.name === name)!.path, 'utf8'));
+    assert.ok(r.ok, name);
+    const file = join(dir, `${name.replace('/', '-')}.html`);
+    writeFileSync(file, renderHtml(name, r.runs.map((x) => ({ model: x.timeline, transcript: x.transcript }))));
+    return { name, file };
+  });
+  try {
+    for (const width of [1400, 800]) {
+      const page = await startBrowser(chromium, dir, width);
+      try {
+        await page.resize(width);
+        for (const { name, file } of files) {
+          await page.open(pathToFileURL(file).href);
+          const seen = await page.evaluate<{ rendered: string; errors: string; overflow: number; steps: number; predict: number; answer: number; legend: string[]; memberRows: string[]; memberLanes: number; leaders: string[]; levers: string[]; restarts: number; flags: number; lanes: string[] }>(`(() => ({
+            rendered: document.documentElement.dataset.rendered,
+            errors: document.documentElement.dataset.errors || '0',
+            overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+            steps: document.querySelectorAll('section.run')[0].querySelectorAll('ol.steps li').length,
+            predict: document.querySelectorAll('.predict').length,
+            answer: document.querySelectorAll('details.answer').length,
+            legend: [...document.querySelectorAll('ul.legend li')].map((e) => e.dataset.legend),
+            memberRows: [...document.querySelectorAll('section.run')[0].querySelectorAll('.time-strip .member-time')].map((e) => e.dataset.member),
+            memberLanes: document.querySelectorAll('section.run')[0].querySelectorAll('.member-lane').length,
+            leaders: [...document.querySelectorAll('section.run')[0].querySelectorAll('.time-strip .t-leader')].map((e) => e.dataset.member + ':' + e.dataset.term),
+            levers: [...document.querySelectorAll('section.run')[0].querySelectorAll('.time-strip .t-lever')].filter((e) => e.getBoundingClientRect().width > 0).map((e) => e.dataset.kind + '@' + e.dataset.member),
+            restarts: document.querySelectorAll('section.run')[0].querySelectorAll('.member-restart').length,
+            flags: [...document.querySelectorAll('.missing-event')].length,
+            lanes: [...document.querySelectorAll('section.run')[0].querySelectorAll('svg.lane-labels text')].map((e) => e.textContent),
+          }))()`);
+          assert.equal(seen.rendered, 'yes', `${name} @${width}`);
+          assert.equal(seen.errors, '0');
+          assert.equal(seen.overflow, 0, `${name} @${width}: no sideways scroll of the page`);
+          assert.ok(seen.steps >= 2, `${name}: numbered steps`);
+          assert.equal(seen.predict, 1, `${name}: the question to predict`);
+          assert.ok(seen.answer >= 1, `${name}: the answer after the run`);
+          if (name === 'bugs/19179-lone-tombstone-lost-on-restart') {
+            assert.equal(seen.restarts, 1, 'the kill mid-compaction and the restart, on the revision axis');
+            assert.ok(seen.legend.includes('member-restart'));
+            assert.equal(seen.memberRows.length, 0, 'a single member: no member rows');
+            assert.equal(seen.flags, 1, 'the lost DELETE flagged in the bug variant only');
+            continue;
+          }
+          for (const k of ['leader', 'step-down', 'lever', 'crash', 'paused', 'cut', 'lag', 'snapshot-install']) assert.ok(seen.legend.includes(k), `${name}: legend ${k}`);
+          assert.deepEqual(seen.memberRows, ['infra1', 'infra2', 'infra3'], `${name}: a time-strip row per member`);
+          assert.equal(seen.memberLanes, 3, `${name}: a revision lane per member`);
+          assert.ok(seen.lanes.some((l) => l === 'infra3') && seen.lanes.some((l) => l === 't: infra3'), 'member lanes are labelled');
+          assert.ok(seen.leaders.includes('infra1:2'), `${name}: infra1 leads from term 2: ${seen.leaders.join(', ')}`);
+          if (name === 'cluster/stale-serializable-read') {
+            assert.ok(seen.levers.includes('lag@infra3') && seen.levers.includes('isolate@infra3') && seen.levers.includes('heal@infra3'), seen.levers.join(', '));
+            // Hover the isolate lever on the time strip: the transcript line of `isolate infra3` lights up; and back.
+            assert.ok(await page.hover('section.run .time-strip .t-lever[data-kind="isolate"]'));
+            const lit = await page.evaluate<string[]>(`[...document.querySelectorAll('pre.transcript .tl.hl')].map((e) => e.textContent)`);
+            assert.ok(lit.some((l) => l.startsWith('# isolate infra3: the network cuts it off')), lit.join('\n'));
+            assert.ok(await page.hover('pre.transcript .tl[data-line="47"]'));
+            const marks = await page.evaluate<string[]>(`[...document.querySelectorAll('svg.timeline .hl')].map((e) => (e.dataset.kind || '') + '@' + (e.dataset.member || ''))`);
+            assert.ok(marks.includes('heal@infra1') && marks.includes('heal@infra3'), `the heal line lights its marks: ${marks.join(', ')}`);
+          }
+          if (name === 'cluster/leases-across-leader-change') assert.ok(seen.leaders.includes('infra2:3'), seen.leaders.join(', '));
+          if (name === 'bugs/20221-native-snapshot-on-slow-follower') {
+            assert.ok(seen.levers.includes('pause@infra3') && seen.levers.includes('resume@infra3') && seen.levers.includes('compact-log@infra1'), seen.levers.join(', '));
+            assert.ok(await page.evaluate<boolean>(`document.querySelector('section.run .time-strip .t-snapshot[data-member="infra3"]') !== null && document.querySelector('section.run .snapshot-install[data-member="infra3"]') !== null`), 'the snapshot installed on infra3, on its row and on the revision axis');
+            assert.ok(seen.lanes.includes('watch F /f/k @infra3'), seen.lanes.join(' | '));
+          }
+          assert.ok((await page.screenshot(join(shots, `${name.replace('/', '-')}-${width}.png`))) > 10_000);
+        }
+      } finally {
+        await page.close();
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+  }
+});

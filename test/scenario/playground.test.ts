@@ -320,3 +320,80 @@ test("the browser stand-ins for Node's Buffer and crypto give Node's bytes", () 
   assert.deepEqual([...browserCrypto.pbkdf2Sync('pw', 'salt', 16, 32, 'sha256')], [...pbkdf2Sync('pw', 'salt', 16, 32, 'sha256')]);
   assert.equal(browserCrypto.timingSafeEqual(bytes, Uint8Array.from(bytes)), true);
 });
+
+/** A shared cluster lab: three members, a lagging follower, a watch on it. */
+const CLUSTER_LAB = ['## A cluster lab: a watch on a lagging follower.', 'members 3', 'lag infra3 1s', 'watch F /c/ --prefix --endpoints=infra3', 'put /c/a 1', 'advance 1s', 'expect watch F events == [PUT /c/a@2]', ''].join('\n');
+
+test('headless Chromium: a shared link with members 3 runs the cluster in the page, draws its members, reruns on edit; the cluster and bug labs are one click away', { skip: requireChromium(), timeout: 120_000 }, async () => {
+  const chromium = findChromium()!;
+  const dir = mkdtempSync(join(tmpdir(), 'etcdsim-playground-'));
+  const out: string[] = [];
+  const shots = screenshotDir(dir);
+  mkdirSync(shots, { recursive: true });
+  let page: BrowserPage | undefined;
+  try {
+    assert.equal(await runCli(['playground', '--out', join(dir, 'page')], { out: (l) => out.push(l), err: (l) => out.push(l) }), 0, out.join('\n'));
+    const file = join(dir, 'page', 'index.html');
+    page = await startBrowser(chromium, dir, 1400);
+    const evaluate = page.evaluate.bind(page) as <T>(expression: string) => Promise<T>;
+    await page.open(`${pathToFileURL(file).href}${encodeFragment({ script: CLUSTER_LAB, variant: undefined })}`);
+    await evaluate(HELPERS);
+    const members = `(() => { const fd = document.getElementById('timeline').contentDocument; return {
+      rows: [...fd.querySelectorAll('.time-strip .member-time')].map((e) => e.dataset.member),
+      levers: [...fd.querySelectorAll('.time-strip .t-lever')].map((e) => e.dataset.kind + '@' + e.dataset.member),
+      leaders: [...fd.querySelectorAll('.time-strip .t-leader')].map((e) => e.dataset.member + ':' + e.dataset.term),
+      lanes: [...fd.querySelectorAll('svg.lane-labels text')].map((e) => e.textContent),
+    }; })()`;
+    interface Members {
+      rows: string[];
+      levers: string[];
+      leaders: string[];
+      lanes: string[];
+    }
+
+    // 1. The shared link: the cluster ran in the browser, as it runs on Node, and its members are drawn.
+    const first = await evaluate<Seen>('__settled(1)');
+    assert.equal(first.editor, CLUSTER_LAB);
+    assert.equal(first.ok, 'true', first.transcript);
+    assert.equal(first.frameErrors, '0');
+    assert.equal(first.transcript, runScenario(CLUSTER_LAB).transcript.join('\n'), 'the browser run prints what the Node run prints');
+    assert.match(first.transcript, /^# a simulated cluster of 3 members \(infra1, infra2, infra3\)/m);
+    const drawn = await evaluate<Members>(members);
+    assert.deepEqual(drawn.rows, ['infra1', 'infra2', 'infra3']);
+    assert.deepEqual(drawn.levers, ['lag@infra3']);
+    assert.deepEqual(drawn.leaders, ['infra1:2']);
+    assert.ok(drawn.lanes.includes('watch F /c/* @infra3'), drawn.lanes.join(' | '));
+
+    // 2. An edit adds levers: the page reruns, the new marks are drawn, the link follows.
+    const edited = CLUSTER_LAB.replace('put /c/a 1\n', 'put /c/a 1\npause infra2\nmove-leader infra3\n');
+    await evaluate(`(() => { const t = document.getElementById('script'); t.value = ${JSON.stringify(edited)}; t.dispatchEvent(new Event('input', { bubbles: true })); return true; })()`);
+    const second = await evaluate<Seen>('__settled(2)');
+    assert.equal(second.ok, 'true', second.transcript);
+    assert.equal(decodeFragment(second.hash)?.script, edited, 'the link carries the edit');
+    const redrawn = await evaluate<Members>(members);
+    assert.deepEqual(redrawn.levers, ['pause@infra2', 'lag@infra3', 'move-leader@infra3'], 'row by row: infra2, then infra3');
+    assert.deepEqual(redrawn.leaders, ['infra1:2', 'infra3:3'], 'the transfer elected infra3 at term 3');
+    for (const width of [1400, 800]) {
+      await page.resize(width);
+      assert.equal(await evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth'), 0, `@${width}: no sideways scroll`);
+      assert.ok((await page.screenshot(join(shots, `playground-cluster-${width}.png`))) > 10_000);
+    }
+
+    // 3. The labs: the cluster labs have a group of their own; the new bug labs are with the bugs; one click runs one.
+    const groups = await evaluate<{ heading: string; labs: string[] }[]>(
+      `[...document.querySelectorAll('#labs h2')].map((h) => ({ heading: h.textContent, labs: [...h.nextElementSibling.querySelectorAll('button')].map((b) => b.dataset.lab) }))`,
+    );
+    const cluster = groups.find((gr) => gr.heading.startsWith('Cluster labs'));
+    assert.deepEqual(cluster?.labs.sort(), listBundledScenarios().filter((s) => s.name.startsWith('cluster/')).map((s) => s.name).sort());
+    const bugs = groups.find((gr) => gr.heading.startsWith('Bugs'))!.labs;
+    assert.ok(bugs.includes('bugs/19179-lone-tombstone-lost-on-restart') && bugs.includes('bugs/20221-native-snapshot-on-slow-follower'), bugs.join(', '));
+    await evaluate(`document.querySelector('button[data-lab="cluster/leases-across-leader-change"]').click(), true`);
+    const lab = await evaluate<Seen>('__settled(3)');
+    assert.equal(lab.ok, 'true', lab.transcript);
+    assert.equal(lab.lab, 'cluster/leases-across-leader-change');
+    assert.deepEqual((await evaluate<Members>(members)).leaders, ['infra1:2', 'infra2:3']);
+  } finally {
+    await page?.close();
+    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+  }
+});

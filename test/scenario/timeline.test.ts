@@ -9,8 +9,10 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { listBundledScenarios } from '../../src/cli/run_command.js';
 import { renderHtml, renderSvg, runScenario, timelineKeys } from '../../src/scenario/index.js';
-import { timelineSteps, transcriptHtml, transcriptRef } from '../../src/scenario/timeline.js';
-import { hasClass, parseXml } from './xml.js';
+import { memberSpans, missingEvents, timelineSteps, transcriptHtml, transcriptRef } from '../../src/scenario/timeline.js';
+import { hasClass, parseXml, type XmlElement } from './xml.js';
+
+type XmlAttrs = XmlElement['attrs'];
 
 const path = (name: string): string => listBundledScenarios().find((s) => s.name === name)!.path;
 
@@ -267,4 +269,170 @@ test('a fragmented revision: each event of F names the response that carried it,
   assert.deepEqual(of('F'), ['1 fragment', '2 fragment', '3']);
   assert.deepEqual(of('P'), ['1', '1', '1']);
   assert.deepEqual(of('D'), ['1', '1', '1']);
+});
+
+/** Every lever of a cluster run, pulled once, with time moving between some of them. */
+const LEVERS = [
+  'members 3',
+  'put /a 1',
+  'pause infra2',
+  'advance 1s',
+  'resume infra2',
+  'lag infra3 200ms',
+  'partition infra1 | infra2 infra3',
+  'advance 3s',
+  'heal',
+  'advance 2s',
+  'crash infra2',
+  'advance 1s',
+  'restart infra2',
+  'elect infra1',
+  'drop-link infra2',
+  'delay-link infra3 100ms',
+  'restore-link infra2',
+  'lag infra3 0ms',
+  'compact-log',
+  'install-snapshot infra2',
+  'advance 100ms',
+  '',
+].join('\n');
+
+test("a cluster run records each lever and Raft's answers at their virtual time, with the member and what the transcript said", () => {
+  const r = runScenario(LEVERS);
+  assert.ok(r.ok, r.transcript.join('\n'));
+  const m = r.timeline;
+  assert.deepEqual(m.members, ['infra1', 'infra2', 'infra3']);
+  const seen = m.memberEvents.map((e) => `${e.kind} ${e.member ?? '*'} t=${e.atMs}${e.term !== undefined ? ` term ${e.term}` : ''}${e.ms !== undefined ? ` ${e.ms}ms` : ''}`);
+  assert.deepEqual(seen, [
+    'leader infra1 t=0 term 2',
+    'pause infra2 t=0',
+    'resume infra2 t=1000',
+    'lag infra3 t=1000 200ms',
+    'partition infra1 t=1000',
+    'partition infra2 t=1000',
+    'partition infra3 t=1000',
+    // Cut off alone, infra1 loses its quorum; the other side elects infra2.
+    'step-down infra1 t=2000',
+    'leader infra2 t=2500 term 3',
+    'heal * t=4000',
+    'crash infra2 t=6000',
+    'restart infra2 t=7000',
+    'elect infra1 t=7000',
+    'leader infra1 t=7000 term 4',
+    'drop-link infra2 t=7000',
+    'delay-link infra3 t=7000 100ms',
+    'restore-link infra2 t=7000',
+    'lag infra3 t=7000 0ms',
+    'compact-log infra1 t=7000',
+    'install-snapshot infra2 t=7000',
+    'snapshot infra2 t=7000',
+  ]);
+  // Each event carries the transcript's words and its script line (the link to the transcript).
+  const pause = m.memberEvents.find((e) => e.kind === 'pause')!;
+  assert.match(pause.text, /^pause infra2 \(SIGSTOP\)/);
+  assert.equal(pause.line, 3);
+  assert.ok(r.transcript.includes(`# ${pause.text}`));
+  assert.deepEqual(m.memberEvents.filter((e) => e.kind === 'partition').map((e) => e.side?.join(' ')), ['infra1', 'infra2 infra3', 'infra2 infra3']);
+  // The stretches of each member's life the time strip draws.
+  const spans = (n: string): string[] => memberSpans(m, n).map((s) => `${s.kind} ${s.from}..${s.to ?? 'end'}`);
+  assert.deepEqual(spans('infra1'), ['leader 0..2000', 'cut 1000..4000', 'leader 7000..end']);
+  assert.deepEqual(spans('infra2'), ['paused 0..1000', 'cut 1000..4000', 'leader 2500..6000', 'down 6000..7000', 'link 7000..7000']);
+  assert.deepEqual(spans('infra3'), ['lag 1000..7000', 'cut 1000..4000', 'link 7000..end']);
+});
+
+test('the time strip of a cluster run: a row per member with its leader terms, stretches and levers; the same on the revision axis', () => {
+  const r = runScenario(LEVERS);
+  const m = r.timeline;
+  const els = parseXml(renderSvg(m));
+  const strip = els.filter((e) => hasClass(e, 'member-time'));
+  assert.deepEqual(strip.map((e) => e.attrs['data-member']), ['infra1', 'infra2', 'infra3'], 'one time-strip row per member, before the watch and lease rows');
+  assert.deepEqual(els.filter((e) => hasClass(e, 'member-lane')).map((e) => e.attrs['data-member']), ['infra1', 'infra2', 'infra3'], 'and one lane per member under the revision lanes');
+  const marks = (cls: string, kind = 'time-mark'): XmlAttrs[] => els.filter((e) => hasClass(e, kind) && hasClass(e, cls)).map((e) => e.attrs);
+  // Row by row: infra1's two terms, then infra2's.
+  assert.deepEqual(marks('t-leader').map((a) => `${a['data-member']} term ${a['data-term']} t=${a['data-ms']}`), ['infra1 term 2 t=0', 'infra1 term 4 t=7000', 'infra2 term 3 t=2500']);
+  assert.deepEqual(marks('t-step-down').map((a) => a['data-member']), ['infra1']);
+  assert.deepEqual(marks('t-snapshot').map((a) => a['data-member']), ['infra2']);
+  // Every lever is a mark on its member's row (heal on every row), linked to its script line.
+  const levers = marks('t-lever').map((a) => `${a['data-kind']}@${a['data-member']}:${a['data-line']}`);
+  for (const want of ['pause@infra2:3', 'resume@infra2:5', 'lag@infra3:6', 'partition@infra1:7', 'heal@infra1:9', 'heal@infra2:9', 'heal@infra3:9', 'crash@infra2:11', 'restart@infra2:13', 'elect@infra1:14', 'compact-log@infra1:19', 'install-snapshot@infra2:20']) {
+    assert.ok(levers.includes(want), `${want} in ${levers.join(', ')}`);
+  }
+  assert.equal(marks('t-lever', 'member-mark').length, levers.length, 'the same levers on the members\' revision lanes');
+  const stretch = (kind: string): string[] => els.filter((e) => hasClass(e, 'member-span') && hasClass(e, `span-${kind}`) && e.parent === 'g').map((e) => `${e.attrs['data-member']}@${e.attrs['data-from-ms']}`);
+  assert.ok(stretch('down').includes('infra2@6000'));
+  assert.ok(stretch('paused').includes('infra2@0'));
+  assert.ok(stretch('cut').includes('infra3@1000'));
+  assert.ok(stretch('lag').includes('infra3@1000'));
+  // The page's legend explains the member rows, only on a page with a cluster run.
+  const page = renderHtml('levers', [{ model: m, transcript: r.transcript }]);
+  for (const k of ['leader', 'step-down', 'lever', 'crash', 'paused', 'cut', 'lag', 'link', 'snapshot-install']) assert.match(page, new RegExp(`<li data-legend="${k}">`), k);
+  const single = runScenario(readFileSync(path('txn-one-revision'), 'utf8'));
+  assert.doesNotMatch(renderHtml('txn', [{ model: single.timeline, transcript: single.transcript }]), /data-legend="leader"/);
+});
+
+test('cluster labs: elections and leader changes on the strip; a watch lane names the member serving it', () => {
+  const leases = runScenario(readFileSync(path('cluster/leases-across-leader-change'), 'utf8'));
+  assert.ok(leases.ok);
+  const lm = leases.timeline;
+  assert.deepEqual(lm.memberEvents.map((e) => `${e.kind} ${e.member} t=${e.atMs}`), ['leader infra1 t=0', 'move-leader infra2 t=4000', 'step-down infra1 t=4000', 'leader infra2 t=4000']);
+  assert.deepEqual(memberSpans(lm, 'infra1').map((s) => `${s.kind} ${s.from}..${s.to}`), ['leader 0..4000']);
+  assert.deepEqual(memberSpans(lm, 'infra2').map((s) => `${s.kind} ${s.from}..${s.to ?? 'end'}`), ['leader 4000..end']);
+  // The lease's row: the new leader started it over at t=4s, so its TTL runs out at 15 s, not 10 s after the grant.
+  assert.deepEqual(lm.leases[0]!.promotions?.map((p) => `${p.leader} term ${p.term} t=${p.atMs} expires ${p.expiresAtMs}`), ['infra2 term 3 t=4000 expires 15000']);
+  const lel = parseXml(renderSvg(lm));
+  assert.deepEqual(lel.filter((e) => hasClass(e, 't-promote')).map((e) => e.attrs['data-expires-ms']), ['15000']);
+  assert.deepEqual(lel.filter((e) => hasClass(e, 't-deadline')).map((e) => e.attrs['data-ms']), ['15000']);
+  assert.deepEqual(lel.filter((e) => hasClass(e, 't-revoking')).map((e) => e.attrs['data-ms']), ['15000']);
+  // The steps are on the time strip too, at the moment each was reached: stale reads wait, so steps spread in time.
+  const stale = runScenario(readFileSync(path('cluster/stale-serializable-read'), 'utf8'));
+  const timeSteps = parseXml(renderSvg(stale.timeline)).filter((e) => hasClass(e, 'time-step'));
+  assert.deepEqual(timeSteps.map((e) => Number(e.attrs['data-ms'])), timelineSteps(stale.timeline).steps.map((st) => st.atMs));
+  assert.deepEqual(timeSteps.map((e) => e.attrs['data-ms']), ['0', '0', '0', '1000', '2000', '8000']);
+  assert.match(renderHtml('stale', [{ model: stale.timeline, transcript: stale.transcript }]), /<span class="at">line 44, revision 5, t=8s<\/span>/);
+  const watch = runScenario(readFileSync(path('cluster/watch-on-lagging-follower'), 'utf8'));
+  assert.deepEqual(watch.timeline.watchers.map((w) => `${w.name}@${w.member}`), ['L@infra1', 'F@infra3']);
+  const svg = renderSvg(watch.timeline);
+  assert.match(svg, /<text class="lane-label"[^>]*>watch F \/w\/\* @infra3<\/text>/);
+  assert.match(svg, /<text class="lane-label"[^>]*>t: watch F @infra3<\/text>/);
+  // Single-member runs have no member rows and no member in their lanes.
+  const single = runScenario(readFileSync(path('watch-from-the-past'), 'utf8')).timeline;
+  assert.equal(single.members.length, 0);
+  assert.doesNotMatch(renderSvg(single), /member-time|member-lane|@infra/);
+});
+
+test('#19179: the kill in the middle of a compaction and the restart are drawn as what they are; the lost DELETE is flagged with the bug only', () => {
+  const r = runScenario(readFileSync(path('bugs/19179-lone-tombstone-lost-on-restart'), 'utf8'));
+  assert.ok(r.ok);
+  for (const run of r.runs) {
+    const m = run.timeline;
+    assert.deepEqual(m.restores.map((x) => [x.kind, x.name]), [['crash-during-compact', 'killed after 1 of 2 batches of the compaction at 1005']]);
+    const els = parseXml(renderSvg(m));
+    const axis = els.filter((e) => hasClass(e, 'member-restart'));
+    assert.equal(axis.length, 1);
+    assert.ok(hasClass(axis[0]!, 'crash-compact'));
+    assert.equal(axis[0]!.attrs['data-rev'], '1006');
+    assert.equal(els.filter((e) => hasClass(e, 't-crash-compact')).length, 1, 'on the time strip too');
+    assert.doesNotMatch(renderSvg(m), />restore restart/, 'not a snapshot restore');
+    const flags = els.filter((e) => hasClass(e, 'missing-event'));
+    if (m.variant === 'bug') {
+      assert.deepEqual(flags.map((e) => e.attrs['data-rev']), ['1005'], 'the DELETE at D never reached W');
+      assert.deepEqual(missingEvents(m, m.watchers[0]!).map((x) => `${x.type} ${x.key}@${x.rev}`), ['DELETE /k@1005']);
+    } else assert.equal(flags.length, 0, 'with the fix nothing is missing');
+    const page = renderHtml('19179', [{ model: m, transcript: run.transcript }]);
+    assert.match(page, /<li data-legend="member-restart">/);
+    assert.match(page, /<a href="https:\/\/github\.com\/etcd-io\/etcd\/pull\/19188">#19188<\/a>/);
+  }
+  // A plain restart is drawn as a restart.
+  const plain = runScenario('put /a 1\nrestart\nput /a 2\n').timeline;
+  assert.deepEqual(plain.restores.map((x) => [x.kind, x.name]), [['restart', 'restart']]);
+  assert.match(renderSvg(plain), /class="restore member-restart"/);
+  // No other bundled lab loses an event, and #18089's bug variant does (its tombstone at the compaction revision).
+  for (const s of listBundledScenarios()) {
+    const run = runScenario(readFileSync(s.path, 'utf8'));
+    for (const v of run.runs) {
+      const missing = v.timeline.watchers.flatMap((w) => missingEvents(v.timeline, w));
+      const expected = v.timeline.variant === 'bug' && /18089|19179/.test(s.name);
+      assert.equal(missing.length > 0, expected, `${s.name} ${v.timeline.variant ?? ''}: ${JSON.stringify(missing)}`);
+    }
+  }
 });

@@ -22,6 +22,7 @@ import { showTime } from '../format.js';
 import { procfileClientPort, type ClusterDirective } from '../parse/cluster_directives.js';
 import type { CompareOp, Expectation } from '../parse/expectations.js';
 import { RunError } from '../run_error.js';
+import type { TimelineMemberEventKind } from '../timeline.js';
 import { ETCDCTL_COMMAND_TIMEOUT_MS } from './leases.js';
 import type { RunState, ScenarioEngine, ScenarioServices, ScenarioSim } from './state.js';
 
@@ -89,6 +90,16 @@ export class ScenarioCluster implements ScenarioEngine {
   /** Connects the run's state (for the transcript: what happens while etcdctl waits). */
   attach(s: RunState): void {
     this.state = s;
+    // The timeline's member rows, and who leads when the run starts (elected before the first step).
+    const c = this.cs.cluster;
+    s.timeline.members.push(...c.members.map((m) => m.name));
+    const l = c.leader;
+    if (l !== undefined) this.record(s, 'leader', l.name, `${l.name} is the leader (term ${l.term}) when the run starts`, { term: Number(l.term) });
+  }
+
+  /** A member event for the timeline's time strip, at this instant. */
+  private record(s: RunState, kind: TimelineMemberEventKind, member: string | undefined, text: string, extra: { term?: number; ms?: number; side?: readonly string[] } = {}, atMs = this.cs.clock.now()): void {
+    s.timeline.memberEvents.push({ kind, member, atMs, atRev: s.sim.mvcc.currentRevision, line: s.line, text, ...extra });
   }
 
   private get index(): number {
@@ -270,15 +281,40 @@ export class ScenarioCluster implements ScenarioEngine {
       if (s === undefined || !RAFT_EVENT.test(ev.event)) continue;
       s.timeMark();
       const m = /^leader (\S+) term (\d+)$/.exec(ev.event);
-      s.out(`# [raft] ${m !== null ? `${m[1]} is the leader now (term ${m[2]})` : ev.event}`);
+      const said = `# [raft] ${m !== null ? `${m[1]} is the leader now (term ${m[2]})` : ev.event}`;
+      s.out(said);
+      const down = /^(\S+) steps down/.exec(ev.event);
+      const sent = /^snapshot (\S+) -> (\S+) at \d+$/.exec(ev.event);
+      const text = said.replace(/^# \[raft\] /, '');
+      if (m !== null) {
+        this.record(s, 'leader', m[1], text, { term: Number(m[2]) }, ev.at);
+        this.notePromotions(s, m[1]!, Number(m[2]), ev.at);
+      }
+      else if (down !== null) this.record(s, 'step-down', down[1], text, {}, ev.at);
+      else if (sent !== null) this.record(s, 'snapshot', sent[2], text, {}, ev.at);
       // A snapshot installed on a follower is drawn as the single member's `restore` is: its store jumps.
       const snap = /^snapshot (\S+) -> (\S+) at \d+$/.exec(ev.event);
       const to = snap === null ? undefined : this.cs.cluster.members.find((x) => x.name === snap[2]);
       if (to !== undefined) {
         const toRev = to.server.mvcc.currentRevision;
-        s.timeline.restores.push({ name: `${snap![1]}'s snapshot on ${to.name}`, fromRev: this.revisions.get(to.index) ?? toRev, toRev, line: s.line, atMs: ev.at });
+        s.timeline.restores.push({ name: `${snap![1]}'s snapshot on ${to.name}`, fromRev: this.revisions.get(to.index) ?? toRev, toRev, line: s.line, atMs: ev.at, kind: 'snapshot-install', member: to.name });
         this.revisions.set(to.index, toRev);
       }
+    }
+  }
+
+  /**
+   * A new leader's lessor starts every lease over (etcd's Promote): the timeline's lease rows take the expiry
+   * that lessor now holds, so the deadline they draw is the cluster's, not the TTL counted from the grant.
+   */
+  private notePromotions(s: RunState, leader: string, term: number, at: number): void {
+    const lessor = this.cs.cluster.members.find((x) => x.name === leader)?.server.lessor;
+    if (lessor === undefined) return;
+    for (const l of s.timeline.leases) {
+      if (l.end !== undefined) continue;
+      const expiry = lessor.expiryOf(BigInt(`0x${l.id}`));
+      if (expiry === undefined || !Number.isFinite(expiry)) continue;
+      (l.promotions ??= []).push({ atMs: at, expiresAtMs: expiry, leader, term, line: s.line });
     }
   }
 
@@ -296,6 +332,25 @@ export class ScenarioCluster implements ScenarioEngine {
     const c = this.cs.cluster;
     const name = (i: number): string => c.members[i]!.name;
     this.noteRaftEvents();
+    // The lever goes on the timeline with what the transcript says about it, at the moment it was pulled.
+    const at = this.cs.clock.now();
+    const leaderBefore = c.leader?.name;
+    const said = s.transcript.length;
+    this.directive(s, d, name);
+    const text = (s.transcript[said] ?? '').replace(/^# /, '');
+    const member = 'member' in d && d.member !== undefined ? name(d.member) : d.kind === 'elect' || d.kind === 'compact-log' ? leaderBefore : undefined;
+    if (d.kind === 'partition') {
+      for (const g of d.groups) for (const i of g) this.record(s, 'partition', name(i), text, { side: g.map(name) }, at);
+    } else if (d.kind !== 'use') {
+      const ms = d.kind === 'lag' || d.kind === 'delay-link' ? { ms: d.ms } : {};
+      this.record(s, d.kind, member, text, ms, at);
+    }
+    this.flush();
+  }
+
+  /** The directive itself, noted in the transcript. */
+  private directive(s: RunState, d: ClusterDirective, name: (i: number) => string): void {
+    const c = this.cs.cluster;
     switch (d.kind) {
       case 'use':
         this.current = d.member;
@@ -398,7 +453,6 @@ export class ScenarioCluster implements ScenarioEngine {
         s.out(`# restore-link ${name(d.member)}: the network between etcdctl and ${name(d.member)} is back to normal`);
         break;
     }
-    this.flush();
   }
 
   // ---------------------------------------------------------------------------------------------------

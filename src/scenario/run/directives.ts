@@ -17,7 +17,7 @@ export function runDirective(ctx: RunContext, d: Directive): void {
   switch (d.kind) {
     case 'note':
       s.out(`## ${d.text}`.trimEnd());
-      s.timeline.notes.push({ line: s.line, text: d.text, rev: s.sim.mvcc.currentRevision });
+      s.timeline.notes.push({ line: s.line, text: d.text, rev: s.sim.mvcc.currentRevision, atMs: s.sim.clock.now() });
       return;
     case 'advance':
       s.advance(d.ms, d.raw);

@@ -27,7 +27,7 @@ export function runMemberDirective(ctx: RunContext, d: MemberDirective): void {
   if (d.kind === 'restart') {
     const from = s.sim.mvcc.currentRevision;
     s.out('# restart: SIGKILL, then the member starts again and rebuilds itself from its backend');
-    report(ctx, server.restart(), watches, from);
+    report(ctx, server.restart(), watches, from, 'restart');
     return;
   }
   const rev = s.vars.int(d.rev, 'crash-during-compact');
@@ -62,7 +62,7 @@ export function runMemberDirective(ctx: RunContext, d: MemberDirective): void {
         `${p.remaining} still to delete; finishedCompactRev ${finished > 0 ? `= ${finished}` : 'not recorded'}`,
     );
   }
-  report(ctx, crash.restart, watches, from);
+  report(ctx, crash.restart, watches, from, p.finished ? 'restart' : 'crash-during-compact', p.finished ? undefined : `killed after ${p.committed} of ${p.batches} batch${p.batches === 1 ? '' : 'es'} of the compaction at ${rev}`);
 }
 
 /** A running watch (on a stream of its own) and the revision clientv3 resumes it from after a reconnect. */
@@ -93,7 +93,7 @@ function openWatches(ctx: RunContext): RunningWatch[] {
 }
 
 /** What the rebuild did, then each running watch's fate. */
-function report(ctx: RunContext, r: MemberRestart, watches: readonly RunningWatch[], from: number): void {
+function report(ctx: RunContext, r: MemberRestart, watches: readonly RunningWatch[], from: number, kind: 'restart' | 'crash-during-compact', how?: string): void {
   const s = ctx.state;
   s.out(
     `# the member rebuilds its index from the backend's key bucket: ${r.keys} key${r.keys === 1 ? '' : 's'}, revision ${r.revision}` +
@@ -119,7 +119,8 @@ function report(ctx: RunContext, r: MemberRestart, watches: readonly RunningWatc
   }
   const leases = s.sim.lessor.leases().length;
   if (leases > 0) s.out(`# ${leases} lease${leases === 1 ? '' : 's'} restored from the backend, each counting its TTL again from now (etcd's lessor promote)`);
-  s.timeline.restores.push({ name: 'restart', fromRev: from, toRev: r.revision, line: s.line, atMs: s.sim.clock.now() });
+  // Drawn as what it is: a kill and a rebuild from the backend (mid-compaction for #19179), not a snapshot restore.
+  s.timeline.restores.push({ name: how ?? 'restart', fromRev: from, toRev: r.revision, line: s.line, atMs: s.sim.clock.now(), kind });
   if (r.brokenStreams > 0) s.out(`# ${r.brokenStreams} stream${r.brokenStreams === 1 ? '' : 's'} broke with the member (UNAVAILABLE: transport is closing)`);
   for (const { w, next } of watches) {
     // The old stream ended with the member; its lane segment ends where the watch had got to.

@@ -86,6 +86,8 @@ export class ScenarioWatches {
     const rev = c.rev === undefined ? 0 : s.vars.int(c.rev, '--rev');
     const display = watchArgs(s.vars, c);
     const lane: TimelineWatcher = { name: c.name, range: `${s.vars.expand(c.key)}${c.prefix ? '*' : ''}`, segments: [], events: [], progress: [], progressSeen: [], progressLines: [], cursor: 0 };
+    const at = s.engine.currentEndpoint();
+    if (at !== undefined) lane.member = s.timeline.members[at];
     s.timeline.watchers.push(lane);
     const w: WatchState = { name: c.name, endpoint: s.engine.currentEndpoint(), create, display, call: undefined, state: 'open', compactRevision: 0, slow: false, events: [], progress: [], lane, segment: undefined, openedAtMs: 0, behind: false, stream: c.stream, watchId: undefined, responses: 0, fragments: [], fragmentOf: new Map() };
     this.byName.set(c.name, w);
