@@ -114,6 +114,28 @@ async function servedTarget(ctx: BenchContext): Promise<Target> {
   };
 }
 
+/**
+ * bench/null_server.mjs, a gRPC server on etcd's protos that answers a Put at once and does nothing: what
+ * etcd3 and grpc-js cost per call on loopback by themselves — the floor of any served row.
+ */
+async function floorTarget(): Promise<Target> {
+  const { child, log } = await spawnUntil(process.execPath, ['bench/null_server.mjs'], /null server on \S+\n/, () => {});
+  child.removeAllListeners('exit');
+  const kill = (): void => void child.kill('SIGKILL');
+  process.once('exit', kill);
+  const Etcd3 = await etcd3Class();
+  const client = new Etcd3({ hosts: `http://${/null server on (\S+)\n/.exec(log)?.[1] ?? ''}` });
+  return {
+    name: 'do-nothing gRPC server',
+    client,
+    close: async () => {
+      client.close();
+      process.off('exit', kill);
+      await stopChild(child);
+    },
+  };
+}
+
 /** createEtcdSim({ members: 3 }) in-process (real time), etcd3 pinned to the leader. */
 async function inProcessTarget(): Promise<Target> {
   const sim = createEtcdSim({ members: 3, seed: 1 });
@@ -173,12 +195,28 @@ async function sideBySide(ctx: BenchContext, sz: Sizes): Promise<Row[]> {
   ctx.log('cluster: starting a real 3-member etcd 3.4.23, a served and an in-process simulated cluster');
   const real = await realTarget();
   const subjects = [await servedTarget(ctx), await inProcessTarget()];
+  const floor = await floorTarget();
   try {
     // The keys exist on every side before any get is timed.
     for (const t of [real, ...subjects]) for (let i = 0; i < KEYS; i++) await put(t.client, i);
+    // The served rows' floor: the etcd3 / grpc-js round trip alone (a put answered by a server that does nothing).
+    ctx.log(`cluster: put, ${floor.name} vs ${real.name}`);
+    rows.push(
+      row(
+        {
+          name: `put: etcd3 → ${floor.name} (floor)`,
+          unit: 'op',
+          baselineName: `etcd3 → ${real.name}`,
+          note: 'bench/null_server.mjs answers at once: the client and transport cost of one call on loopback, which bounds every served row from below',
+        },
+        await pair(floor, real, put, sz),
+      ),
+    );
     for (const [opName, op] of [['put', put], ['linearizable get', get]] as const) {
       for (const s of subjects) {
         ctx.log(`cluster: ${opName}, ${s.name} vs ${real.name}`);
+        const served = s === subjects[0];
+        const m = await pair(s, real, op, sz);
         rows.push(
           row(
             {
@@ -186,18 +224,17 @@ async function sideBySide(ctx: BenchContext, sz: Sizes): Promise<Row[]> {
               unit: 'op',
               baselineName: `etcd3 → ${real.name}`,
               target: { maxRatio: 0.05 },
-              note:
-                s === subjects[0]
-                  ? `one awaited call at a time over gRPC on loopback, to each cluster's leader; ratio ≤ 0.05 = at least 20× a real 3-member etcd`
-                  : 'the same etcd3 calls in-process (sim.etcd3(), no network), against the same real cluster',
+              note: served
+                ? `one awaited call at a time over gRPC on loopback, to each cluster's leader; ratio ≤ 0.05 = at least 20× a real 3-member etcd`
+                : 'the same etcd3 calls in-process (sim.etcd3(), no network), against the same real cluster',
             },
-            await pair(s, real, op, sz),
+            m,
           ),
         );
       }
     }
   } finally {
-    for (const t of [real, ...subjects]) await t.close();
+    for (const t of [real, ...subjects, floor]) await t.close();
   }
   return rows;
 }

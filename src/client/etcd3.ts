@@ -55,14 +55,32 @@ function isPlain(v: unknown): v is Plain {
 
 /** Rewrites etcd3's enum names (anywhere in a request, txn ops and compares included) to etcd's numbers. */
 function enumsIn(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(enumsIn);
+  // Most requests name no enum (a plain get): they go through as they are, without a copy.
+  return hasEnumNames(v) ? rewriteEnums(v) : v;
+}
+
+/** Whether `v` holds an enum by etcd3's name anywhere (what enumsIn rewrites). */
+function hasEnumNames(v: unknown): boolean {
+  if (Array.isArray(v)) return v.some(hasEnumNames);
+  if (!isPlain(v)) return false;
+  for (const k in v) {
+    const x = v[k];
+    const names = ETCD3_ENUMS[k];
+    if (names !== undefined && (typeof x === 'string' || Array.isArray(x))) return true;
+    if (typeof x === 'object' && x !== null && hasEnumNames(x)) return true;
+  }
+  return false;
+}
+
+function rewriteEnums(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(rewriteEnums);
   if (!isPlain(v)) return v;
   const out: Plain = {};
   for (const [k, x] of Object.entries(v)) {
     const names = ETCD3_ENUMS[k];
     if (names !== undefined && typeof x === 'string' && x in names) out[k] = names[x];
     else if (names !== undefined && Array.isArray(x)) out[k] = x.map((e) => (typeof e === 'string' && e in names ? names[e] : e));
-    else out[k] = enumsIn(x);
+    else out[k] = rewriteEnums(x);
   }
   return out;
 }
@@ -195,14 +213,19 @@ export class SimCallable {
     if (typeof fn !== 'function') throw this.cast(unimplemented(service, method));
     // Only Range and Txn requests carry enums (sort options, compares); the rest go through untouched.
     const req = method === 'range' || method === 'txn' ? enumsIn(payload ?? {}) : (payload ?? {});
-    // etcd3 sends Authenticate itself without a token; everything else carries the caller's.
+    // etcd3 sends Authenticate itself without a token; everything else carries the caller's (none without
+    // credentials: no wait for one then).
+    const tokenless = this.credentials === undefined || (service === 'Auth' && method === 'authenticate');
     const call = async (): Promise<unknown> => {
-      const ctx = service === 'Auth' && method === 'authenticate' ? {} : await this.context();
+      const ctx = tokenless ? {} : await this.context();
+      let res: object;
       try {
-        return permsOut(eventsOut((fn as (req: unknown, ctx: CallContext) => object).call(svc, req, ctx)));
+        // A cluster member answers with a promise: its answer and its error are mapped and cast as a single member's.
+        res = await (fn as (req: unknown, ctx: CallContext) => object | Promise<object>).call(svc, req, ctx);
       } catch (err) {
         throw this.cast(err instanceof Error ? err : new Error(String(err)));
       }
+      return permsOut(eventsOut(res));
     };
     try {
       return await call();

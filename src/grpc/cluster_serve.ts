@@ -18,7 +18,7 @@ import { RealClock, type Clock } from '../sim/index.js';
 import { createClientHttp, type ClientHttp } from '../http/index.js';
 import { handleClusterControl, SERVED_CLIENT } from '../http/cluster_control.js';
 import { serveMember, type ServeHandle, type ServeOptions } from './server.js';
-import type { AttachedMember, ServedMember } from './served_member.js';
+import type { AttachedMember, PortSwitch, ServedMember } from './served_member.js';
 
 /** One member's port and identity. */
 export interface ServedClusterMember {
@@ -54,6 +54,13 @@ export interface ServeClusterHandle {
   readonly addresses: readonly string[];
   /** `http(s)://host:port` of each member. */
   readonly endpoints: readonly string[];
+  /**
+   * Resolves once every member's port follows its member: a crashed member's port refuses connections (a
+   * killed etcd's does), a restarted one listens again on the same port. A crash closes the listener a
+   * microtask later (before any socket is read again); a restart (EtcdCluster.restart, in-process) binds
+   * again asynchronously: await this before dialing the member.
+   */
+  settled(): Promise<void>;
   /** Stops every port, then the cluster. Idempotent. */
   close(): Promise<void>;
 }
@@ -98,12 +105,16 @@ export async function serveCluster(opts: ServeClusterOptions): Promise<ServeClus
       abort!(err);
     }
   };
+  const followers = new Array<PortFollower>(n);
+  const settled = (): Promise<void> => Promise.all(followers.map((f) => f?.settled())).then(() => undefined);
   const attach =
     (i: number) =>
-    async (endpoint: string): Promise<AttachedMember> => {
+    async (endpoint: string, port: PortSwitch): Promise<AttachedMember> => {
       endpoints[i] = endpoint;
       if (++bound === n) startCluster();
-      return attachedMember(await built, i);
+      const c = await built;
+      followers[i] = followMember(c, i, port);
+      return attachedMember(c, i, settled);
     };
   const started = await Promise.allSettled(
     members.map((m, i) =>
@@ -141,8 +152,11 @@ export async function serveCluster(opts: ServeClusterOptions): Promise<ServeClus
     ports,
     addresses: ports.map((p) => p.address),
     endpoints: ports.map((p) => p.endpoint),
+    settled,
     close() {
       closing ??= (async () => {
+        // A restart's listen still under way must not open a port again after it closed.
+        await Promise.all(followers.map((f) => f.stop()));
         await Promise.all(ports.map((p) => p.close()));
         c.close();
         if (givenClock === undefined && clock instanceof RealClock) clock.close();
@@ -153,7 +167,7 @@ export async function serveCluster(opts: ServeClusterOptions): Promise<ServeClus
 }
 
 /** Member `i` of `c` as serve() serves it: its ClusterMemberServices, and its client port's HTTP side. */
-function attachedMember(c: EtcdCluster, i: number): AttachedMember {
+function attachedMember(c: EtcdCluster, i: number, settled: () => Promise<void>): AttachedMember {
   const m = c.member(i);
   const s = c.connect(i, { client: SERVED_CLIENT });
   const member: ServedMember = {
@@ -196,7 +210,52 @@ function attachedMember(c: EtcdCluster, i: number): AttachedMember {
     get server(): EtcdServer {
       return m.server;
     },
-    http: clusterMemberHttp(c, i, () => m.server, member),
+    http: clusterMemberHttp(c, i, () => m.server, member, settled),
+  };
+}
+
+/** A member's port kept in step with the member (followMember). */
+interface PortFollower {
+  /** Resolves once the port's last switch is done. */
+  settled(): Promise<void>;
+  /** No more switches (the served cluster is closing): resolves once the last one is done. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Keeps member `i`'s client port in step with the member, as a real member's process and port go together:
+ * a crash (SIGKILL) closes the listener — new connections are refused, open ones reset, so a client's
+ * balancer moves on at once — and a restart listens on the same port again. Switches run one after another.
+ */
+function followMember(c: EtcdCluster, i: number, port: PortSwitch): PortFollower {
+  const m = c.member(i);
+  let last: Promise<void> = Promise.resolve();
+  let stopped = false;
+  const step = (f: () => Promise<void>): void => {
+    if (stopped) return;
+    last = last.then(() => (stopped ? undefined : f())).catch((err: unknown) => {
+      // A restarted etcd whose port was taken meanwhile fails to start; here the member runs without a port.
+      process.emitWarning(`etcdsim: member ${m.name}'s client port: ${err instanceof Error ? err.message : String(err)}`);
+    });
+  };
+  const onCrash = (): void => {
+    // The listener closes at the next microtask (before the host reads any socket again), the connections a turn later.
+    step(() => port.refuse());
+  };
+  let started = false;
+  c.onServer((_server, state) => {
+    if (state !== m) return;
+    if (started) step(() => port.listen());
+    started = true;
+    // A crash clears the member's onCrash hooks: each incarnation gets its own.
+    m.onCrash.add(onCrash);
+  });
+  return {
+    settled: () => last,
+    stop: () => {
+      stopped = true;
+      return last;
+    },
   };
 }
 
@@ -209,7 +268,7 @@ const HEALTH_PROBE_MS = 1000;
  * Raft does not come back within a second, `503 {"health":"false"}` (observed on a 3-member 3.4.23 with two
  * members stopped: at once without a leader, after 1 s while the member still believed in one).
  */
-function clusterMemberHttp(c: EtcdCluster, i: number, server: () => EtcdServer, member: ServedMember): ClientHttp {
+function clusterMemberHttp(c: EtcdCluster, i: number, server: () => EtcdServer, member: ServedMember, settled: () => Promise<void>): ClientHttp {
   let current = server();
   let http = createClientHttp(current, () => member);
   const own = (): ClientHttp => {
@@ -226,7 +285,7 @@ function clusterMemberHttp(c: EtcdCluster, i: number, server: () => EtcdServer, 
       const target = req.url ?? '/';
       const q = target.indexOf('?');
       const path = q < 0 ? target : target.slice(0, q);
-      if (handleClusterControl(c, path, new URLSearchParams(q < 0 ? '' : target.slice(q + 1)), req, res)) return;
+      if (handleClusterControl(c, path, new URLSearchParams(q < 0 ? '' : target.slice(q + 1)), req, res, settled)) return;
       if (path === '/health' && req.method === 'GET') {
         const unhealthy = (reason: string): void => {
           // Go's http.Error: the JSON as text, with a newline. Releases whose health carries a reason (3.6+)

@@ -22,3 +22,14 @@ export interface AttachedMember {
   /** When given, Lock and Election answer this error instead of running on `server` alone. */
   readonly concurrencyUnavailable?: Error | undefined;
 }
+
+/**
+ * The listening side of a client port, as the attacher of its member switches it: a crashed cluster member's
+ * port refuses connections (a killed etcd's does) and listens again on restart.
+ */
+export interface PortSwitch {
+  /** Stops listening and resets the port's connections. */
+  refuse(): Promise<void>;
+  /** Listens again on the same port. */
+  listen(): Promise<void>;
+}

@@ -39,7 +39,7 @@ import { MalformedRequest, withRequestChecks } from './request_checks.js';
 import { pipeResponses } from './stream_pipe.js';
 import { createClientHttp, listenClientPort, type ClientHttp } from '../http/index.js';
 import { addConcurrencyServices, concurrencyDefinitions } from './concurrency.js';
-import { isPromiseLike, thenMap, type AttachedMember, type Awaitable, type ServedMember } from './served_member.js';
+import { isPromiseLike, thenMap, type AttachedMember, type Awaitable, type PortSwitch, type ServedMember } from './served_member.js';
 
 /** Where our .proto files live (etcdserverpb/rpc.proto imports mvccpb/kv.proto and authpb/auth.proto). */
 export const PROTO_DIR = fileURLToPath(new URL('./proto/', import.meta.url));
@@ -174,7 +174,7 @@ export function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
  * a new EtcdServer: `attach` is called once the port is bound, with its endpoint; the member's options then
  * come from its maker, and close() stops only the port.
  */
-export async function serveMember(opts: ServeOptions, attach: ((endpoint: string) => Promise<AttachedMember>) | undefined): Promise<ServeHandle> {
+export async function serveMember(opts: ServeOptions, attach: ((endpoint: string, port: PortSwitch) => Promise<AttachedMember>) | undefined): Promise<ServeHandle> {
   const host = opts.host ?? '127.0.0.1';
   const port = opts.port ?? 2379;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`serve: port must be 0..65535, got ${port}`);
@@ -603,7 +603,14 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
   let server: EtcdServer | undefined;
   if (attach !== undefined) {
     try {
-      state.attached = await attach(endpoint);
+      state.attached = await attach(endpoint, {
+        refuse: () => {
+          // As close() does: the calls etcd would keep waiting are forgotten, their sockets go with the port's.
+          door.forgetHeld();
+          return clientPort.refuse();
+        },
+        listen: () => clientPort.listen(),
+      });
     } catch (err) {
       door.dropConnections();
       clientPort.dropConnections();

@@ -7,6 +7,8 @@
  *   GET  /etcdsim/cluster                         every member's Raft status (JSON)
  *   POST /etcdsim/cluster/pause?member=M          SIGSTOP          POST .../resume?member=M   SIGCONT
  *   POST /etcdsim/cluster/crash?member=M          SIGKILL          POST .../restart?member=M
+ *                                                 (served: the crashed member's port refuses connections,
+ *                                                 so restart it through another member's port)
  *   POST /etcdsim/cluster/isolate?member=M        cut off from the other members
  *   POST /etcdsim/cluster/partition?groups=0,1|2  members in different groups do not reach each other
  *   POST /etcdsim/cluster/heal                    ends every partition
@@ -75,8 +77,17 @@ class BadControlRequest extends Error {}
 
 /**
  * Handles a request under CLUSTER_CONTROL_PATH; returns false for any other path (the caller answers it).
+ * `settled`, when given, resolves once the served ports follow the members (a restarted member's port
+ * listens again): a restart is answered after it, so a client may dial the member as soon as it has the answer.
  */
-export function handleClusterControl(c: EtcdCluster, path: string, query: URLSearchParams, req: HttpRequest, res: HttpResponse): boolean {
+export function handleClusterControl(
+  c: EtcdCluster,
+  path: string,
+  query: URLSearchParams,
+  req: HttpRequest,
+  res: HttpResponse,
+  settled?: () => Promise<void>,
+): boolean {
   if (path !== CLUSTER_CONTROL_PATH && !path.startsWith(`${CLUSTER_CONTROL_PATH}/`)) return false;
   const lever = path.slice(CLUSTER_CONTROL_PATH.length + 1);
   if (lever === '') {
@@ -105,6 +116,10 @@ export function handleClusterControl(c: EtcdCluster, path: string, query: URLSea
         break;
       case 'restart':
         c.restart(member());
+        if (settled !== undefined) {
+          void settled().then(() => json(res, 200, clusterControlStatus(c)));
+          return true;
+        }
         break;
       case 'isolate':
         c.isolate(member());

@@ -53,6 +53,13 @@ export interface ClientPort {
   dropConnections(): void;
   /** Stops accepting connections. */
   close(): Promise<void>;
+  /**
+   * Stops listening and resets every connection, as a killed process's port does (new connections are
+   * refused); `listen()` binds the same port again. Used for a crashed cluster member (cluster_serve.ts).
+   */
+  refuse(): Promise<void>;
+  /** Listens again on the bound port after refuse(); rejects with the listen error (EADDRINUSE, ...). */
+  listen(): Promise<void>;
 }
 
 /** Binds the client port; rejects with the listen error (EADDRINUSE, ...) as net reports it. */
@@ -119,6 +126,7 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
   });
   const a = server.address();
   const port = typeof a === 'object' && a !== null ? a.port : opts.port;
+  const listenHost = opts.host === 'localhost' ? '127.0.0.1' : opts.host;
 
   return {
     port,
@@ -134,6 +142,30 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
       return new Promise<void>((resolve) => {
         server.close(() => resolve());
         for (const s of sockets) s.destroy();
+      });
+    },
+    refuse() {
+      if (!server.listening) return Promise.resolve();
+      // The listener closes now (new connections are refused at once); the open connections go on the next
+      // turn, so that an answer already written on one (the crash lever's own, on this port) leaves first.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      const dropped = new Promise<void>((resolve) =>
+        setImmediate(() => {
+          for (const s of sockets) s.destroy();
+          httpServer.closeAllConnections();
+          resolve();
+        }),
+      );
+      return Promise.all([closed, dropped]).then(() => undefined);
+    },
+    listen() {
+      return new Promise<void>((resolve, reject) => {
+        if (server.listening) return resolve();
+        server.once('error', reject);
+        server.listen({ host: listenHost, port }, () => {
+          server.off('error', reject);
+          resolve();
+        });
       });
     },
   };

@@ -263,10 +263,16 @@ export class EtcdCluster {
   /** Every proposal not answered yet (also those lost on the way to a leader, which no entry holds). */
   private readonly waiting = new Set<Proposal>();
   private readonly traceEvents: ClusterTraceEvent[] = [];
+  /** trace() wrote out every ProposalTrace before this position. */
+  private tracedUpTo = 0;
   private readonly ticker: TimerHandle;
   private applying = false;
   private readonly serverHooks: Array<(server: EtcdServer, m: MemberState) => void> = [];
   private readonly dirty = new Set<MemberState>();
+  /** Every member applied the entries up to here: their requests were let go (releaseApplied). */
+  private releasedTo = 0;
+  /** updateCommit's members' match indexes, reused. */
+  private readonly matchScratch: number[] = [];
   private closed = false;
   /** Each call's answer once it has one (see answerOf); weak, so a forgotten call costs nothing. */
   private readonly answers = new WeakMap<Promise<unknown>, { answer?: CallAnswer<unknown> }>();
@@ -406,8 +412,19 @@ export class EtcdCluster {
   /** @internal Records one event. */
   trace(event: string): void;
   trace(event?: string): readonly ClusterTraceEvent[] | void {
-    if (event === undefined) return this.traceEvents;
-    this.traceEvents.push({ at: this.clock.now(), event });
+    if (event !== undefined) {
+      this.traceEvents.push({ at: this.clock.now(), event });
+      return;
+    }
+    // Proposals are recorded in short form (one per request: their text would be most of a long run's
+    // memory) and written out here, once, in place.
+    const events = this.traceEvents;
+    for (let i = this.tracedUpTo; i < events.length; i++) {
+      const e = events[i]!;
+      if (e instanceof ProposalTrace) events[i] = { at: e.at, event: e.event };
+    }
+    this.tracedUpTo = events.length;
+    return events;
   }
 
   /**
@@ -713,7 +730,7 @@ export class EtcdCluster {
           m.held.push({ run: () => back(fn), fail: (err) => finish(() => reject(err)) });
           return;
         }
-        const link = this.links.get(linkKey(client, m));
+        const link = this.linkOf(client, m);
         if (link?.dropped === true) return;
         if (link !== undefined && link.delayMs > 0) this.clock.setTimer(this.clock.now() + link.delayMs, () => finish(fn), 'cluster.link');
         else finish(fn);
@@ -735,7 +752,7 @@ export class EtcdCluster {
         if (m.paused) m.held.push({ run, fail: (err) => finish(() => reject(err)) });
         else run();
       };
-      const link = this.links.get(linkKey(client, m));
+      const link = this.linkOf(client, m);
       if (link?.dropped === true) return;
       if (link !== undefined && link.delayMs > 0) this.clock.setTimer(this.clock.now() + link.delayMs, arrive, 'cluster.link');
       else arrive();
@@ -806,6 +823,11 @@ export class EtcdCluster {
   /** Two members reach each other: both up, same side of every partition. */
   private connected(a: MemberState, b: MemberState): boolean {
     return a.up && b.up && this.partitionOf[a.index] === this.partitionOf[b.index];
+  }
+
+  /** The lever set on a client's link to `m`, if any (no key is built while no link lever was ever used). */
+  private linkOf(client: string, m: MemberState): Link | undefined {
+    return this.links.size === 0 ? undefined : this.links.get(linkKey(client, m));
   }
 
   private link(client: string, m: MemberState): Link {
@@ -892,7 +914,7 @@ export class EtcdCluster {
     // Entries it lacks that the leader compacted away come as a snapshot of the leader's state first.
     if (f.match < this.log.offset) this.sendSnapshot(l, f);
     f.match = l.lastIndex;
-    f.tail = [];
+    if (f.tail.length > 0) f.tail = [];
     const c = Math.min(this.commitIndex, f.match);
     if (c > f.commit) {
       f.commit = c;
@@ -931,7 +953,13 @@ export class EtcdCluster {
   private updateCommit(l: MemberState): void {
     if (l.role !== 'leader') return;
     // A member's match counts whether it is reachable now or not: it acknowledged those entries (its WAL has them).
-    const matches = this.states.map((m) => (m === l ? l.lastIndex : m.match)).sort((a, b) => b - a);
+    // (One array for every commit: this runs on every proposal.)
+    const matches = this.matchScratch;
+    for (let i = 0; i < this.states.length; i++) {
+      const m = this.states[i]!;
+      matches[i] = m === l ? l.lastIndex : m.match;
+    }
+    matches.sort(descending);
     const n = matches[this.quorum - 1]!;
     if (n > this.commitIndex && this.log.termAt(n) === l.term) {
       const now = this.clock.now();
@@ -1098,7 +1126,8 @@ export class EtcdCluster {
 
   /** Appends an entry to the leader's log and replicates it to the members the leader reaches. */
   private appendAt(l: MemberState, body: Omit<Entry, 'index' | 'term' | 'committedAt'>): Entry {
-    const e: Entry = { ...body, index: this.log.lastIndex + 1, term: l.term, committedAt: -1 };
+    // One shape for every entry (a spread would make each its own).
+    const e: Entry = { index: this.log.lastIndex + 1, term: l.term, kind: body.kind, label: body.label, apply: body.apply, committedAt: -1 };
     this.log.append(e);
     l.match = e.index;
     for (const f of this.states) if (f !== l && this.connected(l, f)) this.replicate(l, f);
@@ -1122,7 +1151,7 @@ export class EtcdCluster {
     const e = this.appendAt(l, make(l));
     p.entry = e;
     this.proposals.set(e, p);
-    if (this.traceProposals) this.trace(`propose ${e.label} at ${e.index} via ${m.name}`);
+    if (this.traceProposals) this.traceEvents.push(new ProposalTrace(this.clock.now(), e.label, e.index, m.name));
   }
 
   /** The leader's lessor found leases expired: the leader proposes their revokes (etcd's revokeExpiredLeases). */
@@ -1195,9 +1224,9 @@ export class EtcdCluster {
     this.applying = true;
     try {
       while (this.dirty.size > 0) {
-        const [m] = this.dirty;
-        this.dirty.delete(m!);
-        this.applyDue(m!);
+        const m = this.dirty.values().next().value!;
+        this.dirty.delete(m);
+        this.applyDue(m);
       }
     } finally {
       this.applying = false;
@@ -1245,9 +1274,26 @@ export class EtcdCluster {
       error = toGrpcError(err);
     }
     m.applied = e.index;
+    this.releaseApplied();
     const p = this.proposals.get(e);
     if (p !== undefined && p.member === m) this.settle(p, result, error, e);
     if (m.reads.length > 0) this.tryReads(m);
+  }
+
+  /**
+   * Lets go of the requests of entries every member applied: they never run again (a restart replays from
+   * the member's own applied index, a snapshot brings state, not entries), and the log keeps them until it
+   * compacts (--snapshot-count, 100,000 entries) — each holding its request's keys and values.
+   */
+  private releaseApplied(): void {
+    let min = Infinity;
+    for (const s of this.states) if (s.applied < min) min = s.applied;
+    if (min <= this.releasedTo) return;
+    for (let i = Math.max(this.releasedTo, this.log.offset) + 1; i <= min; i++) {
+      const e = this.log.at(i);
+      if (e !== undefined) e.apply = appliedEverywhere;
+    }
+    this.releasedTo = min;
   }
 
   private settle(p: Proposal, result: unknown, error: GrpcError | undefined, e?: Entry): void {
@@ -1341,6 +1387,28 @@ export class EtcdCluster {
 
 /** A member by index, name, member ID, or its state. */
 export type MemberRef = number | string | bigint | MemberState;
+
+const descending = (a: number, b: number): number => b - a;
+
+/** A proposal's trace event before trace() writes it out: `propose <label> at <index> via <member>`. */
+class ProposalTrace implements ClusterTraceEvent {
+  constructor(
+    readonly at: number,
+    readonly label: string,
+    readonly index: number,
+    readonly via: string,
+  ) {}
+
+  /** The text (also for a caller that kept the array trace() returned and reads entries added since). */
+  get event(): string {
+    return `propose ${this.label} at ${this.index} via ${this.via}`;
+  }
+}
+
+/** What an entry every member applied holds instead of its request (releaseApplied): it never runs again. */
+function appliedEverywhere(): never {
+  throw new Error('etcdsim: internal error: a Raft entry applied again after every member applied it');
+}
 
 function linkKey(client: string, m: MemberState): string {
   return `${client}\u0000${m.index}`;

@@ -20,9 +20,10 @@ export interface Entry {
   /**
    * Applies the entry to one member through that member's own server path (its services and lessor): the
    * same function for every member, so every member reaches the same state. Returns the response message
-   * of that member; throws the error that member answers with.
+   * of that member; throws the error that member answers with. Once every member applied the entry it is
+   * replaced by a function that throws (EtcdCluster lets the request go).
    */
-  readonly apply: (server: EtcdServer) => unknown;
+  apply: (server: EtcdServer) => unknown;
   /** Virtual time at which the leader saw the entry committed; -1 before. */
   committedAt: number;
 }
