@@ -178,10 +178,20 @@ export function request<T>(fn: () => Awaitable<T>, ctx?: WaitingCallContext): Aw
     throw viaClient(err);
   });
   const signal = ctx?.signal;
-  if (signal === undefined) return answer;
+  return signal === undefined ? answer : untilAborted(answer, signal);
+}
+
+/**
+ * The caller stops waiting when its signal aborts, whether or not the answer could still reach it (a
+ * client's own cancel or deadline ends its call locally; what the request did meanwhile stands).
+ */
+export function untilAborted<T>(answer: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    answer.catch(() => undefined); // given up: its error is nobody's
+    return Promise.reject(abortReason(signal));
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => reject(abortReason(signal));
-    if (signal.aborted) return onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
     answer.then(
       (r) => {

@@ -6,8 +6,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createEtcdSim, GrpcCode, type GrpcError } from '../../src/index.js';
+import { createEtcdSim, GrpcCode } from '../../src/index.js';
 import type { messages as M } from '../../src/index.js';
+import { caught, rejection } from './helpers.js';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -23,22 +24,6 @@ async function state<T>(p: Promise<T>, sim: { settle(): Promise<void> }): Promis
   );
   await sim.settle();
   return s;
-}
-
-/** Watches a call's outcome from the start (it may fail while time is moved, before anyone awaits it). */
-function caught<T>(p: Promise<T>): Promise<T> {
-  p.catch(() => undefined);
-  return p;
-}
-
-async function rejection(p: Promise<unknown>): Promise<{ code: number; details: string }> {
-  try {
-    await p;
-  } catch (err) {
-    const e = err as GrpcError;
-    return { code: e.code, details: e.details };
-  }
-  assert.fail('expected a rejection');
 }
 
 /** The keys under a prefix on member `i`'s own store (a serializable read: what that member applied). */

@@ -6,33 +6,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createEtcdSim, GrpcCode, type GrpcError } from '../../src/index.js';
+import { caught, rejection, thrown } from './helpers.js';
 
 const B = (s: string): Uint8Array => new TextEncoder().encode(s);
-
-function caught<T>(p: Promise<T>): Promise<T> {
-  p.catch(() => undefined);
-  return p;
-}
-
-async function rejection(p: Promise<unknown>): Promise<{ code: number; details: string }> {
-  try {
-    await p;
-  } catch (err) {
-    const e = err as GrpcError;
-    return { code: e.code, details: e.details };
-  }
-  assert.fail('expected a rejection');
-}
-
-function thrown(fn: () => unknown): { code: number; details: string } {
-  try {
-    fn();
-  } catch (err) {
-    const e = err as GrpcError;
-    return { code: e.code, details: e.details };
-  }
-  assert.fail('expected an error');
-}
 
 /** How a stream ended so far: 'open', or its error (undefined for a clean end). */
 function ending(call: { onEnd(fn: (err: GrpcError | undefined) => void): void }): { end: GrpcError | undefined | 'open' } {

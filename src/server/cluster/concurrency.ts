@@ -17,9 +17,8 @@
  * with their leases, as in etcd).
  */
 import type { CallContext } from '../call_context.js';
-import { type ConcurrencyClient, type WaitingCallContext, abortReason, type Awaitable } from '../concurrency.js';
+import { type ConcurrencyClient, type WaitingCallContext, untilAborted, type Awaitable } from '../concurrency.js';
 import { ElectionRules, type ObserveCall } from '../election_service.js';
-import type { GrpcError } from '../errors.js';
 import { LockRules } from '../lock_service.js';
 import type * as M from '../messages.js';
 import type { ConnectOptions, EtcdCluster, MemberState, Reply } from './cluster.js';
@@ -144,29 +143,4 @@ export function clusterConcurrency(c: EtcdCluster, m: MemberState, opts: Connect
       },
     },
   };
-}
-
-/**
- * The caller stops waiting when its signal aborts, whether or not the member's answer could reach it (a
- * client's own cancel or deadline ends its call locally; the member releases what it held on its side).
- */
-function untilAborted<T>(answer: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    answer.catch(() => undefined);
-    return Promise.reject(abortReason(signal));
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(abortReason(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
-    answer.then(
-      (r) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(r);
-      },
-      (err: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err as GrpcError);
-      },
-    );
-  });
 }
