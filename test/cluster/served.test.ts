@@ -11,30 +11,9 @@ import { after, before, test } from 'node:test';
 import { serveCluster, type ServeClusterHandle } from '../../src/grpc/cluster_serve.js';
 import { parseServeFlags, SERVE_FLAG_DEFAULTS } from '../../src/cli/serve.js';
 import { requireCommands } from '../support/prerequisites.js';
+import { etcdctl } from './helpers.js';
 
 const skip = requireCommands(['etcdctl']);
-
-interface Ctl {
-  code: number;
-  out: string;
-  err: string;
-}
-
-/** etcdctl against `endpoints` (host:port list). */
-function etcdctl(endpoints: readonly string[], args: readonly string[]): Promise<Ctl> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('etcdctl', [`--endpoints=${endpoints.join(',')}`, '--dial-timeout=3s', '--command-timeout=5s', ...args], {
-      env: { ...process.env, ETCDCTL_API: '3' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, out, err }));
-  });
-}
 
 /** A lever of the control endpoint, on member `via`'s port (default 0). */
 async function lever(h: ServeClusterHandle, path: string, via = 0): Promise<{ status: number; body: string }> {

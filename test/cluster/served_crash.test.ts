@@ -6,12 +6,12 @@
  * fixed time: every wait is for an answer or for the port's switch (ServeClusterHandle.settled()).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import * as net from 'node:net';
 import { after, before, test } from 'node:test';
 import { serveCluster, type ServeClusterHandle } from '../../src/grpc/cluster_serve.js';
 import { connectEtcd } from '../../src/grpc/client.js';
 import { requireCommands } from '../support/prerequisites.js';
+import { etcdctl } from './helpers.js';
 
 const noEtcdctl = requireCommands(['etcdctl']);
 
@@ -31,21 +31,6 @@ function dial(port: number): Promise<string> {
 async function lever(h: ServeClusterHandle, via: number, path: string): Promise<{ status: number; body: string }> {
   const res = await fetch(`${h.endpoints[via]}/etcdsim/cluster/${path}`, { method: 'POST' });
   return { status: res.status, body: await res.text() };
-}
-
-function etcdctl(endpoints: readonly string[], args: readonly string[]): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('etcdctl', [`--endpoints=${endpoints.join(',')}`, '--dial-timeout=2s', '--command-timeout=5s', ...args], {
-      env: { ...process.env, ETCDCTL_API: '3' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, out, err }));
-  });
 }
 
 let h: ServeClusterHandle;
@@ -141,13 +126,13 @@ test('etcdctl: the crashed endpoint is refused, the cluster answers through the 
   assert.equal((await lever(h, other, `crash?member=${victim}`)).status, 200);
   // The crashed member first in the list: the balancer moves on to a member that is up.
   const endpoints = [h.addresses[victim]!, ...h.addresses.filter((_, i) => i !== victim)];
-  const put = await etcdctl(endpoints, ['put', 'crash/ctl', 'v2']);
+  const put = await etcdctl(endpoints, ['put', 'crash/ctl', 'v2'], '2s');
   assert.equal(put.code, 0, put.err);
-  const alone = await etcdctl([h.addresses[victim]!], ['get', 'crash/ctl']);
+  const alone = await etcdctl([h.addresses[victim]!], ['get', 'crash/ctl'], '2s');
   assert.notEqual(alone.code, 0);
   assert.match(alone.err, /connection refused|context deadline exceeded/);
   assert.equal((await lever(h, other, `restart?member=${victim}`)).status, 200);
-  const back = await etcdctl([h.addresses[victim]!], ['get', 'crash/ctl', '--print-value-only']);
+  const back = await etcdctl([h.addresses[victim]!], ['get', 'crash/ctl', '--print-value-only'], '2s');
   assert.equal(back.code, 0, back.err);
   assert.equal(back.out, 'v2\n');
 });

@@ -7,17 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { listBundledScenarios } from '../../src/cli/run_command.js';
-import { parseScenario, runScenario, ScenarioSyntaxError } from '../../src/scenario/index.js';
-
-function syntaxError(script: string): ScenarioSyntaxError {
-  try {
-    parseScenario(script);
-  } catch (err) {
-    if (err instanceof ScenarioSyntaxError) return err;
-    throw err;
-  }
-  assert.fail(`no syntax error for:\n${script}`);
-}
+import { parseScenario, runScenario } from '../../src/scenario/index.js';
+import { syntaxError } from './helpers.js';
 
 /** Runs a script that must pass; returns its transcript as one string. */
 function run(script: string, seed = 0): string {

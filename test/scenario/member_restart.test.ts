@@ -6,19 +6,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { parseScenario, runScenario, ScenarioSyntaxError } from '../../src/scenario/index.js';
+import { parseScenario, runScenario } from '../../src/scenario/index.js';
+import { syntaxError } from './helpers.js';
 import { parseMemberDirective } from '../../src/scenario/parse/member_directives.js';
 import { splitWords } from '../../src/scenario/parse/lexer.js';
-
-function syntaxError(script: string): ScenarioSyntaxError {
-  try {
-    parseScenario(script);
-  } catch (err) {
-    if (err instanceof ScenarioSyntaxError) return err;
-    throw err;
-  }
-  assert.fail(`no syntax error for:\n${script}`);
-}
 
 test('restart and crash-during-compact are read as directives', () => {
   const steps = parseScenario('put /a 1\nrestart\nR = revision\ncrash-during-compact ${R} --after-batches=1\ncrash-during-compact 2 --after-batches 0\n').steps;

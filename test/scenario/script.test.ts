@@ -4,17 +4,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseScenario, runScenario, ScenarioSyntaxError } from '../../src/scenario/index.js';
-
-function syntaxError(script: string): ScenarioSyntaxError {
-  try {
-    parseScenario(script);
-  } catch (err) {
-    if (err instanceof ScenarioSyntaxError) return err;
-    throw err;
-  }
-  assert.fail(`no syntax error for:\n${script}`);
-}
+import { parseScenario, runScenario } from '../../src/scenario/index.js';
+import { syntaxError } from './helpers.js';
 
 test('malformed lines fail with the line number and what was expected', () => {
   const cases: [string, number, RegExp][] = [
