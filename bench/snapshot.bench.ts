@@ -6,7 +6,8 @@
  *
  *   save: `etcdctl snapshot save` against the real etcd ÷ the same command against the simulator served in
  *         this process (`serve()`: the member writes its bbolt file and streams it over the Snapshot RPC);
- *         plus the in-process write alone (`sim.server.etcdSnapshot()`), for orientation.
+ *         plus the in-process write alone (`sim.server.etcdSnapshot()` and writing it to a file), for orientation.
+ *         The member streams as it writes (MaintenanceService.snapshotStream), so the save is not the sum of both.
  *   load: `etcdctl snapshot restore` of etcd's snapshot + etcd started from the restored data dir until it
  *         logs "ready to serve client requests" ÷ reading the same file + `createEtcdSim({ fromSnapshot })`
  *         (and `serve({ fromSnapshot })` until it listens).

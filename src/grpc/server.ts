@@ -319,7 +319,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
       doorServerStream.set(m.path, (call) => runDoorServerStream(own, call, deserialize));
     }
   };
-  const serverStream = <Req, Res>(fn: (req: Req, ctx: CallContext) => Awaitable<Res[]>): grpc.handleServerStreamingCall<Req, Res> =>
+  const serverStream = <Req, Res>(fn: (req: Req, ctx: CallContext) => Awaitable<Iterable<Res>>): grpc.handleServerStreamingCall<Req, Res> =>
     serverStreamHandler(fn, callContext, streamUnmarshal);
   // Server-streaming methods the thin path serves (front_door.ts, FrontDoorOptions.serverStream): the same
   // service function as on grpc-js, its responses written as framed buffers by `frames` as the stream drains
@@ -327,7 +327,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
   const doorServerStream = new Map<string, (call: DoorServerStreamCall) => void>();
   const doorStreamFns = new WeakMap<object, DoorStreamFn>();
   const thinServerStream = <Req, Res>(
-    fn: (req: Req, ctx: CallContext) => Awaitable<Res[]>,
+    fn: (req: Req, ctx: CallContext) => Awaitable<Iterable<Res>>,
     frames: (r: Res) => Buffer[],
   ): grpc.handleServerStreamingCall<Req, Res> => {
     const handler = serverStream(fn);
@@ -345,7 +345,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
       call.fail(grpc.status.INTERNAL, streamUnmarshal + req.error);
       return;
     }
-    let rs: Awaitable<unknown[]>;
+    let rs: Awaitable<Iterable<unknown>>;
     try {
       rs = own.fn(req, contextOfHeaders(call.headers, call.stream, readCommonName));
     } catch (err) {
@@ -353,9 +353,13 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
       call.fail(e.code, e.details);
       return;
     }
-    const send = (all: unknown[]): void => {
-      let i = 0;
-      call.send(() => (i < all.length ? own.frames(all[i++]) : undefined));
+    // Responses are asked for as the stream drains: a snapshot's are written as they are sent.
+    const send = (all: Iterable<unknown>): void => {
+      const it = all[Symbol.iterator]();
+      call.send(() => {
+        const r = it.next();
+        return r.done === true ? undefined : own.frames(r.value);
+      });
     };
     if (isPromiseLike(rs)) {
       rs.then(send, (err: unknown) => {
@@ -524,7 +528,14 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
     MoveLeader: unary((req: M.MoveLeaderRequest, ctx) => member().services.maintenance.moveLeader(req, ctx)),
     Defragment: unary((req: M.DefragmentRequest, ctx) => member().services.maintenance.defragment(req, ctx)),
     Alarm: unary((req: M.AlarmRequest, ctx) => member().services.maintenance.alarm(req, ctx)),
-    Snapshot: thinServerStream((req: M.SnapshotRequest, ctx) => member().services.maintenance.snapshot(req, ctx), snapshotResponseFrames),
+    // The member's own engine streams its file as it writes it (snapshotStream), into a few reused buffers: the
+    // door holds at most 64 KiB of responses, grpc-js its stream's 16 (512 KiB), far less than the reuse allows.
+    // An attached member answers all at once.
+    Snapshot: thinServerStream(
+      (req: M.SnapshotRequest, ctx) =>
+        state.attached === undefined ? engine().services.maintenance.snapshotStream(req, ctx, { reusePieces: true }) : member().services.maintenance.snapshot(req, ctx),
+      snapshotResponseFrames,
+    ),
   });
   const auth = () => member().services.auth;
   addService(definitions.Auth, {
@@ -689,7 +700,7 @@ const FRAMED_ENCODERS: Readonly<Record<string, ((r: never) => Buffer) | undefine
 
 /** A server-streaming method the thin path serves: its service function and its responses' wire frames. */
 interface DoorStreamFn {
-  readonly fn: (req: unknown, ctx: CallContext) => Awaitable<unknown[]>;
+  readonly fn: (req: unknown, ctx: CallContext) => Awaitable<Iterable<unknown>>;
   readonly frames: (r: unknown) => Buffer[];
 }
 
@@ -810,7 +821,7 @@ function commonNameOf(cert: PeerCertificate | undefined): string | undefined {
 }
 
 function serverStreamHandler<Req, Res>(
-  fn: (req: Req, ctx: CallContext) => Awaitable<Res[]>,
+  fn: (req: Req, ctx: CallContext) => Awaitable<Iterable<Res>>,
   callContext: (call: CallSurface) => CallContext,
   unmarshalPrefix: string,
 ): grpc.handleServerStreamingCall<Req, Res> {
@@ -820,7 +831,7 @@ function serverStreamHandler<Req, Res>(
       call.emit('error', statusError({ code: grpc.status.INTERNAL, details: unmarshalPrefix + req.error }));
       return;
     }
-    let rs: Awaitable<Res[]>;
+    let rs: Awaitable<Iterable<Res>>;
     try {
       rs = fn(req, callContext(call));
     } catch (err) {
@@ -829,12 +840,14 @@ function serverStreamHandler<Req, Res>(
     }
     // Written as grpc-js's stream takes them ('drain'), not all at once: a client that stops reading a
     // snapshot holds back its responses here, not encoded copies of the whole file in grpc-js's queue.
-    const send = (all: Res[]): void => {
-      let i = 0;
+    const send = (all: Iterable<Res>): void => {
+      const it = all[Symbol.iterator]();
       const pump = (): void => {
-        while (i < all.length) {
+        for (;;) {
           if (call.cancelled) return;
-          if (!call.write(all[i++]!)) {
+          const r = it.next();
+          if (r.done === true) break;
+          if (!call.write(r.value)) {
             call.once('drain', pump);
             return;
           }

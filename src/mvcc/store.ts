@@ -289,13 +289,22 @@ export class Storage implements ReadView {
 
   /** A deep, detached copy of the state (KeyValues are immutable and shared). */
   snapshot(): StoreSnapshot {
+    const { keys } = this.indexSnapshot();
+    const log: Event[][] = [];
+    for (let i = 0; i < this.logAt.length - this.logHead; i++) log.push(this.eventsAt(this.logStart + i));
+    return { currentRev: this.currentRev, compactRev: this.compactRev, keys, log, logStart: this.logStart };
+  }
+
+  /**
+   * The index part of snapshot(): every key's retained revisions and the compaction point, without the log
+   * (what etcd's key bucket holds; a snapshot in etcd's format needs no Event per revision).
+   */
+  indexSnapshot(): Pick<StoreSnapshot, 'keys' | 'compactRev'> {
     const keys: { key: KeyString; keyBytes: Uint8Array; revs: KeyValue[] }[] = [];
     this.index.forEachRevs((key, keyBytes, revs) => {
       keys.push({ key, keyBytes, revs });
     });
-    const log: Event[][] = [];
-    for (let i = 0; i < this.logAt.length - this.logHead; i++) log.push(this.eventsAt(this.logStart + i));
-    return { currentRev: this.currentRev, compactRev: this.compactRev, keys, log, logStart: this.logStart };
+    return { keys, compactRev: this.compactRev };
   }
 
   /**

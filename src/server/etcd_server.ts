@@ -490,7 +490,8 @@ export class EtcdServer {
     const lessor = this.lessor;
     const { members, removed } = this.services.cluster.backendState();
     return backendOfMember({
-      store: this.mvcc.snapshot(),
+      // The index alone: the key bucket is what it keeps (the log's Events would be one object per revision).
+      store: this.mvcc.storage.indexSnapshot(),
       auth: this.auth.snapshot(),
       leases: lessor.leases().map((id) => ({ id, ttl: lessor.timeToLive(id).grantedTTL, remainingTTL: lessor.checkpointedTTLOf(id) ?? 0 })),
       consistentIndex: BigInt(this.appliedIndex),

@@ -10,7 +10,10 @@ import { EtcdError, GrpcCode, fail } from '../mvcc/index.js';
 import type { CallContext } from './call_context.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
-import { SnapshotFormatError, backendHash, memberOfBackend, readEtcdSnapshot, writeEtcdSnapshot } from '../snapshot/index.js';
+import { SnapshotFormatError, backendHash, memberOfBackend, readEtcdSnapshot } from '../snapshot/index.js';
+import { layoutEtcdBackend } from '../snapshot/etcd_backend.js';
+import type { BoltLayout } from '../snapshot/bbolt.js';
+import { createHash } from '../sim/crypto_platform.js';
 import { serverCompat } from './compat.js';
 import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty, ErrUserNotFound } from '../auth/errors.js';
 
@@ -111,26 +114,25 @@ export class MaintenanceService {
    * each saying how many bytes of the file remain after it, then one last message holding the file's SHA-256
    * (remaining 0). No response carries a header (etcd's Snapshot fills none; observed on 3.4.23); from 3.6 on
    * each carries the backend's storage version. `etcdctl snapshot save` writes the concatenation of the blobs;
-   * `etcdctl snapshot status` and `restore` read it. The blobs are views of the one file, not copies: the
-   * gRPC layer writes them to the wire as they are (src/grpc/snapshot_wire.ts).
+   * `etcdctl snapshot status` and `restore` read it. All the responses at once; see snapshotStream.
    */
-  snapshot(_req: M.SnapshotRequest = {}, ctx?: CallContext): M.SnapshotResponse[] {
+  snapshot(req: M.SnapshotRequest = {}, ctx?: CallContext): M.SnapshotResponse[] {
+    return [...this.snapshotStream(req, ctx)];
+  }
+
+  /**
+   * snapshot()'s responses one at a time, the file written as they are asked for: the backend is taken and
+   * its pages planned now (the state of this moment, as etcd's snapshot reads one backend transaction), the
+   * key bucket's leaves written a piece at a time as the stream asks for more, and the SHA-256 computed over
+   * what was sent — as etcd pipes its bbolt file while sending, so a save costs the larger of writing and
+   * sending rather than their sum, and the member holds a piece of the file instead of all of it. The blobs
+   * are views of those pieces, not copies: the gRPC layer writes them to the wire as they are
+   * (src/grpc/snapshot_wire.ts). Errors (auth) are thrown here, before the first response.
+   */
+  snapshotStream(_req: M.SnapshotRequest = {}, ctx?: CallContext, opts: SnapshotStreamOptions = {}): IterableIterator<M.SnapshotResponse> {
     requireAdmin(this.server, ctx);
     const backend = this.server.etcdBackend();
-    const file = writeEtcdSnapshot(backend);
-    const db = Buffer.from(file.buffer, file.byteOffset, file.byteLength - SHA256_SIZE);
-    // etcd 3.6+ sends meta/storageVersion ("3.6.0") in every response; earlier releases have no such field.
-    const version = backend.storageVersion;
-    const out: M.SnapshotResponse[] = [];
-    for (let sent = 0; sent < db.length; ) {
-      const n = Math.min(SNAPSHOT_CHUNK, db.length - sent);
-      const r: M.SnapshotResponse = { header: null, remaining_bytes: String(db.length - sent - n), blob: db.subarray(sent, sent + n) };
-      out.push(version === undefined ? r : { ...r, version });
-      sent += n;
-    }
-    const sha: M.SnapshotResponse = { header: null, remaining_bytes: '0', blob: Buffer.from(file.buffer, file.byteOffset + db.length, SHA256_SIZE) };
-    out.push(version === undefined ? sha : { ...sha, version });
-    return out;
+    return snapshotResponses(layoutEtcdBackend(backend), backend.storageVersion, opts.reusePieces === true);
   }
 
   /**
@@ -189,4 +191,64 @@ function requireAuthInfo(server: EtcdServer, ctx: CallContext | undefined): void
 
 /** etcd's snapshotSendBufferSize: the bytes of the file each Snapshot response carries. */
 const SNAPSHOT_CHUNK = 32 * 1024;
-const SHA256_SIZE = 32;
+
+/** Options of MaintenanceService.snapshotStream. */
+export interface SnapshotStreamOptions {
+  /**
+   * Write the file's pieces (about 1 MiB each) into a few buffers taken in turn instead of fresh memory for
+   * each: a response's blob then stays valid only until about three more MiB of responses were asked for.
+   * For a consumer that is done with a response's bytes by then (the gRPC front door, which asks for more only
+   * once less than 64 KiB waits in the stream); not for one that keeps them (snapshot()).
+   */
+  readonly reusePieces?: boolean | undefined;
+}
+
+/** Buffers a reusing stream takes in turn (see SnapshotStreamOptions.reusePieces). */
+const REUSED_PIECES = 4;
+
+/**
+ * The Snapshot responses of a laid-out file: its bytes in 32 KiB blobs (views of the layout's pieces; a blob
+ * that straddles two pieces is the one copy), each with the bytes remaining after it, then the SHA-256 of
+ * everything sent. `version` (3.6+) goes in every response.
+ */
+function* snapshotResponses(layout: BoltLayout, version: string | undefined, reuse: boolean): Generator<M.SnapshotResponse, undefined, undefined> {
+  const total = layout.size;
+  const hash = createHash('sha256');
+  const response = (blob: Buffer, remaining: number): M.SnapshotResponse => {
+    const r: M.SnapshotResponse = { header: null, remaining_bytes: String(remaining), blob };
+    // etcd 3.6+ sends meta/storageVersion ("3.6.0") in every response; earlier releases have no such field.
+    return version === undefined ? r : { ...r, version };
+  };
+  let sent = 0;
+  let partial: Buffer | undefined;
+  let filled = 0;
+  for (const piece of layout.pieces(undefined, reuse ? REUSED_PIECES : 0)) {
+    hash.update(piece);
+    const buf = Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
+    let at = 0;
+    if (partial !== undefined) {
+      const n = Math.min(partial.length - filled, buf.length);
+      buf.copy(partial, filled, 0, n);
+      filled += n;
+      at = n;
+      if (filled < partial.length) continue;
+      sent += partial.length;
+      yield response(partial, total - sent);
+      partial = undefined;
+    }
+    // Whole chunks, and the file's last bytes when this piece ends it.
+    while (buf.length - at >= SNAPSHOT_CHUNK || (at < buf.length && sent + buf.length - at === total)) {
+      const n = Math.min(SNAPSHOT_CHUNK, buf.length - at);
+      sent += n;
+      yield response(buf.subarray(at, at + n), total - sent);
+      at += n;
+    }
+    if (at < buf.length) {
+      partial = Buffer.allocUnsafe(Math.min(SNAPSHOT_CHUNK, total - sent));
+      filled = buf.copy(partial, 0, at);
+    }
+  }
+  if (partial !== undefined || sent !== total) throw new Error(`etcdsim: snapshot pieces gave ${sent} of ${total} bytes`);
+  yield response(hash.digest(), 0);
+  return undefined;
+}

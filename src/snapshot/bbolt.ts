@@ -40,7 +40,7 @@ export interface BoltEntrySource {
   keySize(i: number): number;
   valueSize(i: number): number;
   writeKey(i: number, dst: Uint8Array, at: number): void;
-  /** Writes entry i's value at `at` in `dst` — for the key bucket, `dst` is the file itself (see PageAllocator). */
+  /** Writes entry i's value at `at` in `dst` — the file itself, or the piece of it being produced (see BoltLayout). */
   writeValue(i: number, dst: Uint8Array, at: number): void;
 }
 
@@ -131,24 +131,46 @@ export interface BoltWriteOptions {
 }
 
 
+/**
+ * The leaves of the one bucket given by a source that are left out of the laid-out pages until the file is
+ * produced (see BoltLayout): where each leaf's entries start, its size, and its page id. Planning them
+ * first (sizes only) is what lets a snapshot stream while it writes, as etcd pipes its bbolt file.
+ */
+interface DeferredLeaves {
+  readonly src: BoltEntrySource;
+  /** The first page id of the deferred run; the leaves follow one another from there. */
+  readonly firstPgid: number;
+  readonly pages: number;
+  /** Leaf r holds entries [starts[r], starts[r + 1]) (the last up to src.count) and `sizes[r]` bytes. */
+  readonly starts: Int32Array;
+  readonly sizes: Int32Array;
+}
+
 class PageAllocator {
   /** Pages 0 and 1 are the metas, 2 the freelist. */
   next = 3;
+  /** The deferred leaves, if a source's leaves were planned rather than laid out (at most one source). */
+  hole: DeferredLeaves | undefined;
   /**
-   * The file being written, zeroed, grown when a node does not fit (by half again, plus room asked for
-   * ahead with reserve). Nodes are laid out in it where they go: a source's leaves are written in place, so
-   * a snapshot makes no buffer per page and no second copy of its pages.
+   * The file's laid-out pages (all but the deferred ones, which take no room here), zeroed, grown when a node
+   * does not fit (by half again, plus room asked for ahead with reserve). Nodes are laid out in it where they
+   * go, so a snapshot makes no buffer per page and no second copy of its pages.
    */
   private file: Uint8Array;
   constructor(readonly pageSize: number) {
     this.file = new Uint8Array(64 * pageSize);
   }
+  /** Pages of the file this allocator holds (those after a hole sit that much earlier). */
+  private held(pgid: number): number {
+    const h = this.hole;
+    return h !== undefined && pgid >= h.firstPgid + h.pages ? pgid - h.pages : pgid;
+  }
   /** Makes room for `pages` more pages (and some to spare), so that laying them out copies nothing. */
   reserve(pages: number): void {
-    const need = (this.next + pages) * this.pageSize;
+    const need = (this.held(this.next) + pages) * this.pageSize;
     if (need <= this.file.length) return;
     const grown = new Uint8Array(Math.max(need + RESERVE_SLACK_PAGES * this.pageSize, Math.floor(this.file.length * 1.5)));
-    grown.set(this.file.subarray(0, this.next * this.pageSize));
+    grown.set(this.file.subarray(0, this.held(this.next) * this.pageSize));
     this.file = grown;
   }
   /**
@@ -158,8 +180,9 @@ class PageAllocator {
   take(pages: number): { readonly pgid: number; readonly bytes: Uint8Array } {
     this.reserve(pages);
     const pgid = this.next;
+    const at = this.held(pgid) * this.pageSize;
     this.next += pages;
-    const bytes = this.file.subarray(pgid * this.pageSize, this.next * this.pageSize);
+    const bytes = this.file.subarray(at, at + pages * this.pageSize);
     new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).setBigUint64(0, BigInt(pgid), true);
     return { pgid, bytes };
   }
@@ -169,14 +192,17 @@ class PageAllocator {
     bytes.set(node.subarray(PAGE_ID_BYTES), PAGE_ID_BYTES);
     return pgid;
   }
-  /** The whole file — its pages, then `tail` zero bytes — a view of it, or a copy when much room was left over. */
-  finish(tail: number): Uint8Array {
-    const size = this.next * this.pageSize + tail;
-    const leftOver = this.file.length - size;
-    if (leftOver >= 0 && leftOver <= Math.max(2 * RESERVE_SLACK_PAGES * this.pageSize, size / 16)) return this.file.subarray(0, size);
-    const out = new Uint8Array(size);
-    out.set(this.file.subarray(0, Math.min(size, this.file.length)));
-    return out;
+  /** Leaves `pages` page ids to deferred leaves (no memory); false when another source already has the hole. */
+  defer(plan: Omit<DeferredLeaves, 'firstPgid'>): number | undefined {
+    if (this.hole !== undefined) return undefined;
+    const firstPgid = this.next;
+    this.hole = { ...plan, firstPgid };
+    this.next += plan.pages;
+    return firstPgid;
+  }
+  /** The laid-out pages: every page but the deferred ones, in order. */
+  finish(): Uint8Array {
+    return this.file.subarray(0, this.held(this.next) * this.pageSize);
   }
 }
 
@@ -198,6 +224,36 @@ interface LeafItem {
  * bbolt stores them, meta pages 0 and 1 both valid. Returns the whole file.
  */
 export function writeBolt(root: BoltBucket, opts: BoltWriteOptions = {}): Uint8Array {
+  const layout = layoutBolt(root, opts);
+  const file = new Uint8Array(layout.size + (opts.reserveTail ?? 0));
+  layout.writeTo(file);
+  return file;
+}
+
+/**
+ * A bbolt database laid out but not yet all written: every page is placed and every node but the leaves of
+ * a bucket given by a source (etcd's key bucket) is written; those leaves are planned (which entries, which
+ * page ids) and written when the file's bytes are asked for — all at once into one buffer (writeTo), or in
+ * order, a batch at a time (pieces), so that a snapshot can be sent while it is written and needs no
+ * file-sized buffer. Both give the same bytes.
+ */
+export interface BoltLayout {
+  /** Bytes of the database (its pages times the page size). */
+  readonly size: number;
+  /** Writes the database at the start of `dst` (zeroed, at least `size` bytes). */
+  writeTo(dst: Uint8Array): void;
+  /**
+   * The database's bytes in file order, as consecutive pieces (about `batch` bytes each where the deferred
+   * leaves are). Each piece is its own memory, so a piece can be handed to a socket as it is — unless
+   * `reuse` is given: then the deferred leaves are written into `reuse` buffers taken in turn, so a piece's
+   * bytes stay valid only until `reuse` more pieces were asked for (a consumer that holds little, such as the
+   * Snapshot stream, saves the fresh memory and the garbage collection of a file's worth of pieces).
+   */
+  pieces(batch?: number, reuse?: number): Iterable<Uint8Array>;
+}
+
+/** The layout of writeBolt's file (see BoltLayout). */
+export function layoutBolt(root: BoltBucket, opts: BoltWriteOptions = {}): BoltLayout {
   const pageSize = opts.pageSize ?? DEFAULT_PAGE_SIZE;
   if (!Number.isInteger(pageSize) || pageSize < 1024 || pageSize > 65536 || (pageSize & (pageSize - 1)) !== 0) {
     throw new RangeError(`bbolt: page size must be a power of two in 1024..65536, got ${pageSize}`);
@@ -208,8 +264,8 @@ export function writeBolt(root: BoltBucket, opts: BoltWriteOptions = {}): Uint8A
   const alloc = new PageAllocator(pageSize);
   const rootPgid = writeBucketTree(alloc, root, 0, false);
   const pageCount = alloc.next;
-  const file = alloc.finish(opts.reserveTail ?? 0);
-  const view = new DataView(file.buffer, file.byteOffset, file.byteLength);
+  const held = alloc.finish();
+  const view = new DataView(held.buffer, held.byteOffset, held.byteLength);
   // Freelist: nothing is free in a freshly packed file.
   writePageHeader(view, 2 * pageSize, 2, FREELIST, 0, 0);
   for (const id of [0, 1]) {
@@ -225,9 +281,69 @@ export function writeBolt(root: BoltBucket, opts: BoltWriteOptions = {}): Uint8A
     view.setBigUint64(m + 32, 2n, true);
     view.setBigUint64(m + 40, BigInt(pageCount), true);
     view.setBigUint64(m + 48, id === 1 ? txid : txid - 1n, true);
-    view.setBigUint64(m + 56, fnv1a64(file.subarray(m, m + 56)), true);
+    view.setBigUint64(m + 56, fnv1a64(held.subarray(m, m + 56)), true);
   }
-  return file;
+  const hole = alloc.hole;
+  const size = pageCount * pageSize;
+  // The laid-out pages before the deferred leaves, and after them.
+  const cut = hole === undefined ? held.length : hole.firstPgid * pageSize;
+  const before = held.subarray(0, cut);
+  const after = held.subarray(cut);
+  return {
+    size,
+    writeTo(dst: Uint8Array): void {
+      if (dst.length < size) throw new RangeError(`bbolt: ${dst.length} bytes cannot hold a database of ${size}`);
+      dst.set(before, 0);
+      if (hole !== undefined) writeDeferredLeaves(hole, pageSize, hole.firstPgid, 0, hole.starts.length, dst, cut);
+      dst.set(after, cut + (hole === undefined ? 0 : hole.pages * pageSize));
+    },
+    *pieces(batch = DEFAULT_PIECE_BYTES, reuse = 0): Iterable<Uint8Array> {
+      if (before.length > 0) yield before.slice();
+      if (hole !== undefined) {
+        const runs = hole.starts.length;
+        const ring: Uint8Array[] = [];
+        let turn = 0;
+        let pgid = hole.firstPgid;
+        for (let r = 0; r < runs; ) {
+          // Whole leaves, about `batch` bytes of them (a leaf larger than that goes alone).
+          let bytes = 0;
+          let to = r;
+          while (to < runs && (to === r || bytes + leafBytes(hole.sizes[to]!, pageSize) <= batch)) bytes += leafBytes(hole.sizes[to++]!, pageSize);
+          let out: Uint8Array;
+          if (reuse > 0) {
+            // A buffer of the ring, zeroed again (a leaf's unused tail must read as zeros), grown if needed.
+            const slot = turn++ % reuse;
+            let buf = ring[slot];
+            if (buf === undefined || buf.length < bytes) ring[slot] = buf = new Uint8Array(Math.max(bytes, batch));
+            else buf.fill(0, 0, bytes);
+            out = buf.subarray(0, bytes);
+          } else out = new Uint8Array(bytes);
+          writeDeferredLeaves(hole, pageSize, pgid, r, to, out, 0);
+          pgid += bytes / pageSize;
+          yield out;
+          r = to;
+        }
+      }
+      if (after.length > 0) yield after.slice();
+    },
+  };
+}
+
+/** Where the deferred leaves are produced in pieces of (whole leaves, about this many bytes). */
+const DEFAULT_PIECE_BYTES = 1 << 20;
+
+/** Bytes of a leaf node of `size` bytes of header, elements and data: whole pages. */
+const leafBytes = (size: number, pageSize: number): number => Math.ceil(size / pageSize) * pageSize;
+
+/** Writes deferred leaves [from, to) at `at` in `dst` (zeroed), one after the other, leaf `from` as page `pgid`. */
+function writeDeferredLeaves(hole: DeferredLeaves, pageSize: number, pgid: number, from: number, to: number, dst: Uint8Array, at: number): void {
+  const count = hole.src.count;
+  for (let r = from; r < to; r++) {
+    const bytes = leafBytes(hole.sizes[r]!, pageSize);
+    sourceLeafNode(dst.subarray(at, at + bytes), pgid, hole.src, hole.starts[r]!, r + 1 < hole.starts.length ? hole.starts[r + 1]! : count, pageSize);
+    at += bytes;
+    pgid += bytes / pageSize;
+  }
 }
 
 function writePageHeader(view: DataView, at: number, id: number, flags: number, count: number, overflow: number): void {
@@ -265,57 +381,89 @@ function writeBucketTree(alloc: PageAllocator, b: BoltBucket, depth: number, may
   return level[0]!.pgid;
 }
 
-/** A source's leaves and the branch levels above them; returns the root page. */
+/**
+ * A source's leaves and the branch levels above them; returns the root page. The leaves are planned first
+ * (where each starts, its size, its page id) and, when no other source has done so, left to be written when
+ * the file is produced (PageAllocator.defer, BoltLayout); otherwise written in place now. Either way the
+ * branch levels above them are laid out here, from each leaf's first key.
+ */
 function writeSourceTree(alloc: PageAllocator, src: BoltEntrySource): number {
   const ps = alloc.pageSize;
-  let level: { key: Uint8Array; pgid: number }[] = [];
-  let prevFirst: Uint8Array | undefined;
-  const place = (from: number, to: number, size: number): void => {
-    const first = new Uint8Array(from < to ? src.keySize(from) : 0);
-    if (from < to) src.writeKey(from, first, 0);
-    if (prevFirst !== undefined && compareKeys(prevFirst, first) >= 0) throw new RangeError("bbolt: a bucket's entries must be in strictly ascending key order");
-    prevFirst = first;
-    level.push({ key: first, pgid: sourceLeafNode(alloc, src, from, to, size) });
-  };
-  // Pack entries into pages exactly as packRuns does, by index: first the runs (where each leaf starts and
-  // its size), so that the file is grown once for all of them; then the leaves, written in place.
-  const starts: number[] = [];
-  const sizes: number[] = [];
+  // Pack entries into pages exactly as packRuns does, by index: where each leaf starts and its size.
+  const count = src.count;
+  let starts = new Int32Array(Math.max(16, Math.ceil(count / 16)));
+  let sizes = new Int32Array(starts.length);
+  let runs = 0;
   let leafPages = 0;
+  const push = (from: number, size: number): void => {
+    if (runs === starts.length) {
+      const s2 = new Int32Array(runs * 2);
+      s2.set(starts);
+      starts = s2;
+      const z2 = new Int32Array(runs * 2);
+      z2.set(sizes);
+      sizes = z2;
+    }
+    starts[runs] = from;
+    sizes[runs++] = size;
+    leafPages += Math.ceil(size / ps);
+  };
   let from = 0;
   let size = PAGE_HEADER;
-  for (let i = 0; i < src.count; i++) {
+  for (let i = 0; i < count; i++) {
     const add = ELEMENT + src.keySize(i) + src.valueSize(i);
     if (i > from && (size + add > ps || i - from === 0xffff)) {
-      starts.push(from);
-      sizes.push(size);
-      leafPages += Math.ceil(size / ps);
+      push(from, size);
       from = i;
       size = PAGE_HEADER;
     }
     size += add;
   }
-  starts.push(from);
-  sizes.push(size);
-  leafPages += Math.ceil(size / ps);
-  // The branch levels above: far fewer pages than the leaves (a branch element is 16 bytes and a key).
-  alloc.reserve(leafPages + Math.ceil(leafPages / 64) + 2);
-  for (let r = 0; r < starts.length; r++) place(starts[r]!, r + 1 < starts.length ? starts[r + 1]! : src.count, sizes[r]!);
-  while (level.length > 1) {
-    const next: { key: Uint8Array; pgid: number }[] = [];
-    for (const run of packRuns(level, branchDataSize, ps)) next.push({ key: run[0]!.key, pgid: alloc.place(branchNode(run, ps)) });
-    level = next;
+  push(from, size);
+  starts = starts.slice(0, runs);
+  sizes = sizes.slice(0, runs);
+  // Each leaf's first key (a branch element's key), its order checked against the leaf before.
+  const level: { key: Uint8Array; pgid: number }[] = new Array<{ key: Uint8Array; pgid: number }>(runs);
+  let prevFirst: Uint8Array | undefined;
+  for (let r = 0; r < runs; r++) {
+    const f = starts[r]!;
+    const first = new Uint8Array(f < count ? src.keySize(f) : 0);
+    if (f < count) src.writeKey(f, first, 0);
+    if (prevFirst !== undefined && compareKeys(prevFirst, first) >= 0) throw new RangeError("bbolt: a bucket's entries must be in strictly ascending key order");
+    prevFirst = first;
+    level[r] = { key: first, pgid: 0 };
   }
-  return level[0]!.pgid;
+  const deferred = alloc.defer({ src, pages: leafPages, starts, sizes });
+  if (deferred !== undefined) {
+    let pgid = deferred;
+    for (let r = 0; r < runs; r++) {
+      level[r]!.pgid = pgid;
+      pgid += Math.ceil(sizes[r]! / ps);
+    }
+  } else {
+    // The branch levels above: far fewer pages than the leaves (a branch element is 16 bytes and a key).
+    alloc.reserve(leafPages + Math.ceil(leafPages / 64) + 2);
+    for (let r = 0; r < runs; r++) {
+      const { pgid, bytes } = alloc.take(Math.ceil(sizes[r]! / ps));
+      sourceLeafNode(bytes, pgid, src, starts[r]!, r + 1 < runs ? starts[r + 1]! : count, ps);
+      level[r]!.pgid = pgid;
+    }
+  }
+  let nodes = level;
+  while (nodes.length > 1) {
+    const next: { key: Uint8Array; pgid: number }[] = [];
+    for (const run of packRuns(nodes, branchDataSize, ps)) next.push({ key: run[0]!.key, pgid: alloc.place(branchNode(run, ps)) });
+    nodes = next;
+  }
+  return nodes[0]!.pgid;
 }
 
 /**
- * A leaf node of entries [from, to) of a source, written in place in the file; `size` is its header,
- * elements and data. Returns its page id.
+ * A leaf node of entries [from, to) of a source, written into `out` (its whole pages, zeroed) as page
+ * `pgid`.
  */
-function sourceLeafNode(alloc: PageAllocator, src: BoltEntrySource, from: number, to: number, size: number): number {
-  const pages = Math.ceil(size / alloc.pageSize);
-  const { pgid, bytes: out } = alloc.take(pages);
+function sourceLeafNode(out: Uint8Array, pgid: number, src: BoltEntrySource, from: number, to: number, pageSize: number): void {
+  const pages = out.length / pageSize;
   const dv = new DataView(out.buffer, out.byteOffset, out.byteLength);
   const count = to - from;
   writePageHeader(dv, 0, pgid, LEAF, count, pages - 1);
@@ -332,7 +480,6 @@ function sourceLeafNode(alloc: PageAllocator, src: BoltEntrySource, from: number
     src.writeValue(from + i, out, data + ks);
     data += ks + vs;
   }
-  return pgid;
 }
 
 function sourceInlinable(src: BoltEntrySource, pageSize: number): boolean {

@@ -21,7 +21,7 @@ import { createHash } from '../sim/crypto_platform.js';
 import type { KeyPermission, PermissionType } from '../auth/index.js';
 import type { KeyValue } from '../mvcc/index.js';
 import { LEN, VARINT, WireWriter, bytesFieldSize, int64FieldSize, keyValueSize, marshalKeyValue, tag, varintSize, writeBytesField, writeInt64Field, writeKeyValue } from '../mvcc/wire.js';
-import { boltKey, childBucket, compareKeys, isBucketEntry, readBolt, writeBolt, type BoltBucket, type BoltEntry, type BoltEntrySource } from './bbolt.js';
+import { boltKey, childBucket, compareKeys, isBucketEntry, layoutBolt, readBolt, type BoltBucket, type BoltEntry, type BoltEntrySource, type BoltLayout } from './bbolt.js';
 import { ProtoFormatError, asInt64, decodeFields, safeNumber } from './proto_reader.js';
 
 /** One entry of the key bucket: a revision {main, sub} of a key, a put or (tombstone) a delete. */
@@ -418,37 +418,88 @@ const sorted = (entries: BoltEntry[]): BoltEntry[] => entries.sort((a, b) => com
 const bucket = (name: string, entries: BoltEntry[]): BoltEntry => ({ key: boltKey(name), bucket: { entries: sorted(entries) } });
 
 /**
+ * The key bucket as a member hands it to the writer: in key-bucket order (main, then sub), each revision's
+ * main and sub revision, whether it is a delete, and its KeyValue, side by side — no object per revision
+ * (a tombstone's value stores only its key).
+ */
+export interface KeyBucketColumns {
+  readonly kvs: readonly KeyValue[];
+  readonly mains: Float64Array;
+  readonly subs: Uint32Array;
+  /** 1 for a tombstone (a delete), else 0. */
+  readonly tombstones: Uint8Array;
+}
+
+/** Where a backend built from a member keeps its KeyBucketColumns (not enumerable: a spread copy drops it). */
+const COLUMNS = Symbol('etcdsim.keyBucketColumns');
+
+/**
+ * A backend whose key bucket comes as columns: `revisions` is made from them only when someone reads it
+ * (Hash, a restart), while a snapshot writes the columns straight into the file. `rest` is every other
+ * field of the backend.
+ */
+export function backendWithKeyColumns(rest: Omit<EtcdBackend, 'revisions'>, cols: KeyBucketColumns): EtcdBackend {
+  let revisions: StoredRevision[] | undefined;
+  const b: EtcdBackend = {
+    ...rest,
+    get revisions(): readonly StoredRevision[] {
+      if (revisions === undefined) {
+        const n = cols.kvs.length;
+        revisions = new Array<StoredRevision>(n);
+        for (let i = 0; i < n; i++) revisions[i] = { main: cols.mains[i]!, sub: cols.subs[i]!, tombstone: cols.tombstones[i] === 1, kv: cols.kvs[i]! };
+      }
+      return revisions;
+    },
+  };
+  Object.defineProperty(b, COLUMNS, { value: cols, enumerable: false });
+  return b;
+}
+
+/** A backend's key bucket as columns: those it was built with, or made from its revisions. */
+function keyColumnsOf(b: EtcdBackend): KeyBucketColumns {
+  const own = (b as { readonly [COLUMNS]?: KeyBucketColumns })[COLUMNS];
+  if (own !== undefined) return own;
+  const revs = b.revisions;
+  const n = revs.length;
+  const cols = { kvs: new Array<KeyValue>(n), mains: new Float64Array(n), subs: new Uint32Array(n), tombstones: new Uint8Array(n) };
+  for (let i = 0; i < n; i++) {
+    const r = revs[i]!;
+    cols.kvs[i] = r.kv;
+    cols.mains[i] = r.main;
+    cols.subs[i] = r.sub;
+    cols.tombstones[i] = r.tombstone ? 1 : 0;
+  }
+  return cols;
+}
+
+/**
  * The key bucket for writing: revision keys and marshalled KeyValues laid out straight into bbolt's pages,
  * with no object per revision (a snapshot of a million revisions otherwise spends most of its time
  * collecting them). Revisions must be in strictly ascending order, as the key bucket sorts them.
  */
-function keyBucketSource(revs: readonly StoredRevision[]): BoltEntrySource {
-  for (let i = 1; i < revs.length; i++) {
-    const a = revs[i - 1]!;
-    const b = revs[i]!;
-    if (a.main > b.main || (a.main === b.main && a.sub >= b.sub)) throw new RangeError(`snapshot: revisions out of order at ${b.main}_${b.sub}`);
+function keyBucketSource(b: EtcdBackend): BoltEntrySource {
+  const { kvs, mains, subs, tombstones } = keyColumnsOf(b);
+  const n = kvs.length;
+  // Each value's size once (the writer asks for it when planning and again when writing).
+  const valueSizes = new Uint32Array(n);
+  for (let i = 0; i < n; i++) {
+    const kv = kvs[i]!;
+    if (i > 0 && (mains[i - 1]! > mains[i]! || (mains[i - 1] === mains[i] && subs[i - 1]! >= subs[i]!))) throw new RangeError(`snapshot: revisions out of order at ${mains[i]}_${subs[i]}`);
+    valueSizes[i] = tombstones[i] === 1 ? keyValueSize(kv.key, 0, 0, 0, EMPTY, 0) : keyValueSize(kv.key, kv.createRevision, kv.modRevision, kv.version, kv.value, kv.lease);
   }
-  // Values are encoded straight into the page being laid out (the file itself; see bbolt.ts PageAllocator)
-  // through one cursor over the buffer it lives in: no buffer per value, no copy.
+  // Values are encoded straight into the page being laid out (the file, or a piece of it; see bbolt.ts
+  // BoltLayout) through one cursor over the buffer it lives in: no buffer per value, no copy.
   let cursor: WireWriter | undefined;
   return {
-    count: revs.length,
-    keySize: (i) => (revs[i]!.tombstone ? 18 : 17),
-    valueSize: (i) => {
-      const r = revs[i]!;
-      const kv = r.kv;
-      return r.tombstone ? keyValueSize(kv.key, 0, 0, 0, EMPTY, 0) : keyValueSize(kv.key, kv.createRevision, kv.modRevision, kv.version, kv.value, kv.lease);
-    },
-    writeKey: (i, dst, at) => {
-      const r = revs[i]!;
-      writeRevisionKey(dst, at, r.main, r.sub, r.tombstone);
-    },
+    count: n,
+    keySize: (i) => (tombstones[i] === 1 ? 18 : 17),
+    valueSize: (i) => valueSizes[i]!,
+    writeKey: (i, dst, at) => writeRevisionKey(dst, at, mains[i]!, subs[i]!, tombstones[i] === 1),
     writeValue: (i, dst, at) => {
-      const r = revs[i]!;
-      const kv = r.kv;
+      const kv = kvs[i]!;
       if (cursor === undefined || cursor.buf.buffer !== dst.buffer) cursor = new WireWriter(0, Buffer.from(dst.buffer, 0, dst.buffer.byteLength));
       cursor.pos = dst.byteOffset + at;
-      if (r.tombstone) writeKeyValue(cursor, kv.key, 0, 0, 0, EMPTY, 0);
+      if (tombstones[i] === 1) writeKeyValue(cursor, kv.key, 0, 0, 0, EMPTY, 0);
       else writeKeyValue(cursor, kv.key, kv.createRevision, kv.modRevision, kv.version, kv.value, kv.lease);
     },
   };
@@ -480,7 +531,7 @@ export function encodeEtcdBackend(b: EtcdBackend, opts: { readonly lazyKeys?: bo
     bucket('authUsers', b.users.map((u) => ({ key: utf8(u.name), value: marshalUser(u) }))),
     bucket('cluster', cluster),
     // Revision keys sort as revisions do: main, then sub (fixed width, big-endian).
-    { key: boltKey('key'), bucket: { entries: keys, source: opts.lazyKeys === true ? keyBucketSource(b.revisions) : undefined } },
+    { key: boltKey('key'), bucket: { entries: keys, source: opts.lazyKeys === true ? keyBucketSource(b) : undefined } },
     bucket('lease', b.leases.map((l) => ({ key: u64be(l.id), value: marshalLease(l) }))),
     bucket('members', b.members.map((m) => ({ key: utf8(m.id.toString(16)), value: utf8(memberJson(m)) }))),
     bucket('members_removed', b.removedMembers.map((id) => ({ key: utf8(id.toString(16)), value: utf8('removed') }))),
@@ -563,10 +614,19 @@ const SHA256_SIZE = 32;
  * by the SHA-256 of the file.
  */
 export function writeEtcdSnapshot(b: EtcdBackend): Uint8Array {
-  const out = writeBolt(encodeEtcdBackend(b, { lazyKeys: true }), { reserveTail: SHA256_SIZE });
-  const dbLength = out.length - SHA256_SIZE;
-  out.set(createHash('sha256').update(out.subarray(0, dbLength)).digest(), dbLength);
+  const layout = layoutEtcdBackend(b);
+  const out = new Uint8Array(layout.size + SHA256_SIZE);
+  layout.writeTo(out);
+  out.set(createHash('sha256').update(out.subarray(0, layout.size)).digest(), layout.size);
   return out;
+}
+
+/**
+ * A backend's bbolt file laid out, its key bucket's leaves still to be written (bbolt.ts BoltLayout): what
+ * the Snapshot stream sends piece by piece, with the same bytes as writeEtcdSnapshot's file.
+ */
+export function layoutEtcdBackend(b: EtcdBackend): BoltLayout {
+  return layoutBolt(encodeEtcdBackend(b, { lazyKeys: true }));
 }
 
 /**

@@ -8,11 +8,12 @@ import type { PasswordHash } from '../auth/password.js';
 import { keyString, type KeyString, type KeyValue, type StoreSnapshot, type Event } from '../mvcc/index.js';
 import { isTombstone } from '../mvcc/key_index.js';
 import { setSubRevision, subRevision } from '../mvcc/sub_revision.js';
-import type { EtcdBackend, StoredLease, StoredMember, StoredRevision, StoredUser } from './etcd_backend.js';
+import { backendWithKeyColumns, type EtcdBackend, type KeyBucketColumns, type StoredLease, type StoredMember, type StoredUser } from './etcd_backend.js';
 
 /** What a member contributes to its snapshot, gathered by EtcdServer.etcdSnapshot(). */
 export interface MemberSnapshotSource {
-  readonly store: StoreSnapshot;
+  /** The store's index and compaction point (the key bucket is every revision the index keeps; no log needed). */
+  readonly store: Pick<StoreSnapshot, 'keys' | 'compactRev'>;
   readonly auth: AuthSnapshot;
   readonly leases: readonly StoredLease[];
   /** The member's applied Raft index (etcd's consistent_index). */
@@ -32,12 +33,12 @@ export interface MemberSnapshotSource {
  * compacts at once), leases, auth, the member itself and the cluster version.
  */
 export function backendOfMember(src: MemberSnapshotSource): EtcdBackend {
-  const revisions = inRevisionOrder(src.store);
+  const columns = inRevisionOrder(src.store);
   const compacted = src.store.compactRev > 0 ? src.store.compactRev : undefined;
   const m = /^(\d+)\.(\d+)/.exec(src.version);
   const minor = m !== null && m[1] === '3' ? Number(m[2]) : 0;
   const byId = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0);
-  return {
+  return backendWithKeyColumns({
     // What each release adds to meta (server/storage/schema): term and confState from 3.5 on (raft's
     // ConfState lists IDs in ascending order), storageVersion ("major.minor.0") from 3.6 on.
     ...(minor >= 5
@@ -53,7 +54,6 @@ export function backendOfMember(src: MemberSnapshotSource): EtcdBackend {
         }
       : {}),
     ...(minor >= 6 ? { storageVersion: `3.${minor}.0` } : {}),
-    revisions,
     consistentIndex: src.consistentIndex,
     scheduledCompactRev: compacted,
     finishedCompactRev: compacted,
@@ -66,33 +66,44 @@ export function backendOfMember(src: MemberSnapshotSource): EtcdBackend {
     removedMembers: src.removedMembers,
     clusterVersion: m === null ? undefined : `${m[1]}.${m[2]}.0`,
     alarms: [],
-  };
+  }, columns);
 }
 
 /**
- * Every retained revision of the store in the key bucket's order (main, then sub): a counting sort by main
- * revision (they lie in [1, currentRev]), then each txn's changes by sub — linear where a comparison sort
- * of a million revisions is not.
+ * Every retained revision of the store in the key bucket's order (main, then sub), as columns (no object per
+ * revision): a counting sort by main revision (they lie in [1, currentRev]), then each txn's changes by sub —
+ * linear where a comparison sort of a million revisions is not.
  */
-function inRevisionOrder(store: StoreSnapshot): StoredRevision[] {
+function inRevisionOrder(store: Pick<StoreSnapshot, 'keys'>): KeyBucketColumns {
   let total = 0;
   let lo = Infinity;
   let hi = 0;
   for (const k of store.keys) {
-    total += k.revs.length;
-    for (const kv of k.revs) {
-      if (kv.modRevision < lo) lo = kv.modRevision;
-      if (kv.modRevision > hi) hi = kv.modRevision;
+    const revs = k.revs;
+    total += revs.length;
+    // A key's revisions are in revision order: its first and last bound them.
+    if (revs.length > 0) {
+      if (revs[0]!.modRevision < lo) lo = revs[0]!.modRevision;
+      if (revs[revs.length - 1]!.modRevision > hi) hi = revs[revs.length - 1]!.modRevision;
     }
   }
-  const out = new Array<StoredRevision>(total);
-  if (total === 0) return out;
+  const kvs = new Array<KeyValue>(total);
+  const mains = new Float64Array(total);
+  const subs = new Uint32Array(total);
+  const tombstones = new Uint8Array(total);
+  if (total === 0) return { kvs, mains, subs, tombstones };
   const start = new Int32Array(hi - lo + 2);
   for (const k of store.keys) for (const kv of k.revs) start[kv.modRevision - lo + 1]!++;
   for (let i = 1; i < start.length; i++) start[i]! += start[i - 1]!;
   const next = start.slice();
   for (const k of store.keys) {
-    for (const kv of k.revs) out[next[kv.modRevision - lo]!++] = { main: kv.modRevision, sub: subRevision(kv), tombstone: isTombstone(kv), kv };
+    for (const kv of k.revs) {
+      const at = next[kv.modRevision - lo]!++;
+      kvs[at] = kv;
+      mains[at] = kv.modRevision;
+      subs[at] = subRevision(kv);
+      tombstones[at] = isTombstone(kv) ? 1 : 0;
+    }
   }
   // A txn's changes sit together; order them by sub where the key order did not.
   for (let m = 0; m < start.length - 1; m++) {
@@ -100,13 +111,19 @@ function inRevisionOrder(store: StoreSnapshot): StoredRevision[] {
     const b = start[m + 1]!;
     if (b - a < 2) continue;
     let ordered = true;
-    for (let i = a + 1; i < b && ordered; i++) ordered = out[i - 1]!.sub < out[i]!.sub;
-    if (!ordered) {
-      const run = out.slice(a, b).sort((x, y) => x.sub - y.sub);
-      for (let i = 0; i < run.length; i++) out[a + i] = run[i]!;
+    for (let i = a + 1; i < b && ordered; i++) ordered = subs[i - 1]! < subs[i]!;
+    if (ordered) continue;
+    const order = Array.from({ length: b - a }, (_, j) => a + j).sort((x, y) => subs[x]! - subs[y]!);
+    const runKvs = order.map((j) => kvs[j]!);
+    const runSubs = order.map((j) => subs[j]!);
+    const runTombs = order.map((j) => tombstones[j]!);
+    for (let j = 0; j < order.length; j++) {
+      kvs[a + j] = runKvs[j]!;
+      subs[a + j] = runSubs[j]!;
+      tombstones[a + j] = runTombs[j]!;
     }
   }
-  return out;
+  return { kvs, mains, subs, tombstones };
 }
 
 /** What loading a backend gives a fresh member. */
