@@ -334,29 +334,30 @@ class CallOnStream implements DoorUnaryCall, DoorServerStreamCall {
   }
 
   reply(frame: Buffer): void {
-    if (this.answered) return;
+    this.respondOk()?.end(frame);
+  }
+
+  /**
+   * The answer's headers, and OK trailers once its messages are written: the stream to write them to, or
+   * undefined when the call was answered already or its stream is gone.
+   */
+  private respondOk(): http2.ServerHttp2Stream | undefined {
+    if (this.answered) return undefined;
     this.answered = true;
     const stream = this.stream;
-    if (stream.destroyed || stream.closed) return;
+    if (stream.destroyed || stream.closed) return undefined;
     // No `date` header: grpc-go sends none (and Node's costs a string per response).
     stream.respond({ ':status': 200, 'content-type': this.contentType }, REPLY_OPTIONS);
     stream.once('wantTrailers', () => {
       stream.sendTrailers(OK_TRAILERS);
       finishStream(stream);
     });
-    stream.end(frame);
+    return stream;
   }
 
   send(next: () => readonly Buffer[] | undefined): void {
-    if (this.answered) return;
-    this.answered = true;
-    const stream = this.stream;
-    if (stream.destroyed || stream.closed) return;
-    stream.respond({ ':status': 200, 'content-type': this.contentType }, REPLY_OPTIONS);
-    stream.once('wantTrailers', () => {
-      stream.sendTrailers(OK_TRAILERS);
-      finishStream(stream);
-    });
+    const stream = this.respondOk();
+    if (stream === undefined) return;
     // Written while the stream holds less than the quota; past it, on 'drain' (node:http2 completes a write
     // only once flow control let its bytes go to the socket, so 'drain' is the client's reading).
     let source: (() => readonly Buffer[] | undefined) | undefined = next;

@@ -15,12 +15,10 @@ export { isPromiseLike, thenMap, type Awaitable, type ServedMember, type ServedS
  */
 export interface AttachedMember {
   readonly member: ServedMember;
-  /** The member's engine now (a crash and restart replace it): the Lock/Election services and ServeHandle.server read it. */
+  /** The member's engine now (a crash and restart replace it): ServeHandle.server and the engine-only paths read it. */
   readonly server: EtcdServer;
   /** The HTTP side of the client port (/health, /metrics, the gateway, anything the attacher adds). */
   readonly http: ClientHttp;
-  /** When given, Lock and Election answer this error instead of running on `server` alone. */
-  readonly concurrencyUnavailable?: Error | undefined;
 }
 
 /**

@@ -559,11 +559,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
   });
   // Lock and Election: Lock and Campaign wait (released on cancel, deadline or close); Observe streams.
   addConcurrencyServices(grpcServer, definitions, {
-    member: () => {
-      const unavailable = state.attached?.concurrencyUnavailable;
-      if (unavailable !== undefined) throw unavailable;
-      return member();
-    },
+    member,
     callContext,
     open,
     shuttingDown: () => state.shuttingDown,
