@@ -27,11 +27,12 @@
 import { Buffer } from 'node:buffer';
 import type { EtcdGrpcClient } from '../grpc/client.js';
 import type * as M from '../server/messages.js';
+import { watchResponseIn } from '../server/convert.js';
 import { EtcdCluster as SimCluster } from '../server/cluster/index.js';
 import { afterHostTime, hostNow, SimRandom, VirtualClock } from '../sim/index.js';
 import { checkWatch, formatViolations, type CommittedHistory, type HistoryRevision } from '../watch/guarantees.js';
 import type { WatchCreateRequest, WatchResponse } from '../watch/types.js';
-import type { Event, KeyValue } from '../mvcc/index.js';
+import type { Event } from '../mvcc/index.js';
 import { startEtcdCluster, type EtcdCluster as RealCluster, type StartClusterOptions } from './etcd_cluster.js';
 import { KvHistory, runKvClients, type HistoryKv } from './kv_history.js';
 import { checkLinearizable, type KvOperation } from './linearizability.js';
@@ -677,31 +678,6 @@ async function readHistory(side: ClusterSide, drive: Drive, timeout: Timeout, st
   return [...byRev].sort((a, b) => a[0] - b[0]).map(([revision, evs]) => ({ revision, events: evs }));
 }
 
-/** A WatchResponse in etcd's message form as the watch checker takes it. */
-export function watchResponseIn(r: M.WatchResponse): WatchResponse {
-  const kvIn = (kv: M.KeyValue): KeyValue => ({
-    key: new Uint8Array(kv.key),
-    value: new Uint8Array(kv.value),
-    createRevision: Number(kv.create_revision),
-    modRevision: Number(kv.mod_revision),
-    version: Number(kv.version),
-    lease: BigInt(kv.lease),
-  });
-  return {
-    revision: Number(r.header.revision),
-    watchId: Number(r.watch_id),
-    created: r.created,
-    canceled: r.canceled,
-    compactRevision: Number(r.compact_revision),
-    cancelReason: r.cancel_reason,
-    fragment: r.fragment,
-    events: r.events.map((e) => ({
-      type: e.type === 'DELETE' || (e.type as unknown) === 1 ? 'DELETE' : 'PUT',
-      kv: kvIn(e.kv),
-      ...(e.prev_kv === null || e.prev_kv === undefined ? {} : { prevKv: kvIn(e.prev_kv) }),
-    })),
-  };
-}
 
 // ---------------------------------------------------------------------------------------------------
 // Both sides, compared

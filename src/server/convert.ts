@@ -12,7 +12,7 @@
  */
 import { Buffer } from '../sim/bytes_platform.js';
 import type * as D from '../mvcc/index.js';
-import type { WatchCreateRequest as DWatchCreate, WatchEvent as DWatchEvent, WatchFilter } from '../watch/index.js';
+import type { WatchCreateRequest as DWatchCreate, WatchEvent as DWatchEvent, WatchFilter, WatchResponse as DWatchResponse } from '../watch/index.js';
 import { invalidArgument } from './errors.js';
 import type * as M from './messages.js';
 
@@ -309,4 +309,37 @@ function responseOpOut(op: D.ResponseOp): M.ResponseOp {
 
 export function eventOut(ev: DWatchEvent): M.Event {
   return { type: ev.type, kv: kvOut(ev.kv), prev_kv: ev.prevKv === undefined ? null : kvOut(ev.prevKv) };
+}
+
+/** A KeyValue in etcd's message form (from a client or a real etcd) in the engine's form: kvOut's inverse. */
+export function kvIn(kv: M.KeyValue): D.KeyValue {
+  return {
+    key: new Uint8Array(kv.key),
+    value: new Uint8Array(kv.value),
+    createRevision: Number(kv.create_revision),
+    modRevision: Number(kv.mod_revision),
+    version: Number(kv.version),
+    lease: BigInt(kv.lease),
+  };
+}
+
+/**
+ * A WatchResponse in etcd's message form in the engine's form, as the watch-guarantee checker reads it (a
+ * stream's responses from the raw client, grpc-js or a real etcd). A numeric event type (1) is DELETE.
+ */
+export function watchResponseIn(r: M.WatchResponse): DWatchResponse {
+  return {
+    revision: Number(r.header.revision),
+    watchId: Number(r.watch_id),
+    created: r.created,
+    canceled: r.canceled,
+    compactRevision: Number(r.compact_revision),
+    cancelReason: r.cancel_reason,
+    fragment: r.fragment,
+    events: r.events.map((e) => ({
+      type: e.type === 'DELETE' || (e.type as unknown) === 1 ? 'DELETE' : 'PUT',
+      kv: kvIn(e.kv),
+      ...(e.prev_kv === null || e.prev_kv === undefined ? {} : { prevKv: kvIn(e.prev_kv) }),
+    })),
+  };
 }

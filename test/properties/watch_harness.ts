@@ -7,8 +7,9 @@
 import fc from 'fast-check';
 
 import { isEtcdError, keyBytes, ErrCompacted, ErrFutureRev, type MvccStore, type RequestOp, type KeyValue } from '../../src/mvcc/index.js';
-import { INVALID_WATCH_ID, type WatchCreateRequest, type WatchEvent, type WatchResponse, type WatchStream } from '../../src/watch/index.js';
+import { INVALID_WATCH_ID, type WatchCreateRequest, type WatchResponse, type WatchStream } from '../../src/watch/index.js';
 import type * as M from '../../src/server/messages.js';
+import { watchResponseIn } from '../../src/server/convert.js';
 import { isProgressNotify } from '../../src/watch/guarantees.js';
 
 /** The watched prefix "/p/" is [PREFIX, PREFIX_END). "/p/1\0" sits right after "/p/1" (pagination edge). */
@@ -222,28 +223,5 @@ export function jsonBytes(_k: string, v: unknown): unknown {
   return v;
 }
 
-/** A message-form KeyValue (raw client, grpc-js) in the engine's form. */
-function kvIn(kv: M.KeyValue): KeyValue {
-  return {
-    key: new Uint8Array(kv.key),
-    createRevision: Number(kv.create_revision),
-    modRevision: Number(kv.mod_revision),
-    version: Number(kv.version),
-    value: new Uint8Array(kv.value),
-    lease: BigInt(kv.lease),
-  };
-}
-
 /** A message-form WatchResponse (raw client, grpc-js) in the engine's form, as the guarantees checker reads it. */
-export function responseIn(r: M.WatchResponse): WatchResponse {
-  return {
-    revision: Number(r.header.revision),
-    watchId: Number(r.watch_id),
-    created: r.created,
-    canceled: r.canceled,
-    compactRevision: Number(r.compact_revision),
-    cancelReason: r.cancel_reason,
-    fragment: r.fragment,
-    events: r.events.map((e): WatchEvent => (e.prev_kv == null ? { type: e.type, kv: kvIn(e.kv) } : { type: e.type, kv: kvIn(e.kv), prevKv: kvIn(e.prev_kv) })),
-  };
-}
+export const responseIn = watchResponseIn;
