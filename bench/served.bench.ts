@@ -15,15 +15,14 @@
  * golang-etcd-server-dev`), and etcd on PATH (`apt-get install etcd-server`); without Go the section says
  * so and is skipped, without etcd the rows show etcdsim alone (baseline = subject, noted).
  */
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawn, execFile } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as http2 from 'node:http2';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BenchContext, BenchSection, Row, Sample } from './harness.js';
-import { freePort, hasBinary, spawnUntil, stopChild } from './server.bench.js';
+import { freePort, hasBinary, spawnUntil, startLocalEtcd, stopChild } from './server.bench.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const LOADGEN_SRC = join(ROOT, 'bench', 'go', 'loadgen', 'main.go');
@@ -138,36 +137,8 @@ async function buildLoadgen(ctx: BenchContext): Promise<string | undefined> {
 }
 
 async function startEtcd(): Promise<Served> {
-  const dir = mkdtempSync(join(tmpdir(), 'etcdsim-served-'));
-  const [cp, pp] = [await freePort(), await freePort()];
-  const client = `http://127.0.0.1:${cp}`;
-  const peer = `http://127.0.0.1:${pp}`;
-  const cleanup = (): void => rmSync(dir, { recursive: true, force: true });
-  let child: ChildProcess;
-  try {
-    ({ child } = await spawnUntil(
-      'etcd',
-      ['--name', 'bench', '--data-dir', dir, '--listen-client-urls', client, '--advertise-client-urls', client, '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer, '--initial-cluster', `bench=${peer}`],
-      /ready to serve client requests/,
-      cleanup,
-    ));
-  } catch (e) {
-    cleanup();
-    throw e;
-  }
-  child.removeAllListeners('exit');
-  const kill = (): void => void child.kill('SIGKILL');
-  process.once('exit', kill);
-  return {
-    name: 'etcd 3.4.23',
-    pid: child.pid!,
-    address: `127.0.0.1:${cp}`,
-    stop: async () => {
-      process.off('exit', kill);
-      await stopChild(child);
-      cleanup();
-    },
-  };
+  const etcd = await startLocalEtcd();
+  return { name: 'etcd 3.4.23', pid: etcd.child.pid!, address: etcd.address, stop: etcd.stop };
 }
 
 /**

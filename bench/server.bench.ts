@@ -132,7 +132,11 @@ export function hasBinary(name: string): boolean {
     });
 }
 
-async function startRealEtcd(): Promise<{ server: Server; ms: number }> {
+/**
+ * A single-member etcd on free loopback ports with a fresh data dir, until it is ready to serve: its
+ * process, its start-up time, its client address, and a stop that kills it and removes the dir.
+ */
+export async function startLocalEtcd(): Promise<{ child: ChildProcess; ms: number; address: string; stop(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'etcdsim-bench-'));
   const [cp, pp] = [await freePort(), await freePort()];
   const client = `http://127.0.0.1:${cp}`;
@@ -157,17 +161,20 @@ async function startRealEtcd(): Promise<{ server: Server; ms: number }> {
   };
   process.once('exit', killOnExit);
   return {
-    server: {
-      name: 'etcd',
-      hosts: `127.0.0.1:${cp}`,
-      stop: async () => {
-        process.off('exit', killOnExit);
-        await stopChild(child);
-        cleanup();
-      },
-    },
+    child,
     ms,
+    address: `127.0.0.1:${cp}`,
+    stop: async () => {
+      process.off('exit', killOnExit);
+      await stopChild(child);
+      cleanup();
+    },
   };
+}
+
+async function startRealEtcd(): Promise<{ server: Server; ms: number }> {
+  const etcd = await startLocalEtcd();
+  return { server: { name: 'etcd', hosts: etcd.address, stop: etcd.stop }, ms: etcd.ms };
 }
 
 function median(xs: readonly number[]): number {
