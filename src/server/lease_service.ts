@@ -118,14 +118,20 @@ export class KeepAliveCall extends StreamCall<M.LeaseKeepAliveResponse> implemen
 
   write(req: M.LeaseKeepAliveRequest): void {
     if (this.ended) return;
-    const server = this.server;
     let id: bigint;
-    let ttl: number;
     try {
       id = int64ToBigInt(req.ID, 'ID');
     } catch (err) {
       throw toGrpcError(err);
     }
+    this.arrive(() => this.renew(id));
+  }
+
+  /** The member reads one renewal. */
+  private renew(id: bigint): void {
+    if (this.ended) return;
+    const server = this.server;
+    let ttl: number;
     try {
       checkLeaseAccess(server, this.ctx, id, 'WRITE');
       ttl = server.lessor.keepAlive(id);

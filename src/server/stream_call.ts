@@ -7,7 +7,7 @@
  */
 import { GrpcCode } from '../mvcc/index.js';
 import type { Deliverable } from './delivery.js';
-import { cancelledError, grpcError, type GrpcError } from './errors.js';
+import { cancelledError, grpcError, toGrpcError, type GrpcError } from './errors.js';
 import type { EtcdServer } from './etcd_server.js';
 
 export type ResponseListener<T> = (responses: T[]) => void;
@@ -44,6 +44,23 @@ export interface FlowControl {
   readonly isPaused: boolean;
 }
 
+/**
+ * The network between a call's client and the member serving it, as a simulated cluster's client-link
+ * levers and a stopped member shape it. Each direction is an ordered byte stream, as the call's TCP
+ * connection is: a dropped link or a stopped process loses nothing; what is sent meanwhile waits and goes
+ * on, in order, once the link is back (TCP retransmits) or the process runs again. A delayed link carries
+ * each message after its delay, still in order. While nothing moves, responses stay queued on the member,
+ * where they fill the stream's window and channel as a client that does not read fills them.
+ */
+export interface StreamLink {
+  /** Nothing moves now: the link is dropped, or the member is stopped. */
+  readonly blocked: boolean;
+  /** Carries `fn` (the member reading a request of the client) over the link, in order. */
+  toMember(fn: () => void): void;
+  /** Carries `fn` (responses, or the end of the call, reaching the client) over the link, in order. */
+  toClient(fn: () => void): void;
+}
+
 export abstract class StreamCall<Res> implements Deliverable, FlowControl {
   private responseListener: ResponseListener<Res> | undefined;
   private paused = false;
@@ -55,6 +72,10 @@ export abstract class StreamCall<Res> implements Deliverable, FlowControl {
   listenerBatch = Number.POSITIVE_INFINITY;
   private readonly endListeners: EndListener[] = [];
   private endedWith: { err: GrpcError | undefined } | undefined;
+  /** How the call ended for its client (it canceled, or the end reached it): nothing more reaches it. */
+  private endedForClient: { err: GrpcError | undefined } | undefined;
+  /** The link the call runs over, on a cluster member (undefined: the client is in the member's process). */
+  private link: StreamLink | undefined;
 
   protected constructor(
     protected readonly server: EtcdServer,
@@ -79,9 +100,37 @@ export abstract class StreamCall<Res> implements Deliverable, FlowControl {
   /** Drops what the call holds once it ended (its stream, its queue). */
   protected abstract release(): void;
 
-  /** True once the call ended (end, cancel or abort). */
+  /** True once the call ended (end, cancel or abort), on either side of its link. */
   get ended(): boolean {
-    return this.endedWith !== undefined;
+    return this.endedWith !== undefined || this.endedForClient !== undefined;
+  }
+
+  /**
+   * @internal Puts the call on a link (a cluster member's client link): from now on the member reads the
+   * client's requests, and the client gets responses and the call's end, as the link carries them.
+   */
+  attachLink(link: StreamLink): void {
+    this.link = link;
+  }
+
+  /**
+   * Runs `read` (the member reading one request of the client) at once, or when the link brings it. A
+   * request the member cannot read ends the call with its error, as a front door ends it.
+   */
+  protected arrive(read: () => void): void {
+    const link = this.link;
+    if (link === undefined) {
+      read();
+      return;
+    }
+    link.toMember(() => {
+      if (this.ended) return;
+      try {
+        read();
+      } catch (err) {
+        this.abort(toGrpcError(err));
+      }
+    });
   }
 
   /**
@@ -124,30 +173,43 @@ export abstract class StreamCall<Res> implements Deliverable, FlowControl {
    */
   deliver(): number {
     const listener = this.responseListener;
+    const link = this.link;
     let n = 0;
     while (listener !== undefined && listener === this.responseListener && !this.paused && !this.ended && this.pending > 0) {
+      if (link !== undefined && link.blocked) break;
       const rs = this.readBatch(this.listenerBatch);
       if (rs.length === 0) break;
       n += rs.length;
-      listener(rs);
+      if (link === undefined) listener(rs);
+      else link.toClient(() => this.endedForClient !== undefined || listener(rs));
     }
     return n;
   }
 
-  /** Registers a listener for the end of the call (called at once if it already ended). */
+  /** Registers a listener for the end of the call (called at once if its end already reached the client). */
   onEnd(listener: EndListener): void {
-    if (this.endedWith !== undefined) listener(this.endedWith.err);
+    if (this.endedForClient !== undefined) listener(this.endedForClient.err);
     else this.endListeners.push(listener);
   }
 
-  /** The client half-closes: the call ends cleanly. */
+  /** The client half-closes: the call ends cleanly (once the member reads the half-close). */
   end(): void {
-    this.finish(undefined);
+    if (this.link === undefined) this.finish(undefined);
+    else if (!this.ended) this.link.toMember(() => this.finish(undefined));
   }
 
-  /** The client cancels the call. */
+  /**
+   * The client cancels the call: it is over for the client at once (grpc cancels locally); the member
+   * lets its watchers go when the cancel reaches it.
+   */
   cancel(): void {
-    this.finish(cancelledError());
+    if (this.link === undefined) {
+      this.finish(cancelledError());
+      return;
+    }
+    if (this.ended) return;
+    this.endForClient(cancelledError());
+    this.link.toMember(() => this.finish(cancelledError()));
   }
 
   /** The server or the network breaks the call, e.g. to inject a fault. */
@@ -155,6 +217,7 @@ export abstract class StreamCall<Res> implements Deliverable, FlowControl {
     this.finish(err);
   }
 
+  /** The member's side ends; its end reaches the client over the link. */
   private finish(err: GrpcError | undefined): void {
     if (this.endedWith !== undefined) return;
     this.endedWith = { err };
@@ -162,6 +225,13 @@ export abstract class StreamCall<Res> implements Deliverable, FlowControl {
     this.server.delivery.remove(this);
     this.onClose(this);
     this.responseListener = undefined;
+    if (this.link === undefined) this.endForClient(err);
+    else this.link.toClient(() => this.endForClient(err));
+  }
+
+  private endForClient(err: GrpcError | undefined): void {
+    if (this.endedForClient !== undefined) return;
+    this.endedForClient = { err };
     for (const l of this.endListeners.splice(0)) l(err);
   }
 }

@@ -87,11 +87,10 @@ export class WatchCall extends StreamCall<M.WatchResponse> implements BidiStream
    */
   write(req: M.WatchRequest): void {
     if (this.ended || this.sendClosed) return;
-    if (this.held !== undefined) {
-      this.held.requests.push(req);
-      return;
-    }
-    this.read(req, false);
+    this.arrive(() => {
+      if (this.held !== undefined) this.held.requests.push(req);
+      else this.read(req, false);
+    });
   }
 
   /** The receive loop reads one request; `checked`: its token wait is over (a held create). */

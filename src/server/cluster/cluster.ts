@@ -39,6 +39,7 @@ import {
 } from './errors.js';
 import { RaftLog, type Entry } from './raft_log.js';
 import { ClusterMemberServices } from './services.js';
+import type { ClusterStreamLink } from './stream_link.js';
 
 /** Server options every member shares; identity (name, URLs, IDs) is per member, see `memberConfigs`. */
 export type SharedServerOptions = Omit<
@@ -103,6 +104,9 @@ export interface ClusterTraceEvent {
   readonly event: string;
 }
 
+/** The client name of calls that name none. */
+export const DEFAULT_CLIENT = 'client';
+
 /** Options of a client's connection to a member (see EtcdCluster.connect). */
 export interface ConnectOptions {
   /** Name of the client whose link to the member the link levers act on (default 'client'). */
@@ -120,7 +124,8 @@ export interface Reply<T> {
   fail(err: unknown): void;
 }
 
-interface Link {
+/** The levers on one client's link to one member. */
+export interface Link {
   dropped: boolean;
   delayMs: number;
 }
@@ -183,6 +188,8 @@ export class MemberState {
   /** Proposals waiting for this member to know a leader. */
   noLeader: Array<{ proposal: Proposal; make: (leader: MemberState) => Omit<Entry, 'index' | 'term' | 'committedAt'> }> = [];
   reads: ReadWait[] = [];
+  /** @internal Links of streams on this member with requests or responses waiting in them (stream_link.ts). */
+  readonly streamLinks = new Set<ClusterStreamLink>();
   /** Keep-alive streams opened on this member (they break when it crashes). */
   readonly keepAlives = new Set<KeepAliveCall>();
   /** What else breaks when it crashes (Lock/Election waits and Observe streams, cluster/concurrency.ts). */
@@ -210,7 +217,7 @@ export class MemberState {
     this.commit = start;
     this.applied = start;
     this.applyLagMs = lag;
-    this.services = new ClusterMemberServices(cluster, this, { client: 'client' });
+    this.services = new ClusterMemberServices(cluster, this, { client: DEFAULT_CLIENT });
   }
 
   get up(): boolean {
@@ -457,6 +464,7 @@ export class EtcdCluster {
     const held = m.held;
     m.held = [];
     for (const h of held) h.run();
+    this.releaseStreams(m);
     this.markDirty(m);
     this.pump();
   }
@@ -515,8 +523,10 @@ export class EtcdCluster {
 
   /** Restores the link between a client and a member (no drop, no delay). */
   restoreLink(client: string, ref: MemberRef): void {
-    this.links.delete(linkKey(client, this.member(ref)));
-    this.trace(`restore ${client}->${this.member(ref).name}`);
+    const m = this.member(ref);
+    this.links.delete(linkKey(client, m));
+    this.trace(`restore ${client}->${m.name}`);
+    this.releaseStreams(m);
   }
 
   /**
@@ -701,7 +711,7 @@ export class EtcdCluster {
    * delayed or lost as the link says, held while the member is paused, refused while it is down.
    */
   call<T>(m: MemberState, opts: ConnectOptions, handle: (reply: Reply<T>) => void): Promise<T> {
-    const client = opts.client ?? 'client';
+    const client = opts.client ?? DEFAULT_CLIENT;
     // What the call got, recorded the moment it is known (answerOf reads it without awaiting).
     const box: { answer?: CallAnswer<T> } = {};
     const promise = new Promise<T>((resolveCall, rejectCall) => {
@@ -825,9 +835,18 @@ export class EtcdCluster {
     return a.up && b.up && this.partitionOf[a.index] === this.partitionOf[b.index];
   }
 
-  /** The lever set on a client's link to `m`, if any (no key is built while no link lever was ever used). */
-  private linkOf(client: string, m: MemberState): Link | undefined {
+  /**
+   * @internal The levers set on a client's link to `m`, if any (no key is built while no link lever was
+   * ever used). Unary calls and stream links (stream_link.ts) read them as they carry each message.
+   */
+  linkOf(client: string, m: MemberState): Readonly<Link> | undefined {
     return this.links.size === 0 ? undefined : this.links.get(linkKey(client, m));
+  }
+
+  /** What streams on `m` held while their link was down or `m` stopped moves on (responses and requests). */
+  private releaseStreams(m: MemberState): void {
+    for (const l of [...m.streamLinks]) l.release();
+    if (!m.crashed) m.server.delivery.poke();
   }
 
   private link(client: string, m: MemberState): Link {

@@ -24,6 +24,7 @@ import type * as M from '../messages.js';
 import type { ConnectOptions, EtcdCluster, MemberState, Reply } from './cluster.js';
 import { errMemberDown, errNoLeader } from './errors.js';
 import { leaderMonitor, requiresLeader } from './require_leader.js';
+import { overClientLink } from './stream_link.js';
 
 /** The link name of a member's own in-process client (etcd's v3client): no link lever is meant to act on it. */
 export const MEMBER_INTERNAL_CLIENT = 'etcdsim:v3client';
@@ -135,9 +136,9 @@ export function clusterConcurrency(c: EtcdCluster, m: MemberState, opts: Connect
         // leader is refused without one, and ends with `no leader` as a watch does (etcd's Observe returns
         // its stream context's error).
         if (m.crashed) throw errMemberDown(m.name);
-        if (!requiresLeader(ctx)) return mc().election.observe(req, ctx);
+        if (!requiresLeader(ctx)) return overClientLink(c, m, opts, mc().election.observe(req, ctx));
         if (c.knownLeader(m) === undefined) throw errNoLeader();
-        const o = mc().election.observe(req, ctx);
+        const o = overClientLink(c, m, opts, mc().election.observe(req, ctx));
         leaderMonitor(c, m).add(o);
         return o;
       },

@@ -41,9 +41,11 @@ export class ClusterKeepAliveCall extends KeepAliveCall {
     } catch (err) {
       throw toGrpcError(err);
     }
-    if (this.waiting.length === 0) this.giveUpAt = this.cluster.clock.now() + this.cluster.requestTimeoutMs;
-    this.waiting.push(req);
-    this.drain();
+    this.arrive(() => {
+      if (this.waiting.length === 0) this.giveUpAt = this.cluster.clock.now() + this.cluster.requestTimeoutMs;
+      this.waiting.push(req);
+      this.drain();
+    });
   }
 
   override take(): M.LeaseKeepAliveResponse[] {

@@ -23,6 +23,7 @@ import type { WatchCall } from '../watch_service.js';
 import { errBadLeaderTransferee, errMemberDown, errNoLeader, errNotLeader, errTimeout } from './errors.js';
 import { ClusterKeepAliveCall } from './keep_alive.js';
 import { leaderMonitor, requiresLeader } from './require_leader.js';
+import { overClientLink } from './stream_link.js';
 import type { StreamCall } from '../stream_call.js';
 import { clusterConcurrency, type ClusterElection, type ClusterLock } from './concurrency.js';
 import type { ConnectOptions, EtcdCluster, MemberState, Reply } from './cluster.js';
@@ -211,9 +212,9 @@ export class ClusterMemberServices {
 
   /** A stream that may require a leader (etcd's stream interceptor): refused without one, else followed by the member's monitor. */
   private leaderRequired<R, S extends StreamCall<R>>(ctx: CallContext | undefined, open: () => S): S {
-    if (!requiresLeader(ctx)) return open();
+    if (!requiresLeader(ctx)) return overClientLink(this.c, this.m, this.opts, open());
     if (this.c.knownLeader(this.m) === undefined) throw errNoLeader();
-    const call = open();
+    const call = overClientLink(this.c, this.m, this.opts, open());
     leaderMonitor(this.c, this.m).add(call);
     return call;
   }
