@@ -190,6 +190,10 @@ function attachedMember(c: EtcdCluster, i: number, settled: () => Promise<void>)
         defragment: (req, ctx) => s.maintenance.defragment(req, ctx),
         alarm: (req, ctx) => s.maintenance.alarm(req, ctx),
         snapshot: (req, ctx) => s.maintenance.snapshot(req, ctx),
+        // The member's own backend, streamed as the client reads (etcd answers Snapshot on any member, from
+        // its own bbolt file): taken once the call reaches the member — held while it is paused, refused once
+        // it crashed — then written by the single member's path (MaintenanceService.snapshotStream).
+        snapshotStream: (req, ctx, opts) => s.maintenance.snapshotStream(req, ctx, opts),
       },
       auth: s.auth,
       // etcd's v3lock / v3election servers of this member: their requests are the member's own, through Raft.

@@ -528,12 +528,11 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
     MoveLeader: unary((req: M.MoveLeaderRequest, ctx) => member().services.maintenance.moveLeader(req, ctx)),
     Defragment: unary((req: M.DefragmentRequest, ctx) => member().services.maintenance.defragment(req, ctx)),
     Alarm: unary((req: M.AlarmRequest, ctx) => member().services.maintenance.alarm(req, ctx)),
-    // The member's own engine streams its file as it writes it (snapshotStream), into a few reused buffers: the
-    // door holds at most 64 KiB of responses, grpc-js its stream's 16 (512 KiB), far less than the reuse allows.
-    // An attached member answers all at once.
+    // The member streams its file as it writes it (snapshotStream; a cluster member once it takes the call),
+    // into a few reused buffers: the door holds at most 64 KiB of responses, grpc-js its stream's 16 (512 KiB),
+    // far less than the reuse allows.
     Snapshot: thinServerStream(
-      (req: M.SnapshotRequest, ctx) =>
-        state.attached === undefined ? engine().services.maintenance.snapshotStream(req, ctx, { reusePieces: true }) : member().services.maintenance.snapshot(req, ctx),
+      (req: M.SnapshotRequest, ctx) => member().services.maintenance.snapshotStream(req, ctx, { reusePieces: true }),
       snapshotResponseFrames,
     ),
   });

@@ -8,6 +8,7 @@
  */
 import type { AuthService, CallContext, ElectionService, KeepAliveCall, KVService, LockService, WatchCall } from '../server/index.js';
 import type { AwaitableService } from '../server/answers.js';
+import type { SnapshotStreamOptions } from '../server/maintenance_service.js';
 import type * as M from '../server/messages.js';
 import type { EtcdVersion } from '../mvcc/index.js';
 
@@ -40,6 +41,12 @@ export interface ServedServices {
     defragment(req?: M.DefragmentRequest, ctx?: CallContext): Awaitable<M.DefragmentResponse>;
     alarm(req?: M.AlarmRequest, ctx?: CallContext): Awaitable<M.AlarmResponse>;
     snapshot(req?: M.SnapshotRequest, ctx?: CallContext): Awaitable<M.SnapshotResponse[]>;
+    /**
+     * Maintenance.Snapshot as a stream (MaintenanceService.snapshotStream): the member's backend of the moment
+     * the call reaches it, its file written as the responses are asked for — etcd streams its bbolt file as
+     * the client reads. A cluster member's comes once the member takes the call (not while it is paused).
+     */
+    snapshotStream(req?: M.SnapshotRequest, ctx?: CallContext, opts?: SnapshotStreamOptions): Awaitable<Iterable<M.SnapshotResponse>>;
   };
   readonly auth: AwaitableService<AuthService>;
   /** Lock waits (a Promise on every member); Unlock answers at once on a single member, later on a cluster member. */

@@ -19,6 +19,7 @@ import type { KVService } from '../kv_service.js';
 import type * as M from '../messages.js';
 import type { AppliedCallContext, EtcdServer } from '../etcd_server.js';
 import type { KeepAliveCall } from '../lease_service.js';
+import type { SnapshotStreamOptions } from '../maintenance_service.js';
 import type { WatchCall } from '../watch_service.js';
 import { errBadLeaderTransferee, errMemberDown, errNoLeader, errNotLeader, errTimeout } from './errors.js';
 import { ClusterKeepAliveCall } from './keep_alive.js';
@@ -53,6 +54,8 @@ export interface ClusterMaintenance {
   defragment(req?: M.DefragmentRequest, ctx?: CallContext): Promise<M.DefragmentResponse>;
   alarm(req?: M.AlarmRequest, ctx?: CallContext): Promise<M.AlarmResponse>;
   snapshot(req?: M.SnapshotRequest, ctx?: CallContext): Promise<M.SnapshotResponse[]>;
+  /** snapshot() as MaintenanceService.snapshotStream: the member's backend once the call reaches it, its file written as the responses are asked for. */
+  snapshotStream(req?: M.SnapshotRequest, ctx?: CallContext, opts?: SnapshotStreamOptions): Promise<IterableIterator<M.SnapshotResponse>>;
 }
 
 /** Cluster (membership) on a cluster member. */
@@ -162,6 +165,7 @@ export class ClusterMemberServices {
       defragment: (req, ctx) => local((s) => s.services.maintenance.defragment(req ?? {}, ctx), ctx),
       alarm: (req, ctx) => local((s) => s.services.maintenance.alarm(req ?? {}, ctx), ctx),
       snapshot: (req, ctx) => local((s) => s.services.maintenance.snapshot(req ?? {}, ctx), ctx),
+      snapshotStream: (req, ctx, opts) => local((s) => s.services.maintenance.snapshotStream(req ?? {}, ctx, opts), ctx),
     };
     this.cluster = {
       memberList: () =>
