@@ -18,14 +18,21 @@
  *    Status, LeaseGrant, ... — retry.go's table) are retried on Unavailable (etcd's own Unavailable errors
  *    too: `request timed out`, a member that went down), "non-repeatable" ones (Put, Txn, DeleteRange,
  *    Compact, auth writes, Lock, Election) only when never sent, which with WaitForReady does not happen:
- *    a write in flight on a member that crashed fails with `transport is closing`;
+ *    a write in flight on a member that crashed fails with `transport is closing` (the rule itself, shared
+ *    with a scenario's etcdctl, is retry_policy.ts);
+ *  - a call refused with `invalid auth token` (or `user name is empty` while the client's token is being
+ *    refreshed) is sent again after a new Authenticate with the client's credentials — those of the
+ *    Authenticate the raw client logged in with — whatever its retry policy; a failed Authenticate (a wrong
+ *    password) ends the call with its error;
  *  - a Watch stream broken by Unavailable or Internal reopens on the next ready member after a backoff
  *    (1 ms, +25 % each time, at most 100 ms) and re-creates every watcher from the revision after the last
  *    one it delivered (clientv3's nextRev: the last event's mod revision + 1, or the header revision of a
  *    created response at revision 0 or of a progress notification); any other error, or
  *    `etcdserver: no leader`, ends it;
  *  - a LeaseKeepAlive stream that breaks, whatever the error, reopens after 500 ms (lease.go's
- *    recvKeepAliveLoop and retryConnWait).
+ *    recvKeepAliveLoop and retryConnWait);
+ *  - a client with credentials authenticates anew before it opens any stream, first or again (3.4.23's
+ *    stream interceptor calls getToken each time).
  */
 import { GrpcCode } from '../mvcc/index.js';
 import {
@@ -42,6 +49,16 @@ import {
 } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import type { SimRandom, TimerHandle } from '../sim/index.js';
+import {
+  isAuthNotEnabled,
+  isContextError,
+  isSafeRetry,
+  retryBackoffMs,
+  retryPolicyOf,
+  shouldRefreshToken,
+  UNARY_MAX_ATTEMPTS,
+  type RetryPolicy,
+} from './retry_policy.js';
 
 /** grpc-go's reconnect backoff (DefaultConfig): base, multiplier, jitter, cap. */
 const RECONNECT_BASE_MS = 1000;
@@ -50,43 +67,11 @@ const RECONNECT_JITTER = 0.2;
 const RECONNECT_MAX_MS = 120_000;
 /** How soon a call waiting for a connection sees a stopped member's handshake complete after it resumes. */
 const HANDSHAKE_POLL_MS = 10;
-/** clientv3's defaultUnaryMaxRetries (attempts of one unary call). */
-const UNARY_MAX_ATTEMPTS = 100;
-/** clientv3's defaultBackoffWaitBetween and defaultBackoffJitterFraction. */
-const RETRY_WAIT_MS = 25;
-const RETRY_JITTER = 0.1;
 /** clientv3 watch.go: the reconnect backoff starts at 1 ms, grows by 25 %, at most maxBackoff (100 ms). */
 const WATCH_BACKOFF_START_MS = 1;
 const WATCH_BACKOFF_MAX_MS = 100;
 /** clientv3 lease.go retryConnWait. */
 const KEEPALIVE_RETRY_MS = 500;
-
-/** clientv3's retry policy of a call (retry.go): may it be sent again after an Unavailable answer? */
-type RetryPolicy = 'repeatable' | 'nonRepeatable';
-
-/**
- * retry.go's table: the calls clientv3 marks repeatable. Every other unary call has the interceptor's
- * default, nonRepeatable (Put, DeleteRange, Txn, Compact, Defragment, membership changes, auth writes,
- * Authenticate, and the Lock and Election services, which have no retry wrapper).
- */
-const REPEATABLE: ReadonlySet<string> = new Set([
-  'kv.range',
-  'lease.leaseGrant',
-  'lease.leaseRevoke',
-  'lease.leaseTimeToLive',
-  'lease.leaseLeases',
-  'cluster.memberList',
-  'maintenance.alarm',
-  'maintenance.status',
-  'maintenance.hash',
-  'maintenance.hashKV',
-  'maintenance.snapshot',
-  'maintenance.moveLeader',
-  'auth.userList',
-  'auth.userGet',
-  'auth.roleGet',
-  'auth.roleList',
-]);
 
 /** The unary methods of each service, as EtcdServices names them. */
 const UNARY_METHODS: Readonly<Record<string, readonly string[]>> = {
@@ -303,13 +288,93 @@ async function sleep(cluster: EtcdCluster, ms: number, deadlineAt: number | unde
   await new Promise<void>((resolve) => clock.setTimer(at, resolve, 'client.backoff'));
 }
 
-/** clientv3's isSafeRetry: never after a deadline or cancel; repeatable on Unavailable; non-repeatable only unsent. */
-function isSafeRetry(policy: RetryPolicy, err: GrpcError): boolean {
-  if (err.code === GrpcCode.DEADLINE_EXCEEDED || err.code === GrpcCode.CANCELLED) return false;
-  if (policy === 'repeatable') return err.code === GrpcCode.UNAVAILABLE;
-  // Only "there is no address available" / "there is no connection available", which a call waiting for
-  // a ready connection (WaitForReady, as clientv3 sets it) never gets.
-  return err.code === GrpcCode.UNAVAILABLE && (err.details === 'there is no address available' || err.details === 'there is no connection available');
+/** A client's credentials (clientv3's Config.Username and Password) and the token sent for them. */
+interface Credentials {
+  readonly name: string;
+  readonly password: string;
+  /** The token its calls carry; undefined while a refresh runs (clientv3's refreshToken clears it first). */
+  token: string | undefined;
+}
+
+/**
+ * clientv3 3.4's auth token bundle, for a failover client. The raw client logs in with an Authenticate
+ * through this client and sends the token it got with every call; that Authenticate gives the client its
+ * credentials, as clientv3's Username and Password would. A call carrying a token of those credentials is sent
+ * with their newest token, and when etcd refuses it (a member that restarted forgot its simple tokens, a
+ * token that expired there, a password change) the interceptor authenticates again and sends the call once
+ * more (retry_interceptor.go's shouldRefreshToken / refreshToken). Calls with a token this client did not
+ * get have no credentials: they are sent again as they are, which is what clientv3 does without them.
+ */
+class ClientTokens {
+  private readonly byToken = new Map<string, Credentials>();
+  private readonly known: Credentials[] = [];
+
+  constructor(private readonly t: FailoverTarget) {}
+
+  /** An Authenticate through this client answered `token`: the credentials it names, and their token now. */
+  learn(req: M.AuthenticateRequest, token: string): void {
+    const name = req.name ?? '';
+    const password = req.password ?? '';
+    let c = this.known.find((k) => k.name === name && k.password === password);
+    if (c === undefined) {
+      c = { name, password, token };
+      this.known.push(c);
+    } else {
+      c.token = token;
+    }
+    this.byToken.set(token, c);
+  }
+
+  /** The credentials behind the token a call was made with, if this client got that token. */
+  credentialsOf(ctx: CallContext | undefined): Credentials | undefined {
+    const token = ctx?.token;
+    return token === undefined ? undefined : this.byToken.get(token);
+  }
+
+  /** The context to send now: the credentials' newest token (none while it is being refreshed). */
+  current(ctx: CallContext | undefined, creds: Credentials | undefined): CallContext | undefined {
+    return creds === undefined ? ctx : { ...ctx, token: creds.token };
+  }
+
+  /**
+   * clientv3's refreshToken → getToken: clears the token, then one Authenticate per endpoint, in the order
+   * the client was given them, on a connection of its own to that endpoint (not the balancer's: a member
+   * that is down refuses it at once), until one succeeds; `authentication is not enabled` or the call's
+   * deadline ends it at once, else the last error (a wrong password: `authentication failed`) is the
+   * call's. Observed on a real 3-member 3.4.23: one Authenticate per endpoint in that order, then the error.
+   */
+  async refresh(creds: Credentials, deadlineAt: number | undefined): Promise<void> {
+    creds.token = undefined;
+    await this.getToken(creds, deadlineAt);
+  }
+
+  /**
+   * clientv3 3.4.23's stream interceptor: before it creates a stream of a client with credentials, a new
+   * token (getToken, without clearing the one calls are using). Undefined for a stream without credentials.
+   */
+  beforeStream(ctx: CallContext | undefined): (() => Promise<void>) | undefined {
+    const creds = this.credentialsOf(ctx);
+    return creds === undefined ? undefined : () => this.getToken(creds, undefined);
+  }
+
+  /** getToken: one Authenticate per endpoint until one succeeds (see refresh). */
+  private async getToken(creds: Credentials, deadlineAt: number | undefined): Promise<void> {
+    const clock = this.t.cluster.clock;
+    let last: GrpcError | undefined;
+    for (const m of this.t.endpoints) {
+      const left = deadlineAt === undefined ? undefined : deadlineAt - clock.now();
+      try {
+        const r = await this.t.open(m, left).auth.authenticate({ name: creds.name, password: creds.password });
+        creds.token = r.token;
+        this.byToken.set(r.token, creds);
+        return;
+      } catch (e) {
+        last = toGrpcError(e);
+        if (isAuthNotEnabled(last) || isContextError(last)) throw last;
+      }
+    }
+    throw last!;
+  }
 }
 
 /** clientv3's isHaltErr for streams: anything but Unavailable and Internal ends the stream for good. */
@@ -324,22 +389,29 @@ function haltsStream(err: GrpcError): boolean {
  */
 export function failoverServices(t: FailoverTarget): { services: EtcdServices; close(): void } {
   const balancer = new FailoverBalancer(t);
-  const quorum = Math.floor(t.endpoints.length / 2) + 1;
   const clock = t.cluster.clock;
-  const unary = async (policy: RetryPolicy, run: (s: EtcdServices) => unknown): Promise<unknown> => {
+  const tokens = new ClientTokens(t);
+  const unary = async (policy: RetryPolicy, ctx: CallContext | undefined, run: (s: EtcdServices, ctx: CallContext | undefined) => unknown): Promise<unknown> => {
     const deadlineAt = t.deadlineMs === undefined ? undefined : clock.now() + t.deadlineMs;
+    const creds = tokens.credentialsOf(ctx);
     let last: GrpcError | undefined;
     for (let attempt = 0; attempt < UNARY_MAX_ATTEMPTS; attempt++) {
       // roundRobinQuorumBackoff: a pause after each round over a quorum of endpoints, none in between.
-      if (attempt > 0 && attempt % quorum === 0) {
-        await sleep(t.cluster, Math.round(RETRY_WAIT_MS * (1 + RETRY_JITTER * (t.random.nextFloat() * 2 - 1))), deadlineAt);
-      }
+      const wait = retryBackoffMs(attempt, t.endpoints.length, t.random);
+      if (wait > 0) await sleep(t.cluster, wait, deadlineAt);
       const m = await balancer.pick(deadlineAt);
       const left = deadlineAt === undefined ? undefined : deadlineAt - clock.now();
       try {
-        return await run(t.open(m, left));
+        return await run(t.open(m, left), tokens.current(ctx, creds));
       } catch (e) {
         last = toGrpcError(e);
+        if (isContextError(last)) throw last;
+        if (shouldRefreshToken(last, creds !== undefined)) {
+          // retry_interceptor.go: a new token (when the client has credentials; a failed Authenticate ends
+          // the call with its error), then the call again, whatever its retry policy.
+          if (creds !== undefined) await tokens.refresh(creds, deadlineAt);
+          continue;
+        }
         if (!isSafeRetry(policy, last)) throw last;
       }
     }
@@ -349,27 +421,35 @@ export function failoverServices(t: FailoverTarget): { services: EtcdServices; c
   for (const [svc, methods] of Object.entries(UNARY_METHODS)) {
     const s: Record<string, unknown> = {};
     for (const method of methods) {
-      const policy: RetryPolicy = REPEATABLE.has(`${svc}.${method}`) ? 'repeatable' : 'nonRepeatable';
+      const policy = retryPolicyOf(svc, method);
       s[method] = (req: unknown, ctx?: CallContext) =>
-        unary(policy, (services) => {
+        unary(policy, ctx, (services, sent) => {
           const target = (services as unknown as Record<string, Record<string, (req: unknown, ctx?: CallContext) => unknown>>)[svc]!;
-          return target[method]!.call(target, req, ctx);
+          return target[method]!.call(target, req, sent);
         });
     }
     door[svc] = s;
   }
+  // An Authenticate through this client gives it credentials, as clientv3's Username and Password: the calls
+  // that carry the token it got are sent with the newest token of those credentials, refreshed when etcd
+  // refuses it.
+  door['auth']!['authenticate'] = async (req: M.AuthenticateRequest, ctx?: CallContext) => {
+    const r = (await unary('nonRepeatable', ctx, (services, sent) => services.auth.authenticate(req, sent))) as M.AuthenticateResponse;
+    tokens.learn(req, r.token);
+    return r;
+  };
   const watches = new Set<ResumingWatchCall>();
   const keepAlives = new Set<ResumingKeepAliveCall>();
   door['watch'] = {
     watch: (ctx?: CallContext) => {
-      const w = new ResumingWatchCall(t, balancer, ctx, () => watches.delete(w));
+      const w = new ResumingWatchCall(t, balancer, () => tokens.current(ctx, tokens.credentialsOf(ctx)), () => watches.delete(w), tokens.beforeStream(ctx));
       watches.add(w);
       return w;
     },
     calls: () => [...watches],
   };
   door['lease']!['leaseKeepAlive'] = (ctx?: CallContext) => {
-    const k = new ResumingKeepAliveCall(t, balancer, ctx, () => keepAlives.delete(k));
+    const k = new ResumingKeepAliveCall(t, balancer, () => tokens.current(ctx, tokens.credentialsOf(ctx)), () => keepAlives.delete(k), tokens.beforeStream(ctx));
     keepAlives.add(k);
     return k;
   };
@@ -400,12 +480,20 @@ abstract class ResumingCall<Res> {
   private endedWith: { err: GrpcError | undefined } | undefined;
   private paused = false;
   private timer: TimerHandle | undefined;
+  /** Whether a call of this stream was ever open. */
+  private opened = false;
 
   constructor(
     protected readonly t: FailoverTarget,
     private readonly balancer: FailoverBalancer,
-    protected readonly ctx: CallContext | undefined,
+    /** The stream's call context at each (re)open: the newest token of the client's credentials. */
+    protected readonly ctx: () => CallContext | undefined,
     private readonly onClose: () => void,
+    /**
+     * What runs before each (re)open: clientv3 3.4.23's stream interceptor authenticates anew (getToken)
+     * before it creates a stream of a client with credentials; undefined without credentials.
+     */
+    private readonly beforeOpen: (() => Promise<void>) | undefined,
   ) {}
 
   get ended(): boolean {
@@ -450,21 +538,33 @@ abstract class ResumingCall<Res> {
   protected abstract seen(rs: readonly Res[]): readonly Res[];
   /** The call is open on a new member (not the first): re-send what the stream needs there. */
   protected abstract reopened(): void;
+  /** The first call is open (at once, or once a member was ready and the token fetched): send what waited for it. */
+  protected abstract openedFirst(): void;
   /** How long to wait before reopening after `err`. */
   protected abstract backoff(err: GrpcError): number;
 
   /** Opens the first call: at once on a ready member, or as soon as one is ready. */
   protected start(): void {
-    this.connect(false);
+    this.connect();
   }
 
-  private connect(again: boolean, picked?: MemberState): void {
+  private connect(picked?: MemberState, authenticated = false): void {
     if (this.ended) return;
+    if (this.beforeOpen !== undefined && !authenticated) {
+      // A failed Authenticate fails the stream's creation: the stream's own rule then reopens or ends it.
+      this.beforeOpen().then(
+        () => this.connect(undefined, true),
+        (err: unknown) => {
+          if (!this.ended) this.broke(toGrpcError(err));
+        },
+      );
+      return;
+    }
     const m = picked ?? this.balancer.pickNow();
     if (m === undefined) {
       // No member is ready: the stream waits for one (WaitForReady), as clientv3's openWatchClient does.
       void this.balancer.pick(undefined).then(
-        (ready) => this.connect(again, ready),
+        (ready) => this.connect(ready, true),
         (err: unknown) => this.finish(toGrpcError(err)),
       );
       return;
@@ -489,7 +589,12 @@ abstract class ResumingCall<Res> {
       if (err === undefined) this.finish(undefined);
       else this.broke(err);
     });
-    if (again) this.reopened();
+    // A first open that failed and is retried is still a first open: nothing to re-create yet.
+    if (this.opened) this.reopened();
+    else {
+      this.opened = true;
+      this.openedFirst();
+    }
   }
 
   /** Whether `err` ends the stream for good instead of reopening it (default: watch.go's isHaltErr rule). */
@@ -505,7 +610,7 @@ abstract class ResumingCall<Res> {
     const clock = this.t.cluster.clock;
     this.timer = clock.setTimer(clock.now() + this.backoff(err), () => {
       this.timer = undefined;
-      this.connect(true);
+      this.connect();
     }, 'client.stream-retry');
   }
 
@@ -540,8 +645,8 @@ class ResumingWatchCall extends ResumingCall<M.WatchResponse> {
   /** Client creates made while reconnecting, sent once a call is open. */
   private queued: M.WatchCreateRequest[] = [];
 
-  constructor(t: FailoverTarget, balancer: FailoverBalancer, ctx: CallContext | undefined, onClose: () => void) {
-    super(t, balancer, ctx, onClose);
+  constructor(t: FailoverTarget, balancer: FailoverBalancer, ctx: () => CallContext | undefined, onClose: () => void, beforeOpen: (() => Promise<void>) | undefined) {
+    super(t, balancer, ctx, onClose, beforeOpen);
     this.start();
   }
 
@@ -560,7 +665,7 @@ class ResumingWatchCall extends ResumingCall<M.WatchResponse> {
   }
 
   protected open(services: EtcdServices): WatchCall {
-    return services.watch.watch(this.ctx);
+    return services.watch.watch(this.ctx());
   }
 
   protected reopened(): void {
@@ -568,6 +673,10 @@ class ResumingWatchCall extends ResumingCall<M.WatchResponse> {
     this.creates = [];
     for (const [id, w] of this.watchers) this.send({ ...w.req, watch_id: id, start_revision: String(w.rev) }, true);
     for (const req of [...pending, ...this.queued.splice(0)]) this.send(req, false);
+  }
+
+  protected openedFirst(): void {
+    for (const req of this.queued.splice(0)) this.send(req, false);
   }
 
   /** watch.go's backoffIfUnavailable: kept for the stream's life, +25 % per Unavailable, at most 100 ms. */
@@ -614,19 +723,29 @@ class ResumingWatchCall extends ResumingCall<M.WatchResponse> {
 
 /** A LeaseKeepAlive stream that reopens on another member 500 ms after it broke (clientv3 lease.go). */
 class ResumingKeepAliveCall extends ResumingCall<M.LeaseKeepAliveResponse> {
-  constructor(t: FailoverTarget, balancer: FailoverBalancer, ctx: CallContext | undefined, onClose: () => void) {
-    super(t, balancer, ctx, onClose);
+  /** Renewals written before the first call opened (clientv3 creates the stream before it sends any). */
+  private early: M.LeaseKeepAliveRequest[] | undefined = [];
+
+  constructor(t: FailoverTarget, balancer: FailoverBalancer, ctx: () => CallContext | undefined, onClose: () => void, beforeOpen: (() => Promise<void>) | undefined) {
+    super(t, balancer, ctx, onClose, beforeOpen);
     this.start();
   }
 
   /** Sends a renewal on the current call; while the stream reconnects there is none, and it is lost. */
   write(req: M.LeaseKeepAliveRequest): void {
     if (this.ended) return;
-    (this.call as KeepAliveCall | undefined)?.write(req);
+    if (this.call === undefined && this.early !== undefined) this.early.push(req);
+    else (this.call as KeepAliveCall | undefined)?.write(req);
+  }
+
+  protected openedFirst(): void {
+    const early = this.early ?? [];
+    this.early = undefined;
+    for (const req of early) (this.call as KeepAliveCall).write(req);
   }
 
   protected open(services: EtcdServices): KeepAliveCall {
-    return services.lease.leaseKeepAlive(this.ctx);
+    return services.lease.leaseKeepAlive(this.ctx());
   }
 
   protected reopened(): void {}

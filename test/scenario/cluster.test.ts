@@ -111,8 +111,10 @@ test('a stale serializable read on a lagging follower; a linearizable one waits 
 test('a linearizable read whose ReadIndex the leader change cut off: etcdctl retries it (leader changed, Unavailable) and gets its answer from the new leader', () => {
   // Observed on a 3-member 3.4.23: SIGSTOP the leader, `etcdctl get` on a follower: clientv3 logs
   // "retrying of unary invoker failed ... etcdserver: leader changed" and the read succeeds ~1.1 s later.
+  // clientv3 waits 25 ms ±10 % (backoffLinearWithJitter; one endpoint, so before every retry) before it sends
+  // the read again: 27 ms with this seed's draw.
   const t = run(`${C3}put /k v\npause infra1\nget /k --endpoints=infra2\nexpect output == "/k\\nv"\nexpect leader infra2\n`);
-  assert.match(t, /\$ etcdctl --endpoints=127\.0\.0\.1:22379 get \/k {3}# rev 2\n# t=1\.5s\n# \[raft\] infra2 is the leader now \(term 3\)\n# t=1\.525s: etcdctl has its answer 1\.525s after sending the request\n\/k\nv/);
+  assert.match(t, /\$ etcdctl --endpoints=127\.0\.0\.1:22379 get \/k {3}# rev 2\n# t=1\.5s\n# \[raft\] infra2 is the leader now \(term 3\)\n# t=1\.527s: etcdctl has its answer 1\.527s after sending the request\n\/k\nv/);
 });
 
 test('use MEMBER sets the default endpoint; --endpoints overrides it for one command', () => {
@@ -248,4 +250,29 @@ test('the cluster labs run green, twice the same, and are in the README\'s order
     runScenario(swapped).runs.map((x) => x.ok),
     [false, false],
   );
+});
+
+test('etcdctl retries as clientv3 3.4 does (client/retry_policy.ts): a Range cut off by a leader change goes again after 25 ms ±10 % drawn from the seed; a read-only Txn (not repeatable) is not retried', () => {
+  const script = `${C3}put /k v\npause infra1\nget /k --endpoints=infra2\nexpect output == "/k\\nv"\n`;
+  // How long after the new leader etcdctl had its answer: the one retry's wait (the retried read answers at once).
+  const waits = [0, 1, 2, 3, 4, 5].map((seed) => {
+    const t = run(script, seed);
+    const elected = /# t=(\d+(?:\.\d+)?)s\n# \[raft\] infra\d is the leader now/.exec(t);
+    const answered = /# t=(\d+(?:\.\d+)?)s: etcdctl has its answer/.exec(t);
+    assert.ok(elected !== null && answered !== null, t);
+    return Math.round((Number(answered[1]) - Number(elected[1])) * 1000);
+  });
+  for (const w of waits) assert.ok(w >= 23 && w <= 28, `jitterUp(25 ms, 0.1): ${waits.join(',')}`);
+  assert.ok(new Set(waits).size > 1, `the jitter is drawn, not fixed: ${waits.join(',')}`);
+  // Txn is not in retry.go's repeatable table, read-only or not: `leader changed` ends it at once (etcdctl prints it).
+  const t = run(`${C3}put /k v\npause infra1\ntxn --endpoints=infra2\nvalue("/k") = "v"\n\nget /k\n\nend\nexpect error "etcdserver: leader changed"\nget /k --endpoints=infra2\nexpect output == "/k\\nv"\n`);
+  assert.match(t, /# \[raft\] infra2 is the leader now \(term 3\)\n# t=1\.5s: etcdctl has its answer 1\.5s after sending the request\nError: etcdserver: leader changed\n/);
+});
+
+test('endpoint status --cluster asks the current member for MemberList first (etcdctl\'s endpointsFromCluster): a stopped one fails the command', () => {
+  const t = run(`${C3}pause infra1\nendpoint status --cluster\nexpect error "failed to fetch endpoints from etcd cluster member list: context deadline exceeded"\nendpoint status --cluster --endpoints=infra2\n`);
+  assert.match(t, /\$ etcdctl endpoint status --cluster\n(?:#.*\n)*# t=5s: etcdctl has its answer 5s after sending the request\nError: failed to fetch endpoints from etcd cluster member list: context deadline exceeded\n/);
+  // Through infra2 the list comes back: infra1 is listed, and its Status is the one that times out.
+  assert.match(t, /\$ etcdctl --endpoints=127\.0\.0\.1:22379 endpoint status --cluster\n/);
+  assert.match(t, /Failed to get the status of endpoint http:\/\/127\.0\.0\.1:2379 \(context deadline exceeded\)/);
 });

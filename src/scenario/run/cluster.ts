@@ -14,10 +14,11 @@
  * `etcdctl endpoint status`.
  */
 import type { EtcdClusterSim } from '../../client/index.js';
+import { isSafeRetry, retryBackoffMs, retryPolicyOf, UNARY_MAX_ATTEMPTS } from '../../client/retry_policy.js';
 import type { LessorEvent } from '../../lease/index.js';
-import { GrpcCode, type CommitListener } from '../../mvcc/index.js';
-import { clusterErrors, isGrpcError, type ClusterMemberServices, type EtcdServer, type MemberState, type messages as M } from '../../server/index.js';
-import type { VirtualClock } from '../../sim/index.js';
+import type { CommitListener } from '../../mvcc/index.js';
+import { clusterErrors, isGrpcError, type ClusterMemberServices, type EtcdServer, type GrpcError, type MemberState, type messages as M } from '../../server/index.js';
+import type { SimRandom, VirtualClock } from '../../sim/index.js';
 import { showTime } from '../format.js';
 import { procfileClientPort, type ClusterDirective } from '../parse/cluster_directives.js';
 import type { CompareOp, Expectation } from '../parse/expectations.js';
@@ -32,8 +33,11 @@ export const ETCDCTL_CLIENT = 'etcdctl';
 /** No command waits longer than this for an answer, whatever the cluster does (a guard, never reached: the deadline comes first). */
 const WAIT_GUARD_MS = 10 * 60_000;
 
-/** clientv3's wait between retries of a repeatable call (its linear backoff's 25 ms step; the 10% jitter is left out). */
-const RETRY_BACKOFF_MS = 25;
+/**
+ * etcdctl's endpoints: one (`--endpoints=mN`, or the default 127.0.0.1:2379). Its clientv3 therefore waits
+ * before every retry (roundRobinQuorumBackoff with a quorum of one endpoint).
+ */
+const ETCDCTL_ENDPOINTS = 1;
 
 /** The Raft events the transcript notes as they happen (the cluster's trace has them; proposals are left out). */
 const RAFT_EVENT = /^leader |steps down|^snapshot /;
@@ -51,10 +55,13 @@ export class ScenarioCluster implements ScenarioEngine {
   private state: RunState | undefined;
   /** Each member's store revision as its commits report it (a snapshot's restore does not): where a restore starts from. */
   private readonly revisions = new Map<number, number>();
+  /** etcdctl's clientv3's random stream (the jitter of its retry waits): its own fork of the cluster's seed. */
+  private readonly retryRandom: SimRandom;
   /** The member commands go to, as a script's steps see a member (run/state.ts). */
   readonly sim: ScenarioSim;
 
   constructor(readonly cs: EtcdClusterSim<VirtualClock>) {
+    this.retryRandom = cs.cluster.random.fork('etcdctl/retry');
     this.views = cs.cluster.members.map((m) => this.syncServices(m.index));
     const self = this;
     const singleOnly = (what: string): never => {
@@ -212,31 +219,43 @@ export class ScenarioCluster implements ScenarioEngine {
   }
 
   /**
-   * A call clientv3 repeats (Range, LeaseTimeToLive: its "repeatable" retry policy): an Unavailable answer
-   * (`etcdserver: leader changed`, a timed-out ReadIndex) is retried after clientv3's 25 ms backoff, on a
-   * connection whose deadline is what is left of the command's, until that runs out.
+   * One unary call of etcdctl to member `member`, as its clientv3 3.4 interceptor makes it
+   * (client/retry_policy.ts, the rule the failover client follows too): sent again on the same endpoint
+   * while retry.go's table allows it for `service.method` — a repeatable call (Range, LeaseGrant/Revoke/
+   * TimeToLive, Status, MemberList, ...) after an Unavailable answer (`etcdserver: leader changed`, a timed-out
+   * ReadIndex); every other call (Put, Txn, DeleteRange, Compact, Authenticate) never — after the jittered
+   * 25 ms wait, on a connection whose deadline is what is left of the command's, until that runs out.
    */
-  private repeated<T>(member: number, issue: (v: ClusterMemberServices) => Promise<T>): T {
+  private call<T>(member: number, service: string, method: string, issue: (v: ClusterMemberServices) => Promise<T>): T {
+    const policy = retryPolicyOf(service, method);
     const clock = this.cs.clock;
     const start = clock.now();
-    for (;;) {
-      const left = start + ETCDCTL_COMMAND_TIMEOUT_MS - clock.now();
-      try {
-        return this.answer(issue(this.cs.cluster.connect(member, { client: ETCDCTL_CLIENT, deadlineMs: left })), start);
-      } catch (err) {
-        if (!isGrpcError(err) || err.code !== GrpcCode.UNAVAILABLE) throw err;
-        const after = start + ETCDCTL_COMMAND_TIMEOUT_MS - clock.now();
+    const endAt = start + ETCDCTL_COMMAND_TIMEOUT_MS;
+    let last: GrpcError | undefined;
+    for (let attempt = 0; attempt < UNARY_MAX_ATTEMPTS; attempt++) {
+      const wait = retryBackoffMs(attempt, ETCDCTL_ENDPOINTS, this.retryRandom);
+      if (wait > 0) {
         this.state?.beginWait();
-        if (after <= RETRY_BACKOFF_MS) {
-          this.waitUntil(() => false, Math.max(0, after));
+        // waitRetryBackoff: the command's deadline, if it comes first, ends the call.
+        const left = endAt - clock.now();
+        if (left <= wait) {
+          this.waitUntil(() => false, Math.max(0, left));
           throw clusterErrors.errDeadlineExceeded();
         }
-        this.waitUntil(() => false, RETRY_BACKOFF_MS);
+        this.waitUntil(() => false, wait);
+      }
+      try {
+        return this.answer(issue(this.cs.cluster.connect(member, { client: ETCDCTL_CLIENT, deadlineMs: endAt - clock.now() })), start);
+      } catch (err) {
+        if (!isGrpcError(err)) throw err;
+        last = err;
+        if (!isSafeRetry(policy, err)) throw err;
       }
     }
+    throw last!;
   }
 
-  /** Member `i`'s services answering synchronously (see answer), over etcdctl's link, with its deadline. */
+  /** Member `i`'s services answering synchronously (see answer and call), over etcdctl's link, with its deadline. */
   private syncServices(i: number): ScenarioServices {
     const v = this.cs.cluster.connect(i, { client: ETCDCTL_CLIENT, deadlineMs: ETCDCTL_COMMAND_TIMEOUT_MS });
     const down = (): void => {
@@ -244,22 +263,22 @@ export class ScenarioCluster implements ScenarioEngine {
     };
     return {
       kv: {
-        put: (req, ctx) => this.answer(v.kv.put(req, ctx)),
-        range: (req, ctx) => this.repeated(i, (r) => r.kv.range(req, ctx)),
-        deleteRange: (req, ctx) => this.answer(v.kv.deleteRange(req, ctx)),
-        txn: (req, ctx) => this.answer(v.kv.txn(req, ctx)),
-        compact: (req, ctx) => this.answer(v.kv.compact(req, ctx)),
+        put: (req, ctx) => this.call(i, 'kv', 'put', (r) => r.kv.put(req, ctx)),
+        range: (req, ctx) => this.call(i, 'kv', 'range', (r) => r.kv.range(req, ctx)),
+        deleteRange: (req, ctx) => this.call(i, 'kv', 'deleteRange', (r) => r.kv.deleteRange(req, ctx)),
+        txn: (req, ctx) => this.call(i, 'kv', 'txn', (r) => r.kv.txn(req, ctx)),
+        compact: (req, ctx) => this.call(i, 'kv', 'compact', (r) => r.kv.compact(req, ctx)),
       },
       lease: {
-        leaseGrant: (req, ctx) => this.answer(v.lease.leaseGrant(req, ctx)),
-        leaseRevoke: (req, ctx) => this.answer(v.lease.leaseRevoke(req, ctx)),
-        leaseTimeToLive: (req, ctx) => this.repeated(i, (r) => r.lease.leaseTimeToLive(req, ctx)),
+        leaseGrant: (req, ctx) => this.call(i, 'lease', 'leaseGrant', (r) => r.lease.leaseGrant(req, ctx)),
+        leaseRevoke: (req, ctx) => this.call(i, 'lease', 'leaseRevoke', (r) => r.lease.leaseRevoke(req, ctx)),
+        leaseTimeToLive: (req, ctx) => this.call(i, 'lease', 'leaseTimeToLive', (r) => r.lease.leaseTimeToLive(req, ctx)),
         leaseKeepAlive: (ctx) => {
           down();
           return v.lease.leaseKeepAlive(ctx);
         },
       },
-      auth: { authenticate: (req, ctx) => this.answer(v.auth.authenticate(req, ctx)) },
+      auth: { authenticate: (req, ctx) => this.call(i, 'auth', 'authenticate', (r) => r.auth.authenticate(req, ctx)) },
       watch: {
         watch: (ctx) => {
           down();
@@ -490,22 +509,40 @@ export class ScenarioCluster implements ScenarioEngine {
   }
 
   /**
-   * `etcdctl endpoint status`: one Maintenance.Status per endpoint (the current member, or with `--cluster`
-   * every member's client URL from MemberList, in its order); a member that does not answer within the
-   * command timeout is left out with etcdctl's message, and the command then fails.
+   * `etcdctl endpoint status`: one Maintenance.Status per endpoint — the current member, or with `--cluster`
+   * every client URL of MemberList's members (asked of the current member first, as etcdctl's
+   * endpointsFromCluster does; in member ID order); a member that does not answer within the command timeout
+   * is left out with etcdctl's message, and the command then fails. Both calls are retried as clientv3
+   * retries them (repeatable).
    */
   endpointStatus(s: RunState, table: boolean, all: boolean): void {
     const c = this.cs.cluster;
-    const targets: { endpoint: string; member: number }[] = all
-      ? [...c.members].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map((m) => ({ endpoint: m.clientUrls[0]!, member: m.index }))
-      : [{ endpoint: `127.0.0.1:${procfileClientPort(this.index)}`, member: this.index }];
+    const cmd = `$ etcdctl ${this.endpointFlag()}endpoint status${all ? ' --cluster' : ''}${table ? ' -w table' : ''}`;
+    let targets: { endpoint: string; member: number }[];
+    if (all) {
+      try {
+        const list = this.call(this.index, 'cluster', 'memberList', (v) => v.cluster.memberList({}));
+        targets = list.members.flatMap((mb) => {
+          const m = c.members.find((x) => String(x.id) === String(mb.ID));
+          return m === undefined ? [] : mb.clientURLs.map((endpoint) => ({ endpoint, member: m.index }));
+        });
+      } catch (err) {
+        if (!isGrpcError(err)) throw err;
+        // etcdctl exits before asking any member for its status.
+        const said = `failed to fetch endpoints from etcd cluster member list: ${err.details}`;
+        s.last = { revision: undefined, error: said, output: [`Error: ${said}`], range: undefined, what: 'endpoint status' };
+        s.command(cmd, s.last.output);
+        return;
+      }
+    } else {
+      targets = [{ endpoint: `127.0.0.1:${procfileClientPort(this.index)}`, member: this.index }];
+    }
     const rows: string[][] = [];
     const failed: string[] = [];
     let firstError: string | undefined;
     for (const t of targets) {
-      const v = c.connect(t.member, { client: ETCDCTL_CLIENT, deadlineMs: ETCDCTL_COMMAND_TIMEOUT_MS });
       try {
-        const r: M.StatusResponse = this.answer(v.maintenance.status({}));
+        const r: M.StatusResponse = this.call(t.member, 'maintenance', 'status', (v) => v.maintenance.status({}));
         rows.push([
           t.endpoint,
           BigInt(r.header.member_id).toString(16),
@@ -526,7 +563,7 @@ export class ScenarioCluster implements ScenarioEngine {
     }
     const lines = table ? statusTable(rows) : rows.map((r) => `${r.join(', ')}`);
     s.last = { revision: undefined, error: firstError, output: [...lines, ...failed], range: undefined, what: 'endpoint status' };
-    s.command(`$ etcdctl ${all ? '' : this.endpointFlag()}endpoint status${all ? ' --cluster' : ''}${table ? ' -w table' : ''}`, s.last.output);
+    s.command(cmd, s.last.output);
   }
 }
 
