@@ -164,6 +164,29 @@ test('a watch on a lagging member sees the write only once the member applies it
   }
 });
 
+test('a watch behind a dropped link (control endpoint): the member applies the put and holds the event; restore-link delivers it', { skip }, async () => {
+  const leader = h.cluster.members.findIndex((m) => m.role === 'leader');
+  const cut = h.cluster.members.findIndex((m) => m.role !== 'leader');
+  const member = h.cluster.members[cut]!;
+  const before = h.cluster.members.reduce((sum, m) => sum + m.server.watchable.synced.size + m.server.watchable.unsynced.size, 0);
+  const w = startWatch(h.addresses[cut]!, 'served/cut');
+  try {
+    await waitWatchers(h, before + 1);
+    assert.equal((await lever(h, `drop-link?member=${cut}`, leader)).status, 200);
+    const put = await etcdctl([h.addresses[leader]!], ['put', 'served/cut', 'x']);
+    assert.equal(put.code, 0, put.err);
+    // The member applies the put and queues the event: it is sent (and shows in the output) or held there.
+    const held = (): boolean => member.server.services.watch.calls().some((c) => c.pending > 0);
+    while (!held() && w.output() === '') await new Promise<void>((resolve) => setImmediate(resolve));
+    assert.equal(w.output(), '', 'nothing crosses a dropped link');
+    assert.equal((await lever(h, `restore-link?member=${cut}`, leader)).status, 200);
+    await w.until('"mod_revision"');
+    assert.equal(BigInt(/"member_id":(\d+)/.exec(w.output())![1]!), member.id);
+  } finally {
+    await w.stop();
+  }
+});
+
 /** Waits until the members have `n` watchers in all (the etcdctl watches registered). */
 async function waitWatchers(handle: ServeClusterHandle, n: number): Promise<void> {
   for (;;) {
