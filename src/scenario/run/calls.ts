@@ -2,6 +2,7 @@
  * One etcdctl request to the member's services: its response, or the gRPC error etcd returned, becomes the
  * last response, with the lines etcdctl prints for it (`Error: <details>` for an error, as etcdctl 3.4).
  */
+import { shouldRefreshToken } from '../../client/retry_policy.js';
 import { isGrpcError, type messages as M } from '../../server/index.js';
 import type { RunState } from './state.js';
 
@@ -18,8 +19,8 @@ export function callService<T extends { header: M.ResponseHeader }>(
     try {
       r = fn();
     } catch (err) {
-      // clientv3 authenticates again and retries once when its token is no longer valid.
-      if (!isGrpcError(err) || err.details !== 'etcdserver: invalid auth token' || !s.authenticate()) throw err;
+      // etcdctl's clientv3 (which has the --user credentials) authenticates again and retries when its token is no longer valid.
+      if (!isGrpcError(err) || !shouldRefreshToken(err, true) || !s.authenticate()) throw err;
       r = fn();
     }
     const lines = print(r);
