@@ -189,15 +189,20 @@ async function startSim(js: string, grpcJs: boolean): Promise<Served> {
   };
 }
 
-/** bench/h2_floor_server.mjs: node:http2 answering every call with a constant message, doing nothing else. */
-async function startFloor(): Promise<Served> {
+/**
+ * bench/h2_floor_server.mjs: node:http2 answering every call with a constant message, doing nothing else;
+ * with `raw`, bench/h2_raw_floor_server.mjs: the same on a bare net server speaking HTTP/2 itself; with
+ * `member` (the compiled src/), that raw layer in front of a real member's Put and Range (a prototype).
+ */
+async function startFloor(raw = false, member?: string): Promise<Served> {
   const port = await freePort();
-  const { child } = await spawnUntil(process.execPath, [join(ROOT, 'bench', 'h2_floor_server.mjs'), String(port)], /h2 floor server on /, () => {});
+  const args = raw ? [join(ROOT, 'bench', 'h2_raw_floor_server.mjs'), String(port), ...(member === undefined ? [] : ['--member', member])] : [join(ROOT, 'bench', 'h2_floor_server.mjs'), String(port)];
+  const { child } = await spawnUntil(process.execPath, args, raw ? /h2 raw (floor|member) server on / : /h2 floor server on /, () => {});
   child.removeAllListeners('exit');
   const kill = (): void => void child.kill('SIGKILL');
   process.once('exit', kill);
   return {
-    name: 'node:http2 floor',
+    name: member !== undefined ? 'raw HTTP/2 + member' : raw ? 'raw HTTP/2 floor' : 'node:http2 floor',
     pid: child.pid!,
     address: `127.0.0.1:${port}`,
     stop: async () => {
@@ -381,7 +386,7 @@ function kib(n: number): string {
 
 export const servedSection: BenchSection = {
   name: 'served',
-  title: "served path under etcd's Go client (bench/go/loadgen: 64 clients on 8 connections, 256 B puts): etcdsim serve ÷ etcd 3.4.23 (and ÷ grpc-js unary, node:http2 floor ÷ etcd), server CPU from /proc",
+  title: "served path under etcd's Go client (bench/go/loadgen: 64 clients on 8 connections, 256 B puts): etcdsim serve ÷ etcd 3.4.23 (and ÷ grpc-js unary; node:http2 and raw HTTP/2 floors and the member on the raw layer ÷ etcd), server CPU from /proc",
   async run(ctx: BenchContext): Promise<Row[]> {
     const sz = ctx.quick ? QUICK : FULL;
     const bin = await buildLoadgen(ctx);
@@ -400,6 +405,11 @@ export const servedSection: BenchSection = {
       // And what node:http2 alone costs per call (no server on it can spend less).
       const floor = await startFloor();
       servers.push(floor);
+      // And an HTTP/2 layer of our own at its cheapest: what replacing node:http2 could save at most.
+      const rawFloor = await startFloor(true);
+      servers.push(rawFloor);
+      const rawMember = await startFloor(true, js);
+      servers.push(rawMember);
       const base = servers[0]!;
       const alone = base === sim ? 'no etcd on PATH: baseline = etcdsim' : undefined;
       const loads = await measureLoads(bin, servers, sz, ctx);
@@ -440,8 +450,28 @@ export const servedSection: BenchSection = {
         );
         const f = loads.get(`${floor.name}|${op}`)!;
         pair(`${op}: server CPU of a do-nothing node:http2 server`, 'req', f.cpu, b.cpu, sz.requests, undefined, `the floor of any server on node:http2: ${perThousand(f.cpu)} ms per 1000`);
+        const rf = loads.get(`${rawFloor.name}|${op}`)!;
+        pair(
+          `${op}: server CPU of a do-nothing raw HTTP/2 server`,
+          'req',
+          rf.cpu,
+          b.cpu,
+          sz.requests,
+          undefined,
+          `bench/h2_raw_floor_server.mjs on net.Socket: ${perThousand(rf.cpu)} ms per 1000 (${Math.round(median(rf.opsPerSec))}/s), node:http2 floor ${perThousand(f.cpu)} (${Math.round(median(f.opsPerSec))}/s)`,
+        );
+        const rm = loads.get(`${rawMember.name}|${op}`)!;
+        pair(
+          `${op}: server CPU of the member behind the raw HTTP/2 layer`,
+          'req',
+          rm.cpu,
+          b.cpu,
+          sz.requests,
+          undefined,
+          `prototype (h2_raw_floor_server.mjs --member: same decoding, service and encoders as the thin path; no token, deadline or wire-error handling): ${perThousand(rm.cpu)} ms per 1000, ${Math.round(median(rm.opsPerSec))}/s`,
+        );
       }
-      for (const extra of [viaGrpcJs, floor]) {
+      for (const extra of [viaGrpcJs, floor, rawFloor, rawMember]) {
         await extra.stop();
         servers.splice(servers.indexOf(extra), 1);
       }
