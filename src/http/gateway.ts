@@ -58,7 +58,7 @@ type Fits<T, U extends T> = U;
 export type _Fit = [Fits<HttpRequest, IncomingMessage>, Fits<HttpRequest, Http2ServerRequest>, Fits<HttpResponse, ServerResponse>, Fits<HttpResponse, Http2ServerResponse>];
 
 type Unary = (s: ServedMember, req: never, ctx: CallContext) => unknown;
-type ServerStream = (s: ServedMember, req: never, ctx: CallContext) => Awaitable<unknown[]>;
+type ServerStream = (s: ServedMember, req: never, ctx: CallContext) => Awaitable<Iterable<unknown>>;
 
 /** A bidirectional call of the services (WatchCall, KeepAliveCall) as the gateway drives it. */
 type BidiCall = BidiStream<never, unknown> & FlowControl & { abort(err?: GrpcError): void; flush(): number };
@@ -107,7 +107,7 @@ const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
   // Hash and HashKV share this path in etcd's proto; the gateway registers Hash first, so Hash answers it
   // and HashKV has no route at all.
   ['maintenance/hash', { method: 'Maintenance/Hash', requestType: 'HashRequest', responseType: 'HashResponse', unary: (s, r, c) => s.services.maintenance.hash(r, c) }],
-  ['maintenance/snapshot', { method: 'Maintenance/Snapshot', requestType: 'SnapshotRequest', responseType: 'SnapshotResponse', serverStream: (s, r, c) => s.services.maintenance.snapshot(r, c) }],
+  ['maintenance/snapshot', { method: 'Maintenance/Snapshot', requestType: 'SnapshotRequest', responseType: 'SnapshotResponse', serverStream: (s, r, c) => s.services.maintenance.snapshotStream(r, c) }],
   ['maintenance/transfer-leadership', { method: 'Maintenance/MoveLeader', requestType: 'MoveLeaderRequest', responseType: 'MoveLeaderResponse', unary: (s, r, c) => s.services.maintenance.moveLeader(r, c) }],
   ['maintenance/downgrade', { ...notModeled('Maintenance/Downgrade', 'DowngradeRequest'), since: '3.5' }],
   ['auth/enable', { method: 'Auth/AuthEnable', requestType: 'AuthEnableRequest', responseType: 'AuthEnableResponse', unary: (s, r, c) => s.services.auth.authEnable(r, c) }],
@@ -263,17 +263,29 @@ function serveUnary(s: ServedMember, route: Route, ctx: CallContext, body: strin
 /** Calls a non-bidirectional route's method with its request and writes the answer. */
 function callUnary(s: ServedMember, route: Route, ctx: CallContext, msg: Record<string, unknown>, res: HttpResponse, open: Set<BidiCall>): void {
   if (route.serverStream !== undefined) {
-    let rs: Awaitable<unknown[]>;
+    let rs: Awaitable<Iterable<unknown>>;
     try {
       rs = route.serverStream(s, msg as never, ctx);
     } catch (err) {
       callError(res, s.etcdVersion, toGrpcError(err));
       return;
     }
-    const send = (all: unknown[]): void => {
+    // Each response is asked for once the socket took the one before (a snapshot's file is written as it
+    // is sent, as etcd's gateway relays its gRPC stream); a client that stops reading holds the writer.
+    const send = (all: Iterable<unknown>): void => {
       startStream(res);
-      for (const r of all) res.write(`{"result":${messageToJson(typeName(route.responseType), r)}}\n`);
-      res.end();
+      const it = all[Symbol.iterator]();
+      let gone = false;
+      res.on('close', () => (gone = true));
+      const pump = (): void => {
+        for (;;) {
+          if (gone) return;
+          const r = it.next();
+          if (r.done === true) return void res.end();
+          if (!res.write(`{"result":${messageToJson(typeName(route.responseType), r.value)}}\n`)) return void res.once('drain', pump);
+        }
+      };
+      pump();
     };
     // A cluster member answers once Raft let it (served_member.ts).
     if (isPromiseLike(rs)) rs.then(send, (err: unknown) => callError(res, s.etcdVersion, toGrpcError(err)));
