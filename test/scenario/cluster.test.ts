@@ -235,7 +235,7 @@ test('the cluster labs run green, twice the same, and are in the README\'s order
   const labs = listBundledScenarios().filter((s) => s.name.startsWith('cluster/') || s.name === 'bugs/20221-native-snapshot-on-slow-follower');
   assert.deepEqual(
     labs.map((s) => s.name),
-    ['bugs/20221-native-snapshot-on-slow-follower', 'cluster/leases-across-leader-change', 'cluster/stale-serializable-read', 'cluster/watch-on-lagging-follower'],
+    ['bugs/20221-native-snapshot-on-slow-follower', 'cluster/leases-across-leader-change', 'cluster/stale-serializable-read', 'cluster/watch-across-a-dropped-link', 'cluster/watch-on-lagging-follower'],
   );
   for (const lab of labs) {
     const text = readFileSync(lab.path, 'utf8');
