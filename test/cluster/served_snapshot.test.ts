@@ -22,7 +22,7 @@ import type { EtcdServer } from '../../src/server/index.js';
 import type * as M from '../../src/server/messages.js';
 import { requireCommands } from '../support/prerequisites.js';
 import { ctlOk, scratchDir } from '../snapshot/helpers.js';
-import { frame } from '../grpc/raw_h2.js';
+import { frame, snapshotResponseFields } from '../grpc/raw_h2.js';
 
 const noEtcdctl = requireCommands(['etcdctl']);
 const SNAPSHOT = '/etcdserverpb.Maintenance/Snapshot';
@@ -102,32 +102,6 @@ function countPulls(server: EtcdServer): Pulls {
   return pulls;
 }
 
-/** SnapshotResponse's remaining_bytes (field 2) and blob (field 3) of one message. */
-function fields(m: Buffer): { remaining: number; blob: Buffer } {
-  let i = 0;
-  const varint = (): number => {
-    let v = 0;
-    let mul = 1;
-    for (;;) {
-      const b = m[i++]!;
-      v += (b & 0x7f) * mul;
-      if (b < 0x80) return v;
-      mul *= 128;
-    }
-  };
-  let remaining = 0;
-  let blob: Buffer = Buffer.alloc(0);
-  while (i < m.length) {
-    const t = varint();
-    if (t === 0x10) remaining = varint();
-    else if (t === 0x1a) {
-      const len = varint();
-      blob = m.subarray(i, i + len);
-      i += len;
-    } else assert.fail(`unexpected field tag ${t} in a SnapshotResponse`);
-  }
-  return { remaining, blob };
-}
 
 /** The gRPC messages of a response body. */
 function messagesOf(body: Buffer): Buffer[] {
@@ -265,7 +239,8 @@ test('a paused member sends nothing until resumed; then its snapshot streams who
     await call.closed;
     assert.equal(trailers['grpc-status'], '0');
     assert.equal(pulls.opened, 1);
-    const messages = messagesOf(call.body()).map(fields);
+    const messages = messagesOf(call.body()).map(snapshotResponseFields);
+    assert.ok(messages.every((m) => m.version === undefined), 'no version field on the 3.4 profile');
     const db = Buffer.concat(messages.slice(0, -1).map((m) => m.blob));
     assert.ok(messages.at(-1)!.blob.equals(createHash('sha256').update(db).digest()), 'the SHA-256 of what was sent comes last');
     assert.ok(Buffer.concat([db, messages.at(-1)!.blob]).equals(Buffer.from(h.cluster.member(f).server.etcdSnapshot())), 'the member\'s own file');
@@ -301,7 +276,7 @@ test('a member that crashes mid-stream resets it with its port; once crashed it 
     const trailers = await again.trailers;
     await again.closed;
     assert.equal(trailers['grpc-status'], '0');
-    const messages = messagesOf(again.body()).map(fields);
+    const messages = messagesOf(again.body()).map(snapshotResponseFields);
     const db = Buffer.concat(messages.slice(0, -1).map((m) => m.blob));
     assert.ok(messages.at(-1)!.blob.equals(createHash('sha256').update(db).digest()));
     assert.ok(db.length > 4 << 20);
@@ -331,7 +306,7 @@ test('a member without a leader still answers Snapshot (member-local), unless th
       const trailers = await call.trailers;
       await call.closed;
       assert.equal(trailers['grpc-status'], '0');
-      const messages = messagesOf(call.body()).map(fields);
+      const messages = messagesOf(call.body()).map(snapshotResponseFields);
       assert.ok(Buffer.concat(messages.map((m) => m.blob)).equals(Buffer.from(h.cluster.member(f).server.etcdSnapshot())), 'the member\'s own file');
     } finally {
       call.session.destroy();

@@ -162,3 +162,33 @@ export class WireClient {
     this.session.close();
   }
 }
+
+/** SnapshotResponse fields 2 (remaining_bytes), 3 (blob) and 4 (version) of a message; fails on any other field. */
+export function snapshotResponseFields(m: Buffer): { remaining: number; blob: Buffer; version: string | undefined } {
+  let i = 0;
+  const varint = (): number => {
+    let v = 0;
+    let mul = 1;
+    for (;;) {
+      const b = m[i++]!;
+      v += (b & 0x7f) * mul;
+      if (b < 0x80) return v;
+      mul *= 128;
+    }
+  };
+  let remaining = 0;
+  let blob: Buffer = Buffer.alloc(0);
+  let version: string | undefined;
+  while (i < m.length) {
+    const t = varint();
+    if (t === 0x10) remaining = varint();
+    else if (t === 0x1a || t === 0x22) {
+      const len = varint();
+      const bytes = m.subarray(i, i + len);
+      i += len;
+      if (t === 0x1a) blob = bytes;
+      else version = bytes.toString();
+    } else throw new Error(`unexpected field tag ${t} in a SnapshotResponse`);
+  }
+  return { remaining, blob, version };
+}

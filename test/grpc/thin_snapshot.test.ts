@@ -21,7 +21,7 @@ import { snapshotResponseFrames } from '../../src/grpc/snapshot_wire.js';
 import { readEtcdSnapshot } from '../../src/snapshot/index.js';
 import { requireCommands } from '../support/prerequisites.js';
 import { ctlOk, scratchDir } from '../snapshot/helpers.js';
-import { WireClient, frame, type WireAnswer, type WireRequest } from './raw_h2.js';
+import { WireClient, frame, snapshotResponseFields, type WireAnswer, type WireRequest } from './raw_h2.js';
 
 const SNAPSHOT = '/etcdserverpb.Maintenance/Snapshot';
 const PUT = '/etcdserverpb.KV/Put';
@@ -95,35 +95,6 @@ async function load(p: Pair, n: number, size: number): Promise<void> {
   }
 }
 
-/** SnapshotResponse fields 2 (remaining_bytes), 3 (blob) and 4 (version) of a message; fails on any other field. */
-function fields(m: Buffer): { remaining: number; blob: Buffer; version: string | undefined } {
-  let i = 0;
-  const varint = (): number => {
-    let v = 0;
-    let mul = 1;
-    for (;;) {
-      const b = m[i++]!;
-      v += (b & 0x7f) * mul;
-      if (b < 0x80) return v;
-      mul *= 128;
-    }
-  };
-  let remaining = 0;
-  let blob: Buffer = Buffer.alloc(0);
-  let version: string | undefined;
-  while (i < m.length) {
-    const t = varint();
-    if (t === 0x10) remaining = varint();
-    else if (t === 0x1a || t === 0x22) {
-      const len = varint();
-      const bytes = m.subarray(i, i + len);
-      i += len;
-      if (t === 0x1a) blob = bytes;
-      else version = bytes.toString();
-    } else assert.fail(`unexpected field tag ${t} in a SnapshotResponse`);
-  }
-  return { remaining, blob, version };
-}
 
 let p34: Pair;
 before(async () => {
@@ -139,7 +110,7 @@ test('Snapshot: the same messages, status and trailers as through grpc-js; as et
   assert.deepEqual([snap.answer.code, snap.answer.message, snap.answer.trailersOnly, snap.answer.contentType], [0, '', false, 'application/grpc']);
   // etcd's layout (observed on 3.4.23): 32 KiB of the file per message, no header, remaining_bytes counting
   // down to 0, then the file's SHA-256 alone.
-  const parsed = snap.messages.map(fields);
+  const parsed = snap.messages.map(snapshotResponseFields);
   const db = Buffer.concat(parsed.slice(0, -1).map((f) => f.blob));
   assert.ok(parsed.slice(0, -2).every((f) => f.blob.length === 32 * 1024));
   let left = db.length;
@@ -182,7 +153,7 @@ test('a slow reader gets the whole snapshot: reading resumed, every byte and the
       messages.push(all.subarray(at + 5, at + 5 + len));
       at += 5 + len;
     }
-    const parsed = messages.map(fields);
+    const parsed = messages.map(snapshotResponseFields);
     const db = Buffer.concat(parsed.slice(0, -1).map((f) => f.blob));
     assert.ok(parsed.at(-1)!.blob.equals(createHash('sha256').update(db).digest()));
   } finally {
@@ -216,7 +187,7 @@ test('etcd 3.7 profile: every response carries the storage version, as through g
   try {
     await load(p, 3, 100);
     const snap = await same(p, { path: SNAPSHOT, body: [frame('')] });
-    assert.deepEqual(new Set(snap.messages.map((m) => fields(m).version)), new Set(['3.7.0']));
+    assert.deepEqual(new Set(snap.messages.map((m) => snapshotResponseFields(m).version)), new Set(['3.7.0']));
   } finally {
     await closePair(p);
   }
