@@ -46,6 +46,7 @@ import * as http2 from 'node:http2';
 import type { Socket } from 'node:net';
 import type * as grpc from '@grpc/grpc-js';
 import { afterHostTime, hostNow } from '../sim/index.js';
+import type { ResponseSink } from '../server/index.js';
 
 export type MethodKind = 'unary' | 'serverStream' | 'bidi';
 
@@ -103,13 +104,14 @@ export interface DoorUnaryCall {
  */
 export interface DoorServerStreamCall extends Omit<DoorUnaryCall, 'reply'> {
   /**
-   * Sends the messages `next` yields, each as the buffers of one framed message (written in order, not
-   * copied), then status 0 once it yields undefined. `next` is asked for more only while less than grpc-go's
-   * per-stream write quota (64 KiB) waits in the stream: what HTTP/2 flow control holds back stays with the
-   * caller, so a client that stops reading costs at most that much here. A stream that closes (the client
-   * cancelled, the connection dropped) stops asking.
+   * Answers OK and gives the sink its responses go to (sendResponses), each written as the buffers `frames`
+   * makes of it (one framed message, written in order, not copied), then status 0 at the end; undefined when
+   * the call was answered already or its stream is gone. The sink takes another response only while less
+   * than grpc-go's per-stream write quota (64 KiB) waits in the stream: what HTTP/2 flow control holds back
+   * stays with the caller, so a client that stops reading costs at most that much here. A stream that
+   * closes (the client cancelled, the connection dropped) is `gone`.
    */
-  send(next: () => readonly Buffer[] | undefined): void;
+  sink<R>(frames: (r: R) => readonly Buffer[]): ResponseSink<R> | undefined;
 }
 
 /** `message` with gRPC's 5-byte prefix (uncompressed, big-endian length) in front. */
@@ -355,32 +357,24 @@ class CallOnStream implements DoorUnaryCall, DoorServerStreamCall {
     return stream;
   }
 
-  send(next: () => readonly Buffer[] | undefined): void {
+  sink<R>(frames: (r: R) => readonly Buffer[]): ResponseSink<R> | undefined {
     const stream = this.respondOk();
-    if (stream === undefined) return;
-    // Written while the stream holds less than the quota; past it, on 'drain' (node:http2 completes a write
-    // only once flow control let its bytes go to the socket, so 'drain' is the client's reading).
-    let source: (() => readonly Buffer[] | undefined) | undefined = next;
-    const pump = (): void => {
-      while (source !== undefined) {
-        if (stream.destroyed || stream.closed) break;
-        if (stream.writableLength >= STREAM_WRITE_QUOTA) return void stream.once('drain', pump);
-        const frames = source();
-        if (frames === undefined) {
-          source = undefined;
-          stream.end();
-          return;
-        }
-        for (const f of frames) stream.write(f);
-      }
-      source = undefined;
+    if (stream === undefined) return undefined;
+    // A cancelled or dropped stream lets its waiting writer (and the snapshot file it holds) go.
+    stream.once('close', () => stream.removeAllListeners('drain'));
+    return {
+      write: (r) => {
+        for (const f of frames(r)) stream.write(f);
+        return stream.writableLength < STREAM_WRITE_QUOTA;
+      },
+      // node:http2 completes a write only once flow control let its bytes go to the socket, so 'drain' is the
+      // client's reading.
+      onDrain: (resume) => void stream.once('drain', resume),
+      end: () => void stream.end(),
+      get gone() {
+        return stream.destroyed || stream.closed;
+      },
     };
-    // A cancelled or dropped stream: no more messages, and the source (the snapshot file) is let go.
-    stream.once('close', () => {
-      source = undefined;
-      stream.off('drain', pump);
-    });
-    pump();
   }
 
   fail(code: number, details: string): void {

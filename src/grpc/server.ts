@@ -26,7 +26,7 @@ import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { TLSSocket, type PeerCertificate } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { EtcdServer, grpcError, toGrpcError, type CallContext, type EndListener, type EtcdServerOptions, type GrpcError, type ResponseListener } from '../server/index.js';
+import { EtcdServer, grpcError, sendResponses, toGrpcError, type CallContext, type EndListener, type EtcdServerOptions, type GrpcError, type ResponseListener, type StreamHold } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import { serverCompat } from '../server/compat.js';
 import { DEFAULT_MAX_REQUEST_BYTES, type EtcdVersion } from '../mvcc/index.js';
@@ -319,7 +319,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
       doorServerStream.set(m.path, (call) => runDoorServerStream(own, call, deserialize));
     }
   };
-  const serverStream = <Req, Res>(fn: (req: Req, ctx: CallContext) => Awaitable<Iterable<Res>>): grpc.handleServerStreamingCall<Req, Res> =>
+  const serverStream = <Req, Res>(fn: (req: Req, ctx: CallContext) => Awaitable<Iterable<Res | StreamHold>>): grpc.handleServerStreamingCall<Req, Res> =>
     serverStreamHandler(fn, callContext, streamUnmarshal);
   // Server-streaming methods the thin path serves (front_door.ts, FrontDoorOptions.serverStream): the same
   // service function as on grpc-js, its responses written as framed buffers by `frames` as the stream drains
@@ -327,7 +327,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
   const doorServerStream = new Map<string, (call: DoorServerStreamCall) => void>();
   const doorStreamFns = new WeakMap<object, DoorStreamFn>();
   const thinServerStream = <Req, Res>(
-    fn: (req: Req, ctx: CallContext) => Awaitable<Iterable<Res>>,
+    fn: (req: Req, ctx: CallContext) => Awaitable<Iterable<Res | StreamHold>>,
     frames: (r: Res) => Buffer[],
   ): grpc.handleServerStreamingCall<Req, Res> => {
     const handler = serverStream(fn);
@@ -345,7 +345,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
       call.fail(grpc.status.INTERNAL, streamUnmarshal + req.error);
       return;
     }
-    let rs: Awaitable<Iterable<unknown>>;
+    let rs: Awaitable<Iterable<unknown | StreamHold>>;
     try {
       rs = own.fn(req, contextOfHeaders(call.headers, call.stream, readCommonName));
     } catch (err) {
@@ -354,12 +354,9 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
       return;
     }
     // Responses are asked for as the stream drains: a snapshot's are written as they are sent.
-    const send = (all: Iterable<unknown>): void => {
-      const it = all[Symbol.iterator]();
-      call.send(() => {
-        const r = it.next();
-        return r.done === true ? undefined : own.frames(r.value);
-      });
+    const send = (all: Iterable<unknown | StreamHold>): void => {
+      const sink = call.sink(own.frames);
+      if (sink !== undefined) sendResponses(all, sink);
     };
     if (isPromiseLike(rs)) {
       rs.then(send, (err: unknown) => {
@@ -695,7 +692,7 @@ const FRAMED_ENCODERS: Readonly<Record<string, ((r: never) => Buffer) | undefine
 
 /** A server-streaming method the thin path serves: its service function and its responses' wire frames. */
 interface DoorStreamFn {
-  readonly fn: (req: unknown, ctx: CallContext) => Awaitable<Iterable<unknown>>;
+  readonly fn: (req: unknown, ctx: CallContext) => Awaitable<Iterable<unknown | StreamHold>>;
   readonly frames: (r: unknown) => Buffer[];
 }
 
@@ -816,7 +813,7 @@ function commonNameOf(cert: PeerCertificate | undefined): string | undefined {
 }
 
 function serverStreamHandler<Req, Res>(
-  fn: (req: Req, ctx: CallContext) => Awaitable<Iterable<Res>>,
+  fn: (req: Req, ctx: CallContext) => Awaitable<Iterable<Res | StreamHold>>,
   callContext: (call: CallSurface) => CallContext,
   unmarshalPrefix: string,
 ): grpc.handleServerStreamingCall<Req, Res> {
@@ -826,7 +823,7 @@ function serverStreamHandler<Req, Res>(
       call.emit('error', statusError({ code: grpc.status.INTERNAL, details: unmarshalPrefix + req.error }));
       return;
     }
-    let rs: Awaitable<Iterable<Res>>;
+    let rs: Awaitable<Iterable<Res | StreamHold>>;
     try {
       rs = fn(req, callContext(call));
     } catch (err) {
@@ -835,22 +832,15 @@ function serverStreamHandler<Req, Res>(
     }
     // Written as grpc-js's stream takes them ('drain'), not all at once: a client that stops reading a
     // snapshot holds back its responses here, not encoded copies of the whole file in grpc-js's queue.
-    const send = (all: Iterable<Res>): void => {
-      const it = all[Symbol.iterator]();
-      const pump = (): void => {
-        for (;;) {
-          if (call.cancelled) return;
-          const r = it.next();
-          if (r.done === true) break;
-          if (!call.write(r.value)) {
-            call.once('drain', pump);
-            return;
-          }
-        }
-        call.end();
-      };
-      pump();
-    };
+    const send = (all: Iterable<Res | StreamHold>): void =>
+      sendResponses(all, {
+        write: (r) => call.write(r),
+        onDrain: (resume) => void call.once('drain', resume),
+        end: () => call.end(),
+        get gone() {
+          return call.cancelled;
+        },
+      });
     if (isPromiseLike(rs)) rs.then(send, (err: unknown) => call.emit('error', statusError(toGrpcError(err))));
     else send(rs);
   };

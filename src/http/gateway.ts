@@ -20,7 +20,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
-import { grpcError, toGrpcError, type BidiStream, type CallContext, type FlowControl, type GrpcError } from '../server/index.js';
+import { grpcError, sendResponses, toGrpcError, type BidiStream, type CallContext, type FlowControl, type GrpcError, type StreamHold } from '../server/index.js';
 import { isPromiseLike, type Awaitable, type ServedMember } from './served_member.js';
 import type { WaitingCallContext } from '../server/concurrency.js';
 import { GrpcCode, type EtcdVersion } from '../mvcc/index.js';
@@ -58,7 +58,7 @@ type Fits<T, U extends T> = U;
 export type _Fit = [Fits<HttpRequest, IncomingMessage>, Fits<HttpRequest, Http2ServerRequest>, Fits<HttpResponse, ServerResponse>, Fits<HttpResponse, Http2ServerResponse>];
 
 type Unary = (s: ServedMember, req: never, ctx: CallContext) => unknown;
-type ServerStream = (s: ServedMember, req: never, ctx: CallContext) => Awaitable<Iterable<unknown>>;
+type ServerStream = (s: ServedMember, req: never, ctx: CallContext) => Awaitable<Iterable<unknown | StreamHold>>;
 
 /** A bidirectional call of the services (WatchCall, KeepAliveCall) as the gateway drives it. */
 type BidiCall = BidiStream<never, unknown> & FlowControl & { abort(err?: GrpcError): void; flush(): number };
@@ -263,29 +263,26 @@ function serveUnary(s: ServedMember, route: Route, ctx: CallContext, body: strin
 /** Calls a non-bidirectional route's method with its request and writes the answer. */
 function callUnary(s: ServedMember, route: Route, ctx: CallContext, msg: Record<string, unknown>, res: HttpResponse, open: Set<BidiCall>): void {
   if (route.serverStream !== undefined) {
-    let rs: Awaitable<Iterable<unknown>>;
+    let rs: Awaitable<Iterable<unknown | StreamHold>>;
     try {
       rs = route.serverStream(s, msg as never, ctx);
     } catch (err) {
       callError(res, s.etcdVersion, toGrpcError(err));
       return;
     }
-    // Each response is asked for once the socket took the one before (a snapshot's file is written as it
-    // is sent, as etcd's gateway relays its gRPC stream); a client that stops reading holds the writer.
-    const send = (all: Iterable<unknown>): void => {
+    // Relayed as etcd's gateway relays its gRPC stream: each response once the socket took the one before.
+    const send = (all: Iterable<unknown | StreamHold>): void => {
       startStream(res);
-      const it = all[Symbol.iterator]();
       let gone = false;
       res.on('close', () => (gone = true));
-      const pump = (): void => {
-        for (;;) {
-          if (gone) return;
-          const r = it.next();
-          if (r.done === true) return void res.end();
-          if (!res.write(`{"result":${messageToJson(typeName(route.responseType), r.value)}}\n`)) return void res.once('drain', pump);
-        }
-      };
-      pump();
+      sendResponses(all, {
+        write: (r) => res.write(`{"result":${messageToJson(typeName(route.responseType), r)}}\n`),
+        onDrain: (resume) => void res.once('drain', resume),
+        end: () => void res.end(),
+        get gone() {
+          return gone;
+        },
+      });
     };
     // A cluster member answers once Raft let it (served_member.ts).
     if (isPromiseLike(rs)) rs.then(send, (err: unknown) => callError(res, s.etcdVersion, toGrpcError(err)));

@@ -6,7 +6,7 @@
  * ReadIndex), so its answers may be Promises. Both doors take either through these types: one handler table
  * per door, one path, for both.
  */
-import type { AuthService, CallContext, ElectionService, KeepAliveCall, KVService, LockService, WatchCall } from '../server/index.js';
+import type { AuthService, CallContext, ElectionService, KeepAliveCall, KVService, LockService, StreamHold, WatchCall } from '../server/index.js';
 import type { AwaitableService } from '../server/answers.js';
 import type { SnapshotStreamOptions } from '../server/maintenance_service.js';
 import type * as M from '../server/messages.js';
@@ -44,9 +44,10 @@ export interface ServedServices {
     /**
      * Maintenance.Snapshot as a stream (MaintenanceService.snapshotStream): the member's backend of the moment
      * the call reaches it, its file written as the responses are asked for — etcd streams its bbolt file as
-     * the client reads. A cluster member's comes once the member takes the call (not while it is paused).
+     * the client reads. A cluster member's comes once the member takes the call, and holds (StreamHold)
+     * while the member is paused or the link is dropped.
      */
-    snapshotStream(req?: M.SnapshotRequest, ctx?: CallContext, opts?: SnapshotStreamOptions): Awaitable<Iterable<M.SnapshotResponse>>;
+    snapshotStream(req?: M.SnapshotRequest, ctx?: CallContext, opts?: SnapshotStreamOptions): Awaitable<Iterable<M.SnapshotResponse | StreamHold>>;
   };
   readonly auth: AwaitableService<AuthService>;
   /** Lock waits (a Promise on every member); Unlock answers at once on a single member, later on a cluster member. */

@@ -14,7 +14,8 @@ export {
 } from './etcd_server.js';
 export { KVService } from './kv_service.js';
 export { WatchService, WatchCall, type ResponseListener, type EndListener } from './watch_service.js';
-export type { BidiStream, FlowControl, ResponseStream } from './stream_call.js';
+export type { BidiStream, FlowControl, ResponseSink, ResponseStream } from './stream_call.js';
+export { sendResponses, StreamHold } from './stream_call.js';
 export { LeaseService, KeepAliveCall } from './lease_service.js';
 export { MaintenanceService } from './maintenance_service.js';
 export { ClusterService } from './cluster_service.js';

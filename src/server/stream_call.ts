@@ -235,3 +235,43 @@ export abstract class StreamCall<Res> implements Deliverable, FlowControl {
     for (const l of this.endListeners.splice(0)) l(err);
   }
 }
+
+/**
+ * A pause among a server stream's responses (Maintenance.Snapshot on a cluster member): the member cannot
+ * send now — it is stopped, or its link to the client is down — and `until` calls back once it can go on,
+ * as a stopped etcd's send loop sends nothing until SIGCONT.
+ */
+export class StreamHold {
+  constructor(readonly until: (resume: () => void) => void) {}
+}
+
+/** Where a front door writes a server stream's responses: its transport for one call. */
+export interface ResponseSink<R> {
+  /** Writes one response; false: the transport holds enough, wait for `onDrain` before the next. */
+  write(r: R): boolean;
+  onDrain(resume: () => void): void;
+  /** Every response is written: the call ends OK. */
+  end(): void;
+  /** The client went away (cancelled, connection gone): nothing more is asked of the responses. */
+  readonly gone: boolean;
+}
+
+/**
+ * Writes a server stream's responses as the sink takes them — the next one is asked for only once the
+ * transport took the one before (a snapshot's file is written as it is sent, and a client that stops
+ * reading holds the writer back) — waiting out each StreamHold, then ends the call.
+ */
+export function sendResponses<R>(responses: Iterable<R | StreamHold>, sink: ResponseSink<R>): void {
+  const it = responses[Symbol.iterator]();
+  const pump = (): void => {
+    for (;;) {
+      if (sink.gone) return;
+      const r = it.next();
+      if (r.done === true) return void sink.end();
+      const v = r.value;
+      if (v instanceof StreamHold) return void v.until(pump);
+      if (!sink.write(v)) return void sink.onDrain(pump);
+    }
+  };
+  pump();
+}

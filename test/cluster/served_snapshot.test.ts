@@ -154,6 +154,11 @@ function snapshotCall(i: number) {
         };
         stream.on('data', check);
       }),
+    /** Reads again after stopAfter. */
+    readAgain: (): void => {
+      stream.on('data', onData);
+      stream.resume();
+    },
     body: (): Buffer => Buffer.concat(chunks),
   };
 }
@@ -244,6 +249,41 @@ test('a paused member sends nothing until resumed; then its snapshot streams who
     const db = Buffer.concat(messages.slice(0, -1).map((m) => m.blob));
     assert.ok(messages.at(-1)!.blob.equals(createHash('sha256').update(db).digest()), 'the SHA-256 of what was sent comes last');
     assert.ok(Buffer.concat([db, messages.at(-1)!.blob]).equals(Buffer.from(h.cluster.member(f).server.etcdSnapshot())), 'the member\'s own file');
+  } finally {
+    pulls.restore();
+    if (h.cluster.member(f).paused) await lever(`resume?member=${f}`, via);
+    call.session.destroy();
+  }
+});
+
+test('a member paused mid-stream sends nothing more until resumed, as a SIGSTOPped etcd; then the rest of its file', async () => {
+  const f = follower();
+  const via = (f + 1) % 3;
+  const pulls = countPulls(h.cluster.member(f).server);
+  const call = snapshotCall(f);
+  try {
+    await call.stopAfter(4 * BLOB);
+    await lever(`pause?member=${f}`, via);
+    const takenAtPause = pulls.taken;
+    // The client reads again: what was already written reaches it, and then nothing, however many turns pass.
+    call.readAgain();
+    let steady = `${pulls.taken}/${call.seen.received}`;
+    for (let turns = 0; turns < 200; turns++) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      const now = `${pulls.taken}/${call.seen.received}`;
+      if (now !== steady) {
+        steady = now;
+        turns = 0;
+      }
+    }
+    assert.equal(pulls.taken, takenAtPause, 'no piece of the file taken while the member is stopped');
+    assert.equal(call.seen.closed, false);
+    assert.ok(call.seen.received < (4 << 20) / 2, `${call.seen.received} bytes: far from the whole file`);
+    await lever(`resume?member=${f}`, via);
+    assert.equal((await call.trailers)['grpc-status'], '0');
+    await call.closed;
+    const messages = messagesOf(call.body()).map(snapshotResponseFields);
+    assert.ok(Buffer.concat(messages.map((m) => m.blob)).equals(Buffer.from(h.cluster.member(f).server.etcdSnapshot())), 'the whole file, once');
   } finally {
     pulls.restore();
     if (h.cluster.member(f).paused) await lever(`resume?member=${f}`, via);

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { EtcdCluster } from '../../src/server/cluster/index.js';
 import type { messages as M, GrpcError } from '../../src/index.js';
 import { VirtualClock } from '../../src/sim/index.js';
+import { StreamHold } from '../../src/server/index.js';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -201,5 +202,24 @@ test('links are per client: another client\u2019s watch on the same member is no
   await c.advance(0);
   assert.equal(free.rs[0]?.created, true);
   assert.equal(held.rs.length, 0);
+  c.close();
+});
+
+test('a Snapshot stream over a dropped link holds before its next piece; restore-link lets it go on', async () => {
+  const c = newCluster();
+  await c.member(0).services.kv.put({ key: B('k'), value: B('v') });
+  const pieces = (await c.connect(1, { client: 'app' }).maintenance.snapshotStream())[Symbol.iterator]();
+  const first = pieces.next().value;
+  assert.ok(!(first instanceof StreamHold) && first!.blob.length > 0);
+  c.dropLink('app', 1);
+  const held = pieces.next().value;
+  assert.ok(held instanceof StreamHold, 'nothing more while the link is down');
+  let resumed = false;
+  held.until(() => (resumed = true));
+  await c.advance(1000);
+  assert.equal(resumed, false);
+  c.restoreLink('app', 1);
+  assert.equal(resumed, true);
+  assert.ok(!(pieces.next().value instanceof StreamHold));
   c.close();
 });

@@ -18,6 +18,8 @@ import * as grpc from '@grpc/grpc-js';
 import { serve, type ServeHandle } from '../../src/grpc/server.js';
 import { installFrontDoor, type DoorServerStreamCall } from '../../src/grpc/front_door.js';
 import { snapshotResponseFrames } from '../../src/grpc/snapshot_wire.js';
+import { sendResponses } from '../../src/server/index.js';
+import type * as M from '../../src/server/messages.js';
 import { readEtcdSnapshot } from '../../src/snapshot/index.js';
 import { requireCommands } from '../support/prerequisites.js';
 import { ctlOk, scratchDir } from '../snapshot/helpers.js';
@@ -240,7 +242,15 @@ test('a client that stops reading: the door stops at the write quota, and a canc
         '/test.Big/Stream',
         (c: DoorServerStreamCall) => {
           served = c;
-          c.send(() => (asked < TOTAL ? (asked++, snapshotResponseFrames({ header: null, remaining_bytes: String((TOTAL - asked) * MESSAGE), blob: body })) : undefined));
+          // The responses, made as they are asked for.
+          const responses = {
+            [Symbol.iterator]: () => ({
+              next: (): IteratorResult<M.SnapshotResponse> =>
+                asked < TOTAL ? { done: false, value: { header: null, remaining_bytes: String((TOTAL - ++asked) * MESSAGE), blob: body } } : { done: true, value: undefined },
+            }),
+          };
+          const sink = c.sink(snapshotResponseFrames);
+          if (sink !== undefined) sendResponses(responses, sink);
         },
       ],
     ]),

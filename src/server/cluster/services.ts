@@ -24,8 +24,8 @@ import type { WatchCall } from '../watch_service.js';
 import { errBadLeaderTransferee, errMemberDown, errNoLeader, errNotLeader, errTimeout } from './errors.js';
 import { ClusterKeepAliveCall } from './keep_alive.js';
 import { leaderMonitor, requiresLeader } from './require_leader.js';
-import { overClientLink } from './stream_link.js';
-import type { StreamCall } from '../stream_call.js';
+import { heldOverClientLink, overClientLink } from './stream_link.js';
+import type { StreamCall, StreamHold } from '../stream_call.js';
 import { clusterConcurrency, type ClusterElection, type ClusterLock } from './concurrency.js';
 import type { ConnectOptions, EtcdCluster, MemberState, Reply } from './cluster.js';
 
@@ -55,7 +55,7 @@ export interface ClusterMaintenance {
   alarm(req?: M.AlarmRequest, ctx?: CallContext): Promise<M.AlarmResponse>;
   snapshot(req?: M.SnapshotRequest, ctx?: CallContext): Promise<M.SnapshotResponse[]>;
   /** snapshot() as MaintenanceService.snapshotStream: the member's backend once the call reaches it, its file written as the responses are asked for. */
-  snapshotStream(req?: M.SnapshotRequest, ctx?: CallContext, opts?: SnapshotStreamOptions): Promise<IterableIterator<M.SnapshotResponse>>;
+  snapshotStream(req?: M.SnapshotRequest, ctx?: CallContext, opts?: SnapshotStreamOptions): Promise<Iterable<M.SnapshotResponse | StreamHold>>;
 }
 
 /** Cluster (membership) on a cluster member. */
@@ -165,7 +165,8 @@ export class ClusterMemberServices {
       defragment: (req, ctx) => local((s) => s.services.maintenance.defragment(req ?? {}, ctx), ctx),
       alarm: (req, ctx) => local((s) => s.services.maintenance.alarm(req ?? {}, ctx), ctx),
       snapshot: (req, ctx) => local((s) => s.services.maintenance.snapshot(req ?? {}, ctx), ctx),
-      snapshotStream: (req, ctx, opts) => local((s) => s.services.maintenance.snapshotStream(req ?? {}, ctx, opts), ctx),
+      // Held, before each piece, while the member is stopped or the client's link is down (a SIGSTOPped etcd sends nothing more).
+      snapshotStream: (req, ctx, so) => local((s) => heldOverClientLink(c, m, opts, s.services.maintenance.snapshotStream(req ?? {}, ctx, so)), ctx),
     };
     this.cluster = {
       memberList: () =>

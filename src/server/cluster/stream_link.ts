@@ -8,7 +8,7 @@
  * does not read makes them); once it is back they go on, each after the link's delay.
  */
 import type { TimerHandle } from '../../sim/index.js';
-import type { StreamCall, StreamLink } from '../stream_call.js';
+import { StreamHold, type StreamCall, type StreamLink } from '../stream_call.js';
 import { DEFAULT_CLIENT, type ConnectOptions, type EtcdCluster, type MemberState } from './cluster.js';
 
 /** One direction of the link: messages in the order sent, each due at its send time plus the link's delay. */
@@ -85,4 +85,20 @@ export class ClusterStreamLink implements StreamLink {
 export function overClientLink<S extends Pick<StreamCall<unknown>, 'attachLink'>>(c: EtcdCluster, m: MemberState, opts: ConnectOptions, call: S): S {
   call.attachLink(new ClusterStreamLink(c, opts.client ?? DEFAULT_CLIENT, m));
   return call;
+}
+
+/**
+ * A server stream's responses (Maintenance.Snapshot) from member `m` over the link of the client `opts`
+ * names: before each one, a StreamHold while the link is down or the member stopped, so that nothing more
+ * is sent until the link is back or the member runs again.
+ */
+export function heldOverClientLink<R>(c: EtcdCluster, m: MemberState, opts: ConnectOptions, responses: Iterable<R>): Iterable<R | StreamHold> {
+  const link = new ClusterStreamLink(c, opts.client ?? DEFAULT_CLIENT, m);
+  const hold = new StreamHold((resume) => link.toClient(resume));
+  const it = responses[Symbol.iterator]();
+  const held: IterableIterator<R | StreamHold> = {
+    next: () => (link.blocked ? { done: false, value: hold } : it.next()),
+    [Symbol.iterator]: () => held,
+  };
+  return held;
 }
