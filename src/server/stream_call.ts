@@ -107,7 +107,8 @@ export abstract class StreamCall<Res> implements Deliverable, FlowControl {
 
   /**
    * @internal Puts the call on a link (a cluster member's client link): from now on the member reads the
-   * client's requests, and the client gets responses and the call's end, as the link carries them.
+   * client's requests, and the client's listeners get responses and the call's end, as the link carries
+   * them. `take()` still reads the member's queue as it is (a test looking inside the member).
    */
   attachLink(link: StreamLink): void {
     this.link = link;
