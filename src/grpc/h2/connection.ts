@@ -1,0 +1,826 @@
+/**
+ * The server side of one HTTP/2 connection (RFC 9113, with HPACK of RFC 7541) over a net.Socket, a
+ * TLSSocket or any Duplex — the transport etcdsim's gRPC front door is to run on instead of node:http2.
+ *
+ * Design, chosen for CPU per call (a do-nothing server on it should cost a fifth of node:http2's):
+ * - One object per request: the H2Stream record (with its header list, a flat [name, value, ...] array).
+ *   No EventEmitter, no Node stream object, no promise per stream; the server sets callbacks on the record
+ *   (onData/onEnd/onClose/onDrain) when `onStream` hands it over.
+ * - Frames are parsed in place from the socket's buffers (no object per frame); request DATA goes to
+ *   onData as views of the read buffer, never copied.
+ * - Output is batched (FrameWriter): every frame produced while one socket read is handled — replies
+ *   written synchronously by the handlers included — goes out in one socket write; frames produced
+ *   elsewhere (a reply resolved later) are flushed once per tick (setImmediate).
+ * - HPACK: a full decoder (clients index everything, so steady-state request headers are table hits); the
+ *   encoder never indexes, so a server can encode its constant header blocks once (HpackEncoder.constant)
+ *   and every connection sends them as they are.
+ * - Flow control both ways. Receive: request bytes count as consumed once delivered to onData (the server
+ *   bounds what it buffers, as gRPC bounds message size); a WINDOW_UPDATE gives back a stream's or the
+ *   connection's window once half of it is consumed, so a large request streams through. Send: DATA
+ *   goes out within min(stream window, connection window, peer's max frame size); the rest waits in the
+ *   stream's queue and resumes on WINDOW_UPDATE (streams starved of connection window wait in FIFO
+ *   order); write() reports false past a write quota (64 KiB by default, grpc-go's) and onDrain follows.
+ *   Trailers wait behind their stream's queued DATA. The socket's own buffer is not watched: what it can
+ *   hold is bounded by the peer's connection window, which only the peer's reading raises.
+ * - Errors as RFC 9113 §5.4 sorts them: connection errors (GOAWAY with the code and a reason, then the
+ *   socket ends; every open stream's onClose gets the code) and stream errors (RST_STREAM; the connection
+ *   lives on). HPACK failures are COMPRESSION_ERROR connection errors, since the tables are out of step.
+ * - Limits: SETTINGS_MAX_CONCURRENT_STREAMS (REFUSED_STREAM beyond), SETTINGS_MAX_HEADER_LIST_SIZE
+ *   (`:status 431`, the block still decoded so the HPACK table stays in step), a bound on a compressed
+ *   header block across CONTINUATION frames (ENHANCE_YOUR_CALM), SETTINGS_MAX_FRAME_SIZE (FRAME_SIZE_ERROR).
+ * - Simplifications, all allowed by the RFC: PRIORITY and priority fields are ignored; no server push
+ *   (SETTINGS_ENABLE_PUSH is irrelevant to a server); until the peer ACKs our SETTINGS a stream receive
+ *   window set below the protocol's 65535 is not enforced below 65535 (the peer may not know it yet), and
+ *   nothing else depends on the ACK; frames on streams we reset recently are
+ *   ignored (a bounded memory of ids); when a response ends before the request did, RST_STREAM NO_ERROR
+ *   tells the client to stop sending (RFC 9113 §8.1), as grpc-go does; close() sends one GOAWAY with the
+ *   last stream id seen (not the two-step shutdown) and ends the socket when the remaining streams finish.
+ */
+import { Buffer } from 'node:buffer';
+import type { Duplex } from 'node:stream';
+import {
+  CLIENT_PREFACE,
+  DEFAULT_MAX_FRAME_SIZE,
+  DEFAULT_WINDOW,
+  ErrorCode,
+  FRAME_HEADER_LENGTH,
+  Flags,
+  FrameType,
+  MAX_MAX_FRAME_SIZE,
+  MAX_WINDOW,
+  SETTINGS_ACK,
+  Setting,
+  goawayFrame,
+  rstStreamFrame,
+  settingsFrame,
+  windowUpdateFrame,
+} from './frames.js';
+import { EncodedHeaders, HpackDecoder, HpackEncoder, HpackError, type OutgoingHeaders } from './hpack.js';
+import { H2Stream } from './stream.js';
+import { FrameWriter } from './writer.js';
+
+/** How a server uses a connection: the stream callback, and limits (each with a default). */
+export interface ConnectionOptions {
+  /** A request's headers arrived: a new stream. Set its callbacks here (its DATA may follow in the same read). */
+  readonly onStream: (stream: H2Stream) => void;
+  /** The connection is gone (socket closed), after every stream's onClose. */
+  readonly onClose?: (() => void) | undefined;
+  /** The client sent GOAWAY (it opens no more streams; the connection ends when the open ones finish). */
+  readonly onGoaway?: ((code: number, lastStreamId: number) => void) | undefined;
+  /** SETTINGS_MAX_CONCURRENT_STREAMS we announce and enforce (REFUSED_STREAM beyond it). Default 1000. */
+  readonly maxConcurrentStreams?: number | undefined;
+  /** Receive window of each stream (SETTINGS_INITIAL_WINDOW_SIZE). Default 1 MiB. */
+  readonly initialWindowSize?: number | undefined;
+  /** Receive window of the connection (raised by a WINDOW_UPDATE at the start). Default 1 MiB. */
+  readonly connectionWindowSize?: number | undefined;
+  /** SETTINGS_MAX_FRAME_SIZE we announce and enforce. Default 16384. */
+  readonly maxFrameSize?: number | undefined;
+  /** SETTINGS_HEADER_TABLE_SIZE for our HPACK decoder. Default 4096. */
+  readonly headerTableSize?: number | undefined;
+  /** Largest compressed header block (HEADERS + CONTINUATION) accepted; beyond, ENHANCE_YOUR_CALM. Default 1 MiB. */
+  readonly maxHeaderBlockSize?: number | undefined;
+  /** SETTINGS_MAX_HEADER_LIST_SIZE we announce and enforce (decoded octets + 32 per field; beyond: 431). Default 16 MiB (grpc-go's). */
+  readonly maxHeaderListSize?: number | undefined;
+  /** Queued response bytes per stream past which write() returns false. Default 64 KiB (grpc-go's write quota). */
+  readonly writeQuota?: number | undefined;
+  /** Huffman-code header literals we encode. Default false (cheaper; gRPC replies are short). */
+  readonly huffman?: boolean | undefined;
+  /** Bytes already read from the socket (after sniffing the protocol), processed first. */
+  readonly head?: Buffer | undefined;
+}
+
+/** A connection error (RFC 9113 §5.4.1): GOAWAY with `code`, then the connection closes. */
+class ConnectionError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** How many ids of streams we reset are remembered, so frames the peer had in flight on them are ignored. */
+const RESET_MEMORY = 1024;
+
+/** Connection-specific header fields a request must not carry (RFC 9113 §8.2.2). */
+const CONNECTION_SPECIFIC = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
+
+/**
+ * Regular header names already found valid (clients send the same few on every call): a set lookup instead
+ * of a scan per name. Bounded, so odd names cannot grow it without end.
+ */
+const allowedNames = new Set<string>();
+const ALLOWED_NAMES_MEMORY = 1024;
+
+/**
+ * Checks a request header list (RFC 9113 §8.2, §8.3.1): lower-case names, pseudo-headers first, known,
+ * once each, :method, :scheme and a non-empty :path present, no connection-specific fields, `te` only
+ * "trailers". Returns the :path, or undefined when the request is malformed.
+ */
+function requestPath(h: readonly string[]): string | undefined {
+  let path: string | undefined;
+  let method = false;
+  let scheme = false;
+  let authority = false;
+  let regular = false;
+  for (let i = 0; i < h.length; i += 2) {
+    const name = h[i]!;
+    if (name.charCodeAt(0) === 0x3a /* : */) {
+      if (regular) return undefined;
+      switch (name) {
+        case ':path':
+          if (path !== undefined || h[i + 1] === '') return undefined;
+          path = h[i + 1]!;
+          break;
+        case ':method':
+          if (method) return undefined;
+          method = true;
+          break;
+        case ':scheme':
+          if (scheme) return undefined;
+          scheme = true;
+          break;
+        case ':authority':
+          if (authority) return undefined;
+          authority = true;
+          break;
+        default:
+          return undefined;
+      }
+      continue;
+    }
+    regular = true;
+    if (name === 'te') {
+      if (h[i + 1] !== 'trailers') return undefined;
+    } else if (!allowedNames.has(name)) {
+      if (name === '' || /[A-Z]/.test(name) || CONNECTION_SPECIFIC.has(name)) return undefined;
+      if (allowedNames.size < ALLOWED_NAMES_MEMORY) allowedNames.add(name);
+    }
+  }
+  return method && scheme ? path : undefined;
+}
+
+/** Whether a trailer list is free of pseudo-headers and upper-case names (RFC 9113 §8.1). */
+function validTrailers(h: readonly string[]): boolean {
+  for (let i = 0; i < h.length; i += 2) {
+    const name = h[i]!;
+    if (name.charCodeAt(0) === 0x3a || /[A-Z]/.test(name)) return false;
+  }
+  return true;
+}
+
+/** One server-side HTTP/2 connection; see the top of this file for the design. */
+export class Http2ServerConnection {
+  private readonly socket: Duplex;
+  private readonly writer: FrameWriter;
+  private readonly decoder: HpackDecoder;
+  private readonly encoder: HpackEncoder;
+  private readonly onStream: (stream: H2Stream) => void;
+  private readonly onCloseCb: (() => void) | undefined;
+  private readonly onGoawayCb: ((code: number, lastStreamId: number) => void) | undefined;
+  private readonly maxConcurrent: number;
+  private readonly streamWindow: number;
+  private readonly connWindow: number;
+  private readonly maxFrame: number;
+  private readonly maxHeaderBlock: number;
+  private readonly maxHeaderList: number;
+  private readonly writeQuota: number;
+
+  /** Unparsed input, and how much of the client preface has been checked. */
+  private buf: Buffer = Buffer.alloc(0);
+  private prefaceSeen = 0;
+  private settingsSeen = false;
+  private readonly streams = new Map<number, H2Stream>();
+  /** The highest stream id the client opened (or tried to). */
+  private lastStreamId = 0;
+  private readonly resetIds = new Set<number>();
+
+  /** A header block being continued: its stream id (0: none), HEADERS flags, fragments and size. */
+  private contId = 0;
+  private contFlags = 0;
+  private contParts: Buffer[] = [];
+  private contBytes = 0;
+
+  /** Receive: window left on the connection, and bytes consumed since our last connection WINDOW_UPDATE. */
+  private recvWindow: number;
+  private recvUnacked = 0;
+  /** Until the peer ACKs our SETTINGS, what it may still send per stream beyond a window we set below the default. */
+  private recvSlack: number;
+  /** Send: the connection window the peer grants, its initial stream window and max frame size. */
+  private sendWindow = DEFAULT_WINDOW;
+  private peerInitialWindow = DEFAULT_WINDOW;
+  private peerMaxFrame = DEFAULT_MAX_FRAME_SIZE;
+  /** Streams with queued DATA waiting for connection window, in arrival order. */
+  private blocked: H2Stream[] = [];
+
+  private inRead = false;
+  private flushScheduled = false;
+  /** GOAWAY sent (graceful close or connection error): no new streams; its code, for onClose of the rest. */
+  private goawaySent = false;
+  private goawayCode: number = ErrorCode.NO_ERROR;
+  private goawayReceived = false;
+  /** The socket is done with (ended after a connection error, or closed). */
+  private dead = false;
+
+  constructor(socket: Duplex, options: ConnectionOptions) {
+    this.socket = socket;
+    this.writer = new FrameWriter(socket);
+    this.onStream = options.onStream;
+    this.onCloseCb = options.onClose;
+    this.onGoawayCb = options.onGoaway;
+    this.maxConcurrent = options.maxConcurrentStreams ?? 1000;
+    this.streamWindow = options.initialWindowSize ?? 1 << 20;
+    this.connWindow = options.connectionWindowSize ?? 1 << 20;
+    this.maxFrame = options.maxFrameSize ?? DEFAULT_MAX_FRAME_SIZE;
+    this.maxHeaderBlock = options.maxHeaderBlockSize ?? 1 << 20;
+    this.maxHeaderList = options.maxHeaderListSize ?? 16 << 20;
+    this.writeQuota = options.writeQuota ?? 64 * 1024;
+    if (this.streamWindow > MAX_WINDOW || this.connWindow > MAX_WINDOW || this.connWindow < DEFAULT_WINDOW) throw new RangeError('window size out of range');
+    if (this.maxFrame < DEFAULT_MAX_FRAME_SIZE || this.maxFrame > MAX_MAX_FRAME_SIZE) throw new RangeError('maxFrameSize out of range');
+    const tableSize = options.headerTableSize ?? 4096;
+    this.decoder = new HpackDecoder(tableSize);
+    this.encoder = new HpackEncoder(options.huffman ?? false);
+    this.recvWindow = this.connWindow;
+    this.recvSlack = Math.max(0, DEFAULT_WINDOW - this.streamWindow);
+
+    const settings: Array<[number, number]> = [
+      [Setting.MAX_CONCURRENT_STREAMS, this.maxConcurrent],
+      [Setting.INITIAL_WINDOW_SIZE, this.streamWindow],
+      [Setting.MAX_HEADER_LIST_SIZE, this.maxHeaderList],
+    ];
+    if (this.maxFrame !== DEFAULT_MAX_FRAME_SIZE) settings.push([Setting.MAX_FRAME_SIZE, this.maxFrame]);
+    if (tableSize !== 4096) settings.push([Setting.HEADER_TABLE_SIZE, tableSize]);
+    this.writer.raw(settingsFrame(settings));
+    if (this.connWindow > DEFAULT_WINDOW) this.writer.raw(windowUpdateFrame(0, this.connWindow - DEFAULT_WINDOW));
+
+    const s = socket as Duplex & { setNoDelay?: (noDelay: boolean) => unknown };
+    if (typeof s.setNoDelay === 'function') s.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => this.onRead(chunk));
+    socket.on('error', () => {}); // 'close' follows
+    socket.on('close', () => this.onSocketClose());
+    if (options.head !== undefined && options.head.length > 0) this.onRead(options.head);
+    else this.writer.flush();
+  }
+
+  /** Streams open now (request or response side not finished). */
+  get streamCount(): number {
+    return this.streams.size;
+  }
+
+  /**
+   * Graceful close: GOAWAY NO_ERROR naming the last stream seen; streams already open finish, new ones are
+   * ignored, and the socket ends when none remain.
+   */
+  close(): void {
+    if (this.dead || this.goawaySent) return;
+    this.goawaySent = true;
+    this.writer.raw(goawayFrame(this.lastStreamId, ErrorCode.NO_ERROR));
+    this.writer.flush();
+    if (this.streams.size === 0) this.endSocket();
+  }
+
+  /** Closes at once: GOAWAY with `code`, every stream closed with it, the socket ended. */
+  fail(code: number, reason = ''): void {
+    this.connectionError(new ConnectionError(code, reason));
+  }
+
+  /** Drops the socket without a word (streams close with CANCEL). */
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Input.
+
+  private onRead(chunk: Buffer): void {
+    if (this.dead) return;
+    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
+    this.inRead = true;
+    try {
+      this.parse();
+    } catch (e) {
+      this.inRead = false;
+      if (e instanceof ConnectionError) this.connectionError(e);
+      else if (e instanceof HpackError) this.connectionError(new ConnectionError(ErrorCode.COMPRESSION_ERROR, e.message));
+      else {
+        // A callback of the server threw: its bug, but the peer learns no more than INTERNAL_ERROR.
+        this.connectionError(new ConnectionError(ErrorCode.INTERNAL_ERROR, 'internal error'));
+        throw e;
+      }
+      return;
+    }
+    this.inRead = false;
+    if (!this.dead) this.writer.flush();
+  }
+
+  private parse(): void {
+    const buf = this.buf;
+    let p = 0;
+    if (this.prefaceSeen < CLIENT_PREFACE.length) {
+      const n = Math.min(buf.length, CLIENT_PREFACE.length - this.prefaceSeen);
+      if (buf.compare(CLIENT_PREFACE, this.prefaceSeen, this.prefaceSeen + n, 0, n) !== 0) {
+        throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'invalid connection preface');
+      }
+      this.prefaceSeen += n;
+      p = n;
+    }
+    while (buf.length - p >= FRAME_HEADER_LENGTH) {
+      const len = (buf[p]! << 16) | (buf[p + 1]! << 8) | buf[p + 2]!;
+      if (len > this.maxFrame) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, `frame of ${len} octets over SETTINGS_MAX_FRAME_SIZE ${this.maxFrame}`);
+      if (buf.length - p < FRAME_HEADER_LENGTH + len) break;
+      const start = p + FRAME_HEADER_LENGTH;
+      p = start + len;
+      this.onFrame(buf[start - 6]!, buf[start - 5]!, buf.readUInt32BE(start - 4) & 0x7fffffff, buf, start, p);
+      if (this.dead) return;
+    }
+    this.buf = p === buf.length ? Buffer.alloc(0) : buf.subarray(p);
+  }
+
+  private onFrame(type: number, flags: number, id: number, buf: Buffer, start: number, end: number): void {
+    if (!this.settingsSeen) {
+      // The client's preface ends with a SETTINGS frame (RFC 9113 §3.4).
+      if (type !== FrameType.SETTINGS || (flags & Flags.ACK) !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'connection preface without SETTINGS');
+      this.settingsSeen = true;
+    }
+    if (this.contId !== 0 && type !== FrameType.CONTINUATION) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'expected CONTINUATION');
+    switch (type) {
+      case FrameType.DATA:
+        return this.onDataFrame(flags, id, buf, start, end);
+      case FrameType.HEADERS:
+        return this.onHeadersFrame(flags, id, buf, start, end);
+      case FrameType.CONTINUATION:
+        return this.onContinuation(flags, id, buf, start, end);
+      case FrameType.PRIORITY:
+        if (id === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PRIORITY on stream 0');
+        if (end - start !== 5) this.streamError(id, ErrorCode.FRAME_SIZE_ERROR);
+        return; // priorities are ignored (RFC 9113 §5.3.2 deprecates them)
+      case FrameType.RST_STREAM: {
+        if (id === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'RST_STREAM on stream 0');
+        if (end - start !== 4) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'RST_STREAM length');
+        if (id > this.lastStreamId) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'RST_STREAM on an idle stream');
+        const st = this.streams.get(id);
+        if (st !== undefined) this.closeStream(st, buf.readUInt32BE(start), false);
+        return;
+      }
+      case FrameType.SETTINGS:
+        return this.onSettings(flags, id, buf, start, end);
+      case FrameType.PUSH_PROMISE:
+        throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PUSH_PROMISE from a client');
+      case FrameType.PING:
+        if (id !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PING on a stream');
+        if (end - start !== 8) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'PING length');
+        if ((flags & Flags.ACK) === 0) this.writer.frame(FrameType.PING, Flags.ACK, 0, buf, start, end);
+        return;
+      case FrameType.GOAWAY: {
+        if (id !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'GOAWAY on a stream');
+        if (end - start < 8) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'GOAWAY length');
+        this.goawayReceived = true;
+        this.onGoawayCb?.(buf.readUInt32BE(start + 4), buf.readUInt32BE(start) & 0x7fffffff);
+        if (this.streams.size === 0) this.endSocket();
+        return;
+      }
+      case FrameType.WINDOW_UPDATE:
+        return this.onWindowUpdate(id, buf, start, end);
+      default:
+        return; // unknown frame types are ignored (RFC 9113 §4.1)
+    }
+  }
+
+  private onDataFrame(flags: number, id: number, buf: Buffer, start: number, end: number): void {
+    if (id === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'DATA on stream 0');
+    const len = end - start; // flow control counts the whole payload, padding included
+    if (len > this.recvWindow) throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'connection receive window exceeded');
+    this.recvWindow -= len;
+    const st = this.streams.get(id);
+    if (st === undefined || st.remoteEnded) {
+      if (id > this.lastStreamId) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'DATA on an idle stream');
+      this.consumed(len);
+      if (st !== undefined) this.streamError(id, ErrorCode.STREAM_CLOSED);
+      else if (!this.resetIds.has(id)) this.streamError(id, ErrorCode.STREAM_CLOSED);
+      return;
+    }
+    if (len > st.recvWindow + this.recvSlack) {
+      this.consumed(len);
+      this.resetStream(st, ErrorCode.FLOW_CONTROL_ERROR);
+      return;
+    }
+    st.recvWindow -= len;
+    let s = start;
+    let e = end;
+    if (flags & Flags.PADDED) {
+      if (len === 0) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'PADDED DATA without a pad length');
+      e -= buf[s++]!;
+      if (e < s) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'padding longer than the frame');
+    }
+    if (e > s && st.onData !== undefined) st.onData(buf.subarray(s, e));
+    this.consumed(len);
+    if (st.closed) return; // the server reset it from onData
+    if (flags & Flags.END_STREAM) this.remoteEnd(st);
+    else {
+      st.recvUnacked += len;
+      if (st.recvUnacked >= this.streamWindow / 2) {
+        this.writer.raw(windowUpdateFrame(id, st.recvUnacked));
+        st.recvWindow += st.recvUnacked;
+        st.recvUnacked = 0;
+      }
+    }
+  }
+
+  /** `n` received octets are consumed: give the connection window back once half of it is. */
+  private consumed(n: number): void {
+    this.recvUnacked += n;
+    if (this.recvUnacked >= this.connWindow / 2) {
+      this.writer.raw(windowUpdateFrame(0, this.recvUnacked));
+      this.recvWindow += this.recvUnacked;
+      this.recvUnacked = 0;
+      this.scheduleFlush();
+    }
+  }
+
+  private onHeadersFrame(flags: number, id: number, buf: Buffer, start: number, end: number): void {
+    if (id === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'HEADERS on stream 0');
+    let s = start;
+    let e = end;
+    if (flags & Flags.PADDED) {
+      if (e - s < 1) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'PADDED HEADERS without a pad length');
+      e -= buf[s++]!;
+      if (e < s) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'padding longer than the frame');
+    }
+    let selfDependent = false;
+    if (flags & Flags.PRIORITY) {
+      if (e - s < 5) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'HEADERS too short for its priority');
+      selfDependent = (buf.readUInt32BE(s) & 0x7fffffff) === id;
+      s += 5;
+    }
+    if (flags & Flags.END_HEADERS) this.onHeaderBlock(id, flags, selfDependent, buf, s, e);
+    else {
+      this.contId = id;
+      this.contFlags = flags | (selfDependent ? 0x100 : 0);
+      this.contParts = [buf.subarray(s, e)];
+      this.contBytes = e - s;
+    }
+  }
+
+  private onContinuation(flags: number, id: number, buf: Buffer, start: number, end: number): void {
+    if (this.contId === 0 || id !== this.contId) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'unexpected CONTINUATION');
+    this.contParts.push(buf.subarray(start, end));
+    this.contBytes += end - start;
+    if (this.contBytes > this.maxHeaderBlock) throw new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, 'header block too large');
+    if (flags & Flags.END_HEADERS) {
+      const block = Buffer.concat(this.contParts, this.contBytes);
+      const f = this.contFlags;
+      this.contId = 0;
+      this.contParts = [];
+      this.onHeaderBlock(id, f & 0xff, (f & 0x100) !== 0, block, 0, block.length);
+    }
+  }
+
+  /** A complete header block: a new request, or trailers ending one. */
+  private onHeaderBlock(id: number, flags: number, selfDependent: boolean, buf: Buffer, start: number, end: number): void {
+    // Decoded whatever becomes of the stream: the dynamic table must stay in step with the client's.
+    const decoded = this.decoder.decodeLimited(buf, start, end, this.maxHeaderList);
+    const endStream = (flags & Flags.END_STREAM) !== 0;
+    const open = this.streams.get(id);
+    if (decoded === undefined) {
+      // Over SETTINGS_MAX_HEADER_LIST_SIZE: refused with 431 (RFC 9113 §10.5.1) — or, for trailers, a reset.
+      if (open !== undefined) return this.resetStream(open, ErrorCode.PROTOCOL_ERROR);
+      if ((id & 1) === 0 || id <= this.lastStreamId) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, `HEADERS on stream ${id}`);
+      this.lastStreamId = id;
+        this.writer.header(TOO_LARGE_BLOCK.length, FrameType.HEADERS, Flags.END_HEADERS | Flags.END_STREAM, id);
+      this.writer.bytes(TOO_LARGE_BLOCK);
+      if (!endStream) this.writer.raw(rstStreamFrame(id, ErrorCode.NO_ERROR));
+      this.remember(id);
+      return;
+    }
+    const headers = decoded;
+    if (open !== undefined) {
+      // Trailers (RFC 9113 §8.1): only on an open request side, ending it, without pseudo-headers.
+      if (open.remoteEnded) this.resetStream(open, ErrorCode.STREAM_CLOSED);
+      else if (!endStream || !validTrailers(headers)) this.resetStream(open, ErrorCode.PROTOCOL_ERROR);
+      else this.remoteEnd(open);
+      return;
+    }
+    if ((id & 1) === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'HEADERS on a server-initiated stream id');
+    if (id <= this.lastStreamId) {
+      if (this.resetIds.has(id)) return; // in flight when we reset it
+      // A new stream's id must exceed every earlier one (RFC 9113 §5.1.1); lower ids are closed streams.
+      throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, `HEADERS on stream ${id}, not above the last stream ${this.lastStreamId}`);
+    }
+    this.lastStreamId = id;
+    if (this.goawaySent || this.goawayReceived) {
+      this.remember(id); // after our GOAWAY: ignored (RFC 9113 §6.8)
+      return;
+    }
+    if (selfDependent) return this.streamError(id, ErrorCode.PROTOCOL_ERROR);
+    if (this.streams.size >= this.maxConcurrent) return this.streamError(id, ErrorCode.REFUSED_STREAM);
+    const path = requestPath(headers);
+    if (path === undefined) return this.streamError(id, ErrorCode.PROTOCOL_ERROR);
+    const st = new H2Stream(this, id, headers, path, this.streamWindow, this.peerInitialWindow);
+    this.streams.set(id, st);
+    this.onStream(st);
+    if (endStream && !st.closed) this.remoteEnd(st);
+  }
+
+  private onSettings(flags: number, id: number, buf: Buffer, start: number, end: number): void {
+    if (id !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'SETTINGS on a stream');
+    if (flags & Flags.ACK) {
+      if (end !== start) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'SETTINGS ACK with a payload');
+      this.recvSlack = 0; // the peer now knows our initial window
+      return;
+    }
+    if ((end - start) % 6 !== 0) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'SETTINGS length');
+    let grown = false;
+    for (let i = start; i < end; i += 6) {
+      const key = buf.readUInt16BE(i);
+      const v = buf.readUInt32BE(i + 2);
+      switch (key) {
+        case Setting.HEADER_TABLE_SIZE:
+          this.encoder.setPeerTableSize(v);
+          break;
+        case Setting.ENABLE_PUSH:
+          if (v > 1) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'SETTINGS_ENABLE_PUSH not 0 or 1');
+          break;
+        case Setting.INITIAL_WINDOW_SIZE: {
+          if (v > MAX_WINDOW) throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'SETTINGS_INITIAL_WINDOW_SIZE over 2^31-1');
+          const delta = v - this.peerInitialWindow;
+          this.peerInitialWindow = v;
+          // Every stream's send window moves by the difference (RFC 9113 §6.9.2), possibly below zero.
+          for (const st of this.streams.values()) {
+            st.sendWindow += delta;
+            if (st.sendWindow > MAX_WINDOW) throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'stream window over 2^31-1');
+          }
+          if (delta > 0) grown = true;
+          break;
+        }
+        case Setting.MAX_FRAME_SIZE:
+          if (v < DEFAULT_MAX_FRAME_SIZE || v > MAX_MAX_FRAME_SIZE) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'SETTINGS_MAX_FRAME_SIZE out of range');
+          this.peerMaxFrame = v;
+          break;
+        default:
+          break; // MAX_CONCURRENT_STREAMS (we push none), MAX_HEADER_LIST_SIZE (advisory), unknown ones
+      }
+    }
+    // The ACK goes before any frame relying on the new values (RFC 9113 §6.5.3): the peer enforces its
+    // old window and frame size until it sees the ACK.
+    this.writer.raw(SETTINGS_ACK);
+    if (grown) for (const st of this.streams.values()) if (st.queued > 0) this.pump(st);
+  }
+
+  private onWindowUpdate(id: number, buf: Buffer, start: number, end: number): void {
+    if (end - start !== 4) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'WINDOW_UPDATE length');
+    const inc = buf.readUInt32BE(start) & 0x7fffffff;
+    if (id === 0) {
+      if (inc === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'WINDOW_UPDATE of 0 on the connection');
+      this.sendWindow += inc;
+      if (this.sendWindow > MAX_WINDOW) throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'connection send window over 2^31-1');
+      this.pumpBlocked();
+      return;
+    }
+    if (id > this.lastStreamId) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'WINDOW_UPDATE on an idle stream');
+    const st = this.streams.get(id);
+    if (st === undefined) return; // closed: ignored (RFC 9113 §6.9)
+    if (inc === 0) return this.resetStream(st, ErrorCode.PROTOCOL_ERROR);
+    st.sendWindow += inc;
+    if (st.sendWindow > MAX_WINDOW) return this.resetStream(st, ErrorCode.FLOW_CONTROL_ERROR);
+    if (st.queued > 0) this.pump(st);
+  }
+
+  /** The request side of `st` ended. */
+  private remoteEnd(st: H2Stream): void {
+    st.remoteEnded = true;
+    st.onEnd?.();
+    if (st.localEnded && !st.closed) this.closeStream(st, ErrorCode.NO_ERROR, false);
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Output (called by H2Stream).
+
+  /** @internal */
+  respondStream(st: H2Stream, headers: OutgoingHeaders, endStream: boolean): void {
+    if (st.closed || this.dead) return;
+    if (st.responded) throw new Error(`HTTP/2 stream ${st.id}: response headers already sent`);
+    st.responded = true;
+    this.sendHeaders(st.id, headers, endStream);
+    this.scheduleFlush();
+    if (endStream) {
+      st.endRequested = true;
+      st.localEnded = true;
+      this.responseDone(st);
+    }
+  }
+
+  /** @internal */
+  writeStream(st: H2Stream, data: Buffer): boolean {
+    if (st.closed || this.dead) return true;
+    if (!st.responded) throw new Error(`HTTP/2 stream ${st.id}: write() before respond()`);
+    if (st.endRequested) throw new Error(`HTTP/2 stream ${st.id}: write() after end()`);
+    const n = data.length;
+    if (n === 0) return st.queued < this.writeQuota;
+    if (st.queued === 0 && n <= st.sendWindow && n <= this.sendWindow && n <= this.peerMaxFrame) {
+      // Fast path: the whole write fits the windows and one frame.
+      st.sendWindow -= n;
+      this.sendWindow -= n;
+      this.writer.frame(FrameType.DATA, 0, st.id, data);
+      this.scheduleFlush();
+      return true;
+    }
+    (st.queue ??= []).push(data);
+    st.queued += n;
+    this.pump(st);
+    if (st.queued < this.writeQuota) return true;
+    st.needDrain = true;
+    return false;
+  }
+
+  /** @internal */
+  endStream(st: H2Stream, trailers: OutgoingHeaders | undefined): void {
+    if (st.closed || this.dead) return;
+    if (st.endRequested) throw new Error(`HTTP/2 stream ${st.id}: end() twice`);
+    if (!st.responded && trailers !== undefined) throw new Error(`HTTP/2 stream ${st.id}: trailers before respond()`);
+    st.endRequested = true;
+    st.trailers = trailers;
+    if (!st.responded) {
+      // end() without a response: a bare 200 as the whole answer would be a guess; reset instead.
+      this.resetStream(st, ErrorCode.INTERNAL_ERROR);
+      return;
+    }
+    if (st.queued === 0) this.localEnd(st);
+    this.scheduleFlush();
+  }
+
+  /** @internal */
+  resetStream(st: H2Stream, code: number): void {
+    if (st.closed || this.dead) return;
+    this.closeStream(st, code, true);
+  }
+
+  /** Sends the END_STREAM of `st` (its trailers, or an empty DATA frame), now that its queue is empty. */
+  private localEnd(st: H2Stream): void {
+    if (st.trailers !== undefined) this.sendHeaders(st.id, st.trailers, true);
+    else this.writer.header(0, FrameType.DATA, Flags.END_STREAM, st.id);
+    st.localEnded = true;
+    this.responseDone(st);
+  }
+
+  /** The response is complete: the stream closes, and a request still open is told to stop (RST_STREAM NO_ERROR, RFC 9113 §8.1). */
+  private responseDone(st: H2Stream): void {
+    this.closeStream(st, ErrorCode.NO_ERROR, !st.remoteEnded);
+  }
+
+  /** Writes a header block on stream `id`, split into HEADERS + CONTINUATION frames beyond the peer's max frame size. */
+  private sendHeaders(id: number, headers: OutgoingHeaders, endStream: boolean): void {
+    let block = headers instanceof EncodedHeaders ? headers.bytes : this.encoder.encode(headers);
+    const update = this.encoder.takeSizeUpdate();
+    if (update !== undefined) block = Buffer.concat([update, block]);
+    const es = endStream ? Flags.END_STREAM : 0;
+    if (block.length <= this.peerMaxFrame) {
+      this.writer.header(block.length, FrameType.HEADERS, Flags.END_HEADERS | es, id);
+      this.writer.bytes(block);
+      return;
+    }
+    let at = 0;
+    for (let first = true; at < block.length; first = false) {
+      const n = Math.min(this.peerMaxFrame, block.length - at);
+      const last = at + n === block.length;
+      const type = first ? FrameType.HEADERS : FrameType.CONTINUATION;
+      this.writer.frame(type, (first ? es : 0) | (last ? Flags.END_HEADERS : 0), id, block, at, at + n);
+      at += n;
+    }
+  }
+
+  /** Sends what the windows allow of `st`'s queue; then its end, and onDrain, when due. */
+  private pump(st: H2Stream): void {
+    const queue = st.queue;
+    while (st.queued > 0 && queue !== null) {
+      const chunk = queue[st.queueHead]!;
+      const off = st.queueOffset;
+      const n = Math.min(chunk.length - off, st.sendWindow, this.sendWindow, this.peerMaxFrame);
+      if (n <= 0) {
+        if (this.sendWindow <= 0 && st.sendWindow > 0 && !st.blocked) {
+          st.blocked = true;
+          this.blocked.push(st);
+        }
+        break;
+      }
+      this.writer.frame(FrameType.DATA, 0, st.id, chunk, off, off + n);
+      st.sendWindow -= n;
+      this.sendWindow -= n;
+      st.queued -= n;
+      if (off + n === chunk.length) {
+        queue[st.queueHead++] = EMPTY;
+        st.queueOffset = 0;
+      } else st.queueOffset = off + n;
+    }
+    if (st.queued === 0 && st.queueHead > 0) {
+      st.queue = null;
+      st.queueHead = 0;
+    }
+    this.scheduleFlush();
+    if (st.queued === 0 && st.endRequested && !st.localEnded) this.localEnd(st);
+    if (st.needDrain && st.queued < this.writeQuota && !st.closed) {
+      st.needDrain = false;
+      st.onDrain?.();
+    }
+  }
+
+  /** The connection window grew: streams waiting for it go on, first come first. */
+  private pumpBlocked(): void {
+    const list = this.blocked;
+    this.blocked = [];
+    for (let i = 0; i < list.length; i++) {
+      const st = list[i]!;
+      st.blocked = false;
+      if (st.closed) continue;
+      if (this.sendWindow <= 0) {
+        st.blocked = true;
+        this.blocked.push(st);
+        continue;
+      }
+      this.pump(st);
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Closing.
+
+  /** Closes `st` with `code`, sending RST_STREAM when `sendRst`; its onClose runs. */
+  private closeStream(st: H2Stream, code: number, sendRst: boolean): void {
+    if (st.closed) return;
+    st.closed = true;
+    this.streams.delete(st.id);
+    if (st.queued > 0) {
+      st.queue = null;
+      st.queued = 0;
+    }
+    if (sendRst && !this.dead) {
+      this.writer.raw(rstStreamFrame(st.id, code));
+      this.remember(st.id);
+      this.scheduleFlush();
+    }
+    st.onClose?.(code);
+    if ((this.goawaySent || this.goawayReceived) && this.streams.size === 0 && !this.dead) this.endSocket();
+  }
+
+  /** A stream error on a stream without a record (refused, malformed, closed): RST_STREAM only. */
+  private streamError(id: number, code: number): void {
+    const st = this.streams.get(id);
+    if (st !== undefined) return this.resetStream(st, code);
+    this.writer.raw(rstStreamFrame(id, code));
+    this.remember(id);
+    this.scheduleFlush();
+  }
+
+  private remember(id: number): void {
+    this.resetIds.add(id);
+    if (this.resetIds.size > RESET_MEMORY) {
+      for (const oldest of this.resetIds) {
+        this.resetIds.delete(oldest);
+        break;
+      }
+    }
+  }
+
+  private connectionError(e: ConnectionError): void {
+    if (this.dead) return;
+    this.goawaySent = true;
+    this.goawayCode = e.code;
+    this.writer.raw(goawayFrame(this.lastStreamId, e.code, e.message));
+    this.endSocket();
+  }
+
+  /** Flushes what is pending and ends the socket; every stream left closes with the GOAWAY code (or CANCEL). */
+  private endSocket(): void {
+    if (this.dead) return;
+    this.writer.flush();
+    this.dead = true;
+    this.socket.end();
+    this.closeAll(this.goawaySent ? this.goawayCode : ErrorCode.CANCEL);
+  }
+
+  private closeAll(code: number): void {
+    for (const st of [...this.streams.values()]) this.closeStream(st, code, false);
+  }
+
+  private onSocketClose(): void {
+    if (!this.dead) {
+      this.dead = true;
+      this.writer.discard();
+      this.closeAll(this.goawaySent ? this.goawayCode : ErrorCode.CANCEL);
+    }
+    this.onCloseCb?.();
+  }
+
+  private scheduleFlush(): void {
+    if (this.inRead || this.flushScheduled || this.dead) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      if (!this.dead) this.writer.flush();
+    });
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+/** The answer to a request whose header list is over our limit: `:status 431`, encoded once. */
+const TOO_LARGE_BLOCK = HpackEncoder.constant([':status', '431']).bytes;
+
