@@ -151,7 +151,7 @@ export async function compileSim(ctx: BenchContext): Promise<string> {
   const out = join(BUILD_DIR, 'js');
   rmSync(out, { recursive: true, force: true });
   const esbuild = await import('esbuild');
-  const sources: string[] = [join(ROOT, 'bench', 'serve_variant.ts')];
+  const sources: string[] = [join(ROOT, 'bench', 'serve_variant.ts'), join(ROOT, 'bench', 'h2_lib_floor_server.ts')];
   const walk = (dir: string): void => {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
       const p = join(dir, e.name);
@@ -191,18 +191,21 @@ async function startSim(js: string, grpcJs: boolean): Promise<Served> {
 
 /**
  * bench/h2_floor_server.mjs: node:http2 answering every call with a constant message, doing nothing else;
- * with `raw`, bench/h2_raw_floor_server.mjs: the same on a bare net server speaking HTTP/2 itself; with
- * `member` (the compiled src/), that raw layer in front of a real member's Put and Range (a prototype).
+ * with `ownLayer` (the compiled src/ and bench/), bench/h2_lib_floor_server.ts: the same on our own HTTP/2
+ * layer (src/grpc/h2); with `member` too, that layer in front of a real member's Put and Range.
  */
-async function startFloor(raw = false, member?: string): Promise<Served> {
+async function startFloor(ownLayer?: string, member = false): Promise<Served> {
   const port = await freePort();
-  const args = raw ? [join(ROOT, 'bench', 'h2_raw_floor_server.mjs'), String(port), ...(member === undefined ? [] : ['--member', member])] : [join(ROOT, 'bench', 'h2_floor_server.mjs'), String(port)];
-  const { child } = await spawnUntil(process.execPath, args, raw ? /h2 raw (floor|member) server on / : /h2 floor server on /, () => {});
+  const args =
+    ownLayer === undefined
+      ? [join(ROOT, 'bench', 'h2_floor_server.mjs'), String(port)]
+      : [join(ownLayer, 'bench', 'h2_lib_floor_server.js'), String(port), ...(member ? ['--member'] : [])];
+  const { child } = await spawnUntil(process.execPath, args, ownLayer === undefined ? /h2 floor server on / : /h2 lib (floor|member) server on /, () => {});
   child.removeAllListeners('exit');
   const kill = (): void => void child.kill('SIGKILL');
   process.once('exit', kill);
   return {
-    name: member !== undefined ? 'raw HTTP/2 + member' : raw ? 'raw HTTP/2 floor' : 'node:http2 floor',
+    name: ownLayer === undefined ? 'node:http2 floor' : member ? 'src/grpc/h2 + member' : 'src/grpc/h2 floor',
     pid: child.pid!,
     address: `127.0.0.1:${port}`,
     stop: async () => {
@@ -386,7 +389,7 @@ function kib(n: number): string {
 
 export const servedSection: BenchSection = {
   name: 'served',
-  title: "served path under etcd's Go client (bench/go/loadgen: 64 clients on 8 connections, 256 B puts): etcdsim serve ÷ etcd 3.4.23 (and ÷ grpc-js unary; node:http2 and raw HTTP/2 floors and the member on the raw layer ÷ etcd), server CPU from /proc",
+  title: "served path under etcd's Go client (bench/go/loadgen: 64 clients on 8 connections, 256 B puts): etcdsim serve ÷ etcd 3.4.23 (and ÷ grpc-js unary; node:http2 and src/grpc/h2 floors and the member on src/grpc/h2 ÷ etcd), server CPU from /proc",
   async run(ctx: BenchContext): Promise<Row[]> {
     const sz = ctx.quick ? QUICK : FULL;
     const bin = await buildLoadgen(ctx);
@@ -405,10 +408,10 @@ export const servedSection: BenchSection = {
       // And what node:http2 alone costs per call (no server on it can spend less).
       const floor = await startFloor();
       servers.push(floor);
-      // And an HTTP/2 layer of our own at its cheapest: what replacing node:http2 could save at most.
-      const rawFloor = await startFloor(true);
+      // And our own HTTP/2 layer (src/grpc/h2): its floor, and a member's Put and Range behind it.
+      const rawFloor = await startFloor(js);
       servers.push(rawFloor);
-      const rawMember = await startFloor(true, js);
+      const rawMember = await startFloor(js, true);
       servers.push(rawMember);
       const base = servers[0]!;
       const alone = base === sim ? 'no etcd on PATH: baseline = etcdsim' : undefined;
@@ -452,23 +455,23 @@ export const servedSection: BenchSection = {
         pair(`${op}: server CPU of a do-nothing node:http2 server`, 'req', f.cpu, b.cpu, sz.requests, undefined, `the floor of any server on node:http2: ${perThousand(f.cpu)} ms per 1000`);
         const rf = loads.get(`${rawFloor.name}|${op}`)!;
         pair(
-          `${op}: server CPU of a do-nothing raw HTTP/2 server`,
+          `${op}: server CPU of a do-nothing server on src/grpc/h2`,
           'req',
           rf.cpu,
           b.cpu,
           sz.requests,
           undefined,
-          `bench/h2_raw_floor_server.mjs on net.Socket: ${perThousand(rf.cpu)} ms per 1000 (${Math.round(median(rf.opsPerSec))}/s), node:http2 floor ${perThousand(f.cpu)} (${Math.round(median(f.opsPerSec))}/s)`,
+          `bench/h2_lib_floor_server.ts on our own HTTP/2 layer: ${perThousand(rf.cpu)} ms per 1000 (${Math.round(median(rf.opsPerSec))}/s), node:http2 floor ${perThousand(f.cpu)} (${Math.round(median(f.opsPerSec))}/s)`,
         );
         const rm = loads.get(`${rawMember.name}|${op}`)!;
         pair(
-          `${op}: server CPU of the member behind the raw HTTP/2 layer`,
+          `${op}: server CPU of the member behind src/grpc/h2`,
           'req',
           rm.cpu,
           b.cpu,
           sz.requests,
           undefined,
-          `prototype (h2_raw_floor_server.mjs --member: same decoding, service and encoders as the thin path; no token, deadline or wire-error handling): ${perThousand(rm.cpu)} ms per 1000, ${Math.round(median(rm.opsPerSec))}/s`,
+          `h2_lib_floor_server.ts --member (same decoding, service and encoders as the thin path; no token, deadline or wire-error handling): ${perThousand(rm.cpu)} ms per 1000, ${Math.round(median(rm.opsPerSec))}/s`,
         );
       }
       for (const extra of [viaGrpcJs, floor, rawFloor, rawMember]) {
