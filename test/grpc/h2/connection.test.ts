@@ -255,7 +255,8 @@ test('a large request body: the server gives the window back as it consumes', as
   }
 });
 
-test('client RST_STREAM closes the server stream with its code', async () => {
+/** A server that reports when its (first) stream opens, and the code it closes with. */
+async function oneStreamServer(): Promise<{ srv: Awaited<ReturnType<typeof startServer>>; isOpen: Promise<void>; closed: Promise<number> }> {
   let opened: (() => void) | undefined;
   const isOpen = new Promise<void>((r) => (opened = r));
   let closedWith: ((code: number) => void) | undefined;
@@ -264,6 +265,11 @@ test('client RST_STREAM closes the server stream with its code', async () => {
     st.onClose = (code) => closedWith?.(code);
     opened?.();
   });
+  return { srv, isOpen, closed };
+}
+
+test('client RST_STREAM closes the server stream with its code', async () => {
+  const { srv, isOpen, closed } = await oneStreamServer();
   const c = connect(srv.port);
   try {
     const req = c.request({ ':method': 'POST', ':path': '/cancel-me' });
@@ -374,14 +380,7 @@ test('header blocks split into CONTINUATION frames, both ways', async () => {
 });
 
 test('a socket that closes closes its streams with CANCEL', async () => {
-  let opened: (() => void) | undefined;
-  const isOpen = new Promise<void>((r) => (opened = r));
-  let closedWith: ((code: number) => void) | undefined;
-  const closed = new Promise<number>((r) => (closedWith = r));
-  const srv = await startServer((st) => {
-    st.onClose = (code) => closedWith?.(code);
-    opened?.();
-  });
+  const { srv, isOpen, closed } = await oneStreamServer();
   const c = connect(srv.port);
   try {
     const req = c.request({ ':method': 'POST', ':path': '/hang' });
