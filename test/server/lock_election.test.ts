@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { GrpcCode, type GrpcError } from '../../src/index.js';
 import type { messages as M } from '../../src/index.js';
 import { B, hdr, kv, newSim } from './helpers.js';
+import { thrown } from '../cluster/helpers.js';
 
 /** Lets pending promise callbacks run (one macrotask turn; no time passes on the virtual clock). */
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -32,16 +33,6 @@ async function rejection(p: Promise<unknown>): Promise<{ code: number; details: 
     return { code: e.code, details: e.details, message: e.message };
   }
   assert.fail('expected a rejection');
-}
-
-function thrown(fn: () => unknown): { code: number; details: string } {
-  try {
-    fn();
-  } catch (err) {
-    const e = err as GrpcError;
-    return { code: e.code, details: e.details };
-  }
-  assert.fail('expected an error');
 }
 
 const hex = (id: string): string => BigInt(id).toString(16);
