@@ -1,5 +1,5 @@
 /**
- * The served bench's (bench/served.bench.ts) measure of our own HTTP/2 layer, src/grpc/h2: a do-nothing gRPC
+ * The served bench's (bench/served.bench.ts) measure of our own HTTP/2 layer, src/http/h2: a do-nothing gRPC
  * server on it — every call, whatever its path, answered with :status 200 / application/grpc, one constant
  * message and trailers grpc-status 0 / empty grpc-message once the request side ends, as
  * bench/h2_floor_server.mjs answers on node:http2 — and, with `--member`, a real member's KV Put and Range
@@ -12,9 +12,9 @@
  *       → prints "h2 lib floor server on 127.0.0.1:PORT" (or "h2 lib member server ...") and serves.
  */
 import * as net from 'node:net';
-import { Http2ServerConnection } from '../src/grpc/h2/connection.js';
-import { HpackEncoder } from '../src/grpc/h2/hpack.js';
-import type { H2Stream } from '../src/grpc/h2/stream.js';
+import { Http2ServerConnection } from '../src/http/h2/connection.js';
+import { HpackEncoder } from '../src/http/h2/hpack.js';
+import type { H2Stream } from '../src/http/h2/stream.js';
 
 // ResponseHeader{cluster_id: 1, member_id: 2, revision: 3, raft_term: 4} as field 1 (as the other floors).
 const MESSAGE = Buffer.from('0a080801100218032004', 'hex');

@@ -192,7 +192,7 @@ async function startSim(js: string, grpcJs: boolean): Promise<Served> {
 /**
  * bench/h2_floor_server.mjs: node:http2 answering every call with a constant message, doing nothing else;
  * with `ownLayer` (the compiled src/ and bench/), bench/h2_lib_floor_server.ts: the same on our own HTTP/2
- * layer (src/grpc/h2); with `member` too, that layer in front of a real member's Put and Range.
+ * layer (src/http/h2); with `member` too, that layer in front of a real member's Put and Range.
  */
 async function startFloor(ownLayer?: string, member = false): Promise<Served> {
   const port = await freePort();
@@ -205,7 +205,7 @@ async function startFloor(ownLayer?: string, member = false): Promise<Served> {
   const kill = (): void => void child.kill('SIGKILL');
   process.once('exit', kill);
   return {
-    name: ownLayer === undefined ? 'node:http2 floor' : member ? 'src/grpc/h2 + member' : 'src/grpc/h2 floor',
+    name: ownLayer === undefined ? 'node:http2 floor' : member ? 'src/http/h2 + member' : 'src/http/h2 floor',
     pid: child.pid!,
     address: `127.0.0.1:${port}`,
     stop: async () => {
@@ -389,7 +389,7 @@ function kib(n: number): string {
 
 export const servedSection: BenchSection = {
   name: 'served',
-  title: "served path under etcd's Go client (bench/go/loadgen: 64 clients on 8 connections, 256 B puts): etcdsim serve ÷ etcd 3.4.23 (and ÷ grpc-js unary; node:http2 and src/grpc/h2 floors and the member on src/grpc/h2 ÷ etcd), server CPU from /proc",
+  title: "served path under etcd's Go client (bench/go/loadgen: 64 clients on 8 connections, 256 B puts): etcdsim serve ÷ etcd 3.4.23 (and ÷ grpc-js unary; node:http2 and src/http/h2 floors and the member on src/http/h2 ÷ etcd), server CPU from /proc",
   async run(ctx: BenchContext): Promise<Row[]> {
     const sz = ctx.quick ? QUICK : FULL;
     const bin = await buildLoadgen(ctx);
@@ -408,7 +408,7 @@ export const servedSection: BenchSection = {
       // And what node:http2 alone costs per call (no server on it can spend less).
       const floor = await startFloor();
       servers.push(floor);
-      // And our own HTTP/2 layer (src/grpc/h2): its floor, and a member's Put and Range behind it.
+      // And our own HTTP/2 layer (src/http/h2): its floor, and a member's Put and Range behind it.
       const rawFloor = await startFloor(js);
       servers.push(rawFloor);
       const rawMember = await startFloor(js, true);
@@ -455,7 +455,7 @@ export const servedSection: BenchSection = {
         pair(`${op}: server CPU of a do-nothing node:http2 server`, 'req', f.cpu, b.cpu, sz.requests, undefined, `the floor of any server on node:http2: ${perThousand(f.cpu)} ms per 1000`);
         const rf = loads.get(`${rawFloor.name}|${op}`)!;
         pair(
-          `${op}: server CPU of a do-nothing server on src/grpc/h2`,
+          `${op}: server CPU of a do-nothing server on src/http/h2`,
           'req',
           rf.cpu,
           b.cpu,
@@ -465,7 +465,7 @@ export const servedSection: BenchSection = {
         );
         const rm = loads.get(`${rawMember.name}|${op}`)!;
         pair(
-          `${op}: server CPU of the member behind src/grpc/h2`,
+          `${op}: server CPU of the member behind src/http/h2`,
           'req',
           rm.cpu,
           b.cpu,

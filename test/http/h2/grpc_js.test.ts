@@ -1,13 +1,13 @@
 /**
- * A grpc-js client against a tiny gRPC handler written on src/grpc/h2's stream API, the gRPC framing done
+ * A grpc-js client against a tiny gRPC handler written on src/http/h2's stream API, the gRPC framing done
  * by hand (5-octet message prefix, content-type application/grpc, trailers grpc-status): grpc clients
  * accept the library's frames and header blocks, the constant blocks encoded once included.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
-import { HpackEncoder, headerValue } from '../../../src/grpc/h2/hpack.js';
-import type { H2Stream } from '../../../src/grpc/h2/stream.js';
+import { HpackEncoder, headerValue } from '../../../src/http/h2/hpack.js';
+import type { H2Stream } from '../../../src/http/h2/stream.js';
 import { startServer } from './helpers.js';
 
 const RESPONSE_HEADERS = HpackEncoder.constant([':status', '200', 'content-type', 'application/grpc']);

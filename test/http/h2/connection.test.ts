@@ -1,5 +1,5 @@
 /**
- * src/grpc/h2's connection and streams against node:http2's client as the peer: request/response with
+ * src/http/h2's connection and streams against node:http2's client as the peer: request/response with
  * trailers, many concurrent streams, flow control both ways (checked from outside by a frame-watching
  * proxy), RST_STREAM both ways, GOAWAY, PING, header blocks in CONTINUATION frames both ways.
  */
@@ -7,9 +7,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as http2 from 'node:http2';
 import { createHash } from 'node:crypto';
-import { ErrorCode, FrameType, Flags, Setting } from '../../../src/grpc/h2/frames.js';
-import { headerValue } from '../../../src/grpc/h2/hpack.js';
-import type { H2Stream } from '../../../src/grpc/h2/stream.js';
+import { ErrorCode, FrameType, Flags, Setting } from '../../../src/http/h2/frames.js';
+import { headerValue } from '../../../src/http/h2/hpack.js';
+import type { H2Stream } from '../../../src/http/h2/stream.js';
 import { startFrameProxy, startServer, type SeenFrame } from './helpers.js';
 
 const GRPC_HEADERS = [':status', '200', 'content-type', 'application/grpc'];

@@ -1,13 +1,13 @@
 /**
- * src/grpc/h2's connection against hand-made frames over a plain socket: protocol violations end in the
+ * src/http/h2's connection against hand-made frames over a plain socket: protocol violations end in the
  * error RFC 9113 names — a connection error (GOAWAY with the code, then the socket closes) or a stream
  * error (RST_STREAM, the connection goes on) — and a header block split into CONTINUATION frames by hand.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CLIENT_PREFACE, ErrorCode, Flags, FrameType, Setting, frame, settingsFrame, windowUpdateFrame } from '../../../src/grpc/h2/frames.js';
-import { HpackEncoder } from '../../../src/grpc/h2/hpack.js';
-import type { H2Stream } from '../../../src/grpc/h2/stream.js';
+import { CLIENT_PREFACE, ErrorCode, Flags, FrameType, Setting, frame, settingsFrame, windowUpdateFrame } from '../../../src/http/h2/frames.js';
+import { HpackEncoder } from '../../../src/http/h2/hpack.js';
+import type { H2Stream } from '../../../src/http/h2/stream.js';
 import { RawClient, startServer } from './helpers.js';
 
 const REQUEST = [':method', 'POST', ':scheme', 'http', ':path', '/p.S/M', ':authority', 'localhost', 'content-type', 'application/grpc'];

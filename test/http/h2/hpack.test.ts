@@ -1,5 +1,5 @@
 /**
- * HPACK (src/grpc/h2/hpack.ts) against RFC 7541 Appendix C: the request examples without (C.3) and with
+ * HPACK (src/http/h2/hpack.ts) against RFC 7541 Appendix C: the request examples without (C.3) and with
  * (C.4) Huffman coding, the response examples (C.5, C.6) on a 256-octet table with evictions — each
  * decoded in sequence on one decoder, checking the header lists, the dynamic table and its size — plus
  * the encoder: its blocks decode back to what was encoded, Huffman strings match the RFC's, and
@@ -7,7 +7,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HpackDecoder, HpackEncoder, HpackError, huffmanDecode, huffmanEncode } from '../../../src/grpc/h2/hpack.js';
+import { HpackDecoder, HpackEncoder, HpackError, huffmanDecode, huffmanEncode } from '../../../src/http/h2/hpack.js';
 
 const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex');
 

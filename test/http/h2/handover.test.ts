@@ -1,5 +1,5 @@
 /**
- * The two ways src/http/port.ts will hand a connection to src/grpc/h2: a cleartext socket whose first bytes
+ * The two ways src/http/port.ts will hand a connection to src/http/h2: a cleartext socket whose first bytes
  * were already read to tell HTTP/2 from HTTP/1.1 (passed on as `head`), and a TLS socket that negotiated
  * `h2` with ALPN. Both must carry calls as a fresh socket does.
  */
@@ -9,10 +9,10 @@ import * as http2 from 'node:http2';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { readFileSync } from 'node:fs';
-import { Http2ServerConnection } from '../../../src/grpc/h2/connection.js';
-import type { H2Stream } from '../../../src/grpc/h2/stream.js';
+import { Http2ServerConnection } from '../../../src/http/h2/connection.js';
+import type { H2Stream } from '../../../src/http/h2/stream.js';
 import { requireCommands } from '../../support/prerequisites.js';
-import { SERVER_EXT, TestPki } from '../pki.js';
+import { SERVER_EXT, TestPki } from '../../grpc/pki.js';
 
 /** Answers every call with its path and request size in the trailers. */
 function answer(st: H2Stream): void {

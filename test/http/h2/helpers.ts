@@ -1,12 +1,12 @@
 /**
- * Test support for src/grpc/h2: a net.Server whose connections run on Http2ServerConnection, a
+ * Test support for src/http/h2: a net.Server whose connections run on Http2ServerConnection, a
  * frame-watching TCP proxy (to check from outside what each side sent: flow-control windows, CONTINUATION,
  * WINDOW_UPDATE), and a raw-socket client that sends hand-made frames and collects the server's.
  */
 import * as net from 'node:net';
-import { Http2ServerConnection, type ConnectionOptions } from '../../../src/grpc/h2/connection.js';
-import { CLIENT_PREFACE, Flags, FrameType, SETTINGS_ACK, parseFrames, settingsFrame, type ParsedFrame } from '../../../src/grpc/h2/frames.js';
-import type { H2Stream } from '../../../src/grpc/h2/stream.js';
+import { Http2ServerConnection, type ConnectionOptions } from '../../../src/http/h2/connection.js';
+import { CLIENT_PREFACE, Flags, FrameType, SETTINGS_ACK, parseFrames, settingsFrame, type ParsedFrame } from '../../../src/http/h2/frames.js';
+import type { H2Stream } from '../../../src/http/h2/stream.js';
 
 export interface TestServer {
   readonly port: number;
