@@ -517,6 +517,7 @@ export class Http2ServerConnection {
     if (path === undefined) return this.streamError(id, ErrorCode.PROTOCOL_ERROR);
     const st = new H2Stream(this, id, headers, path, this.streamWindow, this.peerInitialWindow);
     this.streams.set(id, st);
+    st.headersEnded = endStream;
     this.onStream(st);
     if (endStream && !st.closed) this.remoteEnd(st);
   }

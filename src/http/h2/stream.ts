@@ -58,6 +58,11 @@ export class H2Stream {
   responded = false;
   /** @internal */
   closed = false;
+  /**
+   * The request's HEADERS frame carried END_STREAM: a request with no body at all (gRPC tells it apart from
+   * one whose body is empty: grpc-go waits for a DATA frame that cannot come).
+   */
+  headersEnded = false;
 
   constructor(
     private readonly conn: Http2ServerConnection,
