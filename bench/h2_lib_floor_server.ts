@@ -2,14 +2,11 @@
  * The served bench's (bench/served.bench.ts) measure of our own HTTP/2 layer, src/http/h2: a do-nothing gRPC
  * server on it — every call, whatever its path, answered with :status 200 / application/grpc, one constant
  * message and trailers grpc-status 0 / empty grpc-message once the request side ends, as
- * bench/h2_floor_server.mjs answers on node:http2 — and, with `--member`, a real member's KV Put and Range
- * behind the same layer: decoded by the thin path's deserializers (gogo's checks included), run by the same
- * service functions, answered by the same framed encoders. No token, deadline or wire-error handling: what the
- * member's work adds to the layer's floor, not a server. The bench runs it compiled with the rest of src/
- * (compileSim), so no tsx runs in the measured process.
+ * bench/h2_floor_server.mjs answers on node:http2: the floor under etcdsim serve, which runs on this layer.
+ * The bench runs it compiled with the rest of src/ (compileSim), so no tsx runs in the measured process.
  *
- *   node <compiled>/bench/h2_lib_floor_server.js <port> [--member]
- *       → prints "h2 lib floor server on 127.0.0.1:PORT" (or "h2 lib member server ...") and serves.
+ *   node <compiled>/bench/h2_lib_floor_server.js <port>
+ *       → prints "h2 lib floor server on 127.0.0.1:PORT" and serves.
  */
 import * as net from 'node:net';
 import { Http2ServerConnection } from '../src/http/h2/connection.js';
@@ -55,30 +52,6 @@ function onStream(handler: Handler | undefined): (st: H2Stream) => void {
   };
 }
 
-/** A member (serve() on a port of its own that stays idle) whose Put and Range this layer answers. */
-async function memberHandler(): Promise<Handler> {
-  const { serve, etcdService, PROTO_LOADER_OPTIONS } = await import('../src/grpc/server.js');
-  const { withRequestChecks, MalformedRequest } = await import('../src/grpc/request_checks.js');
-  const { requestDecodingOf, requestChecks } = await import('../src/grpc/request_decoding.js');
-  const { framedEncoders } = await import('../src/grpc/codec.js');
-  const protoLoader = await import('@grpc/proto-loader');
-  const member = (await serve({ port: 0, etcdVersion: '3.4' })).server;
-  const pd = protoLoader.loadSync('etcdserverpb/rpc.proto', PROTO_LOADER_OPTIONS);
-  const kv = withRequestChecks(etcdService('KV').service, requestChecks(pd, 'etcdserverpb', requestDecodingOf('3.4', undefined)));
-  type Method = { decode: (b: Buffer) => unknown; run: (req: never) => unknown; encode: (res: never) => Buffer };
-  const methods = new Map<string, Method>([
-    ['/etcdserverpb.KV/Put', { decode: kv['Put']!.requestDeserialize, run: (r) => member.services.kv.put(r, {}), encode: framedEncoders.put }],
-    ['/etcdserverpb.KV/Range', { decode: kv['Range']!.requestDeserialize, run: (r) => member.services.kv.range(r, {}), encode: framedEncoders.range }],
-  ] as Array<[string, Method]>);
-  return (path, message) => {
-    const m = methods.get(path);
-    if (m === undefined) throw new Error(`no method ${path}`);
-    const req = m.decode(message);
-    if (req instanceof MalformedRequest) throw new Error(req.error);
-    return m.encode(m.run(req as never) as never);
-  };
-}
-
 /** Listens on 127.0.0.1:`port` (0: any free port); resolves with the server, its port and open connections. */
 export function listen(port: number, handler?: Handler): Promise<{ server: net.Server; port: number; connections: Set<Http2ServerConnection> }> {
   const connections = new Set<Http2ServerConnection>();
@@ -91,9 +64,8 @@ export function listen(port: number, handler?: Handler): Promise<{ server: net.S
 }
 
 if (process.argv[1] !== undefined && /h2_lib_floor_server\.(ts|mjs|js)$/.test(process.argv[1])) {
-  const withMember = process.argv.includes('--member');
-  const { server, port, connections } = await listen(Number(process.argv[2] ?? '0'), withMember ? await memberHandler() : undefined);
-  process.stdout.write(`h2 lib ${withMember ? 'member' : 'floor'} server on 127.0.0.1:${port}\n`);
+  const { server, port, connections } = await listen(Number(process.argv[2] ?? '0'));
+  process.stdout.write(`h2 lib floor server on 127.0.0.1:${port}\n`);
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     process.on(sig, () => {
       for (const c of connections) c.close();

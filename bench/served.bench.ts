@@ -142,7 +142,7 @@ async function startEtcd(): Promise<Served> {
 }
 
 /**
- * src/ (and bench/serve_variant.ts) compiled to plain ESM JavaScript in a cache folder, file by file, as
+ * src/ (and bench/h2_lib_floor_server.ts) compiled to plain ESM JavaScript in a cache folder, file by file, as
  * `npm run build` compiles dist/ — so the served process runs compiled code whatever the state of dist/
  * (which bin/etcdsim.js skips for tsx after any edit: tsx's loader and its per-function name helpers would
  * be in every figure). Returns the folder.
@@ -151,7 +151,7 @@ export async function compileSim(ctx: BenchContext): Promise<string> {
   const out = join(BUILD_DIR, 'js');
   rmSync(out, { recursive: true, force: true });
   const esbuild = await import('esbuild');
-  const sources: string[] = [join(ROOT, 'bench', 'serve_variant.ts'), join(ROOT, 'bench', 'h2_lib_floor_server.ts')];
+  const sources: string[] = [join(ROOT, 'bench', 'h2_lib_floor_server.ts')];
   const walk = (dir: string): void => {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
       const p = join(dir, e.name);
@@ -168,18 +168,16 @@ export async function compileSim(ctx: BenchContext): Promise<string> {
   return out;
 }
 
-/** `etcdsim serve` (compiled, see compileSim), or with `grpcJs` the same member with its unary calls on grpc-js (bench/serve_variant.ts). */
-async function startSim(js: string, grpcJs: boolean): Promise<Served> {
+/** `etcdsim serve` (compiled, see compileSim). */
+async function startSim(js: string): Promise<Served> {
   const port = await freePort();
-  const args = grpcJs
-    ? [join(js, 'bench', 'serve_variant.js'), String(port), 'grpc-js']
-    : [join(js, 'src', 'cli', 'main.js'), 'serve', '--etcd-version', '3.4', '--listen-client-urls', `http://127.0.0.1:${port}`];
+  const args = [join(js, 'src', 'cli', 'main.js'), 'serve', '--etcd-version', '3.4', '--listen-client-urls', `http://127.0.0.1:${port}`];
   const { child } = await spawnUntil(process.execPath, args, /etcdsim serving etcd v3 API on /, () => {});
   child.removeAllListeners('exit');
   const kill = (): void => void child.kill('SIGKILL');
   process.once('exit', kill);
   return {
-    name: grpcJs ? 'etcdsim (grpc-js unary)' : 'etcdsim serve',
+    name: 'etcdsim serve',
     pid: child.pid!,
     address: `127.0.0.1:${port}`,
     stop: async () => {
@@ -192,20 +190,20 @@ async function startSim(js: string, grpcJs: boolean): Promise<Served> {
 /**
  * bench/h2_floor_server.mjs: node:http2 answering every call with a constant message, doing nothing else;
  * with `ownLayer` (the compiled src/ and bench/), bench/h2_lib_floor_server.ts: the same on our own HTTP/2
- * layer (src/http/h2); with `member` too, that layer in front of a real member's Put and Range.
+ * layer (src/http/h2), the one etcdsim serve runs on.
  */
-async function startFloor(ownLayer?: string, member = false): Promise<Served> {
+async function startFloor(ownLayer?: string): Promise<Served> {
   const port = await freePort();
   const args =
     ownLayer === undefined
       ? [join(ROOT, 'bench', 'h2_floor_server.mjs'), String(port)]
-      : [join(ownLayer, 'bench', 'h2_lib_floor_server.js'), String(port), ...(member ? ['--member'] : [])];
-  const { child } = await spawnUntil(process.execPath, args, ownLayer === undefined ? /h2 floor server on / : /h2 lib (floor|member) server on /, () => {});
+      : [join(ownLayer, 'bench', 'h2_lib_floor_server.js'), String(port)];
+  const { child } = await spawnUntil(process.execPath, args, ownLayer === undefined ? /h2 floor server on / : /h2 lib floor server on /, () => {});
   child.removeAllListeners('exit');
   const kill = (): void => void child.kill('SIGKILL');
   process.once('exit', kill);
   return {
-    name: ownLayer === undefined ? 'node:http2 floor' : member ? 'src/http/h2 + member' : 'src/http/h2 floor',
+    name: ownLayer === undefined ? 'node:http2 floor' : 'src/http/h2 floor',
     pid: child.pid!,
     address: `127.0.0.1:${port}`,
     stop: async () => {
@@ -389,7 +387,7 @@ function kib(n: number): string {
 
 export const servedSection: BenchSection = {
   name: 'served',
-  title: "served path under etcd's Go client (bench/go/loadgen: 64 clients on 8 connections, 256 B puts): etcdsim serve ÷ etcd 3.4.23 (and ÷ grpc-js unary; node:http2 and src/http/h2 floors and the member on src/http/h2 ÷ etcd), server CPU from /proc",
+  title: "served path under etcd's Go client (bench/go/loadgen: 64 clients on 8 connections, 256 B puts): etcdsim serve ÷ etcd 3.4.23 (and do-nothing servers on node:http2 and on src/http/h2 ÷ etcd), server CPU from /proc",
   async run(ctx: BenchContext): Promise<Row[]> {
     const sz = ctx.quick ? QUICK : FULL;
     const bin = await buildLoadgen(ctx);
@@ -400,19 +398,14 @@ export const servedSection: BenchSection = {
     const servers: Served[] = [];
     try {
       if (withEtcd) servers.push(await startEtcd());
-      const sim = await startSim(js, false);
+      const sim = await startSim(js);
       servers.push(sim);
-      // The same member with grpc-js serving its unary calls: what the thin path saves, in the same run.
-      const viaGrpcJs = await startSim(js, true);
-      servers.push(viaGrpcJs);
       // And what node:http2 alone costs per call (no server on it can spend less).
       const floor = await startFloor();
       servers.push(floor);
-      // And our own HTTP/2 layer (src/http/h2): its floor, and a member's Put and Range behind it.
+      // And our own HTTP/2 layer (src/http/h2), which etcdsim serve runs on: a do-nothing server on it.
       const rawFloor = await startFloor(js);
       servers.push(rawFloor);
-      const rawMember = await startFloor(js, true);
-      servers.push(rawMember);
       const base = servers[0]!;
       const alone = base === sim ? 'no etcd on PATH: baseline = etcdsim' : undefined;
       const loads = await measureLoads(bin, servers, sz, ctx);
@@ -435,22 +428,11 @@ export const servedSection: BenchSection = {
       for (const { op, cpuTarget } of LOADS) {
         const s = loads.get(`${sim.name}|${op}`)!;
         const b = loads.get(`${base.name}|${op}`)!;
-        const g = loads.get(`${viaGrpcJs.name}|${op}`)!;
         const tput = `${Math.round(median(s.opsPerSec))}/s vs ${Math.round(median(b.opsPerSec))}/s`;
         pair(`${op}: server CPU`, 'req', s.cpu, b.cpu, sz.requests, cpuTarget, `${perThousand(s.cpu)} vs ${perThousand(b.cpu)} ms per 1000 requests`);
         pair(`${op}: time per request at full load`, 'req', s.wall, b.wall, sz.requests, op === 'range-linearizable' ? undefined : 1, tput);
         pair(`${op}: latency p50`, 'req', s.p50, b.p50, sz.requests, undefined, undefined);
         pair(`${op}: latency p99`, 'req', s.p99, b.p99, sz.requests, undefined, undefined);
-        pair(
-          `${op}: server CPU, thin unary path vs grpc-js`,
-          'req',
-          s.cpu,
-          g.cpu,
-          sz.requests,
-          undefined,
-          `${perThousand(s.cpu)} vs ${perThousand(g.cpu)} ms per 1000; ${tput.split(' vs ')[0]} vs ${Math.round(median(g.opsPerSec))}/s`,
-          viaGrpcJs,
-        );
         const f = loads.get(`${floor.name}|${op}`)!;
         pair(`${op}: server CPU of a do-nothing node:http2 server`, 'req', f.cpu, b.cpu, sz.requests, undefined, `the floor of any server on node:http2: ${perThousand(f.cpu)} ms per 1000`);
         const rf = loads.get(`${rawFloor.name}|${op}`)!;
@@ -463,18 +445,8 @@ export const servedSection: BenchSection = {
           undefined,
           `bench/h2_lib_floor_server.ts on our own HTTP/2 layer: ${perThousand(rf.cpu)} ms per 1000 (${Math.round(median(rf.opsPerSec))}/s), node:http2 floor ${perThousand(f.cpu)} (${Math.round(median(f.opsPerSec))}/s)`,
         );
-        const rm = loads.get(`${rawMember.name}|${op}`)!;
-        pair(
-          `${op}: server CPU of the member behind src/http/h2`,
-          'req',
-          rm.cpu,
-          b.cpu,
-          sz.requests,
-          undefined,
-          `h2_lib_floor_server.ts --member (same decoding, service and encoders as the thin path; no token, deadline or wire-error handling): ${perThousand(rm.cpu)} ms per 1000, ${Math.round(median(rm.opsPerSec))}/s`,
-        );
       }
-      for (const extra of [viaGrpcJs, floor, rawFloor, rawMember]) {
+      for (const extra of [floor, rawFloor]) {
         await extra.stop();
         servers.splice(servers.indexOf(extra), 1);
       }
@@ -504,7 +476,7 @@ export const servedSection: BenchSection = {
           servers.splice(servers.indexOf(fresh), 1);
         }
       };
-      const ms = await memOf(() => startSim(js, false));
+      const ms = await memOf(() => startSim(js));
       const mb = alone === undefined ? await memOf(startEtcd) : ms;
       ctx.log(`served: memory per connection ${kib(ms.perConnection)} vs ${kib(mb.perConnection)}, per watch stream ${kib(ms.perStream)} vs ${kib(mb.perStream)}`);
       const memRow = (name: string, unit: string, s: number, b: number, n: number, note: string): void => {

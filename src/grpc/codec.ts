@@ -219,7 +219,7 @@ function writeWatch(o: Out, r: M.WatchResponse): void {
 
 /**
  * Measures `r`, then writes it into a buffer of exactly that size — after gRPC's 5-byte message prefix
- * when `framed` (the thin unary path sends the buffer as it is: no second copy to put the prefix in front).
+ * when `framed` (the gRPC door sends the buffer as it is: no second copy to put the prefix in front).
  */
 function encode<T>(r: T, size: (r: T) => number, write: (o: Out, r: T) => void, framed = false): Buffer {
   const n = size(r);
@@ -252,4 +252,5 @@ export const framedEncoders = {
   put: (r: M.PutResponse): Buffer => encode(r, putSize, writePut, true),
   deleteRange: (r: M.DeleteRangeResponse): Buffer => encode(r, deleteRangeSize, writeDeleteRange, true),
   txn: (r: M.TxnResponse): Buffer => encode(r, txnSize, writeTxn, true),
+  watch: (r: M.WatchResponse): Buffer => encode(r, watchSize, writeWatch, true),
 } as const;

@@ -1,18 +1,18 @@
 /**
- * Server mode: etcd's v3 gRPC API on a real port, served by @grpc/grpc-js over one EtcdServer (src/server),
- * its unary calls by the front door's thin path on node:http2 (front_door.ts; `grpcUnary: 'grpc-js'` keeps
- * them on grpc-js: the same answers, more CPU per call).
- * Every method maps to the service layer in proto-loader's message form (keepCase, longs and enums as
- * strings, defaults, oneofs), so the services' answers go on the wire unchanged and any etcd client —
- * etcdctl, etcd3, Go's clientv3, jetcd — talks to the simulator as to a single-member etcd.
+ * Server mode: etcd's v3 gRPC API on a real port over one EtcdServer (src/server), served by our own gRPC
+ * door (door.ts) on our own HTTP/2 layer (src/http/h2) — grpc-js and node:http2 cost most of a request's CPU
+ * (docs/performance.md). Every method maps to the service layer in proto-loader's message form (keepCase,
+ * longs and enums as strings, defaults, oneofs; KV's and Watch's responses by src/grpc/codec.ts), so the
+ * services' answers go on the wire unchanged and any etcd client — etcdctl, etcd3, Go's clientv3, jetcd —
+ * talks to the simulator as to a single-member etcd.
  *
  * Streams: Watch and LeaseKeepAlive pipe requests into a WatchCall / KeepAliveCall and their responses
  * out; a client that half-closes ends a keep-alive call but not a Watch, whose watchers go on sending (as
  * in etcd); one that cancels or disconnects cancels the call — either way every watcher / keep-alive of
  * the call is released once the call ends. Methods the simulator does not model (Downgrade) answer
- * UNIMPLEMENTED, as grpc-js does for any method a service leaves out.
+ * UNIMPLEMENTED (`unknown method`), as grpc-go does for a method its service does not register.
  *
- * Wire errors are etcd's (docs/observed-etcd-3.4.23.md, "Wire errors"): front_door.ts answers what grpc-go
+ * Wire errors are etcd's (docs/observed-etcd-3.4.23.md, "Wire errors"): door.ts answers what grpc-go
  * answers before a method runs (unknown paths, the receive limit of max request bytes + 512 KiB, framing,
  * encodings, requests without a message); every request is checked as the release's Go decoder checks it
  * (request_decoding.ts: gogo's generated Unmarshal, protobuf-go from 3.7) and a malformed one is refused with its text; a call carrying a simple token whose raft
@@ -22,23 +22,23 @@
  */
 import { fileURLToPath } from 'node:url';
 import { isIP } from 'node:net';
-import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
-import { TLSSocket, type PeerCertificate } from 'node:tls';
+import type { PeerCertificate } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { EtcdServer, grpcError, sendResponses, toGrpcError, type CallContext, type EndListener, type EtcdServerOptions, type GrpcError, type ResponseListener, type StreamHold } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import { serverCompat } from '../server/compat.js';
-import { DEFAULT_MAX_REQUEST_BYTES, type EtcdVersion } from '../mvcc/index.js';
-import { encodeDeleteRangeResponse, encodePutResponse, encodeRangeResponse, encodeTxnResponse, encodeWatchResponse, framedEncoders } from './codec.js';
-import { claimDoorStream, DEADLINE_METADATA, frameMessage, installFrontDoor, type DoorServerStreamCall, type DoorUnaryCall, type MethodKind } from './front_door.js';
-import { encodeSnapshotResponse, snapshotResponseFrames } from './snapshot_wire.js';
+import { DEFAULT_MAX_REQUEST_BYTES, GrpcCode, type EtcdVersion } from '../mvcc/index.js';
+import { framedEncoders } from './codec.js';
+import { frameMessage, responseSink, type BidiCall, type GrpcMethod, type MethodCodec, type MethodImpl, type ServerCall } from './call.js';
+import { createGrpcDoor } from './door.js';
+import { snapshotResponseFrames } from './snapshot_wire.js';
 import { requestChecks, requestDecodingOf } from './request_decoding.js';
 import { afterHostTime, hostNow, RealClock, type Clock } from '../sim/index.js';
 import { MalformedRequest, withRequestChecks } from './request_checks.js';
 import { pipeResponses } from './stream_pipe.js';
-import { createClientHttp, listenClientPort, type ClientHttp } from '../http/index.js';
-import { addConcurrencyServices, concurrencyDefinitions } from './concurrency.js';
+import { createClientHttp, listenClientPort, serveHttpOverH2, type ClientHttp, type HttpRequest, type HttpResponse, type TlsServerOptions } from '../http/index.js';
+import { concurrencyImplementations, concurrencyDefinitions } from './concurrency.js';
 import { isPromiseLike, thenMap, type AttachedMember, type Awaitable, type PortSwitch, type ServedMember } from './served_member.js';
 
 /** Where our .proto files live (etcdserverpb/rpc.proto imports mvccpb/kv.proto and authpb/auth.proto). */
@@ -58,7 +58,7 @@ export const PROTO_LOADER_OPTIONS: protoLoader.Options = Object.freeze({
 export { DEFAULT_MAX_REQUEST_BYTES };
 export const GRPC_OVERHEAD_BYTES = 512 * 1024;
 
-/** What the Watch and LeaseKeepAlive front doors need of a service-layer stream call. */
+/** What the Watch and LeaseKeepAlive handlers need of a service-layer stream call. */
 interface BidiServiceCall<Req, Res> {
   write(req: Req): void;
   onResponse(listener: ResponseListener<Res> | undefined): void;
@@ -124,12 +124,6 @@ export interface ServeOptions extends Omit<EtcdServerOptions, 'clock' | 'clientC
   /** Simulated seconds per wall-clock second (default 1). Ignored when `clock` is given. */
   readonly clockSpeed?: number | undefined;
   readonly tls?: TlsOptions | undefined;
-  /**
-   * Who serves unary calls and Maintenance.Snapshot's stream: 'door' (default), the thin path on node:http2
-   * in front_door.ts, or 'grpc-js' for everything. The answers on the wire are the same; the door spends
-   * 0.5–0.7× of grpc-js's CPU per call (docs/performance.md).
-   */
-  readonly grpcUnary?: 'door' | 'grpc-js' | undefined;
 }
 
 export type StreamMethod = 'Watch' | 'LeaseKeepAlive';
@@ -150,6 +144,11 @@ export interface ServeHandle {
   readonly server: EtcdServer;
   /** Watch and keep-alive calls currently open over the network. */
   readonly openStreams: number;
+  /**
+   * HTTP/2 streams open on the port's gRPC connections: calls not yet answered or still being answered
+   * (every one ends once its client or the server is done with it; a leak would show here).
+   */
+  readonly openHttp2Streams: number;
   /** Calls `listener` whenever a stream call ends (after its watchers / keep-alives are released); returns an unsubscribe. */
   onStreamEnd(listener: (info: StreamEndInfo) => void): () => void;
   /** Ends every open stream, stops listening and stops the member's timers. Idempotent. */
@@ -188,13 +187,6 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
   const clock: Clock =
     opts.clock ?? new RealClock({ unref: true, speed: opts.clockSpeed ?? 1 });
 
-  const grpcServer = new grpc.Server({
-    'grpc.max_receive_message_length': maxRequestBytes + GRPC_OVERHEAD_BYTES,
-    'grpc.max_send_message_length': -1,
-    // etcdctl pings every 2 s (--keepalive-time); accept that instead of answering GOAWAY too_many_pings.
-    'grpc.http2.min_ping_interval_without_data_ms': 1000,
-    'grpc.keepalive_permit_without_calls': 1,
-  });
   const state: { server: EtcdServer | undefined; attached: AttachedMember | undefined; shuttingDown: boolean } = {
     server: undefined,
     attached: undefined,
@@ -215,14 +207,14 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
 
   // The certificate is read only when its CN can matter (the member ignores it otherwise anyway).
   const readCommonName = opts.tls?.clientCertAuth === true;
-  const callContext = (call: CallSurface): CallContext => contextOf(call, readCommonName);
+  const callContext = (call: ServerCall): CallContext => contextOf(call, readCommonName);
 
   // Calls held by etcd's simple-token check (EtcdServer.tokenWaitIndex, src/server/applied_wait.ts): each
   // waits for the member's applied index, or for its deadline — etcd's wait ends with the call's context —
   // and then runs, to be refused as etcd refuses it (`etcdserver: invalid auth token`; without a deadline
   // the call never ends, as observed on 3.4.23). Here only the deadline and the client's cancel are added.
   const holds = new Set<{ cancel(): void }>();
-  const holdForToken = (call: UnaryInvocation<unknown, unknown>, index: bigint, run: () => void): void => {
+  const holdForToken = (call: ServerCall, index: bigint, run: () => void): void => {
     let timer: { cancel(): void } | undefined;
     const fire = (): void => {
       hold.cancel();
@@ -242,246 +234,175 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
     const offCancel = call.onCancel(hold.cancel);
   };
 
-  /** One unary call, from grpc-js or from the front door's thin path: checked, held for a token, run, answered. */
-  const runUnary = <Req, Res>(fn: (req: Req, ctx: CallContext) => Awaitable<Res>, call: UnaryInvocation<Req, Res>): void => {
-    const req = call.request;
-    if (req instanceof MalformedRequest) {
-      call.fail({ code: grpc.status.INTERNAL, details: `grpc: error unmarshalling request: ${req.error}` });
-      return;
-    }
-    const ctx = call.context();
-    const run = (): void => {
-      let res: Awaitable<Res>;
-      try {
-        res = fn(req, ctx);
-      } catch (err) {
-        call.fail(toGrpcError(err));
-        return;
-      }
-      // A cluster member answers once Raft let it (served_member.ts).
-      if (isPromiseLike(res)) res.then((v) => call.reply(v), (err: unknown) => call.fail(toGrpcError(err)));
-      else call.reply(res);
-    };
-    const index = member().tokenWaitIndex(ctx);
-    if (index === undefined) run();
-    else holdForToken(call as UnaryInvocation<unknown, unknown>, index, run);
-  };
-  // The service functions of the unary methods, for the thin path (see addService).
-  const unaryFns = new WeakMap<object, (req: never, ctx: CallContext) => unknown>();
-  const unary = <Req, Res>(fn: (req: Req, ctx: CallContext) => Awaitable<Res>): grpc.handleUnaryCall<Req, Res> => {
-    const handler: grpc.handleUnaryCall<Req, Res> = (call, callback) => {
-      runUnary(fn, {
-        request: call.request as Req | MalformedRequest,
-        context: () => callContext(call),
-        deadline: deadlineOf(call),
-        onCancel: (listener) => {
-          call.once('cancelled', listener);
-          return () => call.off('cancelled', listener);
+  /**
+   * A unary method: its request decoded and checked as the release's Go decoder checks it, held for a
+   * token, run, and answered — KV's responses encoded straight into a framed buffer.
+   */
+  const unary =
+    <Req, Res>(fn: (req: Req, ctx: CallContext) => Awaitable<Res>): MethodImpl =>
+    (m) => {
+      const framed = FRAMED_ENCODERS[m.path] as ((r: Res) => Buffer) | undefined;
+      const serialize = m.responseSerialize as (r: Res) => Buffer;
+      const encode = framed ?? ((r: Res) => frameMessage(serialize(r)));
+      const deserialize = m.requestDeserialize;
+      return {
+        kind: 'unary',
+        serve: (call) => {
+          const req = deserialize(call.message) as Req | MalformedRequest;
+          if (req instanceof MalformedRequest) return call.fail(GrpcCode.INTERNAL, `grpc: error unmarshalling request: ${req.error}`);
+          const ctx = callContext(call);
+          const run = (): void => {
+            let res: Awaitable<Res>;
+            try {
+              res = fn(req, ctx);
+            } catch (err) {
+              const e = toGrpcError(err);
+              return call.fail(e.code, e.details);
+            }
+            // A cluster member answers once Raft let it (served_member.ts).
+            if (isPromiseLike(res)) {
+              res.then(
+                (v) => call.reply(encode(v)),
+                (err: unknown) => {
+                  const e = toGrpcError(err);
+                  call.fail(e.code, e.details);
+                },
+              );
+            } else call.reply(encode(res));
+          };
+          const index = member().tokenWaitIndex(ctx);
+          if (index === undefined) run();
+          else holdForToken(call, index, run);
         },
-        reply: (res) => callback(null, res),
-        fail: (err) => callback(statusError(err)),
-      });
+      };
     };
-    unaryFns.set(handler, fn as (req: never, ctx: CallContext) => unknown);
-    return handler;
-  };
-  // The thin unary path (front_door.ts, FrontDoorOptions.unary): every unary method of the services added
-  // here is served on node:http2 directly — decoded and checked by the method's own deserializer, answered
-  // through its serializer (KV's straight into a framed buffer) — instead of through grpc-js's call stack.
-  const doorUnary = new Map<string, (call: DoorUnaryCall) => void>();
-  const thinUnary = opts.grpcUnary !== 'grpc-js';
-  const addService = (def: grpc.ServiceDefinition, impl: grpc.UntypedServiceImplementation): void => {
-    grpcServer.addService(def, impl);
-    if (!thinUnary) return;
-    for (const [name, handler] of Object.entries(impl)) {
-      const fn = unaryFns.get(handler);
-      const m = def[name];
-      if (fn === undefined || m === undefined) continue;
-      const framed = FRAMED_ENCODERS[m.path];
-      const serialize = m.responseSerialize;
-      const deserialize = m.requestDeserialize;
-      doorUnary.set(m.path, (call) => {
-        runUnary(fn as (req: unknown, ctx: CallContext) => unknown, {
-          request: deserialize(call.message) as unknown,
-          context: () => contextOfHeaders(call.headers, call.stream, readCommonName),
-          deadline: call.deadline,
-          onCancel: (listener) => call.onCancel(listener),
-          reply: (res) => call.reply(framed !== undefined ? framed(res as never) : frameMessage(serialize(res))),
-          fail: (err) => call.fail(err.code, err.details),
-        });
-      });
-    }
-    for (const [name, handler] of Object.entries(impl)) {
-      const own = doorStreamFns.get(handler);
-      const m = def[name];
-      if (own === undefined || m === undefined) continue;
-      const deserialize = m.requestDeserialize;
-      doorServerStream.set(m.path, (call) => runDoorServerStream(own, call, deserialize));
-    }
-  };
-  const serverStream = <Req, Res>(fn: (req: Req, ctx: CallContext) => Awaitable<Iterable<Res | StreamHold>>): grpc.handleServerStreamingCall<Req, Res> =>
-    serverStreamHandler(fn, callContext, streamUnmarshal);
-  // Server-streaming methods the thin path serves (front_door.ts, FrontDoorOptions.serverStream): the same
-  // service function as on grpc-js, its responses written as framed buffers by `frames` as the stream drains
-  // (the same bytes as the method's serializer on grpc-js writes; see withEncoders).
-  const doorServerStream = new Map<string, (call: DoorServerStreamCall) => void>();
-  const doorStreamFns = new WeakMap<object, DoorStreamFn>();
-  const thinServerStream = <Req, Res>(
-    fn: (req: Req, ctx: CallContext) => Awaitable<Iterable<Res | StreamHold>>,
-    frames: (r: Res) => Buffer[],
-  ): grpc.handleServerStreamingCall<Req, Res> => {
-    const handler = serverStream(fn);
-    doorStreamFns.set(handler, { fn, frames } as unknown as DoorStreamFn);
-    return handler;
-  };
-  /** One door-served server-streaming call: decoded and run as serverStreamHandler runs it on grpc-js. */
-  const runDoorServerStream = (
-    own: DoorStreamFn,
-    call: DoorServerStreamCall,
-    deserialize: (b: Buffer) => unknown,
-  ): void => {
-    const req = deserialize(call.message);
-    if (req instanceof MalformedRequest) {
-      call.fail(grpc.status.INTERNAL, streamUnmarshal + req.error);
-      return;
-    }
-    let rs: Awaitable<Iterable<unknown | StreamHold>>;
-    try {
-      rs = own.fn(req, contextOfHeaders(call.headers, call.stream, readCommonName));
-    } catch (err) {
-      const e = toGrpcError(err);
-      call.fail(e.code, e.details);
-      return;
-    }
-    // Responses are asked for as the stream drains: a snapshot's are written as they are sent.
-    const send = (all: Iterable<unknown | StreamHold>): void => {
-      const sink = call.sink(own.frames);
-      if (sink !== undefined) sendResponses(all, sink);
-    };
-    if (isPromiseLike(rs)) {
-      rs.then(send, (err: unknown) => {
-        const e = toGrpcError(err);
-        call.fail(e.code, e.details);
-      });
-    } else send(rs);
-  };
 
-  const stream = <Req, Res>(
+  /**
+   * A server-streaming method: its responses written as the client reads them (sendResponses), each as the
+   * buffers `frames` makes of it (Snapshot's blobs as they are), or as the method's serializer encodes it.
+   */
+  const serverStream =
+    <Req, Res>(fn: (req: Req, ctx: CallContext) => Awaitable<Iterable<Res | StreamHold>>, frames?: (r: Res) => Buffer[]): MethodImpl =>
+    (m) => {
+      const serialize = m.responseSerialize as (r: Res) => Buffer;
+      const toFrames = frames ?? ((r: Res) => [frameMessage(serialize(r))]);
+      const deserialize = m.requestDeserialize;
+      return {
+        kind: 'serverStream',
+        serve: (call) => {
+          const req = deserialize(call.message) as Req | MalformedRequest;
+          if (req instanceof MalformedRequest) return call.end(GrpcCode.INTERNAL, streamUnmarshal + req.error);
+          const fail = (err: unknown): void => {
+            const e = toGrpcError(err);
+            call.end(e.code, e.details);
+          };
+          let rs: Awaitable<Iterable<Res | StreamHold>>;
+          try {
+            rs = fn(req, callContext(call));
+          } catch (err) {
+            return fail(err);
+          }
+          // Responses are asked for as the stream drains: a snapshot's are written as they are sent.
+          const send = (all: Iterable<Res | StreamHold>): void => sendResponses(all, responseSink(call, toFrames));
+          if (isPromiseLike(rs)) rs.then(send, fail);
+          else send(rs);
+        },
+      };
+    };
+
+  /**
+   * A bidirectional method (Watch, LeaseKeepAlive): requests piped into the service-layer call, its
+   * responses out with etcd's backpressure (stream_pipe.ts).
+   */
+  const stream =
+    <Req, Res>(method: StreamMethod, openCall: (ctx: CallContext) => BidiServiceCall<Req, Res>, encode?: (r: Res) => Buffer): MethodImpl =>
+    (m) => {
+      const serialize = m.responseSerialize as (r: Res) => Buffer;
+      const frame = encode ?? ((r: Res) => frameMessage(serialize(r)));
+      const deserialize = m.requestDeserialize;
+      return { kind: 'bidi', serve: (call) => runBidi(method, openCall, call, deserialize, frame) };
+    };
+  const runBidi = <Req, Res>(
     method: StreamMethod,
     openCall: (ctx: CallContext) => BidiServiceCall<Req, Res>,
-    encode?: (r: Res) => Buffer,
-  ): grpc.handleBidiStreamingCall<Req, Res> => {
-    return (call) => {
-      // The front door's state of this very request (grpc-js starts a bidi handler inside the door's call).
-      const door = claimDoorStream();
-      let sc: BidiServiceCall<Req, Res>;
+    call: BidiCall,
+    deserialize: (b: Buffer) => unknown,
+    frame: (r: Res) => Buffer,
+  ): void => {
+    let sc: BidiServiceCall<Req, Res>;
+    try {
+      sc = openCall(callContext(call));
+    } catch (err) {
+      // A member that cannot take the stream (a crashed cluster member) answers its error.
+      const e = toGrpcError(err);
+      return call.end(e.code, e.details);
+    }
+    open.add(sc);
+    let clientGone = false;
+    let reason: StreamEndReason = 'aborted';
+    call.onRefused = (code, details) => sc.abort(grpcError(code, details));
+    // etcd's stream handlers end with the context's error when the call's deadline passes (its Watch
+    // handler with code 2 or 4, a race between its receive loop and the context; 4 here).
+    const deadlineTimer =
+      call.deadline === undefined
+        ? undefined
+        : afterHostTime(call.deadline - hostNow(), () => sc.abort(grpcError(GrpcCode.DEADLINE_EXCEEDED, 'context deadline exceeded')));
+    pipeResponses(sc, call, frame);
+    sc.onEnd((err) => {
+      open.delete(sc);
+      deadlineTimer?.cancel();
+      if (!clientGone && !state.shuttingDown) {
+        if (err === undefined) call.end(GrpcCode.OK, '');
+        else call.end(err.code, err.details);
+      }
+      streamEnded({ method, reason });
+    });
+    call.onMessage = (msg) => {
+      const req = deserialize(msg) as Req | MalformedRequest;
+      if (req instanceof MalformedRequest) return sc.abort(grpcError(GrpcCode.INTERNAL, streamUnmarshal + req.error));
       try {
-        sc = openCall(callContext(call));
+        sc.write(req);
       } catch (err) {
-        // A member that cannot take the stream (a crashed cluster member) answers its error.
-        call.emit('error', statusError(toGrpcError(err)));
-        return;
+        sc.abort(toGrpcError(err));
       }
-      open.add(sc);
-      let clientGone = false;
-      let reason: StreamEndReason = 'aborted';
-      if (door !== undefined) door.fail = (code, details) => sc.abort(grpcError(code, details));
-      // etcd's stream handlers end with the context's error when the call's deadline passes (its Watch
-      // handler with code 2 or 4, a race between its receive loop and the context; 4 here).
-      const deadline = deadlineOf(call);
-      const deadlineTimer =
-        deadline === undefined
-          ? undefined
-          : afterHostTime(deadline - hostNow(), () => sc.abort(grpcError(grpc.status.DEADLINE_EXCEEDED, 'context deadline exceeded')));
-      const resume = (): void => sc.resume();
-      if (encode === undefined) {
-        pipeResponses(sc, call);
-      } else {
-        // etcd's send loop blocks in Send while grpc-go's per-stream write quota (64 KiB) is used up; the
-        // quota comes back as the transport puts bytes on the wire, within the client's HTTP/2 window. So
-        // here: responses are encoded as they are taken, one at a time, and the call stops taking once
-        // WRITE_QUOTA bytes are written and not yet flushed; what a client does not read then waits in
-        // the stream's window and channel, and its watchers become victims, as in etcd.
-        let unflushed = 0;
-        const flushed = (bytes: number) => (): void => {
-          unflushed -= bytes;
-          if (unflushed < WRITE_QUOTA && sc.isPaused) resume();
-        };
-        sc.listenerBatch = 1;
-        sc.onResponse((rs) => {
-          for (const r of rs) {
-            const buf = encode(r);
-            unflushed += buf.byteLength;
-            call.write(buf as unknown as Res, flushed(buf.byteLength));
-          }
-          if (unflushed >= WRITE_QUOTA) sc.pause();
-        });
-      }
-      sc.onEnd((err) => {
-        open.delete(sc);
-        deadlineTimer?.cancel();
-        if (!clientGone && !state.shuttingDown) {
-          if (err === undefined) call.end();
-          else call.emit('error', statusError(err));
-        }
-        streamEnded({ method, reason });
-      });
-      call.on('data', (req: Req | MalformedRequest) => {
-        if (req instanceof MalformedRequest) {
-          sc.abort(grpcError(grpc.status.INTERNAL, streamUnmarshal + req.error));
-          return;
-        }
-        try {
-          sc.write(req);
-        } catch (err) {
-          sc.abort(toGrpcError(err));
-        }
-      });
-      call.on('end', () => {
-        // A cancel also ends the request stream, and grpc-js may report the end first: decide on the next turn.
-        setImmediate(() => {
-          if (clientGone) return;
-          if (call.cancelled) {
-            clientGone = true;
-            reason = 'cancelled';
-            sc.cancel();
-            return;
-          }
-          // A half-closed Watch goes on streaming until the client cancels (etcd's handler waits for the
-          // call's context); a half-closed LeaseKeepAlive ends with OK (its handler returns at EOF).
-          if (sc.closeSend !== undefined) {
-            sc.closeSend();
-            return;
-          }
-          reason = 'end';
-          sc.end();
-        });
-      });
-      call.on('cancelled', () => {
-        clientGone = true;
-        reason = 'cancelled';
-        sc.cancel();
-      });
-      call.on('error', () => {
-        // A write failed or we emitted the call's final error: the call is over either way.
-        clientGone = true;
-        sc.cancel();
-      });
     };
+    call.onHalfClose = () => {
+      // A half-closed Watch goes on streaming until the client cancels (etcd's handler waits for the call's
+      // context); a half-closed LeaseKeepAlive ends with OK (its handler returns at EOF).
+      if (sc.closeSend !== undefined) return sc.closeSend();
+      reason = 'end';
+      sc.end();
+    };
+    call.onCancel(() => {
+      clientGone = true;
+      reason = 'cancelled';
+      sc.cancel();
+    });
   };
 
   // Requests are checked as the release's Go decoder checks them (gogo's, or protobuf-go's from 3.7).
   const decoding = requestDecodingOf(etcdVersion, opts.seed);
   const etcdRequestCheck = requestChecks(etcdPackageDefinition(), 'etcdserverpb', decoding);
   const definitions = {
-    KV: withRequestChecks(withEncoders(etcdService('KV').service, KV_ENCODERS), etcdRequestCheck),
-    Watch: withRequestChecks(withEncoders(etcdService('Watch').service, WATCH_ENCODERS), etcdRequestCheck),
+    KV: withRequestChecks(etcdService('KV').service, etcdRequestCheck),
+    Watch: withRequestChecks(etcdService('Watch').service, etcdRequestCheck),
     Lease: withRequestChecks(etcdService('Lease').service, etcdRequestCheck),
     Cluster: withRequestChecks(etcdService('Cluster').service, etcdRequestCheck),
-    Maintenance: withRequestChecks(withEncoders(etcdService('Maintenance').service, MAINTENANCE_ENCODERS), etcdRequestCheck),
+    Maintenance: withRequestChecks(etcdService('Maintenance').service, etcdRequestCheck),
     Auth: withRequestChecks(etcdService('Auth').service, etcdRequestCheck),
     // etcd's v3lock and v3election services (./concurrency.ts).
     ...concurrencyDefinitions(PROTO_LOADER_OPTIONS, decoding),
+  };
+  const methods = new Map<string, GrpcMethod>();
+  const services = new Set<string>();
+  const addService = (def: grpc.ServiceDefinition, impl: Readonly<Record<string, MethodImpl>>): void => {
+    for (const [name, make] of Object.entries(impl)) {
+      const m = def[name];
+      if (m === undefined) throw new Error(`etcdsim: no method ${name} in the service`);
+      methods.set(m.path, make(m as MethodCodec));
+    }
+    // A registered service whose method is missing answers `unknown method` (Downgrade), not `unknown service`.
+    for (const m of Object.values(def)) services.add(m.path.slice(1, m.path.lastIndexOf('/')));
   };
   addService(definitions.KV, {
     Range: unary((req: M.RangeRequest, ctx) => member().services.kv.range(req, ctx)),
@@ -490,7 +411,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
     Txn: unary((req: M.TxnRequest, ctx) => member().services.kv.txn(req, ctx)),
     Compact: unary((req: M.CompactionRequest, ctx) => member().services.kv.compact(req, ctx)),
     RangeStream: serverStream((req: M.RangeRequest, ctx) => thenMap(member().services.kv.range(req, ctx), rangeStream)),
-  } satisfies grpc.UntypedServiceImplementation);
+  });
   addService(definitions.Watch, {
     Watch: stream<M.WatchRequest, M.WatchResponse>(
       'Watch',
@@ -501,7 +422,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
         call.stream.windowBytes = 0;
         return call;
       },
-      encodeWatchResponse,
+      framedEncoders.watch,
     ),
   });
   addService(definitions.Lease, {
@@ -526,9 +447,8 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
     Defragment: unary((req: M.DefragmentRequest, ctx) => member().services.maintenance.defragment(req, ctx)),
     Alarm: unary((req: M.AlarmRequest, ctx) => member().services.maintenance.alarm(req, ctx)),
     // The member streams its file as it writes it (snapshotStream; a cluster member once it takes the call),
-    // into a few reused buffers: the door holds at most 64 KiB of responses, grpc-js its stream's 16 (512 KiB),
-    // far less than the reuse allows.
-    Snapshot: thinServerStream(
+    // into a few reused buffers: at most 64 KiB of responses wait in the stream, far less than the reuse allows.
+    Snapshot: serverStream(
       (req: M.SnapshotRequest, ctx) => member().services.maintenance.snapshotStream(req, ctx, { reusePieces: true }),
       snapshotResponseFrames,
     ),
@@ -554,62 +474,52 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
     RoleRevokePermission: unary((req: M.AuthRoleRevokePermissionRequest, ctx) => auth().roleRevokePermission(req, ctx)),
   });
   // Lock and Election: Lock and Campaign wait (released on cancel, deadline or close); Observe streams.
-  addConcurrencyServices(grpcServer, definitions, {
+  const concurrency = concurrencyImplementations({
     member,
     callContext,
     open,
     shuttingDown: () => state.shuttingDown,
     streamUnmarshalPrefix: streamUnmarshal,
-    statusError,
-    deadlineOf,
   });
+  addService(definitions.Lock, concurrency.Lock);
+  addService(definitions.Election, concurrency.Election);
 
-  const credentials =
-    opts.tls === undefined
-      ? grpc.ServerCredentials.createInsecure()
-      : grpc.ServerCredentials.createSsl(
-          opts.tls.ca === undefined ? null : Buffer.from(opts.tls.ca),
-          [{ private_key: Buffer.from(opts.tls.key), cert_chain: Buffer.from(opts.tls.cert) }],
-          opts.tls.ca !== undefined || opts.tls.clientCertAuth === true,
-        );
+  const door = createGrpcDoor({
+    methods,
+    services,
+    maxReceiveBytes: maxRequestBytes + GRPC_OVERHEAD_BYTES,
+    malformedMethodCode: serverCompat(etcdVersion).malformedMethodResourceExhausted ? GrpcCode.RESOURCE_EXHAUSTED : GrpcCode.UNIMPLEMENTED,
+    headerErrorsAnswered: serverCompat(etcdVersion).headerErrorsAnswered,
+  });
   const hostPart = isIP(host) === 6 ? `[${host}]` : host;
   // One port for gRPC and etcd's HTTP endpoints, as etcd's client URL serves both (src/http/port.ts).
   let clientHttp: ClientHttp | undefined;
+  const handler = (req: HttpRequest, res: HttpResponse): void => clientHttp?.handle(req, res);
   const clientPort = await listenClientPort({
     host,
     port,
-    grpcServer,
-    credentials,
-    tls: opts.tls !== undefined,
-    handler: (req, res) => clientHttp?.handle(req, res),
+    tls: opts.tls === undefined ? undefined : tlsServerOptions(opts.tls),
+    handler,
+    http2: (socket, head, secure) =>
+      // Over TLS, etcd's listener answers an HTTP/2 request that is not gRPC with its HTTP handler.
+      door.accept(socket, { head, http: secure ? (st, s) => serveHttpOverH2(st, s, handler) : undefined }),
   });
   const boundPort = clientPort.port;
-  const methods = new Map<string, MethodKind>();
-  for (const def of Object.values(definitions)) {
-    for (const m of Object.values(def)) methods.set(m.path, m.requestStream ? 'bidi' : m.responseStream ? 'serverStream' : 'unary');
-  }
-  const door = installFrontDoor(grpcServer, {
-    methods,
-    services: new Set([...methods.keys()].map((p) => p.slice(1, p.lastIndexOf('/')))),
-    maxReceiveBytes: maxRequestBytes + GRPC_OVERHEAD_BYTES,
-    malformedMethodCode: serverCompat(etcdVersion).malformedMethodResourceExhausted ? grpc.status.RESOURCE_EXHAUSTED : grpc.status.UNIMPLEMENTED,
-    headerErrorsAnswered: serverCompat(etcdVersion).headerErrorsAnswered,
-    unary: doorUnary,
-    serverStream: doorServerStream,
-  });
-  clientPort.serveHttpOverH2();
   const scheme = opts.tls === undefined ? 'http' : 'https';
   const address = `${hostPart}:${boundPort}`;
   const endpoint = `${scheme}://${address}`;
 
-  const { host: _h, port: _p, allowNonLoopback: _a, clock: _c, clockSpeed: _s, tls: _t, grpcUnary: _g, ...serverOpts } = opts;
+  const { host: _h, port: _p, allowNonLoopback: _a, clock: _c, clockSpeed: _s, tls: _t, ...serverOpts } = opts;
   let server: EtcdServer | undefined;
   if (attach !== undefined) {
     try {
       state.attached = await attach(endpoint, {
         refuse: () => {
-          // As close() does: the calls etcd would keep waiting are forgotten, their sockets go with the port's.
+          // As close() does: the calls etcd would keep waiting are forgotten. The gRPC connections drop now,
+          // before the answers the crash gave their streams go out (a killed etcd sends none: its clients see
+          // the connection go); the port's other connections go a turn later (clientPort.refuse).
           door.forgetHeld();
+          door.dropConnections();
           return clientPort.refuse();
         },
         listen: () => clientPort.listen(),
@@ -617,7 +527,6 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
     } catch (err) {
       door.dropConnections();
       clientPort.dropConnections();
-      grpcServer.forceShutdown();
       await clientPort.close();
       throw err;
     }
@@ -645,6 +554,9 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
     get openStreams() {
       return open.size;
     },
+    get openHttp2Streams() {
+      return door.openStreams;
+    },
     onStreamEnd(listener) {
       endListeners.add(listener);
       return () => endListeners.delete(listener);
@@ -661,11 +573,6 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
         door.forgetHeld();
         for (const h of [...holds]) h.cancel();
         for (const c of [...open]) c.abort();
-        await new Promise<void>((resolve) => {
-          grpcServer.tryShutdown(() => resolve());
-          // Clients that keep connections open must not hold the shutdown: force it on the next turn.
-          setImmediate(() => grpcServer.forceShutdown());
-        });
         await clientPort.close();
         server?.delivery.setScheduler(undefined);
         server?.close();
@@ -676,13 +583,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
   };
 }
 
-const KV_ENCODERS: Readonly<Record<string, (r: never) => Buffer>> = {
-  Range: encodeRangeResponse,
-  Put: encodePutResponse,
-  DeleteRange: encodeDeleteRangeResponse,
-  Txn: encodeTxnResponse,
-};
-/** KV's responses written straight into a framed buffer (thin unary path), by method path. */
+/** KV's responses written straight into a framed buffer, by method path. */
 const FRAMED_ENCODERS: Readonly<Record<string, ((r: never) => Buffer) | undefined>> = {
   '/etcdserverpb.KV/Range': framedEncoders.range,
   '/etcdserverpb.KV/Put': framedEncoders.put,
@@ -690,48 +591,20 @@ const FRAMED_ENCODERS: Readonly<Record<string, ((r: never) => Buffer) | undefine
   '/etcdserverpb.KV/Txn': framedEncoders.txn,
 };
 
-/** A server-streaming method the thin path serves: its service function and its responses' wire frames. */
-interface DoorStreamFn {
-  readonly fn: (req: unknown, ctx: CallContext) => Awaitable<Iterable<unknown | StreamHold>>;
-  readonly frames: (r: unknown) => Buffer[];
-}
-
-/** What running a unary method needs of its call, whichever transport carries it. */
-interface UnaryInvocation<Req, Res> {
-  readonly request: Req | MalformedRequest;
-  /** The caller (token, certificate CN), read when the call runs. */
-  context(): CallContext;
-  /** When the call's deadline passes (host ms), or undefined. */
-  readonly deadline: number | undefined;
-  /** `listener` runs if the client cancels first; returns an unsubscribe. */
-  onCancel(listener: () => void): () => void;
-  reply(res: Res): void;
-  fail(err: { code: number; details: string }): void;
-}
-
-/** Snapshot's responses as etcd writes them, its blobs as they are (snapshot_wire.ts), on grpc-js too. */
-const MAINTENANCE_ENCODERS: Readonly<Record<string, (r: never) => Buffer>> = { Snapshot: encodeSnapshotResponse };
-
-/** Watch responses are encoded by the stream handler (it counts their bytes); grpc-js passes them through. */
-const WATCH_ENCODERS: Readonly<Record<string, (r: never) => Buffer>> = { Watch: (r: Buffer) => r };
-
-/** grpc-go's per-stream write quota (defaultWriteQuota): what Send accepts before it blocks. */
-const WRITE_QUOTA = 64 * 1024;
-
-/** `def` with the bulk responses encoded by src/grpc/codec.ts instead of proto-loader (the same messages on the wire, less work). */
-function withEncoders(def: grpc.ServiceDefinition, encoders: Readonly<Record<string, (r: never) => Buffer>>): grpc.ServiceDefinition {
-  const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = { ...def };
-  for (const [method, encode] of Object.entries(encoders)) {
-    const m = def[method];
-    if (m === undefined) throw new Error(`etcdsim: no method ${method} to encode`);
-    out[method] = { ...m, responseSerialize: encode as (r: unknown) => Buffer };
-  }
-  return out;
-}
-
-/** A service error as grpc-js sends it: status code and details (no trailing metadata). */
-function statusError(err: { code: number; details: string }): grpc.ServerErrorResponse {
-  return Object.assign(new Error(err.details), { code: err.code, details: err.details });
+/**
+ * The TLS server options of etcd's client port: its certificate, and client certificates required when a CA
+ * is given or --client-cert-auth is on (verified against that CA, or against the system's roots as Go's
+ * are); ALPN offers h2 for gRPC and http/1.1 for etcd's HTTP endpoints.
+ */
+function tlsServerOptions(t: TlsOptions): TlsServerOptions {
+  const requireCert = t.ca !== undefined || t.clientCertAuth === true;
+  return {
+    cert: t.cert,
+    key: t.key,
+    ...(t.ca === undefined ? {} : { ca: t.ca }),
+    requestCert: requireCert,
+    rejectUnauthorized: requireCert,
+  };
 }
 
 /**
@@ -742,59 +615,29 @@ function streamUnmarshalPrefix(v: EtcdVersion): string {
   return v === '3.4' ? 'grpc: failed to unmarshal the received message ' : 'grpc: failed to unmarshal the received message: ';
 }
 
-/** The call's deadline (epoch ms) as the front door passed it on, or undefined for none. */
-function deadlineOf(call: { readonly metadata: grpc.Metadata }): number | undefined {
-  const v = call.metadata.get(DEADLINE_METADATA)[0];
-  return v === undefined ? undefined : Number(v);
-}
-
 /** The parsing of simple tokens now lives with the wait, in the server layer. */
 export { simpleTokenIndex } from '../server/applied_wait.js';
-
-/** What every kind of grpc-js server call offers: its metadata and its transport's auth context. */
-type CallSurface = Pick<grpc.ServerUnaryCall<unknown, unknown>, 'metadata' | 'getAuthContext'>;
 
 /**
  * The caller of a call: etcd reads the simple token from the `token` metadata (or `authorization`) and,
  * when `withCommonName`, the Common Name of the client certificate — only of one the TLS handshake
- * verified (grpc-js reports no certificate otherwise, as Go's VerifiedChains is then empty), and not for a
- * request that came through etcd's gRPC gateway (metadata `grpcgateway-accept`: etcd ignores the CN then).
+ * verified (Go's VerifiedChains), and not for a request that came through etcd's gRPC gateway (metadata
+ * `grpcgateway-accept`: etcd ignores the CN then).
  */
-function contextOf(call: CallSurface, withCommonName: boolean): CallContext {
-  const md = call.metadata;
-  const v = md.get('token')[0] ?? md.get('authorization')[0];
-  const token = v === undefined ? undefined : typeof v === 'string' ? v : v.toString('utf8');
-  const cn = withCommonName && md.get('grpcgateway-accept').length === 0 ? commonNameOf(call.getAuthContext().sslPeerCertificate) : undefined;
-  return requiringLeader(callerContext(token, cn), md.get('hasleader')[0]);
+function contextOf(call: ServerCall, withCommonName: boolean): CallContext {
+  const token = call.header('token') ?? call.header('authorization');
+  const cn = withCommonName && call.header('grpcgateway-accept') === undefined ? commonNameOf(call.peerCertificate()) : undefined;
+  return requiringLeader(callerContext(token, cn), call.header('hasleader'));
 }
 
 /** clientv3's WithRequireLeader: metadata `hasleader: true` (etcd's rpctypes.MetadataRequireLeaderKey / MetadataHasLeader). */
-function requiringLeader(ctx: CallContext, hasLeader: string | Buffer | undefined): CallContext {
-  return hasLeader !== undefined && hasLeader.toString() === 'true' ? { ...ctx, requireLeader: true } : ctx;
+function requiringLeader(ctx: CallContext, hasLeader: string | undefined): CallContext {
+  return hasLeader === 'true' ? { ...ctx, requireLeader: true } : ctx;
 }
 
 function callerContext(token: string | undefined, cn: string | undefined): CallContext {
   if (cn === undefined) return token === undefined ? {} : { token };
   return token === undefined ? { certCommonName: cn } : { token, certCommonName: cn };
-}
-
-/** contextOf for a call the front door serves itself: the same metadata, read from the request's headers. */
-function contextOfHeaders(headers: IncomingHttpHeaders, stream: ServerHttp2Stream, withCommonName: boolean): CallContext {
-  const v = firstHeader(headers['token']) ?? firstHeader(headers['authorization']);
-  const cn = withCommonName && headers['grpcgateway-accept'] === undefined ? commonNameOf(verifiedPeerCertificate(stream)) : undefined;
-  return requiringLeader(callerContext(v, cn), firstHeader(headers['hasleader']));
-}
-
-function firstHeader(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
-
-/** The client certificate the TLS handshake verified (as grpc-js's getAuthContext reports it), or undefined. */
-function verifiedPeerCertificate(stream: ServerHttp2Stream): PeerCertificate | undefined {
-  const socket = stream.session?.socket;
-  if (!(socket instanceof TLSSocket) || !socket.authorized) return undefined;
-  const cert = socket.getPeerCertificate();
-  return cert.raw === undefined ? undefined : cert;
 }
 
 /**
@@ -810,40 +653,6 @@ function commonNameOf(cert: PeerCertificate | undefined): string | undefined {
     return typeof last === 'string' ? last : '';
   }
   return '';
-}
-
-function serverStreamHandler<Req, Res>(
-  fn: (req: Req, ctx: CallContext) => Awaitable<Iterable<Res | StreamHold>>,
-  callContext: (call: CallSurface) => CallContext,
-  unmarshalPrefix: string,
-): grpc.handleServerStreamingCall<Req, Res> {
-  return (call) => {
-    const req = call.request as Req | MalformedRequest;
-    if (req instanceof MalformedRequest) {
-      call.emit('error', statusError({ code: grpc.status.INTERNAL, details: unmarshalPrefix + req.error }));
-      return;
-    }
-    let rs: Awaitable<Iterable<Res | StreamHold>>;
-    try {
-      rs = fn(req, callContext(call));
-    } catch (err) {
-      call.emit('error', statusError(toGrpcError(err)));
-      return;
-    }
-    // Written as grpc-js's stream takes them ('drain'), not all at once: a client that stops reading a
-    // snapshot holds back its responses here, not encoded copies of the whole file in grpc-js's queue.
-    const send = (all: Iterable<Res | StreamHold>): void =>
-      sendResponses(all, {
-        write: (r) => call.write(r),
-        onDrain: (resume) => void call.once('drain', resume),
-        end: () => call.end(),
-        get gone() {
-          return call.cancelled;
-        },
-      });
-    if (isPromiseLike(rs)) rs.then(send, (err: unknown) => call.emit('error', statusError(toGrpcError(err))));
-    else send(rs);
-  };
 }
 
 /** RangeStream chunk size (keys per response). */

@@ -6,7 +6,7 @@
  * `blob` (field 3: 32 KiB of the bbolt file, or its SHA-256 at the end) and, from etcd 3.6 on, `version`
  * (field 4, the storage version) — canonical proto3 in field order with defaults left out, as etcd's Go
  * encoder writes it (proto-loader's encoder wrote `remaining_bytes: 0` out, 2 bytes etcd does not send).
- * The blob is a view of the one snapshot file (MaintenanceService.snapshot): the thin path
+ * The blob is a view of the one snapshot file (MaintenanceService.snapshot): the gRPC door
  * (snapshotResponseFrames) hands it to the socket as it is, after a small buffer holding the gRPC prefix
  * and the field heads, so a snapshot is not copied per message (protobufjs copied each blob into a message
  * object and again into its encoding).
@@ -69,9 +69,4 @@ export function snapshotResponseFrames(r: M.SnapshotResponse): Buffer[] {
   const tail = new WireWriter(versionSize);
   tail.bytes(4, version);
   return [head.buf, blob, tail.buf];
-}
-
-/** One SnapshotResponse encoded in one buffer, without the gRPC prefix (grpc-js's serializer). */
-export function encodeSnapshotResponse(r: M.SnapshotResponse): Buffer {
-  return Buffer.concat(snapshotResponseFrames(r)).subarray(5);
 }

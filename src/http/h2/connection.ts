@@ -1,6 +1,6 @@
 /**
  * The server side of one HTTP/2 connection (RFC 9113, with HPACK of RFC 7541) over a net.Socket, a
- * TLSSocket or any Duplex — the transport etcdsim's gRPC front door is to run on instead of node:http2.
+ * TLSSocket or any Duplex — the transport of etcdsim's gRPC door (src/grpc/door.ts), in place of node:http2.
  *
  * Design, chosen for CPU per call (a do-nothing server on it should cost a fifth of node:http2's):
  * - One object per request: the H2Stream record (with its header list, a flat [name, value, ...] array).
