@@ -211,12 +211,17 @@ function gatewayContext(req: HttpRequest): CallContext {
   return token === undefined ? {} : { token };
 }
 
+/**
+ * The request's body, once it has all arrived. A request whose client goes before its body ends never
+ * resolves: Go's gateway fails the body read and calls nothing (read as empty, it would grant a lease or
+ * enable auth for a client that is gone).
+ */
 function readBody(req: HttpRequest): Promise<string> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', () => resolve(''));
+    req.on('error', () => {});
   });
 }
 
