@@ -1,7 +1,8 @@
 /**
  * What a test needs from the machine, said once at the top of its file. The differential and etcdctl tests
- * compare with a real etcd 3.4.23 (`etcd`, `etcdctl`), the timeline test renders in headless Chromium; the
- * rest of the suite needs only Node. `.ci/run` installs all of them.
+ * compare with a real etcd 3.4.23 (`etcd`, `etcdctl`), the timeline test renders in headless Chromium, the
+ * Go client test builds against etcd 3.4.23's Go sources (`go`, golang-etcd-server-dev); the rest of the
+ * suite needs only Node. `.ci/run` installs all of them.
  *
  *   const skip = requireCommands(['etcd', 'etcdctl']);
  *   test('...', { skip }, async () => { ... });
@@ -10,7 +11,7 @@
  * skipped test), so a developer without etcd still runs everything else. In CI (CI=true) nothing is
  * skipped: a missing program throws here, when the file loads, and the run fails saying what to install.
  */
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 
 /** Whether this is a CI run (.ci/run is started with CI=true). */
@@ -74,4 +75,22 @@ export function findChromium(): string | undefined {
 /** node:test's `skip` option for tests that render in headless Chromium (see requireCommands). */
 export function requireChromium(): string | false {
   return findChromium() === undefined ? requireCommand('chromium') : false;
+}
+
+/** Where Debian's golang-etcd-server-dev puts etcd 3.4.23's Go sources: a GOPATH root. */
+export const GO_ETCD_SOURCE_ROOT = '/usr/share/gocode';
+
+/** etcd's Go client inside it: present once golang-etcd-server-dev is installed. */
+export const GO_CLIENTV3_DIR = join(GO_ETCD_SOURCE_ROOT, 'src', 'go.etcd.io', 'etcd', 'clientv3');
+
+/**
+ * node:test's `skip` option for tests that build a Go program against etcd 3.4.23's client sources
+ * (GOPATH mode, offline): `false` when they are there; outside CI a one-line reason; in CI it throws, as
+ * requireCommands does. Check `go` itself with requireCommands.
+ */
+export function requireGoEtcdSources(): string | false {
+  if (existsSync(GO_CLIENTV3_DIR)) return false;
+  const reason = `needs etcd 3.4's Go sources in ${GO_CLIENTV3_DIR} (apt-get install -y golang-etcd-server-dev; .ci/run installs it)`;
+  if (inCI) throw new Error(`CI=true: this test file ${reason}`);
+  return reason;
 }
