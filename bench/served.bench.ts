@@ -15,20 +15,18 @@
  * golang-etcd-server-dev`), and etcd on PATH (`apt-get install etcd-server`); without Go the section says
  * so and is skipped, without etcd the rows show etcdsim alone (baseline = subject, noted).
  */
-import { spawn, execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as http2 from 'node:http2';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BenchContext, BenchSection, Row, Sample } from './harness.js';
 import { freePort, hasBinary, spawnUntil, startLocalEtcd, stopChild } from './server.bench.js';
+import { buildEtcdGoProgram, GO_CLIENTV3_DIR } from '../src/diff/go_build.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const LOADGEN_SRC = join(ROOT, 'bench', 'go', 'loadgen', 'main.go');
-/** Debian's golang-etcd-server-dev puts etcd 3.4.23's sources (and their dependencies) here. */
-const GO_SOURCE_ROOT = '/usr/share/gocode';
-const CLIENTV3 = join(GO_SOURCE_ROOT, 'src', 'go.etcd.io', 'etcd', 'clientv3');
 const BUILD_DIR = join(ROOT, 'node_modules', '.cache', 'etcdsim-loadgen');
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ; 100 on Linux). */
 const TICKS_PER_SECOND = 100;
@@ -108,32 +106,15 @@ function sampleOf(xs: readonly number[], ops: number): Sample {
  * packaged etcd sources, offline. Undefined, with the reason logged, when Go or the sources are missing.
  */
 async function buildLoadgen(ctx: BenchContext): Promise<string | undefined> {
-  if (!hasBinary('go') || !existsSync(CLIENTV3)) {
+  if (!hasBinary('go') || !existsSync(GO_CLIENTV3_DIR)) {
     ctx.log(
       'served: skipped — the Go load generator needs Go and etcd 3.4.23\'s Go client sources: ' +
         '`apt-get install golang-go golang-etcd-server-dev` (Debian/Ubuntu), then run the bench again',
     );
     return undefined;
   }
-  const bin = join(BUILD_DIR, 'loadgen');
-  if (existsSync(bin) && statSync(bin).mtimeMs >= statSync(LOADGEN_SRC).mtimeMs) return bin;
-  mkdirSync(join(BUILD_DIR, 'gopath'), { recursive: true });
-  ctx.log('served: building bench/go/loadgen (GOPATH mode, offline; about a minute the first time)');
-  const env = {
-    ...process.env,
-    GOPATH: `${join(BUILD_DIR, 'gopath')}:${GO_SOURCE_ROOT}`,
-    GO111MODULE: 'off',
-    GOPROXY: 'off',
-    GOFLAGS: '',
-    GOCACHE: join(BUILD_DIR, 'gocache'),
-  };
-  await new Promise<void>((resolve, reject) => {
-    execFile('go', ['build', '-o', bin, LOADGEN_SRC], { env, cwd: BUILD_DIR }, (err, _out, stderr) => {
-      if (err === null) resolve();
-      else reject(new Error(`go build of bench/go/loadgen failed:\n${stderr}`));
-    });
-  });
-  return bin;
+  ctx.log('served: building bench/go/loadgen if needed (GOPATH mode, offline; about a minute the first time)');
+  return buildEtcdGoProgram(LOADGEN_SRC, BUILD_DIR, 'loadgen');
 }
 
 async function startEtcd(): Promise<Served> {

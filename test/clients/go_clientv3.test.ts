@@ -16,20 +16,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serve } from '../../src/grpc/index.js';
 import { startEtcd } from '../../src/diff/etcd_process.js';
 import { CLIENT_ETCD_ELECTION_MS, CLIENT_ETCD_HEARTBEAT_MS } from './harness.js';
-import { GO_ETCD_SOURCE_ROOT, requireCommands, requireGoEtcdSources } from '../support/prerequisites.js';
+import { requireCommands, requireGoEtcdSources } from '../support/prerequisites.js';
+import { buildEtcdGoProgram } from '../../src/diff/go_build.js';
 
 const skip = requireCommands(['etcd', 'go']) || requireGoEtcdSources();
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SOURCE = join(ROOT, 'test', 'go', 'conformance', 'main.go');
 const BUILD_DIR = join(ROOT, 'node_modules', '.cache', 'etcdsim-go');
-const BINARY = join(BUILD_DIR, 'conformance');
 const SEED = 15;
 
 /** Steps the program runs (it ends with `end: <n> steps`): a program that prints nothing cannot pass. */
@@ -62,30 +61,6 @@ const KNOWN_DIFFERENCES: Readonly<Record<string, string>> = {
   'member-update-invalid-url': 'etcd: ok | restore: ok; etcdsim: InvalidArgument given member URLs are invalid | restore: DeadlineExceeded',
 };
 
-function goEnv(): NodeJS.ProcessEnv {
-  return {
-    ...process.env,
-    GOPATH: `${join(BUILD_DIR, 'gopath')}:${GO_ETCD_SOURCE_ROOT}`,
-    GO111MODULE: 'off',
-    GOPROXY: 'off',
-    GOFLAGS: '',
-    GOCACHE: join(BUILD_DIR, 'gocache'),
-  };
-}
-
-/** Builds the program unless the cached binary is at least as new as main.go; resolves to its path. */
-async function buildProgram(): Promise<string> {
-  if (existsSync(BINARY) && statSync(BINARY).mtimeMs >= statSync(SOURCE).mtimeMs) return BINARY;
-  mkdirSync(join(BUILD_DIR, 'gopath'), { recursive: true });
-  await new Promise<void>((resolve, reject) => {
-    execFile('go', ['build', '-o', BINARY, SOURCE], { env: goEnv(), cwd: BUILD_DIR, maxBuffer: 16 << 20 }, (err, _out, stderr) => {
-      if (err === null) resolve();
-      else reject(new Error(`go build of test/go/conformance failed:\n${stderr}`));
-    });
-  });
-  return BINARY;
-}
-
 /** Runs the script against `address`; resolves to its lines. */
 function runProgram(bin: string, address: string): Promise<string[]> {
   return new Promise((resolve, reject) => {
@@ -109,7 +84,7 @@ function masked(lines: readonly string[]): string[] {
 
 test('etcd 3.4.23 and etcdsim serve (3.4) answer etcd\'s Go client (clientv3) alike', { skip, timeout: 15 * 60_000 }, async (t) => {
   let started = Date.now();
-  const bin = await buildProgram();
+  const bin = await buildEtcdGoProgram(SOURCE, BUILD_DIR, 'conformance');
   t.diagnostic(`build (or cache hit): ${Date.now() - started} ms`);
 
   started = Date.now();

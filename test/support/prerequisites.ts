@@ -13,6 +13,7 @@
  */
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
+import { GO_CLIENTV3_DIR } from '../../src/diff/go_build.js';
 
 /** Whether this is a CI run (.ci/run is started with CI=true). */
 export const inCI = process.env['CI'] === 'true';
@@ -76,12 +77,6 @@ export function findChromium(): string | undefined {
 export function requireChromium(): string | false {
   return findChromium() === undefined ? requireCommand('chromium') : false;
 }
-
-/** Where Debian's golang-etcd-server-dev puts etcd 3.4.23's Go sources: a GOPATH root. */
-export const GO_ETCD_SOURCE_ROOT = '/usr/share/gocode';
-
-/** etcd's Go client inside it: present once golang-etcd-server-dev is installed. */
-export const GO_CLIENTV3_DIR = join(GO_ETCD_SOURCE_ROOT, 'src', 'go.etcd.io', 'etcd', 'clientv3');
 
 /**
  * node:test's `skip` option for tests that build a Go program against etcd 3.4.23's client sources
