@@ -2,11 +2,13 @@
  * The HTTP side of etcd's client port (its `/` mux behind the access controller), for one member:
  *
  * - every answer carries etcd's CORS headers (etcd's default --cors is `*`), and OPTIONS answers 200 empty;
- * - `/health` (GET): `{"health":"true"}` (3.6+ adds `"reason":""`) — a simulated member always has a leader
- *   and raises no alarms, so it is always healthy; other methods 405 with `Allow: GET`;
+ * - `/health` (GET): `{"health":"true"}` (3.6+ adds `"reason":""`) — a single simulated member always has a
+ *   leader; any raised alarm whose type `?exclude=` does not name makes it `503 {"health":"false"}` (3.6+:
+ *   with `"reason":"ALARM NOSPACE"`), NOSPACE included on every release; other methods 405 with `Allow: GET`;
  * - `/version` (GET): `{"etcdserver":"3.4.23","etcdcluster":"3.4.0"}` from the member's version;
  * - `/livez`, `/readyz` and their checks (3.5+ profiles; 404 on 3.4, as 3.4.23 answers): `ok`, and with
- *   `?verbose` each check's line first;
+ *   `?verbose` each check's line first; readyz's data_corruption fails (503, every check's line) while a
+ *   CORRUPT alarm is raised;
  * - `/metrics`: Prometheus text (metrics.ts);
  * - `/v3/...` (and `/v3beta/...` on 3.4 and 3.5): the gRPC gateway (gateway.ts);
  * - anything else: Go's `404 page not found`.
@@ -16,6 +18,7 @@ import { clusterVersionOf, createMemberMetrics, type MemberMetrics } from './met
 import type { EtcdServer } from '../server/index.js';
 import type { ServedMember } from './served_member.js';
 import { serverCompat } from '../server/compat.js';
+import { ALARM_CORRUPT, alarmTypeName } from '../server/alarms.js';
 
 /** What serve() needs of the HTTP side: a request handler and a way to stop it. */
 export interface ClientHttp {
@@ -63,7 +66,7 @@ export function createClientHttp(s: EtcdServer, served: () => ServedMember = () 
         if (!gateway.handle(path.slice('/v3/'.length), req, res)) plainError(res, 404, 'Not Found');
         return;
       }
-      if (path === '/health') return health(s, metrics, req, res);
+      if (path === '/health') return health(s, metrics, req, res, query);
       if (path === '/version') return version(s, req, res);
       if (path === '/metrics') {
         metrics.scrape().then(
@@ -78,7 +81,7 @@ export function createClientHttp(s: EtcdServer, served: () => ServedMember = () 
       const probes = serverCompat(s.etcdVersion).probes;
       if (probes !== 'none') {
         const probe = probeChecks(path, probes === '3.5' ? READYZ_CHECKS_35 : READYZ_CHECKS);
-        if (probe !== undefined) return healthProbe(probe, req, res, query);
+        if (probe !== undefined) return healthProbe(s, probe, req, res, query);
       }
       plainError(res, 404, '404 page not found');
     },
@@ -89,14 +92,28 @@ export function createClientHttp(s: EtcdServer, served: () => ServedMember = () 
   };
 }
 
-function health(s: EtcdServer, metrics: MemberMetrics, req: HttpRequest, res: HttpResponse): void {
+/** What /health says of an alarm of each type (etcd 3.6's checkAlarms). */
+const ALARM_REASONS: Readonly<Record<string, string>> = { NOSPACE: 'ALARM NOSPACE', CORRUPT: 'ALARM CORRUPT' };
+
+function health(s: EtcdServer, metrics: MemberMetrics, req: HttpRequest, res: HttpResponse, query: URLSearchParams): void {
   if (req.method !== 'GET') {
     plainError(res, 405, 'Method Not Allowed', { Allow: 'GET' });
     return;
   }
-  // A single simulated member has a leader (itself), no alarms, and answers reads: healthy.
+  const compat = serverCompat(s.etcdVersion);
+  // etcd's checkAlarms comes first: any raised alarm whose type name `exclude` does not list (NOSPACE is not
+  // left out by default on any release) makes the member unhealthy; the answer is Go's http.Error.
+  const excluded = new Set(query.getAll('exclude').filter((x) => x !== ''));
+  const alarm = s.services.maintenance.alarms.list().find((a) => !excluded.has(alarmTypeName(a.type)));
+  if (alarm !== undefined) {
+    metrics.healthChecked(false);
+    const reason = ALARM_REASONS[alarmTypeName(alarm.type)] ?? 'ALARM UNKNOWN';
+    plainError(res, 503, compat.healthReason ? `{"health":"false","reason":${JSON.stringify(reason)}}` : '{"health":"false"}');
+    return;
+  }
+  // A single simulated member has a leader (itself) and answers reads: healthy.
   metrics.healthChecked(true);
-  const body = serverCompat(s.etcdVersion).healthReason ? '{"health":"true","reason":""}' : '{"health":"true"}';
+  const body = compat.healthReason ? '{"health":"true","reason":""}' : '{"health":"true"}';
   res.writeHead(200, { 'Content-Length': Buffer.byteLength(body), 'Content-Type': 'text/plain; charset=utf-8' });
   res.end(body);
 }
@@ -120,14 +137,21 @@ function probeChecks(path: string, readyz: readonly string[]): readonly string[]
   return undefined;
 }
 
-function healthProbe(checks: readonly string[], req: HttpRequest, res: HttpResponse, query: URLSearchParams): void {
+function healthProbe(s: EtcdServer, checks: readonly string[], req: HttpRequest, res: HttpResponse, query: URLSearchParams): void {
   if (req.method !== 'GET') {
     plainError(res, 405, 'Method Not Allowed', { Allow: 'GET' });
     return;
   }
   const excluded = new Set(query.getAll('exclude'));
-  // Every check passes on a single simulated member (no corruption alarm, reads always served).
-  const lines = checks.length > 1 ? checks.filter((c) => !excluded.has(c)).map((c) => `[+]${c} ok\n`) : checks.map((c) => `[+]${c} ok\n`);
+  // Reads are always served on a single simulated member; data_corruption fails while a CORRUPT alarm is raised.
+  const corrupt = s.services.maintenance.alarms.list(ALARM_CORRUPT).length > 0;
+  const line = (c: string): string => (c === 'data_corruption' && corrupt ? `[-]${c} failed: alarm activated: CORRUPT\n` : `[+]${c} ok\n`);
+  const lines = (checks.length > 1 ? checks.filter((c) => !excluded.has(c)) : checks).map(line);
+  // A failed check: 503 with every check's line, verbose or not (etcd's newHealthHandler, through http.Error).
+  if (lines.some((l) => l.startsWith('[-]'))) {
+    plainError(res, 503, lines.join(''));
+    return;
+  }
   const body = (query.has('verbose') ? lines.join('') : '') + 'ok\n';
   res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff', 'Content-Length': Buffer.byteLength(body) });
   res.end(body);

@@ -11,6 +11,15 @@
  *    and within two election timeouts the member steps down (Status: leader 0, "etcdserver: no leader").
  *    KV writes after that are not modelled: etcd times them out, the simulator still applies them.
  *  - removing the only started voter is refused (not enough started members).
+ * A member's Raft role and its listed is_learner are kept apart, as etcd keeps them: Raft's configuration
+ * changes only with AddNode / AddLearnerNode / RemoveNode (a promote is an AddNode), never with UpdateNode,
+ * but etcd 3.4's MemberUpdate replaces the listed RaftAttributes whole and so clears is_learner (see
+ * memberUpdate). Quorum (whether a proposal commits, whether the leader steps down) and promote's readiness
+ * (Raft's progress of the member) read the Raft role; everything RaftCluster answers from its member list
+ * reads the listed flag: MemberList and the backend, the voting-member checks before proposing
+ * (IsReadyToAddVotingMember, isConnectedFullySince over VotingMembers, mayRemoveMember's learner exemption,
+ * IsReadyToRemoveVotingMember, IsReadyToPromoteMember), and the apply checks (the learner count against
+ * maxLearners, "can only promote a learner member").
  * Each reconfiguration that reaches Raft is one entry, also when its apply fails (member not found, ID or
  * peer URLs already exist, too many learners), as etcd counts it. Headers carry revision 0, as etcd's cluster
  * server leaves it.
@@ -30,7 +39,10 @@ export interface ClusterMember {
   readonly name: string;
   readonly peerUrls: readonly string[];
   readonly clientUrls: readonly string[];
+  /** is_learner as RaftCluster lists and stores it. */
   readonly isLearner: boolean;
+  /** Whether Raft's configuration holds the member as a learner (may differ from isLearner: see the file comment). */
+  readonly raftLearner: boolean;
   /** Whether the member has published its attributes (only this member ever does here). */
   readonly started: boolean;
 }
@@ -66,7 +78,7 @@ export class ClusterService {
 
   constructor(private readonly server: EtcdServer) {
     const m = server.member;
-    this.members.set(m.memberId, { id: m.memberId, name: m.name, peerUrls: [...m.peerUrls], clientUrls: [...m.clientUrls], isLearner: false, started: true });
+    this.members.set(m.memberId, { id: m.memberId, name: m.name, peerUrls: [...m.peerUrls], clientUrls: [...m.clientUrls], isLearner: false, raftLearner: false, started: true });
   }
 
   /** Cluster.MemberList: every member, by ID. */
@@ -84,7 +96,7 @@ export class ClusterService {
     const isLearner = req.isLearner === true;
     // etcd's mayAddMember (strict reconfiguration check), before proposing.
     if (!isLearner && !this.readyToAddVotingMember()) fail(ErrNotEnoughStartedMembers);
-    if (!this.votersAllStarted()) fail(ErrUnhealthy);
+    if (!this.listedVotersAllStarted()) fail(ErrUnhealthy);
     const id = memberIdOf(urls, '', Math.floor(this.server.clock.now() / 1000));
     this.propose(() => {
       if (this.removed.includes(id)) fail(ErrMemberNotFound);
@@ -92,7 +104,7 @@ export class ClusterService {
       if (this.peerUrlsTaken(urls, undefined)) fail(ErrPeerUrlExists);
       if (isLearner && this.list().filter((m) => m.isLearner).length >= MAX_LEARNERS) fail(ErrTooManyLearners);
     });
-    const added: ClusterMember = { id, name: '', peerUrls: urls, clientUrls: [], isLearner, started: false };
+    const added: ClusterMember = { id, name: '', peerUrls: urls, clientUrls: [], isLearner, raftLearner: isLearner, started: false };
     this.members.set(id, added);
     this.noteQuorum();
     return { header: this.header(), member: memberOut(added), members: this.list() };
@@ -102,7 +114,8 @@ export class ClusterService {
   memberRemove(req: M.MemberRemoveRequest = {}): M.MemberRemoveResponse {
     const id = uint64ToBigInt(req.ID, 'ID');
     const target = this.members.get(id);
-    // etcd's mayRemoveMember: a learner goes freely; a voter only if the started voters left are a quorum.
+    // etcd's mayRemoveMember: a listed learner goes freely; a listed voter only if the started listed voters
+    // left are a quorum (a voter that never started is then "down", so safe to remove).
     if (target?.isLearner !== true && !this.readyToRemoveVotingMember(id)) fail(ErrNotEnoughStartedMembers);
     this.propose(() => {
       if (target === undefined) fail(ErrMemberNotFound);
@@ -114,37 +127,57 @@ export class ClusterService {
   }
 
   /**
-   * Cluster.MemberUpdate: new peer URLs. etcd 3.4 replaces the member's Raft attributes whole, so an updated
-   * learner becomes a voter (fixed in 3.5: it stays a learner). An invalid URL makes etcd 3.4.23 panic when
-   * it applies the change (observed); the simulator refuses it as MemberAdd does.
+   * Cluster.MemberUpdate: new peer URLs. etcd 3.4 replaces the member's listed Raft attributes whole, so an
+   * updated learner is listed (and stored) as a voter, while Raft, whose configuration an update does not
+   * touch, still holds it as a learner: the cluster keeps its quorum (see the file comment). Fixed by etcd
+   * 3.7.0, 3.6.12 and 3.5.31 (only the peer URLs are replaced), the 3.5+ profiles' releases.
+   *
+   * No release checks the URLs (observed on 3.4.23; 3.5 through 3.7 build the update from the request's URLs
+   * as they are too). Applied to the member itself, any URLs are stored and listed ("not a url", "", none at
+   * all), and a restart keeps them (observed). Applied to another member, etcd first stores them, then hands
+   * them to its peer transport, which panics on a URL types.NewURLs refuses: the process exits, the client
+   * sees its connection close, and every restart replays the entry and panics again (observed on 3.4.23 for
+   * "not a url", "http://", "ftp://x:1", "http://[::1", "", a path, no port, no URL; the 3.5+ transport
+   * panics alike). The simulator cannot exit there: it refuses such an update, after the apply checks (an
+   * unknown member or a taken URL still fails as in etcd), with MemberAdd's error — a deliberate difference.
    */
   memberUpdate(req: M.MemberUpdateRequest = {}): M.MemberUpdateResponse {
     const id = uint64ToBigInt(req.ID, 'ID');
     const urls = [...(req.peerURLs ?? [])];
-    if (!urls.every(validUrl)) fail(ErrMemberBadUrls);
     const target = this.members.get(id);
     this.propose(() => {
       if (target === undefined) fail(ErrMemberNotFound);
       if (this.peerUrlsTaken(urls, id)) fail(ErrPeerUrlExists);
+      if (id !== this.server.member.memberId && (urls.length === 0 || !urls.every(validUrl))) fail(ErrMemberBadUrls);
     });
     const keepsLearner = !serverCompat(this.server.etcdVersion).memberUpdateDropsLearner;
+    // Raft's role (raftLearner) stays as it was.
     this.members.set(id, { ...target!, peerUrls: urls, isLearner: keepsLearner && target!.isLearner });
     this.noteQuorum();
     return { header: this.header(), members: this.list() };
   }
 
-  /** Cluster.MemberPromote: a learner here is never in sync (it never starts), so only the errors remain. */
+  /**
+   * Cluster.MemberPromote: a member here other than this one never starts, so its log never catches up
+   * and only the errors remain.
+   */
   memberPromote(req: M.MemberPromoteRequest = {}): M.MemberPromoteResponse {
     const id = uint64ToBigInt(req.ID, 'ID');
     const target = this.members.get(id);
-    // etcd's isLearnerReady, before proposing: a learner whose log lags the leader's.
-    if (target?.isLearner === true && !target.started) fail(ErrLearnerNotReady);
+    // etcd's isLearnerReady reads the leader's Raft progress: without a leader, etcd forwards the call to
+    // one and waits for it until the deadline; a member in Raft's configuration (learner or voter, whatever
+    // its listed flag) whose log lags is not ready (observed on 3.4.23 for an updated learner and for an
+    // added voter); one Raft does not hold passes on to the proposal.
+    if (this.leaderId() === 0n) fail(QUORUM_LOST);
+    if (target !== undefined && !target.started) fail(ErrLearnerNotReady);
+    // IsReadyToPromoteMember (strict reconfiguration): the member counts as a started voter.
+    if (!this.readyToPromote()) fail(ErrNotEnoughStartedMembers);
     this.propose(() => {
       if (target === undefined) fail(ErrMemberNotFound);
       if (!target.isLearner) fail(ErrMemberNotLearner);
     });
-    // Unreachable while learners never start; kept for a started learner.
-    this.members.set(id, { ...target!, isLearner: false });
+    // Unreachable while other members never start; kept for a started learner.
+    this.members.set(id, { ...target!, isLearner: false, raftLearner: false });
     this.noteQuorum();
     return { header: this.header(), members: this.list() };
   }
@@ -177,7 +210,8 @@ export class ClusterService {
     return header(this.server.identity, 0);
   }
 
-  private voters(): ClusterMember[] {
+  /** The voters RaftCluster lists (its VotingMembers). */
+  private listedVoters(): ClusterMember[] {
     return [...this.members.values()].filter((m) => !m.isLearner);
   }
 
@@ -190,7 +224,7 @@ export class ClusterService {
 
   /** etcd's IsReadyToAddVotingMember, with the special case of growing a one-member cluster. */
   private readyToAddVotingMember(): boolean {
-    const voters = this.voters();
+    const voters = this.listedVoters();
     const nmembers = voters.length + 1;
     const nstarted = voters.filter((m) => m.started).length;
     if (nstarted === 1 && nmembers === 2) return true;
@@ -199,13 +233,19 @@ export class ClusterService {
 
   /** etcd's IsReadyToRemoveVotingMember: the started voters left must be a quorum of the voters left. */
   private readyToRemoveVotingMember(id: bigint): boolean {
-    const rest = this.voters().filter((m) => m.id !== id);
+    const rest = this.listedVoters().filter((m) => m.id !== id);
     return rest.filter((m) => m.started).length >= Math.floor(rest.length / 2) + 1;
   }
 
-  /** etcd's isConnectedFullySince over the voters: here, whether every voter is started. */
-  private votersAllStarted(): boolean {
-    return this.voters().every((m) => m.started);
+  /** etcd's IsReadyToPromoteMember: the listed voters and the promoted member, counted as started. */
+  private readyToPromote(): boolean {
+    const voters = this.listedVoters();
+    return voters.filter((m) => m.started).length + 1 >= Math.floor((voters.length + 1) / 2) + 1;
+  }
+
+  /** etcd's isConnectedFullySince over the listed voters: here, whether every one is started. */
+  private listedVotersAllStarted(): boolean {
+    return this.listedVoters().every((m) => m.started);
   }
 
   private peerUrlsTaken(urls: readonly string[], except: bigint | undefined): boolean {
@@ -213,9 +253,9 @@ export class ClusterService {
     return false;
   }
 
-  /** Starts (or clears) the quorum-lost state after a membership change. */
+  /** Starts (or clears) the quorum-lost state after a membership change: Raft's voters, not the listed ones. */
   private noteQuorum(): void {
-    const voters = this.voters();
+    const voters = [...this.members.values()].filter((m) => !m.raftLearner);
     const hasQuorum = voters.filter((m) => m.started).length >= Math.floor(voters.length / 2) + 1;
     if (hasQuorum) this.quorumLostAt = undefined;
     else this.quorumLostAt ??= this.server.clock.now();

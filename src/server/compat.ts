@@ -23,7 +23,11 @@ export interface ServerCompat {
    * none), so a from-key watch needed READ on its key only (observed on 3.4.23).
    */
   readonly watchAuthAfterRewrite: boolean;
-  /** MemberUpdate replaces the member's raft attributes whole in 3.4, so a learner becomes a voter (observed). */
+  /**
+   * MemberUpdate replaces the member's listed raft attributes whole in 3.4, so a learner is listed as a voter
+   * (observed; Raft still holds it as a learner). Fixed by etcd commits 7c528e856 (v3.7.0), 49cd4a489
+   * (v3.6.12) and 471c372b8 (v3.5.31); never in 3.4.
+   */
   readonly memberUpdateDropsLearner: boolean;
   /** grpc-go 1.33 (etcd 3.4.23) answers a malformed method name RESOURCE_EXHAUSTED; 1.59+ UNIMPLEMENTED. */
   readonly malformedMethodResourceExhausted: boolean;
@@ -47,6 +51,26 @@ export interface ServerCompat {
   readonly probes: 'none' | '3.5' | '3.6';
   /** /health carries a `reason` from 3.6 on. */
   readonly healthReason: boolean;
+  /**
+   * 3.4's maintenance server passed the applier's Alarm answer through as it was (no header); 3.5+ fill a
+   * header (member, raft term, current revision) in every Alarm answer.
+   */
+  readonly alarmResponseHeader: boolean;
+  /** An ACTIVATE of alarm type NONE is stored and listed by 3.4; from 3.5 on it is ignored (empty answer). */
+  readonly alarmActivateNoneIgnored: boolean;
+  /**
+   * Which alarms refuse requests. 3.4 and 3.5 swap the member's applier at each transition — the first
+   * alarm of a type raised puts that type's refusals in place of any other's, the last of NOSPACE or
+   * CORRUPT taken off lifts every refusal even while the other type stays raised (the raised alarms rule
+   * again only at restart); 3.6's uberApplier recomputes them from every raised alarm after each change.
+   */
+  readonly alarmRefusalsFollowStore: boolean;
+  /**
+   * Status.errors names each raised alarm in its message's text form: gogo's compact text
+   * (`memberID:<id> alarm:NOSPACE `, a space after each field) through 3.6, protobuf-go's from 3.7
+   * (fields separated by one space, none after the last; protobuf-go may add a second space at random).
+   */
+  readonly alarmTextProtobufGo: boolean;
 }
 
 function build(v: EtcdVersion): ServerCompat {
@@ -72,6 +96,10 @@ function build(v: EtcdVersion): ServerCompat {
     gatewayV1Errors: upTo35,
     probes: is34 ? 'none' : v === '3.5' ? '3.5' : '3.6',
     healthReason: !upTo35,
+    alarmResponseHeader: !is34,
+    alarmActivateNoneIgnored: !is34,
+    alarmRefusalsFollowStore: !upTo35,
+    alarmTextProtobufGo: v === '3.7',
   });
 }
 

@@ -321,7 +321,7 @@ export class EtcdServer {
       memberId: String(this.member.memberId),
       raftTerm: String(this.member.raftTerm),
     });
-    if (opts.fromSnapshot !== undefined) this.loadEtcdSnapshot(opts.fromSnapshot);
+    const fromFile = opts.fromSnapshot === undefined ? undefined : this.loadEtcdSnapshot(opts.fromSnapshot);
     // Every commit is one Raft entry and grows the estimated db file. (Watch responses it queues reach
     // their clients through each stream's onSend hook.)
     this.mvcc.subscribe((_rev, events) => {
@@ -343,6 +343,8 @@ export class EtcdServer {
       election: new ElectionService(this),
     };
     registerTokenWaits(this.services, this);
+    // Its alarm bucket too, once the maintenance service that keeps the alarms exists.
+    if (fromFile !== undefined) this.services.maintenance.alarms.restore(fromFile.alarms);
   }
 
   /**
@@ -484,12 +486,12 @@ export class EtcdServer {
 
   /**
    * What this member's backend holds, in etcd's layout: the bucket contents a snapshot writes and
-   * Maintenance.Hash hashes (every member of the cluster, removed ones by ID).
+   * Maintenance.Hash hashes (every member of the cluster, removed ones by ID; the raised alarms).
    */
   etcdBackend(): EtcdBackend {
     const lessor = this.lessor;
     const { members, removed } = this.services.cluster.backendState();
-    return backendOfMember({
+    const b = backendOfMember({
       // The index alone: the key bucket is what it keeps (the log's Events would be one object per revision).
       store: this.mvcc.storage.indexSnapshot(),
       auth: this.auth.snapshot(),
@@ -500,6 +502,9 @@ export class EtcdServer {
       version: this.member.version,
       term: this.member.raftTerm,
     });
+    // The alarm bucket: raised alarms survive a restart and travel in snapshots (etcd's restoreAlarms).
+    const alarms = this.services.maintenance.alarms;
+    return alarms.size === 0 ? b : { ...b, alarms: alarms.bucketKeys() };
   }
 
   /**
@@ -507,10 +512,13 @@ export class EtcdServer {
    * store's revisions and compaction point (a compaction scheduled but unfinished is finished), auth, and
    * the leases, whose expiry counts from now — their checkpointed remaining TTL if any, else the full TTL
    * (etcd's lessor promote). The member's identity stays its own (etcdctl snapshot restore replaces the
-   * members too). Errors: SnapshotFormatError naming what is wrong; nothing is loaded then.
+   * members too). Errors: SnapshotFormatError naming what is wrong; nothing is loaded then. Returns the
+   * backend read (its alarms are raised once the services exist).
    */
-  private loadEtcdSnapshot(file: Uint8Array): void {
-    this.rebuildFrom(readEtcdSnapshot(file), true);
+  private loadEtcdSnapshot(file: Uint8Array): EtcdBackend {
+    const backend = readEtcdSnapshot(file);
+    this.rebuildFrom(backend, true);
+    return backend;
   }
 
   /**
@@ -563,6 +571,7 @@ export class EtcdServer {
       brokenStreams++;
     }
     const rebuilt = this.rebuildFrom(backend, false);
+    this.services.maintenance.alarms.restore(backend.alarms);
     this.setRaftTerm(this.member.raftTerm + 1n);
     this.resetAppliedIndex(Number(backend.consistentIndex) + RESTART_RAFT_ENTRIES);
     return { ...rebuilt, brokenStreams };

@@ -9,18 +9,20 @@
  *
  * Steps, once each and in etcd's order on every version profile (etcd 3.4.23 was observed to answer so):
  * validate (v3rpc's checks) → the caller's token (AuthInfoFromCtx: a stale token fails before anything
- * else looks at the request) → size (a write's proposal must fit --max-request-bytes) → permissions
- * (src/auth/enforce.ts) → apply. The validating, sizing and applying are the MvccStore's (validatePut →
- * checkPutSize → applyPut, ...); this layer puts the token and permission checks between them. A read
- * (Range, a read-only Txn) is not proposed: no size limit, and a denied read is no Raft entry; a denied
- * write still is one, as etcd denies it at apply time. The token is looked up while auth is enabled, and
- * on etcd 3.4 also while it is disabled (AuthStore.checksTokens), so a stale one fails there too.
+ * else looks at the request) → size (a write's proposal must fit --max-request-bytes) → a raised alarm's
+ * refusal (alarms.ts) → permissions (src/auth/enforce.ts) → apply. The validating, sizing and applying
+ * are the MvccStore's (validatePut → checkPutSize → applyPut, ...); this layer puts the token, alarm and
+ * permission checks between them. A read (Range, a read-only Txn) is not proposed: no size limit, and a
+ * denied read is no Raft entry; a denied or alarm-refused write still is one, as etcd refuses it at apply
+ * time. The token is looked up while auth is enabled, and on etcd 3.4 also while it is disabled
+ * (AuthStore.checksTokens), so a stale one fails there too.
  */
 import { checkDeleteRangeAuth, checkPutAuth, checkRangeAuth, checkTxnAuth, type AuthInfo, type LeaseKeys } from '../auth/index.js';
 import { keyBytes } from '../mvcc/index.js';
 import type { CallContext } from './call_context.js';
 import { deleteRangeIn, deleteRangeOut, header, int64ToNumber, putIn, putOut, rangeIn, rangeOut, txnIn, txnOut } from './convert.js';
 import { asGrpc } from './errors.js';
+import { refuseUnderAlarm } from './alarms.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
 
@@ -54,6 +56,7 @@ export class KVService {
       const v = mvcc.validatePut(putIn(req));
       const ai = this.#caller(ctx);
       const p = mvcc.checkPutSize(v);
+      refuseUnderAlarm(server, 'put'); // an alarm's applier refuses before the auth applier checks
       if (server.auth.enabled) {
         try {
           checkPutAuth(server.auth, ai, this.leaseKeys, p);
@@ -74,6 +77,7 @@ export class KVService {
       const v = mvcc.validateDeleteRange(deleteRangeIn(req));
       const ai = this.#caller(ctx);
       const p = mvcc.checkDeleteRangeSize(v);
+      refuseUnderAlarm(server, 'deleteRange');
       if (server.auth.enabled) {
         try {
           checkDeleteRangeAuth(server.auth, ai, p);
@@ -105,6 +109,7 @@ export class KVService {
       }
       readOnly = false;
       const p = mvcc.checkTxnSize(v);
+      refuseUnderAlarm(server, 'txn', p);
       if (server.auth.enabled) {
         try {
           checkTxnAuth(server.auth, ai, this.leaseKeys, p);
@@ -124,6 +129,7 @@ export class KVService {
     const r = asGrpc(() => {
       const rev = int64ToNumber(req.revision, 'revision');
       server.authInfo(ctx); // an invalid token fails before the proposal
+      refuseUnderAlarm(server, 'compact');
       return server.mvcc.compact(rev);
     });
     server.noteRaftEntry();

@@ -14,6 +14,7 @@ import { fail, keyBytes } from '../mvcc/index.js';
 import type { CallContext } from './call_context.js';
 import { bytesOut, header, int64ToBigInt, int64ToNumber } from './convert.js';
 import { asGrpc, toGrpcError } from './errors.js';
+import { refuseUnderAlarm } from './alarms.js';
 import { StreamCall, type BidiStream } from './stream_call.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
@@ -28,8 +29,11 @@ export class LeaseService {
   leaseGrant(req: M.LeaseGrantRequest, ctx?: CallContext): M.LeaseGrantResponse {
     const server = this.server;
     const g = asGrpc(() => {
+      const id = int64ToBigInt(req.ID, 'ID');
+      const ttl = int64ToNumber(req.TTL, 'TTL');
       server.authInfo(ctx); // an invalid token fails before the proposal
-      return server.lessor.grant(int64ToBigInt(req.ID, 'ID'), int64ToNumber(req.TTL, 'TTL'));
+      refuseUnderAlarm(server, 'leaseGrant'); // before the lessor's own checks (etcd's capped applier)
+      return server.lessor.grant(id, ttl);
     });
     server.noteRaftEntry();
     return { header: header(server.identity, server.mvcc.currentRevision), ID: String(g.id), TTL: String(g.ttl), error: '' };
@@ -41,8 +45,9 @@ export class LeaseService {
     const before = server.mvcc.currentRevision;
     asGrpc(() => {
       const id = int64ToBigInt(req.ID, 'ID');
+      const ai = server.auth.checksTokens ? server.authInfo(ctx) : undefined; // an invalid token fails before the proposal
+      refuseUnderAlarm(server, 'leaseRevoke'); // CORRUPT's applier, outside the auth applier
       if (server.auth.checksTokens) {
-        const ai = server.authInfo(ctx);
         try {
           checkLeaseKeysAuth(server.auth, ai, leaseKeys(server, id));
         } catch (err) {

@@ -1,7 +1,7 @@
 /**
- * etcdserverpb.Maintenance over one member: Status, HashKV, Defragment, Alarm, and Snapshot (a bbolt file
- * in etcd's backend layout) with its restore. Response shapes follow etcd 3.4.23 as observed (Defragment and an Alarm
- * list with no alarm carry no header at all).
+ * etcdserverpb.Maintenance over one member: Status, HashKV, Defragment, Alarm (the member's alarm store,
+ * alarms.ts), and Snapshot (a bbolt file in etcd's backend layout, alarm bucket included) with its restore.
+ * Response shapes follow etcd 3.4.23 as observed (Defragment and, on 3.4, Alarm carry no header at all).
  */
 import { Buffer } from '../sim/bytes_platform.js';
 import { header, int64ToNumber, uint64ToBigInt } from './convert.js';
@@ -15,10 +15,17 @@ import { layoutEtcdBackend } from '../snapshot/etcd_backend.js';
 import type { BoltLayout } from '../snapshot/bbolt.js';
 import { createHash } from '../sim/crypto_platform.js';
 import { serverCompat } from './compat.js';
+import { AlarmStore, alarmMemberOut, alarmText, alarmTypeNumber, type RaisedAlarm } from './alarms.js';
+import type { EtcdBackend } from '../snapshot/index.js';
 import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty, ErrUserNotFound } from '../auth/errors.js';
 
 export class MaintenanceService {
-  constructor(private readonly server: EtcdServer) {}
+  /** The member's raised alarms (etcd's alarm store, kept in the backend's alarm bucket). */
+  readonly alarms: AlarmStore;
+
+  constructor(private readonly server: EtcdServer) {
+    this.alarms = new AlarmStore(server.etcdVersion);
+  }
 
   /** Maintenance.Status: version, estimated db size, leader (this member), raft index and term. */
   status(_req: M.StatusRequest = {}, ctx?: CallContext): M.StatusResponse {
@@ -35,7 +42,7 @@ export class MaintenanceService {
       raftIndex: index,
       raftTerm: s.identity.raftTerm,
       raftAppliedIndex: index,
-      errors: leader === 0n ? ['etcdserver: no leader'] : [],
+      errors: [...(leader === 0n ? ['etcdserver: no leader'] : []), ...this.alarmErrors()],
       dbSizeInUse: String(s.dbSizeInUse),
       isLearner: false,
     };
@@ -97,15 +104,59 @@ export class MaintenanceService {
   }
 
   /**
-   * Maintenance.Alarm: the simulator raises no alarms (no space quota, no corruption check), so every
-   * action answers an empty list, without a header as etcd does then. Each request is a Raft entry.
+   * Maintenance.Alarm: GET lists the raised alarms of the request's type (NONE: all of them); ACTIVATE
+   * raises the type for the request's memberID (any ID, 0 too: etcd does not check it) and answers it — or
+   * the one already raised; DEACTIVATE takes it off and answers it, or nothing when it was not raised. An
+   * action etcd does not know answers nothing. Each request is a Raft entry (applyAlarm); the caller is
+   * checked first: any user may GET (3.4: anyone), ACTIVATE and DEACTIVATE want root while auth is on.
    */
-  alarm(_req: M.AlarmRequest = {}, ctx?: CallContext): M.AlarmResponse {
-    const action = _req.action ?? 0;
+  alarm(req: M.AlarmRequest = {}, ctx?: CallContext): M.AlarmResponse {
+    this.checkAlarmCaller(req, ctx);
+    return this.applyAlarm(req);
+  }
+
+  /** Alarm's permission check, made by the member the client called before it proposes (authMaintenanceServer). */
+  checkAlarmCaller(req: M.AlarmRequest, ctx: CallContext | undefined): void {
+    const action = req.action ?? 0;
     if (action === 0 || action === 'GET') requireAuthInfo(this.server, ctx);
     else requireAdmin(this.server, ctx);
-    this.server.noteRaftEntry();
-    return { header: null, alarms: [] };
+  }
+
+  /**
+   * An Alarm request as every member applies it (etcd's applierV3backend.Alarm), the caller already checked:
+   * one Raft entry, then the store's change. 3.5+ fill a header; 3.4 answers none.
+   */
+  applyAlarm(req: M.AlarmRequest): M.AlarmResponse {
+    const s = this.server;
+    const { memberId, type } = asGrpc(() => ({ memberId: uint64ToBigInt(req.memberID ?? 0, 'memberID'), type: alarmTypeNumber(req.alarm) }));
+    const compat = serverCompat(s.etcdVersion);
+    s.noteRaftEntry();
+    let alarms: RaisedAlarm[] = [];
+    switch (req.action ?? 0) {
+      case 0:
+      case 'GET':
+        alarms = this.alarms.list(type);
+        break;
+      case 1:
+      case 'ACTIVATE':
+        if (type !== 0 || !compat.alarmActivateNoneIgnored) alarms = [this.alarms.activate(memberId, type)];
+        break;
+      case 2:
+      case 'DEACTIVATE': {
+        const a = this.alarms.deactivate(memberId, type);
+        if (a !== undefined) alarms = [a];
+        break;
+      }
+      default:
+        // etcd's applier answers an unknown action with no response at all; an empty one here.
+        break;
+    }
+    return { header: compat.alarmResponseHeader ? header(s.identity, s.mvcc.currentRevision) : null, alarms: alarms.map(alarmMemberOut) };
+  }
+
+  /** Status.errors' line for each raised alarm (etcd appends them after "no leader"). */
+  alarmErrors(): string[] {
+    return this.alarms.list().map((a) => alarmText(a, this.server.etcdVersion));
   }
 
   /**
@@ -136,19 +187,23 @@ export class MaintenanceService {
   }
 
   /**
-   * Restores the store and auth state of a snapshot in etcd's format — the concatenated blobs of
+   * Restores the store, auth state and alarms of a snapshot in etcd's format — the concatenated blobs of
    * snapshot(), or a snapshot a real etcd wrote — as a follower applies a leader's snapshot (see
    * EtcdServer.restore). A file that is not one is rejected with InvalidArgument naming what is wrong.
    */
   restore(blob: Uint8Array): void {
     let loaded;
+    let backend;
     try {
-      loaded = memberOfBackend(readEtcdSnapshot(blob), { restoreLoneTombstone: this.server.restoreLoneTombstone });
+      backend = readEtcdSnapshot(blob);
+      loaded = memberOfBackend(backend, { restoreLoneTombstone: this.server.restoreLoneTombstone });
     } catch (err) {
       if (err instanceof SnapshotFormatError) throw invalidArgument(`etcdsim: ${err.message}`);
       throw err;
     }
     this.server.restore({ ...loaded.store, auth: loaded.auth });
+    // The alarm bucket comes with the state, and its alarms rule (etcd's restoreAlarms after a snapshot).
+    this.alarms.restore(backend.alarms);
   }
 }
 

@@ -70,11 +70,11 @@ test('HashKV: compact_revision -1 before any compaction; revision errors as etcd
   assert.deepStrictEqual(m.hashKV({}).header, hdr(3));
 });
 
-test('Defragment and Alarm answer as etcd 3.4.23 does (no header); Snapshot/restore round-trips the state', () => {
+test('Defragment answers as etcd 3.4.23 does (no header), Alarm with one from 3.5 on; Snapshot/restore round-trips the state', () => {
   const sim = newSim();
   const m = sim.services.maintenance;
   assert.deepStrictEqual(m.defragment({}), { header: null });
-  assert.deepStrictEqual(m.alarm({ action: 'GET' }), { header: null, alarms: [] });
+  assert.deepStrictEqual(m.alarm({ action: 'GET' }), { header: hdr(1), alarms: [] }); // 3.5+ fill a header (3.4.23: none)
   sim.services.kv.put({ key: B('a'), value: B('1') });
   const snap = m.snapshot({});
   assert.deepStrictEqual(snap[0]!.header, null); // etcd's Snapshot responses carry no header (observed on 3.4.23)

@@ -537,6 +537,7 @@ export class EtcdCluster {
     const m = this.member(ref);
     if (m.crashed) return;
     const wasLeader = m.role === 'leader';
+    // The backend with its alarm bucket: the alarms are raised again at restart (etcd's restoreAlarms).
     m.backend = m.server.etcdBackend();
     m.crashed = true;
     m.paused = false;
@@ -948,6 +949,8 @@ export class EtcdCluster {
     const s = f.server;
     const ls = l.server;
     s.restore(ls.snapshot());
+    // The alarm bucket comes with the snapshot, and the follower's refusals follow it (etcd's restoreAlarms).
+    s.services.maintenance.alarms.restore(ls.services.maintenance.alarms.bucketKeys());
     // The lease bucket comes with the snapshot: the member's lessor recovers the leader's leases.
     const theirs = new Set(ls.lessor.leases());
     for (const id of s.lessor.leases()) if (!theirs.has(id)) s.lessor.revoke(id);

@@ -6,9 +6,9 @@
  *
  * Routing as etcd 3.4 does it (etcdserver/v3_server.go): writes, compactions, lease grants and revokes and
  * every auth request are Raft proposals; Range and read-only Txn are linearizable (ReadIndex) unless
- * serializable; LeaseTimeToLive and LeaseKeepAlive go to the leader; LeaseLeases, Status, MemberList and
- * the rest of Maintenance are the member's own. A front door serving the cluster (gRPC, a client adapter)
- * calls these instead of a single member's EtcdServices.
+ * serializable; LeaseTimeToLive and LeaseKeepAlive go to the leader; every Alarm request is a proposal
+ * too; LeaseLeases, Status, MemberList and the rest of Maintenance are the member's own. A front door
+ * serving the cluster (gRPC, a client adapter) calls these instead of a single member's EtcdServices.
  */
 import { isTxnReadOnly } from '../kv_service.js';
 import { header, int64ToBigInt, txnIn, uint64ToBigInt } from '../convert.js';
@@ -142,7 +142,7 @@ export class ClusterMemberServices {
             raftIndex: String(st.raftIndex),
             raftAppliedIndex: String(st.raftAppliedIndex),
             raftTerm: String(st.term),
-            errors: st.leader === 0n ? ['etcdserver: no leader'] : [],
+            errors: [...(st.leader === 0n ? ['etcdserver: no leader'] : []), ...s.services.maintenance.alarmErrors()],
           };
         }, ctx),
       moveLeader: (req, _ctx) =>
@@ -163,7 +163,18 @@ export class ClusterMemberServices {
       hashKV: (req, ctx) => local((s) => s.services.maintenance.hashKV(req ?? {}, ctx), ctx),
       hash: (req, ctx) => local((s) => s.services.maintenance.hash(req ?? {}, ctx), ctx),
       defragment: (req, ctx) => local((s) => s.services.maintenance.defragment(req ?? {}, ctx), ctx),
-      alarm: (req, ctx) => local((s) => s.services.maintenance.alarm(req ?? {}, ctx), ctx),
+      // Every Alarm request, GET too, is a Raft proposal (etcd's raftRequestOnce) that every member applies to
+      // its own alarm store; the caller is checked by the member asked, before proposing.
+      alarm: (req, ctx) =>
+        this.send<M.AlarmResponse>((reply) => {
+          const r = req ?? {};
+          try {
+            m.server.services.maintenance.checkAlarmCaller(r, ctx);
+          } catch (err) {
+            return reply.fail(err);
+          }
+          c.propose(m, () => ({ kind: 'request', label: 'alarm', apply: (s) => s.services.maintenance.applyAlarm(r) }), reply as Reply<unknown>);
+        }, ctx),
       snapshot: (req, ctx) => local((s) => s.services.maintenance.snapshot(req ?? {}, ctx), ctx),
       // Held, before each piece, while the member is stopped or the client's link is down (a SIGSTOPped etcd sends nothing more).
       snapshotStream: (req, ctx, so) => local((s) => heldOverClientLink(c, m, opts, s.services.maintenance.snapshotStream(req ?? {}, ctx, so)), ctx),
