@@ -12,10 +12,10 @@
  * `handle.cluster` and from outside on every member's client port under /etcdsim/cluster
  * (src/http/cluster_control.ts).
  */
-import { EtcdCluster, grpcError, serverCompat, type CallContext, type EtcdClusterOptions, type EtcdServer } from '../server/index.js';
+import { EtcdCluster, grpcError, type CallContext, type EtcdClusterOptions, type EtcdServer } from '../server/index.js';
 import { GrpcCode } from '../mvcc/index.js';
 import { RealClock, type Clock } from '../sim/index.js';
-import { createClientHttp, type ClientHttp } from '../http/index.js';
+import { alarmUnhealthy, answerUnhealthy, createClientHttp, type ClientHttp } from '../http/index.js';
 import { handleClusterControl, SERVED_CLIENT } from '../http/cluster_control.js';
 import { serveMember, type ServeHandle, type ServeOptions } from './server.js';
 import type { AttachedMember, PortSwitch, ServedMember } from './served_member.js';
@@ -290,13 +290,11 @@ function clusterMemberHttp(c: EtcdCluster, i: number, server: () => EtcdServer, 
       const path = q < 0 ? target : target.slice(0, q);
       if (handleClusterControl(c, path, new URLSearchParams(q < 0 ? '' : target.slice(q + 1)), req, res, settled)) return;
       if (path === '/health' && req.method === 'GET') {
-        const unhealthy = (reason: string): void => {
-          // Go's http.Error: the JSON as text, with a newline. Releases whose health carries a reason (3.6+)
-          // name it as etcd's source does (not observed here).
-          const body = serverCompat(current.etcdVersion).healthReason ? `{"health":"false","reason":${JSON.stringify(reason)}}\n` : '{"health":"false"}\n';
-          res.writeHead(503, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff', 'Content-Length': Buffer.byteLength(body) });
-          res.end(body);
-        };
+        // etcd's checkHealth, in its order: a raised alarm, no leader, then a read through Raft (reasons as
+        // etcd's source names them; not observed here).
+        const unhealthy = (reason: string): void => answerUnhealthy(current, res, reason);
+        const alarm = alarmUnhealthy(current, new URLSearchParams(q < 0 ? '' : target.slice(q + 1)));
+        if (alarm !== undefined) return unhealthy(alarm);
         if (c.status(i).leader === 0n) return unhealthy('RAFT NO LEADER');
         // The probe: a linearizable read on this member (etcd 3.4 sends a QGET through Raft).
         c.connect(i, { client: SERVED_CLIENT, deadlineMs: HEALTH_PROBE_MS })

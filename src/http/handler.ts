@@ -95,25 +95,35 @@ export function createClientHttp(s: EtcdServer, served: () => ServedMember = () 
 /** What /health says of an alarm of each type (etcd 3.6's checkAlarms). */
 const ALARM_REASONS: Readonly<Record<string, string>> = { NOSPACE: 'ALARM NOSPACE', CORRUPT: 'ALARM CORRUPT' };
 
+/**
+ * etcd's first /health check (checkAlarms): the reason a raised alarm whose type `?exclude=` does not name
+ * (NOSPACE is not left out by default on any release) makes the member unhealthy, or undefined.
+ */
+export function alarmUnhealthy(s: EtcdServer, query: URLSearchParams): string | undefined {
+  const excluded = new Set(query.getAll('exclude').filter((x) => x !== ''));
+  const alarm = s.services.maintenance.alarms.list().find((a) => !excluded.has(alarmTypeName(a.type)));
+  return alarm === undefined ? undefined : (ALARM_REASONS[alarmTypeName(alarm.type)] ?? 'ALARM UNKNOWN');
+}
+
+/** An unhealthy /health answer as Go's http.Error writes it; releases whose health carries a reason (3.6+) name it. */
+export function answerUnhealthy(s: EtcdServer, res: HttpResponse, reason: string): void {
+  plainError(res, 503, serverCompat(s.etcdVersion).healthReason ? `{"health":"false","reason":${JSON.stringify(reason)}}` : '{"health":"false"}');
+}
+
 function health(s: EtcdServer, metrics: MemberMetrics, req: HttpRequest, res: HttpResponse, query: URLSearchParams): void {
   if (req.method !== 'GET') {
     plainError(res, 405, 'Method Not Allowed', { Allow: 'GET' });
     return;
   }
-  const compat = serverCompat(s.etcdVersion);
-  // etcd's checkAlarms comes first: any raised alarm whose type name `exclude` does not list (NOSPACE is not
-  // left out by default on any release) makes the member unhealthy; the answer is Go's http.Error.
-  const excluded = new Set(query.getAll('exclude').filter((x) => x !== ''));
-  const alarm = s.services.maintenance.alarms.list().find((a) => !excluded.has(alarmTypeName(a.type)));
+  const alarm = alarmUnhealthy(s, query);
   if (alarm !== undefined) {
     metrics.healthChecked(false);
-    const reason = ALARM_REASONS[alarmTypeName(alarm.type)] ?? 'ALARM UNKNOWN';
-    plainError(res, 503, compat.healthReason ? `{"health":"false","reason":${JSON.stringify(reason)}}` : '{"health":"false"}');
+    answerUnhealthy(s, res, alarm);
     return;
   }
   // A single simulated member has a leader (itself) and answers reads: healthy.
   metrics.healthChecked(true);
-  const body = compat.healthReason ? '{"health":"true","reason":""}' : '{"health":"true"}';
+  const body = serverCompat(s.etcdVersion).healthReason ? '{"health":"true","reason":""}' : '{"health":"true"}';
   res.writeHead(200, { 'Content-Length': Buffer.byteLength(body), 'Content-Type': 'text/plain; charset=utf-8' });
   res.end(body);
 }
