@@ -406,6 +406,17 @@ export interface WaitOptions {
 const waitCtxOf = (session: Session, opts: WaitOptions | undefined): WaitingCallContext =>
   opts?.signal === undefined ? ctxOf(session) : { ...ctxOf(session), signal: opts.signal };
 
+/**
+ * A Lock or Campaign: held first by etcd's token check, as unaryAs holds a unary call (etcd's v3lock and
+ * v3election servers call the member's KV with the caller's context), then waiting as the service waits.
+ */
+async function waitingAs<T>(services: EtcdServices, session: Session, opts: WaitOptions | undefined, fn: (ctx: WaitingCallContext) => Promise<T>): Promise<T> {
+  const ctx = waitCtxOf(session, opts);
+  const held = tokenApplied(services, ctx);
+  if (held !== undefined) await held;
+  return fn(ctx);
+}
+
 /** v3lockpb.Lock. */
 export class LockClient {
   constructor(
@@ -415,7 +426,7 @@ export class LockClient {
 
   /** Resolves once the lock is held (`key` is the ownership key); `opts.signal` stops waiting. */
   lock(req: Req<M.LockRequest>, opts?: WaitOptions): Promise<M.LockResponse> {
-    return this.services.lock.lock(encodeConcurrency<M.LockRequest>(req), waitCtxOf(this.session, opts));
+    return waitingAs(this.services, this.session, opts, (ctx) => this.services.lock.lock(encodeConcurrency<M.LockRequest>(req), ctx));
   }
 
   unlock(req: Req<M.UnlockRequest>): Promise<M.UnlockResponse> {
@@ -433,7 +444,7 @@ export class ElectionClient {
 
   /** Resolves once this candidate leads; `opts.signal` stops waiting (the candidate then resigns). */
   campaign(req: Req<M.CampaignRequest>, opts?: WaitOptions): Promise<M.CampaignResponse> {
-    return this.services.election.campaign(encodeConcurrency<M.CampaignRequest>(req), waitCtxOf(this.session, opts));
+    return waitingAs(this.services, this.session, opts, (ctx) => this.services.election.campaign(encodeConcurrency<M.CampaignRequest>(req), ctx));
   }
 
   proclaim(req: Req<M.ProclaimRequest>): Promise<M.ProclaimResponse> {

@@ -72,6 +72,12 @@ export interface ConcurrencyHost {
   shuttingDown(): boolean;
   /** grpc-go's text before a stream request it cannot decode (differs by etcd version). */
   readonly streamUnmarshalPrefix: string;
+  /**
+   * Runs `run` once etcd's simple-token check lets the call through: etcd's v3lock and v3election servers
+   * call the member's KV with the caller's context, so a token naming a raft index not applied yet holds
+   * them as it holds a KV call (observed on 3.4.23: Lock, Unlock and Leader answered only at the deadline).
+   */
+  afterTokenWait(call: ServerCall, ctx: CallContext, run: () => void): void;
 }
 
 /**
@@ -97,44 +103,46 @@ export function concurrencyImplementations(host: ConcurrencyHost): {
         serve: (call) => {
           const req = deserialize(call.message) as Req | MalformedRequest;
           if (req instanceof MalformedRequest) return call.fail(GrpcCode.INTERNAL, `grpc: error unmarshalling request: ${req.error}`);
-          const controller = waits ? new AbortController() : undefined;
-          let clientGone = false;
-          let settled = false;
-          const entry = { abort: () => controller?.abort(grpcError(GrpcCode.UNAVAILABLE, 'etcdsim: server closed')) };
-          const timer =
-            controller === undefined || call.deadline === undefined ? undefined : afterHostTime(call.deadline - hostNow(), () => controller.abort(deadlineExceeded()));
-          const offCancel =
-            controller === undefined
-              ? undefined
-              : call.onCancel(() => {
-                  clientGone = true;
-                  controller.abort(cancelledError());
-                });
-          if (controller !== undefined) host.open.add(entry);
-          const settle = (err: GrpcError | undefined, res?: Res): void => {
-            if (settled) return;
-            settled = true;
-            host.open.delete(entry);
-            timer?.cancel();
-            offCancel?.();
-            if (clientGone || host.shuttingDown()) return;
-            if (err !== undefined) call.fail(err.code, err.details);
-            else call.reply(frameMessage(serialize(res as Res)));
-          };
-          let res: Awaitable<Res>;
-          try {
-            const ctx = host.callContext(call);
-            res = fn(req, controller === undefined ? ctx : { ...ctx, signal: controller.signal });
-          } catch (err) {
-            return settle(toGrpcError(err));
-          }
-          // A cluster member answers once Raft let it.
-          if (isPromiseLike(res)) {
-            res.then(
-              (r) => settle(undefined, r),
-              (err: unknown) => settle(toGrpcError(err)),
-            );
-          } else settle(undefined, res);
+          const ctx = host.callContext(call);
+          host.afterTokenWait(call, ctx, () => {
+            const controller = waits ? new AbortController() : undefined;
+            let clientGone = false;
+            let settled = false;
+            const entry = { abort: () => controller?.abort(grpcError(GrpcCode.UNAVAILABLE, 'etcdsim: server closed')) };
+            const timer =
+              controller === undefined || call.deadline === undefined ? undefined : afterHostTime(call.deadline - hostNow(), () => controller.abort(deadlineExceeded()));
+            const offCancel =
+              controller === undefined
+                ? undefined
+                : call.onCancel(() => {
+                    clientGone = true;
+                    controller.abort(cancelledError());
+                  });
+            if (controller !== undefined) host.open.add(entry);
+            const settle = (err: GrpcError | undefined, res?: Res): void => {
+              if (settled) return;
+              settled = true;
+              host.open.delete(entry);
+              timer?.cancel();
+              offCancel?.();
+              if (clientGone || host.shuttingDown()) return;
+              if (err !== undefined) call.fail(err.code, err.details);
+              else call.reply(frameMessage(serialize(res as Res)));
+            };
+            let res: Awaitable<Res>;
+            try {
+              res = fn(req, controller === undefined ? ctx : { ...ctx, signal: controller.signal });
+            } catch (err) {
+              return settle(toGrpcError(err));
+            }
+            // A cluster member answers once Raft let it.
+            if (isPromiseLike(res)) {
+              res.then(
+                (r) => settle(undefined, r),
+                (err: unknown) => settle(toGrpcError(err)),
+              );
+            } else settle(undefined, res);
+          });
         },
       };
     };

@@ -233,6 +233,12 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
     if (call.deadline !== undefined) timer = afterHostTime(call.deadline - hostNow(), fire);
     const offCancel = call.onCancel(hold.cancel);
   };
+  /** Runs `run` now, or once etcd's token check would let the call through (holdForToken). */
+  const afterTokenWait = (call: ServerCall, ctx: CallContext, run: () => void): void => {
+    const index = member().tokenWaitIndex(ctx);
+    if (index === undefined) run();
+    else holdForToken(call, index, run);
+  };
 
   /**
    * A unary method: its request decoded and checked as the release's Go decoder checks it, held for a
@@ -270,9 +276,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
               );
             } else call.reply(encode(res));
           };
-          const index = member().tokenWaitIndex(ctx);
-          if (index === undefined) run();
-          else holdForToken(call, index, run);
+          afterTokenWait(call, ctx, run);
         },
       };
     };
@@ -480,6 +484,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
     open,
     shuttingDown: () => state.shuttingDown,
     streamUnmarshalPrefix: streamUnmarshal,
+    afterTokenWait,
   });
   addService(definitions.Lock, concurrency.Lock);
   addService(definitions.Election, concurrency.Election);

@@ -60,6 +60,30 @@ test('raw client: a token naming a raft index not applied yet holds a unary call
   }
 });
 
+test('raw client: Lock and Campaign with a token naming a raft index not applied yet are held as well, as etcd\'s v3lock and v3election servers are', async () => {
+  const sim = authSim();
+  const root = { token: sim.services.auth.authenticate({ name: 'root', password: 'rootpw' }).token };
+  const c = sim.client();
+  try {
+    sendToken(c, `abcdefghijklmnop.${sim.server.raftIndex + 2}`);
+    const lock = track(c.lock.lock({ name: 'L' }));
+    const campaign = track(c.election.campaign({ name: 'E', value: 'v' }));
+    await sim.settle();
+    assert.deepEqual([lock.state, campaign.state], ['pending', 'pending'], 'held while the index is not applied');
+    assert.equal(sim.server.appliedWait.size, 2);
+    sim.services.kv.put({ key: Buffer.from('w'), value: Buffer.from('1') }, root);
+    sim.services.kv.put({ key: Buffer.from('w'), value: Buffer.from('2') }, root);
+    await sim.settle();
+    assert.deepEqual([lock.state, campaign.state], ['rejected', 'rejected']);
+    assert.match(String((lock.error as Error).message), INVALID_TOKEN);
+    assert.match(String((campaign.error as Error).message), INVALID_TOKEN);
+    assert.equal(sim.server.appliedWait.size, 0);
+  } finally {
+    c.close();
+    sim.close();
+  }
+});
+
 test('raw client: a token naming an applied index, or one that names no index, is refused at once', async () => {
   const sim = authSim();
   const c = sim.client();

@@ -306,3 +306,40 @@ test('serve(): a client that disconnects while its Lock waits releases the key, 
     await sim.close();
   }
 });
+
+test('serve(): a token naming a raft index not applied yet holds Lock, Unlock and Leader until writes reach it, as etcd holds them (its KV token check)', async () => {
+  const sim = await serve({ port: 0, etcdVersion: '3.4' });
+  const t = new Target(sim.address);
+  const { Lock, Election } = concurrencyServices(PROTO_LOADER_OPTIONS);
+  const cr = grpc.credentials.createInsecure();
+  const lock = new Lock(sim.address, cr) as unknown as Record<string, (req: Msg, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null) => void) => void>;
+  const election = new Election(sim.address, cr) as unknown as typeof lock;
+  try {
+    const md = new grpc.Metadata();
+    md.set('token', `abcdefghijklmnop.${sim.server.raftIndex + 2}`);
+    const answered: string[] = [];
+    const ask = (client: typeof lock, method: string, req: Msg): Promise<string> =>
+      new Promise((resolve) =>
+        client[method]!.call(client, req, md, { deadline: Date.now() + GUARD_MS }, (err) => {
+          const a = `${method}: ${err === null ? 'ok' : `${err.code} ${err.details}`}`;
+          answered.push(a);
+          resolve(a);
+        }),
+      );
+    const calls = [ask(lock, 'Lock', { name: B('L') }), ask(lock, 'Unlock', { key: B('L/1') }), ask(election, 'Leader', { name: B('E') })];
+    // All three are on the server, held (an HTTP/2 stream each), and none is answered.
+    const give = performance.now() + GUARD_MS;
+    while (sim.openHttp2Streams < 3 && performance.now() < give) await new Promise<void>((r) => setImmediate(r));
+    assert.equal(sim.openHttp2Streams, 3);
+    await t.call('kv', 'Put', { key: B('w'), value: B('1') });
+    assert.deepEqual(answered, []);
+    // The second write reaches the token's index: the calls run, and the member refuses the token as etcd does.
+    await t.call('kv', 'Put', { key: B('w'), value: B('2') });
+    assert.deepEqual(await Promise.all(calls), ['Lock: 2 etcdserver: invalid auth token', 'Unlock: 2 etcdserver: invalid auth token', 'Leader: 2 etcdserver: invalid auth token']);
+  } finally {
+    (lock as unknown as grpc.Client).close();
+    (election as unknown as grpc.Client).close();
+    t.close();
+    await sim.close();
+  }
+});
