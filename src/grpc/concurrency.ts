@@ -155,27 +155,32 @@ export function concurrencyImplementations(host: ConcurrencyHost): {
       serve: (call) => {
         const req = deserialize(call.message) as M.LeaderRequest | MalformedRequest;
         if (req instanceof MalformedRequest) return call.end(GrpcCode.INTERNAL, host.streamUnmarshalPrefix + req.error);
-        let sc: ObserveCall;
-        try {
-          sc = host.member().services.election.observe(req, host.callContext(call));
-        } catch (err) {
-          const e = toGrpcError(err);
-          return call.end(e.code, e.details);
-        }
-        host.open.add(sc);
-        let clientGone = false;
-        const timer = call.deadline === undefined ? undefined : afterHostTime(call.deadline - hostNow(), () => sc.abort(deadlineExceeded()));
-        pipeResponses(sc, call, (r) => frameMessage(serialize(r)));
-        sc.onEnd((err) => {
-          host.open.delete(sc);
-          timer?.cancel();
-          if (clientGone || host.shuttingDown()) return;
-          if (err === undefined) call.end(GrpcCode.OK, '');
-          else call.end(err.code, err.details);
-        });
-        call.onCancel(() => {
-          clientGone = true;
-          sc.cancel();
+        const ctx = host.callContext(call);
+        // Held by a token's raft index as the unary calls are: etcd's Observe reads the election through the
+        // member's KV (observed on 3.4.23: held until the deadline).
+        host.afterTokenWait(call, ctx, () => {
+          let sc: ObserveCall;
+          try {
+            sc = host.member().services.election.observe(req, ctx);
+          } catch (err) {
+            const e = toGrpcError(err);
+            return call.end(e.code, e.details);
+          }
+          host.open.add(sc);
+          let clientGone = false;
+          const timer = call.deadline === undefined ? undefined : afterHostTime(call.deadline - hostNow(), () => sc.abort(deadlineExceeded()));
+          pipeResponses(sc, call, (r) => frameMessage(serialize(r)));
+          sc.onEnd((err) => {
+            host.open.delete(sc);
+            timer?.cancel();
+            if (clientGone || host.shuttingDown()) return;
+            if (err === undefined) call.end(GrpcCode.OK, '');
+            else call.end(err.code, err.details);
+          });
+          call.onCancel(() => {
+            clientGone = true;
+            sc.cancel();
+          });
         });
       },
     };

@@ -343,3 +343,41 @@ test('serve(): a token naming a raft index not applied yet holds Lock, Unlock an
     await sim.close();
   }
 });
+
+test('serve() 3.4: an Observe whose token names a raft index not applied yet is held until writes reach it, then ends as etcd 3.4.23 ends it for a bad token (OK, no message)', async () => {
+  const sim = await serve({ port: 0, etcdVersion: '3.4' });
+  const t = new Target(sim.address);
+  const { Election } = concurrencyServices(PROTO_LOADER_OPTIONS);
+  const election = new Election(sim.address, grpc.credentials.createInsecure());
+  try {
+    const md = new grpc.Metadata();
+    md.set('token', `abcdefghijklmnop.${sim.server.raftIndex + 2}`);
+    const seen: string[] = [];
+    const observe = (election as unknown as Record<string, (req: Msg, md: grpc.Metadata, opts: grpc.CallOptions) => grpc.ClientReadableStream<Msg>>)['Observe']!.call(
+      election,
+      { name: B('E') },
+      md,
+      { deadline: Date.now() + GUARD_MS },
+    );
+    const ended = new Promise<string>((resolve) => {
+      observe.on('data', () => seen.push('data'));
+      observe.on('error', () => {});
+      observe.on('status', (st: grpc.StatusObject) => {
+        seen.push('status');
+        resolve(`${st.code} ${st.details}`);
+      });
+    });
+    const give = performance.now() + GUARD_MS;
+    while (sim.openHttp2Streams < 1 && performance.now() < give) await new Promise<void>((r) => setImmediate(r));
+    assert.equal(sim.openHttp2Streams, 1);
+    await t.call('kv', 'Put', { key: B('w'), value: B('1') });
+    assert.deepEqual(seen, [], 'held while the index is not applied');
+    await t.call('kv', 'Put', { key: B('w'), value: B('2') });
+    assert.equal(await ended, '0 ');
+    assert.deepEqual(seen, ['status']);
+  } finally {
+    election.close();
+    t.close();
+    await sim.close();
+  }
+});
