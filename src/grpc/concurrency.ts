@@ -17,7 +17,7 @@ import type * as M from '../server/messages.js';
 import { GrpcCode } from '../mvcc/index.js';
 import { afterHostTime, hostNow } from '../sim/index.js';
 import { requestChecks, type RequestDecoding } from './request_decoding.js';
-import { MalformedRequest, withRequestChecks } from './request_checks.js';
+import { MalformedRequest, unaryUnmarshalError, withRequestChecks } from './request_checks.js';
 import { pipeResponses } from './stream_pipe.js';
 import { frameMessage, type MethodImpl, type ServerCall } from './call.js';
 
@@ -102,7 +102,7 @@ export function concurrencyImplementations(host: ConcurrencyHost): {
         kind: 'unary',
         serve: (call) => {
           const req = deserialize(call.message) as Req | MalformedRequest;
-          if (req instanceof MalformedRequest) return call.fail(GrpcCode.INTERNAL, `grpc: error unmarshalling request: ${req.error}`);
+          if (req instanceof MalformedRequest) return call.fail(GrpcCode.INTERNAL, unaryUnmarshalError(req));
           const ctx = host.callContext(call);
           host.afterTokenWait(call, ctx, () => {
             const controller = waits ? new AbortController() : undefined;

@@ -35,7 +35,7 @@ import { createGrpcDoor } from './door.js';
 import { snapshotResponseFrames } from './snapshot_wire.js';
 import { requestChecks, requestDecodingOf } from './request_decoding.js';
 import { afterHostTime, hostNow, RealClock, type Clock } from '../sim/index.js';
-import { MalformedRequest, withRequestChecks } from './request_checks.js';
+import { MalformedRequest, unaryUnmarshalError, withRequestChecks } from './request_checks.js';
 import { pipeResponses } from './stream_pipe.js';
 import { createClientHttp, listenClientPort, serveHttpOverH2, type ClientHttp, type HttpRequest, type HttpResponse, type TlsServerOptions } from '../http/index.js';
 import { concurrencyImplementations, concurrencyDefinitions } from './concurrency.js';
@@ -255,7 +255,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
         kind: 'unary',
         serve: (call) => {
           const req = deserialize(call.message) as Req | MalformedRequest;
-          if (req instanceof MalformedRequest) return call.fail(GrpcCode.INTERNAL, `grpc: error unmarshalling request: ${req.error}`);
+          if (req instanceof MalformedRequest) return call.fail(GrpcCode.INTERNAL, unaryUnmarshalError(req));
           const ctx = callContext(call);
           const run = (): void => {
             let res: Awaitable<Res>;

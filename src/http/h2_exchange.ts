@@ -19,11 +19,10 @@
  * - 'close' fires once when the stream closes: after a complete exchange, or when the client resets it
  *   or the connection goes.
  */
+import { CONNECTION_SPECIFIC } from './h2/connection.js';
 import type { H2Stream } from './h2/stream.js';
 import type { HttpRequest, HttpResponse } from './gateway.js';
 
-/** HTTP/1.1 connection-specific fields, which an HTTP/2 message must not carry (RFC 9113 §8.2.2). */
-const CONNECTION_SPECIFIC = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
 
 type HeaderValue = string | number | readonly string[];
 

@@ -102,8 +102,8 @@ class ConnectionError extends Error {
 /** How many ids of streams we reset are remembered, so frames the peer had in flight on them are ignored. */
 const RESET_MEMORY = 1024;
 
-/** Connection-specific header fields a request must not carry (RFC 9113 §8.2.2). */
-const CONNECTION_SPECIFIC = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
+/** Connection-specific header fields an HTTP/2 message must not carry (RFC 9113 §8.2.2). */
+export const CONNECTION_SPECIFIC: ReadonlySet<string> = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
 
 /**
  * Regular header names already found valid (clients send the same few on every call): a set lookup instead
