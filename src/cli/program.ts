@@ -117,6 +117,7 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
     .addOption(opt('--max-txn-ops <n>', 'maximum operations in one txn', D.maxTxnOps))
     .addOption(opt('--max-request-bytes <n>', 'maximum request size in bytes (receive limit: this + 512 KiB)', D.maxRequestBytes))
     .addOption(opt('--experimental-watch-progress-notify-interval <duration>', 'progress notify interval, a Go duration (10m, 5s, 1h30m; at least 100ms)', D.experimentalWatchProgressNotifyInterval))
+    .addOption(opt('--grpc-keepalive-min-time <duration>', 'how often a client may ping (a Go duration); one that pings more often is disconnected (too_many_pings), as etcd', D.grpcKeepaliveMinTime))
     .addOption(opt('--heartbeat-interval <ms>', 'heartbeat interval in ms (sets the minimum lease TTL with --election-timeout)', D.heartbeatInterval))
     .addOption(opt('--election-timeout <ms>', 'election timeout in ms (5 to 50000 heartbeats)', D.electionTimeout))
     .addOption(opt('--seed <n>', 'seed of every random choice (lease IDs, progress jitter), 0 to 2^64-1', D.seed))

@@ -50,6 +50,16 @@ function unverified(what: string): CliError {
   return new CliError(`error verifying flags, ${what}. See 'etcdsim serve --help'.`, 1);
 }
 
+/** A Go duration flag in milliseconds (Go's flag package: a bad one is a usage error). */
+function durationFlag(flag: string, value: string): number {
+  try {
+    return parseGoDuration(value);
+  } catch (err) {
+    if (err instanceof FlagValueError) throw invalid(flag, value, err.reason);
+    throw err;
+  }
+}
+
 function uintFlag(flag: string, value: string): bigint {
   try {
     return parseGoUint(value);
@@ -138,13 +148,8 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
   const election = uintFlag('--election-timeout', f.electionTimeout);
   const tokenTtl = uintFlag('--auth-token-ttl', f.authTokenTtl);
   const bcryptCost = f.bcryptCost === undefined ? undefined : uintFlag('--bcrypt-cost', f.bcryptCost);
-  let progressMs: number;
-  try {
-    progressMs = parseGoDuration(f.experimentalWatchProgressNotifyInterval);
-  } catch (err) {
-    if (err instanceof FlagValueError) throw invalid('--experimental-watch-progress-notify-interval', f.experimentalWatchProgressNotifyInterval, err.reason);
-    throw err;
-  }
+  const progressMs = durationFlag('--experimental-watch-progress-notify-interval', f.experimentalWatchProgressNotifyInterval);
+  const keepAliveMinMs = durationFlag('--grpc-keepalive-min-time', f.grpcKeepaliveMinTime);
   // etcdsim's own flags (usage, exit 2).
   if (!(ETCD_VERSIONS as readonly string[]).includes(f.etcdVersion)) throw invalid('--etcd-version', f.etcdVersion, `must be one of ${ETCD_VERSIONS.join(', ')}`);
   const seed = /^\d+$/.test(f.seed) ? BigInt(f.seed) : undefined;
@@ -237,6 +242,7 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
     maxTxnOps: clamp(maxTxnOps),
     maxRequestBytes: clamp(maxRequestBytes),
     watchProgressNotifyIntervalMs,
+    grpcKeepAliveMinTimeMs: keepAliveMinMs,
     heartbeatIntervalMs: Number(heartbeat),
     electionTicks: Number(election / heartbeat),
     seed,

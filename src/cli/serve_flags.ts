@@ -22,6 +22,8 @@ export interface ServeFlags {
   maxTxnOps: string;
   maxRequestBytes: string;
   experimentalWatchProgressNotifyInterval: string;
+  /** etcd's: how often a client may ping on a plain connection (grpc-go's keepalive enforcement). */
+  grpcKeepaliveMinTime: string;
   heartbeatInterval: string;
   electionTimeout: string;
   seed: string;
@@ -55,6 +57,7 @@ export const SERVE_FLAG_DEFAULTS: Readonly<ServeFlags> = Object.freeze({
   maxTxnOps: String(DEFAULT_MAX_TXN_OPS),
   maxRequestBytes: String(DEFAULT_MAX_REQUEST_BYTES),
   experimentalWatchProgressNotifyInterval: '10m',
+  grpcKeepaliveMinTime: '5s',
   heartbeatInterval: '100',
   electionTimeout: '1000',
   seed: '0',

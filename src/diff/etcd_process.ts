@@ -98,7 +98,23 @@ function tlsFlags(tls: EtcdTlsFiles | undefined): string[] {
   ];
 }
 
+/** Starts a fresh single-member etcd on free loopback ports, resolving once it serves clients. */
 export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProcess> {
+  // The free ports are found before etcd binds them: another process may take one meanwhile (tests and
+  // other etcds start side by side). etcd then exits at once; new ports settle it.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startEtcdOnce(opts);
+    } catch (err) {
+      if (attempt >= PORT_RACE_ATTEMPTS || !(err instanceof Error) || !err.message.includes('address already in use')) throw err;
+    }
+  }
+}
+
+/** How often startEtcd tries new ports when one was taken before etcd could bind it. */
+const PORT_RACE_ATTEMPTS = 3;
+
+async function startEtcdOnce(opts: StartEtcdOptions): Promise<EtcdProcess> {
   const bin = findEtcdBinary(opts.bin);
   const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
   const dir = mkdtempSync(join(base, 'etcdsim-diff-'));

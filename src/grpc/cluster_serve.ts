@@ -37,7 +37,7 @@ export interface ServedClusterMember {
 /** Options of serveCluster: the ports, the cluster's options, and what serve() takes for every port. */
 export interface ServeClusterOptions
   extends Omit<EtcdClusterOptions, 'members' | 'memberConfigs' | 'clock'>,
-    Pick<ServeOptions, 'allowNonLoopback' | 'tls' | 'clockSpeed'> {
+    Pick<ServeOptions, 'allowNonLoopback' | 'tls' | 'clockSpeed' | 'grpcKeepAliveMinTimeMs'> {
   /** One entry per member. */
   readonly members: readonly ServedClusterMember[];
   /** Time source (default: the wall clock times `clockSpeed`). */
@@ -74,7 +74,7 @@ const membershipUnmodelled = (): never => {
 export async function serveCluster(opts: ServeClusterOptions): Promise<ServeClusterHandle> {
   const n = opts.members.length;
   if (n < 1) throw new RangeError('serveCluster: at least one member');
-  const { members, clock: givenClock, allowNonLoopback, tls, clockSpeed, ...clusterOpts } = opts;
+  const { members, clock: givenClock, allowNonLoopback, tls, clockSpeed, grpcKeepAliveMinTimeMs, ...clusterOpts } = opts;
   const clock: Clock = givenClock ?? new RealClock({ unref: true, speed: clockSpeed ?? 1 });
 
   // Every port binds first; the cluster is built once all endpoints are known, then each port gets its member.
@@ -128,6 +128,7 @@ export async function serveCluster(opts: ServeClusterOptions): Promise<ServeClus
           seed: opts.seed,
           etcdVersion: opts.etcdVersion,
           maxRequestBytes: opts.maxRequestBytes,
+          grpcKeepAliveMinTimeMs,
         },
         attach(i),
       ).catch((err: unknown) => {

@@ -35,7 +35,7 @@
  */
 import type { Duplex } from 'node:stream';
 import { TLSSocket, type PeerCertificate } from 'node:tls';
-import { Http2ServerConnection } from '../http/h2/connection.js';
+import { Http2ServerConnection, type PingPolicy } from '../http/h2/connection.js';
 import { ErrorCode } from '../http/h2/frames.js';
 import { EncodedHeaders, HpackEncoder, headerValue } from '../http/h2/hpack.js';
 import type { H2Stream } from '../http/h2/stream.js';
@@ -53,7 +53,15 @@ export interface GrpcDoorOptions {
   readonly malformedMethodCode: number;
   /** A bad content-type or grpc-timeout is answered with HTTP 415 / 400 and a status (grpc-go of etcd 3.5+), not reset. */
   readonly headerErrorsAnswered: boolean;
+  /**
+   * How often a client may ping, in ms (etcd's --grpc-keepalive-min-time, 5 s; at 0 or below etcd leaves
+   * grpc-go's own 5 minutes): grpc-go's transport ends a connection that pings more often (PingPolicy).
+   */
+  readonly keepAliveMinTimeMs: number;
 }
+
+/** grpc-go's defaultKeepalivePolicyMinTime: its ping spacing when etcd sets none (--grpc-keepalive-min-time <= 0). */
+const GRPC_GO_DEFAULT_KEEPALIVE_MIN_TIME_MS = 5 * 60 * 1000;
 
 /** How a connection came to the door. */
 export interface AcceptOptions {
@@ -61,6 +69,12 @@ export interface AcceptOptions {
   readonly head?: Buffer | undefined;
   /** Serves a request that is not gRPC (etcd's TLS listener hands those to its HTTP handler). Unset: grpc-go refuses it. */
   readonly http?: ((stream: H2Stream, socket: Duplex) => void) | undefined;
+  /**
+   * The connection came over TLS. etcd then serves gRPC through Go's net/http HTTP/2 server (beside its
+   * HTTP handler), which answers every PING: grpc-go's keepalive enforcement holds on plain connections
+   * only (observed, 3.4.23).
+   */
+  readonly secure?: boolean | undefined;
 }
 
 export interface GrpcDoor {
@@ -101,6 +115,11 @@ function okHeadersFor(contentType: string): EncodedHeaders {
 export function createGrpcDoor(opts: GrpcDoorOptions): GrpcDoor {
   const connections = new Set<Http2ServerConnection>();
   const held = new Set<{ cancel(): void }>();
+  const pingPolicy: PingPolicy = {
+    minTimeMs: opts.keepAliveMinTimeMs > 0 ? opts.keepAliveMinTimeMs : GRPC_GO_DEFAULT_KEEPALIVE_MIN_TIME_MS,
+    permitWithoutStream: false, // etcd's setting
+    now: hostNow,
+  };
 
   const onStream = (st: H2Stream, link: Link, http: AcceptOptions['http']): void => {
     const contentType = headerValue(st.headers, 'content-type');
@@ -154,6 +173,7 @@ export function createGrpcDoor(opts: GrpcDoorOptions): GrpcDoor {
         // grpc-go's server default as etcd 3.4 runs it: no limit on concurrent streams.
         maxConcurrentStreams: 0xffffffff,
         head: acceptOpts?.head,
+        pingPolicy: acceptOpts?.secure === true ? undefined : pingPolicy,
       });
       connections.add(conn);
     },

@@ -124,7 +124,15 @@ export interface ServeOptions extends Omit<EtcdServerOptions, 'clock' | 'clientC
   /** Simulated seconds per wall-clock second (default 1). Ignored when `clock` is given. */
   readonly clockSpeed?: number | undefined;
   readonly tls?: TlsOptions | undefined;
+  /**
+   * etcd's --grpc-keepalive-min-time in ms (default 5000): a client on a plain connection that pings more
+   * often sees its connection end (GOAWAY ENHANCE_YOUR_CALM "too_many_pings"), as grpc-go enforces it.
+   */
+  readonly grpcKeepAliveMinTimeMs?: number | undefined;
 }
+
+/** etcd's default --grpc-keepalive-min-time. */
+export const DEFAULT_GRPC_KEEPALIVE_MIN_TIME_MS = 5000;
 
 export type StreamMethod = 'Watch' | 'LeaseKeepAlive';
 /** How a stream call ended: the client half-closed, the client canceled or went away, or the server aborted it. */
@@ -495,6 +503,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
     maxReceiveBytes: maxRequestBytes + GRPC_OVERHEAD_BYTES,
     malformedMethodCode: serverCompat(etcdVersion).malformedMethodResourceExhausted ? GrpcCode.RESOURCE_EXHAUSTED : GrpcCode.UNIMPLEMENTED,
     headerErrorsAnswered: serverCompat(etcdVersion).headerErrorsAnswered,
+    keepAliveMinTimeMs: opts.grpcKeepAliveMinTimeMs ?? DEFAULT_GRPC_KEEPALIVE_MIN_TIME_MS,
   });
   const hostPart = isIP(host) === 6 ? `[${host}]` : host;
   // One port for gRPC and etcd's HTTP endpoints, as etcd's client URL serves both (src/http/port.ts).
@@ -507,14 +516,14 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
     handler,
     http2: (socket, head, secure) =>
       // Over TLS, etcd's listener answers an HTTP/2 request that is not gRPC with its HTTP handler.
-      door.accept(socket, { head, http: secure ? (st, s) => serveHttpOverH2(st, s, handler) : undefined }),
+      door.accept(socket, { head, secure, http: secure ? (st, s) => serveHttpOverH2(st, s, handler) : undefined }),
   });
   const boundPort = clientPort.port;
   const scheme = opts.tls === undefined ? 'http' : 'https';
   const address = `${hostPart}:${boundPort}`;
   const endpoint = `${scheme}://${address}`;
 
-  const { host: _h, port: _p, allowNonLoopback: _a, clock: _c, clockSpeed: _s, tls: _t, ...serverOpts } = opts;
+  const { host: _h, port: _p, allowNonLoopback: _a, clock: _c, clockSpeed: _s, tls: _t, grpcKeepAliveMinTimeMs: _k, ...serverOpts } = opts;
   let server: EtcdServer | undefined;
   if (attach !== undefined) {
     try {

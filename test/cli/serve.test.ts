@@ -62,6 +62,10 @@ test('what etcd accepts, serve accepts with etcd\'s substitute values and warnin
   assert.equal(parse({ experimentalWatchProgressNotifyInterval: '-5s' }).watchProgressNotifyIntervalMs, 600_000);
   assert.equal(parse({ experimentalWatchProgressNotifyInterval: '1h30m' }).watchProgressNotifyIntervalMs, 5_400_000);
   assert.equal(parse({ experimentalWatchProgressNotifyInterval: '1.5s' }).watchProgressNotifyIntervalMs, 1500);
+  assert.equal(parse({}).grpcKeepAliveMinTimeMs, 5000, "etcd's default --grpc-keepalive-min-time");
+  assert.equal(parse({ grpcKeepaliveMinTime: '500ms' }).grpcKeepAliveMinTimeMs, 500);
+  assert.equal(parse({ grpcKeepaliveMinTime: '0' }).grpcKeepAliveMinTimeMs, 0, "0: grpc-go's own 5 minutes (the door's rule)");
+  assert.throws(() => parse({ grpcKeepaliveMinTime: '5' }), /invalid value "5" for flag --grpc-keepalive-min-time: parse error/);
   assert.equal(parse({ maxRequestBytes: '20000000' }).maxRequestBytes, 20_000_000);
   assert.deepEqual(warnings.splice(0), ['MaxRequestBytes 20000000 exceeds maximum recommended size 10485760']);
   const ok = parse({ heartbeatInterval: '1', electionTimeout: '5' });

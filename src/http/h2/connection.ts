@@ -28,6 +28,8 @@
  * - Limits: SETTINGS_MAX_CONCURRENT_STREAMS (REFUSED_STREAM beyond), SETTINGS_MAX_HEADER_LIST_SIZE
  *   (`:status 431`, the block still decoded so the HPACK table stays in step), a bound on a compressed
  *   header block across CONTINUATION frames (ENHANCE_YOUR_CALM), SETTINGS_MAX_FRAME_SIZE (FRAME_SIZE_ERROR).
+ * - PING is answered at once; a server may bound how often clients ping (PingPolicy, grpc-go's keepalive
+ *   enforcement: too many early PINGs end the connection with ENHANCE_YOUR_CALM "too_many_pings").
  * - Simplifications, all allowed by the RFC: PRIORITY and priority fields are ignored; no server push
  *   (SETTINGS_ENABLE_PUSH is irrelevant to a server); until the peer ACKs our SETTINGS a stream receive
  *   window set below the protocol's 65535 is not enforced below 65535 (the peer may not know it yet), and
@@ -87,7 +89,28 @@ export interface ConnectionOptions {
   readonly huffman?: boolean | undefined;
   /** Bytes already read from the socket (after sniffing the protocol), processed first. */
   readonly head?: Buffer | undefined;
+  /** How often the client may PING; unset: every PING is answered, however often. */
+  readonly pingPolicy?: PingPolicy | undefined;
 }
+
+/**
+ * A server's keepalive enforcement, as grpc-go's transport applies its EnforcementPolicy: a client PING is
+ * early when the previous one came less than `minTimeMs` before it — or less than two hours before it while
+ * no stream is open, unless `permitWithoutStream`. A response HEADERS or DATA frame sent since the previous
+ * PING forgives the early ones so far (a client may ping to estimate bandwidth while it receives). The third
+ * early PING in a row is answered, then the connection ends: GOAWAY ENHANCE_YOUR_CALM "too_many_pings".
+ */
+export interface PingPolicy {
+  readonly minTimeMs: number;
+  readonly permitWithoutStream: boolean;
+  /** The time in milliseconds, to space PINGs by. */
+  readonly now: () => number;
+}
+
+/** grpc-go's maxPingStrikes: early PINGs tolerated before the next one ends the connection. */
+const MAX_PING_STRIKES = 2;
+/** grpc-go's defaultPingTimeout: with no stream open (and not permitted), PINGs closer than this are early. */
+const IDLE_PING_MIN_MS = 2 * 60 * 60 * 1000;
 
 /** A connection error (RFC 9113 §5.4.1): GOAWAY with `code`, then the connection closes. */
 class ConnectionError extends Error {
@@ -185,6 +208,7 @@ export class Http2ServerConnection {
   private readonly maxHeaderBlock: number;
   private readonly maxHeaderList: number;
   private readonly writeQuota: number;
+  private readonly pingPolicy: PingPolicy | undefined;
 
   /** Unparsed input, and how much of the client preface has been checked. */
   private buf: Buffer = Buffer.alloc(0);
@@ -221,6 +245,10 @@ export class Http2ServerConnection {
   private goawayReceived = false;
   /** The socket is done with (ended after a connection error, or closed). */
   private dead = false;
+  /** Under a ping policy: when the last PING came, early PINGs since, and whether HEADERS or DATA went out since. */
+  private lastPingAt = -Infinity;
+  private pingStrikes = 0;
+  private wroteSincePing = false;
 
   constructor(socket: Duplex, options: ConnectionOptions) {
     this.socket = socket;
@@ -235,6 +263,7 @@ export class Http2ServerConnection {
     this.maxHeaderBlock = options.maxHeaderBlockSize ?? 1 << 20;
     this.maxHeaderList = options.maxHeaderListSize ?? 16 << 20;
     this.writeQuota = options.writeQuota ?? 64 * 1024;
+    this.pingPolicy = options.pingPolicy;
     if (this.streamWindow > MAX_WINDOW || this.connWindow > MAX_WINDOW || this.connWindow < DEFAULT_WINDOW) throw new RangeError('window size out of range');
     if (this.maxFrame < DEFAULT_MAX_FRAME_SIZE || this.maxFrame > MAX_MAX_FRAME_SIZE) throw new RangeError('maxFrameSize out of range');
     const tableSize = options.headerTableSize ?? 4096;
@@ -369,7 +398,9 @@ export class Http2ServerConnection {
       case FrameType.PING:
         if (id !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PING on a stream');
         if (end - start !== 8) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'PING length');
-        if ((flags & Flags.ACK) === 0) this.writer.frame(FrameType.PING, Flags.ACK, 0, buf, start, end);
+        if ((flags & Flags.ACK) !== 0) return;
+        this.writer.frame(FrameType.PING, Flags.ACK, 0, buf, start, end);
+        if (this.pingPolicy !== undefined) this.enforcePingPolicy(this.pingPolicy);
         return;
       case FrameType.GOAWAY: {
         if (id !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'GOAWAY on a stream');
@@ -622,6 +653,7 @@ export class Http2ServerConnection {
       st.sendWindow -= n;
       this.sendWindow -= n;
       this.writer.frame(FrameType.DATA, 0, st.id, data);
+      this.wroteSincePing = true;
       this.scheduleFlush();
       return true;
     }
@@ -658,7 +690,10 @@ export class Http2ServerConnection {
   /** Sends the END_STREAM of `st` (its trailers, or an empty DATA frame), now that its queue is empty. */
   private localEnd(st: H2Stream): void {
     if (st.trailers !== undefined) this.sendHeaders(st.id, st.trailers, true);
-    else this.writer.header(0, FrameType.DATA, Flags.END_STREAM, st.id);
+    else {
+      this.writer.header(0, FrameType.DATA, Flags.END_STREAM, st.id);
+      this.wroteSincePing = true;
+    }
     st.localEnded = true;
     this.responseDone(st);
   }
@@ -670,6 +705,7 @@ export class Http2ServerConnection {
 
   /** Writes a header block on stream `id`, split into HEADERS + CONTINUATION frames beyond the peer's max frame size. */
   private sendHeaders(id: number, headers: OutgoingHeaders, endStream: boolean): void {
+    this.wroteSincePing = true;
     let block = headers instanceof EncodedHeaders ? headers.bytes : this.encoder.encode(headers);
     const update = this.encoder.takeSizeUpdate();
     if (update !== undefined) block = Buffer.concat([update, block]);
@@ -689,6 +725,21 @@ export class Http2ServerConnection {
     }
   }
 
+  /** Counts a client PING against the ping policy; the one too many ends the connection. */
+  private enforcePingPolicy(policy: PingPolicy): void {
+    const now = policy.now();
+    const previous = this.lastPingAt;
+    this.lastPingAt = now;
+    if (this.wroteSincePing) {
+      this.wroteSincePing = false;
+      this.pingStrikes = 0;
+      return;
+    }
+    const minGap = this.streams.size === 0 && !policy.permitWithoutStream ? IDLE_PING_MIN_MS : policy.minTimeMs;
+    if (previous + minGap > now) this.pingStrikes++;
+    if (this.pingStrikes > MAX_PING_STRIKES) throw new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, 'too_many_pings');
+  }
+
   /** Sends what the windows allow of `st`'s queue; then its end, and onDrain, when due. */
   private pump(st: H2Stream): void {
     const queue = st.queue;
@@ -704,6 +755,7 @@ export class Http2ServerConnection {
         break;
       }
       this.writer.frame(FrameType.DATA, 0, st.id, chunk, off, off + n);
+      this.wroteSincePing = true;
       st.sendWindow -= n;
       this.sendWindow -= n;
       st.queued -= n;

@@ -4,6 +4,7 @@
  * WINDOW_UPDATE), and a raw-socket client that sends hand-made frames and collects the server's.
  */
 import * as net from 'node:net';
+import * as tls from 'node:tls';
 import { Http2ServerConnection, type ConnectionOptions } from '../../../src/http/h2/connection.js';
 import { CLIENT_PREFACE, Flags, FrameType, SETTINGS_ACK, parseFrames, settingsFrame, type ParsedFrame } from '../../../src/http/h2/frames.js';
 import type { H2Stream } from '../../../src/http/h2/stream.js';
@@ -130,13 +131,14 @@ export class RawClient {
   }
 
   /**
-   * Connects to `port`; with `preface` (default) sends the client preface and an empty SETTINGS frame, and
+   * Connects to `port` (over TLS when `secure`); with `preface` (default) sends the client preface and an empty SETTINGS frame, and
    * waits for the server's SETTINGS (which it acknowledges, so frames sent next meet the server's settings).
    */
-  static async connect(port: number, preface = true): Promise<RawClient> {
-    const socket = net.connect(port, '127.0.0.1');
+  static async connect(port: number, preface = true, secure = false): Promise<RawClient> {
+    // Over TLS: h2 by ALPN, the server's certificate taken as it comes (these tests look at frames, not trust).
+    const socket = secure ? tls.connect({ port, host: '127.0.0.1', ALPNProtocols: ['h2'], rejectUnauthorized: false }) : net.connect(port, '127.0.0.1');
     await new Promise<void>((resolve, reject) => {
-      socket.once('connect', resolve);
+      socket.once(secure ? 'secureConnect' : 'connect', resolve);
       socket.once('error', reject);
     });
     const c = new RawClient(socket);
