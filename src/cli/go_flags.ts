@@ -75,6 +75,20 @@ export function parseGoUint(s: string): bigint {
   return v;
 }
 
+/**
+ * A Go `int64` flag (strconv.ParseInt(s, 0, 64)): an optional sign, then what parseGoUint reads; the value
+ * must fit an int64. Throws "parse error" or "value out of range" as Go's flag package words them.
+ */
+export function parseGoInt(s: string): bigint {
+  const neg = s.startsWith('-');
+  const magnitude = parseGoUint(neg || s.startsWith('+') ? s.slice(1) : s);
+  if (magnitude > (neg ? INT64_LIMIT : INT64_LIMIT - 1n)) throw new FlagValueError('value out of range');
+  return neg ? -magnitude : magnitude;
+}
+
+/** 2^63: one past int64's largest value, and the magnitude of its smallest. */
+const INT64_LIMIT = 1n << 63n;
+
 const UNIT_NS: Readonly<Record<string, number>> = { ns: 1, us: 1e3, 'µs': 1e3, 'μs': 1e3, ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 };
 const MAX_DURATION_NS = 2 ** 63 - 1;
 

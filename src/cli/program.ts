@@ -118,6 +118,7 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
     .addOption(opt('--max-request-bytes <n>', 'maximum request size in bytes (receive limit: this + 512 KiB)', D.maxRequestBytes))
     .addOption(opt('--experimental-watch-progress-notify-interval <duration>', 'progress notify interval, a Go duration (10m, 5s, 1h30m; at least 100ms)', D.experimentalWatchProgressNotifyInterval))
     .addOption(opt('--grpc-keepalive-min-time <duration>', 'how often a client may ping (a Go duration); one that pings more often is disconnected (too_many_pings), as etcd', D.grpcKeepaliveMinTime))
+    .addOption(opt('--quota-backend-bytes <bytes>', 'space quota of the (estimated) db file: a write past it raises NOSPACE (0: 2 GiB, below 0: none)', D.quotaBackendBytes))
     .addOption(opt('--heartbeat-interval <ms>', 'heartbeat interval in ms (sets the minimum lease TTL with --election-timeout)', D.heartbeatInterval))
     .addOption(opt('--election-timeout <ms>', 'election timeout in ms (5 to 50000 heartbeats)', D.electionTimeout))
     .addOption(opt('--seed <n>', 'seed of every random choice (lease IDs, progress jitter), 0 to 2^64-1', D.seed))

@@ -10,7 +10,7 @@ import { isLoopback, serve, type ServeOptions } from '../grpc/server.js';
 import type { ServedClusterMember } from '../grpc/cluster_serve.js';
 import type { EtcdVersion } from '../mvcc/index.js';
 import { SnapshotFormatError, readEtcdSnapshot } from '../snapshot/index.js';
-import { FlagValueError, parseEtcdUrl, parseGoDuration, parseGoUint, type EtcdUrl } from './go_flags.js';
+import { FlagValueError, parseEtcdUrl, parseGoDuration, parseGoInt, parseGoUint, type EtcdUrl } from './go_flags.js';
 import { CliError, consoleIo, type CliIo } from './program.js';
 import { CLOCK_SPEED_MAX, CLOCK_SPEED_MIN, ETCD_VERSIONS, MEMBERS_MAX, SERVE_FLAG_DEFAULTS, type ServeFlags } from './serve_flags.js';
 
@@ -36,6 +36,8 @@ const PROGRESS_DEFAULT_MS = 10 * 60_000;
 const PROGRESS_MIN_MS = 100;
 /** etcd warns above 10 MiB of --max-request-bytes. */
 const MAX_REQUEST_BYTES_RECOMMENDED = 10 * 1024 * 1024;
+/** etcd's MaxQuotaBytes: a larger --quota-backend-bytes is taken, with a warning. */
+const MAX_QUOTA_BYTES = 8n * 1024n * 1024n * 1024n;
 /** etcd's upper bound of --election-timeout (embed.maxElectionMs). */
 const MAX_ELECTION_MS = 50_000n;
 const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
@@ -48,6 +50,16 @@ function invalid(flag: string, value: string, reason: string): CliError {
 /** etcd's "error verifying flags" (etcdmain, exit 1). */
 function unverified(what: string): CliError {
   return new CliError(`error verifying flags, ${what}. See 'etcdsim serve --help'.`, 1);
+}
+
+/** A Go int64 flag. */
+function intFlag(flag: string, value: string): bigint {
+  try {
+    return parseGoInt(value);
+  } catch (err) {
+    if (err instanceof FlagValueError) throw invalid(flag, value, err.reason);
+    throw err;
+  }
 }
 
 /** A Go duration flag in milliseconds (Go's flag package: a bad one is a usage error). */
@@ -150,6 +162,7 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
   const bcryptCost = f.bcryptCost === undefined ? undefined : uintFlag('--bcrypt-cost', f.bcryptCost);
   const progressMs = durationFlag('--experimental-watch-progress-notify-interval', f.experimentalWatchProgressNotifyInterval);
   const keepAliveMinMs = durationFlag('--grpc-keepalive-min-time', f.grpcKeepaliveMinTime);
+  const quotaBytes = intFlag('--quota-backend-bytes', f.quotaBackendBytes);
   // etcdsim's own flags (usage, exit 2).
   if (!(ETCD_VERSIONS as readonly string[]).includes(f.etcdVersion)) throw invalid('--etcd-version', f.etcdVersion, `must be one of ${ETCD_VERSIONS.join(', ')}`);
   const seed = /^\d+$/.test(f.seed) ? BigInt(f.seed) : undefined;
@@ -210,6 +223,7 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
   }
   // etcd serves plaintext on an http:// URL and only warns that the key/cert files are ignored.
   if (!tlsWanted && (f.certFile !== undefined || f.keyFile !== undefined)) warn(`the scheme of client url ${url.raw} is HTTP while key/cert files are presented: ignoring them`);
+  if (quotaBytes > MAX_QUOTA_BYTES) warn(`quota exceeds the maximum value: ${quotaBytes} bytes (maximum ${MAX_QUOTA_BYTES})`);
   if (maxRequestBytes > BigInt(MAX_REQUEST_BYTES_RECOMMENDED)) warn(`MaxRequestBytes ${maxRequestBytes} exceeds maximum recommended size ${MAX_REQUEST_BYTES_RECOMMENDED}`);
   let authHashCost: number | undefined;
   if (bcryptCost !== undefined) {
@@ -243,6 +257,7 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
     maxRequestBytes: clamp(maxRequestBytes),
     watchProgressNotifyIntervalMs,
     grpcKeepAliveMinTimeMs: keepAliveMinMs,
+    quotaBackendBytes: Number(quotaBytes),
     heartbeatIntervalMs: Number(heartbeat),
     electionTicks: Number(election / heartbeat),
     seed,

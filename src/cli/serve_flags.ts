@@ -24,6 +24,8 @@ export interface ServeFlags {
   experimentalWatchProgressNotifyInterval: string;
   /** etcd's: how often a client may ping on a plain connection (grpc-go's keepalive enforcement). */
   grpcKeepaliveMinTime: string;
+  /** etcd's backend space quota in bytes (0: the default, 2 GiB; below 0: none). */
+  quotaBackendBytes: string;
   heartbeatInterval: string;
   electionTimeout: string;
   seed: string;
@@ -58,6 +60,7 @@ export const SERVE_FLAG_DEFAULTS: Readonly<ServeFlags> = Object.freeze({
   maxRequestBytes: String(DEFAULT_MAX_REQUEST_BYTES),
   experimentalWatchProgressNotifyInterval: '10m',
   grpcKeepaliveMinTime: '5s',
+  quotaBackendBytes: '0',
   heartbeatInterval: '100',
   electionTimeout: '1000',
   seed: '0',

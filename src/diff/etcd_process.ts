@@ -78,6 +78,8 @@ export interface StartEtcdOptions {
   readonly readyTimeoutMs?: number | undefined;
   /** Serve clients over TLS (an https:// client URL; the peer URL stays plain). */
   readonly tls?: EtcdTlsFiles | undefined;
+  /** More of etcd's flags, as etcd takes them (`--quota-backend-bytes=1048576`). */
+  readonly flags?: readonly string[] | undefined;
 }
 
 /** etcd's TLS flags for the client port, as files. */
@@ -132,6 +134,7 @@ async function startEtcdOnce(opts: StartEtcdOptions): Promise<EtcdProcess> {
       // Over TLS readiness is its log line (the /health probe would need the CA), so keep info lines then.
       '--log-level', opts.tls === undefined ? 'warn' : 'info',
       ...tlsFlags(opts.tls),
+      ...(opts.flags ?? []),
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );

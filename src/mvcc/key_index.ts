@@ -17,6 +17,18 @@
 import type { KeyString } from './bytes.js';
 import type { KeyValue } from './types.js';
 
+/** A count of revisions and their key and value bytes (what the store retains, or what a compaction drops). */
+export interface Tally {
+  revisions: number;
+  bytes: number;
+}
+
+/** Counts `kv` into `t`. */
+export function count(t: Tally, kv: KeyValue): void {
+  t.revisions++;
+  t.bytes += kv.key.byteLength + kv.value.byteLength;
+}
+
 /** One life of a key: its KeyValues in revision order; a tombstone (createRevision 0) may end it. */
 export type Generation = KeyValue[];
 
@@ -139,9 +151,9 @@ export class KeyIndex {
    * the newest revision <= atRev and everything after it stay. Since etcd PR #18274 (v3.6, issue #18089; backported to 3.5.16 and 3.4.34) a
    * generation whose tombstone is exactly atRev is kept, so a watch from atRev still sees the delete;
    * `keepTombstoneAtRev = false` reproduces the older rule. Returns true when nothing is left and the key
-   * should leave the index.
+   * should leave the index. What it drops is counted into `dropped`.
    */
-  compact(atRev: number, keepTombstoneAtRev: boolean): boolean {
+  compact(atRev: number, keepTombstoneAtRev: boolean, dropped: Tally): boolean {
     const newest = this.newest;
     if (newest === undefined) return true;
     const older = this.older;
@@ -151,6 +163,8 @@ export class KeyIndex {
     if (i < dead) return false;
     const kv = i === n ? newest : older![i]!;
     const keepFrom = compactsAway(kv, atRev, keepTombstoneAtRev) ? i + 1 : i;
+    for (let j = dead, end = Math.min(keepFrom, n); j < end; j++) count(dropped, older![j]!);
+    if (keepFrom > n) count(dropped, newest);
     if (keepFrom > n) {
       this.newest = undefined;
       this.older = undefined;

@@ -18,7 +18,7 @@ import { ErrCompacted, ErrFutureRev, fail } from './errors.js';
 import { compatFor, type Compat, type EtcdVersion } from './compat.js';
 import { executeRange } from './range.js';
 import { deleteRangeSize, putSize, txnSize } from './request_size.js';
-import { Storage, type CommitListener, type StoreSnapshot } from './store.js';
+import { Storage, retainedOf, type CommitListener, type StoreSnapshot } from './store.js';
 import { checkPut, checkTxn, compareToPath, executeDeleteRange, executePut, executeTxn } from './txn.js';
 import type {
   CompactResponse,
@@ -89,6 +89,16 @@ export class MvccStore {
   }
 
   /** The last compaction revision, -1 before the first compaction. */
+  /** The revisions the store retains (tombstones included): what etcd's key bucket holds. Compaction lowers it. */
+  get retainedRevisions(): number {
+    return this.storage.retainedRevisions;
+  }
+
+  /** The key and value bytes of the retained revisions. */
+  get retainedBytes(): number {
+    return this.storage.retainedBytes;
+  }
+
   get compactRevision(): number {
     return this.storage.compactRev;
   }
@@ -313,6 +323,12 @@ export class MvccStore {
       prevKey = key;
     });
     if (problem === undefined && s.compactRev > s.currentRev) problem = `compact revision ${s.compactRev} above current ${s.currentRev}`;
+    if (problem === undefined) {
+      const held = retainedOf(s.index);
+      if (held.revisions !== s.retainedRevisions || held.bytes !== s.retainedBytes) {
+        problem = `counted ${s.retainedRevisions} retained revisions of ${s.retainedBytes} bytes; the index holds ${held.revisions} of ${held.bytes}`;
+      }
+    }
     return problem;
   }
 }

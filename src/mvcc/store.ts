@@ -7,7 +7,7 @@
  */
 import { ByteSlab, EMPTY_BYTES, keyString, type KeyString } from './bytes.js';
 import { ErrCompacted, ErrFutureRev, fail } from './errors.js';
-import { KeyIndex, isTombstone } from './key_index.js';
+import { KeyIndex, count, isTombstone, type Tally } from './key_index.js';
 import { setSubRevision } from './sub_revision.js';
 import { TreeIndex } from './tree_index.js';
 import type { Event, KeyValue, LeaseHook } from './types.js';
@@ -114,6 +114,12 @@ export class Storage implements ReadView {
   private readonly listeners: CommitListener[] = [];
   /** Where this store's copies of keys and values live (its own, never shared with another store). */
   readonly bytes = new ByteSlab();
+  /**
+   * The revisions the index holds (tombstones included) and the bytes of their keys and values: the data
+   * etcd's backend keeps. Commits add to them, compaction takes away what it drops (dbSizeInUse follows).
+   */
+  retainedRevisions = 0;
+  retainedBytes = 0;
 
   constructor(opts: StorageOptions = {}) {
     this.lessor = opts.lessor;
@@ -148,6 +154,8 @@ export class Storage implements ReadView {
     this.currentRev = rev;
     this.logAt.push(this.logBase + this.log.length);
     this.log.push(kv);
+    this.retainedRevisions++;
+    this.retainedBytes += keyBytes.byteLength + value.byteLength;
     if (this.listeners.length > 0) {
       const events = [toEvent(kv)];
       for (let i = 0; i < this.listeners.length; i++) this.listeners[i]!(rev, events);
@@ -194,7 +202,11 @@ export class Storage implements ReadView {
   commit(rev: number, changes: readonly KeyValue[]): void {
     this.currentRev = rev;
     this.logAt.push(this.logBase + this.log.length);
-    for (const kv of changes) this.log.push(kv);
+    for (const kv of changes) {
+      this.log.push(kv);
+      this.retainedBytes += kv.key.byteLength + kv.value.byteLength;
+    }
+    this.retainedRevisions += changes.length;
     for (let sub = 1; sub < changes.length; sub++) setSubRevision(changes[sub]!, sub);
     if (this.listeners.length === 0) return;
     const events = changes.map(toEvent);
@@ -218,6 +230,7 @@ export class Storage implements ReadView {
     this.compactRev = rev;
     const keep = this.keepTombstoneAtCompactRev;
     const [start, end] = this.logSpan(this.logStart, rev);
+    const dropped: Tally = { revisions: 0, bytes: 0 };
     if (this.indexFollowsLog && (end - start) * LOOKUP_COST_IN_WALKED_KEYS < this.index.size) {
       // A key's revisions share one keyBytes object, so this drops most repeats before any lookup.
       const seen = new Set<Uint8Array>();
@@ -228,11 +241,13 @@ export class Storage implements ReadView {
         seen.add(bytes);
         keys.push(keyString(bytes));
       }
-      this.index.compactKeys(keys, rev, keep);
+      this.index.compactKeys(keys, rev, keep, dropped);
     } else {
-      this.index.compact(rev, keep);
+      this.index.compact(rev, keep, dropped);
       this.indexFollowsLog = true;
     }
+    this.retainedRevisions -= dropped.revisions;
+    this.retainedBytes -= dropped.bytes;
     this.compactLog(rev, keep);
   }
 
@@ -325,7 +340,24 @@ export class Storage implements ReadView {
     }
     this.logStart = snap.logStart;
     this.indexFollowsLog = false;
+    this.recountRetained();
   }
+
+  /** Counts what the index retains, walking all of it. */
+  private recountRetained(): void {
+    const held = retainedOf(this.index);
+    this.retainedRevisions = held.revisions;
+    this.retainedBytes = held.bytes;
+  }
+}
+
+/** What the index retains: every key's revisions, counted by a walk of all of it. */
+export function retainedOf(index: TreeIndex): Tally {
+  const t: Tally = { revisions: 0, bytes: 0 };
+  index.forEachRevs((_key, _keyBytes, revs) => {
+    for (const kv of revs) count(t, kv);
+  });
+  return t;
 }
 
 /**

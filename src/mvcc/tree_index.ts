@@ -16,7 +16,7 @@
  */
 import { BTreeEx as BTree } from 'sorted-btree/extended/index.js';
 import type { KeyString } from './bytes.js';
-import { KeyIndex, compactsAway, isTombstone, type ReadonlyKeyIndex } from './key_index.js';
+import { KeyIndex, compactsAway, count, isTombstone, type ReadonlyKeyIndex, type Tally } from './key_index.js';
 import type { KeyValue } from './types.js';
 
 /**
@@ -34,9 +34,12 @@ function entryAt(e: Entry, atRev: number): KeyValue | undefined {
   return e.modRevision <= atRev && !isTombstone(e) ? e : undefined;
 }
 
-/** KeyIndex.compact on one slot's entry, in either form; true when nothing is left of the key. */
-function compactEntry(e: Entry, atRev: number, keepTombstoneAtRev: boolean): boolean {
-  return e instanceof KeyIndex ? e.compact(atRev, keepTombstoneAtRev) : e.modRevision <= atRev && compactsAway(e, atRev, keepTombstoneAtRev);
+/** KeyIndex.compact on one slot's entry, in either form, counting what goes; true when nothing is left of the key. */
+function compactEntry(e: Entry, atRev: number, keepTombstoneAtRev: boolean, dropped: Tally): boolean {
+  if (e instanceof KeyIndex) return e.compact(atRev, keepTombstoneAtRev, dropped);
+  if (!(e.modRevision <= atRev && compactsAway(e, atRev, keepTombstoneAtRev))) return false;
+  count(dropped, e);
+  return true;
 }
 
 export class TreeIndex {
@@ -211,11 +214,11 @@ export class TreeIndex {
    * KeyIndex.compact on every key, without making keyIndexes for single-revision keys; keys left with
    * nothing are removed. Costs a walk of the whole index; compactKeys() does the same for a known few.
    */
-  compact(atRev: number, keepTombstoneAtRev: boolean): void {
+  compact(atRev: number, keepTombstoneAtRev: boolean, dropped: Tally): void {
     const entries = this.entries;
     const emptied: KeyString[] = [];
     this.tree.forEachPair((key, slot) => {
-      if (compactEntry(entries[slot]!, atRev, keepTombstoneAtRev)) emptied.push(key);
+      if (compactEntry(entries[slot]!, atRev, keepTombstoneAtRev, dropped)) emptied.push(key);
     });
     if (emptied.length > 0) this.deleteKeys(emptied);
   }
@@ -224,11 +227,11 @@ export class TreeIndex {
    * compact(), but only on `keys` (duplicates and absent keys allowed): enough when every other key is
    * known to be untouched by a compaction at atRev (see Storage.compact).
    */
-  compactKeys(keys: Iterable<KeyString>, atRev: number, keepTombstoneAtRev: boolean): void {
+  compactKeys(keys: Iterable<KeyString>, atRev: number, keepTombstoneAtRev: boolean, dropped: Tally): void {
     for (const key of keys) {
       const slot = this.tree.get(key);
       if (slot === undefined) continue; // already emptied by an earlier duplicate
-      if (compactEntry(this.entries[slot]!, atRev, keepTombstoneAtRev)) {
+      if (compactEntry(this.entries[slot]!, atRev, keepTombstoneAtRev, dropped)) {
         this.tree.delete(key);
         this.release(slot);
       }

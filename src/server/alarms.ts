@@ -18,7 +18,7 @@
  * Not modelled: 3.4 and 3.5 put the new applier over the bare backend applier when an alarm is raised or
  * the last one taken off at run time, leaving out the auth applier until the member restarts — observed on
  * 3.4.23: with NOSPACE raised, a user without any role deletes a key and adds a user. Here the permission
- * checks stay in force. Neither is the space quota (--quota-backend-bytes) raising NOSPACE by itself.
+ * checks stay in force. The space quota raises NOSPACE by itself: quota.ts.
  */
 import { EtcdError, GrpcCode, errorKind, type EtcdErrorKind, type EtcdVersion, type TxnRequest } from '../mvcc/index.js';
 import { decodeFields } from '../snapshot/proto_reader.js';

@@ -79,6 +79,12 @@ export interface EtcdServerOptions {
   /** --experimental-compaction-batch-limit (1000): key-bucket entries per batch of a compaction's deletions. */
   readonly compactionBatchLimit?: number | undefined;
   /**
+   * --quota-backend-bytes: the backend's space quota (0: etcd's default, 2 GiB; below 0: none). A Put, a
+   * Txn with puts or a LeaseGrant that would take the estimated db file (Status dbSize) to it is refused
+   * and raises NOSPACE (see quota.ts).
+   */
+  readonly quotaBackendBytes?: number | undefined;
+  /**
    * cluster_id of every response header (uint64). Default: what etcd derives from the member's ID (see
    * member_id.ts) — etcd's default single-member cluster ID for the default peer URL.
    */
@@ -130,6 +136,11 @@ export interface EtcdServerOptions {
  */
 export interface AppliedCallContext extends CallContext {
   readonly appliedAuthInfo: AuthInfo | undefined;
+}
+
+/** Whether `ctx` is that of a request applied from a Raft entry (so the proposing member checked it first). */
+export function isApplied(ctx: CallContext | undefined): ctx is AppliedCallContext {
+  return ctx !== undefined && 'appliedAuthInfo' in ctx;
 }
 
 /** A member's snapshot (EtcdServer.snapshot()): the store's state plus the auth store's persistent state. */
@@ -201,6 +212,8 @@ const RESTART_RAFT_ENTRIES = 2;
 /** Status dbSize / dbSizeInUse of a fresh member (observed, 3.4.23). */
 const INITIAL_DB_SIZE = 20480;
 const INITIAL_DB_SIZE_IN_USE = 16384;
+/** etcd's DefaultQuotaBytes (--quota-backend-bytes 0). */
+export const DEFAULT_QUOTA_BACKEND_BYTES = 2 * 1024 * 1024 * 1024;
 /** Rough bolt overhead per stored revision of a key, for the dbSize estimate. */
 const DB_BYTES_PER_REVISION = 64;
 const DB_PAGE = 4096;
@@ -247,8 +260,14 @@ export class EtcdServer {
   readonly restoreLoneTombstone: boolean;
   /** Key-bucket entries per batch of a compaction's deletions (--experimental-compaction-batch-limit). */
   readonly compactionBatchLimit: number;
+  /** The space quota in bytes, Infinity for none (EtcdServerOptions.quotaBackendBytes). */
+  readonly quotaBackendBytes: number;
   private appliedIndex: number;
-  private storedBytes = 0;
+  /**
+   * The estimated db file beyond a fresh one: it grows with the data in use and never shrinks (bolt reuses
+   * the pages a compaction frees, it does not give them back), except by Defragment.
+   */
+  private fileBytes = 0;
 
   constructor(opts: EtcdServerOptions = {}) {
     this.clock = opts.clock ?? new VirtualClock();
@@ -292,6 +311,8 @@ export class EtcdServer {
     this.clientCertAuth = opts.clientCertAuth === true;
     this.restoreLoneTombstone = opts.restoreLoneTombstone ?? compatFor(opts.etcdVersion ?? '3.7').restoreLoneTombstone;
     this.compactionBatchLimit = opts.compactionBatchLimit ?? DEFAULT_COMPACTION_BATCH_LIMIT;
+    const quota = opts.quotaBackendBytes ?? 0;
+    this.quotaBackendBytes = quota < 0 ? Infinity : quota === 0 ? DEFAULT_QUOTA_BACKEND_BYTES : quota;
     if (!Number.isSafeInteger(this.compactionBatchLimit) || this.compactionBatchLimit < 1) {
       throw new RangeError(`EtcdServer: compactionBatchLimit must be an integer >= 1, got ${this.compactionBatchLimit}`);
     }
@@ -322,11 +343,11 @@ export class EtcdServer {
       raftTerm: String(this.member.raftTerm),
     });
     const fromFile = opts.fromSnapshot === undefined ? undefined : this.loadEtcdSnapshot(opts.fromSnapshot);
-    // Every commit is one Raft entry and grows the estimated db file. (Watch responses it queues reach
+    // Every commit is one Raft entry and may grow the estimated db file. (Watch responses it queues reach
     // their clients through each stream's onSend hook.)
-    this.mvcc.subscribe((_rev, events) => {
+    this.mvcc.subscribe(() => {
       this.noteRaftEntry();
-      for (const ev of events) this.storedBytes += ev.kv.key.byteLength + ev.kv.value.byteLength + DB_BYTES_PER_REVISION;
+      this.growFile();
     });
     // Lease revokes by expiry and lease checkpoints are Raft proposals too (client requests count in the services).
     this.lessor.subscribe((ev) => {
@@ -364,7 +385,7 @@ export class EtcdServer {
    * 3.4.23). Otherwise undefined (no caller). The checks ignore the caller while auth is disabled.
    */
   authInfo(ctx: CallContext | undefined): AuthInfo | undefined {
-    if (ctx !== undefined && 'appliedAuthInfo' in ctx) return (ctx as AppliedCallContext).appliedAuthInfo;
+    if (isApplied(ctx)) return ctx.appliedAuthInfo;
     const ai = this.auth.authInfo(ctx?.token);
     if (ai !== undefined || !this.clientCertAuth || ctx?.certCommonName === undefined) return ai;
     return { username: ctx.certCommonName };
@@ -414,14 +435,33 @@ export class EtcdServer {
     return index === undefined || index <= BigInt(this.appliedIndex) ? undefined : index;
   }
 
-  /** Status dbSize: an estimate of etcd's bolt file (grows with every stored revision, never shrinks). */
+  /**
+   * Status dbSize: an estimate of etcd's bolt file, which the quota is measured against. It grows with the
+   * retained revisions and keeps its size when a compaction frees some, until Defragment.
+   */
   get dbSize(): number {
-    return INITIAL_DB_SIZE + Math.ceil(this.storedBytes / DB_PAGE) * DB_PAGE;
+    return INITIAL_DB_SIZE + this.fileBytes;
   }
 
-  /** Status dbSizeInUse: the same estimate from etcd's smaller fresh in-use size. */
+  /** Status dbSizeInUse: the estimate of the pages the retained revisions fill (a compaction lowers it). */
   get dbSizeInUse(): number {
-    return INITIAL_DB_SIZE_IN_USE + Math.ceil(this.storedBytes / DB_PAGE) * DB_PAGE;
+    return INITIAL_DB_SIZE_IN_USE + this.inUseBytes();
+  }
+
+  /** Maintenance.Defragment's effect: the db file is rewritten to the data in use. */
+  defragment(): void {
+    this.fileBytes = this.inUseBytes();
+  }
+
+  /** The retained revisions' pages: their keys and values plus a rough per-revision overhead, page-rounded. */
+  private inUseBytes(): number {
+    const m = this.mvcc;
+    return Math.ceil((m.retainedBytes + m.retainedRevisions * DB_BYTES_PER_REVISION) / DB_PAGE) * DB_PAGE;
+  }
+
+  private growFile(): void {
+    const used = this.inUseBytes();
+    if (used > this.fileBytes) this.fileBytes = used;
   }
 
   /** Pushes queued stream responses to their listeners now (see delivery.ts). */
@@ -534,11 +574,11 @@ export class EtcdServer {
         this.lessor.grant(l.id, l.ttl);
         if (l.remainingTTL > 0) this.lessor.checkpoint(l.id, l.remainingTTL);
       }
-      this.storedBytes += loaded.storedBytes;
     } else {
       this.lessor.demote();
     }
     this.restore({ ...loaded.store, auth: loaded.auth });
+    this.growFile();
     if (loaded.pendingCompactRev !== undefined) this.mvcc.compact(loaded.pendingCompactRev);
     this.lessor.promote();
     return {

@@ -23,6 +23,7 @@ import type { CallContext } from './call_context.js';
 import { deleteRangeIn, deleteRangeOut, header, int64ToNumber, putIn, putOut, rangeIn, rangeOut, txnIn, txnOut } from './convert.js';
 import { asGrpc } from './errors.js';
 import { refuseUnderAlarm } from './alarms.js';
+import { checkQuota, costPut, costTxn } from './quota.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
 
@@ -53,7 +54,9 @@ export class KVService {
     const server = this.server;
     const r = asGrpc(() => {
       const mvcc = server.mvcc;
-      const v = mvcc.validatePut(putIn(req));
+      const put = putIn(req);
+      checkQuota(server, costPut(put), ctx); // etcd's quota KV server, in front of every other check
+      const v = mvcc.validatePut(put);
       const ai = this.#caller(ctx);
       const p = mvcc.checkPutSize(v);
       refuseUnderAlarm(server, 'put'); // an alarm's applier refuses before the auth applier checks
@@ -100,7 +103,9 @@ export class KVService {
       const mvcc = server.mvcc;
       // checkTxnRequest and checkIntervals both come before any token or permission is looked at (observed on
       // 3.4.23: duplicate key, not permission denied / invalid auth token; 3.5+ keep that order).
-      const v = mvcc.validateTxn(txnIn(req));
+      const t = txnIn(req);
+      checkQuota(server, costTxn(t), ctx);
+      const v = mvcc.validateTxn(t);
       const ai = this.#caller(ctx);
       const ro = mvcc.readOnlyTxn(v);
       if (ro !== undefined) {

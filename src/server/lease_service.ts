@@ -15,6 +15,7 @@ import type { CallContext } from './call_context.js';
 import { bytesOut, header, int64ToBigInt, int64ToNumber } from './convert.js';
 import { asGrpc, toGrpcError } from './errors.js';
 import { refuseUnderAlarm } from './alarms.js';
+import { LEASE_OVERHEAD, checkQuota } from './quota.js';
 import { StreamCall, type BidiStream } from './stream_call.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
@@ -31,6 +32,7 @@ export class LeaseService {
     const g = asGrpc(() => {
       const id = int64ToBigInt(req.ID, 'ID');
       const ttl = int64ToNumber(req.TTL, 'TTL');
+      checkQuota(server, LEASE_OVERHEAD, ctx); // etcd's quota lease server, in front of everything
       server.authInfo(ctx); // an invalid token fails before the proposal
       refuseUnderAlarm(server, 'leaseGrant'); // before the lessor's own checks (etcd's capped applier)
       return server.lessor.grant(id, ttl);

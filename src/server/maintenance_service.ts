@@ -97,9 +97,10 @@ export class MaintenanceService {
     });
   }
 
-  /** Maintenance.Defragment: nothing to do; etcd answers without a header. */
+  /** Maintenance.Defragment: the db file shrinks to the data in use (Status dbSize); etcd answers without a header. */
   defragment(_req: M.DefragmentRequest = {}, ctx?: CallContext): M.DefragmentResponse {
     requireAdmin(this.server, ctx);
+    this.server.defragment();
     return { header: null };
   }
 

@@ -133,8 +133,6 @@ export interface LoadedMember {
   readonly leases: readonly StoredLease[];
   /** A compaction etcd had scheduled but not finished: the member finishes it after loading, as etcd's restore does. */
   readonly pendingCompactRev: number | undefined;
-  /** Bytes of keys and values loaded (for the member's db size estimate). */
-  readonly storedBytes: number;
   /**
    * Keys whose first stored revision is a tombstone (all their older revisions compacted away), with that
    * tombstone: in the index as `{tombstone}{empty}` (etcd's restoreTombstone), or left out of it by the
@@ -163,7 +161,6 @@ export function memberOfBackend(b: EtcdBackend, opts: RebuildOptions = {}): Load
   const byKey = new Map<KeyString, { keyBytes: Uint8Array; revs: KeyValue[] }>();
   const loneTombstones: KeyValue[] = [];
   let maxRev = 1;
-  let storedBytes = 0;
   const finished = b.finishedCompactRev ?? -1;
   const logStart = finished > 0 ? finished : 2;
   // The key bucket is in revision order, so the log (one array per revision from logStart on) and each
@@ -188,7 +185,6 @@ export function memberOfBackend(b: EtcdBackend, opts: RebuildOptions = {}): Load
     if (lone) loneTombstones.push(kv);
     if (!lone || restoreLone) k.revs.push(kv);
     if (r.main > maxRev) maxRev = r.main;
-    storedBytes += kv.key.byteLength + kv.value.byteLength;
     if (r.main >= logStart) {
       while (logRev < r.main) {
         logList.push([]);
@@ -220,7 +216,6 @@ export function memberOfBackend(b: EtcdBackend, opts: RebuildOptions = {}): Load
     },
     leases: b.leases,
     pendingCompactRev: scheduled !== undefined && scheduled > finished ? scheduled : undefined,
-    storedBytes,
     loneTombstones,
   };
 }

@@ -11,7 +11,10 @@
  * serving the cluster (gRPC, a client adapter) calls these instead of a single member's EtcdServices.
  */
 import { isTxnReadOnly } from '../kv_service.js';
-import { header, int64ToBigInt, txnIn, uint64ToBigInt } from '../convert.js';
+import { header, int64ToBigInt, putIn, txnIn, uint64ToBigInt } from '../convert.js';
+import { EtcdError } from '../../mvcc/index.js';
+import { ErrNoSpace } from '../alarms.js';
+import { LEASE_OVERHEAD, costPut, costTxn, noSpaceAlarm, overQuota } from '../quota.js';
 import type { CallContext } from '../call_context.js';
 import type { Promised } from '../answers.js';
 import type { AuthService } from '../auth_service.js';
@@ -88,11 +91,11 @@ export class ClusterMemberServices {
     this.kv = {
       range: (req, ctx) =>
         req.serializable === true ? local((s) => s.services.kv.range(req, ctx), ctx) : this.linearizable((s) => s.services.kv.range(req, ctx), ctx),
-      put: (req, ctx) => write('put', ctx, (s, a) => s.services.kv.put(req, a)),
+      put: (req, ctx) => this.refusedByQuota(() => costPut(putIn(req)), ctx) ?? write('put', ctx, (s, a) => s.services.kv.put(req, a)),
       deleteRange: (req, ctx) => write('deleteRange', ctx, (s, a) => s.services.kv.deleteRange(req, a)),
       txn: (req, ctx) => {
         const kind = txnKind(req);
-        if (kind === 'write') return write('txn', ctx, (s, a) => s.services.kv.txn(req, a));
+        if (kind === 'write') return this.refusedByQuota(() => costTxn(txnIn(req)), ctx) ?? write('txn', ctx, (s, a) => s.services.kv.txn(req, a));
         const read = (s: EtcdServer): M.TxnResponse => s.services.kv.txn(req, ctx);
         return kind === 'serializable' ? local(read, ctx) : this.linearizable(read, ctx);
       },
@@ -100,6 +103,7 @@ export class ClusterMemberServices {
     };
     this.lease = {
       leaseGrant: (req, ctx) =>
+        this.refusedByQuota(() => LEASE_OVERHEAD, ctx) ??
         this.send<M.LeaseGrantResponse>((reply) => {
           const a = this.caller(ctx);
           c.propose(
@@ -267,6 +271,27 @@ export class ClusterMemberServices {
     return this.send<T>((reply) => {
       const a = this.caller(ctx);
       this.c.propose(this.m, () => ({ kind: 'request', label, apply: (s) => apply(s, a) }), reply as Reply<unknown>);
+    }, ctx);
+  }
+
+  /**
+   * etcd's quota check, made by the member asked before it proposes: a request whose cost does not fit that
+   * member's quota proposes NOSPACE instead, and fails with ErrNoSpace once the alarm went through (or did
+   * not). Undefined when the request fits — or cannot be costed: a malformed one fails as it would anyway.
+   */
+  private refusedByQuota<T>(cost: () => number, ctx: CallContext | undefined): Promise<T> | undefined {
+    let c: number;
+    try {
+      c = cost();
+    } catch {
+      return undefined;
+    }
+    const m = this.m;
+    if (!overQuota(m.server, c)) return undefined;
+    const alarm = noSpaceAlarm(m.server);
+    return this.send<T>((reply) => {
+      const refuse = (): void => reply.fail(new EtcdError(ErrNoSpace));
+      this.c.propose(m, () => ({ kind: 'request', label: 'alarm', apply: (s) => s.services.maintenance.applyAlarm(alarm) }), { ok: refuse, fail: refuse });
     }, ctx);
   }
 
