@@ -195,14 +195,21 @@ test('SIGTERM / SIGINT: open streams end with 14 UNAVAILABLE (the connection dro
   }
 });
 
-test('etcd 3.4.23 on SIGTERM: the same 14 UNAVAILABLE on open streams', { skip: requireCommand('etcd') }, async () => {
+test('etcd 3.4.23 on SIGTERM: the same 14 UNAVAILABLE on open streams (or, racing its shutdown, a bare RST_STREAM)', { skip: requireCommand('etcd') }, async () => {
   const proc = await startEtcd();
   try {
     const s = await openStreams(proc.address);
     process.kill(proc.pid, 'SIGTERM');
     const statuses = await s.ended;
     s.close();
-    assert.deepEqual(statuses.map((x) => x.code), [grpc.status.UNAVAILABLE, grpc.status.UNAVAILABLE], JSON.stringify(statuses));
+    // Mostly the connection just drops (14). When grpc-go's writer gets to a stream before the socket closes it
+    // sends RST_STREAM NO_ERROR instead, which grpc-js reports as 13 (seen under load in CI). The simulator
+    // models the drop.
+    const dropped = { code: grpc.status.UNAVAILABLE };
+    const reset = { code: grpc.status.INTERNAL, details: 'Received RST_STREAM with code 0 (Call ended without gRPC status)' };
+    for (const st of statuses) {
+      assert.ok(st.code === dropped.code || (st.code === reset.code && st.details === reset.details), JSON.stringify(statuses));
+    }
   } finally {
     await proc.stop();
   }
