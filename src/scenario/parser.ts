@@ -147,8 +147,14 @@ export function parseScenario(text: string): ParsedScenario {
   return { settings: { options, variants, preamble, fromSnapshot: snapshot.value, members: cluster.members }, steps };
 }
 
-/** Commands that only a cluster has (`endpoint status`) fail on one member, as the script is read. */
+/**
+ * Commands that only a cluster has (`endpoint status`) fail on one member, and those modelled on one member
+ * only (`defrag`, `alarm`) on a cluster, as the script is read.
+ */
 function checkedOnCluster(c: EtcdCommand, members: number | undefined, lineNo: number): EtcdCommand {
   if (c.kind === 'endpoint-status' && members === undefined) throw new ScenarioSyntaxError(lineNo, 'endpoint status reports the members of a cluster: write members 3 before the first step');
+  if ((c.kind === 'defrag' || c.kind === 'alarm-list' || c.kind === 'alarm-disarm') && members !== undefined) {
+    throw new ScenarioSyntaxError(lineNo, `${c.kind === 'defrag' ? 'defrag' : 'alarm'} runs on a single member in a scenario (not with members N)`);
+  }
   return c;
 }

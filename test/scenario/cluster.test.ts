@@ -46,6 +46,8 @@ test('cluster settings and directives: malformed lines fail with the line number
     ['expect leader infra1\n', 1, /expect leader is about a cluster's members/],
     [`${C3}put /a 1\nsnapshot S\n`, 4, /snapshot acts on the single member; on a cluster a follower gets the leader's snapshot with install-snapshot MEMBER/],
     ['endpoint status\n', 1, /endpoint status reports the members of a cluster/],
+    [`${C3}defrag\n`, 3, /defrag runs on a single member in a scenario/],
+    [`${C3}alarm list\n`, 3, /alarm runs on a single member in a scenario/],
     [`${C3}endpoint status -w json\n`, 3, /endpoint status: -w supports simple or table/],
   ];
   for (const [script, line, re] of cases) {

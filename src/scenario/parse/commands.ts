@@ -107,7 +107,11 @@ export type EtcdCommand =
   | { readonly kind: 'lease-revoke'; readonly id: Word }
   | { readonly kind: 'lease-timetolive'; readonly id: Word; readonly keys: boolean }
   /** `etcdctl endpoint status [-w table]` on a cluster: each member's ID, leadership, raft term and indexes. */
-  | { readonly kind: 'endpoint-status'; readonly table: boolean; readonly cluster: boolean };
+  | { readonly kind: 'endpoint-status'; readonly table: boolean; readonly cluster: boolean }
+  /** `etcdctl defrag`: Maintenance.Defragment, the db file rewritten to the data in use (one member). */
+  | { readonly kind: 'defrag' }
+  /** `etcdctl alarm list` / `etcdctl alarm disarm`: the raised alarms; every one of them taken off (one member). */
+  | { readonly kind: 'alarm-list' | 'alarm-disarm' };
 
 const USAGE = {
   put: 'put KEY VALUE [--lease=ID] [--prev-kv] [-w json]',
@@ -117,6 +121,7 @@ const USAGE = {
   watch: 'watch NAME KEY [RANGE_END] [--prefix] [--rev=N] [--prev-kv] [--progress-notify] [--fragment] [--stream=S]',
   lease: 'lease grant TTL | lease keep-alive ID --once | lease revoke ID | lease timetolive ID [--keys]',
   endpoint: 'endpoint status [--cluster] [-w table]',
+  alarm: 'alarm list | alarm disarm',
 } as const;
 
 /** The key range arguments of get or del, their count checked. */
@@ -232,6 +237,14 @@ export function parseCommand(verb: string, args: readonly Word[], lineNo: number
       const w = f.values.get('--write-out');
       if (w !== undefined && plain(w) !== 'table' && plain(w) !== 'simple') throw new ScenarioSyntaxError(lineNo, `endpoint status: -w supports simple or table, got ${w.raw}`);
       return { kind: 'endpoint-status', table: w !== undefined && plain(w) === 'table', cluster: f.bools.has('--cluster') };
+    }
+    case 'defrag':
+      if (args.length > 0) throw new ScenarioSyntaxError(lineNo, `defrag: unexpected ${args[0]!.raw} (usage: defrag)`);
+      return { kind: 'defrag' };
+    case 'alarm': {
+      const sub = plain(args[0]);
+      if ((sub !== 'list' && sub !== 'disarm') || args.length > 1) throw new ScenarioSyntaxError(lineNo, `expected ${USAGE.alarm}`);
+      return { kind: sub === 'list' ? 'alarm-list' : 'alarm-disarm' };
     }
     default:
       // A lab written for a real shell waits with sleep; here time is virtual and moves only when told to.

@@ -53,6 +53,8 @@ export const OPTION_KEYS: Readonly<Record<string, (v: string) => boolean>> = {
   watchSendWindowBytes: (v) => /^(0|[1-9][0-9]*)$/.test(v),
   minLeaseTTL: isPosInt,
   watchProgressNotifyIntervalMs: isPosInt,
+  /** etcd's --quota-backend-bytes (0: 2 GiB; below 0: none). */
+  quotaBackendBytes: (v) => /^-?(0|[1-9]\d*)$/.test(v),
   /** etcd's --pre-vote (a cluster's; default off on 3.4, on from 3.5). */
   preVote: isBool,
 };

@@ -7,7 +7,7 @@ import { isGrpcError, type messages as M } from '../../server/index.js';
 import type { RunState } from './state.js';
 
 /** Runs `fn`; records its header revision and `print`ed lines, or the error, as the last response. */
-export function callService<T extends { header: M.ResponseHeader }>(
+export function callService<T extends { header: M.ResponseHeader | null }>(
   s: RunState,
   what: string,
   fn: () => T,
@@ -24,7 +24,8 @@ export function callService<T extends { header: M.ResponseHeader }>(
       r = fn();
     }
     const lines = print(r);
-    s.last = { revision: Number(r.header.revision), error: undefined, output: lines, range: undefined, what };
+    // Some answers carry no header (3.4's Defragment and Alarm): no revision to capture then.
+    s.last = { revision: r.header === null ? undefined : Number(r.header.revision), error: undefined, output: lines, range: undefined, what };
     return r;
   } catch (err) {
     if (!isGrpcError(err)) throw err;

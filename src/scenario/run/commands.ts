@@ -5,6 +5,8 @@
  */
 import { delJson, delSimple, getJson, getSimple, putJson, putSimple, str, txnSimple } from '../format.js';
 import type { EtcdCommand } from '../parse/commands.js';
+import { alarmText, alarmTypeNumber } from '../../server/alarms.js';
+import type { messages as M } from '../../server/index.js';
 import { callService } from './calls.js';
 import type { RunContext } from './context.js';
 import { echo, echoTxn, kvCommandLine, putStdin } from './echo.js';
@@ -72,5 +74,33 @@ export function runCommand(ctx: RunContext, c: EtcdCommand, quiet = false): void
       // The parser admits it only on a cluster.
       ctx.cluster!.endpointStatus(s, c.table, c.cluster);
       return;
+    case 'defrag': {
+      const m = s.sim.server.services.maintenance; // one member: the parser refuses these on a cluster
+      callService(s, 'defrag', () => m.defragment({}, s.ctx()), () => [`Finished defragmenting etcd member[${ETCDCTL_ENDPOINT}]`]);
+      echo(s, 'defrag');
+      return;
+    }
+    case 'alarm-list':
+    case 'alarm-disarm': {
+      const m = s.sim.server.services.maintenance; // one member: the parser refuses these on a cluster
+      // etcdctl 3.4 prints each alarm as gogo's text form; disarm lists them, then takes each off (clientv3's AlarmDisarm).
+      const text = (a: M.AlarmMember): string => alarmText({ memberId: BigInt(a.memberID), type: alarmTypeNumber(a.alarm) }, '3.4');
+      callService(
+        s,
+        c.kind === 'alarm-list' ? 'alarm list' : 'alarm disarm',
+        () => {
+          const listed = m.alarm({ action: 'GET' }, s.ctx());
+          if (c.kind === 'alarm-list') return listed;
+          const off = listed.alarms.flatMap((a) => m.alarm({ action: 'DEACTIVATE', memberID: a.memberID, alarm: a.alarm }, s.ctx()).alarms);
+          return { ...listed, alarms: off };
+        },
+        (r) => r.alarms.map(text),
+      );
+      echo(s, c.kind === 'alarm-list' ? 'alarm list' : 'alarm disarm');
+      return;
+    }
   }
 }
+
+/** etcdctl's default endpoint: the single member a scenario runs. */
+const ETCDCTL_ENDPOINT = '127.0.0.1:2379';

@@ -72,6 +72,7 @@ export function runVariant(
     watchChanBufLen: num('watchChanBufLen'),
     watchSendWindowBytes: num('watchSendWindowBytes'),
     watchProgressNotifyIntervalMs: num('watchProgressNotifyIntervalMs'),
+    quotaBackendBytes: num('quotaBackendBytes'),
     restoreKeepsFutureMinRev: bool('restoreKeepsFutureMinRev'),
     progressRespectsStartRev: bool('progressRespectsStartRev'),
     restoreLoneTombstone: bool('restoreLoneTombstone'),
