@@ -88,7 +88,6 @@ export class MvccStore {
     return this.storage.currentRev;
   }
 
-  /** The last compaction revision, -1 before the first compaction. */
   /** The revisions the store retains (tombstones included): what etcd's key bucket holds. Compaction lowers it. */
   get retainedRevisions(): number {
     return this.storage.retainedRevisions;
@@ -99,6 +98,7 @@ export class MvccStore {
     return this.storage.retainedBytes;
   }
 
+  /** The last compaction revision, -1 before the first compaction. */
   get compactRevision(): number {
     return this.storage.compactRev;
   }

@@ -513,6 +513,7 @@ export class EtcdServer {
     this.watchable.restore(snapshot);
     this.lessor.recoverFromStore();
     if ('auth' in snapshot && snapshot.auth !== undefined) this.auth.restore(snapshot.auth);
+    this.growFile(); // the restored data is in the file now
   }
 
   /**
@@ -578,7 +579,6 @@ export class EtcdServer {
       this.lessor.demote();
     }
     this.restore({ ...loaded.store, auth: loaded.auth });
-    this.growFile();
     if (loaded.pendingCompactRev !== undefined) this.mvcc.compact(loaded.pendingCompactRev);
     this.lessor.promote();
     return {
