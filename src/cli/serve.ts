@@ -52,49 +52,30 @@ function unverified(what: string): CliError {
   return new CliError(`error verifying flags, ${what}. See 'etcdsim serve --help'.`, 1);
 }
 
+/** A flag's value as one of Go's parsers reads it (go_flags.ts); a bad one is a usage error, in Go's words. */
+function goFlag<T>(flag: string, value: string, parse: (s: string) => T): T {
+  try {
+    return parse(value);
+  } catch (err) {
+    if (err instanceof FlagValueError) throw invalid(flag, value, err.reason);
+    throw err;
+  }
+}
+
+/** A Go uint flag. */
+const uintFlag = (flag: string, value: string): bigint => goFlag(flag, value, parseGoUint);
 /** A Go int64 flag. */
-function intFlag(flag: string, value: string): bigint {
-  try {
-    return parseGoInt(value);
-  } catch (err) {
-    if (err instanceof FlagValueError) throw invalid(flag, value, err.reason);
-    throw err;
-  }
-}
-
-/** A Go duration flag in milliseconds (Go's flag package: a bad one is a usage error). */
-function durationFlag(flag: string, value: string): number {
-  try {
-    return parseGoDuration(value);
-  } catch (err) {
-    if (err instanceof FlagValueError) throw invalid(flag, value, err.reason);
-    throw err;
-  }
-}
-
-function uintFlag(flag: string, value: string): bigint {
-  try {
-    return parseGoUint(value);
-  } catch (err) {
-    if (err instanceof FlagValueError) throw invalid(flag, value, err.reason);
-    throw err;
-  }
-}
+const intFlag = (flag: string, value: string): bigint => goFlag(flag, value, parseGoInt);
+/** A Go duration flag, in milliseconds. */
+const durationFlag = (flag: string, value: string): number => goFlag(flag, value, parseGoDuration);
 
 /** A uint64 as a JS number: values past 2^53 mean "no limit" here and are clamped. */
 function clamp(v: bigint): number {
   return Number(v > SAFE ? SAFE : v);
 }
 
-function urlsFlag(flag: string, value: string): EtcdUrl[] {
-  const parts = value.split(',');
-  try {
-    return parts.map((p) => parseEtcdUrl(p));
-  } catch (err) {
-    if (err instanceof FlagValueError) throw invalid(flag, value, err.reason);
-    throw err;
-  }
-}
+/** A comma-separated list of URLs, each checked as etcd's types.NewURLs checks it. */
+const urlsFlag = (flag: string, value: string): EtcdUrl[] => goFlag(flag, value, (v) => v.split(',').map((p) => parseEtcdUrl(p)));
 
 /** Go's text for a failed open/read of `path` (etcd prints it as is). */
 function readError(err: unknown, path: string): string {
