@@ -71,6 +71,11 @@ export interface ServerCompat {
    * (fields separated by one space, none after the last; protobuf-go may add a second space at random).
    */
   readonly alarmTextProtobufGo: boolean;
+  /**
+   * Status reports the space quota (dbSizeQuota, new in 3.6): --quota-backend-bytes as configured, 0 read as
+   * its default (2 GiB) since etcd 3.6.6 (commit 22758cfb7; 3.6.0 reported the 0).
+   */
+  readonly statusDbSizeQuota: boolean;
 }
 
 function build(v: EtcdVersion): ServerCompat {
@@ -100,6 +105,7 @@ function build(v: EtcdVersion): ServerCompat {
     alarmActivateNoneIgnored: !is34,
     alarmRefusalsFollowStore: !upTo35,
     alarmTextProtobufGo: v === '3.7',
+    statusDbSizeQuota: !upTo35,
   });
 }
 

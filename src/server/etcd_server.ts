@@ -262,6 +262,8 @@ export class EtcdServer {
   readonly compactionBatchLimit: number;
   /** The space quota in bytes, Infinity for none (EtcdServerOptions.quotaBackendBytes). */
   readonly quotaBackendBytes: number;
+  /** The quota as 3.6+'s Status reports it: as configured, 0 as the default; a negative one (no quota) as it is. */
+  readonly quotaBackendBytesReported: number;
   private appliedIndex: number;
   /**
    * The estimated db file beyond a fresh one: it grows with the data in use and never shrinks (bolt reuses
@@ -313,6 +315,7 @@ export class EtcdServer {
     this.compactionBatchLimit = opts.compactionBatchLimit ?? DEFAULT_COMPACTION_BATCH_LIMIT;
     const quota = opts.quotaBackendBytes ?? 0;
     this.quotaBackendBytes = quota < 0 ? Infinity : quota === 0 ? DEFAULT_QUOTA_BACKEND_BYTES : quota;
+    this.quotaBackendBytesReported = quota === 0 ? DEFAULT_QUOTA_BACKEND_BYTES : quota;
     if (!Number.isSafeInteger(this.compactionBatchLimit) || this.compactionBatchLimit < 1) {
       throw new RangeError(`EtcdServer: compactionBatchLimit must be an integer >= 1, got ${this.compactionBatchLimit}`);
     }

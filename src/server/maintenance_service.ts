@@ -45,6 +45,7 @@ export class MaintenanceService {
       errors: [...(leader === 0n ? ['etcdserver: no leader'] : []), ...this.alarmErrors()],
       dbSizeInUse: String(s.dbSizeInUse),
       isLearner: false,
+      ...(serverCompat(s.etcdVersion).statusDbSizeQuota ? { dbSizeQuota: String(s.quotaBackendBytesReported) } : {}),
     };
   }
 

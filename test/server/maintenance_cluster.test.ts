@@ -18,6 +18,7 @@ test('Status: version, leader, raft index/term, db size, header', () => {
     errors: [],
     dbSizeInUse: '16384',
     isLearner: false,
+    dbSizeQuota: '2147483648', // 3.6+ (this sim follows 3.7 under an older version string)
   });
   // One Raft entry per write, lease grant, compaction and alarm request (as counted on etcd 3.4.23).
   sim.services.kv.put({ key: B('a'), value: B('x') });

@@ -155,3 +155,13 @@ test('a cluster: the member asked checks its quota before proposing; NOSPACE is 
   // A lease grant through another member is refused by the raised alarm, at apply, on every member alike.
   await assert.rejects(c.member(2).services.lease.leaseGrant({ TTL: '60' }), (e: { code: number; details: string }) => e.code === RESOURCE_EXHAUSTED && e.details === NOSPACE_TEXT);
 });
+
+test("Status reports the quota from etcd 3.6 on (dbSizeQuota: as configured, 0 as 2 GiB since 3.6.6); 3.4 and 3.5 have no such field", () => {
+  const quotaOf = (v: '3.4' | '3.5' | '3.6' | '3.7', q?: number): unknown => sim({ etcdVersion: v, quotaBackendBytes: q }).services.maintenance.status().dbSizeQuota;
+  assert.equal(quotaOf('3.4'), undefined);
+  assert.equal(quotaOf('3.5', 1024), undefined);
+  assert.equal(quotaOf('3.6'), '2147483648');
+  assert.equal(quotaOf('3.7', 0), '2147483648');
+  assert.equal(quotaOf('3.7', 16 * 1024 * 1024), '16777216');
+  assert.equal(quotaOf('3.6', -1), '-1', 'no quota: reported as configured');
+});
