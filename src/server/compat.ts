@@ -72,10 +72,11 @@ export interface ServerCompat {
    */
   readonly alarmTextProtobufGo: boolean;
   /**
-   * Status reports the space quota (dbSizeQuota, new in 3.6): --quota-backend-bytes as configured, 0 read as
-   * its default (2 GiB) since etcd 3.6.6 (commit 22758cfb7; 3.6.0 reported the 0).
+   * Status carries 3.6's fields: storageVersion (the backend's schema, "3.6.0"), dbSizeQuota
+   * (--quota-backend-bytes as configured, 0 read as its default, 2 GiB, since etcd 3.6.6: commit 22758cfb7;
+   * 3.6.0 reported the 0) and downgradeInfo (no downgrade: not enabled, no target).
    */
-  readonly statusDbSizeQuota: boolean;
+  readonly statusFields36: boolean;
 }
 
 function build(v: EtcdVersion): ServerCompat {
@@ -105,7 +106,7 @@ function build(v: EtcdVersion): ServerCompat {
     alarmActivateNoneIgnored: !is34,
     alarmRefusalsFollowStore: !upTo35,
     alarmTextProtobufGo: v === '3.7',
-    statusDbSizeQuota: !upTo35,
+    statusFields36: !upTo35,
   });
 }
 

@@ -45,7 +45,9 @@ export class MaintenanceService {
       errors: [...(leader === 0n ? ['etcdserver: no leader'] : []), ...this.alarmErrors()],
       dbSizeInUse: String(s.dbSizeInUse),
       isLearner: false,
-      ...(serverCompat(s.etcdVersion).statusDbSizeQuota ? { dbSizeQuota: String(s.quotaBackendBytesReported) } : {}),
+      ...(serverCompat(s.etcdVersion).statusFields36
+        ? { storageVersion: `${s.etcdVersion}.0`, dbSizeQuota: String(s.quotaBackendBytesReported), downgradeInfo: { enabled: false, targetVersion: '' } }
+        : {}),
     };
   }
 

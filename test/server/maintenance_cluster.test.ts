@@ -18,7 +18,10 @@ test('Status: version, leader, raft index/term, db size, header', () => {
     errors: [],
     dbSizeInUse: '16384',
     isLearner: false,
-    dbSizeQuota: '2147483648', // 3.6+ (this sim follows 3.7 under an older version string)
+    // 3.6+'s fields (this sim follows 3.7 under an older version string).
+    storageVersion: '3.7.0',
+    dbSizeQuota: '2147483648',
+    downgradeInfo: { enabled: false, targetVersion: '' },
   });
   // One Raft entry per write, lease grant, compaction and alarm request (as counted on etcd 3.4.23).
   sim.services.kv.put({ key: B('a'), value: B('x') });

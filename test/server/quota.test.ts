@@ -156,7 +156,7 @@ test('a cluster: the member asked checks its quota before proposing; NOSPACE is 
   await assert.rejects(c.member(2).services.lease.leaseGrant({ TTL: '60' }), (e: { code: number; details: string }) => e.code === RESOURCE_EXHAUSTED && e.details === NOSPACE_TEXT);
 });
 
-test("Status reports the quota from etcd 3.6 on (dbSizeQuota: as configured, 0 as 2 GiB since 3.6.6); 3.4 and 3.5 have no such field", () => {
+test("Status reports the quota from etcd 3.6 on (dbSizeQuota: as configured, 0 as 2 GiB since 3.6.6) beside 3.6's other fields; 3.4 and 3.5 have none of them", () => {
   const quotaOf = (v: '3.4' | '3.5' | '3.6' | '3.7', q?: number): unknown => sim({ etcdVersion: v, quotaBackendBytes: q }).services.maintenance.status().dbSizeQuota;
   assert.equal(quotaOf('3.4'), undefined);
   assert.equal(quotaOf('3.5', 1024), undefined);
@@ -164,4 +164,11 @@ test("Status reports the quota from etcd 3.6 on (dbSizeQuota: as configured, 0 a
   assert.equal(quotaOf('3.7', 0), '2147483648');
   assert.equal(quotaOf('3.7', 16 * 1024 * 1024), '16777216');
   assert.equal(quotaOf('3.6', -1), '-1', 'no quota: reported as configured');
+  const later = (v: '3.4' | '3.5' | '3.6' | '3.7'): unknown => {
+    const st = sim({ etcdVersion: v }).services.maintenance.status();
+    return [st.storageVersion, st.downgradeInfo];
+  };
+  assert.deepStrictEqual(later('3.5'), [undefined, undefined]);
+  assert.deepStrictEqual(later('3.6'), ['3.6.0', { enabled: false, targetVersion: '' }]);
+  assert.deepStrictEqual(later('3.7'), ['3.7.0', { enabled: false, targetVersion: '' }]);
 });
