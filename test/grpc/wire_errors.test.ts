@@ -8,6 +8,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Buffer } from 'node:buffer';
+import { isDeepStrictEqual } from 'node:util';
 import { serve, type ServeHandle } from '../../src/grpc/server.js';
 import { connectEtcd, type EtcdGrpcClient } from '../../src/grpc/client.js';
 import { startEtcd, type EtcdProcess } from '../../src/diff/etcd_process.js';
@@ -396,7 +397,11 @@ test('a stream past its deadline ends with the context error (etcd: code 2 or 4,
 });
 
 test('shutdown drops the connections: open streams end 14 UNAVAILABLE (grpc-js: Connection dropped), no status on the wire', async () => {
-  const observe = async (address: string, stop: () => Promise<void>, name: string): Promise<void> => {
+  const dropped = { code: 14, details: 'Connection dropped' };
+  // etcd 3.4.23 races its own shutdown: now and then grpc-go's writer resets a stream (RST_STREAM NO_ERROR)
+  // before the socket closes, which grpc-js reports as 13 (seen in CI). The simulator models the drop.
+  const reset = { code: 13, details: 'Received RST_STREAM with code 0 (Call ended without gRPC status)' };
+  const observe = async (address: string, stop: () => Promise<void>, name: string, accepted: readonly object[]): Promise<void> => {
     const client = connectEtcd(address);
     const wire = new WireClient(address);
     try {
@@ -408,7 +413,8 @@ test('shutdown drops the connections: open streams end 14 UNAVAILABLE (grpc-js: 
       const raw = wire.call({ path: '/etcdserverpb.Watch/Watch', body: [frame('0a030a0161')], keepOpen: true, timeoutMs: 5000 });
       await new Promise((r) => setTimeout(r, 100));
       await stop();
-      assert.deepEqual(await ended, { code: 14, details: 'Connection dropped' }, name);
+      const end = await ended;
+      assert.ok(accepted.some((x) => isDeepStrictEqual(x, end)), `${name}: ${JSON.stringify(end)}`);
       const a = await raw;
       assert.deepEqual([a.code, a.timedOut], [undefined, false], name);
     } finally {
@@ -417,12 +423,12 @@ test('shutdown drops the connections: open streams end 14 UNAVAILABLE (grpc-js: 
     }
   };
   const h = await serve({ port: 0, etcdVersion: '3.4' });
-  await observe(h.address, () => h.close(), 'etcdsim');
+  await observe(h.address, () => h.close(), 'etcdsim', [dropped]);
   assert.equal(h.openStreams, 0);
   if (withEtcd) {
     const e = await startEtcd(FAST_ELECTION);
     try {
-      await observe(e.address, async () => void process.kill(e.pid, 'SIGTERM'), 'etcd 3.4.23');
+      await observe(e.address, async () => void process.kill(e.pid, 'SIGTERM'), 'etcd 3.4.23', [dropped, reset]);
     } finally {
       await e.stop();
     }
