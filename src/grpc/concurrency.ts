@@ -19,7 +19,7 @@ import { afterHostTime, hostNow } from '../sim/index.js';
 import { requestChecks, type RequestDecoding } from './request_decoding.js';
 import { MalformedRequest, unaryUnmarshalError, withRequestChecks } from './request_checks.js';
 import { pipeResponses } from './stream_pipe.js';
-import { frameMessage, type MethodImpl, type ServerCall } from './call.js';
+import { frameMessage, type MethodImpl, type ServerCall, type ServerStreamCall, type UnaryCall } from './call.js';
 
 /** The protos of both services (they import etcdserverpb's ResponseHeader and mvccpb's KeyValue). */
 const PROTO_FILES = ['v3lockpb/v3lock.proto', 'v3electionpb/v3election.proto'];
@@ -98,51 +98,53 @@ export function concurrencyImplementations(host: ConcurrencyHost): {
     (m) => {
       const deserialize = m.requestDeserialize;
       const serialize = m.responseSerialize as (r: Res) => Buffer;
+      /** The call's answer, once the token check let it through. */
+      const answer = (call: UnaryCall, req: Req, ctx: CallContext): void => {
+        const controller = waits ? new AbortController() : undefined;
+        let clientGone = false;
+        let settled = false;
+        const entry = { abort: () => controller?.abort(grpcError(GrpcCode.UNAVAILABLE, 'etcdsim: server closed')) };
+        const timer =
+          controller === undefined || call.deadline === undefined ? undefined : afterHostTime(call.deadline - hostNow(), () => controller.abort(deadlineExceeded()));
+        const offCancel =
+          controller === undefined
+            ? undefined
+            : call.onCancel(() => {
+                clientGone = true;
+                controller.abort(cancelledError());
+              });
+        if (controller !== undefined) host.open.add(entry);
+        const settle = (err: GrpcError | undefined, res?: Res): void => {
+          if (settled) return;
+          settled = true;
+          host.open.delete(entry);
+          timer?.cancel();
+          offCancel?.();
+          if (clientGone || host.shuttingDown()) return;
+          if (err !== undefined) call.fail(err.code, err.details);
+          else call.reply(frameMessage(serialize(res as Res)));
+        };
+        let res: Awaitable<Res>;
+        try {
+          res = fn(req, controller === undefined ? ctx : { ...ctx, signal: controller.signal });
+        } catch (err) {
+          return settle(toGrpcError(err));
+        }
+        // A cluster member answers once Raft let it.
+        if (isPromiseLike(res)) {
+          res.then(
+            (r) => settle(undefined, r),
+            (err: unknown) => settle(toGrpcError(err)),
+          );
+        } else settle(undefined, res);
+      };
       return {
         kind: 'unary',
         serve: (call) => {
           const req = deserialize(call.message) as Req | MalformedRequest;
           if (req instanceof MalformedRequest) return call.fail(GrpcCode.INTERNAL, unaryUnmarshalError(req));
           const ctx = host.callContext(call);
-          host.afterTokenWait(call, ctx, () => {
-            const controller = waits ? new AbortController() : undefined;
-            let clientGone = false;
-            let settled = false;
-            const entry = { abort: () => controller?.abort(grpcError(GrpcCode.UNAVAILABLE, 'etcdsim: server closed')) };
-            const timer =
-              controller === undefined || call.deadline === undefined ? undefined : afterHostTime(call.deadline - hostNow(), () => controller.abort(deadlineExceeded()));
-            const offCancel =
-              controller === undefined
-                ? undefined
-                : call.onCancel(() => {
-                    clientGone = true;
-                    controller.abort(cancelledError());
-                  });
-            if (controller !== undefined) host.open.add(entry);
-            const settle = (err: GrpcError | undefined, res?: Res): void => {
-              if (settled) return;
-              settled = true;
-              host.open.delete(entry);
-              timer?.cancel();
-              offCancel?.();
-              if (clientGone || host.shuttingDown()) return;
-              if (err !== undefined) call.fail(err.code, err.details);
-              else call.reply(frameMessage(serialize(res as Res)));
-            };
-            let res: Awaitable<Res>;
-            try {
-              res = fn(req, controller === undefined ? ctx : { ...ctx, signal: controller.signal });
-            } catch (err) {
-              return settle(toGrpcError(err));
-            }
-            // A cluster member answers once Raft let it.
-            if (isPromiseLike(res)) {
-              res.then(
-                (r) => settle(undefined, r),
-                (err: unknown) => settle(toGrpcError(err)),
-              );
-            } else settle(undefined, res);
-          });
+          host.afterTokenWait(call, ctx, () => answer(call, req, ctx));
         },
       };
     };
@@ -150,6 +152,31 @@ export function concurrencyImplementations(host: ConcurrencyHost): {
   const observe: MethodImpl = (m) => {
     const deserialize = m.requestDeserialize;
     const serialize = m.responseSerialize as (r: M.LeaderResponse) => Buffer;
+    /** The Observe stream, once the token check let it through. */
+    const follow = (call: ServerStreamCall, req: M.LeaderRequest, ctx: CallContext): void => {
+      let sc: ObserveCall;
+      try {
+        sc = host.member().services.election.observe(req, ctx);
+      } catch (err) {
+        const e = toGrpcError(err);
+        return call.end(e.code, e.details);
+      }
+      host.open.add(sc);
+      let clientGone = false;
+      const timer = call.deadline === undefined ? undefined : afterHostTime(call.deadline - hostNow(), () => sc.abort(deadlineExceeded()));
+      pipeResponses(sc, call, (r) => frameMessage(serialize(r)));
+      sc.onEnd((err) => {
+        host.open.delete(sc);
+        timer?.cancel();
+        if (clientGone || host.shuttingDown()) return;
+        if (err === undefined) call.end(GrpcCode.OK, '');
+        else call.end(err.code, err.details);
+      });
+      call.onCancel(() => {
+        clientGone = true;
+        sc.cancel();
+      });
+    };
     return {
       kind: 'serverStream',
       serve: (call) => {
@@ -158,30 +185,7 @@ export function concurrencyImplementations(host: ConcurrencyHost): {
         const ctx = host.callContext(call);
         // Held by a token's raft index as the unary calls are: etcd's Observe reads the election through the
         // member's KV (observed on 3.4.23: held until the deadline).
-        host.afterTokenWait(call, ctx, () => {
-          let sc: ObserveCall;
-          try {
-            sc = host.member().services.election.observe(req, ctx);
-          } catch (err) {
-            const e = toGrpcError(err);
-            return call.end(e.code, e.details);
-          }
-          host.open.add(sc);
-          let clientGone = false;
-          const timer = call.deadline === undefined ? undefined : afterHostTime(call.deadline - hostNow(), () => sc.abort(deadlineExceeded()));
-          pipeResponses(sc, call, (r) => frameMessage(serialize(r)));
-          sc.onEnd((err) => {
-            host.open.delete(sc);
-            timer?.cancel();
-            if (clientGone || host.shuttingDown()) return;
-            if (err === undefined) call.end(GrpcCode.OK, '');
-            else call.end(err.code, err.details);
-          });
-          call.onCancel(() => {
-            clientGone = true;
-            sc.cancel();
-          });
-        });
+        host.afterTokenWait(call, ctx, () => follow(call, req, ctx));
       },
     };
   };

@@ -13,12 +13,12 @@ export class MalformedRequest {
   constructor(readonly error: string) {}
 }
 
-/** `def` with every request checked by `checkFor(its request message's name)` before it is decoded. */
 /** grpc-go's status text for a unary request it cannot decode (code INTERNAL). */
 export function unaryUnmarshalError(req: MalformedRequest): string {
   return `grpc: error unmarshalling request: ${req.error}`;
 }
 
+/** `def` with every request checked by `checkFor(its request message's name)` before it is decoded. */
 export function withRequestChecks(def: grpc.ServiceDefinition, checkFor: (requestType: string) => RequestCheck): grpc.ServiceDefinition {
   installVarintFix();
   const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};

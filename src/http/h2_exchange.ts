@@ -23,7 +23,6 @@ import { CONNECTION_SPECIFIC } from './h2/connection.js';
 import type { H2Stream } from './h2/stream.js';
 import type { HttpRequest, HttpResponse } from './gateway.js';
 
-
 type HeaderValue = string | number | readonly string[];
 
 /** Serves one non-gRPC HTTP/2 request with the HTTP handler, as etcd's TLS listener does. */

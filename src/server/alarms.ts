@@ -20,7 +20,7 @@
  * 3.4.23: with NOSPACE raised, a user without any role deletes a key and adds a user. Here the permission
  * checks stay in force. The space quota raises NOSPACE by itself: quota.ts.
  */
-import { EtcdError, GrpcCode, errorKind, type EtcdErrorKind, type EtcdVersion, type TxnRequest } from '../mvcc/index.js';
+import { EtcdError, GrpcCode, errorKind, type EtcdErrorKind, type EtcdVersion } from '../mvcc/index.js';
 import { decodeFields } from '../snapshot/proto_reader.js';
 import { serverCompat } from './compat.js';
 import { invalidArgument } from './errors.js';
@@ -119,13 +119,14 @@ export class AlarmStore {
 
   /**
    * The error etcd's applier answers `req` with under the refusals in force, if any (CORRUPT's wraps
-   * NOSPACE's, so it answers first). `txn`: the Txn's request, for its cost.
+   * NOSPACE's, so it answers first). `txnCost`: a Txn's quota cost (quota.ts costTxn), which the capped
+   * applier refuses when positive.
    */
-  refusal(req: GuardedRequest, txn?: TxnRequest): EtcdErrorKind | undefined {
+  refusal(req: GuardedRequest, txnCost = 0): EtcdErrorKind | undefined {
     if (this.corrupt) return ErrCorrupt;
     if (!this.capped) return undefined;
     if (req === 'put' || req === 'leaseGrant') return ErrNoSpace;
-    if (req === 'txn' && txn !== undefined && hasTopLevelPut(txn)) return ErrNoSpace;
+    if (req === 'txn' && txnCost > 0) return ErrNoSpace;
     return undefined;
   }
 
@@ -157,8 +158,8 @@ export class AlarmStore {
  * The one alarm check of the write paths: when an alarm refuses `req` on this member, the request still
  * was a Raft entry (etcd refuses it when applying), and its error is thrown before anything changes.
  */
-export function refuseUnderAlarm(server: EtcdServer, req: GuardedRequest, txn?: TxnRequest): void {
-  const kind = server.services.maintenance.alarms.refusal(req, txn);
+export function refuseUnderAlarm(server: EtcdServer, req: GuardedRequest, txnCost?: number): void {
+  const kind = server.services.maintenance.alarms.refusal(req, txnCost);
   if (kind === undefined) return;
   server.noteRaftEntry();
   throw new EtcdError(kind);
@@ -173,11 +174,6 @@ export function alarmText(a: RaisedAlarm, version: EtcdVersion): string {
   if (a.memberId !== 0n) fields.push(`memberID:${a.memberId}`);
   if (a.type !== ALARM_NONE) fields.push(`alarm:${alarmTypeName(a.type)}`);
   return serverCompat(version).alarmTextProtobufGo ? fields.join(' ') : fields.map((f) => `${f} `).join('');
-}
-
-/** A Txn's quota cost is positive when a Put sits among its own success or failure ops (nested ones are not counted). */
-function hasTopLevelPut(t: TxnRequest): boolean {
-  return [...(t.success ?? []), ...(t.failure ?? [])].some((op) => op.requestPut !== undefined);
 }
 
 function keyOf(memberId: bigint, type: number): string {

@@ -8,8 +8,9 @@
  * revision as of that op) and a nested txn's header is empty, as etcd 3.4.23 was observed to answer.
  *
  * Steps, once each and in etcd's order on every version profile (etcd 3.4.23 was observed to answer so):
- * validate (v3rpc's checks) → the caller's token (AuthInfoFromCtx: a stale token fails before anything
- * else looks at the request) → size (a write's proposal must fit --max-request-bytes) → a raised alarm's
+ * the space quota (quota.ts: a Put's or a writing Txn's cost, before anything else) → validate (v3rpc's
+ * checks) → the caller's token (AuthInfoFromCtx: a stale token fails before anything else looks at the
+ * request) → size (a write's proposal must fit --max-request-bytes) → a raised alarm's
  * refusal (alarms.ts) → permissions (src/auth/enforce.ts) → apply. The validating, sizing and applying
  * are the MvccStore's (validatePut → checkPutSize → applyPut, ...); this layer puts the token, alarm and
  * permission checks between them. A read (Range, a read-only Txn) is not proposed: no size limit, and a
@@ -104,7 +105,8 @@ export class KVService {
       // checkTxnRequest and checkIntervals both come before any token or permission is looked at (observed on
       // 3.4.23: duplicate key, not permission denied / invalid auth token; 3.5+ keep that order).
       const t = txnIn(req);
-      checkQuota(server, costTxn(t), ctx);
+      const cost = costTxn(t); // the quota's, and the capped applier's, measure of a txn
+      checkQuota(server, cost, ctx);
       const v = mvcc.validateTxn(t);
       const ai = this.#caller(ctx);
       const ro = mvcc.readOnlyTxn(v);
@@ -114,7 +116,7 @@ export class KVService {
       }
       readOnly = false;
       const p = mvcc.checkTxnSize(v);
-      refuseUnderAlarm(server, 'txn', p);
+      refuseUnderAlarm(server, 'txn', cost);
       if (server.auth.enabled) {
         try {
           checkTxnAuth(server.auth, ai, this.leaseKeys, p);

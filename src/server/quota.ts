@@ -30,12 +30,14 @@ export function costPut(p: Pick<PutRequest, 'key' | 'value'>): number {
 
 /** A Txn's cost: the puts of its success ops or of its failure ops, whichever cost more. */
 export function costTxn(t: { readonly success?: readonly RequestOp[] | undefined; readonly failure?: readonly RequestOp[] | undefined }): number {
-  const puts = (ops: readonly RequestOp[] | undefined): number => {
-    let c = 0;
-    for (const op of ops ?? []) if (op.requestPut !== undefined) c += costPut(op.requestPut);
-    return c;
-  };
-  return Math.max(puts(t.success), puts(t.failure));
+  return Math.max(costOfPuts(t.success), costOfPuts(t.failure));
+}
+
+/** The cost of the puts among `ops` (a nested txn's are not counted, as etcd's costTxnReq does not look in). */
+function costOfPuts(ops: readonly RequestOp[] | undefined): number {
+  let c = 0;
+  if (ops !== undefined) for (const op of ops) if (op.requestPut !== undefined) c += costPut(op.requestPut);
+  return c;
 }
 
 /** Whether a request costing `cost` is refused by `server`'s quota (a request costing nothing never is). */

@@ -5,6 +5,7 @@
  */
 import { delJson, delSimple, getJson, getSimple, putJson, putSimple, str, txnSimple } from '../format.js';
 import type { EtcdCommand } from '../parse/commands.js';
+import { procfileClientPort } from '../parse/cluster_directives.js';
 import { alarmText, alarmTypeNumber } from '../../server/alarms.js';
 import type { messages as M } from '../../server/index.js';
 import { callService } from './calls.js';
@@ -76,7 +77,7 @@ export function runCommand(ctx: RunContext, c: EtcdCommand, quiet = false): void
       return;
     case 'defrag': {
       const m = s.sim.server.services.maintenance; // one member: the parser refuses these on a cluster
-      callService(s, 'defrag', () => m.defragment({}, s.ctx()), () => [`Finished defragmenting etcd member[${ETCDCTL_ENDPOINT}]`]);
+      callService(s, 'defrag', () => m.defragment({}, s.ctx()), () => [`Finished defragmenting etcd member[127.0.0.1:${procfileClientPort(0)}]`]);
       echo(s, 'defrag');
       return;
     }
@@ -101,6 +102,3 @@ export function runCommand(ctx: RunContext, c: EtcdCommand, quiet = false): void
     }
   }
 }
-
-/** etcdctl's default endpoint: the single member a scenario runs. */
-const ETCDCTL_ENDPOINT = '127.0.0.1:2379';
