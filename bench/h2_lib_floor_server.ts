@@ -9,9 +9,9 @@
  *       → prints "h2 lib floor server on 127.0.0.1:PORT" and serves.
  */
 import * as net from 'node:net';
-import { Http2ServerConnection } from '../src/http/h2/connection.js';
-import { HpackEncoder } from '../src/http/h2/hpack.js';
-import type { H2Stream } from '../src/http/h2/stream.js';
+import { Http2ServerConnection } from '../src/h2/connection.js';
+import { HpackEncoder } from '../src/h2/hpack.js';
+import type { H2Stream } from '../src/h2/stream.js';
 
 // ResponseHeader{cluster_id: 1, member_id: 2, revision: 3, raft_term: 4} as field 1 (as the other floors).
 const MESSAGE = Buffer.from('0a080801100218032004', 'hex');

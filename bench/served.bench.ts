@@ -171,7 +171,7 @@ async function startSim(js: string): Promise<Served> {
 /**
  * bench/h2_floor_server.mjs: node:http2 answering every call with a constant message, doing nothing else;
  * with `ownLayer` (the compiled src/ and bench/), bench/h2_lib_floor_server.ts: the same on our own HTTP/2
- * layer (src/http/h2), the one etcdsim serve runs on.
+ * layer (src/h2), the one etcdsim serve runs on.
  */
 async function startFloor(ownLayer?: string): Promise<Served> {
   const port = await freePort();
@@ -184,7 +184,7 @@ async function startFloor(ownLayer?: string): Promise<Served> {
   const kill = (): void => void child.kill('SIGKILL');
   process.once('exit', kill);
   return {
-    name: ownLayer === undefined ? 'node:http2 floor' : 'src/http/h2 floor',
+    name: ownLayer === undefined ? 'node:http2 floor' : 'src/h2 floor',
     pid: child.pid!,
     address: `127.0.0.1:${port}`,
     stop: async () => {
@@ -368,7 +368,7 @@ function kib(n: number): string {
 
 export const servedSection: BenchSection = {
   name: 'served',
-  title: "served path under etcd's Go client (bench/go/loadgen: 64 clients on 8 connections, 256 B puts): etcdsim serve ÷ etcd 3.4.23 (and do-nothing servers on node:http2 and on src/http/h2 ÷ etcd), server CPU from /proc",
+  title: "served path under etcd's Go client (bench/go/loadgen: 64 clients on 8 connections, 256 B puts): etcdsim serve ÷ etcd 3.4.23 (and do-nothing servers on node:http2 and on src/h2 ÷ etcd), server CPU from /proc",
   async run(ctx: BenchContext): Promise<Row[]> {
     const sz = ctx.quick ? QUICK : FULL;
     const bin = await buildLoadgen(ctx);
@@ -384,7 +384,7 @@ export const servedSection: BenchSection = {
       // And what node:http2 alone costs per call (no server on it can spend less).
       const floor = await startFloor();
       servers.push(floor);
-      // And our own HTTP/2 layer (src/http/h2), which etcdsim serve runs on: a do-nothing server on it.
+      // And our own HTTP/2 layer (src/h2), which etcdsim serve runs on: a do-nothing server on it.
       const rawFloor = await startFloor(js);
       servers.push(rawFloor);
       const base = servers[0]!;
@@ -418,7 +418,7 @@ export const servedSection: BenchSection = {
         pair(`${op}: server CPU of a do-nothing node:http2 server`, 'req', f.cpu, b.cpu, sz.requests, undefined, `the floor of any server on node:http2: ${perThousand(f.cpu)} ms per 1000`);
         const rf = loads.get(`${rawFloor.name}|${op}`)!;
         pair(
-          `${op}: server CPU of a do-nothing server on src/http/h2`,
+          `${op}: server CPU of a do-nothing server on src/h2`,
           'req',
           rf.cpu,
           b.cpu,

@@ -35,10 +35,10 @@
  */
 import type { Duplex } from 'node:stream';
 import { TLSSocket, type PeerCertificate } from 'node:tls';
-import { Http2ServerConnection, type PingPolicy } from '../http/h2/connection.js';
-import { ErrorCode } from '../http/h2/frames.js';
-import { EncodedHeaders, HpackEncoder, headerValue } from '../http/h2/hpack.js';
-import type { H2Stream } from '../http/h2/stream.js';
+import { Http2ServerConnection, type PingPolicy } from '../h2/connection.js';
+import { ErrorCode } from '../h2/frames.js';
+import { EncodedHeaders, HpackEncoder, headerValue } from '../h2/hpack.js';
+import type { H2Stream } from '../h2/stream.js';
 import { afterHostTime, hostNow } from '../sim/index.js';
 import type { BidiCall, GrpcMethod, ServerStreamCall, UnaryCall } from './call.js';
 

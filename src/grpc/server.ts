@@ -1,6 +1,6 @@
 /**
  * Server mode: etcd's v3 gRPC API on a real port over one EtcdServer (src/server), served by our own gRPC
- * door (door.ts) on our own HTTP/2 layer (src/http/h2) — grpc-js and node:http2 cost most of a request's CPU
+ * door (door.ts) on our own HTTP/2 layer (src/h2) — grpc-js and node:http2 cost most of a request's CPU
  * (docs/performance.md). Every method maps to the service layer in proto-loader's message form (keepCase,
  * longs and enums as strings, defaults, oneofs; KV's and Watch's responses by src/grpc/codec.ts), so the
  * services' answers go on the wire unchanged and any etcd client — etcdctl, etcd3, Go's clientv3, jetcd —

@@ -12,9 +12,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { startEtcd, type EtcdTlsFiles } from '../../src/diff/etcd_process.js';
 import { serve, type ServeOptions } from '../../src/grpc/server.js';
-import { ErrorCode, Flags, FrameType, frame, settingsFrame } from '../../src/http/h2/frames.js';
-import { HpackEncoder } from '../../src/http/h2/hpack.js';
-import { RawClient } from '../http/h2/helpers.js';
+import { ErrorCode, Flags, FrameType, frame, settingsFrame } from '../../src/h2/frames.js';
+import { HpackEncoder } from '../../src/h2/hpack.js';
+import { RawClient } from '../h2/helpers.js';
 import { SERVER_EXT, TestPki } from './pki.js';
 import { requireCommand, requireCommands } from '../support/prerequisites.js';
 

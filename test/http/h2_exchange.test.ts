@@ -11,8 +11,8 @@ import { EtcdServer } from '../../src/server/index.js';
 import { createClientHttp } from '../../src/http/index.js';
 import type { HttpRequest, HttpResponse } from '../../src/http/gateway.js';
 import { serveHttpOverH2 } from '../../src/http/h2_exchange.js';
-import { FrameType } from '../../src/http/h2/frames.js';
-import { startFrameProxy, startServer, type TestServer } from './h2/helpers.js';
+import { FrameType } from '../../src/h2/frames.js';
+import { startFrameProxy, startServer, type TestServer } from '../h2/helpers.js';
 
 /** Each test waits on events only; one that never comes (a missed 'drain' or 'close') fails it instead of hanging. */
 const WAIT = { timeout: 20_000 };

@@ -9,10 +9,10 @@ import * as http2 from 'node:http2';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { readFileSync } from 'node:fs';
-import { Http2ServerConnection } from '../../../src/http/h2/connection.js';
-import type { H2Stream } from '../../../src/http/h2/stream.js';
-import { requireCommands } from '../../support/prerequisites.js';
-import { SERVER_EXT, TestPki } from '../../grpc/pki.js';
+import { Http2ServerConnection } from '../../src/h2/connection.js';
+import type { H2Stream } from '../../src/h2/stream.js';
+import { requireCommands } from '../support/prerequisites.js';
+import { SERVER_EXT, TestPki } from '../grpc/pki.js';
 
 /** Answers every call with its path and request size in the trailers. */
 function answer(st: H2Stream): void {

@@ -6,8 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
-import { HpackEncoder, headerValue } from '../../../src/http/h2/hpack.js';
-import type { H2Stream } from '../../../src/http/h2/stream.js';
+import { HpackEncoder, headerValue } from '../../src/h2/hpack.js';
+import type { H2Stream } from '../../src/h2/stream.js';
 import { startServer } from './helpers.js';
 
 const RESPONSE_HEADERS = HpackEncoder.constant([':status', '200', 'content-type', 'application/grpc']);

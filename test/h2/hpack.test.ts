@@ -7,7 +7,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HpackDecoder, HpackEncoder, HpackError, huffmanDecode, huffmanEncode } from '../../../src/http/h2/hpack.js';
+import { HpackDecoder, HpackEncoder, HpackError, huffmanDecode, huffmanEncode } from '../../src/h2/hpack.js';
 
 const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex');
 

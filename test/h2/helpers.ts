@@ -5,9 +5,9 @@
  */
 import * as net from 'node:net';
 import * as tls from 'node:tls';
-import { Http2ServerConnection, type ConnectionOptions } from '../../../src/http/h2/connection.js';
-import { CLIENT_PREFACE, Flags, FrameType, SETTINGS_ACK, parseFrames, settingsFrame, type ParsedFrame } from '../../../src/http/h2/frames.js';
-import type { H2Stream } from '../../../src/http/h2/stream.js';
+import { Http2ServerConnection, type ConnectionOptions } from '../../src/h2/connection.js';
+import { CLIENT_PREFACE, Flags, FrameType, SETTINGS_ACK, parseFrames, settingsFrame, type ParsedFrame } from '../../src/h2/frames.js';
+import type { H2Stream } from '../../src/h2/stream.js';
 
 export interface TestServer {
   readonly port: number;

@@ -7,9 +7,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as http2 from 'node:http2';
 import { createHash } from 'node:crypto';
-import { ErrorCode, FrameType, Flags, Setting } from '../../../src/http/h2/frames.js';
-import { headerValue } from '../../../src/http/h2/hpack.js';
-import type { H2Stream } from '../../../src/http/h2/stream.js';
+import { ErrorCode, FrameType, Flags, Setting } from '../../src/h2/frames.js';
+import { headerValue } from '../../src/h2/hpack.js';
+import type { H2Stream } from '../../src/h2/stream.js';
 import { startFrameProxy, startServer, type SeenFrame } from './helpers.js';
 
 const GRPC_HEADERS = [':status', '200', 'content-type', 'application/grpc'];

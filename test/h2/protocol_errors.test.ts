@@ -5,9 +5,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CLIENT_PREFACE, ErrorCode, Flags, FrameType, Setting, frame, settingsFrame, windowUpdateFrame } from '../../../src/http/h2/frames.js';
-import { HpackEncoder } from '../../../src/http/h2/hpack.js';
-import type { H2Stream } from '../../../src/http/h2/stream.js';
+import { CLIENT_PREFACE, ErrorCode, Flags, FrameType, Setting, frame, settingsFrame, windowUpdateFrame } from '../../src/h2/frames.js';
+import { HpackEncoder } from '../../src/h2/hpack.js';
+import type { H2Stream } from '../../src/h2/stream.js';
 import { RawClient, startServer } from './helpers.js';
 
 const REQUEST = [':method', 'POST', ':scheme', 'http', ':path', '/p.S/M', ':authority', 'localhost', 'content-type', 'application/grpc'];

@@ -41,7 +41,7 @@ const ENTRY_OVERHEAD = 32;
 /**
  * Bit length of the Huffman code of each symbol 0..255 and EOS (256). The code is canonical — codes of
  * one length are consecutive in symbol order, shorter lengths first — so these lengths define it fully
- * (checked against the RFC's examples in test/http/h2/hpack.test.ts).
+ * (checked against the RFC's examples in test/h2/hpack.test.ts).
  */
 const HUFFMAN_BITS: readonly number[] = [
   13, 23, 28, 28, 28, 28, 28, 28, 28, 24, 30, 28, 28, 30, 28, 28, 28, 28, 28, 28, 28, 28, 30, 28, 28, 28, 28, 28, 28, 28, 28, 28,

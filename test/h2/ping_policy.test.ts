@@ -5,10 +5,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ErrorCode, Flags, FrameType, frame } from '../../../src/http/h2/frames.js';
-import { HpackEncoder } from '../../../src/http/h2/hpack.js';
-import type { PingPolicy } from '../../../src/http/h2/connection.js';
-import type { H2Stream } from '../../../src/http/h2/stream.js';
+import { ErrorCode, Flags, FrameType, frame } from '../../src/h2/frames.js';
+import { HpackEncoder } from '../../src/h2/hpack.js';
+import type { PingPolicy } from '../../src/h2/connection.js';
+import type { H2Stream } from '../../src/h2/stream.js';
 import { RawClient, startServer } from './helpers.js';
 
 const HOUR = 60 * 60 * 1000;
