@@ -446,10 +446,10 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
   });
   addService(definitions.Cluster, {
     MemberList: unary((req: M.MemberListRequest) => member().services.cluster.memberList(req)),
-    MemberAdd: unary((req: M.MemberAddRequest) => member().services.cluster.memberAdd(req)),
-    MemberRemove: unary((req: M.MemberRemoveRequest) => member().services.cluster.memberRemove(req)),
-    MemberUpdate: unary((req: M.MemberUpdateRequest) => member().services.cluster.memberUpdate(req)),
-    MemberPromote: unary((req: M.MemberPromoteRequest) => member().services.cluster.memberPromote(req)),
+    MemberAdd: unary((req: M.MemberAddRequest, ctx) => member().services.cluster.memberAdd(req, ctx)),
+    MemberRemove: unary((req: M.MemberRemoveRequest, ctx) => member().services.cluster.memberRemove(req, ctx)),
+    MemberUpdate: unary((req: M.MemberUpdateRequest, ctx) => member().services.cluster.memberUpdate(req, ctx)),
+    MemberPromote: unary((req: M.MemberPromoteRequest, ctx) => member().services.cluster.memberPromote(req, ctx)),
   });
   addService(definitions.Maintenance, {
     Status: unary((req: M.StatusRequest, ctx) => member().services.maintenance.status(req, ctx)),

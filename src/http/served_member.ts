@@ -28,10 +28,10 @@ export interface ServedServices {
   };
   readonly cluster: {
     memberList(req?: M.MemberListRequest): Awaitable<M.MemberListResponse>;
-    memberAdd(req?: M.MemberAddRequest): Awaitable<M.MemberAddResponse>;
-    memberRemove(req?: M.MemberRemoveRequest): Awaitable<M.MemberRemoveResponse>;
-    memberUpdate(req?: M.MemberUpdateRequest): Awaitable<M.MemberUpdateResponse>;
-    memberPromote(req?: M.MemberPromoteRequest): Awaitable<M.MemberPromoteResponse>;
+    memberAdd(req?: M.MemberAddRequest, ctx?: CallContext): Awaitable<M.MemberAddResponse>;
+    memberRemove(req?: M.MemberRemoveRequest, ctx?: CallContext): Awaitable<M.MemberRemoveResponse>;
+    memberUpdate(req?: M.MemberUpdateRequest, ctx?: CallContext): Awaitable<M.MemberUpdateResponse>;
+    memberPromote(req?: M.MemberPromoteRequest, ctx?: CallContext): Awaitable<M.MemberPromoteResponse>;
   };
   readonly maintenance: {
     status(req?: M.StatusRequest, ctx?: CallContext): Awaitable<M.StatusResponse>;

@@ -23,10 +23,14 @@
  * Each reconfiguration that reaches Raft is one entry, also when its apply fails (member not found, ID or
  * peer URLs already exist, too many learners), as etcd counts it. Headers carry revision 0, as etcd's cluster
  * server leaves it.
+ * With auth enabled, every change (add, remove, update, promote) needs the root role, checked before anything
+ * else is (etcd's checkMembershipOperationPermission: IsAdminPermitted on the caller), except MemberAdd's URL
+ * check, which etcd's gRPC layer makes first; MemberList is open to anyone.
  */
 import { header, uint64ToBigInt } from './convert.js';
 import { GrpcCode } from '../mvcc/index.js';
-import { grpcError, type GrpcError } from './errors.js';
+import { asGrpc, grpcError, type GrpcError } from './errors.js';
+import type { CallContext } from './call_context.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
 import { memberIdOf } from './member_id.js';
@@ -90,9 +94,10 @@ export class ClusterService {
    * Cluster.MemberAdd: a new, unstarted member whose ID etcd derives from its peer URLs and the time of the
    * request (Unix seconds of the member's clock). See the file comment for what follows.
    */
-  memberAdd(req: M.MemberAddRequest = {}): M.MemberAddResponse {
+  memberAdd(req: M.MemberAddRequest = {}, ctx?: CallContext): M.MemberAddResponse {
     const urls = [...(req.peerURLs ?? [])];
     if (urls.length === 0 || !urls.every(validUrl)) fail(ErrMemberBadUrls);
+    this.requireAdmin(ctx);
     const isLearner = req.isLearner === true;
     // etcd's mayAddMember (strict reconfiguration check), before proposing.
     if (!isLearner && !this.readyToAddVotingMember()) fail(ErrNotEnoughStartedMembers);
@@ -111,8 +116,9 @@ export class ClusterService {
   }
 
   /** Cluster.MemberRemove. */
-  memberRemove(req: M.MemberRemoveRequest = {}): M.MemberRemoveResponse {
+  memberRemove(req: M.MemberRemoveRequest = {}, ctx?: CallContext): M.MemberRemoveResponse {
     const id = uint64ToBigInt(req.ID, 'ID');
+    this.requireAdmin(ctx);
     const target = this.members.get(id);
     // etcd's mayRemoveMember: a listed learner goes freely; a listed voter only if the started listed voters
     // left are a quorum (a voter that never started is then "down", so safe to remove).
@@ -141,8 +147,9 @@ export class ClusterService {
    * panics alike). The simulator cannot exit there: it refuses such an update, after the apply checks (an
    * unknown member or a taken URL still fails as in etcd), with MemberAdd's error — a deliberate difference.
    */
-  memberUpdate(req: M.MemberUpdateRequest = {}): M.MemberUpdateResponse {
+  memberUpdate(req: M.MemberUpdateRequest = {}, ctx?: CallContext): M.MemberUpdateResponse {
     const id = uint64ToBigInt(req.ID, 'ID');
+    this.requireAdmin(ctx);
     const urls = [...(req.peerURLs ?? [])];
     const target = this.members.get(id);
     this.propose(() => {
@@ -161,8 +168,9 @@ export class ClusterService {
    * Cluster.MemberPromote: a member here other than this one never starts, so its log never catches up
    * and only the errors remain.
    */
-  memberPromote(req: M.MemberPromoteRequest = {}): M.MemberPromoteResponse {
+  memberPromote(req: M.MemberPromoteRequest = {}, ctx?: CallContext): M.MemberPromoteResponse {
     const id = uint64ToBigInt(req.ID, 'ID');
+    this.requireAdmin(ctx);
     const target = this.members.get(id);
     // etcd's isLearnerReady reads the leader's Raft progress: without a leader, etcd forwards the call to
     // one and waits for it until the deadline; a member in Raft's configuration (learner or voter, whatever
@@ -204,6 +212,11 @@ export class ClusterService {
   private list(raw = false): ClusterMember[] | M.Member[] {
     const ms = [...this.members.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     return raw ? ms : ms.map(memberOut);
+  }
+
+  /** etcd's checkMembershipOperationPermission: root only while auth is enabled (errors as togRPCError maps them). */
+  private requireAdmin(ctx: CallContext | undefined): void {
+    asGrpc(() => this.server.auth.checkAdmin(this.server.authInfo(ctx)));
   }
 
   private header(): M.ResponseHeader {
