@@ -1,7 +1,7 @@
 /**
  * The playground's script, bundled for the browser (scripts/build.mjs → dist/playground/index.html): the
  * scenario runner itself (runScenario, the same one `etcdsim run` uses) runs in the page on every edit, and
- * the result is drawn by timeline.ts's renderHtml — the page `etcdsim run --html` writes — inside a frame
+ * the result is drawn by the timeline folder's renderHtml — the page `etcdsim run --html` writes — inside a frame
  * beside the editor. Runs are deterministic (virtual time, a seed for lease IDs), so a script, a variant and
  * a seed are all a link needs: the fragment carries them (`#script=` + base64url of the UTF-8 text,
  * `&variant=NAME`, `&seed=N`), and opening such a link runs it. The transcript beside the editor is linked
@@ -13,7 +13,7 @@
  */
 import { parseScenario } from '../scenario/parser.js';
 import { runScenario } from '../scenario/runner.js';
-import { renderHtml, transcriptHtml } from '../scenario/timeline.js';
+import { renderHtml, transcriptHtml } from '../scenario/timeline/index.js';
 import { decodeFragment, encodeFragment, parseSeed, type PlaygroundState } from './fragment.js';
 
 /** A bundled scenario as the page embeds it (see build_page.ts). */

@@ -1,4 +1,4 @@
 /** Teaching runs: scenario scripts, transcripts and timeline pictures (see scenarios/README.md). */
 export { parseScenario, ScenarioSyntaxError, type ParsedScenario, type Step } from './parser.js';
 export { runScenario, type RunOptions, type ScenarioResult, type ScenarioFailure, type VariantRun } from './runner.js';
-export { renderHtml, renderSvg, timelineKeys, type TimelineModel } from './timeline.js';
+export { renderHtml, renderSvg, timelineKeys, type TimelineModel } from './timeline/index.js';

@@ -10,7 +10,7 @@
  */
 import { parseScenario, ScenarioSyntaxError, type ParsedScenario } from './parser.js';
 import { runVariant, type ScenarioFailure, type VariantRun } from './run/variant_run.js';
-import { emptyTimeline, type TimelineModel } from './timeline.js';
+import { emptyTimeline, type TimelineModel } from './timeline/index.js';
 
 export type { ScenarioFailure, VariantRun };
 

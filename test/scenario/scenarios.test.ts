@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { listBundledScenarios } from '../../src/cli/run_command.js';
 import { parseScenario, renderHtml, runScenario } from '../../src/scenario/index.js';
-import { descriptionParagraphs, timelineSteps } from '../../src/scenario/timeline.js';
+import { descriptionParagraphs, timelineSteps } from '../../src/scenario/timeline/index.js';
 
 const bundled = listBundledScenarios();
 

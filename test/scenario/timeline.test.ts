@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { listBundledScenarios } from '../../src/cli/run_command.js';
 import { renderHtml, renderSvg, runScenario, timelineKeys } from '../../src/scenario/index.js';
-import { memberSpans, missingEvents, timelineSteps, transcriptHtml, transcriptRef } from '../../src/scenario/timeline.js';
+import { memberSpans, missingEvents, timelineSteps, transcriptHtml, transcriptRef } from '../../src/scenario/timeline/index.js';
 import { hasClass, parseXml, type XmlElement } from './xml.js';
 
 type XmlAttrs = XmlElement['attrs'];

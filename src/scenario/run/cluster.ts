@@ -23,7 +23,7 @@ import { showTime } from '../format.js';
 import { procfileClientPort, type ClusterDirective } from '../parse/cluster_directives.js';
 import type { CompareOp, Expectation } from '../parse/expectations.js';
 import { RunError } from '../run_error.js';
-import type { TimelineMemberEventKind } from '../timeline.js';
+import type { TimelineMemberEventKind } from '../timeline/index.js';
 import { ETCDCTL_COMMAND_TIMEOUT_MS } from './leases.js';
 import type { RunState, ScenarioEngine, ScenarioServices, ScenarioSim } from './state.js';
 

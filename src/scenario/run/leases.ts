@@ -6,7 +6,7 @@
  */
 import { keepAliveLine, leaseGrantLine, leaseHex, showTime, timeToLiveLine } from '../format.js';
 import type { Word } from '../parse/lexer.js';
-import type { TimelineLease } from '../timeline.js';
+import type { TimelineLease } from '../timeline/index.js';
 import { callService } from './calls.js';
 import { echo } from './echo.js';
 import { leaseId } from './requests.js';

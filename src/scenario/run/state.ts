@@ -10,7 +10,7 @@ import { isGrpcError, type AuthService, type CallContext, type KVService, type L
 import { RunError } from '../run_error.js';
 import { showTime } from '../format.js';
 import { ShellVariables } from '../shell/expand.js';
-import type { TimelineModel } from '../timeline.js';
+import type { TimelineModel } from '../timeline/index.js';
 
 /** The last etcdctl command's result: its header revision or error, and what etcdctl printed. */
 export interface LastResponse {

@@ -8,7 +8,7 @@ import { createEtcdSim, type EtcdSim } from '../../client/index.js';
 import type { EtcdVersion } from '../../mvcc/index.js';
 import type { ParsedScenario, Step } from '../parser.js';
 import { RunError } from '../run_error.js';
-import { emptyTimeline, type TimelineModel } from '../timeline.js';
+import { emptyTimeline, type TimelineModel } from '../timeline/index.js';
 import { runCommand } from './commands.js';
 import type { RunContext } from './context.js';
 import { runDirective } from './directives.js';

@@ -11,7 +11,7 @@ import { str, watchEventLines } from '../format.js';
 import type { WatchCmd } from '../parse/commands.js';
 import type { Word } from '../parse/lexer.js';
 import { RunError } from '../run_error.js';
-import type { TimelineWatcher, TimelineWatchSegment } from '../timeline.js';
+import type { TimelineWatcher, TimelineWatchSegment } from '../timeline/index.js';
 import { watchArgs } from './echo.js';
 import { watchCreateRequest } from './requests.js';
 import type { RunState } from './state.js';
