@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import type { Etcd3 } from 'etcd3';
 import { createEtcdSim } from '../src/index.js';
 import { connectEtcd } from '../src/grpc/client.js';
-import { EtcdCluster } from '../src/server/cluster/index.js';
+import { EtcdCluster } from '../src/cluster/index.js';
 import { SimRandom, VirtualClock } from '../src/sim/index.js';
 import { hasEtcdBinary } from '../src/diff/etcd_process.js';
 import { startEtcdCluster, type EtcdCluster as RealCluster } from '../src/diff/etcd_cluster.js';

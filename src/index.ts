@@ -32,7 +32,7 @@ export type {
   MemberRaftStatus,
   MemberRef,
   RaftRole,
-} from './server/cluster/index.js';
+} from './cluster/index.js';
 export type { SimEtcd3Options } from './client/etcd3.js';
 export {
   DEFAULT_CLUSTER_ID,

@@ -5,19 +5,8 @@
  */
 import { GrpcCode, type CompactResponse, type MvccStore, type StoreSnapshot } from '../mvcc/index.js';
 import type { Lessor } from '../lease/index.js';
-import {
-  EtcdCluster,
-  EtcdServer,
-  grpcError,
-  type CallContext,
-  type ClusterMemberServices,
-  type EtcdClusterOptions,
-  type EtcdServerOptions,
-  type EtcdServices,
-  type GrpcError,
-  type MemberRef,
-  type MemberSnapshot,
-} from '../server/index.js';
+import { EtcdServer, grpcError, type CallContext, type EtcdServerOptions, type EtcdServices, type GrpcError, type MemberSnapshot } from '../server/index.js';
+import { EtcdCluster, type ClusterMemberServices, type EtcdClusterOptions, type MemberRef } from '../cluster/index.js';
 import { RealClock, VirtualClock, afterHostTime, type Clock } from '../sim/index.js';
 import type { WatchableStore, WatchStream } from '../watch/index.js';
 import type { Etcd3 } from 'etcd3';

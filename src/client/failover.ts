@@ -1,7 +1,7 @@
 /**
  * Clients over several members of a simulated cluster that fail over as etcd's Go client (clientv3 3.4)
  * does. Failover only chooses which member's ClusterMemberServices a call goes to; every answer, error and
- * wait is the member's own (src/server/cluster), so no rule of the server is repeated here.
+ * wait is the member's own (src/cluster), so no rule of the server is repeated here.
  *
  * What clientv3 3.4 does, and this models (clientv3/balancer, retry.go, retry_interceptor.go, watch.go,
  * lease.go of etcd 3.4):
@@ -35,18 +35,8 @@
  *    stream interceptor calls getToken each time).
  */
 import { GrpcCode } from '../mvcc/index.js';
-import {
-  clusterErrors,
-  toGrpcError,
-  type CallContext,
-  type EtcdCluster,
-  type EtcdServices,
-  type GrpcError,
-  type KeepAliveCall,
-  type MemberRef,
-  type MemberState,
-  type WatchCall,
-} from '../server/index.js';
+import { toGrpcError, type CallContext, type EtcdServices, type GrpcError, type KeepAliveCall, type WatchCall } from '../server/index.js';
+import { clusterErrors, type EtcdCluster, type MemberRef, type MemberState } from '../cluster/index.js';
 import type * as M from '../server/messages.js';
 import type { SimRandom, TimerHandle } from '../sim/index.js';
 import {

@@ -1,6 +1,6 @@
 /**
  * The cluster differential (issue 18, item 5): one seeded client workload and one seeded fault schedule,
- * run against the simulated cluster (src/server/cluster, virtual time, deterministic) and against a real
+ * run against the simulated cluster (src/cluster, virtual time, deterministic) and against a real
  * 3-member etcd (etcd_cluster.ts, real time), each checked for what etcd promises of a cluster:
  *
  *  - KV: the history of concurrent clients spread over the members (puts, linearizable gets, deletes,
@@ -28,7 +28,7 @@ import { Buffer } from 'node:buffer';
 import type { EtcdGrpcClient } from '../grpc/client.js';
 import type * as M from '../server/messages.js';
 import { watchResponseIn } from '../server/convert.js';
-import { EtcdCluster as SimCluster } from '../server/cluster/index.js';
+import { EtcdCluster as SimCluster } from '../cluster/index.js';
 import { afterHostTime, hostNow, SimRandom, VirtualClock } from '../sim/index.js';
 import { checkWatch, formatViolations, type CommittedHistory, type HistoryRevision } from '../watch/guarantees.js';
 import type { WatchCreateRequest, WatchResponse } from '../watch/types.js';

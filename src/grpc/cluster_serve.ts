@@ -1,18 +1,19 @@
 /**
  * A simulated etcd cluster on real ports: one client port per member (etcd's --listen-client-urls of each
  * member), each serving etcd's v3 gRPC API through serve() — the same handler table and wire path as a
- * single member — over that member's ClusterMemberServices (src/server/cluster). So `etcdctl --endpoints
+ * single member — over that member's ClusterMemberServices (src/cluster). So `etcdctl --endpoints
  * a,b,c` and any client see a cluster: MemberList, each member's Status (leader, raft term and index),
  * MoveLeader, serializable reads answered by the member's own (possibly stale) state, linearizable ones
  * after ReadIndex, watches that lag as their member does, and etcd's Lock and Election services, whose
- * requests go through the member's Raft path (src/server/cluster/concurrency.ts).
+ * requests go through the member's Raft path (src/cluster/concurrency.ts).
  *
  * Time is the shared clock of the cluster (by default the wall clock, times --clock-speed): elections,
  * applies and lease expiry happen on it by themselves. The fault levers are EtcdCluster's, in-process on
  * `handle.cluster` and from outside on every member's client port under /etcdsim/cluster
  * (src/http/cluster_control.ts).
  */
-import { EtcdCluster, grpcError, type CallContext, type EtcdClusterOptions, type EtcdServer } from '../server/index.js';
+import { grpcError, type CallContext, type EtcdServer } from '../server/index.js';
+import { EtcdCluster, type EtcdClusterOptions } from '../cluster/index.js';
 import { GrpcCode } from '../mvcc/index.js';
 import { RealClock, type Clock } from '../sim/index.js';
 import { alarmUnhealthy, answerUnhealthy, createClientHttp, type ClientHttp } from '../http/index.js';

@@ -1,7 +1,7 @@
 /**
  * The fault levers of a served simulated cluster, reachable from outside the process (etcdsim's own HTTP
  * endpoint, under `/etcdsim/cluster` on every member's client port; etcd has nothing like it — against a
- * real cluster the same faults are signals and iptables). Each lever is EtcdCluster's (src/server/cluster):
+ * real cluster the same faults are signals and iptables). Each lever is EtcdCluster's (src/cluster):
  * one rule, in-process and served.
  *
  *   GET  /etcdsim/cluster                         every member's Raft status (JSON)
@@ -21,7 +21,7 @@
  * M is a member's index (0-based), name, or ID in hex (as etcdctl prints it). Every lever answers with the
  * status after it; a bad request answers 400 with one line saying why.
  */
-import type { EtcdCluster, MemberRef } from '../server/index.js';
+import type { EtcdCluster, MemberRef } from '../cluster/index.js';
 import { plainError, type HttpRequest, type HttpResponse } from './gateway.js';
 
 /** The path prefix of the control endpoint. */

@@ -18,7 +18,7 @@ export interface CallContext {
   /**
    * The call requires a leader (clientv3.WithRequireLeader; gRPC metadata `hasleader: true`). A member of a
    * simulated cluster refuses it without a leader and cancels such a stream after it stayed leaderless
-   * (src/server/cluster/require_leader.ts); a single member always has one.
+   * (src/cluster/require_leader.ts); a single member always has one.
    */
   readonly requireLeader?: boolean | undefined;
 }

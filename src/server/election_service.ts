@@ -65,7 +65,7 @@ interface Leadership {
 
 /**
  * The rules of the Election service, once, over a member's in-process client: a single member's (answers
- * at once, ElectionService) or a cluster member's (answers once Raft let it, src/server/cluster/concurrency.ts).
+ * at once, ElectionService) or a cluster member's (answers once Raft let it, src/cluster/concurrency.ts).
  */
 export class ElectionRules {
   private readonly open = new Set<ObserveCall>();

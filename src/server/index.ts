@@ -19,25 +19,6 @@ export { sendResponses, StreamHold } from './stream_call.js';
 export { LeaseService, KeepAliveCall } from './lease_service.js';
 export { MaintenanceService } from './maintenance_service.js';
 export { ClusterService } from './cluster_service.js';
-export {
-  EtcdCluster,
-  MemberState,
-  ClusterMemberServices,
-  clusterErrors,
-  type CallAnswer,
-  type ClusterAuth,
-  type ClusterKV,
-  type ClusterLease,
-  type ClusterMaintenance,
-  type ClusterMembership,
-  type ClusterMemberConfig,
-  type ClusterTraceEvent,
-  type ConnectOptions,
-  type EtcdClusterOptions,
-  type MemberRaftStatus,
-  type MemberRef,
-  type RaftRole,
-} from './cluster/index.js';
 export { AuthService, permissionIn, permissionOut } from './auth_service.js';
 export { LockService } from './lock_service.js';
 export { ElectionService, ObserveCall, ErrElectionNotLeader, ErrElectionNoLeader, ErrMissingLeaderKey } from './election_service.js';

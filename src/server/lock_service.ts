@@ -45,7 +45,7 @@ const EMPTY = new Uint8Array(0);
 
 /**
  * The rules of Lock and Unlock, once, over a member's in-process client: a single member's (answers at
- * once, LockService) or a cluster member's (answers once Raft let it, src/server/cluster/concurrency.ts).
+ * once, LockService) or a cluster member's (answers once Raft let it, src/cluster/concurrency.ts).
  */
 export class LockRules {
   constructor(private readonly client: ConcurrencyClient) {}

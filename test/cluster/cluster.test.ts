@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EtcdCluster, type EtcdClusterOptions } from '../../src/server/cluster/index.js';
+import { EtcdCluster, type EtcdClusterOptions } from '../../src/cluster/index.js';
 import type { messages as M } from '../../src/index.js';
 import { VirtualClock } from '../../src/sim/index.js';
 

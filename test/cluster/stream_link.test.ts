@@ -1,11 +1,11 @@
 /**
- * Streams over a client's link to a cluster member (src/server/cluster/stream_link.ts): Watch,
+ * Streams over a client's link to a cluster member (src/cluster/stream_link.ts): Watch,
  * LeaseKeepAlive and Election.Observe follow dropLink / delayLink / restoreLink and a paused member as a
  * TCP connection carries them — in order, nothing lost, held while the link is down or the member stopped.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EtcdCluster } from '../../src/server/cluster/index.js';
+import { EtcdCluster } from '../../src/cluster/index.js';
 import type { messages as M, GrpcError } from '../../src/index.js';
 import { VirtualClock } from '../../src/sim/index.js';
 import { StreamHold } from '../../src/server/index.js';

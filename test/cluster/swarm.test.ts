@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EtcdCluster } from '../../src/server/cluster/index.js';
+import { EtcdCluster } from '../../src/cluster/index.js';
 import { SimRandom, VirtualClock } from '../../src/sim/index.js';
 
 const B = (s: string): Uint8Array => new TextEncoder().encode(s);

@@ -2,7 +2,7 @@
  * Property: a watch on a cluster member keeps every watch guarantee (src/watch/guarantees.ts: each revision
  * once, in order, nothing skipped, progress never ahead of what was sent) whatever its client's link and its
  * member do meanwhile — dropped and restored, delayed, the member paused and resumed — because a stream rides
- * them as a TCP connection does (src/server/cluster/stream_link.ts): what waits is late, never lost. And once
+ * them as a TCP connection does (src/cluster/stream_link.ts): what waits is late, never lost. And once
  * the link is back and the member runs, the client has every revision the member applied.
  *
  * Runs: ETCDSIM_NUM_RUNS (default 60). Replay: ETCDSIM_SEED=<seed> ETCDSIM_PATH=<path> (see harness.ts).
@@ -10,7 +10,7 @@
 import { test } from 'node:test';
 import fc from 'fast-check';
 
-import { EtcdCluster } from '../../src/server/cluster/index.js';
+import { EtcdCluster } from '../../src/cluster/index.js';
 import { VirtualClock } from '../../src/sim/index.js';
 import { checkWatch, formatViolations, recordHistory } from '../../src/watch/guarantees.js';
 import type { WatchCreateRequest, WatchResponse } from '../../src/watch/types.js';

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import * as http from 'node:http';
 import { createEtcdSim, type EtcdSim, type EtcdSimOptions } from '../../src/index.js';
 import { serve } from '../../src/grpc/index.js';
-import { EtcdCluster } from '../../src/server/cluster/index.js';
+import { EtcdCluster } from '../../src/cluster/index.js';
 import { VirtualClock } from '../../src/sim/index.js';
 import { statusName } from '../../src/server/errors.js';
 import { readEtcdSnapshot } from '../../src/snapshot/index.js';

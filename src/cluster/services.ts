@@ -10,25 +10,25 @@
  * too; LeaseLeases, Status, MemberList and the rest of Maintenance are the member's own. A front door
  * serving the cluster (gRPC, a client adapter) calls these instead of a single member's EtcdServices.
  */
-import { isTxnReadOnly } from '../kv_service.js';
-import { header, int64ToBigInt, putIn, txnIn, uint64ToBigInt } from '../convert.js';
-import { EtcdError } from '../../mvcc/index.js';
-import { ErrNoSpace } from '../alarms.js';
-import { LEASE_OVERHEAD, costPut, costTxn, noSpaceAlarm, overQuota } from '../quota.js';
-import type { CallContext } from '../call_context.js';
-import type { Promised } from '../answers.js';
-import type { AuthService } from '../auth_service.js';
-import type { KVService } from '../kv_service.js';
-import type * as M from '../messages.js';
-import type { AppliedCallContext, EtcdServer } from '../etcd_server.js';
-import type { KeepAliveCall } from '../lease_service.js';
-import type { SnapshotStreamOptions } from '../maintenance_service.js';
-import type { WatchCall } from '../watch_service.js';
+import { isTxnReadOnly } from '../server/kv_service.js';
+import { header, int64ToBigInt, putIn, txnIn, uint64ToBigInt } from '../server/convert.js';
+import { EtcdError } from '../mvcc/index.js';
+import { ErrNoSpace } from '../server/alarms.js';
+import { LEASE_OVERHEAD, costPut, costTxn, noSpaceAlarm, overQuota } from '../server/quota.js';
+import type { CallContext } from '../server/call_context.js';
+import type { Promised } from '../server/answers.js';
+import type { AuthService } from '../server/auth_service.js';
+import type { KVService } from '../server/kv_service.js';
+import type * as M from '../server/messages.js';
+import type { AppliedCallContext, EtcdServer } from '../server/etcd_server.js';
+import type { KeepAliveCall } from '../server/lease_service.js';
+import type { SnapshotStreamOptions } from '../server/maintenance_service.js';
+import type { WatchCall } from '../server/watch_service.js';
 import { errBadLeaderTransferee, errMemberDown, errNoLeader, errNotLeader, errTimeout } from './errors.js';
 import { ClusterKeepAliveCall } from './keep_alive.js';
 import { leaderMonitor, requiresLeader } from './require_leader.js';
 import { heldOverClientLink, overClientLink } from './stream_link.js';
-import type { StreamCall, StreamHold } from '../stream_call.js';
+import type { StreamCall, StreamHold } from '../server/stream_call.js';
 import { clusterConcurrency, type ClusterElection, type ClusterLock } from './concurrency.js';
 import type { ConnectOptions, EtcdCluster, MemberState, Reply } from './cluster.js';
 

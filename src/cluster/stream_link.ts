@@ -7,8 +7,8 @@
  * the member, where they fill the stream's window and turn its watchers into victims, as a client that
  * does not read makes them); once it is back they go on, each after the link's delay.
  */
-import type { TimerHandle } from '../../sim/index.js';
-import { StreamHold, type StreamCall, type StreamLink } from '../stream_call.js';
+import type { TimerHandle } from '../sim/index.js';
+import { StreamHold, type StreamCall, type StreamLink } from '../server/stream_call.js';
 import { DEFAULT_CLIENT, type ConnectOptions, type EtcdCluster, type MemberState } from './cluster.js';
 
 /** One direction of the link: messages in the order sent, each due at its send time plus the link's delay. */

@@ -21,12 +21,12 @@
  * Random choices (election timeouts, generated lease IDs) come from the cluster's seeded PRNG and are made
  * once, by the leader, before an entry is proposed: same seed, same run.
  */
-import { SimRandom, VirtualClock, type Clock, type TimerHandle } from '../../sim/index.js';
-import { writeEtcdSnapshot, type EtcdBackend } from '../../snapshot/index.js';
-import { toGrpcError, type GrpcError } from '../errors.js';
-import { EtcdServer, type EtcdServerOptions } from '../etcd_server.js';
-import type { KeepAliveCall } from '../lease_service.js';
-import { clusterIdOf, memberIdOf } from '../member_id.js';
+import { SimRandom, VirtualClock, type Clock, type TimerHandle } from '../sim/index.js';
+import { writeEtcdSnapshot, type EtcdBackend } from '../snapshot/index.js';
+import { toGrpcError, type GrpcError } from '../server/errors.js';
+import { EtcdServer, type EtcdServerOptions } from '../server/etcd_server.js';
+import type { KeepAliveCall } from '../server/lease_service.js';
+import { clusterIdOf, memberIdOf } from '../server/member_id.js';
 import {
   errDeadlineExceeded,
   errLeaderChanged,

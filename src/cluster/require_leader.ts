@@ -14,10 +14,10 @@
  * may already be 1 or 2 if the member found its leader between two looks); a member that is down or
  * stopped does not look (its process does not run), and its count starts over after a crash.
  */
-import type { TimerHandle } from '../../sim/index.js';
-import type { CallContext } from '../call_context.js';
-import type { GrpcError } from '../errors.js';
-import type { StreamCall } from '../stream_call.js';
+import type { TimerHandle } from '../sim/index.js';
+import type { CallContext } from '../server/call_context.js';
+import type { GrpcError } from '../server/errors.js';
+import type { StreamCall } from '../server/stream_call.js';
 import type { EtcdCluster, MemberState } from './cluster.js';
 import { errNoLeader } from './errors.js';
 

@@ -2,8 +2,8 @@
  * The errors a member of a cluster answers with when Raft cannot do what a request needs, with the gRPC
  * code and text etcd 3.4.23 gives them (v3rpc/rpctypes; observed on a real 3-member 3.4.23 on loopback).
  */
-import { GrpcCode } from '../../mvcc/index.js';
-import { grpcError, type GrpcError } from '../errors.js';
+import { GrpcCode } from '../mvcc/index.js';
+import { grpcError, type GrpcError } from '../server/errors.js';
 
 /** etcd's ErrTimeout: a proposal or ReadIndex not done within the request timeout, no leader known. */
 export const errTimeout = (): GrpcError => grpcError(GrpcCode.UNAVAILABLE, 'etcdserver: request timed out');
@@ -32,4 +32,4 @@ export const errLeaderChanged = (): GrpcError => grpcError(GrpcCode.UNAVAILABLE,
 /** A member that is down: the client's connection is refused (grpc-go's transport error). */
 export const errMemberDown = (name: string): GrpcError =>
   grpcError(GrpcCode.UNAVAILABLE, `connection error: desc = "transport: Error while dialing: member ${name} is down"`);
-export { errTransportClosing } from '../errors.js';
+export { errTransportClosing } from '../server/errors.js';

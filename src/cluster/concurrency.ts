@@ -16,11 +16,11 @@
  * that crashes breaks the calls waiting on it (`transport is closing`); what they wrote stays (the keys go
  * with their leases, as in etcd).
  */
-import type { CallContext } from '../call_context.js';
-import { type ConcurrencyClient, type WaitingCallContext, untilAborted, type Awaitable } from '../concurrency.js';
-import { ElectionRules, type ObserveCall } from '../election_service.js';
-import { LockRules } from '../lock_service.js';
-import type * as M from '../messages.js';
+import type { CallContext } from '../server/call_context.js';
+import { type ConcurrencyClient, type WaitingCallContext, untilAborted, type Awaitable } from '../server/concurrency.js';
+import { ElectionRules, type ObserveCall } from '../server/election_service.js';
+import { LockRules } from '../server/lock_service.js';
+import type * as M from '../server/messages.js';
 import type { ConnectOptions, EtcdCluster, MemberState, Reply } from './cluster.js';
 import { errMemberDown, errNoLeader } from './errors.js';
 import { leaderMonitor, requiresLeader } from './require_leader.js';

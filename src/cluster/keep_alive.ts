@@ -5,12 +5,12 @@
  * the request timeout). The renewal runs through the leader's own LeaseService keep-alive path — the same
  * rules as a single member's — and the answer carries the receiving member's header, as etcd fills it there.
  */
-import type { TimerHandle } from '../../sim/index.js';
-import type { CallContext } from '../call_context.js';
-import { header, int64ToBigInt } from '../convert.js';
-import { toGrpcError, type GrpcError } from '../errors.js';
-import { KeepAliveCall } from '../lease_service.js';
-import type * as M from '../messages.js';
+import type { TimerHandle } from '../sim/index.js';
+import type { CallContext } from '../server/call_context.js';
+import { header, int64ToBigInt } from '../server/convert.js';
+import { toGrpcError, type GrpcError } from '../server/errors.js';
+import { KeepAliveCall } from '../server/lease_service.js';
+import type * as M from '../server/messages.js';
 import type { EtcdCluster, MemberState } from './cluster.js';
 import { errNoLeader } from './errors.js';
 
