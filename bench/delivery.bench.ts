@@ -35,7 +35,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import { etcdPackageDefinition } from '../src/proto/index.js';
 import { Etcd3 } from 'etcd3';
 import { freePort, hasEtcdBinary, startEtcd, type EtcdProcess } from '../src/diff/etcd_process.js';
 import { createEtcdSim, type EtcdSim } from '../src/index.js';
@@ -68,7 +68,6 @@ const PUT_DEADLINE_MS = 60_000;
 const PREFIX = 'etcdsim-bench-delivery/';
 const VALUE = Buffer.from('value-0123456789-value-0123456789');
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const PROTO_DIR = fileURLToPath(new URL('../src/grpc/proto/', import.meta.url));
 
 const now = (): number => performance.now();
 const key = (p: string, i: number): string => `${p}${String(i).padStart(6, '0')}`;
@@ -395,11 +394,8 @@ async function inProcessRow(ctx: BenchContext, sz: Sizes, etcdAvailable: boolean
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Row 2: the gRPC slow consumer. Protos from src/grpc/proto, loaded here (not through src/grpc), so this
-// client is the same plain grpc-js program for both servers.
-
-const PROTO_OPTIONS: protoLoader.Options = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [PROTO_DIR] };
-let protos: protoLoader.PackageDefinition | undefined;
+// Row 2: the gRPC slow consumer. Protos from src/proto's loader (not through src/grpc), so this client is
+// the same plain grpc-js program for both servers.
 
 interface MethodCodec {
   requestSerialize(value: unknown): Buffer;
@@ -407,8 +403,7 @@ interface MethodCodec {
 }
 
 function method(service: string, name: string): MethodCodec {
-  protos ??= protoLoader.loadSync('etcdserverpb/rpc.proto', PROTO_OPTIONS);
-  const svc = protos[`etcdserverpb.${service}`] as Record<string, MethodCodec> | undefined;
+  const svc = etcdPackageDefinition()[`etcdserverpb.${service}`] as Record<string, MethodCodec> | undefined;
   const m = svc?.[name];
   if (m === undefined) throw new Error(`no method etcdserverpb.${service}/${name} in the protos`);
   return m;

@@ -8,7 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { fileURLToPath } from 'node:url';
 
-const includeDirs = [fileURLToPath(new URL('../src/grpc/proto/', import.meta.url))];
+const includeDirs = [fileURLToPath(new URL('../src/proto/', import.meta.url))];
 const options = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs };
 const pkg = grpc.loadPackageDefinition(protoLoader.loadSync('etcdserverpb/rpc.proto', options)).etcdserverpb;
 const header = { cluster_id: '1', member_id: '1', revision: '2', raft_term: '2' };

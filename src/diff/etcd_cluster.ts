@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { connectEtcd, type EtcdGrpcClient } from '../grpc/client.js';
-import { etcdService } from '../grpc/server.js';
+import { etcdService } from '../proto/index.js';
 import type * as M from '../server/messages.js';
 import { hostNow } from '../sim/index.js';
 import { findEtcdBinary, freePort } from './etcd_process.js';

@@ -11,7 +11,7 @@
  * CallContext: its token travels as the `token` metadata, as etcd's clients send it.
  */
 import * as grpc from '@grpc/grpc-js';
-import { etcdService } from './server.js';
+import { etcdService } from '../proto/index.js';
 import type { CallContext } from '../server/call_context.js';
 import type { GrpcError } from '../server/errors.js';
 import type { BidiStream, EndListener, ResponseListener } from '../server/stream_call.js';

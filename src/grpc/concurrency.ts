@@ -1,6 +1,6 @@
 /**
  * Server mode for etcd's two extra services, v3lockpb.Lock and v3electionpb.Election (etcd's v3lock and
- * v3election servers, which jetcd and Go's clientv3 call): their protos, and handlers over the member's
+ * v3election servers, which jetcd and Go's clientv3 call): handlers over the member's
  * LockService / ElectionService (src/server). serve() (server.ts) registers them next to etcd's six.
  *
  * Lock and Campaign may wait: each runs with an AbortSignal that the client's cancel or disconnect, the call's deadline (`2 context deadline exceeded`, as etcd's handlers end on their
@@ -9,56 +9,14 @@
  * its deadline passes or the server closes. Requests are checked as the release's Go decoder checks them
  * (request_decoding.ts), errors mapped by the server layer's toGrpcError, so codes and messages are etcd's.
  */
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { cancelledError, grpcError, toGrpcError, type CallContext, type GrpcError, type ObserveCall } from '../server/index.js';
 import { isPromiseLike, type Awaitable, type ServedServices } from './served_member.js';
 import type * as M from '../server/messages.js';
 import { GrpcCode } from '../mvcc/index.js';
 import { afterHostTime, hostNow } from '../sim/index.js';
-import { requestChecks, type RequestDecoding } from './request_decoding.js';
-import { MalformedRequest, unaryUnmarshalError, withRequestChecks } from './request_checks.js';
+import { MalformedRequest, unaryUnmarshalError } from './request_checks.js';
 import { pipeResponses } from './stream_pipe.js';
 import { frameMessage, type MethodImpl, type ServerCall, type ServerStreamCall, type UnaryCall } from './call.js';
-
-/** The protos of both services (they import etcdserverpb's ResponseHeader and mvccpb's KeyValue). */
-const PROTO_FILES = ['v3lockpb/v3lock.proto', 'v3electionpb/v3election.proto'];
-
-let cachedPackage: protoLoader.PackageDefinition | undefined;
-let cachedObject: grpc.GrpcObject | undefined;
-
-function packageDefinition(loaderOptions: protoLoader.Options): protoLoader.PackageDefinition {
-  cachedPackage ??= protoLoader.loadSync(PROTO_FILES, loaderOptions);
-  return cachedPackage;
-}
-
-/**
- * The Lock and Election service constructors (for servers' addService and for raw clients), loaded once
- * with the loader options every etcdsim gRPC peer uses (server.ts's PROTO_LOADER_OPTIONS).
- */
-export function concurrencyServices(loaderOptions: protoLoader.Options): {
-  readonly Lock: grpc.ServiceClientConstructor;
-  readonly Election: grpc.ServiceClientConstructor;
-} {
-  cachedObject ??= grpc.loadPackageDefinition(packageDefinition(loaderOptions));
-  const lock = cachedObject['v3lockpb'] as grpc.GrpcObject;
-  const election = cachedObject['v3electionpb'] as grpc.GrpcObject;
-  return { Lock: lock['Lock'] as grpc.ServiceClientConstructor, Election: election['Election'] as grpc.ServiceClientConstructor };
-}
-
-/** `def` with every request checked as the member's Go decoder checks it before protobuf.js decodes it. */
-function checked(def: grpc.ServiceDefinition, pkg: string, loaderOptions: protoLoader.Options, decoding: RequestDecoding): grpc.ServiceDefinition {
-  return withRequestChecks(def, requestChecks(packageDefinition(loaderOptions), pkg, decoding));
-}
-
-/** The two service definitions as serve() adds them (requests checked). */
-export function concurrencyDefinitions(loaderOptions: protoLoader.Options, decoding: RequestDecoding): { Lock: grpc.ServiceDefinition; Election: grpc.ServiceDefinition } {
-  const s = concurrencyServices(loaderOptions);
-  return {
-    Lock: checked(s.Lock.service, 'v3lockpb', loaderOptions, decoding),
-    Election: checked(s.Election.service, 'v3electionpb', loaderOptions, decoding),
-  };
-}
 
 /** What the handlers need of serve(). */
 export interface ConcurrencyHost {

@@ -6,10 +6,6 @@
  */
 export {
   serve,
-  PROTO_DIR,
-  PROTO_LOADER_OPTIONS,
-  loadEtcdProtos,
-  etcdService,
   type ServeOptions,
   type ServeHandle,
   type TlsOptions,
@@ -17,6 +13,8 @@ export {
   type StreamEndReason,
   type StreamEndInfo,
 } from './server.js';
+// etcd's protos for plain grpc-js clients (src/proto).
+export { PROTO_DIR, PROTO_LOADER_OPTIONS, loadEtcdProtos, etcdService, type EtcdServiceName } from '../proto/index.js';
 // serve({ clock }) drives a served member from a test's virtual clock; ServeHandle.server is the member.
 export { VirtualClock, type Clock } from '../sim/clock.js';
 export type { EtcdServer, EtcdServerOptions } from '../server/etcd_server.js';

@@ -3,11 +3,14 @@
  * generated Unmarshal up to 3.6 (gogo_check.ts), protobuf-go from 3.7 (protobuf_go_check.ts). serve()
  * and the Lock / Election services take their request checks from here, per member.
  */
+import type * as grpc from '@grpc/grpc-js';
 import type { PackageDefinition } from '@grpc/proto-loader';
+import { etcdPackageDefinition, etcdService, SERVICE_PACKAGES, type EtcdServiceName } from '../proto/index.js';
 import type { EtcdVersion } from '../mvcc/index.js';
 import { serverCompat } from '../server/compat.js';
 import { compileMessageTables, compileGogoChecks, type GogoCheck, type MessageCheck } from './gogo_check.js';
 import { checkProtobufGo, protoErrorPrefix, type RequestCheck } from './protobuf_go_check.js';
+import { withRequestChecks } from './request_checks.js';
 
 export type { RequestCheck } from './protobuf_go_check.js';
 
@@ -50,4 +53,9 @@ export function requestChecks(pd: PackageDefinition, pkg: string, decoding: Requ
     if (table === undefined) throw new Error(`protobuf-go check: no message ${pkg}.${requestType}`);
     return (buf) => checkProtobufGo(buf, table, prefix);
   };
+}
+
+/** Service `name`'s method definitions (grpc's codecs) with every request checked as `decoding` checks it. */
+export function checkedService(name: EtcdServiceName, decoding: RequestDecoding): grpc.ServiceDefinition {
+  return withRequestChecks(etcdService(name).service, requestChecks(etcdPackageDefinition(), SERVICE_PACKAGES[name], decoding));
 }

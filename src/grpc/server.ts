@@ -20,11 +20,9 @@
  * here the deadline is added, see holdForToken); and close() drops the
  * connections as a stopping etcd does, so open streams end UNAVAILABLE on the client.
  */
-import { fileURLToPath } from 'node:url';
 import { isIP } from 'node:net';
 import type { PeerCertificate } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { EtcdServer, grpcError, sendResponses, toGrpcError, type CallContext, type EndListener, type EtcdServerOptions, type GrpcError, type ResponseListener, type StreamHold } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import { serverCompat } from '../server/compat.js';
@@ -33,26 +31,13 @@ import { framedEncoders } from './codec.js';
 import { frameMessage, responseSink, type BidiCall, type GrpcMethod, type MethodCodec, type MethodImpl, type ServerCall } from './call.js';
 import { createGrpcDoor } from './door.js';
 import { snapshotResponseFrames } from './snapshot_wire.js';
-import { requestChecks, requestDecodingOf } from './request_decoding.js';
+import { checkedService, requestDecodingOf } from './request_decoding.js';
 import { afterHostTime, hostNow, RealClock, type Clock } from '../sim/index.js';
 import { MalformedRequest, unaryUnmarshalError, withRequestChecks } from './request_checks.js';
 import { pipeResponses } from './stream_pipe.js';
 import { createClientHttp, listenClientPort, serveHttpOverH2, type ClientHttp, type HttpRequest, type HttpResponse, type TlsServerOptions } from '../http/index.js';
-import { concurrencyImplementations, concurrencyDefinitions } from './concurrency.js';
+import { concurrencyImplementations } from './concurrency.js';
 import { isPromiseLike, thenMap, type AttachedMember, type Awaitable, type PortSwitch, type ServedMember } from './served_member.js';
-
-/** Where our .proto files live (etcdserverpb/rpc.proto imports mvccpb/kv.proto and authpb/auth.proto). */
-export const PROTO_DIR = fileURLToPath(new URL('./proto/', import.meta.url));
-
-/** The options every etcdsim gRPC peer (server and test clients) loads the protos with. */
-export const PROTO_LOADER_OPTIONS: protoLoader.Options = Object.freeze({
-  keepCase: true,
-  longs: String,
-  enums: String,
-  defaults: true,
-  oneofs: true,
-  includeDirs: [PROTO_DIR],
-});
 
 /** etcd's default --max-request-bytes (1.5 MiB, defined by mvcc's validation) and the gRPC overhead etcd adds to its receive limit. */
 export { DEFAULT_MAX_REQUEST_BYTES };
@@ -72,26 +57,6 @@ interface BidiServiceCall<Req, Res> {
   resume(): void;
   readonly isPaused: boolean;
   listenerBatch: number;
-}
-
-let cachedPackage: protoLoader.PackageDefinition | undefined;
-let cachedDefinition: grpc.GrpcObject | undefined;
-
-function etcdPackageDefinition(): protoLoader.PackageDefinition {
-  cachedPackage ??= protoLoader.loadSync('etcdserverpb/rpc.proto', PROTO_LOADER_OPTIONS);
-  return cachedPackage;
-}
-
-/** etcd's API as a grpc-js package object: `.etcdserverpb.KV`, `.Watch`, ... (loaded once). */
-export function loadEtcdProtos(): grpc.GrpcObject {
-  cachedDefinition ??= grpc.loadPackageDefinition(etcdPackageDefinition());
-  return cachedDefinition;
-}
-
-/** A service constructor of the etcdserverpb package (for servers' addService and for raw clients). */
-export function etcdService(name: 'KV' | 'Watch' | 'Lease' | 'Cluster' | 'Maintenance' | 'Auth'): grpc.ServiceClientConstructor {
-  const pkg = loadEtcdProtos()['etcdserverpb'] as grpc.GrpcObject;
-  return pkg[name] as grpc.ServiceClientConstructor;
 }
 
 export interface TlsOptions {
@@ -394,16 +359,16 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
 
   // Requests are checked as the release's Go decoder checks them (gogo's, or protobuf-go's from 3.7).
   const decoding = requestDecodingOf(etcdVersion, opts.seed);
-  const etcdRequestCheck = requestChecks(etcdPackageDefinition(), 'etcdserverpb', decoding);
   const definitions = {
-    KV: withRequestChecks(etcdService('KV').service, etcdRequestCheck),
-    Watch: withRequestChecks(etcdService('Watch').service, etcdRequestCheck),
-    Lease: withRequestChecks(etcdService('Lease').service, etcdRequestCheck),
-    Cluster: withRequestChecks(etcdService('Cluster').service, etcdRequestCheck),
-    Maintenance: withRequestChecks(etcdService('Maintenance').service, etcdRequestCheck),
-    Auth: withRequestChecks(etcdService('Auth').service, etcdRequestCheck),
+    KV: checkedService('KV', decoding),
+    Watch: checkedService('Watch', decoding),
+    Lease: checkedService('Lease', decoding),
+    Cluster: checkedService('Cluster', decoding),
+    Maintenance: checkedService('Maintenance', decoding),
+    Auth: checkedService('Auth', decoding),
     // etcd's v3lock and v3election services (./concurrency.ts).
-    ...concurrencyDefinitions(PROTO_LOADER_OPTIONS, decoding),
+    Lock: checkedService('Lock', decoding),
+    Election: checkedService('Election', decoding),
   };
   const methods = new Map<string, GrpcMethod>();
   const services = new Set<string>();

@@ -11,13 +11,9 @@
  *   fields are ignored; `null` is absent. Values go to the services as they are (base64 strings for bytes,
  *   numbers or strings for int64, enum names or numbers) — the services' own readers convert them, once.
  *
- * The schema comes from the same .proto files the gRPC server loads (proto-loader's descriptors).
+ * The schema comes from the same .proto files the gRPC server loads, through the same loader (src/proto).
  */
-import { fileURLToPath } from 'node:url';
-import * as protoLoader from '@grpc/proto-loader';
-
-/** The .proto files the gRPC front door serves (src/grpc/proto; dist/grpc/proto once built). */
-const PROTO_DIR = fileURLToPath(new URL('../grpc/proto/', import.meta.url));
+import { etcdPackageDefinition } from '../proto/index.js';
 
 type FieldKind = 'message' | 'enum' | 'bytes' | 'int64' | 'int32' | 'bool' | 'string';
 
@@ -89,14 +85,7 @@ let cached: ReadonlyMap<string, MessageSpec> | undefined;
 /** Every message of etcd's API by full name (`etcdserverpb.RangeResponse`), built once. */
 function schema(): ReadonlyMap<string, MessageSpec> {
   if (cached !== undefined) return cached;
-  const pd = protoLoader.loadSync(['etcdserverpb/rpc.proto', 'v3lockpb/v3lock.proto', 'v3electionpb/v3election.proto'], {
-    keepCase: true,
-    longs: String,
-    enums: String,
-    defaults: true,
-    oneofs: true,
-    includeDirs: [PROTO_DIR],
-  });
+  const pd = etcdPackageDefinition();
   const messages = new Map<string, DescriptorMessage>();
   // Enums by their short name (names are unique across etcd's protos).
   const enums = new Map<string, EnumInfo>();

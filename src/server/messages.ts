@@ -6,8 +6,8 @@
  *  - every scalar and repeated field is present in a decoded message (zero values); an unset message
  *    field is `null`; a oneof shows only its set member plus a discriminator naming it.
  *
- * The types are derived from the ones proto-loader-gen-types generates from our protos (./generated, made
- * by `npm run gen-types` and checked fresh by test/server/generated_types.test.ts), so a field added to or
+ * The types are derived from the ones proto-loader-gen-types generates from our protos (src/proto/generated, made
+ * by `npm run gen-types` and checked fresh by test/proto/generated_types.test.ts), so a field added to or
  * renamed in a .proto reaches every user of these names. Where our form differs from the generated one, it
  * does on purpose, and the comment where the difference is made says why.
  *
@@ -17,7 +17,9 @@
  * missing field (every field optional, meaning its zero value). At runtime a string in a bytes field is
  * read as base64, as protobufjs does.
  */
-import type * as pb from './generated/index.js';
+// The generated types' own module, not src/proto's index: the index also holds the loader, whose grpc-js
+// types would then reach the root entry point's declarations through this namespace.
+import type * as pb from '../proto/generated/index.js';
 
 /**
  * int64/uint64 as a request may carry it: what proto-loader decodes (a decimal string), a number, or an

@@ -14,8 +14,8 @@ import * as http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { startEtcd } from '../../src/diff/etcd_process.js';
 import { requireCommand } from '../support/prerequisites.js';
-import { concurrencyServices } from '../../src/grpc/concurrency.js';
-import { etcdService, PROTO_LOADER_OPTIONS, serve } from '../../src/grpc/server.js';
+import { serve } from '../../src/grpc/server.js';
+import { etcdService } from '../../src/proto/index.js';
 
 /** The differential test needs a real etcd: skipped without one outside CI, a failure in CI. */
 const skip = requireCommand('etcd');
@@ -32,7 +32,7 @@ class Target {
   private readonly clients: Record<'kv' | 'lease' | 'lock' | 'election', grpc.Client>;
 
   constructor(address: string) {
-    const { Lock, Election } = concurrencyServices(PROTO_LOADER_OPTIONS);
+    const [Lock, Election] = [etcdService('Lock'), etcdService('Election')];
     const cr = grpc.credentials.createInsecure();
     this.clients = {
       kv: new (etcdService('KV'))(address, cr),
@@ -310,7 +310,7 @@ test('serve(): a client that disconnects while its Lock waits releases the key, 
 test('serve(): a token naming a raft index not applied yet holds Lock, Unlock and Leader until writes reach it, as etcd holds them (its KV token check)', async () => {
   const sim = await serve({ port: 0, etcdVersion: '3.4' });
   const t = new Target(sim.address);
-  const { Lock, Election } = concurrencyServices(PROTO_LOADER_OPTIONS);
+  const [Lock, Election] = [etcdService('Lock'), etcdService('Election')];
   const cr = grpc.credentials.createInsecure();
   const lock = new Lock(sim.address, cr) as unknown as Record<string, (req: Msg, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null) => void) => void>;
   const election = new Election(sim.address, cr) as unknown as typeof lock;
@@ -347,7 +347,7 @@ test('serve(): a token naming a raft index not applied yet holds Lock, Unlock an
 test('serve() 3.4: an Observe whose token names a raft index not applied yet is held until writes reach it, then ends as etcd 3.4.23 ends it for a bad token (OK, no message)', async () => {
   const sim = await serve({ port: 0, etcdVersion: '3.4' });
   const t = new Target(sim.address);
-  const { Election } = concurrencyServices(PROTO_LOADER_OPTIONS);
+  const Election = etcdService('Election');
   const election = new Election(sim.address, grpc.credentials.createInsecure());
   try {
     const md = new grpc.Metadata();

@@ -6,12 +6,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Buffer } from 'node:buffer';
-import * as protoLoader from '@grpc/proto-loader';
-import { PROTO_LOADER_OPTIONS } from '../../src/grpc/server.js';
+import { etcdPackageDefinition } from '../../src/proto/index.js';
 import { requestChecks, requestDecodingOf } from '../../src/grpc/request_decoding.js';
 import { RECURSION_LIMIT } from '../../src/grpc/protobuf_go_check.js';
 
-const pd = protoLoader.loadSync('etcdserverpb/rpc.proto', PROTO_LOADER_OPTIONS);
+const pd = etcdPackageDefinition();
 const checks = requestChecks(pd, 'etcdserverpb', requestDecodingOf('3.7', 0));
 const txn = checks('TxnRequest');
 const range = checks('RangeRequest');

@@ -10,7 +10,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import { startEtcd } from '../../src/diff/etcd_process.js';
-import { etcdService, serve } from '../../src/grpc/server.js';
+import { serve } from '../../src/grpc/server.js';
+import { etcdService } from '../../src/proto/index.js';
 import { requireCommand } from '../support/prerequisites.js';
 
 const skip = requireCommand('etcd');

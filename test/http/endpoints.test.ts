@@ -8,7 +8,8 @@ import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { startEtcd, type EtcdProcess } from '../../src/diff/etcd_process.js';
-import { serve, etcdService, type ServeHandle } from '../../src/grpc/server.js';
+import { serve, type ServeHandle } from '../../src/grpc/server.js';
+import { etcdService } from '../../src/proto/index.js';
 import { requireCommands } from '../support/prerequisites.js';
 import { CLIENT_EXT, SERVER_EXT, TestPki } from '../grpc/pki.js';
 

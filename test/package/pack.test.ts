@@ -165,9 +165,9 @@ describe('the packed package, installed into a fresh project', () => {
       'dist/index.d.ts',
       'dist/grpc/index.js',
       'dist/grpc/index.d.ts',
-      'dist/grpc/proto/etcdserverpb/rpc.proto',
-      'dist/grpc/proto/mvccpb/kv.proto',
-      'dist/grpc/proto/authpb/auth.proto',
+      'dist/proto/etcdserverpb/rpc.proto',
+      'dist/proto/mvccpb/kv.proto',
+      'dist/proto/authpb/auth.proto',
       'dist/cli/main.js',
       'scenarios/watch-from-the-past.etcdsim',
     ]) {

@@ -64,7 +64,8 @@ import fc from 'fast-check';
 import * as grpc from '@grpc/grpc-js';
 
 import { connectEtcd, type EtcdGrpcClient, type GrpcBidiCall } from '../../src/grpc/client.js';
-import { DEFAULT_MAX_REQUEST_BYTES, etcdService, GRPC_OVERHEAD_BYTES, serve, type ServeHandle } from '../../src/grpc/server.js';
+import { DEFAULT_MAX_REQUEST_BYTES, GRPC_OVERHEAD_BYTES, serve, type ServeHandle } from '../../src/grpc/server.js';
+import { etcdService } from '../../src/proto/index.js';
 import * as authErrors from '../../src/auth/errors.js';
 import * as leaseErrors from '../../src/lease/errors.js';
 import * as etcdErrors from '../../src/mvcc/errors.js';
@@ -132,7 +133,7 @@ interface FieldDef {
 }
 const f = (num: number, go: string, wt: 0 | 2): FieldDef => ({ num, go, wt });
 
-/** From src/grpc/proto/etcdserverpb/rpc.proto; the Go names as protoc-gen-gogo spells them (rpc.pb.go). */
+/** From src/proto/etcdserverpb/rpc.proto; the Go names as protoc-gen-gogo spells them (rpc.pb.go). */
 const SCHEMA: Readonly<Record<MsgName, readonly FieldDef[]>> = {
   RangeRequest: [
     f(1, 'Key', 2), f(2, 'RangeEnd', 2), f(3, 'Limit', 0), f(4, 'Revision', 0), f(5, 'SortOrder', 0), f(6, 'SortTarget', 0),

@@ -1,0 +1,13 @@
+// Original file: src/proto/etcdserverpb/rpc.proto
+
+import type { ResponseHeader__Input as _etcdserverpb_ResponseHeader__Input, ResponseHeader__Output as _etcdserverpb_ResponseHeader__Output } from '../etcdserverpb/ResponseHeader.js';
+
+export interface AuthRoleListResponse__Input {
+  'header'?: (_etcdserverpb_ResponseHeader__Input | null);
+  'roles'?: (string)[];
+}
+
+export interface AuthRoleListResponse__Output {
+  'header': (_etcdserverpb_ResponseHeader__Output | null);
+  'roles': (string)[];
+}

@@ -1,0 +1,21 @@
+// Original file: src/proto/etcdserverpb/rpc.proto
+
+import type { MethodDefinition } from '@grpc/proto-loader'
+import type { LeaseGrantRequest__Input as _etcdserverpb_LeaseGrantRequest__Input, LeaseGrantRequest__Output as _etcdserverpb_LeaseGrantRequest__Output } from '../etcdserverpb/LeaseGrantRequest.js';
+import type { LeaseGrantResponse__Input as _etcdserverpb_LeaseGrantResponse__Input, LeaseGrantResponse__Output as _etcdserverpb_LeaseGrantResponse__Output } from '../etcdserverpb/LeaseGrantResponse.js';
+import type { LeaseKeepAliveRequest__Input as _etcdserverpb_LeaseKeepAliveRequest__Input, LeaseKeepAliveRequest__Output as _etcdserverpb_LeaseKeepAliveRequest__Output } from '../etcdserverpb/LeaseKeepAliveRequest.js';
+import type { LeaseKeepAliveResponse__Input as _etcdserverpb_LeaseKeepAliveResponse__Input, LeaseKeepAliveResponse__Output as _etcdserverpb_LeaseKeepAliveResponse__Output } from '../etcdserverpb/LeaseKeepAliveResponse.js';
+import type { LeaseLeasesRequest__Input as _etcdserverpb_LeaseLeasesRequest__Input, LeaseLeasesRequest__Output as _etcdserverpb_LeaseLeasesRequest__Output } from '../etcdserverpb/LeaseLeasesRequest.js';
+import type { LeaseLeasesResponse__Input as _etcdserverpb_LeaseLeasesResponse__Input, LeaseLeasesResponse__Output as _etcdserverpb_LeaseLeasesResponse__Output } from '../etcdserverpb/LeaseLeasesResponse.js';
+import type { LeaseRevokeRequest__Input as _etcdserverpb_LeaseRevokeRequest__Input, LeaseRevokeRequest__Output as _etcdserverpb_LeaseRevokeRequest__Output } from '../etcdserverpb/LeaseRevokeRequest.js';
+import type { LeaseRevokeResponse__Input as _etcdserverpb_LeaseRevokeResponse__Input, LeaseRevokeResponse__Output as _etcdserverpb_LeaseRevokeResponse__Output } from '../etcdserverpb/LeaseRevokeResponse.js';
+import type { LeaseTimeToLiveRequest__Input as _etcdserverpb_LeaseTimeToLiveRequest__Input, LeaseTimeToLiveRequest__Output as _etcdserverpb_LeaseTimeToLiveRequest__Output } from '../etcdserverpb/LeaseTimeToLiveRequest.js';
+import type { LeaseTimeToLiveResponse__Input as _etcdserverpb_LeaseTimeToLiveResponse__Input, LeaseTimeToLiveResponse__Output as _etcdserverpb_LeaseTimeToLiveResponse__Output } from '../etcdserverpb/LeaseTimeToLiveResponse.js';
+
+export interface LeaseDefinition {
+  LeaseGrant: MethodDefinition<_etcdserverpb_LeaseGrantRequest__Input, _etcdserverpb_LeaseGrantResponse__Input, _etcdserverpb_LeaseGrantRequest__Output, _etcdserverpb_LeaseGrantResponse__Output>
+  LeaseKeepAlive: MethodDefinition<_etcdserverpb_LeaseKeepAliveRequest__Input, _etcdserverpb_LeaseKeepAliveResponse__Input, _etcdserverpb_LeaseKeepAliveRequest__Output, _etcdserverpb_LeaseKeepAliveResponse__Output>
+  LeaseLeases: MethodDefinition<_etcdserverpb_LeaseLeasesRequest__Input, _etcdserverpb_LeaseLeasesResponse__Input, _etcdserverpb_LeaseLeasesRequest__Output, _etcdserverpb_LeaseLeasesResponse__Output>
+  LeaseRevoke: MethodDefinition<_etcdserverpb_LeaseRevokeRequest__Input, _etcdserverpb_LeaseRevokeResponse__Input, _etcdserverpb_LeaseRevokeRequest__Output, _etcdserverpb_LeaseRevokeResponse__Output>
+  LeaseTimeToLive: MethodDefinition<_etcdserverpb_LeaseTimeToLiveRequest__Input, _etcdserverpb_LeaseTimeToLiveResponse__Input, _etcdserverpb_LeaseTimeToLiveRequest__Output, _etcdserverpb_LeaseTimeToLiveResponse__Output>
+}

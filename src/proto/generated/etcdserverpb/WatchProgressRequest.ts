@@ -1,0 +1,8 @@
+// Original file: src/proto/etcdserverpb/rpc.proto
+
+
+export interface WatchProgressRequest__Input {
+}
+
+export interface WatchProgressRequest__Output {
+}

@@ -1,0 +1,14 @@
+// Original file: src/proto/v3electionpb/v3election.proto
+
+import type { ResponseHeader__Input as _etcdserverpb_ResponseHeader__Input, ResponseHeader__Output as _etcdserverpb_ResponseHeader__Output } from '../etcdserverpb/ResponseHeader.js';
+import type { KeyValue__Input as _mvccpb_KeyValue__Input, KeyValue__Output as _mvccpb_KeyValue__Output } from '../mvccpb/KeyValue.js';
+
+export interface LeaderResponse__Input {
+  'header'?: (_etcdserverpb_ResponseHeader__Input | null);
+  'kv'?: (_mvccpb_KeyValue__Input | null);
+}
+
+export interface LeaderResponse__Output {
+  'header': (_etcdserverpb_ResponseHeader__Output | null);
+  'kv': (_mvccpb_KeyValue__Output | null);
+}

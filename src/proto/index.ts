@@ -1,0 +1,17 @@
+/**
+ * etcd's API as declared by its .proto files, in one place: the .proto files themselves, the one loader
+ * every door reads them through (loader.ts), and the message types proto-loader-gen-types writes from them
+ * (generated/, `npm run gen-types`; src/server/messages.ts derives the services' message types from those).
+ * A leaf: it imports nothing of etcdsim.
+ */
+export {
+  PROTO_DIR,
+  PROTO_FILES,
+  PROTO_LOADER_OPTIONS,
+  SERVICE_PACKAGES,
+  etcdPackageDefinition,
+  loadEtcdProtos,
+  etcdService,
+  type EtcdServiceName,
+} from './loader.js';
+export type * from './generated/index.js';

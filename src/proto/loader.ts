@@ -1,0 +1,67 @@
+/**
+ * etcd's API as its .proto files declare it (etcdserverpb's rpc.proto with mvccpb and authpb, and the
+ * v3lockpb / v3electionpb services of etcd's server/etcdserver/api/v3lock and v3election), loaded once,
+ * with one set of options, for every part of etcdsim that reads them: the gRPC door's method tables and
+ * request checks, the JSON gateway's schema, the test and bench clients. The options are the ones the
+ * message types in ./generated were generated with (scripts/gen-types.mjs; test/proto/generated_types.test.ts
+ * holds the two together), so a decoded request is exactly the `X__Output` type the services take.
+ */
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+
+/** Where our .proto files live (src/proto; dist/proto once built). rpc.proto imports kv.proto and auth.proto. */
+export const PROTO_DIR = fileURLToPath(new URL('./', import.meta.url));
+
+/** The protos that declare services; the message-only ones (kv.proto, auth.proto) come in through their imports. */
+export const PROTO_FILES: readonly string[] = Object.freeze(['etcdserverpb/rpc.proto', 'v3lockpb/v3lock.proto', 'v3electionpb/v3election.proto']);
+
+/**
+ * The options every etcdsim gRPC peer (server and test clients) loads the protos with: field names as in
+ * the .proto (keepCase), 64-bit integers and enums as strings, defaults filled in, a oneof's chosen field
+ * named; bytes stay Buffers.
+ */
+export const PROTO_LOADER_OPTIONS: protoLoader.Options = Object.freeze({
+  keepCase: true,
+  longs: String,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+  includeDirs: [PROTO_DIR],
+});
+
+/** etcd's eight gRPC services: etcdserverpb's six, v3lockpb.Lock and v3electionpb.Election. */
+export type EtcdServiceName = 'KV' | 'Watch' | 'Lease' | 'Cluster' | 'Maintenance' | 'Auth' | 'Lock' | 'Election';
+
+/** The proto package each service is declared in. */
+export const SERVICE_PACKAGES: Readonly<Record<EtcdServiceName, string>> = Object.freeze({
+  KV: 'etcdserverpb',
+  Watch: 'etcdserverpb',
+  Lease: 'etcdserverpb',
+  Cluster: 'etcdserverpb',
+  Maintenance: 'etcdserverpb',
+  Auth: 'etcdserverpb',
+  Lock: 'v3lockpb',
+  Election: 'v3electionpb',
+});
+
+let cachedPackage: protoLoader.PackageDefinition | undefined;
+let cachedObject: grpc.GrpcObject | undefined;
+
+/** proto-loader's descriptors of every message, enum and service (loaded once). */
+export function etcdPackageDefinition(): protoLoader.PackageDefinition {
+  cachedPackage ??= protoLoader.loadSync([...PROTO_FILES], PROTO_LOADER_OPTIONS);
+  return cachedPackage;
+}
+
+/** etcd's API as a grpc-js package object: `.etcdserverpb.KV`, `.v3lockpb.Lock`, ... (loaded once). */
+export function loadEtcdProtos(): grpc.GrpcObject {
+  cachedObject ??= grpc.loadPackageDefinition(etcdPackageDefinition());
+  return cachedObject;
+}
+
+/** A service constructor (for servers' addService and for plain grpc-js clients): `etcdService('KV')`. */
+export function etcdService(name: EtcdServiceName): grpc.ServiceClientConstructor {
+  const pkg = loadEtcdProtos()[SERVICE_PACKAGES[name]] as grpc.GrpcObject;
+  return pkg[name] as grpc.ServiceClientConstructor;
+}

@@ -1,8 +1,0 @@
-// Original file: src/grpc/proto/etcdserverpb/rpc.proto
-
-
-export interface AuthEnableRequest__Input {
-}
-
-export interface AuthEnableRequest__Output {
-}

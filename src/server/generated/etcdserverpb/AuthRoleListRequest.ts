@@ -1,8 +1,0 @@
-// Original file: src/grpc/proto/etcdserverpb/rpc.proto
-
-
-export interface AuthRoleListRequest__Input {
-}
-
-export interface AuthRoleListRequest__Output {
-}

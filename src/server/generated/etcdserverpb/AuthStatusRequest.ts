@@ -1,8 +1,0 @@
-// Original file: src/grpc/proto/etcdserverpb/rpc.proto
-
-
-export interface AuthStatusRequest__Input {
-}
-
-export interface AuthStatusRequest__Output {
-}

@@ -1,8 +1,0 @@
-// Original file: src/grpc/proto/etcdserverpb/rpc.proto
-
-
-export interface AuthUserListRequest__Input {
-}
-
-export interface AuthUserListRequest__Output {
-}

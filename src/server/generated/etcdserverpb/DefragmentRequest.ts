@@ -1,8 +1,0 @@
-// Original file: src/grpc/proto/etcdserverpb/rpc.proto
-
-
-export interface DefragmentRequest__Input {
-}
-
-export interface DefragmentRequest__Output {
-}

@@ -1,8 +1,0 @@
-// Original file: src/grpc/proto/etcdserverpb/rpc.proto
-
-
-export interface HashRequest__Input {
-}
-
-export interface HashRequest__Output {
-}

@@ -1,8 +1,0 @@
-// Original file: src/grpc/proto/etcdserverpb/rpc.proto
-
-
-export interface LeaseLeasesRequest__Input {
-}
-
-export interface LeaseLeasesRequest__Output {
-}

@@ -1,8 +1,0 @@
-// Original file: src/grpc/proto/etcdserverpb/rpc.proto
-
-
-export interface SnapshotRequest__Input {
-}
-
-export interface SnapshotRequest__Output {
-}

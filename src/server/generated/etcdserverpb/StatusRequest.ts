@@ -1,8 +1,0 @@
-// Original file: src/grpc/proto/etcdserverpb/rpc.proto
-
-
-export interface StatusRequest__Input {
-}
-
-export interface StatusRequest__Output {
-}

@@ -1,8 +1,0 @@
-// Original file: src/grpc/proto/etcdserverpb/rpc.proto
-
-
-export interface WatchProgressRequest__Input {
-}
-
-export interface WatchProgressRequest__Output {
-}
