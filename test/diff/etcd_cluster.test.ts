@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startEtcdCluster, type EtcdCluster } from '../../src/diff/etcd_cluster.js';
 import { KvHistory, runKvClients } from '../../src/diff/kv_history.js';
-import { checkLinearizable, formatHistory } from '../../src/diff/linearizability.js';
+import { checkLinearizable, formatHistory, type KvOperation } from '../../src/diff/linearizability.js';
 import { skipWithoutEtcd } from './helpers.js';
 
 let cluster: EtcdCluster | undefined;
@@ -90,7 +90,15 @@ test('3 members under concurrent clients, the leader paused and resumed, leaders
   assert.ok(tampered.verdict === 'not-linearizable');
   assert.equal(tampered.key, 'a');
   assert.match(tampered.text, new RegExp(`client 99 .*get "a" -> "${stale.value}"`));
-  assert.ok(tampered.minimal.length <= 6, tampered.text);
+  // What the minimiser guarantees whatever the history (its size depends on how many requests a loaded
+  // machine timed out, and the shrink's step budget with it; 87 operations were seen): a part of key a's
+  // history that holds the planted read and is itself a witness. How small it gets is pinned on fixed
+  // histories (test/diff/linearizability.test.ts), not on one the machine's load shapes.
+  const input = new Set<KvOperation>([...ops.filter((o) => o.key === 'a')]);
+  const read = tampered.minimal.find((o) => o.client === 99);
+  assert.ok(read !== undefined && read.type === 'get' && read.value === stale.value, tampered.text);
+  assert.ok(tampered.minimal.every((o) => o === read || input.has(o)), 'the counterexample holds operations the history did not');
+  assert.equal(checkLinearizable(tampered.minimal, { maxSteps: 20_000_000 }).verdict, 'not-linearizable', tampered.text);
 });
 
 test('a killed member restarts on its data dir with its identity and catches up', { skip: skipWithoutEtcd, timeout: 60_000 }, async () => {
