@@ -275,6 +275,7 @@ export class EtcdCluster {
   private readonly ticker: TimerHandle;
   private applying = false;
   private readonly serverHooks: Array<(server: EtcdServer, m: MemberState) => void> = [];
+  private readonly tickHooks: Array<() => void> = [];
   private readonly dirty = new Set<MemberState>();
   /** Every member applied the entries up to here: their requests were let go (releaseApplied). */
   private releasedTo = 0;
@@ -650,6 +651,11 @@ export class EtcdCluster {
     for (const m of this.states) if (!m.crashed) fn(m.server, m);
   }
 
+  /** @internal Calls `fn` after every Raft tick (a checker of the cluster's invariants, raft_checker.ts). */
+  afterTick(fn: () => void): void {
+    this.tickHooks.push(fn);
+  }
+
   /** Pushes queued stream responses of every member to their listeners (delivery points). */
   flush(): number {
     let n = 0;
@@ -890,6 +896,7 @@ export class EtcdCluster {
     }
     for (const m of this.states) if (m.up && m.reads.length > 0) this.tryReads(m);
     this.pump();
+    for (const fn of this.tickHooks) fn();
   }
 
   /** The leader's heartbeat (and log replication) to every member it reaches. */

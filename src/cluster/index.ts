@@ -18,3 +18,4 @@ export type { Entry, EntryKind } from './raft_log.js';
 export { MEMBER_INTERNAL_CLIENT, type ClusterElection, type ClusterLock } from './concurrency.js';
 export { MAX_NO_LEADER_COUNT } from './require_leader.js';
 export * as clusterErrors from './errors.js';
+export { RaftChecker, checkRaftEveryTick, type RaftViolation } from './raft_checker.js';

@@ -28,7 +28,7 @@ import { Buffer } from 'node:buffer';
 import type { EtcdGrpcClient } from '../grpc/client.js';
 import type * as M from '../server/messages.js';
 import { watchResponseIn } from '../server/convert.js';
-import { EtcdCluster as SimCluster } from '../cluster/index.js';
+import { EtcdCluster as SimCluster, checkRaftEveryTick } from '../cluster/index.js';
 import { afterHostTime, hostNow, SimRandom, VirtualClock } from '../sim/index.js';
 import { checkWatch, formatViolations, type CommittedHistory, type HistoryRevision } from '../watch/guarantees.js';
 import type { WatchCreateRequest, WatchResponse } from '../watch/types.js';
@@ -139,6 +139,11 @@ export interface ClusterSide {
   kill(i: number): Promise<void>;
   restart(i: number): Promise<void>;
   moveLeader(to: number): Promise<void>;
+  /**
+   * What the side's own Raft invariant checker found (the simulator runs src/cluster/raft_checker.ts after
+   * every tick); absent on a side that has none to run (a real cluster's Raft is etcd's own).
+   */
+  raftViolations?(): readonly string[];
   close(): Promise<void>;
 }
 
@@ -169,6 +174,7 @@ export function simSide(plan: ClusterPlan, opts: SimSideOptions = {}): ClusterSi
   // instant and a client loop would never yield. Real loopback answers in about a millisecond; a slower
   // link keeps the number of operations (and the checker's work) near what the real side records.
   for (let i = 0; i < plan.members; i++) c.delayLink(SIM_CLIENT, i, opts.linkDelayMs ?? 5);
+  const raft = checkRaftEveryTick(c);
   const api = (i: number): MemberApi => {
     const s = c.connect(i, { client: SIM_CLIENT, deadlineMs: CALL_DEADLINE_MS });
     const kv: HistoryKv = { range: (r) => s.kv.range(r), put: (r) => s.kv.put(r), deleteRange: (r) => s.kv.deleteRange(r), txn: (r) => s.kv.txn(r) };
@@ -197,6 +203,7 @@ export function simSide(plan: ClusterPlan, opts: SimSideOptions = {}): ClusterSi
     moveLeader: async (to) => {
       if (!c.moveLeader(to)) throw new Error(`move-leader to member ${to} did not complete`);
     },
+    raftViolations: () => raft.found.map((v) => `at ${v.at} ms: ${v.invariant}: ${v.detail}`),
     close: () => Promise.resolve(c.close()),
   };
 }
@@ -237,7 +244,7 @@ export async function etcdSide(plan: ClusterPlan, opts: Pick<StartClusterOptions
 
 /** One check's outcome on one side. */
 export interface ClusterCheck {
-  readonly name: 'linearizable' | 'watch' | 'lease' | 'keyspace' | 'revision' | 'members';
+  readonly name: 'linearizable' | 'watch' | 'lease' | 'keyspace' | 'revision' | 'members' | 'raft';
   /** 'skipped': the check's premise did not hold this run (said in detail), so it promises nothing. */
   readonly status: 'ok' | 'failed' | 'skipped';
   readonly detail: string;
@@ -625,6 +632,9 @@ async function runOn(side: ClusterSide, plan: ClusterPlan): Promise<ClusterSideR
     const expected = 1 + changed + leased;
     checks.push({ name: 'revision', status: expected === finalRevision ? 'ok' : 'failed', detail: `final revision ${finalRevision}, expected ${expected} (1 + ${changed} KV writes + ${leased} of the lease key)` });
   }
+  // Raft's own invariants, where the side checks them after every tick (the simulator).
+  const broken = side.raftViolations?.();
+  if (broken !== undefined) checks.push({ name: 'raft', status: broken.length === 0 ? 'ok' : 'failed', detail: broken.length === 0 ? 'invariants held after every tick' : broken.join('\n') });
   return { side: side.name, seed: plan.seed, checks, faultLog, operations: ops.length, unknownWrites, finalRevision, keyspace, members, leaders, watchStreams: watches.length };
 }
 

@@ -22,6 +22,8 @@ function assertClean(r: ClusterDiffResult): void {
     assert.equal(status(s, 'revision'), s.unknownWrites === 0 ? 'ok' : 'skipped', formatClusterDiff(r));
     assert.equal(s.members, 3);
     assert.equal(s.leaders, 1);
+    // Raft's invariants, checked after every tick where the side can (the simulator; etcd's Raft is its own).
+    assert.equal(status(s, 'raft'), s.side === 'simulator' ? 'ok' : 'missing', formatClusterDiff(r));
   }
 }
 
