@@ -26,8 +26,9 @@
  *   socket ends; every open stream's onClose gets the code) and stream errors (RST_STREAM; the connection
  *   lives on). HPACK failures are COMPRESSION_ERROR connection errors, since the tables are out of step.
  * - Limits: SETTINGS_MAX_CONCURRENT_STREAMS (REFUSED_STREAM beyond), SETTINGS_MAX_HEADER_LIST_SIZE
- *   (`:status 431`, the block still decoded so the HPACK table stays in step), a bound on a compressed
- *   header block across CONTINUATION frames (ENHANCE_YOUR_CALM), SETTINGS_MAX_FRAME_SIZE (FRAME_SIZE_ERROR).
+ *   (`:status 431`, the block still decoded so the HPACK table stays in step), a bound on a header block
+ *   across CONTINUATION frames counting their frame headers too (ENHANCE_YOUR_CALM: a flood of empty
+ *   CONTINUATION frames is cut off like a large block), SETTINGS_MAX_FRAME_SIZE (FRAME_SIZE_ERROR).
  * - PING is answered at once; a server may bound how often clients ping (PingPolicy, grpc-go's keepalive
  *   enforcement: too many early PINGs end the connection with ENHANCE_YOUR_CALM "too_many_pings").
  * - Simplifications, all allowed by the RFC: PRIORITY and priority fields are ignored; no server push
@@ -79,7 +80,10 @@ export interface ConnectionOptions {
   readonly maxFrameSize?: number | undefined;
   /** SETTINGS_HEADER_TABLE_SIZE for our HPACK decoder. Default 4096. */
   readonly headerTableSize?: number | undefined;
-  /** Largest compressed header block (HEADERS + CONTINUATION) accepted; beyond, ENHANCE_YOUR_CALM. Default 1 MiB. */
+  /**
+   * Largest header block accepted, counted as its HEADERS and CONTINUATION frames take on the wire (frame
+   * headers included, so it also bounds how many frames a block may span); beyond, ENHANCE_YOUR_CALM. Default 1 MiB.
+   */
   readonly maxHeaderBlockSize?: number | undefined;
   /** SETTINGS_MAX_HEADER_LIST_SIZE we announce and enforce (decoded octets + 32 per field; beyond: 431). Default 16 MiB (grpc-go's). */
   readonly maxHeaderListSize?: number | undefined;
@@ -219,11 +223,16 @@ export class Http2ServerConnection {
   private lastStreamId = 0;
   private readonly resetIds = new Set<number>();
 
-  /** A header block being continued: its stream id (0: none), HEADERS flags, fragments and size. */
+  /**
+   * A header block being continued: its stream id (0: none), HEADERS flags, its fragments copied into one
+   * buffer (a view per fragment would keep each frame's read buffer and an object alive), the octets in it,
+   * and the octets its frames took on the wire, frame headers included — what maxHeaderBlock bounds.
+   */
   private contId = 0;
   private contFlags = 0;
-  private contParts: Buffer[] = [];
+  private contBlock: Buffer = EMPTY;
   private contBytes = 0;
+  private contWire = 0;
 
   /** Receive: window left on the connection, and bytes consumed since our last connection WINDOW_UPDATE. */
   private recvWindow: number;
@@ -487,23 +496,38 @@ export class Http2ServerConnection {
     else {
       this.contId = id;
       this.contFlags = flags | (selfDependent ? 0x100 : 0);
-      this.contParts = [buf.subarray(s, e)];
-      this.contBytes = e - s;
+      this.contBytes = 0;
+      this.contWire = FRAME_HEADER_LENGTH + end - start;
+      this.appendFragment(buf, s, e);
     }
   }
 
   private onContinuation(flags: number, id: number, buf: Buffer, start: number, end: number): void {
     if (this.contId === 0 || id !== this.contId) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'unexpected CONTINUATION');
-    this.contParts.push(buf.subarray(start, end));
-    this.contBytes += end - start;
-    if (this.contBytes > this.maxHeaderBlock) throw new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, 'header block too large');
+    // Frame headers count: empty CONTINUATION frames carry nothing, yet each one costs the server a parse.
+    this.contWire += FRAME_HEADER_LENGTH + end - start;
+    if (this.contWire > this.maxHeaderBlock) throw new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, 'header block too large');
+    this.appendFragment(buf, start, end);
     if (flags & Flags.END_HEADERS) {
-      const block = Buffer.concat(this.contParts, this.contBytes);
+      const block = this.contBlock;
       const f = this.contFlags;
       this.contId = 0;
-      this.contParts = [];
-      this.onHeaderBlock(id, f & 0xff, (f & 0x100) !== 0, block, 0, block.length);
+      this.contBlock = EMPTY;
+      this.onHeaderBlock(id, f & 0xff, (f & 0x100) !== 0, block, 0, this.contBytes);
     }
+  }
+
+  /** Copies a header block fragment after the ones so far (the buffer doubles, up to maxHeaderBlock). */
+  private appendFragment(buf: Buffer, start: number, end: number): void {
+    const n = end - start;
+    if (n === 0) return;
+    if (this.contBytes + n > this.contBlock.length) {
+      const grown = Buffer.allocUnsafe(Math.min(this.maxHeaderBlock, Math.max(this.contBytes + n, 2 * this.contBlock.length, 1024)));
+      this.contBlock.copy(grown, 0, 0, this.contBytes);
+      this.contBlock = grown;
+    }
+    buf.copy(this.contBlock, this.contBytes, start, end);
+    this.contBytes += n;
   }
 
   /** A complete header block: a new request, or trailers ending one. */
