@@ -452,10 +452,14 @@ export class Http2ServerConnection {
       e -= buf[s++]!;
       if (e < s) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'padding longer than the frame');
     }
+    const ending = (flags & Flags.END_STREAM) !== 0;
+    // A response completed from inside onData must know the request is complete too, or it would reset it.
+    st.remoteEnding = ending;
     if (e > s && st.onData !== undefined) st.onData(buf.subarray(s, e));
     this.consumed(len);
-    if (st.closed) return; // the server reset it from onData
-    if (flags & Flags.END_STREAM) this.remoteEnd(st);
+    if (st.closed) return; // answered (or reset) from onData
+    st.remoteEnding = false;
+    if (ending) this.remoteEnd(st);
     else {
       st.recvUnacked += len;
       if (st.recvUnacked >= this.streamWindow / 2) {
@@ -724,7 +728,7 @@ export class Http2ServerConnection {
 
   /** The response is complete: the stream closes, and a request still open is told to stop (RST_STREAM NO_ERROR, RFC 9113 §8.1). */
   private responseDone(st: H2Stream): void {
-    this.closeStream(st, ErrorCode.NO_ERROR, !st.remoteEnded);
+    this.closeStream(st, ErrorCode.NO_ERROR, !st.remoteEnded && !st.remoteEnding);
   }
 
   /** Writes a header block on stream `id`, split into HEADERS + CONTINUATION frames beyond the peer's max frame size. */

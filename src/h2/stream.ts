@@ -52,6 +52,8 @@ export class H2Stream {
   trailers: OutgoingHeaders | undefined = undefined;
   /** @internal The request side ended (END_STREAM received). */
   remoteEnded = false;
+  /** @internal The DATA frame being delivered to onData carries END_STREAM. */
+  remoteEnding = false;
   /** @internal END_STREAM sent. */
   localEnded = false;
   /** @internal */

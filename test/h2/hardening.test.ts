@@ -53,3 +53,66 @@ test('empty CONTINUATION frames count against the header block limit with their 
     await close();
   }
 });
+
+/** A server that answers each request from its first DATA frame, synchronously (as the gRPC door answers a unary call). */
+async function answeringFromData(): Promise<{ client: RawClient; close(): Promise<void> }> {
+  const srv = await startServer((st) => {
+    st.onData = () => {
+      st.respond([':status', '200']);
+      st.write(Buffer.from('ok'));
+      st.end(['grpc-status', '0']);
+    };
+  });
+  const client = await RawClient.connect(srv.port);
+  return {
+    client,
+    close: async () => {
+      client.destroy();
+      await srv.close();
+    },
+  };
+}
+
+const PING = frame(FrameType.PING, 0, 0, Buffer.from('01234567'));
+const pingAck = (f: { type: number; flags: number }): boolean => f.type === FrameType.PING && (f.flags & Flags.ACK) !== 0;
+
+test('a request whose last DATA frame ends it, answered from that frame: no RST_STREAM after the answer', async () => {
+  const { client, close } = await answeringFromData();
+  try {
+    client.send(frame(FrameType.HEADERS, Flags.END_HEADERS, 1, block()), frame(FrameType.DATA, Flags.END_STREAM, 1, Buffer.from('request')), PING);
+    await client.waitFor(pingAck);
+    const onStream = client.frames.filter((f) => f.streamId === 1).map((f) => f.type);
+    assert.deepEqual(onStream, [FrameType.HEADERS, FrameType.DATA, FrameType.HEADERS]);
+  } finally {
+    await close();
+  }
+});
+
+test('after such a complete exchange: HEADERS reusing its id is a connection error PROTOCOL_ERROR, DATA on it a stream error STREAM_CLOSED', async () => {
+  {
+    const { client, close } = await answeringFromData();
+    try {
+      client.send(frame(FrameType.HEADERS, Flags.END_HEADERS, 1, block()), frame(FrameType.DATA, Flags.END_STREAM, 1, Buffer.from('request')));
+      await client.waitFor((f) => f.streamId === 1 && f.type === FrameType.HEADERS && (f.flags & Flags.END_STREAM) !== 0);
+      client.send(frame(FrameType.DATA, 0, 1, Buffer.from('more')), PING);
+      await client.waitFor(pingAck);
+      const rst = client.frames.find((f) => f.type === FrameType.RST_STREAM && f.streamId === 1);
+      assert.equal(rst?.payload.readUInt32BE(0), ErrorCode.STREAM_CLOSED);
+    } finally {
+      await close();
+    }
+  }
+  {
+    const { client, close } = await answeringFromData();
+    try {
+      client.send(frame(FrameType.HEADERS, Flags.END_HEADERS, 1, block()), frame(FrameType.DATA, Flags.END_STREAM, 1, Buffer.from('request')));
+      await client.waitFor((f) => f.streamId === 1 && f.type === FrameType.HEADERS && (f.flags & Flags.END_STREAM) !== 0);
+      client.send(frame(FrameType.HEADERS, Flags.END_HEADERS, 1, block()), PING);
+      const first = await client.waitFor((f) => f.type === FrameType.GOAWAY || pingAck(f));
+      assert.equal(first?.type, FrameType.GOAWAY, 'the reused stream id was let through');
+      assert.equal(first.payload.readUInt32BE(4), ErrorCode.PROTOCOL_ERROR);
+    } finally {
+      await close();
+    }
+  }
+});
