@@ -20,8 +20,14 @@
  *   goes out within min(stream window, connection window, peer's max frame size); the rest waits in the
  *   stream's queue and resumes on WINDOW_UPDATE (streams starved of connection window wait in FIFO
  *   order); write() reports false past a write quota (64 KiB by default, grpc-go's) and onDrain follows.
- *   Trailers wait behind their stream's queued DATA. The socket's own buffer is not watched: what it can
- *   hold is bounded by the peer's connection window, which only the peer's reading raises.
+ *   Trailers wait behind their stream's queued DATA. What DATA the socket's buffer can hold is bounded by
+ *   the peer's connection window, which only the peer's reading raises; the replies the peer's own frames
+ *   earn (SETTINGS ACK, PING ACK, RST_STREAM) are not, so past 50 of them queued in the socket reading stops
+ *   until they leave (grpc-go's throttle).
+ * - Memory held per connection, whatever the input: the unparsed rest of one socket read (reading pauses as
+ *   above) plus at most one frame (SETTINGS_MAX_FRAME_SIZE), a header block being continued (maxHeaderBlock,
+ *   frame headers counted), the HPACK table (SETTINGS_HEADER_TABLE_SIZE), 1024 remembered reset ids, and per
+ *   open stream its queued response (what the server writes past its write quota is the server's to bound).
  * - Errors as RFC 9113 §5.4 sorts them: connection errors (GOAWAY with the code and a reason, then the
  *   socket ends; every open stream's onClose gets the code) and stream errors (RST_STREAM; the connection
  *   lives on). HPACK failures are COMPRESSION_ERROR connection errors, since the tables are out of step.
@@ -125,6 +131,13 @@ class ConnectionError extends Error {
     super(message);
   }
 }
+
+/**
+ * Control replies queued in the socket past which the connection stops reading the peer's frames — grpc-go's
+ * maxQueuedTransportResponseFrames: a peer that sends PINGs, SETTINGS or frames that earn an RST_STREAM and
+ * never reads the answers is throttled instead of growing our write buffer.
+ */
+const MAX_QUEUED_CONTROL = 50;
 
 /** How many ids of streams we reset are remembered, so frames the peer had in flight on them are ignored. */
 const RESET_MEMORY = 1024;
@@ -248,6 +261,15 @@ export class Http2ServerConnection {
 
   private inRead = false;
   private flushScheduled = false;
+  /**
+   * Control replies (SETTINGS ACK, PING ACK, RST_STREAM) in the batch being built, and those written to the
+   * socket but still in its buffer (the peer is not reading them); the epoch voids the count of writes the
+   * socket took at once. Past MAX_QUEUED_CONTROL reading pauses (readPaused) until they leave.
+   */
+  private controlBatch = 0;
+  private controlQueued = 0;
+  private controlEpoch = 0;
+  private readPaused = false;
   /** GOAWAY sent (graceful close or connection error): no new streams; its code, for onClose of the rest. */
   private goawaySent = false;
   private goawayCode: number = ErrorCode.NO_ERROR;
@@ -297,7 +319,7 @@ export class Http2ServerConnection {
     socket.on('error', () => {}); // 'close' follows
     socket.on('close', () => this.onSocketClose());
     if (options.head !== undefined && options.head.length > 0) this.onRead(options.head);
-    else this.writer.flush();
+    else this.flush();
   }
 
   /** Streams open now (request or response side not finished). */
@@ -332,7 +354,8 @@ export class Http2ServerConnection {
 
   private onRead(chunk: Buffer): void {
     if (this.dead) return;
-    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
+    this.buf = this.buf.length === 0 ? chunk : chunk.length === 0 ? this.buf : Buffer.concat([this.buf, chunk]);
+    if (this.readPaused) return;
     this.inRead = true;
     try {
       this.parse();
@@ -348,7 +371,7 @@ export class Http2ServerConnection {
       return;
     }
     this.inRead = false;
-    if (!this.dead) this.writer.flush();
+    if (!this.dead) this.flush();
   }
 
   private parse(): void {
@@ -370,6 +393,15 @@ export class Http2ServerConnection {
       p = start + len;
       this.onFrame(buf[start - 6]!, buf[start - 5]!, buf.readUInt32BE(start - 4) & 0x7fffffff, buf, start, p);
       if (this.dead) return;
+      if (this.controlBatch >= MAX_QUEUED_CONTROL) {
+        this.flush();
+        if (this.controlQueued >= MAX_QUEUED_CONTROL) {
+          // The peer does not read our replies: read no more of its frames until they are taken.
+          this.readPaused = true;
+          this.socket.pause();
+          break;
+        }
+      }
     }
     this.buf = p === buf.length ? Buffer.alloc(0) : buf.subarray(p);
   }
@@ -409,6 +441,7 @@ export class Http2ServerConnection {
         if (end - start !== 8) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'PING length');
         if ((flags & Flags.ACK) !== 0) return;
         this.writer.frame(FrameType.PING, Flags.ACK, 0, buf, start, end);
+        this.controlBatch++;
         if (this.pingPolicy !== undefined) this.enforcePingPolicy(this.pingPolicy);
         return;
       case FrameType.GOAWAY: {
@@ -547,7 +580,10 @@ export class Http2ServerConnection {
       this.lastStreamId = id;
         this.writer.header(TOO_LARGE_BLOCK.length, FrameType.HEADERS, Flags.END_HEADERS | Flags.END_STREAM, id);
       this.writer.bytes(TOO_LARGE_BLOCK);
-      if (!endStream) this.writer.raw(rstStreamFrame(id, ErrorCode.NO_ERROR));
+      if (!endStream) {
+        this.writer.raw(rstStreamFrame(id, ErrorCode.NO_ERROR));
+        this.controlBatch++;
+      }
       this.remember(id);
       return;
     }
@@ -623,6 +659,7 @@ export class Http2ServerConnection {
     // The ACK goes before any frame relying on the new values (RFC 9113 §6.5.3): the peer enforces its
     // old window and frame size until it sees the ACK.
     this.writer.raw(SETTINGS_ACK);
+    this.controlBatch++;
     if (grown) for (const st of this.streams.values()) if (st.queued > 0) this.pump(st);
   }
 
@@ -835,6 +872,7 @@ export class Http2ServerConnection {
     }
     if (sendRst && !this.dead) {
       this.writer.raw(rstStreamFrame(st.id, code));
+      this.controlBatch++;
       this.remember(st.id);
       this.scheduleFlush();
     }
@@ -847,6 +885,7 @@ export class Http2ServerConnection {
     const st = this.streams.get(id);
     if (st !== undefined) return this.resetStream(st, code);
     this.writer.raw(rstStreamFrame(id, code));
+    this.controlBatch++;
     this.remember(id);
     this.scheduleFlush();
   }
@@ -891,12 +930,38 @@ export class Http2ServerConnection {
     this.onCloseCb?.();
   }
 
+  /** Sends the batch; control replies in it count as queued until the socket has handed them on. */
+  private flush(): void {
+    const n = this.controlBatch;
+    if (n === 0) return this.writer.flush();
+    this.controlBatch = 0;
+    const epoch = this.controlEpoch;
+    this.writer.flush(() => {
+      if (epoch !== this.controlEpoch) return;
+      this.controlQueued -= n;
+      if (this.readPaused && this.controlQueued < MAX_QUEUED_CONTROL) this.resumeReading();
+    });
+    if (this.socket.writableLength === 0) {
+      // Everything written so far went to the kernel already: nothing is queued.
+      this.controlEpoch++;
+      this.controlQueued = 0;
+    } else this.controlQueued += n;
+  }
+
+  /** The peer took our queued replies: its frames already read are parsed, and reading goes on. */
+  private resumeReading(): void {
+    if (this.dead) return;
+    this.readPaused = false;
+    this.socket.resume();
+    this.onRead(EMPTY);
+  }
+
   private scheduleFlush(): void {
     if (this.inRead || this.flushScheduled || this.dead) return;
     this.flushScheduled = true;
     setImmediate(() => {
       this.flushScheduled = false;
-      if (!this.dead) this.writer.flush();
+      if (!this.dead) this.flush();
     });
   }
 }

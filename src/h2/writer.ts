@@ -8,7 +8,7 @@ import { FRAME_HEADER_LENGTH, writeFrameHeader } from './frames.js';
 
 /** The socket side of a connection: a net.Socket, a TLSSocket, or any Duplex. */
 export interface FrameSink {
-  write(chunk: Buffer): boolean;
+  write(chunk: Buffer, callback?: (error?: Error | null) => void): boolean;
   cork(): void;
   uncork(): void;
 }
@@ -78,19 +78,24 @@ export class FrameWriter {
     this.bytes(buf, 0, buf.length);
   }
 
-  /** Sends the batch: one write, or a corked series of writes when it holds large payloads. */
-  flush(): void {
+  /**
+   * Sends the batch: one write, or a corked series of writes when it holds large payloads. `written`, when
+   * given, runs once the socket has handed the batch on (its write callback).
+   */
+  flush(written?: () => void): void {
     this.seal();
     const segs = this.segments;
     if (segs.length === 0) return;
     this.segments = [];
     const total = this.segmentBytes;
     this.segmentBytes = 0;
-    if (segs.length === 1) this.sink.write(segs[0]!);
-    else if (total <= CONCAT_LIMIT) this.sink.write(Buffer.concat(segs, total));
+    if (segs.length === 1) this.sink.write(segs[0]!, written);
+    else if (total <= CONCAT_LIMIT) this.sink.write(Buffer.concat(segs, total), written);
     else {
       this.sink.cork();
-      for (const s of segs) this.sink.write(s);
+      const last = segs.length - 1;
+      for (let i = 0; i < last; i++) this.sink.write(segs[i]!);
+      this.sink.write(segs[last]!, written);
       this.sink.uncork();
     }
   }

@@ -4,7 +4,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ErrorCode, Flags, FrameType, frame } from '../../src/h2/frames.js';
+import * as net from 'node:net';
+import { CLIENT_PREFACE, ErrorCode, Flags, FrameType, frame, settingsFrame } from '../../src/h2/frames.js';
 import { HpackEncoder } from '../../src/h2/hpack.js';
 import type { H2Stream } from '../../src/h2/stream.js';
 import { RawClient, startServer } from './helpers.js';
@@ -114,5 +115,49 @@ test('after such a complete exchange: HEADERS reusing its id is a connection err
     } finally {
       await close();
     }
+  }
+});
+
+test('a peer that sends PINGs and reads none of the answers is throttled: the server stops reading while 50 of its replies wait', async () => {
+  // 17 MB of PING ACKs, more than the kernel's buffers on both ends take while the client reads nothing.
+  const pings = 1_000_000;
+  const flood = Buffer.allocUnsafe(pings * PING.length);
+  for (let at = 0; at < flood.length; at += PING.length) PING.copy(flood, at);
+  // The server socket's write buffer, sampled after every read the connection handled.
+  let maxQueued = 0;
+  let serverStopped: (() => void) | undefined;
+  const srv = await startServer(() => {});
+  const raw = net.createServer((socket) => {
+    srv.accept(socket);
+    socket.on('data', () => {
+      maxQueued = Math.max(maxQueued, socket.writableLength);
+      if (socket.bytesRead >= flood.length) serverStopped?.(); // not throttled: it read the whole flood
+    });
+    socket.on('pause', () => serverStopped?.());
+  });
+  await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+  const client = net.connect((raw.address() as net.AddressInfo).port, '127.0.0.1');
+  try {
+    await new Promise<void>((resolve) => client.once('connect', resolve));
+    client.pause();
+    await new Promise<void>((resolve) => {
+      serverStopped = resolve;
+      client.write(Buffer.concat([CLIENT_PREFACE, settingsFrame([])]));
+      client.write(flood);
+    });
+    // Now the client reads: every PING is answered in the end.
+    let received = 0;
+    await new Promise<void>((resolve) => {
+      client.on('data', (d: Buffer) => {
+        received += d.length;
+        if (received >= flood.length) resolve();
+      });
+      client.resume();
+    });
+    assert.ok(maxQueued <= 64 * 1024, `the server's write buffer held ${maxQueued} octets`);
+  } finally {
+    client.destroy();
+    await new Promise<void>((resolve) => raw.close(() => resolve()));
+    await srv.close();
   }
 });

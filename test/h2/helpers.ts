@@ -12,6 +12,8 @@ import type { H2Stream } from '../../src/h2/stream.js';
 export interface TestServer {
   readonly port: number;
   readonly connections: Http2ServerConnection[];
+  /** Runs a connection with this server's options on a socket accepted elsewhere (a test watching the socket). */
+  accept(socket: net.Socket): void;
   close(): Promise<void>;
 }
 
@@ -19,16 +21,18 @@ export interface TestServer {
 export async function startServer(onStream: (s: H2Stream) => void, options: Omit<ConnectionOptions, 'onStream'> = {}): Promise<TestServer> {
   const connections: Http2ServerConnection[] = [];
   const sockets = new Set<net.Socket>();
-  const server = net.createServer((socket) => {
+  const accept = (socket: net.Socket): void => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
     connections.push(new Http2ServerConnection(socket, { ...options, onStream }));
-  });
+  };
+  const server = net.createServer(accept);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as net.AddressInfo).port;
   return {
     port,
     connections,
+    accept,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
