@@ -75,6 +75,8 @@ export interface AcceptOptions {
    * only (observed, 3.4.23).
    */
   readonly secure?: boolean | undefined;
+  /** The client's HTTP/2 preface and SETTINGS arrived (the port's handshake deadline ends). */
+  readonly onHandshake?: (() => void) | undefined;
 }
 
 export interface GrpcDoor {
@@ -173,6 +175,7 @@ export function createGrpcDoor(opts: GrpcDoorOptions): GrpcDoor {
         // grpc-go's server default as etcd 3.4 runs it: no limit on concurrent streams.
         maxConcurrentStreams: 0xffffffff,
         head: acceptOpts?.head,
+        onHandshake: acceptOpts?.onHandshake,
         pingPolicy: acceptOpts?.secure === true ? undefined : pingPolicy,
       });
       connections.add(conn);

@@ -479,9 +479,9 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
     port,
     tls: opts.tls === undefined ? undefined : tlsServerOptions(opts.tls),
     handler,
-    http2: (socket, head, secure) =>
+    http2: (socket, head, secure, onHandshake) =>
       // Over TLS, etcd's listener answers an HTTP/2 request that is not gRPC with its HTTP handler.
-      door.accept(socket, { head, secure, http: secure ? (st, s) => serveHttpOverH2(st, s, handler) : undefined }),
+      door.accept(socket, { head, secure, onHandshake, http: secure ? (st, s) => serveHttpOverH2(st, s, handler) : undefined }),
   });
   const boundPort = clientPort.port;
   const scheme = opts.tls === undefined ? 'http' : 'https';

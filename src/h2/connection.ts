@@ -101,6 +101,8 @@ export interface ConnectionOptions {
   readonly head?: Buffer | undefined;
   /** How often the client may PING; unset: every PING is answered, however often. */
   readonly pingPolicy?: PingPolicy | undefined;
+  /** The client's preface and first SETTINGS frame arrived: the handshake is over (a server's deadline on it ends). */
+  readonly onHandshake?: (() => void) | undefined;
 }
 
 /**
@@ -226,6 +228,7 @@ export class Http2ServerConnection {
   private readonly maxHeaderList: number;
   private readonly writeQuota: number;
   private readonly pingPolicy: PingPolicy | undefined;
+  private readonly onHandshakeCb: (() => void) | undefined;
 
   /** Unparsed input, and how much of the client preface has been checked. */
   private buf: Buffer = Buffer.alloc(0);
@@ -295,6 +298,7 @@ export class Http2ServerConnection {
     this.maxHeaderList = options.maxHeaderListSize ?? 16 << 20;
     this.writeQuota = options.writeQuota ?? 64 * 1024;
     this.pingPolicy = options.pingPolicy;
+    this.onHandshakeCb = options.onHandshake;
     if (this.streamWindow > MAX_WINDOW || this.connWindow > MAX_WINDOW || this.connWindow < DEFAULT_WINDOW) throw new RangeError('window size out of range');
     if (this.maxFrame < DEFAULT_MAX_FRAME_SIZE || this.maxFrame > MAX_MAX_FRAME_SIZE) throw new RangeError('maxFrameSize out of range');
     const tableSize = options.headerTableSize ?? 4096;
@@ -411,6 +415,7 @@ export class Http2ServerConnection {
       // The client's preface ends with a SETTINGS frame (RFC 9113 §3.4).
       if (type !== FrameType.SETTINGS || (flags & Flags.ACK) !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'connection preface without SETTINGS');
       this.settingsSeen = true;
+      this.onHandshakeCb?.();
     }
     if (this.contId !== 0 && type !== FrameType.CONTINUATION) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'expected CONTINUATION');
     switch (type) {

@@ -10,11 +10,18 @@
  *   client port); a connection that negotiates h2 goes to the HTTP/2 side, marked secure (there etcd answers a
  *   request that is not gRPC with its HTTP handler), any other to the node:http server, as Go's TLS server
  *   does.
+ *
+ * A connection has a deadline from accept to the end of its handshake (grpc-go's ConnectionTimeout, 120 s by
+ * default): the TLS handshake, the bytes that tell the protocol and, for HTTP/2, the client preface and its
+ * SETTINGS frame. A connection still short of that then is closed — grpc-go closes a gRPC connection so;
+ * etcd's cmux and its TLS HTTP/2 server have no such deadline, and here every connection gets it, since a
+ * half-open connection serves nobody. HTTP/1.1 is node:http's from the moment it is known.
  */
 import * as http from 'node:http';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import type { Duplex } from 'node:stream';
+import { afterHostTime } from '../sim/index.js';
 import type { HttpRequest, HttpResponse } from './gateway.js';
 
 /** HTTP/2's connection preface (RFC 9113 §3.4). */
@@ -30,12 +37,25 @@ export interface ClientPortOptions {
   readonly tls: TlsServerOptions | undefined;
   /**
    * Takes an HTTP/2 connection: the socket (a TLSSocket over TLS), the bytes already read from it (the
-   * preface so far, in plaintext), and whether it is secure.
+   * preface so far, in plaintext), whether it is secure, and what to call once the client's preface and
+   * SETTINGS frame arrived (the handshake deadline ends).
    */
-  readonly http2: (socket: Duplex, head: Buffer | undefined, secure: boolean) => void;
+  readonly http2: (socket: Duplex, head: Buffer | undefined, secure: boolean, onHandshake: () => void) => void;
   /** Answers an HTTP/1.1 request. */
   readonly handler: (req: HttpRequest, res: HttpResponse) => void;
+  /** Time from accept by which a connection's handshake must be done (see the top of this file). Default 120 s. */
+  readonly handshakeTimeoutMs?: number | undefined;
+  /** Host-time timers for the port's deadlines (default afterHostTime); a test passes a virtual clock's. */
+  readonly timers?: HostTimers | undefined;
 }
+
+/** Runs `fn` after `ms` unless cancelled (src/sim's afterHostTime, or a test's virtual clock). */
+export interface HostTimers {
+  after(ms: number, fn: () => void): { cancel(): void };
+}
+
+/** grpc-go's default ConnectionTimeout: the handshake of a new connection must be done within it. */
+export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 120_000;
 
 export interface ClientPort {
   /** The bound port. */
@@ -58,19 +78,42 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
   // Go's http.Server as etcd configures it: no idle, request or body timeouts (a watch's request body may stay open).
   const httpServer = http.createServer({ keepAliveTimeout: 0, requestTimeout: 0 }, opts.handler);
   const sockets = new Set<net.Socket>();
+  const timers: HostTimers = opts.timers ?? { after: afterHostTime };
+  const handshakeMs = opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+  // Handshake deadlines by connection. A TLSSocket is known only once its handshake is done, so the key is
+  // the connection's remote address and port, the same on the TCP socket and the TLS socket over it.
+  const deadlines = new Map<string, { cancel(): void }>();
+  const connKey = (s: net.Socket): string => `${s.remoteAddress}|${s.remotePort}`;
+  const handshaken = (key: string): void => {
+    deadlines.get(key)?.cancel();
+    deadlines.delete(key);
+  };
+  const toHttp2 = (socket: net.Socket, head: Buffer | undefined, secure: boolean): void => {
+    const key = connKey(socket);
+    opts.http2(socket, head, secure, () => handshaken(key));
+  };
+  const toHttp1 = (socket: net.Socket): void => {
+    handshaken(connKey(socket));
+    httpServer.emit('connection', socket);
+  };
   const tlsServer =
     opts.tls === undefined
       ? undefined
       : tls.createServer({ ...opts.tls, ALPNProtocols: ['h2', 'http/1.1'] }, (socket: tls.TLSSocket) => {
-          if (socket.alpnProtocol === 'h2') opts.http2(socket, undefined, true);
-          else httpServer.emit('connection', socket);
+          if (socket.alpnProtocol === 'h2') toHttp2(socket, undefined, true);
+          else toHttp1(socket);
         });
   // A failed handshake (no client certificate, an untrusted one) just closes that connection.
   tlsServer?.on('tlsClientError', (_err, socket) => socket.destroy());
 
   const server = net.createServer((socket) => {
     sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
+    const key = connKey(socket);
+    deadlines.set(key, timers.after(handshakeMs, () => socket.destroy()));
+    socket.once('close', () => {
+      sockets.delete(socket);
+      handshaken(key);
+    });
     socket.on('error', () => socket.destroy());
     if (tlsServer !== undefined) {
       tlsServer.emit('connection', socket);
@@ -85,11 +128,11 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
       if (isH2 && n < 4) return;
       socket.removeListener('data', onData);
       if (isH2) {
-        opts.http2(socket, seen, false);
+        toHttp2(socket, seen, false);
       } else {
         socket.pause();
         socket.unshift(seen);
-        httpServer.emit('connection', socket);
+        toHttp1(socket);
         socket.resume();
       }
     };
