@@ -10,6 +10,20 @@
  * revision + 1 on a new stream. A compaction cancel makes it list again and watch again. Slow consumption
  * (tiny stream buffers) makes it a victim now and then; some runs fragment responses.
  *
+ * The generators aim at the watch path's boundaries, where informers lose events:
+ *  - catch-up batches: most runs use a test-sized watchBatchMaxRevs (1–3) and bursts of writes, so a
+ *    reconnecting watcher is several batches behind; a tenth use etcd's real 1000 with bursts of about
+ *    a thousand revisions, so a catch-up crosses a real batch boundary;
+ *  - fragments: a small response limit splits a revision's events (a txn, a lease's keys) over responses;
+ *  - slow and stalled consumers: tiny channels and transport windows, and long ticks while the client
+ *    reads nothing, make its watcher a victim that catches up later;
+ *  - compactions exactly at, and one below, the watcher's position (its minRev) and the client's
+ *    (cursor + 1): the first is not a cancel, the second is;
+ *  - lease expiry: keys put with short leases are deleted in one revision on the lessor's clock, also
+ *    while a replay is under way;
+ *  - restore while catching up: the watchable store restores a snapshot of its own state (what a
+ *    follower does with the leader's), moving every watcher to unsynced mid catch-up.
+ *
  * Each completed list equals a Range of the prefix at its revision R, read when the last page arrives.
  * Once the history stops and every background step has run: the client's cache equals a Range of the
  * prefix at the current revision, its cursor never went backwards and ends at the current revision, it
@@ -19,7 +33,10 @@
  * The property has teeth: a client that advances its cursor after each event (so a break mid-revision
  * loses the rest of that revision), a client that answers a compaction cancel by watching from the
  * compaction revision + 1 instead of listing again, and a client that reads later pages at the current
- * revision instead of R, are all caught.
+ * revision instead of R, are all caught. So is a named regression of the store itself (issue #35): a
+ * catch-up that sets the watcher's minRev one past the batch's moreRev, so the revision that starts the
+ * next batch is never sent. Before the batch generators no property crossed a batch boundary and this
+ * mutation passed all four watch property files; the skipped revision now shows as "skipped revision".
  *
  * Runs: ETCDSIM_NUM_RUNS (default 300). Replay: ETCDSIM_SEED=<seed> ETCDSIM_PATH=<path> (see harness.ts).
  */
@@ -27,9 +44,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 
-import { ErrCompacted, isEtcdError, MvccStore, type KeyValue } from '../../src/mvcc/index.js';
+import { createLeasedStore, type Lessor } from '../../src/lease/index.js';
+import { ErrCompacted, isEtcdError, type MvccStore, type KeyValue } from '../../src/mvcc/index.js';
 import { Ticker, VirtualClock } from '../../src/sim/index.js';
 import { WatchableStore, type WatchEvent, type WatchResponse, type WatchStream } from '../../src/watch/index.js';
+import type { Watcher } from '../../src/watch/watcher.js';
 import { isProgressNotify, recordHistory } from '../../src/watch/guarantees.js';
 import { checkProperty, numRuns } from './harness.js';
 import { apply, b, historyOpArb, latin1, PREFIX, PREFIX_END, rangeNow, resolve, showKv, type HistoryOp } from './watch_harness.js';
@@ -45,6 +64,10 @@ interface Config {
   /** The transport window: 0 is an unbuffered transport, 200 B a few responses, 64 KiB etcd's. */
   readonly sendWindowBytes: number;
   readonly fragment: boolean;
+  /** Revisions per catch-up batch: test-sized, or etcd's 1000. */
+  readonly watchBatchMaxRevs: number;
+  /** Revisions one burst writes: a watcher that misses one is about a batch behind. */
+  readonly burst: number;
 }
 
 type Action =
@@ -52,18 +75,46 @@ type Action =
   | { readonly t: 'tick'; readonly ms: number }
   | { readonly t: 'client'; readonly budget: number }
   | { readonly t: 'break' }
-  | { readonly t: 'progress' };
+  | { readonly t: 'progress' }
+  | { readonly t: 'burst' }
+  /** Compacts at the watcher's minRev or the client's cursor + 1, plus delta (0: at, -1: one below). */
+  | { readonly t: 'compactAt'; readonly of: 'watcher' | 'client'; readonly delta: 0 | -1 }
+  | { readonly t: 'lease'; readonly ttl: number; readonly keys: readonly string[] }
+  | { readonly t: 'restore' };
 
-const configArb: fc.Arbitrary<Config> = fc.record({
-  limit: fc.integer({ min: 1, max: 4 }),
-  chanBufLen: fc.constantFrom(1, 2, 4, 128),
-  sendWindowBytes: fc.constantFrom(0, 200, 64 * 1024),
-  fragment: fc.boolean(),
-});
+const batchArb = fc.oneof(
+  { weight: 9, arbitrary: fc.record({ watchBatchMaxRevs: fc.integer({ min: 1, max: 3 }), burst: fc.integer({ min: 2, max: 8 }) }) },
+  // etcd's real batch: a burst of about one batch, so two bursts missed put a watcher past a boundary.
+  { weight: 1, arbitrary: fc.record({ watchBatchMaxRevs: fc.constant(1000), burst: fc.integer({ min: 995, max: 1005 }) }) },
+);
+
+const configArb: fc.Arbitrary<Config> = fc
+  .tuple(
+    fc.record({
+      limit: fc.integer({ min: 1, max: 4 }),
+      chanBufLen: fc.constantFrom(1, 2, 4, 128),
+      sendWindowBytes: fc.constantFrom(0, 200, 64 * 1024),
+      fragment: fc.boolean(),
+    }),
+    batchArb,
+  )
+  .map(([io, batch]) => ({ ...io, ...batch }));
+
+/** Keys a burst cycles over: mostly the prefix, and one outside it (revisions the watcher skips). */
+const BURST_KEYS = ['/p/0', '/p/1', '/p/2', '/q/1'];
 
 const actionArb: fc.Arbitrary<Action> = fc.oneof(
   { weight: 6, arbitrary: historyOpArb.map((op) => ({ t: 'op' as const, op })) },
   { weight: 2, arbitrary: fc.integer({ min: 1, max: 250 }).map((ms) => ({ t: 'tick' as const, ms })) },
+  // A stall: many sync, victim and lease steps while the client reads nothing.
+  { weight: 1, arbitrary: fc.integer({ min: 500, max: 2500 }).map((ms) => ({ t: 'tick' as const, ms })) },
+  { weight: 1, arbitrary: fc.constant({ t: 'burst' as const }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('compactAt' as const), of: fc.constantFrom('watcher' as const, 'client' as const), delta: fc.constantFrom(0 as const, -1 as const) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ t: fc.constant('lease' as const), ttl: fc.integer({ min: 1, max: 3 }), keys: fc.uniqueArray(fc.constantFrom('/p/0', '/p/1', '/p/1\0', '/p/3', '/q/1'), { minLength: 1, maxLength: 3 }) }),
+  },
+  { weight: 1, arbitrary: fc.constant({ t: 'restore' as const }) },
   { weight: 5, arbitrary: fc.integer({ min: 1, max: 6 }).map((budget) => ({ t: 'client' as const, budget })) },
   { weight: 2, arbitrary: fc.constant({ t: 'break' as const }) },
   { weight: 1, arbitrary: fc.constant({ t: 'progress' as const }) },
@@ -187,6 +238,18 @@ class InformerClient {
     if (this.phase === 'watch') this.stream!.requestProgress();
   }
 
+  /** The next revision the store still owes this client's watcher (its minRev), if it has one open. */
+  watcherMinRev(): number | undefined {
+    if (this.phase !== 'watch') return undefined;
+    const mine = (w: Watcher): boolean => w.stream === this.stream;
+    const ws = this.ws;
+    const w =
+      [...ws.synced.watchers].find(mine) ??
+      [...ws.unsynced.watchers].find(mine) ??
+      ws.victims.flatMap((batch) => [...batch.keys()]).find(mine);
+    return w?.minRev;
+  }
+
   /** Nothing left to take or work through, and the watch is open. */
   idle(): boolean {
     return this.phase === 'watch' && this.stream!.pending === 0 && this.ri >= this.inbox.length && this.pending.length === 0;
@@ -292,9 +355,16 @@ class InformerClient {
 function run(strategy: Strategy, cfg: Config, actions: readonly Action[]): void {
   const clock = new VirtualClock();
   const ticker = new Ticker(clock);
-  const kv = new MvccStore();
+  const { store: kv, lessor } = createLeasedStore({ clock, ticker });
   const { history } = recordHistory(kv);
-  const ws = new WatchableStore(kv, { ticker, clock, chanBufLen: cfg.chanBufLen, sendWindowBytes: cfg.sendWindowBytes, maxResponseBytes: FRAGMENT_LIMIT });
+  const ws = new WatchableStore(kv, {
+    ticker,
+    clock,
+    chanBufLen: cfg.chanBufLen,
+    sendWindowBytes: cfg.sendWindowBytes,
+    maxResponseBytes: FRAGMENT_LIMIT,
+    watchBatchMaxRevs: cfg.watchBatchMaxRevs,
+  });
   const client = new InformerClient(kv, ws, cfg, strategy);
 
   for (const a of actions) {
@@ -315,6 +385,22 @@ function run(strategy: Strategy, cfg: Config, actions: readonly Action[]): void 
         break;
       case 'progress':
         client.requestProgress();
+        break;
+      case 'burst':
+        for (let i = 0; i < cfg.burst; i++) kv.put({ key: b(BURST_KEYS[i % BURST_KEYS.length]!), value: b(`b${i}`) });
+        break;
+      case 'compactAt': {
+        const pos = a.of === 'watcher' ? client.watcherMinRev() : client.cursor + 1;
+        if (pos === undefined) break;
+        const rev = pos + a.delta;
+        if (rev > kv.compactRevision && rev >= 1 && rev <= kv.currentRevision) kv.compact(rev);
+        break;
+      }
+      case 'lease':
+        putWithLease(kv, lessor, a.ttl, a.keys);
+        break;
+      case 'restore':
+        ws.restore(kv.snapshot());
         break;
     }
   }
@@ -351,6 +437,12 @@ function run(strategy: Strategy, cfg: Config, actions: readonly Action[]): void 
     }
   }
   if (problems.length > 0) throw new Error(`${strategy} client:\n  ${problems.join('\n  ')}`);
+}
+
+/** Grants a short lease and puts `keys` with it: the lessor deletes them all in one revision when it expires. */
+function putWithLease(kv: MvccStore, lessor: Lessor, ttl: number, keys: readonly string[]): void {
+  const { id } = lessor.grant(0n, ttl);
+  for (const key of keys) kv.put({ key: b(key), value: b(`l${ttl}`), lease: id });
 }
 
 const property = (strategy: Strategy): fc.IPropertyWithHooks<[Config, Action[]]> =>
