@@ -28,6 +28,7 @@ import type { Clock } from '../sim/clock.js';
 import { IndexedHeap, type HeapItem } from '../sim/heap.js';
 import { SimRandom } from '../sim/random.js';
 import { Ticker } from '../sim/ticker.js';
+import { checkLessor } from './check.js';
 import { expiresBefore, Lease, MAX_LEASE_TTL } from './lease.js';
 import { ErrLeaseExist, ErrLeaseTTLTooLarge } from './errors.js';
 
@@ -351,6 +352,11 @@ export class Lessor implements LeaseHook {
   /** Attached key strings (latin1) of a lease in byte order; empty if unknown. */
   keyStringsOf(id: bigint): KeyString[] {
     return this.leaseMap.get(id)?.sortedKeyStrings() ?? [];
+  }
+
+  /** The lessor's invariants against its store (check.ts): the first violation, or undefined. */
+  checkValid(): string | undefined {
+    return checkLessor(this, this.requireStore());
   }
 
   // ------------------------------------------------------------------------------------------

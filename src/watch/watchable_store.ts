@@ -336,6 +336,55 @@ export class WatchableStore {
     }
     for (const w of [...this.synced.watchers]) this.synced.delete(w);
   }
+
+  /**
+   * The store's invariants, checked after every step of the property tests (etcd keeps them implicitly;
+   * a break here is a watcher that silently stops receiving, or receives twice). Returns the first
+   * violation found, or undefined:
+   *  - every watcher is in exactly one place: synced, unsynced or one victim batch, and flagged a victim
+   *    exactly when it is in a victim batch;
+   *  - no synced watcher is behind: no revision from its minRev to the current one holds an event it
+   *    watches (the write path delivered each one and moved minRev past it);
+   *  - an unsynced watcher is ahead of the current revision only after a restore.
+   */
+  checkValid(): string | undefined {
+    const place = new Map<Watcher, string>();
+    const file = (w: Watcher, where: string): string | undefined => {
+      const before = place.get(w);
+      if (before !== undefined) return `watcher ${w.id} is both ${before} and ${where}`;
+      place.set(w, where);
+      return undefined;
+    };
+    for (const [name, group] of [['synced', this.synced], ['unsynced', this.unsynced]] as const) {
+      const bad = group.checkValid();
+      if (bad !== undefined) return `${name}: ${bad}`;
+      for (const w of group.watchers) {
+        const twice = file(w, name);
+        if (twice !== undefined) return twice;
+        if (w.victim) return `watcher ${w.id} is ${name} but flagged a victim`;
+        if (w.compacted) return `watcher ${w.id} is ${name} but was canceled by compaction`;
+      }
+    }
+    for (const [i, batch] of this.victims.entries()) {
+      for (const w of batch.keys()) {
+        const twice = file(w, `in victim batch ${i}`);
+        if (twice !== undefined) return twice;
+        if (!w.victim) return `watcher ${w.id} is in victim batch ${i} but not flagged a victim`;
+      }
+    }
+    const cur = this.kv.currentRevision;
+    for (const w of this.unsynced.watchers) {
+      if (w.minRev > cur && !w.restore) return `unsynced watcher ${w.id} waits for ${w.minRev}, past the current revision ${cur}, without a restore`;
+    }
+    const from = this.kv.compactRevision + 1;
+    for (const w of this.synced.watchers) {
+      for (let r = Math.max(w.minRev, from); r <= cur; r++) {
+        const missed = this.kv.eventsAt(r).find((ev) => w.contains(keyString(ev.kv.key)));
+        if (missed !== undefined) return `synced watcher ${w.id} (minRev ${w.minRev}) was never sent revision ${r}`;
+      }
+    }
+    return undefined;
+  }
 }
 
 const NO_EVENTS: readonly Event[] = Object.freeze([]);

@@ -60,4 +60,17 @@ export class WatcherGroup {
     for (const w of this.ranges) if (w.contains(key)) return true;
     return false;
   }
+
+  /** The group's index agrees with its member list; returns the first disagreement, or undefined. */
+  checkValid(): string | undefined {
+    let indexed = this.ranges.size;
+    for (const [key, set] of this.byKey) {
+      if (set.size === 0) return `an empty key set is kept for ${JSON.stringify(key)}`;
+      for (const w of set) if (w.key !== key || w.end !== undefined || !this.watchers.has(w)) return `watcher ${w.id} is filed under ${JSON.stringify(key)} wrongly`;
+      indexed += set.size;
+    }
+    for (const w of this.ranges) if (w.end === undefined || !this.watchers.has(w)) return `watcher ${w.id} is filed as a range wrongly`;
+    if (indexed !== this.watchers.size) return `${this.watchers.size} watchers, ${indexed} indexed`;
+    return undefined;
+  }
 }

@@ -102,6 +102,7 @@ function run(opts: Pick<WatchableStoreOptions, 'restoreKeepsFutureMinRev' | 'pro
         break;
     }
     client.take();
+    assert.equal(ws.checkValid(), undefined, 'WatchableStore.checkValid()');
   };
   for (const k of sc.leaderOnly) put(leader, k);
   for (const s of sc.before) {

@@ -229,5 +229,6 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
         break;
     }
     check(step);
+    assert.equal(lessor.checkValid(), undefined, `${step}: Lessor.checkValid()`);
   });
 }

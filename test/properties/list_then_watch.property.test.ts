@@ -403,6 +403,7 @@ function run(strategy: Strategy, cfg: Config, actions: readonly Action[]): void 
         ws.restore(kv.snapshot());
         break;
     }
+    checkInvariants(kv, ws, lessor);
   }
 
   // Quiesce: no more writes; let the client finish and every sync/victim step run.
@@ -413,6 +414,7 @@ function run(strategy: Strategy, cfg: Config, actions: readonly Action[]): void 
     else if (client.phase === 'down') client.connect();
     clock.advance(100);
     client.process(Infinity);
+    checkInvariants(kv, ws, lessor);
   }
   assert.ok(rounds < 500, 'the client never settled');
   client.requestProgress();
@@ -437,6 +439,13 @@ function run(strategy: Strategy, cfg: Config, actions: readonly Action[]): void 
     }
   }
   if (problems.length > 0) throw new Error(`${strategy} client:\n  ${problems.join('\n  ')}`);
+}
+
+/** The engine's own invariants, after every step: the store's index, the watchers' places, the leases' keys. */
+function checkInvariants(kv: MvccStore, ws: WatchableStore, lessor: Lessor): void {
+  assert.equal(kv.checkValid(), undefined, 'MvccStore.checkValid()');
+  assert.equal(ws.checkValid(), undefined, 'WatchableStore.checkValid()');
+  assert.equal(lessor.checkValid(), undefined, 'Lessor.checkValid()');
 }
 
 /** Grants a short lease and puts `keys` with it: the lessor deletes them all in one revision when it expires. */

@@ -238,6 +238,9 @@ function simulate(cfg: Config, actions: readonly Action[]): { history: Committed
         clock.advance(a.ms);
         break;
     }
+    // The store's own invariants after every step: the watchers' places, the index.
+    assert.equal(ws.checkValid(), undefined, 'WatchableStore.checkValid()');
+    assert.equal(follower.checkValid(), undefined, 'MvccStore.checkValid()');
   }
 
   // Quiesce: the follower catches up, every sync/victim step runs, every client takes everything.
