@@ -150,6 +150,7 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
     .addOption(opt('--seed <n>', 'seed of the run (a non-negative integer)', '0'))
     .option('--variant <name>', 'run only this variant of the scenario')
     .option('--list', 'list the bundled scenarios and exit')
+    .option('--script', 'print the lab as a bash script that does its steps with etcdctl against a real etcd (ETCDCTL_ENDPOINTS), instead of the transcript')
     .addHelpText('after', '\nExit codes: 0 every expectation held; 1 an expectation failed or a step errored; 2 usage or syntax error.')
     .action(async (scenario: string | undefined, opts: RunOptions) => {
       result.code = await act(io, 'etcdsim run', async () => {
@@ -204,6 +205,7 @@ export interface RunOptions {
   seed: string;
   variant?: string | undefined;
   list?: boolean | undefined;
+  script?: boolean | undefined;
 }
 
 /** `etcdsim diff`'s options as commander hands them over. */

@@ -1,6 +1,7 @@
 /**
  * `etcdsim run FILE [--html OUT] [--seed N] [--variant NAME]` and `etcdsim run --list`: runs a scenario
- * script (see scenarios/README.md), prints its transcript, optionally writes the timeline page.
+ * script (see scenarios/README.md), prints its transcript, optionally writes the timeline page; with
+ * `--script`, prints instead the bash script that does the lab's steps with etcdctl against a real etcd.
  * FILE may be a path or the name of a bundled scenario (`etcdsim run watch-from-the-past`).
  *
  * Exit codes: 0 every expectation held; 1 an expectation failed or a step errored (or the timeline could
@@ -111,9 +112,15 @@ export async function executeRun(scenario: string | undefined, opts: RunOptions,
     throw new CliError(`cannot read ${path}: ${errnoText(e)}`);
   }
   const title = basename(path);
-  const { renderHtml, runScenario } = await import('../scenario/index.js');
+  const { renderHtml, runScenario, parseScenario, labScript, scriptBlockers, scriptNotes } = await import('../scenario/index.js');
   // `from-snapshot FILE` names a file relative to the scenario file.
   const result = runScenario(text, { seed, variant: opts.variant, title, readFile: (p) => readFileSync(resolve(dirname(path), p)) });
+  if (opts.script === true && result.failure?.kind !== 'syntax') {
+    const why = scriptBlockers(parseScenario(text));
+    if (why.length > 0) throw new CliError(`${scenario} has no etcdctl script: it needs what etcdctl cannot do against a real etcd: ${why.join('; ')}`, 1);
+    for (const l of labScript(scenario.replace(/\.etcdsim$/, ''), result.transcript, scriptNotes(text).unchecked).split('\n').slice(0, -1)) io.out(l);
+    return result.ok ? 0 : 1;
+  }
   for (const l of result.transcript) io.out(l);
   if (html !== undefined) {
     const runs = result.runs.length > 0 ? result.runs.map((r) => ({ model: r.timeline, transcript: r.transcript })) : [{ model: result.timeline, transcript: result.transcript }];

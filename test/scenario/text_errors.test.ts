@@ -73,22 +73,45 @@ test('compaction-evicts-behind-watcher: both watches are accepted, then canceled
   assert.equal(mid.transcript[at + 2], '# watch B: canceled with compact_revision 1992; etcdctl exits with status 5');
 });
 
-test('a key with a NUL byte is shown $-quoted and marked not pasteable (a shell cannot pass a NUL to etcdctl)', () => {
+test('a next page starts at the last key + \\x01, which bash passes: no bundled transcript holds a NUL byte', () => {
   const r = runScenario(scenario('pagination-pinned-revision'));
   assert.ok(r.ok);
-  const withNul = r.transcript.filter((l) => l.includes('\\x00'));
-  assert.ok(withNul.length >= 4);
-  for (const l of withNul) assert.match(l, /not pasteable/, l);
-  assert.ok(r.transcript.includes("# NEXT = next_key → $'/p/b\\x00' (not pasteable: a shell cannot pass a NUL byte to etcdctl (bash drops it); from a shell, start the page at the last key and skip it)"));
-  assert.ok(r.transcript.includes("$ etcdctl get $'/p/b\\x00' /p0 --rev=6 --limit=2   # rev 9, read at 6, more, not pasteable (a NUL byte)"));
-  // Keys without one are not marked.
-  assert.ok(!r.transcript.some((l) => l.startsWith('$ etcdctl get /p/ --prefix') && l.includes('pasteable')));
+  assert.ok(r.transcript.includes("# NEXT = next_key → $'/p/b\\x01'"));
+  assert.ok(r.transcript.includes("$ etcdctl get $'/p/b\\x01' /p0 --rev=6 --limit=2   # rev 9, read at 6, more"));
+  for (const s of listBundledScenarios()) {
+    const t = runScenario(readFileSync(s.path, 'utf8')).transcript;
+    assert.ok(!t.some((l) => l.includes('\\x00') && !l.includes("tr '\\0'")), s.name);
+  }
+  // A NUL byte a script types itself is still shown, and marked.
+  const typed = runScenario("put $'/n/a\\x00' 1");
+  assert.ok(typed.transcript.includes("$ etcdctl put $'/n/a\\x00' 1   # rev 2, not pasteable (a NUL byte)"), typed.transcript.join('\n'));
 });
 
-test('repeat: the command line comes before the watch events it caused', () => {
+test('repeat is a shell loop that pastes, its output counted by uniq -c; the command line comes before the watch events it caused', () => {
   const r = runScenario(['watch W /r/ --prefix', 'repeat 2 put /r/k ${i}', 'expect watch W events == [PUT /r/k@2, PUT /r/k@3]'].join('\n'));
   assert.ok(r.ok, r.transcript.join('\n'));
-  assert.deepEqual(r.transcript.slice(1, 5), ['$ etcdctl put /r/k ${i}   # repeated 2 times (i=1..2; first: put /r/k 1), revisions 2..3', 'OK   (×2)', '[watch W @2] PUT', '[watch W @2] /r/k']);
+  assert.deepEqual(r.transcript.slice(1, 5), ['$ for i in $(seq 1 2); do etcdctl put /r/k "${i}"; done | uniq -c   # revisions 2..3', '      2 OK', '[watch W @2] PUT', '[watch W @2] /r/k']);
+  const quoted = runScenario('repeat 3 get "/r/a b${i}"');
+  assert.equal(quoted.transcript[0], `$ for i in $(seq 1 3); do etcdctl get '/r/a b'"\${i}"''; done | uniq -c`);
+});
+
+test('a txn here-document ends each of its three sections with a blank line, as etcdctl needs (else `Error: EOF`)', () => {
+  const r = runScenario(['txn', 'value("/k") = "0"', '', 'put /k 1', 'end', 'txn', 'value("/k") = "0"', '', 'put /k 1', '', 'put /k 2', 'end'].join('\n'));
+  assert.ok(r.ok, r.transcript.join('\n'));
+  assert.deepEqual(r.transcript.slice(0, 6), ['$ etcdctl txn <<EOF   # rev 1', 'value("/k") = "0"', '', 'put /k 1', '', '']);
+  assert.equal(r.transcript[6], 'EOF');
+  const second = r.transcript.indexOf('$ etcdctl txn <<EOF   # rev 2');
+  assert.deepEqual(r.transcript.slice(second + 1, second + 8), ['value("/k") = "0"', '', 'put /k 1', '', 'put /k 2', '', 'EOF']);
+});
+
+test("a failed request prints clientv3's warning line before etcdctl's error, as etcdctl 3.4.23 does; expect output is etcdctl's own", () => {
+  const r = runScenario(['put /a 1', 'put /a 2', 'compact 3', 'get /a --rev=2', 'expect output == "Error: etcdserver: mvcc: required revision has been compacted"'].join('\n'));
+  assert.ok(r.ok, r.transcript.join('\n'));
+  const at = r.transcript.findIndex((l) => l.startsWith('$ etcdctl get /a --rev=2'));
+  assert.deepEqual(r.transcript.slice(at + 1, at + 3), [
+    '{"level":"warn","ts":"…","caller":"clientv3/retry_interceptor.go:62","msg":"retrying of unary invoker failed","target":"endpoint://client-…/127.0.0.1:2379","attempt":0,"error":"rpc error: code = OutOfRange desc = etcdserver: mvcc: required revision has been compacted"}',
+    'Error: etcdserver: mvcc: required revision has been compacted',
+  ]);
 });
 
 test('run --html into a missing directory, or onto a directory name: one line on stderr, exit 2, nothing run', async () => {

@@ -1,9 +1,12 @@
 /**
  * One etcdctl request to the member's services: its response, or the gRPC error etcd returned, becomes the
- * last response, with the lines etcdctl prints for it (`Error: <details>` for an error, as etcdctl 3.4).
+ * last response, with the lines etcdctl prints for it: for an error, clientv3's warning on stderr (its retry
+ * interceptor logs every failed unary call, retried or not: retry_interceptor.go), then `Error: <details>`,
+ * as etcdctl 3.4.23 prints them.
  */
 import { shouldRefreshToken } from '../../client/retry_policy.js';
-import { isGrpcError, type messages as M } from '../../server/index.js';
+import { isGrpcError, statusName, type messages as M } from '../../server/index.js';
+import { procfileClientPort } from '../parse/cluster_directives.js';
 import type { RunState } from './state.js';
 
 /** Runs `fn`; records its header revision and `print`ed lines, or the error, as the last response. */
@@ -29,7 +32,29 @@ export function callService<T extends { header: M.ResponseHeader | null }>(
     return r;
   } catch (err) {
     if (!isGrpcError(err)) throw err;
-    s.last = { revision: undefined, error: err.details, output: [errorText(err.details)], range: undefined, what };
+    s.last = { revision: undefined, error: err.details, output: [clientWarning(err.code, err.details, s.engine.currentEndpoint() ?? 0), errorText(err.details)], range: undefined, what };
     return undefined;
   }
+}
+
+/**
+ * The line clientv3 3.4 logs on stderr for a failed unary call (zap's JSON): its time and the client's ID are
+ * etcdctl's own each run, so they are shown as `…`; the error is grpc-go's (`code = OutOfRange desc = ...`).
+ */
+export function clientWarning(code: number, details: string, member: number): string {
+  const name = code === 1 ? 'Canceled' : statusName(code).toLowerCase().replace(/(^|_)([a-z])/g, (_m, _u: string, c: string) => c.toUpperCase());
+  return JSON.stringify({
+    level: 'warn',
+    ts: '…',
+    caller: 'clientv3/retry_interceptor.go:62',
+    msg: 'retrying of unary invoker failed',
+    target: `endpoint://client-…/127.0.0.1:${procfileClientPort(member)}`,
+    attempt: 0,
+    error: `rpc error: code = ${name} desc = ${details}`,
+  });
+}
+
+/** Whether a printed line is clientv3's log (see clientWarning), not etcdctl's answer: `expect output` leaves it out. */
+export function isClientLog(line: string): boolean {
+  return line.startsWith('{"level":');
 }

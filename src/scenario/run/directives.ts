@@ -37,7 +37,10 @@ export function runDirective(ctx: RunContext, d: Directive): void {
           const kvs = s.last.range?.kvs ?? [];
           const lastKv = kvs[kvs.length - 1];
           if (lastKv === undefined) throw new RunError('error', `${d.name} = next_key: the last response is not a get with keys`);
-          v = `${str(lastKv.key)}\0`;
+          // clientv3 starts the next page at the last key + "\x00"; etcdctl cannot send that (argv cannot hold a
+          // NUL byte, bash drops it). No key etcdctl wrote holds a NUL byte either, so the smallest key above the
+          // last one that can exist is the last key + "\x01", which a shell passes as $'...\x01': the same page.
+          v = `${str(lastKv.key)}\x01`;
           break;
         }
         case 'expr':
@@ -52,23 +55,21 @@ export function runDirective(ctx: RunContext, d: Directive): void {
     case 'repeat': {
       const n = s.vars.int(d.count, 'repeat');
       if (n < 1 || n > 100_000) throw new RunError('error', `repeat: count must be 1..100000, got ${n}`);
-      const outputs = new Set<string>();
+      const printed: string[] = [];
       const first = s.sim.mvcc.currentRevision;
       // Watch events caused by the puts print while the loop runs; the command line that caused them goes
       // before them (spliced in at this point once the loop is done), as in a terminal.
       const at = s.transcript.length;
-      let cmd = '';
       for (let i = 1; i <= n; i++) {
         s.vars.set('i', String(i));
         runCommand(ctx, d.body, true);
-        if (i === 1) cmd = kvCommandLine(s.vars, d.body);
-        outputs.add(s.last.output.join('\n'));
+        printed.push(...s.last.output);
         s.sim.server.flush();
       }
       const lastRev = s.sim.mvcc.currentRevision;
-      const head = [`$ etcdctl ${d.raw.replace(/^repeat\s+\S+\s+/, '')}   # repeated ${n} times (i=1..${n}; first: ${cmd})${lastRev !== first ? `, revisions ${first + 1}..${lastRev}` : ''}`];
-      for (const o of outputs) head.push(outputs.size === 1 ? `${o}   (×${n})` : o);
-      s.insert(at, head);
+      // A shell loop a learner can paste, its output counted by `uniq -c` (what it prints, line for line).
+      const loop = `$ for i in $(seq 1 ${n}); do etcdctl ${s.engine.endpointFlag()}${loopBody(s, d.body)}; done | uniq -c${lastRev !== first ? `   # revisions ${first + 1}..${lastRev}` : ''}`;
+      s.insert(at, [loop, ...uniqCount(printed)]);
       return;
     }
     case 'cancel':
@@ -93,4 +94,36 @@ export function runDirective(ctx: RunContext, d: Directive): void {
       runMemberDirective(ctx, d);
       return;
   }
+}
+
+/** `uniq -c`'s output: each run of equal lines once, after its count right-aligned in 7 columns (GNU coreutils). */
+function uniqCount(lines: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < lines.length; ) {
+    let j = i;
+    while (j < lines.length && lines[j] === lines[i]) j++;
+    out.push(`${String(j - i).padStart(7)} ${lines[i]!}`);
+    i = j;
+  }
+  return out;
+}
+
+/** A repeated command as the loop's body: every variable expanded but the loop's own `${i}`. */
+function loopBody(s: RunContext['state'], body: Parameters<typeof kvCommandLine>[1]): string {
+  const mark = 'EtcdsimLoopIndex';
+  s.vars.set('i', mark);
+  const line = kvCommandLine(s.vars, body);
+  // Outside quotes the variable goes in as it is; inside single quotes it needs them closed around it.
+  let quoted = false;
+  let out = '';
+  for (let k = 0; k < line.length; k++) {
+    if (line.startsWith(mark, k)) {
+      out += quoted ? `'"\${i}"'` : '"${i}"';
+      k += mark.length - 1;
+      continue;
+    }
+    if (line[k] === "'") quoted = !quoted;
+    out += line[k];
+  }
+  return out;
 }

@@ -35,10 +35,12 @@ export function putStdin(c: KvCommand): string | undefined {
 /** `etcdctl txn <<EOF`, the block with its words expanded, `EOF`, then what etcdctl printed. */
 export function echoTxn(s: RunState, c: TxnCmd): void {
   const ann = s.last.revision !== undefined ? `   # rev ${s.last.revision}` : '';
-  s.command(`$ etcdctl ${s.engine.endpointFlag()}txn <<EOF${ann}`, s.last.output, [
-    ...c.body.map((b) => (b.text === '' || b.words.length === 0 ? s.vars.interpolate(b.text) : [b.text.split(/\s+/)[0], ...txnOpArgs(s.vars, b.words)].join(' '))),
-    'EOF',
-  ]);
+  const body = c.body.map((b) => (b.text === '' || b.words.length === 0 ? s.vars.interpolate(b.text) : [b.text.split(/\s+/)[0], ...txnOpArgs(s.vars, b.words)].join(' ')));
+  // etcdctl reads three sections (compares, success ops, failure ops), each ended by a blank line; at the end of
+  // its input without that line it stops with `Error: EOF` (exit 3): the here-document ends every section.
+  const ended = body.filter((l) => l.trim() === '').length;
+  const closing = Array.from({ length: Math.max(1, 3 - ended) }, () => '');
+  s.command(`$ etcdctl ${s.engine.endpointFlag()}txn <<EOF${ann}`, s.last.output, [...body, ...closing, 'EOF']);
 }
 
 /** A txn op's arguments (after its verb) as shown: flags as they are, other words quoted. */

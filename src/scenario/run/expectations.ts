@@ -5,6 +5,7 @@
  * compact_revision, progress notifications), and a lease's TTL read through LeaseTimeToLive. Each writes
  * `# expect ...   ✓` or `✗ got ...` into the transcript.
  */
+import { isClientLog } from './calls.js';
 import { isGrpcError, type messages as M } from '../../server/index.js';
 import { str } from '../format.js';
 import type { CompareOp, Expectation } from '../parse/expectations.js';
@@ -50,7 +51,7 @@ export function checkExpectation(ctx: RunContext, e: Expectation, text: string):
       break;
     }
     case 'output': {
-      const got = s.last.output.join('\n');
+      const got = s.last.output.filter((l) => !isClientLog(l)).join('\n');
       const want = s.vars.expand(e.text).replace(/\\n/g, '\n');
       if (e.op === '==' ? got !== want : !got.includes(want)) fail(JSON.stringify(got));
       break;
