@@ -180,7 +180,19 @@ export interface Gateway {
   closeStreams(): void;
 }
 
-export function createGateway(member: () => ServedMember): Gateway {
+/**
+ * The largest request body the gateway reads: four times what the gRPC door takes of a message (JSON spells
+ * bytes in base64 and names every field, so a message at the door's limit is well within it). etcd's
+ * gateway reads any body whole (a 200 MiB POST cost it 845 MB) and then fails the message at the gRPC
+ * limit; here reading stops past this bound, with the answer etcd gives such a message.
+ */
+export function gatewayBodyLimit(maxRequestBytes: number): number {
+  return 4 * (maxRequestBytes + GRPC_GO_OVERHEAD_BYTES);
+}
+/** What grpc-go's limit adds to --max-request-bytes in etcd (its grpcOverheadBytes). */
+const GRPC_GO_OVERHEAD_BYTES = 512 * 1024;
+
+export function createGateway(member: () => ServedMember, maxBodyBytes = gatewayBodyLimit(1.5 * 1024 * 1024)): Gateway {
   const open = new Set<BidiCall>();
   return {
     handle(path, req, res) {
@@ -195,7 +207,14 @@ export function createGateway(member: () => ServedMember): Gateway {
       const sock = req.socket as { encrypted?: unknown } | null;
       if (sock?.encrypted === true) overTls.add(res);
       if (route.bidi !== undefined) serveBidi(s, route, ctx, req, res, open);
-      else void readBody(req).then((body) => serveUnary(s, route, ctx, body, res, open));
+      else
+        void readBody(req, maxBodyBytes).then((body) => {
+          if (typeof body === 'string') return serveUnary(s, route, ctx, body, res, open);
+          // The rest of the body is not read: the connection closes after the answer.
+          res.setHeader('Connection', 'close');
+          const max = maxBodyBytes / 4;
+          callError(res, s.etcdVersion, grpcError(GrpcCode.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${body.over} vs. ${max})`));
+        });
       return true;
     },
     closeStreams() {
@@ -212,15 +231,26 @@ function gatewayContext(req: HttpRequest): CallContext {
 }
 
 /**
- * The request's body, once it has all arrived. A request whose client goes before its body ends never
- * resolves: Go's gateway fails the body read and calls nothing (read as empty, it would grant a lease or
- * enable auth for a client that is gone).
+ * The request's body, once it has all arrived — or, past `limit` octets, how many were read when reading
+ * stopped. A request whose client goes before its body ends never resolves: Go's gateway fails the body
+ * read and calls nothing (read as empty, it would grant a lease or enable auth for a client that is gone).
  */
-function readBody(req: HttpRequest): Promise<string> {
+function readBody(req: HttpRequest, limit: number): Promise<string | { readonly over: number }> {
   return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    let chunks: Buffer[] = [];
+    let n = 0;
+    let over = false;
+    req.on('data', (c: Buffer) => {
+      if (over) return;
+      n += c.length;
+      if (n <= limit) return void chunks.push(c);
+      over = true;
+      chunks = [];
+      resolve({ over: n });
+    });
+    req.on('end', () => {
+      if (!over) resolve(Buffer.concat(chunks).toString('utf8'));
+    });
     req.on('error', () => {});
   });
 }

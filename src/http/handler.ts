@@ -13,7 +13,7 @@
  * - `/v3/...` (and `/v3beta/...` on 3.4 and 3.5): the gRPC gateway (gateway.ts);
  * - anything else: Go's `404 page not found`.
  */
-import { createGateway, plainError, type Gateway, type HttpRequest, type HttpResponse } from './gateway.js';
+import { createGateway, gatewayBodyLimit, plainError, type Gateway, type HttpRequest, type HttpResponse } from './gateway.js';
 import { clusterVersionOf, createMemberMetrics, type MemberMetrics } from './metrics.js';
 import type { EtcdServer } from '../server/index.js';
 import type { ServedMember } from './served_member.js';
@@ -38,9 +38,17 @@ const LIVEZ_CHECKS = ['serializable_read'] as const;
  */
 export function createClientHttp(s: EtcdServer, served: () => ServedMember = () => s): ClientHttp {
   const metrics: MemberMetrics = createMemberMetrics(s);
-  const gateway: Gateway = createGateway(served);
+  const gateway: Gateway = createGateway(served, gatewayBodyLimit(s.mvcc.maxRequestBytes));
   return {
     handle(req, res) {
+      // Go's net/http reads a chunked body or none: any other transfer coding is refused before a handler
+      // runs (node:http would pass `gzip, chunked` on as chunked, the body still compressed).
+      const te = req.headers['transfer-encoding'];
+      if (te !== undefined && (Array.isArray(te) || te.toLowerCase() !== 'chunked')) {
+        res.writeHead(501, { 'Content-Type': 'text/plain; charset=utf-8', Connection: 'close' });
+        res.end('Unsupported transfer encoding');
+        return;
+      }
       res.setHeader('Access-Control-Allow-Methods', 'POST, GET, OPTIONS, PUT, DELETE');
       res.setHeader('Access-Control-Allow-Origin', '*');
       res.setHeader('Access-Control-Allow-Headers', 'accept, content-type, authorization');
