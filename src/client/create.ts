@@ -7,7 +7,7 @@ import { GrpcCode, type CompactResponse, type MvccStore, type StoreSnapshot } fr
 import type { Lessor } from '../lease/index.js';
 import { EtcdServer, grpcError, type CallContext, type EtcdServerOptions, type EtcdServices, type GrpcError, type MemberSnapshot } from '../server/index.js';
 import { EtcdCluster, type ClusterMemberServices, type EtcdClusterOptions, type MemberRef } from '../cluster/index.js';
-import { RealClock, VirtualClock, afterHostTime, type Clock } from '../sim/index.js';
+import { RealClock, VirtualClock, afterHostTime, hostMicrotask, hostNextTurn, type Clock } from '../sim/index.js';
 import type { WatchableStore, WatchStream } from '../watch/index.js';
 import type { Etcd3 } from 'etcd3';
 import { createEtcd3Client, createEtcd3ClusterClient, type SimEtcd3Options } from './etcd3.js';
@@ -173,7 +173,7 @@ function createMemberSim(options: EtcdSimOptions): EtcdSim {
   // keeps up with etcd over a socket. Every in-process client sets this same scheduler.
   const useEventLoopDelivery = (): void =>
     server.delivery.setScheduler((flush) =>
-      queueMicrotask(() => {
+      hostMicrotask(() => {
         flush();
         stall?.check();
         tickZero(ZERO_TICK_TURNS);
@@ -306,7 +306,7 @@ function createClusterSim(options: EtcdClusterSimOptions): EtcdClusterSim {
     // after a watch cancel) fire without anyone advancing time.
     cluster.onServer((server) =>
       server.delivery.setScheduler((flush) =>
-        queueMicrotask(() => {
+        hostMicrotask(() => {
           flush();
           tickZeroTimers(drivers, ZERO_TICK_TURNS);
         }),
@@ -413,7 +413,7 @@ function clusterDoor(v: ClusterMemberServices): EtcdServices {
 /** Fires the zero-delay timers of linked drivers for `turns` turns of the event loop (see createMemberSim). */
 function tickZeroTimers(drivers: readonly TimerDriver[], turns: number): void {
   if (turns === 0 || drivers.length === 0) return;
-  setImmediate(() => {
+  hostNextTurn(() => {
     for (const d of drivers) d.tick(0);
     tickZeroTimers(drivers, turns - 1);
   });
@@ -428,7 +428,7 @@ async function settleClients(activity: () => number, drivers: readonly TimerDriv
   let quiet = 0;
   for (let turn = 0; turn < MAX_SETTLE_TURNS && quiet < QUIET_TURNS; turn++) {
     const before = activity();
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await new Promise<void>((resolve) => hostNextTurn(resolve));
     for (const d of drivers) d.tick(0);
     quiet = activity() === before ? quiet + 1 : 0;
   }

@@ -18,6 +18,7 @@ import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
 import type { Etcd3, IOptions } from 'etcd3';
 import { toGrpcError, type CallContext, type EtcdServices, type KeepAliveCall, type WatchCall } from '../server/index.js';
+import { hostMicrotask, hostNextTurn } from '../sim/index.js';
 
 /** etcd3's names for etcd's enums (its bundled rpc.proto); the numbers are etcd's. */
 const ETCD3_ENUMS: Readonly<Record<string, Readonly<Record<string, number>>>> = {
@@ -148,7 +149,7 @@ class SimDuplex extends EventEmitter {
       if (!this.writableUntilEnd) this.writable = false;
       // Never synchronously inside the caller's write/cancel: etcd3 expects stream events to come later —
       // but as soon as grpc-js reports a canceled call's status (process.nextTick), before any timer.
-      queueMicrotask(() => {
+      hostMicrotask(() => {
         if (err !== undefined && !this.closed) this.emit('error', this.cast(err));
         this.writable = false;
         this.closed = true;
@@ -330,7 +331,7 @@ function serviceClient(service: string, host: Etcd3SimHost, cast: (err: Error) =
     const e = toGrpcError(err);
     // grpc-js reports a refused connection on a later turn of the event loop (after the caller has set its
     // listeners), never within the promise chain that opened the stream.
-    const call = { onResponse(): void {}, onEnd(fn: (err: unknown) => void): void { setImmediate(() => fn(e)); }, end(): void {}, write(): void {} };
+    const call = { onResponse(): void {}, onEnd(fn: (err: unknown) => void): void { hostNextTurn(() => fn(e)); }, end(): void {}, write(): void {} };
     return new SimDuplex(call as unknown as WatchCall, cast, identity, identity, true);
   };
   const stream = (open: (s: EtcdServices, ctx: CallContext) => WatchCall | KeepAliveCall, mapIn: (r: unknown) => unknown, mapOut: (r: unknown) => unknown) =>

@@ -15,7 +15,7 @@
 import { grpcError, type CallContext, type EtcdServer } from '../server/index.js';
 import { EtcdCluster, type EtcdClusterOptions } from '../cluster/index.js';
 import { GrpcCode } from '../mvcc/index.js';
-import { RealClock, type Clock } from '../sim/index.js';
+import { hostMicrotask, RealClock, type Clock } from '../sim/index.js';
 import { alarmUnhealthy, answerUnhealthy, createClientHttp, type ClientHttp } from '../http/index.js';
 import { handleClusterControl, SERVED_CLIENT } from '../http/cluster_control.js';
 import { serveMember, type ServeHandle, type ServeOptions } from './server.js';
@@ -100,7 +100,7 @@ export async function serveCluster(opts: ServeClusterOptions): Promise<ServeClus
         memberConfigs: members.map((m, i) => ({ name: m.name, peerUrls: m.peerUrls, clientUrls: m.clientUrls ?? [endpoints[i]!] })),
       });
       // Stream responses (watch events, keep-alive answers) leave at the next microtask, as a single served member's do.
-      cluster.onServer((server) => server.delivery.setScheduler((flush) => queueMicrotask(flush)));
+      cluster.onServer((server) => server.delivery.setScheduler((flush) => hostMicrotask(flush)));
       build!(cluster);
     } catch (err) {
       abort!(err);

@@ -32,7 +32,7 @@ import { frameMessage, responseSink, type BidiCall, type GrpcMethod, type Method
 import { createGrpcDoor } from './door.js';
 import { snapshotResponseFrames } from './snapshot_wire.js';
 import { checkedService, requestDecodingOf } from './request_decoding.js';
-import { afterHostTime, hostNow, RealClock, type Clock } from '../sim/index.js';
+import { afterHostTime, hostMicrotask, hostNow, RealClock, type Clock } from '../sim/index.js';
 import { MalformedRequest, unaryUnmarshalError, withRequestChecks } from './request_checks.js';
 import { pipeResponses } from './stream_pipe.js';
 import { createClientHttp, listenClientPort, serveHttpOverH2, type ClientHttp, type HttpRequest, type HttpResponse, type TlsServerOptions } from '../http/index.js';
@@ -517,7 +517,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
       clientUrls: opts.clientUrls ?? [endpoint],
       clientCertAuth: opts.tls?.clientCertAuth === true,
     });
-    server.delivery.setScheduler((flush) => queueMicrotask(flush));
+    server.delivery.setScheduler((flush) => hostMicrotask(flush));
     state.server = server;
     clientHttp = createClientHttp(server);
   }

@@ -7,6 +7,7 @@
  */
 
 import { IndexedHeap, type HeapItem } from './heap.js';
+import { HostAlarm, hostEpochMs, hostKeepAlive, hostMonotonicMs } from './host.js';
 
 declare const timerHandleBrand: unique symbol;
 
@@ -211,19 +212,27 @@ export class VirtualClock implements Clock {
 // ---------------------------------------------------------------------------------------------
 // RealClock
 
-const noop = (): void => {};
+/** Longest single host wait; longer ones are chained (the alarm re-checks the time anyway). */
+const MAX_WAIT_MS = 2 ** 31 - 1;
 
-/** Node's setTimeout silently turns delays above this into 1 ms; longer waits are chained. */
-const MAX_TIMEOUT_MS = 2 ** 31 - 1;
-
-class RealTimer {
-  timeout: ReturnType<typeof setTimeout> | undefined;
-  constructor(readonly owner: RealClock) {}
+class RealTimer implements HeapItem {
+  heapIndex = -1;
+  constructor(
+    readonly owner: RealClock,
+    public due: number,
+    public seq: number,
+    readonly fn: () => void,
+    /** 0 for one-shot timers. */
+    readonly periodMs: number,
+    readonly phaseMs: number,
+  ) {}
 }
+
+const realTimerBefore = (a: RealTimer, b: RealTimer): boolean => a.due < b.due || (a.due === b.due && a.seq < b.seq);
 
 /** Options of {@link RealClock}. */
 export interface RealClockOptions {
-  /** unref() every timer so pending lease/watch timers do not keep the process alive (default false). */
+  /** Pending timers do not keep the process alive (default false: they do, as Node's timers do). */
   readonly unref?: boolean;
   /**
    * Simulated milliseconds per host millisecond (default 1). Server mode's `--clock-speed`: at 10 a 60 s
@@ -233,22 +242,28 @@ export interface RealClockOptions {
 }
 
 /**
- * Wall-clock implementation for running the simulator as a live server. It is the only code in
- * the project allowed to touch the host's time and timers.
+ * Wall-clock implementation for running the simulator as a live server or as a drop-in for a real etcd in a
+ * test. It reads and waits on the host's own time through ./host.ts, which a test's fake timers cannot
+ * move, stall or fire early — as they cannot touch a real etcd in another process.
  *
  * `now()` is epoch-anchored but advances with the monotonic clock (like Go's monotonic reading,
  * which etcd's lessor relies on), so a wall-clock step cannot expire or resurrect leases.
- * Callbacks never run before their due time; same-instant ordering follows Node's timer order.
+ * Timers wait in one queue behind a single host alarm set for the earliest; callbacks never run before
+ * their due time, and those due at the same instant run in creation order (the {@link Clock} contract).
  * A periodic timer that falls behind skips the ticks it missed, like Go's time.Ticker.
  */
 export class RealClock implements Clock {
-  private readonly originMs = Date.now();
-  private readonly originPerf = performance.now();
+  private readonly originMs = hostEpochMs();
+  private readonly originMono = hostMonotonicMs();
   private readonly speed: number;
-  private readonly live = new Set<RealTimer>();
+  private readonly queue = new IndexedHeap<RealTimer>(realTimerBefore);
+  private readonly alarm = new HostAlarm();
+  private alarmDue = Infinity;
+  private seq = 0;
   private closed = false;
+  private running = false;
   private holds = 0;
-  private keeper: ReturnType<typeof setInterval> | undefined;
+  private releaseKeepAlive: (() => void) | undefined;
 
   constructor(private readonly opts: RealClockOptions = {}) {
     this.speed = opts.speed ?? 1;
@@ -256,37 +271,25 @@ export class RealClock implements Clock {
   }
 
   now(): number {
-    return Math.floor(this.originMs + (performance.now() - this.originPerf) * this.speed);
+    return Math.floor(this.originMs + (hostMonotonicMs() - this.originMono) * this.speed);
   }
 
   setTimer(atMs: number, fn: () => void, _name?: string): TimerHandle {
     checkInstant('atMs', atMs);
-    const timer = this.create();
-    this.arm(timer, atMs, () => {
-      this.live.delete(timer);
-      fn();
-    });
-    return timer as unknown as TimerHandle;
+    return this.add(atMs, fn, 0, 0);
   }
 
   cancel(handle: TimerHandle): boolean {
     const timer = handle as unknown as RealTimer;
-    if (!(timer instanceof RealTimer) || timer.owner !== this || !this.live.delete(timer)) return false;
-    clearTimeout(timer.timeout);
-    timer.timeout = undefined;
+    if (!(timer instanceof RealTimer) || timer.owner !== this || !this.queue.remove(timer)) return false;
+    this.rearm();
     return true;
   }
 
   every(periodMs: number, fn: () => void, opts?: EveryOptions): TimerHandle {
     const phase = opts?.phase ?? 0;
     checkPeriod(periodMs, phase);
-    const timer = this.create();
-    const tick = (): void => {
-      this.arm(timer, nextPeriodicDue(this.now(), periodMs, phase), tick);
-      fn();
-    };
-    this.arm(timer, nextPeriodicDue(this.now(), periodMs, phase), tick);
-    return timer as unknown as TimerHandle;
+    return this.add(nextPeriodicDue(this.now(), periodMs, phase), fn, periodMs, phase);
   }
 
   /**
@@ -295,44 +298,73 @@ export class RealClock implements Clock {
    * retry and lease expiry it may be waiting for must get to run. Releasing twice is harmless.
    */
   hold(): () => void {
-    if (this.holds++ === 0 && !this.closed) this.keeper = setInterval(noop, MAX_TIMEOUT_MS);
+    this.holds++;
+    this.keepAlive();
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      if (--this.holds === 0) this.dropKeeper();
+      this.holds--;
+      this.keepAlive();
     };
-  }
-
-  private dropKeeper(): void {
-    if (this.keeper !== undefined) clearInterval(this.keeper);
-    this.keeper = undefined;
   }
 
   /** Cancels every pending timer; afterwards scheduling throws. Idempotent. */
   close(): void {
-    this.dropKeeper();
     this.closed = true;
-    for (const timer of this.live) clearTimeout(timer.timeout);
-    this.live.clear();
+    while (this.queue.pop() !== undefined);
+    this.holds = 0;
+    this.rearm();
   }
 
-  private create(): RealTimer {
+  private add(due: number, fn: () => void, periodMs: number, phaseMs: number): TimerHandle {
     if (this.closed) throw new Error('RealClock: scheduling on a closed clock');
-    const timer = new RealTimer(this);
-    this.live.add(timer);
-    return timer;
+    const timer = new RealTimer(this, due, this.seq++, fn, periodMs, phaseMs);
+    this.queue.push(timer);
+    this.rearm();
+    return timer as unknown as TimerHandle;
   }
 
-  /** Arms `timer` to call `onDue` once now() >= atMs, re-arming if Node fires early or the wait exceeds its limit. */
-  private arm(timer: RealTimer, atMs: number, onDue: () => void): void {
-    const delay = Math.min(Math.max(0, Math.ceil((atMs - this.now()) / this.speed)), MAX_TIMEOUT_MS);
-    timer.timeout = setTimeout(() => {
-      if (!this.live.has(timer)) return;
-      if (this.now() < atMs) this.arm(timer, atMs, onDue);
-      else onDue();
-    }, delay);
-    if (this.opts.unref === true) timer.timeout.unref();
+  /** Runs what is due, one timer at a time so that a callback's cancel or new timer takes effect at once. */
+  private readonly fire = (): void => {
+    this.alarmDue = Infinity;
+    if (this.running) return;
+    this.running = true;
+    try {
+      const now = this.now();
+      for (let top = this.queue.peek(); top !== undefined && top.due <= now; top = this.queue.peek()) {
+        this.queue.pop();
+        if (top.periodMs > 0) {
+          top.due = nextPeriodicDue(now, top.periodMs, top.phaseMs);
+          this.queue.push(top);
+        }
+        top.fn();
+      }
+    } finally {
+      this.running = false;
+      this.rearm();
+    }
+  };
+
+  /** Keeps the host alarm set for the earliest timer (re-armed when the host wakes us a little early). */
+  private rearm(): void {
+    if (this.running) return;
+    const due = this.queue.peek()?.due ?? Infinity;
+    this.keepAlive();
+    if (due === this.alarmDue) return;
+    this.alarmDue = due;
+    if (due === Infinity) this.alarm.cancel();
+    else this.alarm.set(Math.min(Math.max(0, Math.ceil((due - this.now()) / this.speed)), MAX_WAIT_MS), this.fire);
+  }
+
+  /** Holds the process while a client holds it, or while timers are pending on a clock that is not unref'd. */
+  private keepAlive(): void {
+    const want = this.holds > 0 || (this.opts.unref !== true && this.queue.size > 0);
+    if (want && this.releaseKeepAlive === undefined) this.releaseKeepAlive = hostKeepAlive();
+    else if (!want && this.releaseKeepAlive !== undefined) {
+      this.releaseKeepAlive();
+      this.releaseKeepAlive = undefined;
+    }
   }
 }
 
