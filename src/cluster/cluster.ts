@@ -21,7 +21,7 @@
  * Random choices (election timeouts, generated lease IDs) come from the cluster's seeded PRNG and are made
  * once, by the leader, before an entry is proposed: same seed, same run.
  */
-import { SimRandom, VirtualClock, type Clock, type TimerHandle } from '../sim/index.js';
+import { hostNextTurn, SimRandom, VirtualClock, type Clock, type TimerHandle } from '../sim/index.js';
 import { writeEtcdSnapshot, type EtcdBackend } from '../snapshot/index.js';
 import { toGrpcError, type GrpcError } from '../server/errors.js';
 import { EtcdServer, type EtcdServerOptions } from '../server/etcd_server.js';
@@ -1449,5 +1449,5 @@ function checkLag(ms: number): void {
 
 /** One turn of the event loop, so client code reacting to responses runs before time moves on. */
 function turn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
+  return new Promise((resolve) => hostNextTurn(resolve));
 }

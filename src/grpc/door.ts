@@ -39,7 +39,7 @@ import { Http2ServerConnection, type PingPolicy } from '../h2/connection.js';
 import { ErrorCode } from '../h2/frames.js';
 import { EncodedHeaders, HpackEncoder, headerValue } from '../h2/hpack.js';
 import type { H2Stream } from '../h2/stream.js';
-import { afterHostTime, hostNow } from '../sim/index.js';
+import { afterHostTime, hostNextTurn, hostNow } from '../sim/index.js';
 import type { BidiCall, GrpcMethod, ServerStreamCall, UnaryCall } from './call.js';
 
 export interface GrpcDoorOptions {
@@ -310,7 +310,7 @@ class GrpcStream implements UnaryCall, ServerStreamCall, BidiCall {
       if (partial) this.refuse(13, 'unexpected EOF');
       // A client that cancels may end its side just before the reset (grpc-js does, in one write): the
       // half-close counts only if the stream is still open a turn later.
-      else setImmediate(() => this.st.isClosed || this.answered || this.onHalfClose?.());
+      else hostNextTurn(() => this.st.isClosed || this.answered || this.onHalfClose?.());
       return;
     }
     if (!partial) this.refuse(2, 'EOF');

@@ -22,6 +22,7 @@
 import { CONNECTION_SPECIFIC } from '../h2/connection.js';
 import type { H2Stream } from '../h2/stream.js';
 import type { HttpRequest, HttpResponse } from './gateway.js';
+import { hostMicrotask } from '../sim/index.js';
 
 type HeaderValue = string | number | readonly string[];
 
@@ -95,7 +96,7 @@ class H2Request implements HttpRequest {
         this.pending = null;
         for (const c of kept) this.emitData(c);
         // Its 'end' listener is usually attached right after: let it be.
-        if (this.ended) queueMicrotask(() => this.emitEnd());
+        if (this.ended) hostMicrotask(() => this.emitEnd());
       }
     } else if (event === 'end') {
       this.endListeners.push(listener as () => void);

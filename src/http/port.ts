@@ -21,7 +21,7 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import type { Duplex } from 'node:stream';
-import { afterHostTime } from '../sim/index.js';
+import { afterHostTime, hostNextTurn } from '../sim/index.js';
 import type { HttpRequest, HttpResponse } from './gateway.js';
 
 /** HTTP/2's connection preface (RFC 9113 §3.4). */
@@ -176,7 +176,7 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
       // turn, so that an answer already written on one (the crash lever's own, on this port) leaves first.
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       const dropped = new Promise<void>((resolve) =>
-        setImmediate(() => {
+        hostNextTurn(() => {
           for (const s of sockets) s.destroy();
           httpServer.closeAllConnections();
           resolve();
