@@ -7,7 +7,7 @@
  */
 
 import { IndexedHeap, type HeapItem } from './heap.js';
-import { HostAlarm, hostEpochMs, hostKeepAlive, hostMonotonicMs } from './host.js';
+import { HostAlarm, hostEpochMs, hostKeepAlive, hostMonotonicMs } from './host_platform.js';
 
 declare const timerHandleBrand: unique symbol;
 

@@ -18,6 +18,8 @@
  *  - a microtask: a resolved promise's `then`;
  *  - keeping the process alive: a referenced `MessagePort` (an `Atomics.waitAsync` alone does not).
  * Fake timers patch none of these (fake-timers 15: `timers`, `timers/promises`, `perf_hooks.now`, globals).
+ * The playground bundle (scripts/build.mjs) resolves this file to src/playground/browser/host_platform.ts,
+ * the browser's timers, where no test fakes them.
  */
 
 import { performance as perfHooks } from 'node:perf_hooks';
