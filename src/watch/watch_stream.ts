@@ -111,9 +111,13 @@ export class WatchStream {
     return this.inChannel;
   }
 
-  /** Responses and bytes in the transport, sent and not yet read (bytes at most windowBytes + one response). */
-  get inTransport(): { readonly responses: number; readonly bytes: number } {
-    return { responses: this.sent.length - this.sentHead, bytes: this.sentBytes };
+  /**
+   * Responses and bytes in the transport, sent and not yet read, and the size of the newest one: the send
+   * loop sends while the window has room, so the bytes before the newest response are below windowBytes.
+   */
+  get inTransport(): { readonly responses: number; readonly bytes: number; readonly newest: number } {
+    const n = this.sent.length;
+    return { responses: n - this.sentHead, bytes: this.sentBytes, newest: n > this.sentHead ? this.sentSizes[n - 1]! : 0 };
   }
 
   /** IDs of the watchers on this stream. */
