@@ -20,26 +20,61 @@ export interface BundledScenario {
   /** Name to pass to `etcdsim run` (path under scenarios/ without the extension). */
   readonly name: string;
   readonly path: string;
-  /** First `##` line of the file. */
+  /** The first sentence of the description (its `##` lines up to the first `.`, `?` or `!` that ends one). */
   readonly summary: string;
+  /** Its place on the suggested path (scenarios/path.txt), from 1; undefined when it is not on it. */
+  readonly step: number | undefined;
 }
 
-/** Every bundled scenario, in name order. */
+/** The suggested path through the labs: the names in scenarios/path.txt, in order (`#` lines are comments). */
+export function labPath(dir: string = SCENARIO_DIR): string[] {
+  const file = join(dir, 'path.txt');
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
+}
+
+/** A lab's summary: the first sentence of its description, whole, however many `##` lines it spans. */
+export function summaryOf(text: string): string {
+  const lines: string[] = [];
+  for (const l of text.split('\n')) {
+    const t = l.trim();
+    if (!t.startsWith('##')) {
+      if (lines.length > 0 || (t !== '' && !t.startsWith('#'))) break;
+      continue;
+    }
+    const body = t.replace(/^##\s?/, '').trim();
+    if (body === '') {
+      if (lines.length > 0) break;
+      continue;
+    }
+    lines.push(body);
+  }
+  const para = lines.join(' ');
+  const end = /[.?!](?=\s|$)/.exec(para);
+  return end === null ? para : para.slice(0, end.index + 1);
+}
+
+/** Every bundled scenario: the suggested path's in its order, then any other in name order. */
 export function listBundledScenarios(dir: string = SCENARIO_DIR): BundledScenario[] {
+  const path = labPath(dir);
   const found: BundledScenario[] = [];
   const walk = (d: string): void => {
     for (const entry of readdirSync(d).sort()) {
       const p = join(d, entry);
       if (statSync(p).isDirectory()) walk(p);
       else if (entry.endsWith('.etcdsim')) {
-        const text = readFileSync(p, 'utf8');
-        const first = text.split('\n').find((l) => l.trim().startsWith('##'));
-        found.push({ name: relative(dir, p).replace(/\\/g, '/').replace(/\.etcdsim$/, ''), path: p, summary: first?.trim().replace(/^##\s*/, '') ?? '' });
+        const name = relative(dir, p).replace(/\\/g, '/').replace(/\.etcdsim$/, '');
+        const at = path.indexOf(name);
+        found.push({ name, path: p, summary: summaryOf(readFileSync(p, 'utf8')), step: at < 0 ? undefined : at + 1 });
       }
     }
   };
   if (existsSync(dir)) walk(dir);
-  return found.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const rank = (s: BundledScenario): number => s.step ?? Number.MAX_SAFE_INTEGER;
+  return found.sort((a, b) => rank(a) - rank(b) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
 function resolveScenario(arg: string): string | undefined {
@@ -90,9 +125,10 @@ function errnoText(e: unknown): string {
 /** `etcdsim run` after commander parsed it: the scenario, run, with its exit code (see the file comment). */
 export async function executeRun(scenario: string | undefined, opts: RunOptions, io: CliIo): Promise<number> {
   if (opts.list === true) {
+    // The suggested path, numbered, each lab with the whole first sentence of its description.
     const all = listBundledScenarios();
     const width = Math.max(...all.map((s) => s.name.length), 4);
-    for (const s of all) io.out(`${s.name.padEnd(width)}  ${s.summary}`);
+    for (const s of all) io.out(`${s.step !== undefined ? `${String(s.step).padStart(2)}.` : '   '} ${s.name.padEnd(width)}  ${s.summary}`);
     return 0;
   }
   if (!/^\d+$/.test(opts.seed) || !Number.isSafeInteger(Number(opts.seed))) throw new CliError(`--seed must be a non-negative integer, got ${JSON.stringify(opts.seed)}`);

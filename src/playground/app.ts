@@ -63,7 +63,7 @@ interface FrameDocument {
 }
 
 interface PageGlobals {
-  readonly document: { getElementById(id: string): El | null; createElement(tag: string): El; readonly documentElement: El };
+  readonly document: { getElementById(id: string): El | null; createElement(tag: string): El; readonly documentElement: El; title: string };
   readonly location: { readonly hash: string; readonly href: string };
   readonly history: { replaceState(data: null, unused: string, url: string): void };
   addEventListener(type: string, fn: () => void): void;
@@ -104,7 +104,8 @@ function groupOf(name: string): number {
   return i < 0 ? 0 : i;
 }
 
-// Labs first, then the cluster labs, then the bug pairs (each a `bug` and a `fixed` variant of one script).
+// Labs first, then the cluster labs, then the bug pairs (each a `bug` and a `fixed` variant of one script); within
+// each group in the order of the suggested path (scenarios/path.txt), which is the order they are embedded in.
 const labs = (JSON.parse(byId('lab-data').textContent ?? '[]') as EmbeddedLab[]).sort((a, b) => groupOf(a.name) - groupOf(b.name));
 
 /** What is on screen: the script, the variant switch, the seed, the lab it came from (if unchanged). */
@@ -130,9 +131,11 @@ function run(share: boolean): void {
   // Offer the variants the script declares; a switch left over from another script is dropped.
   const declared = declaredVariants(script);
   const variant = state.variant !== undefined && declared.includes(state.variant) ? state.variant : undefined;
-  state = seed !== 0 ? { script, variant, seed } : { script, variant };
+  state = { script, variant, ...(seed !== 0 ? { seed } : {}), ...(labName !== undefined ? { lab: labName } : {}) };
   seedField.value = String(seed);
-  const title = labName ?? 'playground';
+  // The lab's name stays through edits (and in the link), marked as edited once the script is not the lab's.
+  const title = labName === undefined ? 'playground' : labs.find((l) => l.name === labName)?.text === script ? labName : `${labName} (edited)`;
+  doc.title = `${title} · etcdsim playground`;
   const result = variant === undefined ? runScenario(script, { title, seed }) : runScenario(script, { title, variant, seed });
   drawSwitches(declared);
   const lines = [...result.transcript];
@@ -158,6 +161,7 @@ function run(share: boolean): void {
   d['variant'] = state.variant ?? '';
   d['seed'] = String(seed);
   d['lab'] = labName ?? '';
+  d['title'] = title;
   if (share) g.history.replaceState(null, '', encodeFragment(state));
 }
 
@@ -198,7 +202,7 @@ function drawLabs(): void {
     b.addEventListener('click', () => {
       labName = lab.name;
       editor.value = lab.text;
-      state = { script: lab.text, variant: undefined, seed: state.seed };
+      state = { script: lab.text, variant: undefined, seed: state.seed, lab: lab.name };
       run(true);
     });
     groups.set(group, [...(groups.get(group) ?? []), b]);
@@ -221,14 +225,15 @@ function load(): void {
   if (fromLink !== undefined) {
     state = fromLink;
     editor.value = fromLink.script;
-    labName = labs.find((l) => l.text === fromLink.script)?.name;
+    // The lab the link names (a bundled one), else the lab whose text it is.
+    labName = labs.find((l) => l.name === fromLink.lab)?.name ?? labs.find((l) => l.text === fromLink.script)?.name;
     run(false);
     return;
   }
   const first = labs[0];
   labName = first?.name;
   editor.value = first?.text ?? '';
-  state = { script: editor.value, variant: undefined };
+  state = { script: editor.value, variant: undefined, ...(labName !== undefined ? { lab: labName } : {}) };
   run(false);
 }
 
@@ -299,7 +304,6 @@ editor.addEventListener('input', () => {
   if (pending !== undefined) g.clearTimeout(pending);
   pending = g.setTimeout(() => {
     pending = undefined;
-    if (labName !== undefined && labs.find((l) => l.name === labName)?.text !== editor.value) labName = undefined;
     run(true);
   }, DEBOUNCE_MS);
 });
@@ -321,7 +325,7 @@ frame.addEventListener('load', () => {
 // A link pasted into the address bar of an open playground.
 g.addEventListener('hashchange', () => {
   const s = decodeFragment(g.location.hash);
-  if (s !== undefined && (s.script !== editor.value || s.variant !== state.variant || (s.seed ?? 0) !== (state.seed ?? 0))) load();
+  if (s !== undefined && (s.script !== editor.value || s.variant !== state.variant || (s.seed ?? 0) !== (state.seed ?? 0) || s.lab !== state.lab)) load();
 });
 drawLabs();
 load();

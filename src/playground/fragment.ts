@@ -1,7 +1,7 @@
 /**
  * How a playground link carries a lab: the page URL's fragment is `#script=` + the base64url (RFC 4648 §5,
- * no padding) of the script's UTF-8 text, then `&variant=NAME` when a bug switch is flipped and `&seed=N`
- * when the seed is not 0. The fragment never reaches a server, so a link works from a file:// page and from
+ * no padding) of the script's UTF-8 text, then `&variant=NAME` when a bug switch is flipped, `&seed=N`
+ * when the seed is not 0 and `&lab=NAME` when the script is a bundled lab's, edited or not (the page's title). The fragment never reaches a server, so a link works from a file:// page and from
  * any static host alike.
  */
 
@@ -11,6 +11,8 @@ export interface PlaygroundState {
   readonly variant: string | undefined;
   /** Seed of the run's random choices (lease IDs), as `etcdsim run --seed`; absent means 0. */
   readonly seed?: number | undefined;
+  /** The bundled lab the script came from, kept through edits (absent: a script of the learner's own). */
+  readonly lab?: string | undefined;
 }
 
 /** A seed as the page and a link take it: a non-negative integer the run can use exactly (at most 2^53 - 1). */
@@ -43,7 +45,8 @@ export function fromBase64Url(b64: string): string | undefined {
 /** The fragment (with its `#`) for `state`. */
 export function encodeFragment(state: PlaygroundState): string {
   const seed = state.seed !== undefined && state.seed !== 0 ? `&seed=${state.seed}` : '';
-  return `#script=${toBase64Url(state.script)}${state.variant !== undefined ? `&variant=${encodeURIComponent(state.variant)}` : ''}${seed}`;
+  const lab = state.lab !== undefined ? `&lab=${encodeURIComponent(state.lab)}` : '';
+  return `#script=${toBase64Url(state.script)}${state.variant !== undefined ? `&variant=${encodeURIComponent(state.variant)}` : ''}${seed}${lab}`;
 }
 
 /** The state a fragment (`location.hash`, with or without `#`) carries; undefined when it carries no script. */
@@ -58,13 +61,19 @@ export function decodeFragment(hash: string): PlaygroundState | undefined {
   const script = fromBase64Url(encoded);
   if (script === undefined) return undefined;
   const variant = params.get('variant');
-  let name: string | undefined;
-  try {
-    name = variant !== undefined && variant !== '' ? decodeURIComponent(variant) : undefined;
-  } catch {
-    name = undefined;
-  }
+  const name = decoded(variant);
   const seedText = params.get('seed');
   const seed = seedText !== undefined ? parseSeed(seedText) : undefined;
-  return seed !== undefined && seed !== 0 ? { script, variant: name, seed } : { script, variant: name };
+  const lab = decoded(params.get('lab'));
+  return { script, variant: name, ...(seed !== undefined && seed !== 0 ? { seed } : {}), ...(lab !== undefined ? { lab } : {}) };
+}
+
+/** A percent-encoded parameter's text; undefined when absent, empty or malformed. */
+function decoded(v: string | undefined): string | undefined {
+  if (v === undefined || v === '') return undefined;
+  try {
+    return decodeURIComponent(v);
+  } catch {
+    return undefined;
+  }
 }

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { listBundledScenarios, runCommand } from '../../src/cli/run_command.js';
+import { labPath, listBundledScenarios, runCommand, summaryOf } from '../../src/cli/run_command.js';
 
 async function run(args: string[]): Promise<{ code: number; lines: string[] }> {
   const lines: string[] = [];
@@ -12,12 +12,33 @@ async function run(args: string[]): Promise<{ code: number; lines: string[] }> {
   return { code, lines };
 }
 
-test('run --list names every bundled scenario with its one-line description', async () => {
+test('run --list follows the suggested path, numbered, each lab with the whole first sentence of its description', async () => {
   const { code, lines } = await run(['--list']);
   assert.equal(code, 0);
   const all = listBundledScenarios();
   assert.equal(lines.length, all.length);
-  for (const s of all) assert.ok(lines.some((l) => l.startsWith(s.name) && l.endsWith(s.summary)), s.name);
+  assert.deepEqual(all.map((s) => s.name), labPath(), 'every bundled lab is on the path, in its order');
+  all.forEach((s, i) => {
+    assert.ok(lines[i]!.startsWith(`${String(i + 1).padStart(2)}. ${s.name} `), lines[i]);
+    assert.ok(lines[i]!.endsWith(`  ${s.summary}`), lines[i]);
+    assert.match(s.summary, /[.?!]$/, `${s.name}: a whole sentence`);
+  });
+  assert.equal(summaryOf('## One line\n## and its end. Then more.\n## more'), 'One line and its end.');
+});
+
+test('the path is one list: path.txt names every bundled lab once, and scenarios/README.md\'s suggested order is it', () => {
+  const path = labPath();
+  assert.equal(new Set(path).size, path.length, 'no lab twice');
+  assert.deepEqual([...path].sort(), listBundledScenarios().map((s) => s.name).sort());
+  const readme = readFileSync(new URL('../../scenarios/README.md', import.meta.url), 'utf8');
+  const section = readme.slice(readme.indexOf('## A suggested order'), readme.indexOf('\n## ', readme.indexOf('## A suggested order') + 5));
+  // Each numbered item opens with its lab's name; the last one, `bugs/`, names each bug lab.
+  const named: string[] = [];
+  for (const m of section.matchAll(/^\d+\. `([^`]+)`(.*(?:\n(?!\d+\. ).*)*)/gm)) {
+    if (m[1] === 'bugs/') named.push(...[...m[2]!.matchAll(/`(bugs\/[a-z0-9-]+)`/g)].map((b) => b[1]!));
+    else named.push(m[1]!);
+  }
+  assert.deepEqual(named, path);
 });
 
 test('run NAME runs a bundled scenario, prints its transcript and writes the timeline with --html', async () => {

@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { runCli } from '../../src/cli/program.js';
-import { listBundledScenarios } from '../../src/cli/run_command.js';
+import { labPath, listBundledScenarios } from '../../src/cli/run_command.js';
 import { bundlePlayground, PlaygroundBuildError } from '../../src/playground/build_page.js';
 import { runScenario } from '../../src/scenario/index.js';
 import { Buffer as BrowserBuffer } from '../../src/playground/browser/bytes_platform.js';
@@ -151,6 +151,7 @@ test('headless Chromium: a shared #script= link runs its lab; an edit reruns and
     assert.equal(third.title, 'txn-one-revision');
     assert.ok(third.writes > 0);
     assert.equal(decodeFragment(third.hash)?.script, third.editor, 'the link follows the lab');
+    assert.equal(decodeFragment(third.hash)?.lab, 'txn-one-revision', 'and names it');
 
     // 4. A bug pair, then its bug switch: only the `bug` variant runs, and the link says so.
     await evaluate(`document.querySelector('button[data-lab="bugs/20229-progress-below-future-start"]').click(), true`);
@@ -164,7 +165,7 @@ test('headless Chromium: a shared #script= link runs its lab; an edit reruns and
     assert.deepEqual(fifth.runSections, ['bug'], 'only the bug variant ran');
     assert.match(fifth.transcript, /^=== variant bug: progressRespectsStartRev=false ===$/m);
     assert.doesNotMatch(fifth.transcript, /=== variant fixed/);
-    assert.deepEqual(decodeFragment(fifth.hash), { script: fourth.editor, variant: 'bug' });
+    assert.deepEqual(decodeFragment(fifth.hash), { script: fourth.editor, variant: 'bug', lab: 'bugs/20229-progress-below-future-start' });
 
     // 5. The seed: a new seed reruns (other lease IDs, nothing else) and travels in the link; a link with a seed opens with it.
     await evaluate(`document.querySelector('button[data-lab="lease-expiry-timing"]').click(), true`);
@@ -178,8 +179,8 @@ test('headless Chromium: a shared #script= link runs its lab; an edit reruns and
     assert.equal(seed5.transcript, runScenario(leaseLab, { seed: 5 }).transcript.join('\n'), 'the run with seed 5, as etcdsim run --seed 5 prints it');
     assert.notEqual(seed5.transcript, seed0.transcript);
     assert.equal(seed5.transcript.replace(/[0-9a-f]{16}/g, 'ID'), seed0.transcript.replace(/[0-9a-f]{16}/g, 'ID'), 'only the lease IDs differ');
-    assert.deepEqual(decodeFragment(seed5.hash), { script: leaseLab, variant: undefined, seed: 5 });
-    assert.match(seed5.hash, /&seed=5$/);
+    assert.deepEqual(decodeFragment(seed5.hash), { script: leaseLab, variant: undefined, seed: 5, lab: 'lease-expiry-timing' });
+    assert.match(seed5.hash, /&seed=5&lab=lease-expiry-timing$/);
     await evaluate(`(() => { const f = document.getElementById('seed'); f.value = 'x'; f.dispatchEvent(new Event('input', { bubbles: true })); return document.getElementById('seed').classList.contains('invalid'); })()`);
     // A new document (not a fragment change of this one): a learner opening the link in a fresh tab.
     await page.open('about:blank');
@@ -224,6 +225,28 @@ test('headless Chromium: a shared #script= link runs its lab; an edit reruns and
       const onNode = runScenario(readFileSync(s.path, 'utf8'));
       assert.equal(inBrowser[s.name], `${onNode.transcript.join('\n')}\n${String(onNode.ok)}`, `${s.name}: the browser run differs from the Node run`);
     }
+
+    // 8. The path: without a link the page opens on the path's first lab; an edit keeps the lab's name (marked
+    // edited), in the page and in its link, and that link opens with it.
+    const path = labPath();
+    await page.open('about:blank');
+    await page.open(pathToFileURL(file).href);
+    await evaluate(HELPERS);
+    const start = await evaluate<Seen & { buttons: string[] }>(`__settled(1).then((r) => ({ ...r, buttons: [...document.querySelectorAll('#labs button')].map((b) => b.dataset.lab) }))`);
+    assert.equal(start.lab, path[0]);
+    assert.equal(start.title, path[0]);
+    assert.deepEqual(start.buttons, path, 'the lab list follows the path');
+    await evaluate(`(() => { const t = document.getElementById('script'); t.value += '\\nput /extra 1\\n'; t.dispatchEvent(new Event('input', { bubbles: true })); return true; })()`);
+    const edit = await evaluate<Seen>('__settled(2)');
+    assert.equal(edit.lab, path[0]);
+    assert.equal(edit.title, `${path[0]!} (edited)`);
+    assert.equal(decodeFragment(edit.hash)?.lab, path[0]);
+    await page.open('about:blank');
+    await page.open(`${pathToFileURL(file).href}${edit.hash}`);
+    await evaluate(HELPERS);
+    const shared = await evaluate<Seen>('__settled(1)');
+    assert.equal(shared.title, `${path[0]!} (edited)`, 'a shared link of an edited lab keeps its name');
+    assert.equal(shared.editor, edit.editor);
   } finally {
     // Chromium writes its profile until it exits: close() ends its whole process group first.
     await page?.close();
@@ -291,6 +314,9 @@ test('playground links: base64url of the UTF-8 script, the variant switch and th
   assert.match(encodeFragment({ script, variant: 'bug', seed: 42 }), /&variant=bug&seed=42$/);
   assert.deepEqual(decodeFragment(encodeFragment({ script, variant: undefined, seed: 42 })), { script, variant: undefined, seed: 42 });
   assert.deepEqual(decodeFragment(`${encodeFragment({ script, variant: undefined })}&seed=-1`), { script, variant: undefined });
+  // The lab the script came from travels as &lab=NAME, edited or not.
+  assert.match(encodeFragment({ script, variant: undefined, seed: 3, lab: 'bugs/18089-x' }), /&seed=3&lab=bugs%2F18089-x$/);
+  assert.deepEqual(decodeFragment(encodeFragment({ script, variant: undefined, lab: 'bugs/18089-x' })), { script, variant: undefined, lab: 'bugs/18089-x' });
   assert.equal(parseSeed('7'), 7);
   assert.equal(parseSeed(' 12 '), 12);
   for (const bad of ['', 'x', '-1', '1.5', '99999999999999999']) assert.equal(parseSeed(bad), undefined, bad);
