@@ -12,6 +12,9 @@
  * fragment with a small response limit), cancel them, request progress, take responses late or not at all
  * (tiny stream buffers make victims), and break streams, optionally resuming every watch just after the
  * last revision it received. Time moves on a virtual clock, so the sync, victim and progress steps run.
+ * Some runs shrink the sync step (one or two watchers per step, catch-up batches of one or two revisions)
+ * so that replays cross batch boundaries and watchers wait their turn: the catch-up that skips the revision
+ * starting the next batch (issue #35's named regression) is caught here too.
  *
  * After the writes stop and every background step has run, every watch (including broken and canceled
  * ones) must show zero violations; a watch still open must in addition have every matching event up to
@@ -40,6 +43,10 @@ interface Config {
   readonly progressMs: number;
   readonly fragmentLimit: number | undefined;
   readonly seed: number;
+  /** Watchers one sync step takes on (etcd 512): 1 or 2 leave the others unsynced for a later step. */
+  readonly maxWatchersPerSync: number;
+  /** Revisions per catch-up batch (etcd 1000): small, so replays cross batch boundaries. */
+  readonly watchBatchMaxRevs: number;
 }
 
 type StartSpec =
@@ -78,6 +85,8 @@ const configArb: fc.Arbitrary<Config> = fc.record({
   progressMs: fc.constantFrom(100, 300, 1000),
   fragmentLimit: fc.constantFrom(undefined, 160),
   seed: fc.integer(),
+  maxWatchersPerSync: fc.constantFrom(1, 2, 512),
+  watchBatchMaxRevs: fc.constantFrom(1, 2, 1000),
 });
 
 const rangeArb: fc.Arbitrary<{ key: string; end: string | undefined }> = fc.oneof(
@@ -155,6 +164,8 @@ function simulate(cfg: Config, actions: readonly Action[]): { history: Committed
     chanBufLen: cfg.chanBufLen,
     sendWindowBytes: cfg.sendWindowBytes,
     progressNotifyIntervalMs: cfg.progressMs,
+    maxWatchersPerSync: cfg.maxWatchersPerSync,
+    watchBatchMaxRevs: cfg.watchBatchMaxRevs,
     ...(cfg.fragmentLimit === undefined ? {} : { maxResponseBytes: cfg.fragmentLimit }),
   });
   const streams: RecordedStream[] = [];
