@@ -132,3 +132,13 @@ test('run --html into a missing directory, or onto a directory name: one line on
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a watch from a compacted revision is accepted, then canceled: the notes above it say so, as its transcript shows', () => {
+  for (const name of ['watch-from-the-past', 'list-then-watch-relist']) {
+    const text = readFileSync(listBundledScenarios().find((s) => s.name === name)!.path, 'utf8');
+    assert.doesNotMatch(text, /^##.*\brefused\b/m, name);
+    assert.match(text.replace(/\n## /g, ' '), /accepted, then canceled/, name);
+    assert.ok(runScenario(text).transcript.some((l) => / watch was canceled \(etcdserver: mvcc: required revision has been compacted\)$/.test(l)), name);
+  }
+  assert.match(repoFile('README.md'), /#15220, #18089,\s+#19179, #20221/);
+});
