@@ -21,7 +21,8 @@ import { type ConcurrencyClient, type WaitingCallContext, untilAborted, type Awa
 import { ElectionRules, type ObserveCall } from '../server/election_service.js';
 import { LockRules } from '../server/lock_service.js';
 import type * as M from '../server/messages.js';
-import type { ConnectOptions, EtcdCluster, MemberState, Reply } from './cluster.js';
+import type { EtcdCluster } from './cluster.js';
+import type { ConnectOptions, MemberState, Reply } from './member.js';
 import { errMemberDown, errNoLeader } from './errors.js';
 import { leaderMonitor, requiresLeader } from './require_leader.js';
 import { overClientLink } from './stream_link.js';

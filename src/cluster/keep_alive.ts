@@ -11,7 +11,8 @@ import { header, int64ToBigInt } from '../server/convert.js';
 import { toGrpcError, type GrpcError } from '../server/errors.js';
 import { KeepAliveCall } from '../server/lease_service.js';
 import type * as M from '../server/messages.js';
-import type { EtcdCluster, MemberState } from './cluster.js';
+import type { EtcdCluster } from './cluster.js';
+import type { MemberState } from './member.js';
 import { errNoLeader } from './errors.js';
 
 /** A keep-alive stream on one member whose renewals go to the leader; a KeepAliveCall to its users. */

@@ -18,7 +18,8 @@
  * It reads the cluster and changes nothing; what it remembers is bounded by the log's uncompacted part and
  * the spread of the members' applied indexes.
  */
-import type { EtcdCluster, MemberState } from './cluster.js';
+import type { EtcdCluster } from './cluster.js';
+import type { MemberState } from './member.js';
 import type { Entry } from './raft_log.js';
 
 /** One broken invariant: when, and what. */

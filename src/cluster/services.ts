@@ -30,7 +30,8 @@ import { leaderMonitor, requiresLeader } from './require_leader.js';
 import { heldOverClientLink, overClientLink } from './stream_link.js';
 import type { StreamCall, StreamHold } from '../server/stream_call.js';
 import { clusterConcurrency, type ClusterElection, type ClusterLock } from './concurrency.js';
-import type { ConnectOptions, EtcdCluster, MemberState, Reply } from './cluster.js';
+import type { EtcdCluster } from './cluster.js';
+import type { ConnectOptions, MemberState, Reply } from './member.js';
 
 /** KV on a cluster member: KVService's methods, answering once Raft (or ReadIndex) let them. */
 export type ClusterKV = Promised<KVService>;

@@ -9,7 +9,8 @@
  */
 import type { TimerHandle } from '../sim/index.js';
 import { StreamHold, type StreamCall, type StreamLink } from '../server/stream_call.js';
-import { DEFAULT_CLIENT, type ConnectOptions, type EtcdCluster, type MemberState } from './cluster.js';
+import type { EtcdCluster } from './cluster.js';
+import { DEFAULT_CLIENT, type ConnectOptions, type MemberState } from './member.js';
 
 /** One direction of the link: messages in the order sent, each due at its send time plus the link's delay. */
 interface Pipe {
