@@ -24,6 +24,7 @@ export {
 // A simulated cluster (createEtcdSim({ members: 3 })): sim.cluster and its levers, the members' async services.
 export type {
   CallAnswer,
+  ClusterLevers,
   EtcdCluster,
   MemberState,
   ClusterMemberServices,

@@ -332,48 +332,63 @@ export class EtcdCluster implements ClusterLevers {
   // ---------------------------------------------------------------------------------------------------
   // Levers (levers.ts says what each does)
 
+  /** {@inheritDoc ClusterLevers.pause} */
   pause(ref: MemberRef): void {
     this.levers.pause(ref);
   }
+  /** {@inheritDoc ClusterLevers.resume} */
   resume(ref: MemberRef): void {
     this.levers.resume(ref);
   }
+  /** {@inheritDoc ClusterLevers.partition} */
   partition(groups: ReadonlyArray<readonly MemberRef[]>): void {
     this.levers.partition(groups);
   }
+  /** {@inheritDoc ClusterLevers.isolate} */
   isolate(ref: MemberRef): void {
     this.levers.isolate(ref);
   }
+  /** {@inheritDoc ClusterLevers.heal} */
   heal(): void {
     this.levers.heal();
   }
+  /** {@inheritDoc ClusterLevers.setApplyLag} */
   setApplyLag(ref: MemberRef, ms: number): void {
     this.levers.setApplyLag(ref, ms);
   }
+  /** {@inheritDoc ClusterLevers.dropLink} */
   dropLink(client: string, ref: MemberRef): void {
     this.levers.dropLink(client, ref);
   }
+  /** {@inheritDoc ClusterLevers.delayLink} */
   delayLink(client: string, ref: MemberRef, ms: number): void {
     this.levers.delayLink(client, ref, ms);
   }
+  /** {@inheritDoc ClusterLevers.restoreLink} */
   restoreLink(client: string, ref: MemberRef): void {
     this.levers.restoreLink(client, ref);
   }
+  /** {@inheritDoc ClusterLevers.crash} */
   crash(ref: MemberRef): void {
     this.levers.crash(ref);
   }
+  /** {@inheritDoc ClusterLevers.restart} */
   restart(ref: MemberRef): void {
     this.levers.restart(ref);
   }
+  /** {@inheritDoc ClusterLevers.moveLeader} */
   moveLeader(ref: MemberRef): boolean {
     return this.levers.moveLeader(ref);
   }
+  /** {@inheritDoc ClusterLevers.forceElection} */
   forceElection(candidate?: MemberRef): void {
     this.levers.forceElection(candidate);
   }
+  /** {@inheritDoc ClusterLevers.compactLog} */
   compactLog(keep = 0): number {
     return this.levers.compactLog(keep);
   }
+  /** {@inheritDoc ClusterLevers.installSnapshot} */
   installSnapshot(ref: MemberRef): void {
     this.levers.installSnapshot(ref);
   }
