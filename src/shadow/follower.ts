@@ -1,0 +1,163 @@
+/**
+ * The simulator behind the shadow, following the real etcd's revisions rather than its own clock.
+ *
+ * Calls complete at the proxy in any order (one client's slow read, another's write on a second
+ * connection), but etcd committed them in one order, and every answer says where: its header revision.
+ * A step is applied to the simulator at the revision etcd answered it at:
+ *  - a write that made revision R (a Put; a DeleteRange or Txn that changed a key; a LeaseRevoke of a
+ *    lease with keys) runs when the simulator is at R - 1, so it makes R there too;
+ *  - anything else (reads, lease grants, compactions, a write that changed nothing, a watch created or
+ *    canceled) runs once the simulator is at R; a Range that arrives after later revisions were applied
+ *    reads at R, a historical read, as etcd answered it;
+ *  - an answer without a revision (an error) runs as it arrives.
+ * Revisions no call accounts for — a lease's keys deleted by etcd's expiry, a write of a client that is not
+ * behind the shadow — come from the shadow's own watch on the etcd (every key, prev_kv): once no write is
+ * in flight through the proxy (or `graceMs` after the events came), the revision's events are applied as
+ * they are, an expiry as the lease's revoke. Expiry is etcd's decision: the simulator's clock never moves,
+ * so its own timers never expire a lease, and a lease etcd reports gone is dropped there too.
+ */
+import type { EtcdSim } from '../client/create.js';
+import { afterHostTime } from '../sim/index.js';
+import type * as M from '../server/messages.js';
+
+/** One thing to apply to the simulator, at the revision etcd answered it at. */
+export interface Step {
+  /** etcd's header revision; undefined: apply on arrival (an error answer). */
+  readonly rev: number | undefined;
+  /** Whether this step made revision `rev` (asked when the simulator is at rev - 1). */
+  makesRevision(): boolean;
+  /** Runs the step on the simulator; `late` when the simulator is already past `rev`. */
+  run(late: boolean): void;
+}
+
+export interface FollowerHooks {
+  /** The simulator could not apply a revision from etcd's own events (it diverged before). */
+  onFollowError(rev: number, why: string): void;
+  /** After every step: stream responses reach their listeners. */
+  afterStep(): void;
+  /** A revision's events (from the own watch) were applied. */
+  onEvents(count: number): void;
+}
+
+export class Follower {
+  private queue: Step[] = [];
+  /** Events of revisions the own watch delivered and the simulator has not reached yet. */
+  private readonly events = new Map<number, M.Event[]>();
+  /** Write calls in flight through the proxy (their revision may be among `events`). */
+  inflightWrites = 0;
+  private graceTimer: { cancel(): void } | undefined;
+  private pumping = false;
+
+  constructor(
+    readonly sim: EtcdSim,
+    private readonly hooks: FollowerHooks,
+    private readonly graceMs: number,
+  ) {}
+
+  get revision(): number {
+    return this.sim.mvcc.currentRevision;
+  }
+
+  /** Steps waiting for the simulator to reach their revision. */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  add(step: Step): void {
+    this.queue.push(step);
+    this.pump();
+  }
+
+  /** A watch response of the shadow's own watch: its events, grouped by revision. */
+  addEvents(events: readonly M.Event[]): void {
+    for (const e of events) {
+      const rev = Number(e.kv?.mod_revision ?? 0);
+      if (rev <= this.revision) continue;
+      const list = this.events.get(rev) ?? [];
+      list.push(e);
+      this.events.set(rev, list);
+    }
+    this.pump();
+  }
+
+  writeEnded(): void {
+    this.inflightWrites--;
+    this.pump();
+  }
+
+  pump(): void {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (this.next()) this.hooks.afterStep();
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /** Applies one step or one revision of events; false when nothing can go yet. */
+  private next(): boolean {
+    const cur = this.revision;
+    // Steps at or below the current revision, or without one, in arrival order.
+    const i = this.queue.findIndex((s) => s.rev === undefined || s.rev <= cur);
+    if (i >= 0) {
+      const [s] = this.queue.splice(i, 1);
+      s!.run(s!.rev !== undefined && s!.rev < cur);
+      return true;
+    }
+    const maker = this.queue.findIndex((s) => s.rev === cur + 1 && s.makesRevision());
+    if (maker >= 0) {
+      const [s] = this.queue.splice(maker, 1);
+      s!.run(false);
+      this.events.delete(cur + 1);
+      return true;
+    }
+    const evs = this.events.get(cur + 1);
+    if (evs === undefined) return false;
+    if (this.inflightWrites > 0) {
+      // A write in flight may be the call that made this revision: give its answer time to arrive.
+      this.graceTimer ??= afterHostTime(this.graceMs, () => {
+        this.graceTimer = undefined;
+        const saved = this.inflightWrites;
+        this.inflightWrites = 0;
+        this.pump();
+        this.inflightWrites += saved;
+      });
+      return false;
+    }
+    this.events.delete(cur + 1);
+    this.applyEvents(cur + 1, evs);
+    return true;
+  }
+
+  /** A revision etcd made without a call through the shadow: a lease's expiry, or another client's write. */
+  private applyEvents(rev: number, evs: readonly M.Event[]): void {
+    const sim = this.sim;
+    this.hooks.onEvents(evs.length);
+    const leases = new Set(evs.map((e) => String(e.prev_kv?.lease ?? '0')));
+    const lease = leases.size === 1 ? [...leases][0]! : '0';
+    try {
+      if (evs.every((e) => e.type === 'DELETE') && lease !== '0' && sim.lessor.exists(BigInt(lease)) && sim.lessor.keyStringsOf(BigInt(lease)).length === evs.length) {
+        sim.lessor.expire(BigInt(lease));
+      } else {
+        const success = evs.map((e) =>
+          e.type === 'DELETE'
+            ? { request_delete_range: { key: e.kv!.key, range_end: Buffer.alloc(0) } }
+            : { request_put: { key: e.kv!.key, value: e.kv!.value, lease: e.kv!.lease } },
+        );
+        sim.services.kv.txn({ compare: [], success, failure: [] });
+      }
+    } catch (err) {
+      this.hooks.onFollowError(rev, err instanceof Error ? err.message : String(err));
+    }
+    if (this.revision !== rev) {
+      this.hooks.onFollowError(rev, `the simulator is at revision ${this.revision} after applying etcd's revision ${rev}`);
+    }
+  }
+
+  close(): void {
+    this.graceTimer?.cancel();
+    this.queue = [];
+    this.events.clear();
+  }
+}

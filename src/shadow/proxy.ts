@@ -1,0 +1,161 @@
+/**
+ * The shadow's client port: a gRPC proxy in front of a real etcd. Every HTTP/2 stream a client opens is
+ * opened on the etcd (one upstream connection per client connection, so per-connection behaviour — stream
+ * limits, keepalive, a dropped connection cancelling its calls — stays the real etcd's), its bytes passed
+ * on unchanged both ways, with the response headers and trailers as etcd wrote them: the application's
+ * answers are etcd's own. A tap reads the gRPC messages of each direction for the shadow (frames.ts).
+ *
+ * Node's HTTP/2 (not src/h2, our model of grpc-go's server) carries the proxy: here the bytes on the wire
+ * are etcd's, so only a faithful transport is needed, not a model of one.
+ */
+import http2 from 'node:http2';
+import type { Buffer } from 'node:buffer';
+import { MessageTap } from './frames.js';
+
+/** What the shadow learns of one call. */
+export interface TappedCall {
+  /** `/etcdserverpb.KV/Range`. */
+  readonly path: string;
+  /** The request headers (metadata: `token`, `authorization`, `hasleader`, ...). */
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  onRequest(message: Buffer): void;
+  onResponse(message: Buffer): void;
+  /** The call ended: etcd's grpc-status and grpc-message, or a reset/cancel (status undefined). */
+  onEnd(status: number | undefined, message: string): void;
+  /** A direction could not be read (compressed or oversized message): the call is not compared. */
+  onUntapped(why: string): void;
+}
+
+export interface ProxyOptions {
+  /** host:port of the real etcd. */
+  readonly etcd: string;
+  readonly host: string;
+  readonly port: number;
+  /** Largest message the tap reads (bigger ones pass through unread). */
+  readonly maxMessageBytes: number;
+  /** Called for each new call; undefined leaves the call untapped. */
+  readonly tap: (path: string, headers: TappedCall['headers']) => TappedCall | undefined;
+}
+
+export interface Proxy {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'http2-settings']);
+
+function forwardable(h: http2.IncomingHttpHeaders, keepStatus: boolean): http2.OutgoingHttpHeaders {
+  const out: http2.OutgoingHttpHeaders = {};
+  for (const [k, v] of Object.entries(h)) {
+    if (v === undefined || HOP_BY_HOP.has(k)) continue;
+    if (k.startsWith(':') && !(keepStatus && k === ':status') && !(!keepStatus && (k === ':method' || k === ':path' || k === ':scheme' || k === ':authority'))) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+export function startProxy(o: ProxyOptions): Promise<Proxy> {
+  const sessions = new Set<http2.ServerHttp2Session>();
+  const server = http2.createServer({ settings: { maxConcurrentStreams: 1000 } });
+  server.on('session', (down) => {
+    sessions.add(down);
+    const up = http2.connect(`http://${o.etcd}`);
+    up.on('error', () => down.destroy());
+    up.on('close', () => down.destroy());
+    down.on('close', () => {
+      sessions.delete(down);
+      up.close();
+    });
+    down.on('error', () => up.destroy());
+    down.on('stream', (ds, headers) => proxyStream(ds, headers, up, o));
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port, o.host, () => {
+      const a = server.address();
+      resolve({
+        port: typeof a === 'object' && a !== null ? a.port : o.port,
+        close: () =>
+          new Promise<void>((done) => {
+            for (const s of sessions) s.destroy();
+            server.close(() => done());
+          }),
+      });
+    });
+  });
+}
+
+function proxyStream(ds: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, up: http2.ClientHttp2Session, o: ProxyOptions): void {
+  const path = String(headers[':path'] ?? '');
+  const call = o.tap(path, headers);
+  let ended = false;
+  const end = (status: number | undefined, message: string): void => {
+    if (ended) return;
+    ended = true;
+    call?.onEnd(status, message);
+  };
+  const reqTap = call && new MessageTap((m) => call.onRequest(m), o.maxMessageBytes);
+  const resTap = call && new MessageTap((m) => call.onResponse(m), o.maxMessageBytes);
+  let us: http2.ClientHttp2Stream;
+  try {
+    us = up.request(forwardable(headers, false), { endStream: false });
+  } catch {
+    ds.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+    end(undefined, 'refused');
+    return;
+  }
+  let trailers: http2.OutgoingHttpHeaders = {};
+  ds.on('data', (chunk: Buffer) => {
+    if (reqTap !== undefined) {
+      reqTap.push(chunk);
+      if (reqTap.stopped !== undefined) call?.onUntapped(reqTap.stopped);
+    }
+  });
+  ds.pipe(us);
+  us.on('response', (h) => {
+    const status = h['grpc-status'];
+    if (status !== undefined) {
+      // Trailers-only: etcd answered with an error before any message.
+      ds.respond(forwardable(h, true), { endStream: true });
+      end(Number(status), decodeMessage(h['grpc-message']));
+      return;
+    }
+    ds.respond(forwardable(h, true), { waitForTrailers: true });
+  });
+  us.on('data', (chunk: Buffer) => {
+    if (resTap !== undefined) {
+      resTap.push(chunk);
+      if (resTap.stopped !== undefined) call?.onUntapped(resTap.stopped);
+    }
+  });
+  us.on('trailers', (t) => {
+    trailers = forwardable(t, false);
+    end(t['grpc-status'] === undefined ? undefined : Number(t['grpc-status']), decodeMessage(t['grpc-message']));
+  });
+  ds.on('wantTrailers', () => ds.sendTrailers(trailers));
+  us.on('end', () => {
+    if (!ds.headersSent) ds.respond({ ':status': 200 }, { endStream: true });
+    else if (!ds.writableEnded) ds.end();
+  });
+  us.pipe(ds, { end: false });
+  us.on('close', () => {
+    if (!ds.closed && us.rstCode !== undefined && us.rstCode !== http2.constants.NGHTTP2_NO_ERROR) ds.close(us.rstCode);
+    end(undefined, `reset by etcd (${us.rstCode ?? 0})`);
+  });
+  ds.on('close', () => {
+    if (!us.closed) us.close(http2.constants.NGHTTP2_CANCEL);
+    end(undefined, 'closed by the client');
+  });
+  ds.on('error', () => undefined);
+  us.on('error', () => undefined);
+}
+
+/** grpc-message is percent-encoded (gRPC over HTTP/2). */
+function decodeMessage(v: string | string[] | undefined): string {
+  const s = Array.isArray(v) ? v.join(',') : (v ?? '');
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
