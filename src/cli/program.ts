@@ -1,6 +1,6 @@
 /**
  * The `etcdsim` command line, declared with commander: `demo` (what a bare `etcdsim` runs), `serve`,
- * `run`, `diff` and `playground`, each with `--help`. Each command loads its modules when it runs, so `serve` starts
+ * `run`, `diff`, `shadow` and `playground`, each with `--help`. Each command loads its modules when it runs, so `serve` starts
  * without compiling the scenario runner or the differential engine.
  *
  * Errors: a user error is one line on stderr, `etcdsim CMD: what is wrong`, and a non-zero exit — 2 for
@@ -31,7 +31,7 @@ export class CliError extends Error {
   }
 }
 
-const COMMANDS = ['demo', 'serve', 'run', 'diff', 'playground'];
+const COMMANDS = ['demo', 'serve', 'run', 'diff', 'shadow', 'playground'];
 
 function linesOf(text: string): string[] {
   return text.replace(/\n$/, '').split('\n');
@@ -182,6 +182,25 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
       result.code = await act(io, 'etcdsim diff', async () => {
         const { executeDiff } = await import('./diff_command.js');
         return executeDiff(opts, io);
+      });
+    });
+
+  configure(program.command('shadow'), io, 'etcdsim shadow')
+    .description("a proxy in front of a real etcd: your application gets etcd's answers, the simulator answers the same requests, every difference is reported")
+    .option('--etcd <host:port>', 'the real etcd to forward to (required)')
+    .addOption(opt('--listen-client-urls <url>', 'URL the application connects to (http://; port 0 picks a free port)', 'http://127.0.0.1:2379'))
+    .addOption(opt('--etcd-version <v>', `the etcd release the simulator follows: ${ETCD_VERSIONS.join(', ')}`, '3.4'))
+    .option('--divergence-dir <dir>', 'write each divergence to a directory under <dir>: request, both answers, replayable scenario.json')
+    .option('--fail-on-divergence', 'exit with status 1 at the end when anything diverged')
+    .addOption(opt('--heartbeat-interval <ms>', "the real etcd's --heartbeat-interval (the minimum lease TTL follows from it)", '100'))
+    .addOption(opt('--election-timeout <ms>', "the real etcd's --election-timeout", '1000'))
+    .addOption(opt('--stats-interval <s>', 'how often the line of totals goes to stderr, when it changed', '10'))
+    .option('--allow-non-loopback', 'allow binding to an interface other than loopback')
+    .addHelpText('after', '\nSIGTERM or SIGINT stops it and prints the per-RPC summary. Exit codes: 0 stopped; 1 a divergence with --fail-on-divergence, or the port is taken; 2 usage error or the etcd could not be used.')
+    .action(async (opts: import('./shadow_command.js').ShadowCommandOptions) => {
+      result.code = await act(io, 'etcdsim shadow', async () => {
+        const { executeShadow } = await import('./shadow_command.js');
+        return executeShadow(opts, io);
       });
     });
 

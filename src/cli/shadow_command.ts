@@ -1,0 +1,95 @@
+/**
+ * `etcdsim shadow --etcd HOST:PORT --listen-client-urls URL`: puts the simulator beside a real etcd your
+ * application already uses (src/shadow). The application connects to the shadow's URL in place of its
+ * etcd and gets the real etcd's answers, unchanged; the simulator answers the same requests in etcd's
+ * revision order and every difference is reported.
+ *
+ *   --etcd-version 3.4|3.5|3.6|3.7      the release the simulator follows (default 3.4)
+ *   --divergence-dir DIR                 each divergence as a directory: request, both answers, scenario.json
+ *   --fail-on-divergence                 exit 1 at the end when anything diverged (for CI)
+ *   --heartbeat-interval / --election-timeout   the real etcd's, in ms (its minimum lease TTL follows them)
+ *
+ * While running, a line of totals goes to stderr when they changed (at most every --stats-interval
+ * seconds, default 10); SIGTERM or SIGINT stops it, and the per-RPC summary goes to stdout.
+ *
+ * Exit codes: 0 stopped by a signal, nothing diverged (or no --fail-on-divergence); 1 a divergence with
+ * --fail-on-divergence, or the port could not be opened; 2 usage error or the etcd could not be used.
+ */
+import { afterHostTime } from '../sim/index.js';
+import { parseEtcdUrl } from './go_flags.js';
+import { ETCD_VERSIONS } from './serve_flags.js';
+import { CliError, type CliIo } from './program.js';
+import type { EtcdVersion } from '../mvcc/index.js';
+
+/** `etcdsim shadow`'s options as commander hands them over. */
+export interface ShadowCommandOptions {
+  etcd?: string | undefined;
+  listenClientUrls: string;
+  etcdVersion: string;
+  divergenceDir?: string | undefined;
+  failOnDivergence?: boolean | undefined;
+  heartbeatInterval: string;
+  electionTimeout: string;
+  statsInterval: string;
+  allowNonLoopback?: boolean | undefined;
+}
+
+function int(name: string, v: string, min: number): number {
+  const n = /^\s*\d+\s*$/.test(v) ? Number(v) : NaN;
+  if (!Number.isSafeInteger(n) || n < min) throw new CliError(`${name} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+export async function executeShadow(o: ShadowCommandOptions, io: CliIo, signals: NodeJS.EventEmitter = process): Promise<number> {
+  if (o.etcd === undefined || o.etcd.trim() === '') throw new CliError('--etcd HOST:PORT is required: the real etcd to shadow');
+  const etcd = o.etcd.replace(/^https?:\/\//, '');
+  if (!(ETCD_VERSIONS as readonly string[]).includes(o.etcdVersion)) throw new CliError(`--etcd-version must be one of ${ETCD_VERSIONS.join(', ')}, got ${JSON.stringify(o.etcdVersion)}`);
+  let url;
+  try {
+    url = parseEtcdUrl(o.listenClientUrls);
+  } catch (err) {
+    throw new CliError(`invalid value ${JSON.stringify(o.listenClientUrls)} for flag --listen-client-urls: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (url.scheme !== 'http') throw new CliError('--listen-client-urls: the shadow serves http:// only (TLS is not passed through yet)');
+  const { isLoopback } = await import('../grpc/server.js');
+  if (!isLoopback(url.host) && o.allowNonLoopback !== true) throw new CliError(`--listen-client-urls: ${url.host} is not a loopback address (--allow-non-loopback to bind it)`);
+  const heartbeatMs = int('--heartbeat-interval', o.heartbeatInterval, 1);
+  const electionMs = int('--election-timeout', o.electionTimeout, 1);
+  const statsMs = int('--stats-interval', o.statsInterval, 1) * 1000;
+  const { startShadow } = await import('../shadow/index.js');
+  let shadow;
+  try {
+    shadow = await startShadow({
+      etcd,
+      host: url.host,
+      port: url.port === '' ? 0 : Number(url.port),
+      etcdVersion: o.etcdVersion as EtcdVersion,
+      heartbeatMs,
+      electionMs,
+      divergenceDir: o.divergenceDir,
+      onDivergence: (where, dir) => io.err(`etcdsim shadow: divergence in ${where}${dir === undefined ? '' : ` (written to ${dir})`}`),
+    });
+  } catch (err) {
+    const msg = err instanceof Error ? err.message : String(err);
+    throw new CliError(/EADDRINUSE|EACCES|EADDRNOTAVAIL/.test(msg) ? `cannot listen on ${url.host}:${url.port}: ${msg}` : `cannot use the etcd at ${etcd}: ${msg.split('\n')[0]}`, /EADDR|EACCES/.test(msg) ? 1 : 2);
+  }
+  io.out(`etcdsim shadowing the etcd at ${etcd} on ${shadow.endpoint}`);
+  let last = '';
+  let timer: { cancel(): void } | undefined;
+  const tick = (): void => {
+    const line = shadow.report.line();
+    if (line !== last) io.err(line);
+    last = line;
+    timer = afterHostTime(statsMs, tick);
+  };
+  timer = afterHostTime(statsMs, tick);
+  await new Promise<void>((resolve) => {
+    signals.once('SIGINT', resolve);
+    signals.once('SIGTERM', resolve);
+  });
+  timer.cancel();
+  await shadow.drained(2000);
+  await shadow.close();
+  for (const l of shadow.report.summary()) io.out(l);
+  return o.failOnDivergence === true && shadow.report.divergences > 0 ? 1 : 0;
+}

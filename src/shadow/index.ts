@@ -1,0 +1,7 @@
+/**
+ * Shadow mode (`etcdsim shadow`): the simulator checked against an application's own traffic to a real
+ * etcd. A door at the level of grpc / http / diff: it uses the cluster's member, the gRPC protos and the
+ * differential's normalisation; only the cli imports it.
+ */
+export { startShadow, type ShadowHandle, type ShadowOptions } from './shadow.js';
+export { ShadowReport, type DivergenceRecord, type RpcCounts } from './report.js';

@@ -1,0 +1,86 @@
+/**
+ * A real etcd 3.4.23 on loopback with the shadow in front of it (both in this process but etcd), and
+ * etcdctl aimed at the shadow. etcd runs with --election-timeout 1000, so its minimum lease TTL is 2 s
+ * and a lease can expire on the real etcd within a test: the shadow must follow that expiry.
+ */
+import { execFile } from 'node:child_process';
+import { startEtcd, type EtcdProcess } from '../../src/diff/etcd_process.js';
+import { startShadow, type ShadowHandle, type ShadowOptions } from '../../src/shadow/index.js';
+
+export const HEARTBEAT_MS = 100;
+export const ELECTION_MS = 1000;
+
+export interface ShadowRig {
+  readonly etcd: EtcdProcess;
+  readonly shadow: ShadowHandle;
+  /** Every divergence seen, as "where". */
+  readonly divergences: string[];
+  close(): Promise<void>;
+}
+
+export async function startRig(opts: Partial<ShadowOptions> = {}): Promise<ShadowRig> {
+  const etcd = await startEtcd({ heartbeatMs: HEARTBEAT_MS, electionMs: ELECTION_MS });
+  const divergences: string[] = [];
+  try {
+    const shadow = await startShadow({
+      etcd: etcd.address,
+      host: '127.0.0.1',
+      port: 0,
+      heartbeatMs: HEARTBEAT_MS,
+      electionMs: ELECTION_MS,
+      ...opts,
+      onDivergence: (where, dir) => divergences.push(dir === undefined ? where : `${where} (${dir})`),
+    });
+    return {
+      etcd,
+      shadow,
+      divergences,
+      async close() {
+        await shadow.close();
+        await etcd.stop();
+      },
+    };
+  } catch (err) {
+    await etcd.stop();
+    throw err;
+  }
+}
+
+export interface CtlResult {
+  readonly code: number;
+  readonly out: string;
+}
+
+/** etcdctl (API 3) against `endpoint`, asynchronously: the shadow runs in this process. */
+export function ctl(endpoint: string, args: readonly string[], input = ''): Promise<CtlResult> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('etcdctl', [`--endpoints=${endpoint}`, '--dial-timeout=3s', '--command-timeout=5s', ...args], { env: { ...process.env, ETCDCTL_API: '3' } }, (err, stdout, stderr) => {
+      const code = err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1;
+      resolve({ code, out: stdout + stderr });
+    });
+    child.on('error', reject);
+    child.stdin?.on('error', () => {});
+    child.stdin?.end(input);
+  });
+}
+
+/** The per-RPC summary, for assertion messages. */
+export function summary(rig: ShadowRig): string {
+  return [...rig.shadow.report.summary(), ...rig.divergences].join('\n');
+}
+
+/** `etcdctl watch ARGS` in the background until its output contains `until` (or 10 s pass); its output. */
+export function watchUntil(endpoint: string, args: readonly string[], until: string): Promise<string> {
+  return new Promise((resolve) => {
+    let out = '';
+    const child = execFile('etcdctl', [`--endpoints=${endpoint}`, 'watch', ...args], { env: { ...process.env, ETCDCTL_API: '3' } }, () => resolve(out));
+    const timer = setTimeout(() => child.kill(), 10_000);
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes(until)) {
+        clearTimeout(timer);
+        child.kill();
+      }
+    });
+  });
+}
