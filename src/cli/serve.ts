@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { isLoopback, serve, type ServeOptions } from '../grpc/server.js';
-import type { ServedClusterMember } from '../grpc/cluster_serve.js';
+import type { ServedClusterMember } from '../grpc/serve_cluster.js';
 import type { EtcdVersion } from '../mvcc/index.js';
 import { SnapshotFormatError, readEtcdSnapshot } from '../snapshot/index.js';
 import { FlagValueError, parseEtcdUrl, parseGoDuration, parseGoInt, parseGoUint, type EtcdUrl } from './go_flags.js';
@@ -382,11 +382,11 @@ export async function runServe(opts: ServeCommandOptions, io: CliIo = consoleIo)
 }
 
 /**
- * `etcdsim serve --members N`: N members on N ports (src/grpc/cluster_serve.ts). Prints one line naming
+ * `etcdsim serve --members N`: N members on N ports (src/grpc/serve_cluster.ts). Prints one line naming
  * every member's endpoint, then where the fault levers are.
  */
 async function runServeCluster(opts: ServeCommandOptions, members: readonly ServedClusterMember[], io: CliIo): Promise<void> {
-  const { serveCluster } = await import('../grpc/cluster_serve.js');
+  const { serveCluster } = await import('../grpc/serve_cluster.js');
   const { host: _h, port: _p, memberName: _n, clientUrls: _c, peerUrls: _pu, fromSnapshot: _f, members: _m, clock: _clock, ...shared } = opts;
   let handle;
   try {

@@ -1,7 +1,10 @@
 /**
- * Which Go decoder an etcd release checks its requests with (ServerCompat.protobufGoDecoding): gogo's
- * generated Unmarshal up to 3.6 (gogo_check.ts), protobuf-go from 3.7 (protobuf_go_check.ts). serve()
- * and the Lock / Election services take their request checks from here, per member.
+ * The one entry point of request decoding, in the order etcd's member decodes a request: the release picks
+ * its Go decoder (ServerCompat.protobufGoDecoding: gogo's generated Unmarshal up to 3.6, gogo_check.ts;
+ * protobuf-go from 3.7, protobuf_go_check.ts), that decoder's checks run on the bytes, and only a request
+ * they accept is decoded by protobuf.js (with protobuf_varint.ts's fix of its reader). A body etcd would
+ * refuse becomes a MalformedRequest, which the handler answers with Go's error text instead of running the
+ * call. checkedService() gives each served service's methods with their requests decoded this way.
  */
 import type * as grpc from '@grpc/grpc-js';
 import type { PackageDefinition } from '@grpc/proto-loader';
@@ -10,7 +13,7 @@ import type { EtcdVersion } from '../mvcc/index.js';
 import { serverCompat } from '../server/compat.js';
 import { compileMessageTables, compileGogoChecks, type GogoCheck, type MessageCheck } from './gogo_check.js';
 import { checkProtobufGo, protoErrorPrefix, type RequestCheck } from './protobuf_go_check.js';
-import { withRequestChecks } from './request_checks.js';
+import { installVarintFix } from './protobuf_varint.js';
 
 export type { RequestCheck } from './protobuf_go_check.js';
 
@@ -22,6 +25,16 @@ export interface RequestDecoding {
   readonly nonBreakingSpace: boolean;
 }
 
+/** What a request deserializer returns for bytes etcd cannot decode; the handler refuses the call with Go's error text. */
+export class MalformedRequest {
+  constructor(readonly error: string) {}
+}
+
+/** grpc-go's status text for a unary request it cannot decode (code INTERNAL). */
+export function unaryUnmarshalError(req: MalformedRequest): string {
+  return `grpc: error unmarshalling request: ${req.error}`;
+}
+
 /**
  * The decoding of a member of release `version` started with `seed`. protobuf-go picks the space after
  * `proto:` once per Go binary (a hash of the executable), so two builds of the same etcd may differ; the
@@ -31,6 +44,11 @@ export interface RequestDecoding {
 export function requestDecodingOf(version: EtcdVersion, seed: number | bigint | undefined): RequestDecoding {
   const s = typeof seed === 'bigint' ? seed : Number.isSafeInteger(seed) ? BigInt(seed as number) : 0n;
   return { protobufGo: serverCompat(version).protobufGoDecoding, nonBreakingSpace: (s & 1n) === 1n };
+}
+
+/** Service `name`'s method definitions (grpc's codecs) with every request checked as `decoding` checks it before it is decoded. */
+export function checkedService(name: EtcdServiceName, decoding: RequestDecoding): grpc.ServiceDefinition {
+  return withRequestChecks(etcdService(name).service, requestChecks(etcdPackageDefinition(), SERVICE_PACKAGES[name], decoding));
 }
 
 const tablesOf = new WeakMap<PackageDefinition, ReadonlyMap<string, MessageCheck>>();
@@ -55,7 +73,29 @@ export function requestChecks(pd: PackageDefinition, pkg: string, decoding: Requ
   };
 }
 
-/** Service `name`'s method definitions (grpc's codecs) with every request checked as `decoding` checks it. */
-export function checkedService(name: EtcdServiceName, decoding: RequestDecoding): grpc.ServiceDefinition {
-  return withRequestChecks(etcdService(name).service, requestChecks(etcdPackageDefinition(), SERVICE_PACKAGES[name], decoding));
+/** `def` with every request checked by `checkFor(its request message's name)` before it is decoded. */
+function withRequestChecks(def: grpc.ServiceDefinition, checkFor: (requestType: string) => RequestCheck): grpc.ServiceDefinition {
+  installVarintFix();
+  const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+  for (const [method, m] of Object.entries(def)) {
+    const requestType = (m as unknown as { requestType?: { type?: { name?: string } } }).requestType?.type?.name;
+    if (requestType === undefined) throw new Error(`etcdsim: no request type for ${method}`);
+    const check = checkFor(requestType);
+    const decode = m.requestDeserialize;
+    out[method] = {
+      ...m,
+      requestDeserialize: (buf: Buffer): unknown => {
+        const err = check(buf);
+        if (typeof err === 'string') return new MalformedRequest(err);
+        try {
+          // protobuf-go's decoding may leave fields out (a known field with another wire type): decode the rest.
+          return decode(err === undefined ? buf : Buffer.from(err.buffer, err.byteOffset, err.byteLength));
+        } catch (e) {
+          // Not expected: what gogo accepts, protobuf.js decodes.
+          return new MalformedRequest(e instanceof Error ? e.message : String(e));
+        }
+      },
+    };
+  }
+  return out;
 }

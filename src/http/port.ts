@@ -72,7 +72,7 @@ export interface ClientPort {
   close(): Promise<void>;
   /**
    * Stops listening and resets every connection, as a killed process's port does (new connections are
-   * refused); `listen()` binds the same port again. Used for a crashed cluster member (cluster_serve.ts).
+   * refused); `listen()` binds the same port again. Used for a crashed cluster member (serve_cluster.ts).
    */
   refuse(): Promise<void>;
   /** Listens again on the bound port after refuse(); rejects with the listen error (EADDRINUSE, ...). */

@@ -1,7 +1,7 @@
 /**
  * What the front doors of the client port — serve()'s gRPC handlers (src/grpc/server.ts) and the JSON
  * gateway (gateway.ts) — need of the member they serve. A single member is an EtcdServer, whose services
- * answer at once; a member of a simulated cluster (src/cluster, served by src/grpc/cluster_serve.ts)
+ * answer at once; a member of a simulated cluster (src/cluster, served by src/grpc/serve_cluster.ts)
  * answers a request once Raft let it (a write after the member applied it, a linearizable read after
  * ReadIndex), so its answers may be Promises. Both doors take either through these types: one handler table
  * per door, one path, for both.
@@ -57,7 +57,7 @@ export interface ServedServices {
 
 /**
  * The member a port serves, as its front doors call it. An EtcdServer is one; a cluster member's adapter
- * (src/grpc/cluster_serve.ts) is another, whose token check happens inside its services (so its
+ * (src/grpc/serve_cluster.ts) is another, whose token check happens inside its services (so its
  * tokenWaitIndex answers undefined and the doors hold nothing themselves).
  */
 export interface ServedMember {

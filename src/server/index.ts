@@ -12,6 +12,8 @@ export {
   type MemberRestart,
   type MemberSnapshot,
 } from './etcd_server.js';
+// A service class's etcd calls by name, and the shapes of a service whose answers may come later.
+export { serviceMethods, promised, type AwaitableService, type Promised } from './answers.js';
 export { KVService } from './kv_service.js';
 export { WatchService, WatchCall, type ResponseListener, type EndListener } from './watch_service.js';
 export type { BidiStream, FlowControl, ResponseSink, ResponseStream } from './stream_call.js';

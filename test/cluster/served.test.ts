@@ -1,5 +1,5 @@
 /**
- * A simulated 3-member cluster served on three ports (src/grpc/cluster_serve.ts), driven as a user drives a
+ * A simulated 3-member cluster served on three ports (src/grpc/serve_cluster.ts), driven as a user drives a
  * real one: etcdctl with --endpoints of all three, and the fault levers of the control endpoint
  * (/etcdsim/cluster, src/http/cluster_control.ts). The cluster runs on the wall clock at --clock-speed 10,
  * as `etcdsim serve` does; nothing waits a fixed time: a test waits for what it asserts (an answer, a
@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, test } from 'node:test';
-import { serveCluster, type ServeClusterHandle } from '../../src/grpc/cluster_serve.js';
+import { serveCluster, type ServeClusterHandle } from '../../src/grpc/serve_cluster.js';
 import { parseServeFlags, SERVE_FLAG_DEFAULTS } from '../../src/cli/serve.js';
 import { requireCommands } from '../support/prerequisites.js';
 import { etcdctl } from './helpers.js';

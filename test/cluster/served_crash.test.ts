@@ -1,5 +1,5 @@
 /**
- * A crashed member of a served cluster (src/grpc/cluster_serve.ts) goes as a killed etcd goes: its client
+ * A crashed member of a served cluster (src/grpc/serve_cluster.ts) goes as a killed etcd goes: its client
  * port refuses connections (ECONNREFUSED, so a client's balancer moves on at once) and its open connections
  * reset; on restart it listens again on the same port. The control endpoint stays on the other members'
  * ports. Driven with real clients: raw TCP, our gRPC client (src/grpc/client.ts) and etcdctl. Nothing waits a
@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
 import { after, before, test } from 'node:test';
-import { serveCluster, type ServeClusterHandle } from '../../src/grpc/cluster_serve.js';
+import { serveCluster, type ServeClusterHandle } from '../../src/grpc/serve_cluster.js';
 import { connectEtcd } from '../../src/grpc/client.js';
 import { requireCommands } from '../support/prerequisites.js';
 import { etcdctl } from './helpers.js';

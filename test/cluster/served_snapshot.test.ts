@@ -1,5 +1,5 @@
 /**
- * Maintenance.Snapshot on a served cluster member (src/grpc/cluster_serve.ts) streams as a single served
+ * Maintenance.Snapshot on a served cluster member (src/grpc/serve_cluster.ts) streams as a single served
  * member's does (MaintenanceService.snapshotStream through the front door's DoorServerStreamCall): the
  * member's own backend — a follower answers with its own file, as etcd's member-local Maintenance call does —
  * written as the HTTP/2 stream drains, its SHA-256 last. A client that stops reading holds the writer back
@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { after, before, test } from 'node:test';
-import { serveCluster, type ServeClusterHandle } from '../../src/grpc/cluster_serve.js';
+import { serveCluster, type ServeClusterHandle } from '../../src/grpc/serve_cluster.js';
 import type { EtcdServer } from '../../src/server/index.js';
 import type * as M from '../../src/server/messages.js';
 import { requireCommands } from '../support/prerequisites.js';

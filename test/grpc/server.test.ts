@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import { DEFAULT_CLUSTER_ID, DEFAULT_MEMBER_ID } from '../../src/server/index.js';
-import { serve, rangeStream } from '../../src/grpc/server.js';
+import { serve } from '../../src/grpc/server.js';
+import { rangeStream } from '../../src/grpc/kv_server.js';
 import { VirtualClock } from '../../src/sim/index.js';
 import { B, RawClient, nextMessages, nextStreamEnd, streamError, withServer, type Msg } from './helpers.js';
 

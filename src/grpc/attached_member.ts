@@ -1,6 +1,6 @@
 /**
  * What serve() takes as its member: the types of src/http/served_member.ts (shared with the JSON gateway),
- * and a member made apart from the port (a cluster member, cluster_serve.ts).
+ * and a member made apart from the port (a cluster member, serve_cluster.ts).
  */
 import type { EtcdServer } from '../server/index.js';
 import type { ClientHttp } from '../http/index.js';

@@ -19,7 +19,7 @@ import { hostMicrotask, RealClock, type Clock } from '../sim/index.js';
 import { alarmUnhealthy, answerUnhealthy, createClientHttp, type ClientHttp } from '../http/index.js';
 import { handleClusterControl, SERVED_CLIENT } from '../http/cluster_control.js';
 import { serveMember, type ServeHandle, type ServeOptions } from './server.js';
-import type { AttachedMember, PortSwitch, ServedMember } from './served_member.js';
+import type { AttachedMember, PortSwitch, ServedMember } from './attached_member.js';
 
 /** One member's port and identity. */
 export interface ServedClusterMember {

@@ -1,0 +1,11 @@
+/**
+ * etcd's Cluster (membership) service as served (etcd's v3rpc/member.go): MemberList, MemberAdd,
+ * MemberRemove, MemberUpdate and MemberPromote forwarded to the member's ClusterService
+ * (src/server/cluster_service.ts) by name.
+ */
+import { ClusterService } from '../server/index.js';
+import type { Handlers, MethodTable } from './handlers.js';
+
+export function clusterServer(h: Handlers): MethodTable {
+  return h.forwarded('Cluster', ClusterService, (s) => s.cluster);
+}
