@@ -20,8 +20,9 @@
  *   goes out within min(stream window, connection window, peer's max frame size); the rest waits in the
  *   stream's queue and resumes on WINDOW_UPDATE (streams starved of connection window wait in FIFO
  *   order); write() reports false past a write quota (64 KiB by default, grpc-go's) and onDrain follows.
- *   Trailers wait behind their stream's queued DATA. What DATA the socket's buffer can hold is bounded by
- *   the peer's connection window, which only the peer's reading raises; the replies the peer's own frames
+ *   Trailers wait behind their stream's queued DATA. DATA also waits while the output batch and the socket's
+ *   buffer hold 64 KiB (a peer may grant a large window and read nothing): the write quota then pushes back on
+ *   the server, as grpc-go's blocked writer does, instead of the socket buffering it. The replies the peer's own frames
  *   earn (SETTINGS ACK, PING ACK, RST_STREAM) are not, so past 50 of them queued in the socket reading stops
  *   until they leave (grpc-go's throttle).
  * - Memory held per connection, whatever the input: the unparsed rest of one socket read (reading pauses as
@@ -140,6 +141,9 @@ class ConnectionError extends Error {
  * never reads the answers is throttled instead of growing our write buffer.
  */
 const MAX_QUEUED_CONTROL = 50;
+
+/** Output (batch and socket buffer) past which DATA waits in its stream's queue, under the write quota. */
+const OUTPUT_LIMIT = 64 * 1024;
 
 /** How many ids of streams we reset are remembered, so frames the peer had in flight on them are ignored. */
 const RESET_MEMORY = 1024;
@@ -322,6 +326,9 @@ export class Http2ServerConnection {
     socket.on('data', (chunk: Buffer) => this.onRead(chunk));
     socket.on('error', () => {}); // 'close' follows
     socket.on('close', () => this.onSocketClose());
+    socket.on('drain', () => {
+      if (this.blocked.length > 0 && !this.dead) this.pumpBlocked();
+    });
     if (options.head !== undefined && options.head.length > 0) this.onRead(options.head);
     else this.flush();
   }
@@ -329,6 +336,17 @@ export class Http2ServerConnection {
   /** Streams open now (request or response side not finished). */
   get streamCount(): number {
     return this.streams.size;
+  }
+
+  /**
+   * Octets this connection holds on the peer's account: unparsed input, a header block being continued,
+   * the output batch, the socket's write buffer and the streams' queued DATA (see the top of this file for
+   * what bounds each).
+   */
+  get heldBytes(): number {
+    let n = this.buf.length + this.contBlock.length + this.writer.pendingBytes + this.socket.writableLength;
+    for (const st of this.streams.values()) n += st.queued;
+    return n;
   }
 
   /**
@@ -718,7 +736,7 @@ export class Http2ServerConnection {
     if (st.endRequested) throw new Error(`HTTP/2 stream ${st.id}: write() after end()`);
     const n = data.length;
     if (n === 0) return st.queued < this.writeQuota;
-    if (st.queued === 0 && n <= st.sendWindow && n <= this.sendWindow && n <= this.peerMaxFrame) {
+    if (st.queued === 0 && n <= st.sendWindow && n <= this.sendWindow && n <= this.peerMaxFrame && !this.outputFull()) {
       // Fast path: the whole write fits the windows and one frame.
       st.sendWindow -= n;
       this.sendWindow -= n;
@@ -817,8 +835,9 @@ export class Http2ServerConnection {
       const chunk = queue[st.queueHead]!;
       const off = st.queueOffset;
       const n = Math.min(chunk.length - off, st.sendWindow, this.sendWindow, this.peerMaxFrame);
-      if (n <= 0) {
-        if (this.sendWindow <= 0 && st.sendWindow > 0 && !st.blocked) {
+      const socketFull = this.outputFull();
+      if (n <= 0 || socketFull) {
+        if ((socketFull || (this.sendWindow <= 0 && st.sendWindow > 0)) && !st.blocked) {
           st.blocked = true;
           this.blocked.push(st);
         }
@@ -846,7 +865,12 @@ export class Http2ServerConnection {
     }
   }
 
-  /** The connection window grew: streams waiting for it go on, first come first. */
+  /** Whether the batch and the socket's buffer hold OUTPUT_LIMIT or more: DATA waits (the socket's 'drain' resumes it). */
+  private outputFull(): boolean {
+    return this.writer.pendingBytes + this.socket.writableLength >= OUTPUT_LIMIT;
+  }
+
+  /** The connection window grew, or the socket drained: streams waiting for either go on, first come first. */
   private pumpBlocked(): void {
     const list = this.blocked;
     this.blocked = [];
@@ -854,7 +878,7 @@ export class Http2ServerConnection {
       const st = list[i]!;
       st.blocked = false;
       if (st.closed) continue;
-      if (this.sendWindow <= 0) {
+      if (this.sendWindow <= 0 || this.outputFull()) {
         st.blocked = true;
         this.blocked.push(st);
         continue;

@@ -35,6 +35,11 @@ export class FrameWriter {
 
   constructor(private readonly sink: FrameSink) {}
 
+  /** Octets waiting for flush(). */
+  get pendingBytes(): number {
+    return this.segmentBytes + this.pos - this.start;
+  }
+
   /** Whether anything waits for flush(). */
   get pending(): boolean {
     return this.pos > this.start || this.segments.length > 0;

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
-import { CLIENT_PREFACE, ErrorCode, Flags, FrameType, frame, settingsFrame } from '../../src/h2/frames.js';
+import { CLIENT_PREFACE, ErrorCode, Flags, FrameType, Setting, frame, settingsFrame } from '../../src/h2/frames.js';
 import { HpackEncoder } from '../../src/h2/hpack.js';
 import type { H2Stream } from '../../src/h2/stream.js';
 import { RawClient, startServer } from './helpers.js';
@@ -155,6 +155,53 @@ test('a peer that sends PINGs and reads none of the answers is throttled: the se
       client.resume();
     });
     assert.ok(maxQueued <= 64 * 1024, `the server's write buffer held ${maxQueued} octets`);
+  } finally {
+    client.destroy();
+    await new Promise<void>((resolve) => raw.close(() => resolve()));
+    await srv.close();
+  }
+});
+
+test('a peer that grants a huge window and reads nothing: DATA waits in the stream (write() says false) instead of the socket buffer', async () => {
+  const total = 32 * 1024 * 1024;
+  const chunk = Buffer.alloc(16 * 1024, 0x61);
+  let written = 0;
+  let maxSocketBuffer = 0;
+  let serverSocket: net.Socket | undefined;
+  let wrote: (() => void) | undefined;
+  const srv = await startServer((st) => {
+    st.respond([':status', '200']);
+    // A well-behaved server: writes while write() says yes, and again on onDrain.
+    const go = (): void => {
+      while (written < total) {
+        written += chunk.length;
+        const more = st.write(chunk);
+        maxSocketBuffer = Math.max(maxSocketBuffer, serverSocket?.writableLength ?? 0);
+        if (!more) break;
+      }
+      wrote?.();
+    };
+    st.onDrain = go;
+    go();
+  });
+  const raw = net.createServer((socket) => {
+    serverSocket = socket;
+    srv.accept(socket);
+  });
+  await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+  const client = net.connect((raw.address() as net.AddressInfo).port, '127.0.0.1');
+  try {
+    await new Promise<void>((resolve) => client.once('connect', resolve));
+    client.pause();
+    const huge = 0x7fffffff;
+    const settings = settingsFrame([[Setting.INITIAL_WINDOW_SIZE, huge]]);
+    const grant = frame(FrameType.WINDOW_UPDATE, 0, 0, Buffer.from([0x7f, 0xff, 0x00, 0x00]));
+    await new Promise<void>((resolve) => {
+      wrote = resolve;
+      client.write(Buffer.concat([CLIENT_PREFACE, settings, grant, frame(FrameType.HEADERS, Flags.END_HEADERS | Flags.END_STREAM, 1, block())]));
+    });
+    assert.ok(written < total, 'write() never pushed back');
+    assert.ok(maxSocketBuffer <= 256 * 1024, `the socket buffered ${maxSocketBuffer} octets`);
   } finally {
     client.destroy();
     await new Promise<void>((resolve) => raw.close(() => resolve()));
