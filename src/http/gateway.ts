@@ -24,6 +24,7 @@ import { grpcError, sendResponses, toGrpcError, type BidiStream, type CallContex
 import { isPromiseLike, type Awaitable, type ServedMember } from './served_member.js';
 import type { WaitingCallContext } from '../server/concurrency.js';
 import { GrpcCode, type EtcdVersion } from '../mvcc/index.js';
+import { gatewayBodyLimit, readBody } from './request_body.js';
 import { goString, JsonRequestError, messageFromJson, messageToJson, readJsonValue, type JsonValue } from './json.js';
 import { serverCompat } from '../server/compat.js';
 
@@ -180,18 +181,6 @@ export interface Gateway {
   closeStreams(): void;
 }
 
-/**
- * The largest request body the gateway reads: four times what the gRPC door takes of a message (JSON spells
- * bytes in base64 and names every field, so a message at the door's limit is well within it). etcd's
- * gateway reads any body whole (a 200 MiB POST cost it 845 MB) and then fails the message at the gRPC
- * limit; here reading stops past this bound, with the answer etcd gives such a message.
- */
-export function gatewayBodyLimit(maxRequestBytes: number): number {
-  return 4 * (maxRequestBytes + GRPC_GO_OVERHEAD_BYTES);
-}
-/** What grpc-go's limit adds to --max-request-bytes in etcd (its grpcOverheadBytes). */
-const GRPC_GO_OVERHEAD_BYTES = 512 * 1024;
-
 export function createGateway(member: () => ServedMember, maxBodyBytes = gatewayBodyLimit(1.5 * 1024 * 1024)): Gateway {
   const open = new Set<BidiCall>();
   return {
@@ -228,31 +217,6 @@ function gatewayContext(req: HttpRequest): CallContext {
   const h = req.headers['grpc-metadata-token'] ?? req.headers['authorization'];
   const token = Array.isArray(h) ? h[0] : h;
   return token === undefined ? {} : { token };
-}
-
-/**
- * The request's body, once it has all arrived — or, past `limit` octets, how many were read when reading
- * stopped. A request whose client goes before its body ends never resolves: Go's gateway fails the body
- * read and calls nothing (read as empty, it would grant a lease or enable auth for a client that is gone).
- */
-function readBody(req: HttpRequest, limit: number): Promise<string | { readonly over: number }> {
-  return new Promise((resolve) => {
-    let chunks: Buffer[] = [];
-    let n = 0;
-    let over = false;
-    req.on('data', (c: Buffer) => {
-      if (over) return;
-      n += c.length;
-      if (n <= limit) return void chunks.push(c);
-      over = true;
-      chunks = [];
-      resolve({ over: n });
-    });
-    req.on('end', () => {
-      if (!over) resolve(Buffer.concat(chunks).toString('utf8'));
-    });
-    req.on('error', () => {});
-  });
 }
 
 /**

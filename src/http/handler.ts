@@ -13,7 +13,8 @@
  * - `/v3/...` (and `/v3beta/...` on 3.4 and 3.5): the gRPC gateway (gateway.ts);
  * - anything else: Go's `404 page not found`.
  */
-import { createGateway, gatewayBodyLimit, plainError, type Gateway, type HttpRequest, type HttpResponse } from './gateway.js';
+import { gatewayBodyLimit } from './request_body.js';
+import { createGateway, plainError, type Gateway, type HttpRequest, type HttpResponse } from './gateway.js';
 import { clusterVersionOf, createMemberMetrics, type MemberMetrics } from './metrics.js';
 import type { EtcdServer } from '../server/index.js';
 import type { ServedMember } from './served_member.js';
