@@ -55,10 +55,13 @@ function newest(dir: string): number {
   return t;
 }
 
-/** dist/ as `npm ci` leaves it (the prepare script); rebuilt only when src/ changed since (local edits). */
+/**
+ * dist/ as `npm pack` leaves it (its prepack script, a build with type declarations); rebuilt only when src/
+ * changed since (local edits) or when `npm ci`'s quick JavaScript-only build is all there is.
+ */
 async function ensureBuilt(): Promise<void> {
   const stamp = join(root, 'dist', '.build-stamp');
-  if (existsSync(stamp) && statSync(stamp).mtimeMs >= newest(join(root, 'src'))) return;
+  if (existsSync(stamp) && statSync(stamp).mtimeMs >= newest(join(root, 'src')) && existsSync(join(root, 'dist', 'index.d.ts'))) return;
   await run(process.execPath, ['scripts/build.mjs'], { cwd: root });
 }
 
