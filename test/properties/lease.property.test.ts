@@ -1,6 +1,8 @@
 /**
- * Property: random grant / put-with-lease / keep-alive / revoke / advance-clock / put / delete sequences
- * against a naive reference lessor (maps and full scans, no heap). After every step the live keys (with
+ * Property: random grant / put-with-lease / keep-alive / revoke / advance-clock / put / delete / demote /
+ * promote sequences against a naive reference lessor (maps and full scans, no heap); a demoted lessor
+ * expires nothing and refuses renewals, a promoted one restarts every lease's TTL after the extension
+ * (with fewer leases than the revoke rate, so that promote does not spread expiries). After every step the live keys (with
  * their leases), the lease IDs, each lease's keys, TTLs and the store revision agree; every expiry
  * revoke happens no earlier than TTL after the last renewal and — while the revoke budget is not the
  * limit — before the next loop instant after that; no key outlives the revoke of its lease.
@@ -18,6 +20,7 @@ import { createLeasedStore } from '../../src/lease/index.js';
 import { ErrKeyNotFound, ErrLeaseNotFound, isEtcdError, text, utf8 } from '../../src/mvcc/index.js';
 import { SimRandom, VirtualClock } from '../../src/sim/index.js';
 import { ErrLeaseExist } from '../../src/lease/errors.js';
+import { ErrNotPrimary } from '../../src/lease/index.js';
 
 type Op =
   | { readonly op: 'grant'; readonly slot: number; readonly ttl: number }
@@ -26,7 +29,10 @@ type Op =
   | { readonly op: 'keepAlive'; readonly slot: number }
   | { readonly op: 'revoke'; readonly slot: number }
   | { readonly op: 'delete'; readonly key: number }
-  | { readonly op: 'advance'; readonly ms: number };
+  | { readonly op: 'advance'; readonly ms: number }
+  /** Leadership moves away (expiry stops, renewals refused) or comes back (expiries restart after `extendMs`). */
+  | { readonly op: 'demote' }
+  | { readonly op: 'promote'; readonly extendMs: number };
 
 const slot = fc.nat({ max: 7 });
 const keyArb = fc.nat({ max: 7 });
@@ -38,6 +44,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ op: fc.constant('revoke' as const), slot }), weight: 1 },
   { arbitrary: fc.record({ op: fc.constant('delete' as const), key: keyArb }), weight: 2 },
   { arbitrary: fc.record({ op: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 2500 }) }), weight: 4 },
+  { arbitrary: fc.constant({ op: 'demote' as const }), weight: 1 },
+  { arbitrary: fc.record({ op: fc.constant('promote' as const), extendMs: fc.constantFrom(0, 1, 999, 1500) }), weight: 1 },
 );
 
 interface Config {
@@ -66,6 +74,9 @@ class RefLessor {
     for (const [k, l] of this.keys) if (l === id) (this.keys.delete(k), deleted++);
     if (deleted > 0) this.rev++;
   }
+
+  /** A secondary lessor never expires a lease (etcd: expiry "forever"). */
+  primary = true;
 
   advance(ms: number): void {
     const target = this.now + ms;
@@ -137,7 +148,8 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
       const attached = want.filter(([, lid]) => lid === id).map(([k]) => k);
       assert.deepEqual(lessor.keyStringsOf(id), attached, `${at}: keys of lease ${id}`);
       const ttl = lessor.timeToLive(id, true);
-      assert.equal(ttl.ttl, Math.trunc((l.expiry - ref.now) / 1000) + 0, `${at}: TTL of ${id}`);
+      // A demoted lessor reports the full TTL (no checkpoint was taken).
+      assert.equal(ttl.ttl, l.expiry === Infinity ? l.ttl : Math.trunc((l.expiry - ref.now) / 1000) + 0, `${at}: TTL of ${id}`);
       assert.equal(ttl.grantedTTL, l.ttl);
       assert.deepEqual(ttl.keys.map(text), attached);
     }
@@ -161,7 +173,7 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
           assert.ok(g.id > 0n && g.id < 1n << 63n && !ref.leases.has(g.id));
           ids.push(g.id);
         } else assert.equal(g.id, want);
-        ref.leases.set(g.id, { ttl, expiry: ref.now + ttl * 1000 });
+        ref.leases.set(g.id, { ttl, expiry: ref.primary ? ref.now + ttl * 1000 : Infinity });
         renewedAt.set(g.id, ref.now);
         break;
       }
@@ -190,6 +202,10 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
       case 'keepAlive': {
         const id = idAt(o.slot);
         const l = ref.leases.get(id);
+        if (!ref.primary) {
+          assert.throws(() => lessor.keepAlive(id), (e: unknown) => isEtcdError(e, ErrNotPrimary), `step ${step}: keepAlive on a demoted lessor`);
+          break;
+        }
         const alive = l !== undefined && l.expiry > ref.now;
         assert.equal(lessor.keepAlive(id), alive ? l.ttl : 0, `step ${step}: keepAlive ${id}`);
         if (alive) {
@@ -226,6 +242,21 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
         // The lessor moves first, so its expiry listener still sees each lease in the reference.
         clock.advance(o.ms);
         ref.advance(o.ms);
+        break;
+      case 'demote':
+        lessor.demote();
+        ref.primary = false;
+        for (const l of ref.leases.values()) l.expiry = Infinity;
+        break;
+      case 'promote':
+        // With leaseRevokeRate leases or more, promote also spreads the expiries (not modelled here).
+        if (ref.leases.size >= cfg.revokeRate) break;
+        lessor.promote(o.extendMs);
+        ref.primary = true;
+        for (const [id, l] of ref.leases) {
+          l.expiry = ref.now + o.extendMs + l.ttl * 1000;
+          renewedAt.set(id, ref.now + o.extendMs);
+        }
         break;
     }
     check(step);
