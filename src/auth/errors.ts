@@ -16,6 +16,7 @@ export const ErrRoleNotGranted = errorKind(GrpcCode.FAILED_PRECONDITION, 'etcdse
 export const ErrPermissionNotGranted = errorKind(GrpcCode.FAILED_PRECONDITION, 'etcdserver: permission is not granted to the role');
 export const ErrAuthNotEnabled = errorKind(GrpcCode.FAILED_PRECONDITION, 'etcdserver: authentication is not enabled');
 export const ErrInvalidAuthToken = errorKind(GrpcCode.UNAUTHENTICATED, 'etcdserver: invalid auth token');
+export const ErrAuthOldRevision = errorKind(GrpcCode.INVALID_ARGUMENT, 'etcdserver: revision of auth store is old');
 export const ErrInvalidAuthMgmt = errorKind(GrpcCode.INVALID_ARGUMENT, 'etcdserver: invalid auth management');
 /** auth.ErrNoPasswordUser has no rpctypes mapping: togRPCError sends it as Unknown with the auth package's text. */
 export const ErrNoPasswordUser = errorKind(GrpcCode.UNKNOWN, 'auth: authentication failed, password was given for no password user');

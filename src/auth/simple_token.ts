@@ -7,11 +7,28 @@
  */
 import type { Clock, SimRandom } from '../sim/index.js';
 
+/**
+ * What AuthStore needs of a token kind (etcd's TokenProvider): simple tokens here, JWTs in jwt_token.ts
+ * (made by whoever starts the member: that module needs Node's crypto, which the browser build has not).
+ */
+export interface TokenProvider {
+  assign(user: string, index: number, revision: number): string;
+  /** The user a valid token names, and for a JWT the auth revision it was issued at. */
+  info(token: string): { readonly user: string; readonly revision?: number | undefined } | undefined;
+  invalidateUser(user: string): void;
+  clear(): void;
+  /** Tokens held (a stateless kind holds none). */
+  readonly size: number;
+}
+
+/** Makes a member's token provider on its clock. */
+export type TokenProviderFactory = (clock: Clock) => TokenProvider;
+
 const LETTERS = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
 const TOKEN_PREFIX_LENGTH = 16;
 export const DEFAULT_TOKEN_TTL_MS = 300_000;
 
-export class SimpleTokens {
+export class SimpleTokens implements TokenProvider {
   private readonly tokens = new Map<string, { user: string; deadline: number }>();
 
   constructor(
@@ -22,8 +39,8 @@ export class SimpleTokens {
     if (!(ttlMs > 0)) throw new RangeError(`auth: token TTL must be > 0 ms, got ${ttlMs}`);
   }
 
-  /** Issues a token for `user` (index: the raft index of the Authenticate request). */
-  assign(user: string, index: number): string {
+  /** Issues a token for `user` (index: the raft index of the Authenticate request; a simple token carries no auth revision). */
+  assign(user: string, index: number, _revision?: number): string {
     let prefix = '';
     for (let i = 0; i < TOKEN_PREFIX_LENGTH; i++) prefix += LETTERS[this.random.nextInt(0, LETTERS.length - 1)];
     const token = `${prefix}.${index}`;
@@ -32,7 +49,7 @@ export class SimpleTokens {
   }
 
   /** The user a live token belongs to (renewing it), or undefined when unknown or expired. */
-  info(token: string): string | undefined {
+  info(token: string): { readonly user: string; readonly revision?: undefined } | undefined {
     const t = this.tokens.get(token);
     if (t === undefined) return undefined;
     const now = this.clock.now();
@@ -41,7 +58,7 @@ export class SimpleTokens {
       return undefined;
     }
     t.deadline = now + this.ttlMs;
-    return t.user;
+    return { user: t.user };
   }
 
   invalidateUser(user: string): void {

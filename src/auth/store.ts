@@ -17,12 +17,13 @@ import {
 import type { Clock, SimRandom } from '../sim/index.js';
 import { PasswordHasher, type PasswordHash } from './password.js';
 import { RangePermissions, type KeyPermission, type PermissionType } from './range_perm.js';
-import { SimpleTokens } from './simple_token.js';
+import { SimpleTokens, type TokenProvider, type TokenProviderFactory } from './simple_token.js';
 import {
   ErrAuthFailed,
   ErrAuthNotEnabled,
   ErrInvalidAuthMgmt,
   ErrInvalidAuthToken,
+  ErrAuthOldRevision,
   ErrNoPasswordUser,
   ErrPermissionDenied,
   ErrPermissionNotGiven,
@@ -46,6 +47,8 @@ export const ROOT_PERMISSION: KeyPermission = Object.freeze({ permType: 'READWRI
 /** Who is calling: the user a valid token names. Undefined = no token (auth disabled, or none sent). */
 export interface AuthInfo {
   readonly username: string;
+  /** The auth revision a JWT was issued at (a simple token always names the current one: undefined). */
+  readonly revision?: number | undefined;
 }
 
 interface User {
@@ -65,6 +68,8 @@ export interface AuthStoreOptions {
   readonly random: SimRandom;
   /** --auth-token-ttl in seconds (300). */
   readonly tokenTTL?: number | undefined;
+  /** --auth-token jwt,...: another kind of token than simple ones (jwt_token.ts). */
+  readonly tokenProvider?: TokenProviderFactory | undefined;
   /** bcrypt cost, 4..31 (etcd's --bcrypt-cost; default 4, bcrypt's fastest; see password.ts). */
   readonly hashCost?: number | undefined;
   /** RoleGet of role root answers ROOT_PERMISSION (etcd ≥ 3.6, PR #13006); else its own, empty list. */
@@ -118,7 +123,7 @@ export class AuthStore {
   private readonly users = new Map<string, User>();
   private readonly roles = new Map<string, Role>();
   private permCache = new Map<string, RangePermissions>();
-  readonly tokens: SimpleTokens;
+  readonly tokens: TokenProvider;
   readonly hasher: PasswordHasher;
   private readonly rootPermInRoleGet: boolean;
   private readonly tokensCheckedWhileDisabled: boolean;
@@ -132,7 +137,7 @@ export class AuthStore {
     this.tokensCheckedWhileDisabled = opts.tokensCheckedWhileDisabled ?? false;
     this.checksNestedTxns = opts.checksNestedTxns ?? true;
     this.checksLeaseAccess = opts.checksLeaseAccess ?? true;
-    this.tokens = new SimpleTokens(opts.clock, opts.random.fork('token'), (opts.tokenTTL ?? 300) * 1000);
+    this.tokens = opts.tokenProvider !== undefined ? opts.tokenProvider(opts.clock) : new SimpleTokens(opts.clock, opts.random.fork('token'), (opts.tokenTTL ?? 300) * 1000);
     this.hasher = new PasswordHasher(opts.random.fork('salt'), opts.hashCost);
   }
 
@@ -181,7 +186,7 @@ export class AuthStore {
     if (u === undefined) fail(ErrAuthFailed);
     if (u.noPassword) fail(ErrNoPasswordUser);
     if (u.password === undefined || !this.hasher.verify(password, u.password)) fail(ErrAuthFailed);
-    return this.tokens.assign(name, index);
+    return this.tokens.assign(name, index, this.rev);
   }
 
   /**
@@ -190,9 +195,9 @@ export class AuthStore {
    */
   authInfo(token: string | undefined): AuthInfo | undefined {
     if (!this.checksTokens || token === undefined) return undefined;
-    const user = this.tokens.info(token);
-    if (user === undefined) fail(ErrInvalidAuthToken);
-    return { username: user };
+    const info = this.tokens.info(token);
+    if (info === undefined) fail(ErrInvalidAuthToken);
+    return info.revision === undefined ? { username: info.user } : { username: info.user, revision: info.revision };
   }
 
   // -------------------------------------------------------------------------------------------------
@@ -355,6 +360,8 @@ export class AuthStore {
   checkOp(ai: AuthInfo | undefined, kind: 'READ' | 'WRITE', key: Uint8Array, rangeEnd?: Uint8Array): void {
     if (!this.enabledFlag) return;
     if (ai === undefined) fail(ErrUserEmpty);
+    // A JWT issued before the last auth change (etcd's isOpPermitted compares revisions).
+    if (ai.revision !== undefined && ai.revision < this.rev) fail(ErrAuthOldRevision);
     const u = this.users.get(ai.username);
     if (u === undefined) fail(ErrPermissionDenied);
     if (u.roles.includes(ROOT_ROLE)) return;

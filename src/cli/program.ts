@@ -253,6 +253,11 @@ export interface DiffOptions {
  * `serve` resolves once it is listening and keeps the process alive.
  */
 export async function runCli(argv: readonly string[], io: CliIo = consoleIo): Promise<number> {
+  // `etcdsim etcd` reads etcd's own command line (Go's flag syntax), not commander's.
+  if (argv[0] === 'etcd') {
+    const { runEtcd } = await import('./etcd/run.js');
+    return runEtcd(argv.slice(1), io);
+  }
   const result = { code: 0 };
   const program = buildProgram(io, result);
   try {

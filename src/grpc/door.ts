@@ -58,6 +58,8 @@ export interface GrpcDoorOptions {
    * grpc-go's own 5 minutes): grpc-go's transport ends a connection that pings more often (PingPolicy).
    */
   readonly keepAliveMinTimeMs: number;
+  /** etcd's --max-concurrent-streams: streams one client connection may have open (default: no limit). */
+  readonly maxConcurrentStreams?: number | undefined;
 }
 
 /** grpc-go's defaultKeepalivePolicyMinTime: its ping spacing when etcd sets none (--grpc-keepalive-min-time <= 0). */
@@ -172,8 +174,8 @@ export function createGrpcDoor(opts: GrpcDoorOptions): GrpcDoor {
       const conn: Http2ServerConnection = new Http2ServerConnection(socket, {
         onStream: (st) => onStream(st, link, http),
         onClose: () => connections.delete(conn),
-        // grpc-go's server default as etcd 3.4 runs it: no limit on concurrent streams.
-        maxConcurrentStreams: 0xffffffff,
+        // etcd's --max-concurrent-streams; unset, grpc-go's server default as etcd runs it: no limit.
+        maxConcurrentStreams: opts.maxConcurrentStreams ?? 0xffffffff,
         head: acceptOpts?.head,
         onHandshake: acceptOpts?.onHandshake,
         pingPolicy: acceptOpts?.secure === true ? undefined : pingPolicy,

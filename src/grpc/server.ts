@@ -68,6 +68,12 @@ export interface ServeOptions extends Omit<EtcdServerOptions, 'clock' | 'clientC
    * often sees its connection end (GOAWAY ENHANCE_YOUR_CALM "too_many_pings"), as grpc-go enforces it.
    */
   readonly grpcKeepAliveMinTimeMs?: number | undefined;
+  /**
+   * etcd's --max-concurrent-streams: the streams one client connection may have open (HTTP/2's
+   * SETTINGS_MAX_CONCURRENT_STREAMS); the gRPC gateway's calls share one such connection, as etcd's gateway
+   * dials the member once. Default: no limit.
+   */
+  readonly maxConcurrentStreams?: number | undefined;
 }
 
 /** etcd's default --grpc-keepalive-min-time. */
@@ -170,6 +176,7 @@ class GrpcServer implements ServeHandle {
       malformedMethodCode: compat.malformedMethodResourceExhausted ? GrpcCode.RESOURCE_EXHAUSTED : GrpcCode.UNIMPLEMENTED,
       headerErrorsAnswered: compat.headerErrorsAnswered,
       keepAliveMinTimeMs: opts.grpcKeepAliveMinTimeMs ?? DEFAULT_GRPC_KEEPALIVE_MIN_TIME_MS,
+      maxConcurrentStreams: opts.maxConcurrentStreams,
     });
   }
 
@@ -226,7 +233,7 @@ class GrpcServer implements ServeHandle {
       this.#clientHttp = this.#attached.http;
       return;
     }
-    const { host: _h, port: _p, allowNonLoopback: _a, clock: _c, clockSpeed: _s, tls: _t, grpcKeepAliveMinTimeMs: _k, ...serverOpts } = opts;
+    const { host: _h, port: _p, allowNonLoopback: _a, clock: _c, clockSpeed: _s, tls: _t, grpcKeepAliveMinTimeMs: _k, maxConcurrentStreams: _m, ...serverOpts } = opts;
     const server = new EtcdServer({
       ...serverOpts,
       clock: this.#clock,
@@ -235,7 +242,7 @@ class GrpcServer implements ServeHandle {
     });
     server.delivery.setScheduler((flush) => hostMicrotask(flush));
     this.#server = server;
-    this.#clientHttp = createClientHttp(server);
+    this.#clientHttp = createClientHttp(server, undefined, { maxConcurrentStreams: this.#opts.maxConcurrentStreams });
   }
 
   get endpoint(): string {

@@ -181,8 +181,15 @@ export interface Gateway {
   closeStreams(): void;
 }
 
-export function createGateway(member: () => ServedMember, maxBodyBytes = gatewayBodyLimit(1.5 * 1024 * 1024)): Gateway {
+/**
+ * `maxConcurrentStreams` (etcd's --max-concurrent-streams): etcd's gateway reaches the member over one gRPC
+ * connection, so all gateway calls together may have that many streams open; one more waits until a call
+ * ends (a watch never does by itself: with the limit reached by watches, a range waits until its client
+ * gives up, as in etcd).
+ */
+export function createGateway(member: () => ServedMember, maxBodyBytes = gatewayBodyLimit(1.5 * 1024 * 1024), maxConcurrentStreams?: number): Gateway {
   const open = new Set<BidiCall>();
+  const slots = new StreamSlots(maxConcurrentStreams ?? Infinity);
   return {
     handle(path, req, res) {
       const s = member();
@@ -195,21 +202,52 @@ export function createGateway(member: () => ServedMember, maxBodyBytes = gateway
       const ctx = gatewayContext(req);
       const sock = req.socket as { encrypted?: unknown } | null;
       if (sock?.encrypted === true) overTls.add(res);
-      if (route.bidi !== undefined) serveBidi(s, route, ctx, req, res, open);
-      else
-        void readBody(req, maxBodyBytes).then((body) => {
-          if (typeof body === 'string') return serveUnary(s, route, ctx, body, res, open);
-          // The rest of the body is not read: the connection closes after the answer.
-          res.setHeader('Connection', 'close');
-          const max = maxBodyBytes / 4;
-          callError(res, s.etcdVersion, grpcError(GrpcCode.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${body.over} vs. ${max})`));
-        });
+      slots.run(res, () => {
+        if (route.bidi !== undefined) serveBidi(s, route, ctx, req, res, open);
+        else
+          void readBody(req, maxBodyBytes).then((body) => {
+            if (typeof body === 'string') return serveUnary(s, route, ctx, body, res, open);
+            // The rest of the body is not read: the connection closes after the answer.
+            res.setHeader('Connection', 'close');
+            const max = maxBodyBytes / 4;
+            callError(res, s.etcdVersion, grpcError(GrpcCode.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${body.over} vs. ${max})`));
+          });
+      });
       return true;
     },
     closeStreams() {
       for (const c of [...open]) c.cancel();
     },
   };
+}
+
+/** The streams of the gateway's one connection to the member: a call holds one until its response closes. */
+class StreamSlots {
+  private open = 0;
+  private readonly waiting: Array<{ res: HttpResponse; run: () => void; gone: () => void }> = [];
+  constructor(private readonly limit: number) {}
+
+  run(res: HttpResponse, call: () => void): void {
+    if (this.open < this.limit) {
+      this.start(res, call);
+      return;
+    }
+    const w = { res, run: call, gone: (): void => void this.waiting.splice(this.waiting.indexOf(w), 1) };
+    res.on('close', w.gone);
+    this.waiting.push(w);
+  }
+
+  private start(res: HttpResponse, call: () => void): void {
+    this.open++;
+    res.on('close', () => {
+      this.open--;
+      const next = this.waiting.shift();
+      if (next === undefined) return;
+      next.res.off('close', next.gone);
+      this.start(next.res, next.run);
+    });
+    call();
+  }
 }
 
 /** The caller of a gateway request: the token the gateway forwards as metadata. */

@@ -37,9 +37,9 @@ const LIVEZ_CHECKS = ['serializable_read'] as const;
  * The HTTP handler of a member's client port (create it with the member: its counters see every commit).
  * The gateway calls `served` (default: the member itself; a cluster member's services otherwise).
  */
-export function createClientHttp(s: EtcdServer, served: () => ServedMember = () => s): ClientHttp {
+export function createClientHttp(s: EtcdServer, served: () => ServedMember = () => s, opts: { readonly maxConcurrentStreams?: number | undefined } = {}): ClientHttp {
   const metrics: MemberMetrics = createMemberMetrics(s);
-  const gateway: Gateway = createGateway(served, gatewayBodyLimit(s.mvcc.maxRequestBytes));
+  const gateway: Gateway = createGateway(served, gatewayBodyLimit(s.mvcc.maxRequestBytes), opts.maxConcurrentStreams);
   return {
     handle(req, res) {
       // Go's net/http reads a chunked body or none: any other transfer coding is refused before a handler

@@ -5,7 +5,7 @@
  * once, below this layer. The server knows nothing of its front doors.
  */
 import { serverCompat } from './compat.js';
-import { AuthStore, type AuthInfo, type AuthSetup, type AuthSnapshot } from '../auth/index.js';
+import { AuthStore, type AuthInfo, type AuthSetup, type AuthSnapshot, type TokenProviderFactory } from '../auth/index.js';
 import { Lessor } from '../lease/index.js';
 import { MvccStore, compatFor, type EtcdVersion, type KeyValue, type StoreSnapshot } from '../mvcc/index.js';
 import { SimRandom, Ticker, VirtualClock, type Clock } from '../sim/index.js';
@@ -110,6 +110,8 @@ export interface EtcdServerOptions {
   readonly authTokenTTL?: number | undefined;
   /** bcrypt cost of password hashes, 4..31 (etcd's --bcrypt-cost, 10 by default there); default 4, bcrypt's fastest. */
   readonly authHashCost?: number | undefined;
+  /** --auth-token jwt,...: the member's tokens (src/auth/jwt_token.ts) instead of simple ones. */
+  readonly authTokenProvider?: TokenProviderFactory | undefined;
   /** Users and roles to start with, and whether auth starts enabled (see AuthSetup). */
   readonly auth?: AuthSetup | undefined;
   /**
@@ -306,6 +308,7 @@ export class EtcdServer {
       clock: this.clock,
       random: this.random.fork('auth'),
       tokenTTL: opts.authTokenTTL,
+      tokenProvider: opts.authTokenProvider,
       hashCost: opts.authHashCost,
       ...serverCompat(opts.etcdVersion ?? '3.7').auth,
     });
