@@ -12,6 +12,8 @@
  *                                                    the cluster differential (cluster_diff.ts): a simulated and
  *                                                    a throwaway real 3-member etcd per seed; a range runs on N
  *                                                    worker threads (cluster_seeds.ts), a failing seed is shrunk
+ *   etcdsim diff --replay scenario.json (--start-etcd | --endpoint HOST:PORT) [--etcd-version V]
+ *                                                    replays a shadow divergence's requests (src/shadow/replay.ts)
  *   many seeds: --seeds A..B [--workers N]           every seed from A to B, each a diff of --ops ops, on N
  *                                                    worker threads (seeds.ts); each worker needs an etcd of
  *                                                    its own: --start-etcd starts one per worker, --endpoint
@@ -28,7 +30,7 @@ import { isLoopback } from '../grpc/server.js';
 import type { EtcdVersion } from '../mvcc/index.js';
 import { freshSeed } from '../sim/random.js';
 import { runDiffCheck, type DiffReport } from '../diff/check.js';
-import { startEtcd, type EtcdProcess } from '../diff/etcd_process.js';
+import { DIFF_ELECTION_MS, DIFF_HEARTBEAT_MS, startEtcd, type EtcdProcess } from '../diff/etcd_process.js';
 import { keyspaceEmpty } from '../diff/reset.js';
 import { parseSeedRange, runSeeds, seedsOf, type SeedRange, type SeedResult, type SeedTarget } from '../diff/seeds.js';
 import type { ClusterSeedOptions, ClusterSeedResult } from '../diff/cluster_seeds.js';
@@ -184,6 +186,11 @@ export async function executeDiff(opts: DiffOptions, io: CliIo): Promise<number>
       address = endpointAddress(flags.endpoint!);
       const refused = await vetEndpoint(address, flags);
       if (refused !== undefined) return fail(refused);
+    }
+    if (opts.replay !== undefined) {
+      // A shadow divergence's scenario.json, replayed through a fresh shadow (src/shadow/replay.ts).
+      const { replayFile } = await import('./shadow_command.js');
+      return await replayFile(opts.replay, address, flags.etcdVersion, proc === undefined ? {} : { heartbeatMs: DIFF_HEARTBEAT_MS, electionMs: DIFF_ELECTION_MS }, io);
     }
     client = connectEtcd(address);
     const progress = progressBar(flags.json);

@@ -172,6 +172,7 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
     .addOption(opt('--ops <n>', 'operations to run', '1000'))
     .addOption(opt('--etcd-version <v>', `the etcd release the simulator follows: ${ETCD_VERSIONS.join(', ')}`, '3.4'))
     .option('--json', 'print the report as JSON')
+    .option('--replay <scenario.json>', "replay the requests of a shadow divergence (etcdsim shadow --divergence-dir) through a fresh shadow on the etcd; exit 1 if they diverge again")
     .option('--cluster', 'the cluster differential: a 3-member simulated cluster and a real 3-member etcd under one seeded workload and faults (docs/differential.md)')
     .option('--sim-only', 'with --cluster: the simulated cluster alone (no etcd)')
     .option('--no-faults', 'with --cluster: no faults (every write outcome known: exact revision count)')
@@ -240,6 +241,8 @@ export interface DiffOptions {
   ops: string;
   etcdVersion: string;
   json?: boolean | undefined;
+  /** --replay scenario.json: a shadow divergence's requests (src/shadow/replay.ts). */
+  replay?: string | undefined;
   /** --cluster and its options (diff_command.ts executeClusterDiff). */
   cluster?: boolean | undefined;
   simOnly?: boolean | undefined;

@@ -5,3 +5,5 @@
  */
 export { startShadow, type ShadowHandle, type ShadowOptions } from './shadow.js';
 export { ShadowReport, type DivergenceRecord, type RpcCounts } from './report.js';
+export { parseScenario, type ScenarioEntry, type ScenarioFile } from './scenario.js';
+export { replayScenario, type ReplayResult } from './replay.js';

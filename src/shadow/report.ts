@@ -8,6 +8,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Buffer } from 'node:buffer';
 
 export interface RpcCounts {
   calls: number;

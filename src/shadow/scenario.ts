@@ -7,12 +7,27 @@
  * Bounded: past `max` entries the oldest are dropped and the record says it no longer starts at the
  * shadow's start (a replay then needs the etcd's state at its first entry).
  */
+import { Buffer } from 'node:buffer';
 import { jsonBytes } from './report.js';
 
 export interface ScenarioEntry {
+  /** `KV.Put`, `Watch.Watch`, ... */
   readonly rpc: string;
+  /** A Watch or LeaseKeepAlive stream: which one, numbered from 1 in the order they were opened. */
+  readonly stream?: number | undefined;
   readonly request: unknown;
+  /** etcd's answer (a stream request: the response it caused). */
   readonly etcd: unknown;
+}
+
+/** scenario.json as written. */
+export interface ScenarioFile {
+  readonly format: 'etcdsim-shadow-scenario/1';
+  readonly etcdVersion: string;
+  readonly startRevision: number;
+  /** false: older steps were dropped (the record is bounded). */
+  readonly complete: boolean;
+  readonly steps: readonly ScenarioEntry[];
 }
 
 export class ScenarioLog {
@@ -25,26 +40,29 @@ export class ScenarioLog {
     private readonly max = 10_000,
   ) {}
 
-  add(rpc: string, request: unknown, etcd: unknown): void {
-    this.entries.push({ rpc, request, etcd });
+  add(rpc: string, request: unknown, etcd: unknown, stream?: number): void {
+    this.entries.push(stream === undefined ? { rpc, request, etcd } : { rpc, stream, request, etcd });
     if (this.entries.length > this.max) {
       this.entries.splice(0, this.entries.length - this.max);
       this.dropped++;
     }
   }
 
-  /** A divergence was reported: the next one's record starts from here on (the requests since). */
-  agreed(): void {}
-
-  agreedIfNoDivergence(): void {}
-
   text(): string {
-    return (
-      JSON.stringify(
-        { format: 'etcdsim-shadow-scenario/1', etcdVersion: this.etcdVersion, startRevision: this.startRevision, complete: this.dropped === 0, steps: this.entries },
-        jsonBytes,
-        1,
-      ) + '\n'
-    );
+    const file: ScenarioFile = { format: 'etcdsim-shadow-scenario/1', etcdVersion: this.etcdVersion, startRevision: this.startRevision, complete: this.dropped === 0, steps: this.entries };
+    return JSON.stringify(file, jsonBytes, 1) + '\n';
   }
+}
+
+/** Reads scenario.json back: `{ latin1 }` objects become bytes again. */
+export function parseScenario(text: string): ScenarioFile {
+  const f = JSON.parse(text, (_k, v: unknown) => {
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+      const keys = Object.keys(v);
+      if (keys.length === 1 && keys[0] === 'latin1' && typeof (v as { latin1: unknown }).latin1 === 'string') return Buffer.from((v as { latin1: string }).latin1, 'latin1');
+    }
+    return v;
+  }) as ScenarioFile;
+  if (f?.format !== 'etcdsim-shadow-scenario/1' || !Array.isArray(f.steps)) throw new Error('not a scenario.json written by etcdsim shadow');
+  return f;
 }

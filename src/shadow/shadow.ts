@@ -51,6 +51,8 @@ export interface ShadowHandle {
   readonly sim: EtcdSim;
   /** Resolves once every answer etcd gave so far is applied (or `timeoutMs` passed); true when caught up. */
   drained(timeoutMs?: number): Promise<boolean>;
+  /** Stream responses the simulator sent that etcd's have not matched yet (etcd's may still be on the way). */
+  unmatched(): number;
   close(): Promise<void>;
 }
 
@@ -139,7 +141,6 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
 
   const diverge = (rpc: string, where: string, request: unknown, etcd: string, etcdsim: string, revision: number | undefined): void => {
     const dir = report.divergence({ rpc, where, request, etcd, etcdsim, revision, scenario: log.text() });
-    log.agreed();
     o.onDivergence?.(where, dir);
   };
 
@@ -243,7 +244,8 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
           default:
             return;
         }
-        log.add(rpc, req, etcd);
+        // A granted lease is recorded with the ID etcd chose, so that a replay grants the same one.
+        log.add(rpc, path === '/etcdserverpb.Lease/LeaseGrant' && ok !== undefined ? { ...r, ID: ok['ID'] } : req, etcd);
         let a = outcomeText(mine);
         let b = outcomeText(etcd);
         if ('ok' in mine && ok !== undefined) {
@@ -257,7 +259,6 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
         }
         report.compared(rpc);
         if (a !== b) diverge(rpc, `${rpc} at revision ${rev ?? cur}`, req, b, a, rev);
-        else log.agreedIfNoDivergence();
       },
     };
   };
@@ -309,7 +310,9 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
     };
   };
 
+  let streamCount = 0;
   const watchCall = (rpc: string, codec: Codec): TappedCall => {
+    const stream = ++streamCount;
     const simCall = sim.services.watch.watch();
     const cmp = new StreamCompare(rpc, simCall, (r) => watchItems(r as M.WatchResponse), diverge, report);
     streams.add(cmp);
@@ -329,7 +332,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
         const r = codec.res(m) as M.WatchResponse;
         const rev = Number(r.header?.revision ?? 0);
         const write = (req: unknown): void => {
-          follower.add({ rev, makesRevision: () => false, run: () => (log.add(rpc, req, { ok: r }), simCall.write(req as M.WatchRequest)) });
+          follower.add({ rev, makesRevision: () => false, run: () => (log.add(rpc, req, { ok: r }, stream), simCall.write(req as M.WatchRequest)) });
         };
         if (r.created) {
           const req = creates.shift();
@@ -360,6 +363,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
   };
 
   const keepAliveCall = (rpc: string, codec: Codec): TappedCall => {
+    const stream = ++streamCount;
     const simCall = sim.services.lease.leaseKeepAlive();
     const cmp = new StreamCompare(rpc, simCall, (r) => [{ key: String((r as M.LeaseKeepAliveResponse).ID), item: text(canon(r, NO_LEASES)) }], diverge, report);
     streams.add(cmp);
@@ -375,7 +379,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
           makesRevision: () => false,
           run: () => {
             if (r.TTL === '0') leaseGone(r.ID);
-            log.add(rpc, { ID: r.ID }, { ok: r });
+            log.add(rpc, { ID: r.ID }, { ok: r }, stream);
             cmp.etcd(r);
             simCall.write({ ID: r.ID });
           },
@@ -415,6 +419,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
         await new Promise((r) => setTimeout(r, 10));
       }
     },
+    unmatched: () => [...streams].reduce((n, s) => n + s.unmatched(), 0),
     async close() {
       await proxy.close();
       own.cancel();
@@ -462,13 +467,16 @@ class StreamCompare {
     private readonly diverge: (rpc: string, where: string, request: unknown, etcd: string, sim: string, rev: number | undefined) => void,
     private readonly report: ShadowReport,
   ) {
+    // The simulator's responses reach the listener on its delivery turn, after the step that caused them.
     simCall.onResponse((rs) => {
       for (const r of rs) this.push('sim', r);
+      this.compare();
     });
   }
 
   etcd(r: unknown): void {
     this.push('etcd', r);
+    this.compare();
   }
 
   stop(why: string): void {
@@ -485,6 +493,12 @@ class StreamCompare {
     }
   }
 
+  unmatched(): number {
+    let n = 0;
+    for (const [key, q] of this.sides.sim) if (!this.diverged.has(key)) n += q.length;
+    return n;
+  }
+
   /** Compares what both sides have; the rest waits for the other side. */
   compare(): void {
     for (const [key, e] of this.sides.etcd) {
@@ -496,7 +510,7 @@ class StreamCompare {
         this.report.compared(this.rpc);
         if (a !== b) {
           this.diverged.add(key);
-          this.diverge(this.rpc, `${this.rpc} ${key}`, { stream: this.rpc, id: key }, a, b, undefined);
+          this.diverge(this.rpc, `${this.rpc} id ${key}`, { stream: this.rpc, id: key }, a, b, undefined);
         }
       }
     }
