@@ -18,8 +18,10 @@ export interface ShadowRig {
   close(): Promise<void>;
 }
 
+/** etcd and the shadow; `electionMs` 10000 gives a 15 s minimum lease TTL (no expiry within a test). */
 export async function startRig(opts: Partial<ShadowOptions> = {}): Promise<ShadowRig> {
-  const etcd = await startEtcd({ heartbeatMs: HEARTBEAT_MS, electionMs: ELECTION_MS });
+  const electionMs = opts.electionMs ?? ELECTION_MS;
+  const etcd = await startEtcd({ heartbeatMs: HEARTBEAT_MS, electionMs });
   const divergences: string[] = [];
   try {
     const shadow = await startShadow({
@@ -27,8 +29,8 @@ export async function startRig(opts: Partial<ShadowOptions> = {}): Promise<Shado
       host: '127.0.0.1',
       port: 0,
       heartbeatMs: HEARTBEAT_MS,
-      electionMs: ELECTION_MS,
       ...opts,
+      electionMs,
       onDivergence: (where, dir) => divergences.push(dir === undefined ? where : `${where} (${dir})`),
     });
     return {

@@ -1,0 +1,94 @@
+/**
+ * Clients through the shadow in front of a real etcd 3.4.23, with no divergence: the etcd3 npm client (KV,
+ * txn, watch, leases with keep-alive, a lock and an election, which it builds from txns), and the
+ * differential's random KV / Watch / Lease workloads (src/diff/arbitraries.ts) run through the shadow as
+ * if it were the etcd — every answer the shadow passed on also answered alike by its simulator.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { Etcd3 } from 'etcd3';
+import { connectEtcd, type EtcdGrpcClient } from '../../src/grpc/client.js';
+import { workloadArb } from '../../src/diff/arbitraries.js';
+import { runWorkload } from '../../src/diff/engine.js';
+import { resetEtcd, simAt } from '../../src/diff/reset.js';
+import { etcdTarget, simTarget } from '../../src/diff/target.js';
+import { DIFF_ELECTION_MS } from '../../src/diff/etcd_process.js';
+import { requireCommands } from '../support/prerequisites.js';
+import { startRig, summary, type ShadowRig } from './helpers.js';
+
+const skip = requireCommands(['etcd']);
+let rig: ShadowRig;
+before(async () => {
+  if (skip === false) rig = await startRig({ electionMs: DIFF_ELECTION_MS });
+});
+after(async () => {
+  await rig?.close();
+});
+
+test('the etcd3 client through the shadow: KV, txn, watch, leases, lock and election agree', { skip }, async () => {
+  const client = new Etcd3({ hosts: `http://${rig.shadow.endpoint}` });
+  try {
+    await client.put('/app/a').value('1');
+    await client.put('/app/b').value('2');
+    assert.deepEqual(await client.getAll().prefix('/app/').strings(), { '/app/a': '1', '/app/b': '2' });
+    const watcher = await client.watch().prefix('/app/').withPreviousKV().create();
+    const seen: string[] = [];
+    watcher.on('put', (kv) => seen.push(`put ${kv.key.toString()}=${kv.value.toString()}`));
+    watcher.on('delete', (kv) => seen.push(`delete ${kv.key.toString()}`));
+    const t = await client.if('/app/a', 'Value', '==', '1').then(client.put('/app/a').value('10')).else(client.get('/app/b')).commit();
+    assert.equal(t.succeeded, true);
+    await client.delete().key('/app/b');
+    const lease = client.lease(20);
+    await lease.put('/app/leased').value('x');
+    await lease.keepaliveOnce();
+    assert.ok((await client.get('/app/leased').string()) === 'x');
+    const lock = client.lock('/locks/one');
+    await lock.acquire();
+    await lock.release();
+    const election = client.election('/elections/one');
+    const campaign = election.campaign('me');
+    await new Promise<void>((resolve, reject) => {
+      campaign.on('elected', () => resolve());
+      campaign.on('error', reject);
+    });
+    assert.equal(await election.leader(), 'me');
+    await campaign.resign();
+    await lease.revoke();
+    for (let i = 0; i < 400 && seen.length < 4; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.deepEqual(seen.slice(0, 4), ['put /app/a=10', 'delete /app/b', 'put /app/leased=x', 'delete /app/leased']);
+    await watcher.cancel();
+  } finally {
+    client.close();
+  }
+  assert.equal(await rig.shadow.drained(), true);
+  assert.equal(rig.shadow.report.divergences, 0, summary(rig));
+  for (const rpc of ['KV.Txn', 'KV.Range', 'Watch.Watch', 'Lease.LeaseKeepAlive', 'Lease.LeaseRevoke']) {
+    assert.ok((rig.shadow.report.rpcs.get(rpc)?.compared ?? 0) > 0, `${rpc} compared\n${summary(rig)}`);
+  }
+});
+
+test('random KV / Watch / Lease workloads through the shadow: no divergence', { skip }, async () => {
+  const seed = 34;
+  const before = rig.shadow.report.divergences;
+  const workloads = fc.sample(workloadArb({ maxOps: 40 }), { seed, numRuns: 12 });
+  const c: EtcdGrpcClient = connectEtcd(rig.shadow.endpoint);
+  let ops = 0;
+  try {
+    for (const [i, workload] of workloads.entries()) {
+      const rev = await resetEtcd(c);
+      const sim = simAt(rev, { etcdVersion: '3.4' });
+      try {
+        const r = await runWorkload(workload, simTarget(sim), etcdTarget(c), { current: () => sim.mvcc.currentRevision, compacted: () => sim.mvcc.compactRevision });
+        ops += r.ops;
+      } finally {
+        sim.server.close();
+      }
+      assert.equal(await rig.shadow.drained(), true);
+      assert.equal(rig.shadow.report.divergences, before, `workload ${i} of seed ${seed} (fc.sample(workloadArb({ maxOps: 40 }), { seed: ${seed}, numRuns: 12 })[${i}]):\n${JSON.stringify(workload)}\n${summary(rig)}`);
+    }
+  } finally {
+    c.close();
+  }
+  assert.ok(ops > 100, `ran ${ops} ops`);
+});
