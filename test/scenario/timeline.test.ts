@@ -81,7 +81,6 @@ test('the HTML page is self-contained: inline SVG, no external resources, a lege
   const svgs = html.match(/<svg[\s\S]*?<\/svg>/g) ?? [];
   for (const s of svgs) parseXml(s);
   assert.equal(svgs.filter((s) => /^<svg[^>]*class="timeline"/.test(s)).length, 2, 'one picture per variant');
-  assert.equal(svgs.filter((s) => /^<svg[^>]*class="lane-labels"/.test(s)).length, 2, 'with its lane labels');
   assert.equal((html.match(/data-variant="/g) ?? []).length, 2);
   // The bug's picture lacks the DELETE the fix's picture has at the compaction revision.
   const [bug, fixed] = r.runs;

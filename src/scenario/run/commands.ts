@@ -33,6 +33,12 @@ export function runCommand(ctx: RunContext, c: EtcdCommand, quiet = false): void
         const pinned = req.revision !== undefined && req.revision !== 0;
         s.timeline.reads.push({ line: s.line, rev: pinned ? Number(req.revision) : Number(r.header.revision), pinned, command: kvCommandLine(s.vars, c), keys: r.kvs.map((kv) => str(kv.key)), more: r.more });
       }
+      // A read etcd refused (a compacted or future revision) is drawn too, failed, at the revision it asked for.
+      if (r === undefined && !quiet && s.last.error !== undefined) {
+        const pinned = req.revision !== undefined && req.revision !== 0;
+        const rev = pinned ? Math.min(Number(req.revision), s.sim.mvcc.currentRevision + 1) : s.sim.mvcc.currentRevision;
+        s.timeline.reads.push({ line: s.line, rev, pinned, command: kvCommandLine(s.vars, c), keys: [], more: false, error: s.last.error });
+      }
       const readAt = req.revision !== undefined && req.revision !== 0 ? `read at ${String(req.revision)}` : undefined;
       if (!quiet) echo(s, kvCommandLine(s.vars, c), r !== undefined && r.more ? [readAt, 'more'].filter((x) => x !== undefined).join(', ') : readAt);
       return;

@@ -4,16 +4,14 @@
  */
 import type { Axis } from './axis.js';
 import { buildAxis } from './axis.js';
-import { drawKeyLanes, drawLeaseLanes, drawMemberLanes, drawReadsLane } from './lanes.js';
-import { BREAK, COLORS, esc, label, LANE, LEFT, lineRef, restoreLook, showMs, TOP } from './look.js';
+import { drawKeyLanes, drawLeaseLanes, drawMemberLanes, drawReadsLane, readLabelEnd } from './lanes.js';
+import { BREAK, COLORS, esc, label, LANE, LEFT, lineRef, restoreLook, showMs, stepCircle, stepPlaces, TOP } from './look.js';
 import { timelineKeys, timelineSteps, type TimelineModel } from './model.js';
 import { drawTimeStrip, STRIP_ROW, STRIP_TOP, timeStripRows } from './time_strip.js';
 import { drawWatcherLanes } from './watch_lane.js';
 
 export interface Drawing {
   readonly svg: string;
-  /** The lane labels alone, as an SVG of the same height (kept in view while the picture scrolls). */
-  readonly labels: string;
   readonly width: number;
 }
 
@@ -24,7 +22,7 @@ export interface Canvas {
   /** The last revision drawn (one past the run's last, where open things end). */
   readonly maxRev: number;
   readonly out: string[];
-  /** A lane's label, right-aligned against the drawing (also kept for the sticky label column). */
+  /** A lane's label, right-aligned against the drawing. */
   laneLabel(cy: number, text: string, fill?: string): string;
 }
 
@@ -38,27 +36,24 @@ export function draw(m: TimelineModel): Drawing {
   const maxRev = Math.max(m.maxRevision, 1) + 1;
   const axis = buildAxis(m, maxRev);
   const hasReads = m.reads.length > 0;
-  const rows = keys.length + (hasReads ? 1 : 0) + m.watchers.length + m.leases.length + m.members.length;
-  const height = TOP + rows * LANE + 40 + (m.watchers.length > 0 ? 10 : 0) + (m.leases.length > 0 ? 10 : 0) + (hasReads ? 6 : 0) + (m.members.length > 0 ? 10 : 0);
+  const rows = keys.length + m.reads.length + m.watchers.length + m.leases.length + m.members.length;
+  const lanesEnd = TOP + rows * LANE + 40 + (m.watchers.length > 0 ? 10 : 0) + (m.leases.length > 0 ? 10 : 0) + (hasReads ? 6 : 0) + (m.members.length > 0 ? 10 : 0);
+  // Restores and restarts get two rows of labels of their own under the compaction's, so no label covers another.
+  const height = lanesEnd + (m.restores.length > 0 ? 22 : 0);
   const strip = timeStripRows(m);
   const stripWidth = Math.max(axis.end - LEFT - 20, 600);
   const total = height + (strip.length > 0 ? STRIP_TOP + strip.length * STRIP_ROW + 12 : 0);
-  const width = Math.ceil(Math.max(axis.end + 240, LEFT + stripWidth + 120));
+  // Room on the right for what is written beside the last revisions (a read's keys, a watch waiting for a revision).
+  const width = Math.ceil(Math.max(axis.end + 240, LEFT + stripWidth + 120, ...m.reads.map((r) => readLabelEnd({ axis }, r) + 10)));
   const out: string[] = [];
-  const labels: string[] = [];
-  const laneLabel = (cy: number, text: string, fill = '#222'): string => {
-    const t = `<text class="lane-label" x="${LEFT - 8}" y="${cy + 4}" text-anchor="end" fill="${fill}">${text}</text>`;
-    labels.push(t);
-    return t;
-  };
-  labels.push(`<text x="${LEFT - 8}" y="${TOP - 10}" text-anchor="end" fill="#555">revision →</text>`);
+  const laneLabel = (cy: number, text: string, fill = '#222'): string => `<text class="lane-label" x="${LEFT - 8}" y="${cy + 4}" text-anchor="end" fill="${fill}">${text}</text>`;
   out.push(
     `<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="${width}" height="${total}" viewBox="0 0 ${width} ${total}" font-family="monospace" font-size="11" role="img" aria-label="${esc(m.title)}">`,
   );
   out.push(`<title>${esc(m.title)}${m.variant !== undefined ? ` (${esc(m.variant)})` : ''}</title>`);
   const c: Canvas = { m, axis, maxRev, out, laneLabel };
-  drawRevisionAxis(c, height);
-  drawStoreMarks(c, height);
+  drawRevisionAxis(c, lanesEnd);
+  drawStoreMarks(c, lanesEnd, height);
   let y = TOP;
   y = drawKeyLanes(c, y);
   y = drawReadsLane(c, y);
@@ -67,8 +62,7 @@ export function draw(m: TimelineModel): Drawing {
   drawMemberLanes(c, y);
   if (strip.length > 0) out.push(drawTimeStrip(m, strip, height, stripWidth, laneLabel));
   out.push('</svg>');
-  const labelSvg = `<svg xmlns="http://www.w3.org/2000/svg" class="lane-labels" width="${LEFT}" height="${total}" viewBox="0 0 ${LEFT} ${total}" font-family="monospace" font-size="11" aria-hidden="true">${labels.join('')}</svg>`;
-  return { svg: out.join('\n'), labels: labelSvg, width };
+  return { svg: out.join('\n'), width };
 }
 
 /** The axis: revisions, with a break mark where an uneventful span is elided. */
@@ -103,7 +97,7 @@ function drawRevisionAxis(c: Canvas, height: number): void {
 }
 
 /** What happened to the store as a whole: the compaction cliff, restores and restarts, and the script's steps. */
-function drawStoreMarks(c: Canvas, height: number): void {
+function drawStoreMarks(c: Canvas, height: number, bottom: number): void {
   const { m, axis, out } = c;
   const { x, step } = axis;
   const { steps } = timelineSteps(m);
@@ -114,7 +108,7 @@ function drawStoreMarks(c: Canvas, height: number): void {
     out.push(
       `<g class="compaction" data-rev="${compact}" data-line="${cl.line}"><title>compact ${compact} (${lineRef(cl.line)}, t=${showMs(cl.atMs)})</title><rect x="${LEFT}" y="${TOP - 4}" width="${Math.max(0, x(compact) - LEFT)}" height="${height - TOP - 26}" fill="#000" fill-opacity="0.07"/>` +
         `<line class="cliff" x1="${x(compact)}" y1="${TOP - 4}" x2="${x(compact)}" y2="${height - 30}" stroke="${COLORS.cliff}" stroke-width="3"/>` +
-        `<text x="${x(compact) + 4}" y="${height - 18}" fill="${COLORS.cliff}">compacted at ${compact}</text></g>`,
+        `<text x="${x(compact) + 4}" y="${height - 6}" fill="${COLORS.cliff}">compacted at ${compact}</text></g>`,
     );
   }
   // Restores and restarts: where a member's store jumped or was rebuilt, each drawn as what it is.
@@ -123,17 +117,14 @@ function drawStoreMarks(c: Canvas, height: number): void {
     const rx = x(r.toRev) + step / 2;
     out.push(
       `<g class="${look.cls}" data-rev="${r.toRev}" data-line="${r.line}"${r.member !== undefined ? ` data-member="${esc(r.member)}"` : ''}><title>${label(`${look.tip}: revision ${r.fromRev} → ${r.toRev} at t=${showMs(r.atMs)} (${lineRef(r.line)})`)}</title><line x1="${rx}" y1="${TOP - 4}" x2="${rx}" y2="${height - 30}" stroke="${look.color}" stroke-dasharray="${look.dash}" stroke-width="2"/>` +
-        `<text x="${rx + 3}" y="${height - 6 - (i % 2) * 11}" fill="${look.color}">${label(look.short)} (${r.fromRev}→${r.toRev})</text></g>`,
+        `<text x="${rx + 3}" y="${bottom - 6 - (i % 2) * 11}" fill="${look.color}">${label(look.short)} (${r.fromRev}→${r.toRev})</text></g>`,
     );
   });
   // Steps of the script: numbered marks on the axis, where the step's note was reached.
-  const stepsAt = new Map<number, number>();
-  for (const st of steps) {
-    const k = stepsAt.get(st.rev) ?? 0;
-    stepsAt.set(st.rev, k + 1);
-    const sx = x(st.rev) + k * 14;
+  const at = stepPlaces(steps.map((st) => x(st.rev)));
+  steps.forEach((st, i) => {
     out.push(
-      `<g class="step-marker" data-step="${st.n}" data-rev="${st.rev}" data-line="${st.line}"><circle cx="${sx}" cy="${TOP - 28}" r="7" fill="#fff" stroke="${COLORS.step}"/><text x="${sx}" y="${TOP - 24.5}" text-anchor="middle" font-size="9" fill="${COLORS.step}">${st.n}</text><title>step ${st.n} (line ${st.line}, at revision ${st.rev})</title></g>`,
+      `<g class="step-marker" data-step="${st.n}" data-rev="${st.rev}" data-line="${st.line}">${stepCircle(at[i]!, x(st.rev), TOP - 28, st.n)}<title>step ${st.n} (line ${st.line}, at revision ${st.rev})</title></g>`,
     );
-  }
+  });
 }

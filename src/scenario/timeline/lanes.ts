@@ -7,7 +7,7 @@ import { elidedBar } from './axis.js';
 import type { Canvas } from './draw.js';
 import { COLORS, esc, label, LANE, LEFT, lineRef, showMs, spread } from './look.js';
 import { drawMemberRow } from './members.js';
-import { timelineKeys } from './model.js';
+import { timelineKeys, type TimelineRead } from './model.js';
 
 /** One lane per key, in byte order: each write a mark, deletes distinct; returns the y below them. */
 export function drawKeyLanes(c: Canvas, top: number): number {
@@ -59,31 +59,49 @@ export function drawKeyLanes(c: Canvas, top: number): number {
   return y;
 }
 
-/** Reads: each get at the revision it read (a pinned --rev read filled, a read of the newest revision hollow). */
+/** Characters a read's label may take: longer key lists end in `…` with their count. */
+const READ_LABEL_MAX = 64;
+
+/** What a read returned, as its label says it on the page: the keys (`, more`), `no keys`, or its error. */
+export function readLabel(r: TimelineRead): string {
+  if (r.error !== undefined) return `${r.pinned ? `--rev=${r.rev}` : 'newest'}: ${r.error.replace(/^etcdserver: (mvcc: )?/, '')}`;
+  const keys = r.keys.length === 0 ? 'no keys' : r.keys.join(' ');
+  const text = `${keys}${r.more ? ', more' : ''}`;
+  return text.length <= READ_LABEL_MAX ? text : `${text.slice(0, READ_LABEL_MAX - 12)}… (${r.keys.length} keys${r.more ? ', more' : ''})`;
+}
+
+/** How far right a read's label reaches (monospace 11 px: about 6.7 px a character). */
+export function readLabelEnd(c: Pick<Canvas, 'axis'>, r: TimelineRead): number {
+  return c.axis.x(r.rev) + 12 + label(readLabel(r)).length * 6.7;
+}
+
+/**
+ * Reads: one row each, at the revision it read (a pinned --rev read filled, a read of the newest revision
+ * hollow, a failed one a red cross), with what it returned written beside it: the pages of a pagination lesson
+ * are on the page, not only in a hover title.
+ */
 export function drawReadsLane(c: Canvas, top: number): number {
   const { m, axis, out, laneLabel } = c;
-  const { x, step } = axis;
+  const { x } = axis;
   let y = top;
-  if (m.reads.length > 0) {
-    y += 6;
+  if (m.reads.length === 0) return y;
+  y += 6;
+  out.push('<g class="reads-lane">');
+  m.reads.forEach((r, i) => {
     const cy = y + LANE / 2;
-    out.push(`<g class="reads-lane">${laneLabel(cy, 'reads (get)', COLORS.read)}`);
-    const atRev = new Map<number, number>();
-    for (const r of m.reads) atRev.set(r.rev, (atRev.get(r.rev) ?? 0) + 1);
-    const seen = new Map<number, number>();
-    for (const r of m.reads) {
-      const i = seen.get(r.rev) ?? 0;
-      seen.set(r.rev, i + 1);
-      const rx = x(r.rev) + spread(atRev.get(r.rev)!, step)(i);
-      const tip = `line ${r.line}: ${r.command} read at revision ${r.rev}${r.pinned ? ' (pinned --rev)' : ' (newest)'}: ${r.keys.length === 0 ? 'no keys' : r.keys.join(', ')}${r.more ? ', more' : ''}`;
-      out.push(
-        `<path class="read${r.pinned ? ' pinned' : ''}" data-rev="${r.rev}" data-line="${r.line}" d="M${rx},${cy - 6}l5,6l-5,6l-5,-6z" fill="${r.pinned ? COLORS.read : '#fff'}" stroke="${COLORS.read}" stroke-width="1.5"><title>${label(tip)}</title></path>`,
-      );
-    }
-    out.push('</g>');
+    out.push(laneLabel(cy, `get, line ${r.line}`, COLORS.read));
+    const rx = x(r.rev);
+    const what = r.error !== undefined ? `failed: ${r.error}` : `${r.keys.length === 0 ? 'no keys' : r.keys.join(', ')}${r.more ? ', more' : ''}`;
+    const tip = `line ${r.line}: ${r.command} read at revision ${r.rev}${r.pinned ? ' (pinned --rev)' : ' (newest)'}: ${what}`;
+    const mark =
+      r.error !== undefined
+        ? `<path class="read failed" data-read="${i}" data-rev="${r.rev}" data-line="${r.line}" d="M${rx - 5},${cy - 5}L${rx + 5},${cy + 5}M${rx - 5},${cy + 5}L${rx + 5},${cy - 5}" stroke="${COLORS.del}" stroke-width="2.5"><title>${label(tip)}</title></path>`
+        : `<path class="read${r.pinned ? ' pinned' : ''}" data-read="${i}" data-rev="${r.rev}" data-line="${r.line}" d="M${rx},${cy - 6}l5,6l-5,6l-5,-6z" fill="${r.pinned ? COLORS.read : '#fff'}" stroke="${COLORS.read}" stroke-width="1.5"><title>${label(tip)}</title></path>`;
+    out.push(`<line x1="${LEFT}" y1="${cy}" x2="${rx}" y2="${cy}" stroke="#eee"/>`, mark);
+    out.push(`<text class="read-label" data-read="${i}" data-line="${r.line}" x="${rx + 9}" y="${cy + 4}" fill="${r.error !== undefined ? COLORS.del : COLORS.read}">${label(readLabel(r))}<title>${label(tip)}</title></text>`);
     y += LANE;
-  }
-
+  });
+  out.push('</g>');
   return y;
 }
 

@@ -63,3 +63,24 @@ export function restoreLook(r: TimelineRestore): { cls: string; color: string; d
       return { cls: 'restore', color: COLORS.restore, dash: '6 3', short: `restore ${r.name}`, tip: `restore ${r.name}` };
   }
 }
+
+/**
+ * Where the numbered step circles go: each at its own x, pushed right just enough (left to right) that no two
+ * circles of radius 7 touch — several steps at one revision or moment, or at neighbouring ones, stay readable.
+ */
+export function stepPlaces(xs: readonly number[], gap = 16): number[] {
+  const order = xs.map((x, i) => ({ x, i })).sort((a, b) => a.x - b.x || a.i - b.i);
+  const out = new Array<number>(xs.length);
+  let last = -Infinity;
+  for (const { x, i } of order) {
+    last = Math.max(x, last + gap);
+    out[i] = last;
+  }
+  return out;
+}
+
+/** A step's circle and number at `sx` (`cy` its centre), with a tick down to its true place `x` when pushed aside. */
+export function stepCircle(sx: number, x: number, cy: number, n: number): string {
+  const tick = sx - x > 1 ? `<path d="M${sx},${cy + 7}L${x},${cy + 12}" stroke="${COLORS.step}" stroke-width="0.8" fill="none"/>` : '';
+  return `${tick}<circle cx="${sx}" cy="${cy}" r="7" fill="#fff" stroke="${COLORS.step}"/><text x="${sx}" y="${cy + 3.5}" text-anchor="middle" font-size="9" fill="${COLORS.step}">${n}</text>`;
+}

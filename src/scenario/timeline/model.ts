@@ -153,6 +153,8 @@ export interface TimelineRead {
   readonly command: string;
   readonly keys: readonly string[];
   readonly more: boolean;
+  /** The error etcd answered instead (ErrCompacted, a future revision): the read is drawn failed. */
+  readonly error?: string | undefined;
 }
 
 export interface TimelineModel {

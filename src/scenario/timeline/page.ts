@@ -4,7 +4,7 @@
  */
 import { draw } from './draw.js';
 import { CLUSTER_LEGEND, LEGEND, RESTART_LEGEND } from './legend.js';
-import { esc, label, LEFT, prose, showMs } from './look.js';
+import { esc, label, prose, showMs } from './look.js';
 import { descriptionParagraphs, PREDICT, timelineSteps, type TimelineModel } from './model.js';
 /** The description as the page shows it: the title line, the question to predict, and labelled paragraphs. */
 function descriptionHtml(paragraphs: readonly string[]): { lead: string; body: string; predict: string | undefined } {
@@ -152,7 +152,7 @@ export function renderHtml(title: string, runs: readonly { model: TimelineModel;
     body.push(
       `<ol class="steps">${steps.map((st) => `<li value="${st.n}" data-step="${st.n}" data-line="${st.line}" data-rev="${st.rev}">${prose(st.text)} <span class="at">line ${st.line}, revision ${st.rev}${m.endMs > 0 && st.atMs !== undefined ? `, t=${showMs(st.atMs)}` : ''}</span></li>`).join('')}</ol>`,
     );
-    body.push(`<div class="figure"><div class="scroll">${d.labels}${d.svg}</div></div>`);
+    body.push(`<div class="figure"><div class="scroll">${d.svg}</div></div>`);
     body.push('</div>');
     if (answer !== undefined) body.push(`<details class="answer"><summary>Answer (predict first, then open)</summary><p>${prose(answer)}</p></details>`);
     body.push(
@@ -174,15 +174,16 @@ p.lead { font-size: 1.05em; font-weight: bold; }
 .failure { color: #b00; font-weight: bold; }
 ul.legend { list-style: none; padding: 0; display: flex; flex-wrap: wrap; gap: 0.3em 1.2em; font-size: 12px; }
 ul.legend li { display: flex; align-items: center; gap: 0.3em; }
+/* The steps beside the picture only where the picture still gets the width it is drawn for; above it otherwise. */
 .run-body { display: grid; grid-template-columns: minmax(14em, 22em) minmax(0, 1fr); gap: 1em; align-items: start; }
-@media (max-width: 1000px) { .run-body { grid-template-columns: minmax(0, 1fr); } }
+@media (max-width: 1600px) { .run-body { grid-template-columns: minmax(0, 1fr); } }
 ol.steps { margin: 0; padding-left: 1.8em; font-size: 14px; }
 ol.steps li { margin-bottom: 0.5em; }
 ol.steps .at { color: #888; font-size: 11px; white-space: nowrap; }
 .figure { min-width: 0; }
-.scroll { overflow-x: auto; display: flex; border: 1px solid #ddd; background: #fff; }
-.scroll svg.lane-labels { position: sticky; left: 0; z-index: 1; flex: none; background: linear-gradient(to right, #fff 92%, rgba(255,255,255,0)); }
-.scroll svg.timeline { flex: none; margin-left: -${LEFT}px; }
+/* The whole drawing in its box, scaled down when the box is narrower: nothing of it waits behind a scroll. */
+.scroll { border: 1px solid #ddd; background: #fff; }
+.scroll svg.timeline { display: block; max-width: 100%; height: auto; }
 pre.transcript { background: #f7f7f7; padding: 0.8em 0.8em 0.8em 3.6em; font-size: 12px; overflow: auto; max-width: 100%; max-height: 32em; position: relative; }
 pre.transcript .tl[data-n]::before { content: attr(data-n); position: absolute; left: 0.4em; width: 2.6em; text-align: right; color: #999; }
 pre.transcript .tl[data-line]:not([data-line="0"]) { cursor: pointer; }
@@ -197,20 +198,18 @@ code { background: #f2f2f2; padding: 0 0.2em; }
 </style>
 <script>
 // Not needed to draw the page: it only records, for checks in a headless browser, that the page was laid out
-// (data-rendered, data-writes, data-svg-width, data-overflow-x, data-steps, data-legend, data-scroll-overflow,
-// data-labels-position) and whether any script error happened (data-errors).
+// (data-rendered, data-writes, data-svg-width, data-overflow-x, data-steps, data-legend, data-scroll-overflow)
+// and whether any script error happened (data-errors).
 window.addEventListener('error', function () { var d = document.documentElement.dataset; d.errors = String(Number(d.errors || 0) + 1); });
 window.addEventListener('load', function () {
   var d = document.documentElement.dataset;
   var svg = document.querySelector('svg.timeline');
   var scroll = document.querySelector('.scroll');
-  var labels = document.querySelector('svg.lane-labels');
   d.writes = String(document.querySelectorAll('svg.timeline .write').length);
   d.svgWidth = String(svg ? Math.round(svg.getBoundingClientRect().width) : 0);
   d.viewport = String(document.documentElement.clientWidth);
   d.overflowX = String(document.documentElement.scrollWidth - document.documentElement.clientWidth);
   d.scrollOverflow = String(scroll ? scroll.scrollWidth - scroll.clientWidth : 0);
-  d.labelsPosition = labels ? getComputedStyle(labels).position : 'none';
   d.steps = String(document.querySelectorAll('ol.steps li').length);
   d.legend = String(document.querySelectorAll('ul.legend li').length);
   d.rendered = 'yes';

@@ -3,7 +3,7 @@
  * opens and cancels, lease grants, keep-alives, a TTL running out and the lessor's 500 ms expiry checks around
  * it, compactions and restores, a cluster's members.
  */
-import { COLORS, esc, label, LEFT, lineRef, restoreLook, showMs } from './look.js';
+import { COLORS, esc, label, LEFT, lineRef, restoreLook, showMs, stepCircle, stepPlaces } from './look.js';
 import { drawMemberRow } from './members.js';
 import { timelineSteps, type TimelineLease, type TimelineModel, type TimelineRestore, type TimelineWatcher } from './model.js';
 /** Height of the strip's axis above its first row, and of each row. */
@@ -57,7 +57,6 @@ export function drawTimeStrip(m: TimelineModel, rows: readonly StripRow[], top: 
   const axisY = top + 38;
   out.push(`<line x1="${LEFT}" y1="${top + 4}" x2="${t0 + tw + 20}" y2="${top + 4}" stroke="#bbb"/>`);
   out.push(`<text x="${LEFT - 8}" y="${axisY - 4}" text-anchor="end" fill="#555">virtual time →</text>`);
-  laneLabel(axisY - 8, 'virtual time →', '#555');
   // Tick labels at a round step: about eight of them across the strip.
   const steps = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000, 1_800_000, 3_600_000];
   const every = steps.find((st) => end / st <= 8) ?? end;
@@ -66,16 +65,13 @@ export function drawTimeStrip(m: TimelineModel, rows: readonly StripRow[], top: 
     out.push(`<line class="time-tick" x1="${tx(t)}" y1="${axisY}" x2="${tx(t)}" y2="${bottom}" stroke="#f0f0f0"/><text x="${tx(t)}" y="${axisY - 4}" text-anchor="middle" fill="#777" font-size="10">${showMs(t)}</text>`);
   }
   // The script's steps at the moment they were reached, as on the revision axis (several at one moment side by side).
-  const stepsAt = new Map<number, number>();
-  for (const st of timelineSteps(m).steps) {
-    if (st.atMs === undefined) continue;
-    const k = stepsAt.get(st.atMs) ?? 0;
-    stepsAt.set(st.atMs, k + 1);
-    const sx = tx(st.atMs) + k * 14;
+  const timed = timelineSteps(m).steps.filter((st) => st.atMs !== undefined);
+  const at = stepPlaces(timed.map((st) => tx(st.atMs!)));
+  timed.forEach((st, i) => {
     out.push(
-      `<g class="time-step" data-step="${st.n}" data-ms="${st.atMs}" data-line="${st.line}"><circle cx="${sx}" cy="${top + 14}" r="7" fill="#fff" stroke="${COLORS.step}"/><text x="${sx}" y="${top + 17.5}" text-anchor="middle" font-size="9" fill="${COLORS.step}">${st.n}</text><title>step ${st.n} (line ${st.line}, at t=${showMs(st.atMs)})</title></g>`,
+      `<g class="time-step" data-step="${st.n}" data-ms="${st.atMs!}" data-line="${st.line}">${stepCircle(at[i]!, tx(st.atMs!), top + 14, st.n)}<title>step ${st.n} (line ${st.line}, at t=${showMs(st.atMs!)})</title></g>`,
     );
-  }
+  });
   // Marks at one moment in one row are spread a few pixels apart, in the order they happened.
   const place = (): ((ms: number) => number) => {
     const n = new Map<number, number>();
