@@ -57,7 +57,11 @@ function failureLines(o: Outcome): string[] {
     .filter((l) => /^[EC] \| /.test(l) || /^(invalid|flag |bad flag)/.test(l) || /^panic: /.test(l));
 }
 
-const ROWS: ReadonlyArray<{ args: string[]; env?: Record<string, string>; code: number }> = [
+/**
+ * `ports`: etcd gets as far as binding its listeners before it fails, so the row gets free ports of its own
+ * (the defaults, 2379 and 2380, may be taken by any other etcd on the machine).
+ */
+const ROWS: ReadonlyArray<{ args: string[]; env?: Record<string, string>; code: number; ports?: true }> = [
   { args: ['--frobnicate'], code: 2 },
   { args: ['-max-txn-ops=x'], code: 2 },
   { args: ['--max-txn-ops'], code: 2 },
@@ -72,11 +76,18 @@ const ROWS: ReadonlyArray<{ args: string[]; env?: Record<string, string>; code: 
   { args: ['--logger', 'foo'], code: 1 },
   { args: ['--listen-client-urls', 'http://127.0.0.1:41999'], code: 1 },
   { args: ['--data-dir', '/proc/nope/x'], code: 1 },
-  { args: ['--auth-token', 'foo'], code: 1 },
-  { args: ['--auth-token', 'jwt,sign-method=RS256'], code: 1 },
-  { args: ['--auth-token', 'jwt,sign-method=XX,priv-key=/etc/hostname'], code: 1 },
-  { args: ['--auth-token', 'jwt,sign-method=RS256,priv-key=/nope'], code: 1 },
+  { args: ['--auth-token', 'foo'], code: 1, ports: true },
+  { args: ['--auth-token', 'jwt,sign-method=RS256'], code: 1, ports: true },
+  { args: ['--auth-token', 'jwt,sign-method=XX,priv-key=/etc/hostname'], code: 1, ports: true },
+  { args: ['--auth-token', 'jwt,sign-method=RS256,priv-key=/nope'], code: 1, ports: true },
 ];
+
+/** Client and peer URLs on free loopback ports. */
+async function listenerFlags(): Promise<string[]> {
+  const client = `http://127.0.0.1:${await freePort()}`;
+  const peer = `http://127.0.0.1:${await freePort()}`;
+  return ['--listen-client-urls', client, '--advertise-client-urls', client, '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer, '--initial-cluster', `default=${peer}`];
+}
 
 test('etcdsim etcd refuses what etcd 3.4.23 refuses, with the same exit code and lines', { skip }, async () => {
   // Four rows at a time: each is two short-lived processes.
@@ -85,7 +96,8 @@ test('etcdsim etcd refuses what etcd 3.4.23 refuses, with the same exit code and
     for (let row = queue.shift(); row !== undefined; row = queue.shift()) {
       const dir = mkdtempSync(join(tmpdir(), 'etcdsim-etcd-flags-'));
       try {
-        const [e, s] = await Promise.all([run('etcd', row.args, row.env ?? {}, dir), run('etcdsim', row.args, row.env ?? {}, dir)]);
+        const args = row.ports === true ? [...(await listenerFlags()), ...row.args] : row.args;
+        const [e, s] = await Promise.all([run('etcd', args, row.env ?? {}, dir), run('etcdsim', args, row.env ?? {}, dir)]);
         const what = `etcd ${row.args.join(' ')} ${JSON.stringify(row.env ?? {})}`;
         assert.equal(e.code, row.code, `${what}: etcd's exit code (${e.stderr})`);
         assert.equal(s.code, row.code, `${what}: etcdsim's exit code (${s.stderr})`);

@@ -267,14 +267,15 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
     if (quiet) grpc.setLogVerbosity(grpc.logVerbosity.ERROR);
   }
   const started: StartedMember = { ...member, memberId: handle.server.member.memberId, clusterId: handle.server.member.clusterId };
-  for (const e of startupLines(started)) log.log(e);
-  for (const e of readyLines(started)) log.log(e);
   const stop = (signal: 'SIGINT' | 'SIGTERM'): void => {
     // etcd's gRPC Stop(): the connections are dropped under any open stream, nothing is left to flush.
     for (const e of shutdownLines(started, signal)) log.log(e);
     process.exit(0);
   };
+  // In place before the ready lines: a harness may signal as soon as it reads them.
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  for (const e of startupLines(started)) log.log(e);
+  for (const e of readyLines(started)) log.log(e);
   return new Promise<number>(() => {});
 }
