@@ -8,10 +8,10 @@
  * through these runners; the server (server.ts) owns the Handlers and releases what they hold on close.
  */
 import { cancelledError, grpcError, sendResponses, serviceMethods, toGrpcError, type CallContext, type EndListener, type GrpcError, type ResponseListener, type StreamHold } from '../server/index.js';
-import { etcdService, type EtcdServiceName } from '../proto/index.js';
+import { callNameOf, etcdService, type EtcdServiceName } from '../proto/index.js';
 import { GrpcCode } from '../mvcc/index.js';
 import { afterHostTime, hostNow } from '../sim/index.js';
-import { frameMessage, responseSink, type BidiCall, type MethodImpl, type ServerCall, type UnaryCall } from './call.js';
+import { frameMessage, responseSink, type BidiCall, type GrpcMethod, type MethodCodec, type MethodImpl, type ServerCall, type UnaryCall } from './call.js';
 import { MalformedRequest, unaryUnmarshalError } from './request_decoding.js';
 import { pipeResponses } from './stream_pipe.js';
 import { isPromiseLike, type Awaitable, type ServedMember, type ServedServices } from './attached_member.js';
@@ -49,9 +49,6 @@ export type MethodTable = Readonly<Record<string, MethodImpl>>;
  * context deadline exceeded`, or the client's own DeadlineExceeded when its timer fires first).
  */
 export const deadlineExceeded = (): GrpcError => grpcError(GrpcCode.UNKNOWN, 'context deadline exceeded');
-
-/** proto's method name → the member service's (`LeaseGrant` → `leaseGrant`, `HashKV` → `hashKV`). */
-const serviceMethodName = (method: string): string => method.charAt(0).toLowerCase() + method.slice(1);
 
 /** What the runners need of the server that owns them. */
 export interface HandlerHost {
@@ -123,30 +120,38 @@ export class Handlers {
     return (m) => {
       const serialize = m.responseSerialize as (r: Res) => Buffer;
       const frame = encode ?? ((r: Res) => frameMessage(serialize(r)));
-      const deserialize = m.requestDeserialize;
-      return {
-        kind: 'unary',
-        serve: (call) => {
-          const req = deserialize(call.message) as Req | MalformedRequest;
-          if (req instanceof MalformedRequest) return call.fail(GrpcCode.INTERNAL, unaryUnmarshalError(req));
-          const ctx = this.host.callContext(call);
-          const fail = (err: unknown): void => {
-            const e = toGrpcError(err);
-            call.fail(e.code, e.details);
-          };
-          this.afterTokenWait(call, ctx, () => {
-            let res: Awaitable<Res>;
-            try {
-              res = fn(req, ctx);
-            } catch (err) {
-              return fail(err);
-            }
-            // A cluster member answers once Raft let it (served_member.ts).
-            if (isPromiseLike(res)) res.then((v) => call.reply(frame(v)), fail);
-            else call.reply(frame(res));
-          });
-        },
-      };
+      return this.#unaryMethod(m, (call, req: Req, ctx) => {
+        const fail = (err: unknown): void => {
+          const e = toGrpcError(err);
+          call.fail(e.code, e.details);
+        };
+        let res: Awaitable<Res>;
+        try {
+          res = fn(req, ctx);
+        } catch (err) {
+          return fail(err);
+        }
+        // A cluster member answers once Raft let it (served_member.ts).
+        if (isPromiseLike(res)) res.then((v) => call.reply(frame(v)), fail);
+        else call.reply(frame(res));
+      });
+    };
+  }
+
+  /**
+   * A unary method whose request is decoded and checked (a malformed one refused with grpc-go's text), its
+   * caller read, and `answer` run once etcd's token check lets the call through.
+   */
+  #unaryMethod<Req>(m: MethodCodec, answer: (call: UnaryCall, req: Req, ctx: CallContext) => void): GrpcMethod {
+    const deserialize = m.requestDeserialize;
+    return {
+      kind: 'unary',
+      serve: (call) => {
+        const req = deserialize(call.message) as Req | MalformedRequest;
+        if (req instanceof MalformedRequest) return call.fail(GrpcCode.INTERNAL, unaryUnmarshalError(req));
+        const ctx = this.host.callContext(call);
+        this.afterTokenWait(call, ctx, () => answer(call, req, ctx));
+      },
     };
   }
 
@@ -161,7 +166,7 @@ export class Handlers {
     const answered = new Set(serviceMethods(cls));
     const out: Record<string, MethodImpl> = {};
     for (const [method, def] of Object.entries(etcdService(service).service)) {
-      const name = serviceMethodName(method);
+      const name = callNameOf(method);
       if (def.requestStream || def.responseStream || !answered.has(name)) continue;
       out[method] = this.unary((req: unknown, ctx) => (of(this.host.member().services) as Record<string, (req: unknown, ctx: CallContext) => Awaitable<unknown>>)[name]!(req, ctx));
     }
@@ -176,7 +181,6 @@ export class Handlers {
    */
   abortableUnary<Req, Res>(fn: (req: Req, ctx: CallContext & { signal?: AbortSignal }) => Awaitable<Res>, waits = false): MethodImpl {
     return (m) => {
-      const deserialize = m.requestDeserialize;
       const serialize = m.responseSerialize as (r: Res) => Buffer;
       /** The call's answer, once the token check let it through. */
       const answer = (call: UnaryCall, req: Req, ctx: CallContext): void => {
@@ -218,15 +222,7 @@ export class Handlers {
           );
         } else settle(undefined, res);
       };
-      return {
-        kind: 'unary',
-        serve: (call) => {
-          const req = deserialize(call.message) as Req | MalformedRequest;
-          if (req instanceof MalformedRequest) return call.fail(GrpcCode.INTERNAL, unaryUnmarshalError(req));
-          const ctx = this.host.callContext(call);
-          this.afterTokenWait(call, ctx, () => answer(call, req, ctx));
-        },
-      };
+      return this.#unaryMethod(m, answer);
     };
   }
 

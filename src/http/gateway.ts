@@ -20,9 +20,9 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
-import { grpcError, sendResponses, toGrpcError, type BidiStream, type CallContext, type FlowControl, type GrpcError, type StreamHold } from '../server/index.js';
+import { grpcError, sendResponses, toGrpcError, type CallContext, type GrpcError, type StreamHold } from '../server/index.js';
 import { isPromiseLike, type Awaitable, type ServedMember } from './served_member.js';
-import type { WaitingCallContext } from '../server/concurrency.js';
+import { routeAt, type BidiCall, type Route } from './gateway_routes.js';
 import { GrpcCode, type EtcdVersion } from '../mvcc/index.js';
 import { gatewayBodyLimit, readBody } from './request_body.js';
 import { goString, JsonRequestError, messageFromJson, messageToJson, readJsonValue, type JsonValue } from './json.js';
@@ -57,104 +57,6 @@ export interface HttpResponse {
 // Both servers' objects fit.
 type Fits<T, U extends T> = U;
 export type _Fit = [Fits<HttpRequest, IncomingMessage>, Fits<HttpRequest, Http2ServerRequest>, Fits<HttpResponse, ServerResponse>, Fits<HttpResponse, Http2ServerResponse>];
-
-type Unary = (s: ServedMember, req: never, ctx: CallContext) => unknown;
-type ServerStream = (s: ServedMember, req: never, ctx: CallContext) => Awaitable<Iterable<unknown | StreamHold>>;
-
-/** A bidirectional call of the services (WatchCall, KeepAliveCall) as the gateway drives it. */
-type BidiCall = BidiStream<never, unknown> & FlowControl & { abort(err?: GrpcError): void; flush(): number };
-
-interface Route {
-  /** gRPC method (`etcdserverpb.KV/Range`): names the call in errors of methods not modeled. */
-  readonly method: string;
-  readonly requestType: string;
-  readonly responseType: string;
-  readonly unary?: Unary | undefined;
-  readonly serverStream?: ServerStream | undefined;
-  readonly bidi?: ((s: ServedMember, ctx: CallContext) => BidiCall) | undefined;
-  /** A server-streaming method whose responses come from a stream call of the services (Observe). */
-  readonly streamCall?: ((s: ServedMember, req: never, ctx: CallContext) => BidiCall) | undefined;
-  /** A unary method that waits (Lock, Campaign): the call's signal aborts when the client goes away. */
-  readonly waits?: ((s: ServedMember, req: never, ctx: WaitingCallContext) => Promise<unknown>) | undefined;
-  /** What ends the call when the request body ends: the watch goes on (closeSend), a keep-alive ends. */
-  readonly onBodyEnd?: 'closeSend' | 'end' | undefined;
-  /** Releases that serve this route (default: all). */
-  readonly since?: '3.5' | undefined;
-}
-
-const EP = 'etcdserverpb.';
-
-/** The gateway's routes (etcd's rpc.proto `google.api.http` annotations), by path under /v3/. */
-const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
-  ['kv/range', { method: 'KV/Range', requestType: 'RangeRequest', responseType: 'RangeResponse', unary: (s, r, c) => s.services.kv.range(r, c) }],
-  ['kv/put', { method: 'KV/Put', requestType: 'PutRequest', responseType: 'PutResponse', unary: (s, r, c) => s.services.kv.put(r, c) }],
-  ['kv/deleterange', { method: 'KV/DeleteRange', requestType: 'DeleteRangeRequest', responseType: 'DeleteRangeResponse', unary: (s, r, c) => s.services.kv.deleteRange(r, c) }],
-  ['kv/txn', { method: 'KV/Txn', requestType: 'TxnRequest', responseType: 'TxnResponse', unary: (s, r, c) => s.services.kv.txn(r, c) }],
-  ['kv/compaction', { method: 'KV/Compact', requestType: 'CompactionRequest', responseType: 'CompactionResponse', unary: (s, r, c) => s.services.kv.compact(r, c) }],
-  ['watch', { method: 'Watch/Watch', requestType: 'WatchRequest', responseType: 'WatchResponse', bidi: (s, c) => s.services.watch.watch(c) as unknown as BidiCall, onBodyEnd: 'closeSend' }],
-  ['lease/grant', { method: 'Lease/LeaseGrant', requestType: 'LeaseGrantRequest', responseType: 'LeaseGrantResponse', unary: (s, r, c) => s.services.lease.leaseGrant(r, c) }],
-  ...(['lease/revoke', 'kv/lease/revoke'] as const).map((p): [string, Route] => [p, { method: 'Lease/LeaseRevoke', requestType: 'LeaseRevokeRequest', responseType: 'LeaseRevokeResponse', unary: (s, r, c) => s.services.lease.leaseRevoke(r, c) }]),
-  ['lease/keepalive', { method: 'Lease/LeaseKeepAlive', requestType: 'LeaseKeepAliveRequest', responseType: 'LeaseKeepAliveResponse', bidi: (s, c) => s.services.lease.leaseKeepAlive(c) as unknown as BidiCall, onBodyEnd: 'end' }],
-  ...(['lease/timetolive', 'kv/lease/timetolive'] as const).map((p): [string, Route] => [p, { method: 'Lease/LeaseTimeToLive', requestType: 'LeaseTimeToLiveRequest', responseType: 'LeaseTimeToLiveResponse', unary: (s, r, c) => s.services.lease.leaseTimeToLive(r, c) }]),
-  ...(['lease/leases', 'kv/lease/leases'] as const).map((p): [string, Route] => [p, { method: 'Lease/LeaseLeases', requestType: 'LeaseLeasesRequest', responseType: 'LeaseLeasesResponse', unary: (s, r) => s.services.lease.leaseLeases(r) }]),
-  ['cluster/member/add', { method: 'Cluster/MemberAdd', requestType: 'MemberAddRequest', responseType: 'MemberAddResponse', unary: (s, r, ctx) => s.services.cluster.memberAdd(r, ctx) }],
-  ['cluster/member/remove', { method: 'Cluster/MemberRemove', requestType: 'MemberRemoveRequest', responseType: 'MemberRemoveResponse', unary: (s, r, ctx) => s.services.cluster.memberRemove(r, ctx) }],
-  ['cluster/member/update', { method: 'Cluster/MemberUpdate', requestType: 'MemberUpdateRequest', responseType: 'MemberUpdateResponse', unary: (s, r, ctx) => s.services.cluster.memberUpdate(r, ctx) }],
-  ['cluster/member/list', { method: 'Cluster/MemberList', requestType: 'MemberListRequest', responseType: 'MemberListResponse', unary: (s, r) => s.services.cluster.memberList(r) }],
-  ['cluster/member/promote', { method: 'Cluster/MemberPromote', requestType: 'MemberPromoteRequest', responseType: 'MemberPromoteResponse', unary: (s, r, ctx) => s.services.cluster.memberPromote(r, ctx) }],
-  ['maintenance/alarm', { method: 'Maintenance/Alarm', requestType: 'AlarmRequest', responseType: 'AlarmResponse', unary: (s, r, c) => s.services.maintenance.alarm(r, c) }],
-  ['maintenance/status', { method: 'Maintenance/Status', requestType: 'StatusRequest', responseType: 'StatusResponse', unary: (s, r, c) => s.services.maintenance.status(r, c) }],
-  ['maintenance/defragment', { method: 'Maintenance/Defragment', requestType: 'DefragmentRequest', responseType: 'DefragmentResponse', unary: (s, r, c) => s.services.maintenance.defragment(r, c) }],
-  // Hash and HashKV share this path in etcd's proto; the gateway registers Hash first, so Hash answers it
-  // and HashKV has no route at all.
-  ['maintenance/hash', { method: 'Maintenance/Hash', requestType: 'HashRequest', responseType: 'HashResponse', unary: (s, r, c) => s.services.maintenance.hash(r, c) }],
-  ['maintenance/snapshot', { method: 'Maintenance/Snapshot', requestType: 'SnapshotRequest', responseType: 'SnapshotResponse', serverStream: (s, r, c) => s.services.maintenance.snapshotStream(r, c) }],
-  ['maintenance/transfer-leadership', { method: 'Maintenance/MoveLeader', requestType: 'MoveLeaderRequest', responseType: 'MoveLeaderResponse', unary: (s, r, c) => s.services.maintenance.moveLeader(r, c) }],
-  ['maintenance/downgrade', { ...notModeled('Maintenance/Downgrade', 'DowngradeRequest'), since: '3.5' }],
-  ['auth/enable', { method: 'Auth/AuthEnable', requestType: 'AuthEnableRequest', responseType: 'AuthEnableResponse', unary: (s, r, c) => s.services.auth.authEnable(r, c) }],
-  ['auth/disable', { method: 'Auth/AuthDisable', requestType: 'AuthDisableRequest', responseType: 'AuthDisableResponse', unary: (s, r, c) => s.services.auth.authDisable(r, c) }],
-  ['auth/status', { method: 'Auth/AuthStatus', requestType: 'AuthStatusRequest', responseType: 'AuthStatusResponse', unary: (s, r, c) => s.services.auth.authStatus(r, c), since: '3.5' }],
-  ['auth/authenticate', { method: 'Auth/Authenticate', requestType: 'AuthenticateRequest', responseType: 'AuthenticateResponse', unary: (s, r, c) => s.services.auth.authenticate(r, c) }],
-  ['auth/user/add', { method: 'Auth/UserAdd', requestType: 'AuthUserAddRequest', responseType: 'AuthUserAddResponse', unary: (s, r, c) => s.services.auth.userAdd(r, c) }],
-  ['auth/user/get', { method: 'Auth/UserGet', requestType: 'AuthUserGetRequest', responseType: 'AuthUserGetResponse', unary: (s, r, c) => s.services.auth.userGet(r, c) }],
-  ['auth/user/list', { method: 'Auth/UserList', requestType: 'AuthUserListRequest', responseType: 'AuthUserListResponse', unary: (s, r, c) => s.services.auth.userList(r, c) }],
-  ['auth/user/delete', { method: 'Auth/UserDelete', requestType: 'AuthUserDeleteRequest', responseType: 'AuthUserDeleteResponse', unary: (s, r, c) => s.services.auth.userDelete(r, c) }],
-  ['auth/user/changepw', { method: 'Auth/UserChangePassword', requestType: 'AuthUserChangePasswordRequest', responseType: 'AuthUserChangePasswordResponse', unary: (s, r, c) => s.services.auth.userChangePassword(r, c) }],
-  ['auth/user/grant', { method: 'Auth/UserGrantRole', requestType: 'AuthUserGrantRoleRequest', responseType: 'AuthUserGrantRoleResponse', unary: (s, r, c) => s.services.auth.userGrantRole(r, c) }],
-  ['auth/user/revoke', { method: 'Auth/UserRevokeRole', requestType: 'AuthUserRevokeRoleRequest', responseType: 'AuthUserRevokeRoleResponse', unary: (s, r, c) => s.services.auth.userRevokeRole(r, c) }],
-  ['auth/role/add', { method: 'Auth/RoleAdd', requestType: 'AuthRoleAddRequest', responseType: 'AuthRoleAddResponse', unary: (s, r, c) => s.services.auth.roleAdd(r, c) }],
-  ['auth/role/get', { method: 'Auth/RoleGet', requestType: 'AuthRoleGetRequest', responseType: 'AuthRoleGetResponse', unary: (s, r, c) => s.services.auth.roleGet(r, c) }],
-  ['auth/role/list', { method: 'Auth/RoleList', requestType: 'AuthRoleListRequest', responseType: 'AuthRoleListResponse', unary: (s, r, c) => s.services.auth.roleList(r, c) }],
-  ['auth/role/delete', { method: 'Auth/RoleDelete', requestType: 'AuthRoleDeleteRequest', responseType: 'AuthRoleDeleteResponse', unary: (s, r, c) => s.services.auth.roleDelete(r, c) }],
-  ['auth/role/grant', { method: 'Auth/RoleGrantPermission', requestType: 'AuthRoleGrantPermissionRequest', responseType: 'AuthRoleGrantPermissionResponse', unary: (s, r, c) => s.services.auth.roleGrantPermission(r, c) }],
-  ['auth/role/revoke', { method: 'Auth/RoleRevokePermission', requestType: 'AuthRoleRevokePermissionRequest', responseType: 'AuthRoleRevokePermissionResponse', unary: (s, r, c) => s.services.auth.roleRevokePermission(r, c) }],
-  // etcd's v3lock and v3election gateways (v3lock.proto, v3election.proto).
-  ['lock/lock', { method: 'v3lockpb.Lock/Lock', requestType: 'v3lockpb.LockRequest', responseType: 'v3lockpb.LockResponse', waits: (s, r, c) => s.services.lock.lock(r, c) }],
-  ['lock/unlock', { method: 'v3lockpb.Lock/Unlock', requestType: 'v3lockpb.UnlockRequest', responseType: 'v3lockpb.UnlockResponse', unary: (s, r, c) => s.services.lock.unlock(r, c) }],
-  ['election/campaign', { method: 'v3electionpb.Election/Campaign', requestType: 'v3electionpb.CampaignRequest', responseType: 'v3electionpb.CampaignResponse', waits: (s, r, c) => s.services.election.campaign(r, c) }],
-  ['election/proclaim', { method: 'v3electionpb.Election/Proclaim', requestType: 'v3electionpb.ProclaimRequest', responseType: 'v3electionpb.ProclaimResponse', unary: (s, r, c) => s.services.election.proclaim(r, c) }],
-  ['election/leader', { method: 'v3electionpb.Election/Leader', requestType: 'v3electionpb.LeaderRequest', responseType: 'v3electionpb.LeaderResponse', unary: (s, r, c) => s.services.election.leader(r, c) }],
-  ['election/observe', { method: 'v3electionpb.Election/Observe', requestType: 'v3electionpb.LeaderRequest', responseType: 'v3electionpb.LeaderResponse', streamCall: (s, r, c) => s.services.election.observe(r, c) as unknown as BidiCall }],
-  ['election/resign', { method: 'v3electionpb.Election/Resign', requestType: 'v3electionpb.ResignRequest', responseType: 'v3electionpb.ResignResponse', unary: (s, r, c) => s.services.election.resign(r, c) }],
-]);
-
-/** A message's full name: etcdserverpb's unless the route names its package. */
-function typeName(t: string): string {
-  return t.includes('.') ? t : EP + t;
-}
-
-/** A route whose method the simulator does not model: UNIMPLEMENTED, as its gRPC door answers. */
-function notModeled(method: string, requestType: string): Route {
-  const fullRequest = requestType.endsWith('Request') ? requestType : `${method.slice(method.indexOf('/') + 1)}Request`;
-  return {
-    method,
-    requestType: fullRequest,
-    responseType: '',
-    unary: () => {
-      throw grpcError(GrpcCode.UNIMPLEMENTED, `The server does not implement the method /${EP}${method}`);
-    },
-  };
-}
 
 /** grpc-gateway's HTTPStatusFromCode. */
 export function httpStatusFromCode(code: number): number {
@@ -193,7 +95,7 @@ export function createGateway(member: () => ServedMember, maxBodyBytes = gateway
   return {
     handle(path, req, res) {
       const s = member();
-      const route = ROUTES.get(path);
+      const route = routeAt(path);
       if (route === undefined || (route.since === '3.5' && s.etcdVersion === '3.4')) return false;
       if (req.method !== 'POST') {
         plainError(res, 405, 'Method Not Allowed');
@@ -286,7 +188,7 @@ function serveUnary(s: ServedMember, route: Route, ctx: CallContext, body: strin
     if ('incomplete' in read) {
       if (body.trim() !== '') throw new JsonRequestError('unexpected EOF');
     } else {
-      msg = messageFromJson(typeName(route.requestType), read.value);
+      msg = messageFromJson(route.requestType, read.value);
     }
   } catch (err) {
     if (!(err instanceof JsonRequestError)) throw err;
@@ -313,7 +215,7 @@ function callUnary(s: ServedMember, route: Route, ctx: CallContext, msg: Record<
       let gone = false;
       res.on('close', () => (gone = true));
       sendResponses(all, {
-        write: (r) => res.write(`{"result":${messageToJson(typeName(route.responseType), r)}}\n`),
+        write: (r) => res.write(`{"result":${messageToJson(route.responseType, r)}}\n`),
         onDrain: (resume) => void res.once('drain', resume),
         end: () => void res.end(),
         get gone() {
@@ -391,7 +293,7 @@ function callMetadata(res: HttpResponse): Record<string, string | string[]> {
 
 /** A unary call's answer. */
 function answer(res: HttpResponse, route: Route, out: unknown): void {
-  const text = messageToJson(typeName(route.responseType), out);
+  const text = messageToJson(route.responseType, out);
   res.writeHead(200, {
     'Content-Type': 'application/json',
     ...callMetadata(res),
@@ -469,7 +371,7 @@ function pipeResponses(s: ServedMember, route: Route, call: BidiCall, res: HttpR
   call.onResponse((rs) => {
     startStream(res);
     let more = true;
-    for (const r of rs) more = res.write(`{"result":${messageToJson(typeName(route.responseType), r)}}\n`);
+    for (const r of rs) more = res.write(`{"result":${messageToJson(route.responseType, r)}}\n`);
     if (!more && !call.isPaused) {
       call.pause();
       res.once('drain', resume);
@@ -517,17 +419,19 @@ function serveBidi(s: ServedMember, route: Route, ctx: CallContext, req: HttpReq
     done = true;
     return answered;
   });
-  // The request side ended: no more requests. What that means is the method's (see Route.onBodyEnd).
+  // The request side ended: no more requests. A watch goes on; a keep-alive call ends (see bodyEnd).
   let bodyEnded = false;
   const bodyEnd = (): void => {
     if (bodyEnded) return;
     bodyEnded = true;
-    // etcd's keep-alive handler answers every request it read before it returns at EOF.
-    if (route.onBodyEnd === 'end') {
+    // A watch goes on (closeSend); etcd's keep-alive handler answers every request it read before it
+    // returns at EOF.
+    const closeSend = (call as Partial<{ closeSend(): void }>).closeSend;
+    if (closeSend !== undefined) {
+      closeSend.call(call);
+    } else {
       call.flush();
       call.end();
-    } else {
-      (call as unknown as { closeSend(): void }).closeSend();
     }
   };
   req.on('data', (chunk: Buffer) => {
@@ -544,7 +448,7 @@ function serveBidi(s: ServedMember, route: Route, ctx: CallContext, req: HttpReq
       pos = read.end;
       let msg: Record<string, unknown>;
       try {
-        msg = messageFromJson(typeName(route.requestType), read.value);
+        msg = messageFromJson(route.requestType, read.value);
       } catch (e) {
         if (first) failFirst(e instanceof Error ? e.message : String(e));
         else bodyEnd();

@@ -6,53 +6,49 @@
  * ReadIndex), so its answers may be Promises. Both doors take either through these types: one handler table
  * per door, one path, for both.
  */
-import type { AuthService, CallContext, ElectionService, KeepAliveCall, KVService, LockService, StreamHold, WatchCall } from '../server/index.js';
-import type { AwaitableService } from '../server/answers.js';
+import type { AuthService, CallContext, ClusterService, ElectionService, KVService, LeaseService, LockService, MaintenanceService, StreamCall, StreamHold, WatchService } from '../server/index.js';
 import type { SnapshotStreamOptions } from '../server/maintenance_service.js';
 import type * as M from '../server/messages.js';
+import type { CallName, EtcdServiceName } from '../proto/index.js';
 import type { EtcdVersion } from '../mvcc/index.js';
 
 /** An answer now, or later. */
 export type Awaitable<T> = T | PromiseLike<T>;
 
-/** etcd's v3 services of one member in message form, as serve() calls them (EtcdServices satisfies it). */
+/**
+ * `S`'s methods as a front door calls them: a unary answer now or later (a cluster member's once Raft let
+ * it); a stream call (WatchCall, KeepAliveCall, ObserveCall) opened at once; a call that waits (Lock,
+ * Campaign) a Promise on every member.
+ */
+type Served<S> = {
+  [K in keyof S]: S[K] extends (...args: infer A) => infer R ? (...args: A) => R extends StreamCall<infer _> | PromiseLike<unknown> ? R : Awaitable<R> : never;
+};
+
+/** The calls etcd's .proto declares for service `N` (src/proto), with the signatures of `C`, the member's service class. */
+type Calls<C, N extends EtcdServiceName> = Served<Pick<C, CallName<N> & keyof C>>;
+
+/**
+ * etcd's v3 services of one member in message form, as the doors call them: each service class's calls
+ * that its .proto declares (EtcdServices satisfies it; a cluster member's answer later).
+ */
 export interface ServedServices {
-  readonly kv: AwaitableService<KVService>;
-  readonly watch: { watch(ctx?: CallContext): WatchCall };
-  readonly lease: {
-    leaseGrant(req: M.LeaseGrantRequest, ctx?: CallContext): Awaitable<M.LeaseGrantResponse>;
-    leaseRevoke(req: M.LeaseRevokeRequest, ctx?: CallContext): Awaitable<M.LeaseRevokeResponse>;
-    leaseTimeToLive(req: M.LeaseTimeToLiveRequest, ctx?: CallContext): Awaitable<M.LeaseTimeToLiveResponse>;
-    leaseLeases(req?: M.LeaseLeasesRequest, ctx?: CallContext): Awaitable<M.LeaseLeasesResponse>;
-    leaseKeepAlive(ctx?: CallContext): KeepAliveCall;
-  };
-  readonly cluster: {
-    memberList(req?: M.MemberListRequest): Awaitable<M.MemberListResponse>;
-    memberAdd(req?: M.MemberAddRequest, ctx?: CallContext): Awaitable<M.MemberAddResponse>;
-    memberRemove(req?: M.MemberRemoveRequest, ctx?: CallContext): Awaitable<M.MemberRemoveResponse>;
-    memberUpdate(req?: M.MemberUpdateRequest, ctx?: CallContext): Awaitable<M.MemberUpdateResponse>;
-    memberPromote(req?: M.MemberPromoteRequest, ctx?: CallContext): Awaitable<M.MemberPromoteResponse>;
-  };
-  readonly maintenance: {
-    status(req?: M.StatusRequest, ctx?: CallContext): Awaitable<M.StatusResponse>;
-    hash(req?: M.HashRequest, ctx?: CallContext): Awaitable<M.HashResponse>;
-    hashKV(req?: M.HashKVRequest, ctx?: CallContext): Awaitable<M.HashKVResponse>;
-    moveLeader(req?: M.MoveLeaderRequest, ctx?: CallContext): Awaitable<M.MoveLeaderResponse>;
-    defragment(req?: M.DefragmentRequest, ctx?: CallContext): Awaitable<M.DefragmentResponse>;
-    alarm(req?: M.AlarmRequest, ctx?: CallContext): Awaitable<M.AlarmResponse>;
-    snapshot(req?: M.SnapshotRequest, ctx?: CallContext): Awaitable<M.SnapshotResponse[]>;
-    /**
-     * Maintenance.Snapshot as a stream (MaintenanceService.snapshotStream): the member's backend of the moment
-     * the call reaches it, its file written as the responses are asked for — etcd streams its bbolt file as
-     * the client reads. A cluster member's comes once the member takes the call, and holds (StreamHold)
-     * while the member is paused or the link is dropped.
-     */
+  readonly kv: Calls<KVService, 'KV'>;
+  readonly watch: Calls<WatchService, 'Watch'>;
+  readonly lease: Calls<LeaseService, 'Lease'>;
+  readonly cluster: Calls<ClusterService, 'Cluster'>;
+  /**
+   * Besides etcd's calls, Snapshot as a stream (MaintenanceService.snapshotStream): the member's backend of
+   * the moment the call reaches it, its file written as the responses are asked for — etcd streams its bbolt
+   * file as the client reads. A cluster member's comes once the member takes the call, and holds
+   * (StreamHold) while the member is paused or the link is dropped.
+   */
+  readonly maintenance: Calls<MaintenanceService, 'Maintenance'> & {
     snapshotStream(req?: M.SnapshotRequest, ctx?: CallContext, opts?: SnapshotStreamOptions): Awaitable<Iterable<M.SnapshotResponse | StreamHold>>;
   };
-  readonly auth: AwaitableService<AuthService>;
+  readonly auth: Calls<AuthService, 'Auth'>;
   /** Lock waits (a Promise on every member); Unlock answers at once on a single member, later on a cluster member. */
-  readonly lock: Pick<LockService, 'lock'> & AwaitableService<Pick<LockService, 'unlock'>>;
-  readonly election: Pick<ElectionService, 'campaign' | 'observe'> & AwaitableService<Pick<ElectionService, 'proclaim' | 'leader' | 'resign'>>;
+  readonly lock: Calls<LockService, 'Lock'>;
+  readonly election: Calls<ElectionService, 'Election'>;
 }
 
 /**

@@ -14,4 +14,5 @@ export {
   etcdService,
   type EtcdServiceName,
 } from './loader.js';
+export { callNameOf, type CallName } from './calls.js';
 export type * from './generated/index.js';

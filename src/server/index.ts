@@ -16,7 +16,7 @@ export {
 export { serviceMethods, promised, type AwaitableService, type Promised } from './answers.js';
 export { KVService } from './kv_service.js';
 export { WatchService, WatchCall, type ResponseListener, type EndListener } from './watch_service.js';
-export type { BidiStream, FlowControl, ResponseSink, ResponseStream } from './stream_call.js';
+export type { BidiStream, FlowControl, ResponseSink, ResponseStream, StreamCall } from './stream_call.js';
 export { sendResponses, StreamHold } from './stream_call.js';
 export { LeaseService, KeepAliveCall } from './lease_service.js';
 export { MaintenanceService } from './maintenance_service.js';

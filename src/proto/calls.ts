@@ -1,0 +1,35 @@
+/**
+ * The names of etcd's calls, as the .proto files declare them: each service's methods (proto-loader's
+ * generated service definitions), spelled as a member's service classes spell them (`LeaseGrant` →
+ * `leaseGrant`). The doors type the member's services through these, so a method added to a .proto is a
+ * method every door's type expects.
+ */
+import type { EtcdServiceName } from './loader.js';
+import type { AuthDefinition } from './generated/etcdserverpb/Auth.js';
+import type { ClusterDefinition } from './generated/etcdserverpb/Cluster.js';
+import type { KVDefinition } from './generated/etcdserverpb/KV.js';
+import type { LeaseDefinition } from './generated/etcdserverpb/Lease.js';
+import type { MaintenanceDefinition } from './generated/etcdserverpb/Maintenance.js';
+import type { WatchDefinition } from './generated/etcdserverpb/Watch.js';
+import type { LockDefinition } from './generated/v3lockpb/Lock.js';
+import type { ElectionDefinition } from './generated/v3electionpb/Election.js';
+
+/** proto-loader's definition of each of etcd's eight services. */
+interface ServiceDefinitions {
+  KV: KVDefinition;
+  Watch: WatchDefinition;
+  Lease: LeaseDefinition;
+  Cluster: ClusterDefinition;
+  Maintenance: MaintenanceDefinition;
+  Auth: AuthDefinition;
+  Lock: LockDefinition;
+  Election: ElectionDefinition;
+}
+
+/** The calls of service `S` as a member's service class names them: `CallName<'Lease'>` is `'leaseGrant' | 'leaseRevoke' | ...`. */
+export type CallName<S extends EtcdServiceName> = Uncapitalize<keyof ServiceDefinitions[S] & string>;
+
+/** A method's name in the .proto as a member's service class spells it (CallName at run time): `LeaseGrant` → `leaseGrant`. */
+export function callNameOf(method: string): string {
+  return method.charAt(0).toLowerCase() + method.slice(1);
+}
