@@ -38,7 +38,7 @@ const keyBuf = (i: number): Buffer => Buffer.from(`bench/k${i % KEYS}`);
 const VALUE = Buffer.from('value-0123456789');
 
 /** An async benchmarked operation: untimed setup and teardown around the timed run. */
-interface AsyncCase<S> {
+export interface AsyncCase<S> {
   setup(warmup: boolean): Promise<S> | S;
   run(state: S): Promise<number> | number;
   teardown?(state: S): Promise<void> | void;
@@ -62,7 +62,7 @@ function median(xs: readonly number[]): number {
 }
 
 /** harness.measurePair for async cases: baseline first on even rounds, subject first on odd ones. */
-async function measurePairAsync<S, B>(
+export async function measurePairAsync<S, B>(
   subject: AsyncCase<S>,
   baseline: AsyncCase<B>,
   opts: { rounds: number; warmup: number },

@@ -13,6 +13,7 @@ import { deliverySection } from './delivery.bench.js';
 import { etcd3Section } from './etcd3.bench.js';
 import { formatFigure, gcAvailable, spread, targetMet, type BenchContext, type BenchSection, type Row, type Sample } from './harness.js';
 import { leaseSection } from './lease.bench.js';
+import { lifecycleSection } from './lifecycle.bench.js';
 import { mvccSection } from './mvcc.bench.js';
 import { serverSection } from './server.bench.js';
 import { servedSection } from './served.bench.js';
@@ -21,7 +22,7 @@ import { upkeepSection } from './upkeep.bench.js';
 import { watchSection } from './watch.bench.js';
 
 /** Every section, in the order they run. Add new areas (watch, lease, etcd3 adapter) here. */
-const SECTIONS: readonly BenchSection[] = [mvccSection, upkeepSection, watchSection, leaseSection, etcd3Section, serverSection, servedSection, deliverySection, snapshotSection, clusterSection];
+const SECTIONS: readonly BenchSection[] = [mvccSection, upkeepSection, watchSection, leaseSection, etcd3Section, lifecycleSection, serverSection, servedSection, deliverySection, snapshotSection, clusterSection];
 
 interface Args {
   readonly quick: boolean;
