@@ -60,7 +60,7 @@ const STOP = /^# (?:break|cancel) (\S+): /;
 /** A granted lease, as etcdctl prints it. */
 const GRANTED = /^lease ([0-9a-f]{16}) granted with TTL/;
 
-/** The helpers every script starts with: printing, the watch count, and waiting for a watch to register. */
+/** What every script starts with: etcdctl's settings, the watch count, and waiting for a watch to register. */
 const PRELUDE = String.raw`export ETCDCTL_API=3
 export ETCDCTL_ENDPOINTS="${'$'}{ETCDCTL_ENDPOINTS:-127.0.0.1:2379}"
 # How many watchers etcd has (its /metrics, read without curl through bash's /dev/tcp).

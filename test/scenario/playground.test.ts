@@ -368,7 +368,7 @@ test('headless Chromium: a shared link with members 3 runs the cluster in the pa
       rows: [...fd.querySelectorAll('.time-strip .member-time')].map((e) => e.dataset.member),
       levers: [...fd.querySelectorAll('.time-strip .t-lever')].map((e) => e.dataset.kind + '@' + e.dataset.member),
       leaders: [...fd.querySelectorAll('.time-strip .t-leader')].map((e) => e.dataset.member + ':' + e.dataset.term),
-      lanes: [...fd.querySelectorAll('svg.lane-labels text')].map((e) => e.textContent),
+      lanes: [...fd.querySelectorAll('svg.timeline .lane-label')].map((e) => e.textContent),
     }; })()`;
     interface Members {
       rows: string[];
