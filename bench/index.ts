@@ -8,6 +8,7 @@
  * Output: a table on stdout; with --json, exactly one JSON object on stdout instead (progress always goes
  * to stderr). The exit code is 0 even when a target is missed: benchmarks report, tests judge.
  */
+import { attacksSection } from './attacks.bench.js';
 import { clusterSection } from './cluster.bench.js';
 import { deliverySection } from './delivery.bench.js';
 import { etcd3Section } from './etcd3.bench.js';
@@ -22,7 +23,7 @@ import { upkeepSection } from './upkeep.bench.js';
 import { watchSection } from './watch.bench.js';
 
 /** Every section, in the order they run. Add new areas (watch, lease, etcd3 adapter) here. */
-const SECTIONS: readonly BenchSection[] = [mvccSection, upkeepSection, watchSection, leaseSection, etcd3Section, lifecycleSection, serverSection, servedSection, deliverySection, snapshotSection, clusterSection];
+const SECTIONS: readonly BenchSection[] = [mvccSection, upkeepSection, watchSection, leaseSection, etcd3Section, lifecycleSection, serverSection, servedSection, deliverySection, snapshotSection, clusterSection, attacksSection];
 
 interface Args {
   readonly quick: boolean;

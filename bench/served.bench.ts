@@ -69,7 +69,7 @@ interface LoadResult {
 }
 
 /** A server under test: its process (for /proc) and its client address. */
-interface Served {
+export interface Served {
   readonly name: string;
   readonly pid: number;
   readonly address: string;
@@ -77,7 +77,7 @@ interface Served {
 }
 
 /** utime + stime of `pid`, in ns. */
-function cpuNs(pid: number): number {
+export function cpuNs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
   // Fields after the command name (which may hold spaces) start at field 3 (state).
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -117,7 +117,7 @@ async function buildLoadgen(ctx: BenchContext): Promise<string | undefined> {
   return buildEtcdGoProgram(LOADGEN_SRC, BUILD_DIR, 'loadgen');
 }
 
-async function startEtcd(): Promise<Served> {
+export async function startEtcd(): Promise<Served> {
   const etcd = await startLocalEtcd();
   return { name: 'etcd 3.4.23', pid: etcd.child.pid!, address: etcd.address, stop: etcd.stop };
 }
@@ -142,7 +142,8 @@ export async function compileSim(ctx: BenchContext): Promise<string> {
   };
   walk(join(ROOT, 'src'));
   await esbuild.build({ entryPoints: sources, outdir: out, outbase: ROOT, format: 'esm', platform: 'node', target: 'node20', logLevel: 'silent' });
-  cpSync(join(ROOT, 'src', 'grpc', 'proto'), join(out, 'src', 'grpc', 'proto'), { recursive: true });
+  // The .proto files the loader reads beside it (src/proto), not only the compiled modules.
+  cpSync(join(ROOT, 'src', 'proto'), join(out, 'src', 'proto'), { recursive: true, filter: (p) => !p.endsWith('.ts') });
   // Under node_modules/ Node looks no further up for a package.json: say the files are ES modules here.
   writeFileSync(join(out, 'package.json'), '{ "type": "module" }\n');
   ctx.log(`served: compiled src/ into ${out}`);
@@ -150,7 +151,7 @@ export async function compileSim(ctx: BenchContext): Promise<string> {
 }
 
 /** `etcdsim serve` (compiled, see compileSim). */
-async function startSim(js: string): Promise<Served> {
+export async function startSim(js: string): Promise<Served> {
   const port = await freePort();
   const args = [join(js, 'src', 'cli', 'main.js'), 'serve', '--etcd-version', '3.4', '--listen-client-urls', `http://127.0.0.1:${port}`];
   const { child } = await spawnUntil(process.execPath, args, /etcdsim serving etcd v3 API on /, () => {});

