@@ -28,6 +28,8 @@ export interface Step {
   makesRevision(): boolean;
   /** Runs the step on the simulator; `late` when the simulator is already past `rev`. */
   run(late: boolean): void;
+  /** The revision this step made was already applied from etcd's events (its answer came after the grace). */
+  skip(): void;
 }
 
 export interface FollowerHooks {
@@ -46,7 +48,11 @@ export class Follower {
   /** Write calls in flight through the proxy (their revision may be among `events`). */
   inflightWrites = 0;
   private graceTimer: { cancel(): void } | undefined;
+  /** Recent revisions applied from events while a write was in flight: a step that made one must not run again. */
+  private readonly fromEvents = new Set<number>();
   private pumping = false;
+  /** The grace for in-flight writes ran out: the waiting revision's events go in now. */
+  private graceExpired = false;
 
   constructor(
     readonly sim: EtcdSim,
@@ -102,7 +108,8 @@ export class Follower {
     const i = this.queue.findIndex((s) => s.rev === undefined || s.rev <= cur);
     if (i >= 0) {
       const [s] = this.queue.splice(i, 1);
-      s!.run(s!.rev !== undefined && s!.rev < cur);
+      if (s!.rev !== undefined && this.fromEvents.has(s!.rev) && s!.makesRevision()) s!.skip();
+      else s!.run(s!.rev !== undefined && s!.rev < cur);
       return true;
     }
     const maker = this.queue.findIndex((s) => s.rev === cur + 1 && s.makesRevision());
@@ -118,14 +125,17 @@ export class Follower {
       // A write in flight may be the call that made this revision: give its answer time to arrive.
       this.graceTimer ??= afterHostTime(this.graceMs, () => {
         this.graceTimer = undefined;
-        const saved = this.inflightWrites;
-        this.inflightWrites = 0;
+        this.graceExpired = true;
         this.pump();
-        this.inflightWrites += saved;
+        this.graceExpired = false;
       });
-      return false;
+      if (!this.graceExpired) return false;
     }
     this.events.delete(cur + 1);
+    if (this.inflightWrites > 0 || this.graceExpired) {
+      this.fromEvents.add(cur + 1);
+      if (this.fromEvents.size > 1000) this.fromEvents.delete(this.fromEvents.values().next().value!);
+    }
     this.applyEvents(cur + 1, evs);
     return true;
   }

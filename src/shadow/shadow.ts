@@ -181,6 +181,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
     const notFound = 'err' in etcd && etcd.err.details === LEASE_NOT_FOUND;
     return {
       rev,
+      skip: () => report.notCompared(rpc, "its revision came first from etcd's events"),
       makesRevision: () => {
         if (ok === undefined) return false;
         switch (path) {
@@ -332,7 +333,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
         const r = codec.res(m) as M.WatchResponse;
         const rev = Number(r.header?.revision ?? 0);
         const write = (req: unknown): void => {
-          follower.add({ rev, makesRevision: () => false, run: () => (log.add(rpc, req, { ok: r }, stream), simCall.write(req as M.WatchRequest)) });
+          follower.add({ rev, makesRevision: () => false, skip: () => undefined, run: () => (log.add(rpc, req, { ok: r }, stream), simCall.write(req as M.WatchRequest)) });
         };
         if (r.created) {
           const req = creates.shift();
@@ -353,7 +354,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
       },
       onUntapped: () => cmp.stop('message too large or compressed'),
       onEnd: () => {
-        follower.add({ rev: undefined, makesRevision: () => false, run: () => {
+        follower.add({ rev: undefined, makesRevision: () => false, skip: () => undefined, run: () => {
           cmp.compare();
           streams.delete(cmp);
           simCall.cancel();
@@ -377,6 +378,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
         follower.add({
           rev,
           makesRevision: () => false,
+          skip: () => undefined,
           run: () => {
             if (r.TTL === '0') leaseGone(r.ID);
             log.add(rpc, { ID: r.ID }, { ok: r }, stream);
@@ -387,7 +389,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
       },
       onUntapped: () => cmp.stop('message too large or compressed'),
       onEnd: () => {
-        follower.add({ rev: undefined, makesRevision: () => false, run: () => {
+        follower.add({ rev: undefined, makesRevision: () => false, skip: () => undefined, run: () => {
           streams.delete(cmp);
           simCall.cancel();
         } });
@@ -450,6 +452,9 @@ function watchItems(r: M.WatchResponse): Array<{ key: string; item: string }> {
   return out;
 }
 
+/** Most stream items one side holds unmatched before the stream is no longer compared. */
+const MAX_UNMATCHED = 10_000;
+
 /**
  * One stream's responses on both sides, compared item by item per key (a watch ID, a lease ID): etcd
  * orders responses per watcher, not across the watchers of a stream, and batches revisions as its sync
@@ -480,7 +485,10 @@ class StreamCompare {
   }
 
   stop(why: string): void {
+    if (this.stopped !== undefined) return;
     this.stopped = why;
+    this.sides.etcd.clear();
+    this.sides.sim.clear();
     this.report.notCompared(this.rpc, why);
   }
 
@@ -488,8 +496,11 @@ class StreamCompare {
     if (this.stopped !== undefined) return;
     for (const { key, item } of this.items(r)) {
       const q = this.sides[side].get(key) ?? [];
+      if (this.diverged.has(key)) continue;
       q.push(item);
       this.sides[side].set(key, q);
+      // Memory stays bounded: one side this far ahead of the other is not waiting for it any more.
+      if (q.length > MAX_UNMATCHED) this.stop(`one side ${MAX_UNMATCHED} responses ahead`);
     }
   }
 
