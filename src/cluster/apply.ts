@@ -7,7 +7,7 @@
  */
 import { toGrpcError, type GrpcError } from '../server/errors.js';
 import type { Clock } from '../sim/index.js';
-import type { MemberState } from './member.js';
+import type { MemberState } from './member_state.js';
 import type { Raft } from './raft.js';
 import type { Entry } from './raft_log.js';
 

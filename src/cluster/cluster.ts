@@ -2,11 +2,11 @@
  * A simulated etcd cluster in one process: N members, each a full EtcdServer (its own MVCC store, watchable
  * store, lessor and auth store), on one shared clock and one seed, kept in step by a model of etcd's Raft
  * at the level a client observes it (see docs/cluster.md). This file assembles the parts, one idea each:
- *  - member.ts: one member, its identity, server and Raft state;
+ *  - member_state.ts: one member, its identity, server and Raft state;
  *  - raft.ts: Raft itself (elections, PreVote, CheckQuorum, the replicated log, commit, compaction), moved
  *    by `tick()` every heartbeat interval; raft_checker.ts checks its invariants;
  *  - apply.ts: every member applies the committed entries through its own server path, at its own pace;
- *  - requests.ts: proposals and linearizable reads (ReadIndex) waiting for Raft;
+ *  - proposals.ts: proposals and linearizable reads (ReadIndex) waiting for Raft;
  *  - lease_handoff.ts: leases expire only on the leader, whose lessor proposes their revokes;
  *  - routing.ts: calls over each client's link to a member; levers.ts: the faults.
  * Random choices (election timeouts, generated lease IDs) come from the cluster's seeded PRNG and are made
@@ -27,10 +27,10 @@ import {
   type MemberRaftStatus,
   type MemberRef,
   type Reply,
-} from './member.js';
+} from './member_state.js';
 import { Raft } from './raft.js';
 import type { Entry, RaftLog } from './raft_log.js';
-import { Requests } from './requests.js';
+import { Requests } from './proposals.js';
 import { Routing, type CallAnswer, type Link } from './routing.js';
 import { ClusterMemberServices } from './services.js';
 

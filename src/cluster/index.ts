@@ -1,11 +1,11 @@
 /** A simulated etcd cluster in one process: members, Raft at the level clients observe, fault levers. */
 export { EtcdCluster, type ClusterMemberConfig, type ClusterTraceEvent, type EtcdClusterOptions, type SharedServerOptions } from './cluster.js';
-export { MemberState, type ConnectOptions, type MemberRaftStatus, type MemberRef, type RaftRole, type Reply } from './member.js';
+export { MemberState, type ConnectOptions, type MemberRaftStatus, type MemberRef, type RaftRole, type Reply } from './member_state.js';
 export type { CallAnswer } from './routing.js';
 export type { ClusterLevers } from './levers.js';
 export { ClusterMemberServices, type ClusterAuth, type ClusterKV, type ClusterLease, type ClusterMaintenance, type ClusterMembership } from './services.js';
 export type { Entry, EntryKind } from './raft_log.js';
-export { MEMBER_INTERNAL_CLIENT, type ClusterElection, type ClusterLock } from './concurrency.js';
+export { MEMBER_INTERNAL_CLIENT, type ClusterElection, type ClusterLock } from './lock_election.js';
 export { MAX_NO_LEADER_COUNT } from './require_leader.js';
 export * as clusterErrors from './errors.js';
 export { RaftChecker, checkRaftEveryTick, type RaftViolation } from './raft_checker.js';

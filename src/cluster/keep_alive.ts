@@ -12,7 +12,7 @@ import { toGrpcError, type GrpcError } from '../server/errors.js';
 import { KeepAliveCall } from '../server/lease_service.js';
 import type * as M from '../server/messages.js';
 import type { EtcdCluster } from './cluster.js';
-import type { MemberState } from './member.js';
+import type { MemberState } from './member_state.js';
 import { errNoLeader } from './errors.js';
 
 /** A keep-alive stream on one member whose renewals go to the leader; a KeepAliveCall to its users. */

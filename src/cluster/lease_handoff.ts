@@ -5,7 +5,7 @@
  * (every expiry extended by an election timeout, lessor.Promote), a former one demoted (lessor.Demote). A
  * paused leader proposes nothing; what its lessor handed over meanwhile is proposed when it runs again.
  */
-import type { MemberState } from './member.js';
+import type { MemberState } from './member_state.js';
 import type { Raft } from './raft.js';
 
 /** What the hand-off needs from the cluster. */

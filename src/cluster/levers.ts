@@ -10,9 +10,9 @@ import { writeEtcdSnapshot } from '../snapshot/index.js';
 import type { Applier } from './apply.js';
 import { errTransportClosing } from './errors.js';
 import type { LeaseHandoff } from './lease_handoff.js';
-import type { MemberRef, MemberState } from './member.js';
+import type { MemberRef, MemberState } from './member_state.js';
 import type { Raft } from './raft.js';
-import type { Requests } from './requests.js';
+import type { Requests } from './proposals.js';
 import type { Routing } from './routing.js';
 
 /** The cluster's levers; members by index, name, member ID or state. */

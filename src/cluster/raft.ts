@@ -12,7 +12,7 @@
  * cluster's (RaftEffects), so the protocol reads on its own. Random choices come from the seeded PRNG.
  */
 import type { Clock, SimRandom } from '../sim/index.js';
-import { installLeaderState, type EntryBody, type MemberState } from './member.js';
+import { installLeaderState, type EntryBody, type MemberState } from './member_state.js';
 import { RaftLog, type Entry } from './raft_log.js';
 
 /** What Raft's steps mean for the rest of the cluster. */

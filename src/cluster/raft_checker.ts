@@ -19,7 +19,7 @@
  * the spread of the members' applied indexes.
  */
 import type { EtcdCluster } from './cluster.js';
-import type { MemberState } from './member.js';
+import type { MemberState } from './member_state.js';
 import type { Entry } from './raft_log.js';
 
 /** One broken invariant: when, and what. */

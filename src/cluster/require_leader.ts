@@ -19,7 +19,7 @@ import type { CallContext } from '../server/call_context.js';
 import type { GrpcError } from '../server/errors.js';
 import type { StreamCall } from '../server/stream_call.js';
 import type { EtcdCluster } from './cluster.js';
-import type { MemberState } from './member.js';
+import type { MemberState } from './member_state.js';
 import { errNoLeader } from './errors.js';
 
 /** etcd's maxNoLeaderCnt: election timeouts in a row without a leader before require-leader streams are canceled. */

@@ -29,9 +29,9 @@ import { ClusterKeepAliveCall } from './keep_alive.js';
 import { leaderMonitor, requiresLeader } from './require_leader.js';
 import { heldOverClientLink, overClientLink } from './stream_link.js';
 import type { StreamCall, StreamHold } from '../server/stream_call.js';
-import { clusterConcurrency, type ClusterElection, type ClusterLock } from './concurrency.js';
+import { clusterConcurrency, type ClusterElection, type ClusterLock } from './lock_election.js';
 import type { EtcdCluster } from './cluster.js';
-import type { ConnectOptions, MemberState, Reply } from './member.js';
+import type { ConnectOptions, MemberState, Reply } from './member_state.js';
 
 /** KV on a cluster member: KVService's methods, answering once Raft (or ReadIndex) let them. */
 export type ClusterKV = Promised<KVService>;
@@ -77,7 +77,7 @@ export class ClusterMemberServices {
   readonly maintenance: ClusterMaintenance;
   readonly cluster: ClusterMembership;
   readonly auth: ClusterAuth;
-  /** v3lock on the member: its requests are the member's own, through Raft (cluster/concurrency.ts). */
+  /** v3lock on the member: its requests are the member's own, through Raft (cluster/lock_election.ts). */
   readonly lock: ClusterLock;
   /** v3election on the member, likewise. */
   readonly election: ClusterElection;

@@ -10,7 +10,7 @@
 import type { TimerHandle } from '../sim/index.js';
 import { StreamHold, type StreamCall, type StreamLink } from '../server/stream_call.js';
 import type { EtcdCluster } from './cluster.js';
-import { DEFAULT_CLIENT, type ConnectOptions, type MemberState } from './member.js';
+import { DEFAULT_CLIENT, type ConnectOptions, type MemberState } from './member_state.js';
 
 /** One direction of the link: messages in the order sent, each due at its send time plus the link's delay. */
 interface Pipe {

@@ -1,6 +1,6 @@
 /**
  * v3electionpb.Election over one member (etcd's v3election server, which runs concurrency.Election on an
- * in-process client): Campaign, Proclaim, Leader, Observe, Resign in message form. See concurrency.ts for
+ * in-process client): Campaign, Proclaim, Leader, Observe, Resign in message form. See concurrency_rules.ts for
  * the session, key and waiting rules. The leader is the key under `name/` with the lowest create revision.
  *
  *  - Campaign(name, lease, value): one Txn puts `name/<lease hex>` = value bound to the lease if it was
@@ -40,7 +40,7 @@ import {
   type Awaitable,
   type ConcurrencyClient,
   type WaitingCallContext,
-} from './concurrency.js';
+} from './concurrency_rules.js';
 import { bytesIn, bytesOut, header, int64ToBigInt, int64ToNumber, kvOut } from './convert.js';
 import { asGrpc, grpcError, type GrpcError } from './errors.js';
 import { StreamCall } from './stream_call.js';
@@ -65,7 +65,7 @@ interface Leadership {
 
 /**
  * The rules of the Election service, once, over a member's in-process client: a single member's (answers
- * at once, ElectionService) or a cluster member's (answers once Raft let it, src/cluster/concurrency.ts).
+ * at once, ElectionService) or a cluster member's (answers once Raft let it, src/cluster/lock_election.ts).
  */
 export class ElectionRules {
   private readonly open = new Set<ObserveCall>();

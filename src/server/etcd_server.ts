@@ -13,7 +13,7 @@ import { WatchableStore } from '../watch/index.js';
 import { Delivery } from './delivery.js';
 import { AuthService } from './auth_service.js';
 import type { CallContext } from './call_context.js';
-import { ClusterService } from './cluster_service.js';
+import { ClusterService } from './membership_service.js';
 import { KVService } from './kv_service.js';
 import { LeaseService } from './lease_service.js';
 import { MaintenanceService } from './maintenance_service.js';

@@ -20,11 +20,11 @@ export type { BidiStream, FlowControl, ResponseSink, ResponseStream, StreamCall 
 export { sendResponses, StreamHold } from './stream_call.js';
 export { LeaseService, KeepAliveCall } from './lease_service.js';
 export { MaintenanceService } from './maintenance_service.js';
-export { ClusterService } from './cluster_service.js';
+export { ClusterService } from './membership_service.js';
 export { AuthService, permissionIn, permissionOut } from './auth_service.js';
 export { LockService } from './lock_service.js';
 export { ElectionService, ObserveCall, ErrElectionNotLeader, ErrElectionNoLeader, ErrMissingLeaderKey } from './election_service.js';
-export { SESSION_TTL, type WaitingCallContext } from './concurrency.js';
+export { SESSION_TTL, type WaitingCallContext } from './concurrency_rules.js';
 export type { CallContext } from './call_context.js';
 export { Delivery, type Deliverable, type DeliveryScheduler } from './delivery.js';
 export {

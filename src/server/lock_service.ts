@@ -1,6 +1,6 @@
 /**
  * v3lockpb.Lock over one member (etcd's v3lock server, which runs concurrency.Mutex on an in-process
- * client): Lock and Unlock in message form. See concurrency.ts for the session, key and waiting rules.
+ * client): Lock and Unlock in message form. See concurrency_rules.ts for the session, key and waiting rules.
  *
  * Lock(name, lease):
  *  1. one Txn: if the key `name/<lease hex>` was never created, put it (empty value, bound to the lease)
@@ -35,7 +35,7 @@ import {
   type Awaitable,
   type ConcurrencyClient,
   type WaitingCallContext,
-} from './concurrency.js';
+} from './concurrency_rules.js';
 import { bytesIn, bytesOut, int64ToBigInt, int64ToNumber } from './convert.js';
 import { asGrpc } from './errors.js';
 import type * as M from './messages.js';
@@ -45,7 +45,7 @@ const EMPTY = new Uint8Array(0);
 
 /**
  * The rules of Lock and Unlock, once, over a member's in-process client: a single member's (answers at
- * once, LockService) or a cluster member's (answers once Raft let it, src/cluster/concurrency.ts).
+ * once, LockService) or a cluster member's (answers once Raft let it, src/cluster/lock_election.ts).
  */
 export class LockRules {
   constructor(private readonly client: ConcurrencyClient) {}

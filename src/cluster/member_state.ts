@@ -118,7 +118,7 @@ export class MemberState {
   readonly streamLinks = new Set<ClusterStreamLink>();
   /** Keep-alive streams opened on this member (they break when it crashes). */
   readonly keepAlives = new Set<KeepAliveCall>();
-  /** What else breaks when it crashes (Lock/Election waits and Observe streams, cluster/concurrency.ts). */
+  /** What else breaks when it crashes (Lock/Election waits and Observe streams, cluster/lock_election.ts). */
   readonly onCrash = new Set<(err: GrpcError) => void>();
   /** The backend a crash left behind (what the restart rebuilds from) and the applied index it holds. */
   backend: EtcdBackend | undefined;

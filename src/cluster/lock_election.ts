@@ -17,12 +17,12 @@
  * with their leases, as in etcd).
  */
 import type { CallContext } from '../server/call_context.js';
-import { type ConcurrencyClient, type WaitingCallContext, untilAborted, type Awaitable } from '../server/concurrency.js';
+import { type ConcurrencyClient, type WaitingCallContext, untilAborted, type Awaitable } from '../server/concurrency_rules.js';
 import { ElectionRules, type ObserveCall } from '../server/election_service.js';
 import { LockRules } from '../server/lock_service.js';
 import type * as M from '../server/messages.js';
 import type { EtcdCluster } from './cluster.js';
-import type { ConnectOptions, MemberState, Reply } from './member.js';
+import type { ConnectOptions, MemberState, Reply } from './member_state.js';
 import { errMemberDown, errNoLeader } from './errors.js';
 import { leaderMonitor, requiresLeader } from './require_leader.js';
 import { overClientLink } from './stream_link.js';

@@ -17,7 +17,7 @@
  *
  * Requests are made through the member's in-process client (ConcurrencyClient): on a single member its
  * services (src/server/kv_service.ts), which answer at once; on a member of a simulated cluster
- * (src/cluster/concurrency.ts) the member's cluster services, whose writes are Raft proposals and
+ * (src/cluster/lock_election.ts) the member's cluster services, whose writes are Raft proposals and
  * whose reads go through ReadIndex, answering later. The rules below are written once for both: a step
  * whose request answered at once continues at once, so a single member behaves as it always did. Requests
  * carry the caller's CallContext, so auth, validation and Raft accounting are the services'. A call's

@@ -11,7 +11,7 @@
 import type { GrpcError } from '../server/errors.js';
 import type { Clock } from '../sim/index.js';
 import { errLeaderChanged, errProposalBlocked, errTimeout, errTimeoutDueToConnectionLost, errTimeoutDueToLeaderFail, errTransportClosing } from './errors.js';
-import type { EntryBody, MemberState, Proposal, ReadWait, Reply } from './member.js';
+import type { EntryBody, MemberState, Proposal, ReadWait, Reply } from './member_state.js';
 import type { Raft } from './raft.js';
 import type { Entry } from './raft_log.js';
 
