@@ -25,6 +25,8 @@ const DEBIAN_PACKAGES: Readonly<Record<string, string>> = {
   chromium: 'chromium',
   go: 'golang-go',
   openssl: 'openssl',
+  unshare: 'util-linux',
+  ip: 'iproute2',
 };
 
 /** The executable `name` resolves to on PATH, or undefined (looked up as a shell would, without one). */
