@@ -12,6 +12,7 @@ import { attacksSection } from './attacks.bench.js';
 import { clusterSection } from './cluster.bench.js';
 import { deliverySection } from './delivery.bench.js';
 import { etcd3Section } from './etcd3.bench.js';
+import { floorSection } from './floor.bench.js';
 import { formatFigure, gcAvailable, spread, targetMet, type BenchContext, type BenchSection, type Row, type Sample } from './harness.js';
 import { leaseSection } from './lease.bench.js';
 import { lifecycleSection } from './lifecycle.bench.js';
@@ -23,7 +24,7 @@ import { upkeepSection } from './upkeep.bench.js';
 import { watchSection } from './watch.bench.js';
 
 /** Every section, in the order they run. Add new areas (watch, lease, etcd3 adapter) here. */
-const SECTIONS: readonly BenchSection[] = [mvccSection, upkeepSection, watchSection, leaseSection, etcd3Section, lifecycleSection, serverSection, servedSection, deliverySection, snapshotSection, clusterSection, attacksSection];
+const SECTIONS: readonly BenchSection[] = [mvccSection, upkeepSection, watchSection, leaseSection, etcd3Section, floorSection, lifecycleSection, serverSection, servedSection, deliverySection, snapshotSection, clusterSection, attacksSection];
 
 interface Args {
   readonly quick: boolean;
