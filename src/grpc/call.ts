@@ -1,7 +1,7 @@
 /**
  * A served gRPC call as etcd's method handlers see it, whatever carries it: the request's metadata, its
  * deadline, the client certificate, and the ways grpc-go lets a handler answer. The gRPC door (door.ts)
- * makes these from HTTP/2 streams; server.ts and concurrency.ts implement etcd's methods on them.
+ * makes these from HTTP/2 streams; handlers.ts runs etcd's methods on them (mapped per service in *_server.ts).
  */
 import type { PeerCertificate } from 'node:tls';
 import type { ResponseSink } from '../server/index.js';
