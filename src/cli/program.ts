@@ -31,7 +31,7 @@ export class CliError extends Error {
   }
 }
 
-const COMMANDS = ['demo', 'serve', 'run', 'diff', 'shadow', 'playground'];
+const COMMANDS = ['demo', 'serve', 'run', 'diff', 'shadow', 'playground', 'etcd', 'install-bin'];
 
 function linesOf(text: string): string[] {
   return text.replace(/\n$/, '').split('\n');
@@ -260,6 +260,10 @@ export async function runCli(argv: readonly string[], io: CliIo = consoleIo): Pr
   if (argv[0] === 'etcd') {
     const { runEtcd } = await import('./etcd/run.js');
     return runEtcd(argv.slice(1), io);
+  }
+  if (argv[0] === 'install-bin') {
+    const { installBin } = await import('./etcd/install_bin.js');
+    return act(io, 'etcdsim install-bin', async () => installBin(argv.slice(1), io));
   }
   const result = { code: 0 };
   const program = buildProgram(io, result);

@@ -47,7 +47,7 @@ const FIX = 'test/cli/fixtures';
 /** The table. Exit 2: usage (unknown command / option, a value that does not parse); 1: what etcd rejects after parsing, or the run failed. */
 export const ROWS: readonly Row[] = [
   // ── top level ────────────────────────────────────────────────────────────────────────────────────
-  { args: ['frobnicate'], code: 2, stderr: ["etcdsim: unknown command 'frobnicate' (commands: demo, serve, run, diff, shadow, playground)"] },
+  { args: ['frobnicate'], code: 2, stderr: ["etcdsim: unknown command 'frobnicate' (commands: demo, serve, run, diff, shadow, playground, etcd, install-bin)"] },
   { args: ['--frobnicate'], code: 2, stderr: ["etcdsim: unknown option '--frobnicate'"] },
   { args: ['demo', 'extra'], code: 2, stderr: ["etcdsim demo: too many arguments for 'demo'. Expected 0 arguments but got 1."] },
 

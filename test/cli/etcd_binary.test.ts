@@ -117,6 +117,28 @@ test('etcdsim etcd --version prints what etcd 3.4.23 prints, bar the build', { s
   assert.equal(s.stdout.split('\n')[0], e.stdout.split('\n')[0]);
 });
 
+test('etcdsim install-bin DIR writes DIR/etcd, which starts etcdsim etcd wherever it is run from', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'etcdsim-install-bin-'));
+  try {
+    const installed = await new Promise<Outcome>((res) => {
+      const c = spawn(process.execPath, [ETCDSIM, 'install-bin', join(dir, 'bin')], { env: cleanEnv() });
+      let stdout = '';
+      c.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      c.on('close', (code) => res({ code, stdout, stderr: '' }));
+    });
+    assert.deepStrictEqual(installed, { code: 0, stdout: `${join(dir, 'bin', 'etcd')}\n`, stderr: '' });
+    const version = await new Promise<string>((res) => {
+      const c = spawn(join(dir, 'bin', 'etcd'), ['--version'], { cwd: dir, env: cleanEnv({ ETCDSIM_ETCD_VERSION: '3.5' }) });
+      let out = '';
+      c.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      c.on('close', () => res(out));
+    });
+    assert.equal(version.split('\n')[0], 'etcd Version: 3.5.31');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 /** Starts `which`, waits for the capabilities line, runs `during`, stops it with SIGTERM; its log lines. */
 async function startStop(which: 'etcd' | 'etcdsim', args: readonly string[], during: () => Promise<void>): Promise<{ lines: string[]; code: number | null; signal: string | null }> {
   const [cmd, argv] = which === 'etcd' ? ['etcd', [...args]] : [process.execPath, [ETCDSIM, 'etcd', ...args]];

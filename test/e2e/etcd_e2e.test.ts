@@ -13,8 +13,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { GO_ETCD_SOURCE_ROOT } from '../../src/diff/go_build.js';
@@ -77,9 +77,7 @@ function layout(): { cwd: string; certDir: string; simBin: string; etcdBin: stri
     symlinkSync(findCommand('etcdctl')!, join(d, 'etcdctl'));
   }
   symlinkSync(findCommand('etcd')!, join(etcdBin, 'etcd'));
-  // What `etcdsim install-bin DIR` writes.
-  writeFileSync(join(simBin, 'etcd'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(resolve('bin/etcdsim.js'))} etcd "$@"\n`);
-  chmodSync(join(simBin, 'etcd'), 0o755);
+  execFileSync(process.execPath, [resolve('bin/etcdsim.js'), 'install-bin', simBin]);
   return { cwd, certDir, simBin, etcdBin };
 }
 
