@@ -108,14 +108,16 @@ export class Follower {
     const i = this.queue.findIndex((s) => s.rev === undefined || s.rev <= cur);
     if (i >= 0) {
       const [s] = this.queue.splice(i, 1);
-      if (s!.rev !== undefined && this.fromEvents.has(s!.rev) && s!.makesRevision()) s!.skip();
-      else s!.run(s!.rev !== undefined && s!.rev < cur);
+      this.guard(s!.rev ?? cur, () => {
+        if (s!.rev !== undefined && this.fromEvents.has(s!.rev) && s!.makesRevision()) s!.skip();
+        else s!.run(s!.rev !== undefined && s!.rev < cur);
+      });
       return true;
     }
     const maker = this.queue.findIndex((s) => s.rev === cur + 1 && s.makesRevision());
     if (maker >= 0) {
       const [s] = this.queue.splice(maker, 1);
-      s!.run(false);
+      this.guard(cur + 1, () => s!.run(false));
       this.events.delete(cur + 1);
       return true;
     }
@@ -138,6 +140,15 @@ export class Follower {
     }
     this.applyEvents(cur + 1, evs);
     return true;
+  }
+
+  /** A step the simulator refused outright (a request it cannot take) is reported, and the shadow goes on. */
+  private guard(rev: number, run: () => void): void {
+    try {
+      run();
+    } catch (err) {
+      this.hooks.onFollowError(rev, err instanceof Error ? err.message : String(err));
+    }
   }
 
   /** A revision etcd made without a call through the shadow: a lease's expiry, or another client's write. */

@@ -87,7 +87,7 @@ export function startProxy(o: ProxyOptions): Promise<Proxy> {
 
 function proxyStream(ds: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, up: http2.ClientHttp2Session, o: ProxyOptions): void {
   const path = String(headers[':path'] ?? '');
-  const call = o.tap(path, headers);
+  const call = guarded(o.tap(path, headers));
   let ended = false;
   const end = (status: number | undefined, message: string): void => {
     if (ended) return;
@@ -148,6 +148,27 @@ function proxyStream(ds: http2.ServerHttp2Stream, headers: http2.IncomingHttpHea
   });
   ds.on('error', () => undefined);
   us.on('error', () => undefined);
+}
+
+/**
+ * The tap never breaks the proxying: a message the shadow cannot decode (the application sent bytes etcd
+ * will refuse) stops the tap of that call, and the bytes still go to etcd, which answers as it does.
+ */
+function guarded(call: TappedCall | undefined): TappedCall | undefined {
+  if (call === undefined) return undefined;
+  let broken = false;
+  const safe =
+    <A extends unknown[]>(f: (...a: A) => void) =>
+    (...a: A): void => {
+      if (broken) return;
+      try {
+        f(...a);
+      } catch (err) {
+        broken = true;
+        call.onUntapped(`not decodable: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    };
+  return { path: call.path, headers: call.headers, onRequest: safe(call.onRequest), onResponse: safe(call.onResponse), onEnd: call.onEnd, onUntapped: call.onUntapped };
 }
 
 /** grpc-message is percent-encoded (gRPC over HTTP/2). */
