@@ -20,11 +20,11 @@
  *   goes out within min(stream window, connection window, peer's max frame size); the rest waits in the
  *   stream's queue and resumes on WINDOW_UPDATE (streams starved of connection window wait in FIFO
  *   order); write() reports false past a write quota (64 KiB by default, grpc-go's) and onDrain follows.
- *   Trailers wait behind their stream's queued DATA. DATA also waits while the output batch and the socket's
- *   buffer hold 64 KiB (a peer may grant a large window and read nothing): the write quota then pushes back on
- *   the server, as grpc-go's blocked writer does, instead of the socket buffering it. The replies the peer's own frames
- *   earn (SETTINGS ACK, PING ACK, RST_STREAM) are not, so past 50 of them queued in the socket reading stops
- *   until they leave (grpc-go's throttle).
+ *   Trailers wait behind their stream's queued DATA. DATA also waits while the output batch and the
+ *   socket's buffer hold 64 KiB (a peer may grant a large window and read nothing): the write quota then
+ *   pushes back on the server, as grpc-go's blocked writer does, instead of the socket buffering it. The
+ *   replies the peer's own frames earn (SETTINGS ACK, PING ACK, RST_STREAM) cannot wait so, hence: past 50
+ *   of them queued in the socket, reading stops until they leave (grpc-go's throttle).
  * - Memory held per connection, whatever the input: the unparsed rest of one socket read (reading pauses as
  *   above) plus at most one frame (SETTINGS_MAX_FRAME_SIZE), a header block being continued (maxHeaderBlock,
  *   frame headers counted), the HPACK table (SETTINGS_HEADER_TABLE_SIZE), 1024 remembered reset ids, and per
@@ -558,6 +558,7 @@ export class Http2ServerConnection {
       this.contFlags = flags | (selfDependent ? 0x100 : 0);
       this.contBytes = 0;
       this.contWire = FRAME_HEADER_LENGTH + end - start;
+      if (this.contWire > this.maxHeaderBlock) throw new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, 'header block too large');
       this.appendFragment(buf, s, e);
     }
   }
