@@ -6,10 +6,11 @@
 // Plain `npm run build` (and `prepack`, before a publish) also writes the .d.ts files a package consumer's
 // TypeScript reads, with tsc: tens of seconds, so it says so first. The stamp records which of the two ran.
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildIsFresh, stampPath as stamp } from '../bin/build_fresh.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const jsOnly = process.argv.includes('--js');
@@ -23,20 +24,9 @@ function sources(dir) {
   );
 }
 
-/** The newest modification time of any file under `dir`. */
-function newest(dir) {
-  let t = 0;
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    t = Math.max(t, e.isDirectory() ? newest(p) : statSync(p).mtimeMs);
-  }
-  return t;
-}
-
 // `prepare` again over a build that is still fresh (a second `npm install`, or `npm pack` right after its
 // `prepack` built the types) leaves it as it is.
-const stamp = join(root, 'dist', '.build-stamp');
-if (jsOnly && existsSync(stamp) && statSync(stamp).mtimeMs >= newest(join(root, 'src'))) process.exit(0);
+if (jsOnly && buildIsFresh()) process.exit(0);
 
 say(`compiling src/ into dist/${jsOnly ? ' (JavaScript only)' : ' with type declarations (tsc: this takes a while)'}...`);
 rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true });

@@ -54,23 +54,23 @@ export function hostMicrotask(fn: () => void): void {
  * Keeps the process alive while at least one hold is taken, as an open socket to etcd would. One referenced
  * port serves every hold.
  */
-let keepAlivePort: MessagePort | undefined;
+let keepAliveChannel: MessageChannel | undefined; // both ends kept: a collected end would close the other
 let keepAliveHolds = 0;
 
 /** Takes a hold on the process; the returned function releases it (releasing twice is harmless). */
 export function hostKeepAlive(): () => void {
   if (keepAliveHolds++ === 0) {
-    if (keepAlivePort === undefined) {
-      keepAlivePort = new MessageChannel().port1;
-      keepAlivePort.on('message', noop); // a port with a listener is referenced: it keeps the loop running
+    if (keepAliveChannel === undefined) {
+      keepAliveChannel = new MessageChannel();
+      keepAliveChannel.port1.on('message', noop); // a port with a listener is referenced: it keeps the loop running
     }
-    keepAlivePort.ref();
+    keepAliveChannel.port1.ref();
   }
   let released = false;
   return () => {
     if (released) return;
     released = true;
-    if (--keepAliveHolds === 0) keepAlivePort?.unref();
+    if (--keepAliveHolds === 0) keepAliveChannel?.port1.unref();
   };
 }
 
