@@ -279,7 +279,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
     const compared = /^\/etcdserverpb\.(KV\/(Range|Put|DeleteRange|Txn|Compact)|Lease\/Lease(Grant|Revoke|TimeToLive|Leases))$/.test(path);
     let req: unknown;
     let res: unknown;
-    let untapped = false;
+    let untapped: string | undefined;
     if (writes) follower.inflightWrites++;
     let counted = writes;
     const done = (): void => {
@@ -297,12 +297,12 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
       onResponse: (m) => {
         res = codec.res(m);
       },
-      onUntapped: () => {
-        untapped = true;
+      onUntapped: (why) => {
+        untapped = why.startsWith('not decodable') ? 'not decodable' : 'message too large or compressed';
       },
       onEnd: (status, message) => {
         if (!compared) report.notCompared(rpc, 'not shadowed');
-        else if (untapped) report.notCompared(rpc, 'message too large or compressed');
+        else if (untapped !== undefined) report.notCompared(rpc, untapped);
         else if (status === undefined) report.notCompared(rpc, 'canceled or reset');
         else if (headers['token'] !== undefined || headers['authorization'] !== undefined) report.notCompared(rpc, 'made with an auth token');
         else follower.add(unaryStep(path, rpc, req ?? {}, status === 0 ? { ok: res } : { err: { code: status, details: message } }));
