@@ -14,7 +14,8 @@
  * last revision it received. Time moves on a virtual clock, so the sync, victim and progress steps run.
  * Some runs shrink the sync step (one or two watchers per step, catch-up batches of one or two revisions)
  * so that replays cross batch boundaries and watchers wait their turn: the catch-up that skips the revision
- * starting the next batch (issue #35's named regression) is caught here too.
+ * starting the next batch (issue #35's named regression) is caught here too, and no response may hold more
+ * revisions than one catch-up batch.
  *
  * After the writes stop and every background step has run, every watch (including broken and canceled
  * ones) must show zero violations; a watch still open must in addition have every matching event up to
@@ -291,6 +292,11 @@ function run(cfg: Config, actions: readonly Action[]): void {
   const problems: string[] = [];
   for (const { rec, seq, drainedThrough } of watches) {
     const v = checkWatch(history, rec.req, rec.responses, { drainedThrough });
+    // etcd's catch-up batch: one response never holds more than watchBatchMaxRevs revisions.
+    for (const r of rec.responses) {
+      const revs = new Set(r.events.map((e) => e.kv.modRevision)).size;
+      if (revs > cfg.watchBatchMaxRevs) problems.push(`watch ${rec.id} (stream ${seq}): a response holds ${revs} revisions, the batch limit is ${cfg.watchBatchMaxRevs}`);
+    }
     if (v.length > 0) {
       problems.push(
         `watch ${JSON.stringify(rec.req, jsonBytes)} (stream ${seq}, id ${rec.id}${rec.broken ? ', broken' : ''}${rec.canceled ? ', canceled' : ''}):\n` +
