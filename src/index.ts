@@ -48,6 +48,7 @@ export {
 } from './server/etcd_server.js';
 export type { EtcdVersion } from './mvcc/compat.js';
 export type { AuthSetup, AuthSnapshot } from './auth/store.js';
+export type { TokenProvider, TokenProviderFactory } from './auth/simple_token.js';
 export type { KeyPermission, PermissionType } from './auth/range_perm.js';
 export type { CallContext } from './server/call_context.js';
 

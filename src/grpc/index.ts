@@ -21,3 +21,4 @@ export type { EtcdServer, EtcdServerOptions } from '../server/etcd_server.js';
 // What ServeOptions' fields take: the rule set (etcd release) and the users and roles to start with.
 export type { EtcdVersion } from '../mvcc/compat.js';
 export type { AuthSetup } from '../auth/store.js';
+export type { TokenProvider, TokenProviderFactory } from '../auth/simple_token.js';
