@@ -174,6 +174,7 @@ export function createGrpcDoor(opts: GrpcDoorOptions): GrpcDoor {
       const conn: Http2ServerConnection = new Http2ServerConnection(socket, {
         onStream: (st) => onStream(st, link, http),
         onClose: () => connections.delete(conn),
+        nextTurn: hostNextTurn,
         // etcd's --max-concurrent-streams; unset, grpc-go's server default as etcd runs it: no limit.
         maxConcurrentStreams: opts.maxConcurrentStreams ?? 0xffffffff,
         head: acceptOpts?.head,

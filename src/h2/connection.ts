@@ -104,6 +104,12 @@ export interface ConnectionOptions {
   readonly pingPolicy?: PingPolicy | undefined;
   /** The client's preface and first SETTINGS frame arrived: the handshake is over (a server's deadline on it ends). */
   readonly onHandshake?: (() => void) | undefined;
+  /**
+   * Runs a function on a later turn of the event loop, where replies resolved outside a read are flushed.
+   * Default setImmediate; a server that must keep answering while a test fakes the timers passes one they
+   * cannot replace (etcdsim's door passes src/sim's hostNextTurn; this layer imports nothing of the project).
+   */
+  readonly nextTurn?: ((fn: () => void) => void) | undefined;
 }
 
 /**
@@ -222,6 +228,7 @@ export class Http2ServerConnection {
   private readonly decoder: HpackDecoder;
   private readonly encoder: HpackEncoder;
   private readonly onStream: (stream: H2Stream) => void;
+  private readonly nextTurn: (fn: () => void) => void;
   private readonly onCloseCb: (() => void) | undefined;
   private readonly onGoawayCb: ((code: number, lastStreamId: number) => void) | undefined;
   private readonly maxConcurrent: number;
@@ -292,6 +299,7 @@ export class Http2ServerConnection {
     this.socket = socket;
     this.writer = new FrameWriter(socket);
     this.onStream = options.onStream;
+    this.nextTurn = options.nextTurn ?? setImmediate;
     this.onCloseCb = options.onClose;
     this.onGoawayCb = options.onGoaway;
     this.maxConcurrent = options.maxConcurrentStreams ?? 1000;
@@ -989,7 +997,7 @@ export class Http2ServerConnection {
   private scheduleFlush(): void {
     if (this.inRead || this.flushScheduled || this.dead) return;
     this.flushScheduled = true;
-    setImmediate(() => {
+    this.nextTurn(() => {
       this.flushScheduled = false;
       if (!this.dead) this.flush();
     });
