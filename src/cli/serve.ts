@@ -331,7 +331,7 @@ function checkInitialCluster(f: ServeFlags, advertised: readonly EtcdUrl[]): voi
 }
 
 /** etcd's words for a failed listen (`listen tcp ADDR: bind: ...`), from grpc-js's bind error. */
-function bindError(err: unknown, address: string): string {
+export function bindError(err: unknown, address: string): string {
   const msg = err instanceof Error ? err.message : String(err);
   const words: Record<string, string> = {
     EADDRINUSE: 'address already in use',

@@ -193,7 +193,7 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
     const text = `no data-dir provided, using default data-dir ./${dataDir}`;
     log.log({ level: 'warn', pkg: 'etcdmain', text, caller: 'etcdmain/etcd.go:115', msg: "'data-dir' was empty; using default", fields: { 'data-dir': dataDir } });
   }
-  const { parseServeFlags } = await import('../serve.js');
+  const { bindError, parseServeFlags } = await import('../serve.js');
   const autoTls = boolValue(get('auto-tls'));
   const listen = get('listen-client-urls') ?? 'http://localhost:2379';
   const flags: ServeFlags = {
@@ -259,10 +259,7 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
     handle = await serve(opts);
   } catch (err) {
     const host = opts.host ?? '127.0.0.1';
-    const msg = err instanceof Error ? err.message : String(err);
-    const code = /\b(EADDRINUSE|EADDRNOTAVAIL|EACCES)\b/.exec(msg)?.[1];
-    const words: Record<string, string> = { EADDRINUSE: 'address already in use', EADDRNOTAVAIL: 'cannot assign requested address', EACCES: 'permission denied' };
-    throw new CliError(code === undefined ? msg : `listen tcp ${host.includes(':') ? `[${host}]` : host}:${opts.port ?? 2379}: bind: ${words[code]}`, 1);
+    throw new CliError(bindError(err, `${host.includes(':') ? `[${host}]` : host}:${opts.port ?? 2379}`), 1);
   } finally {
     if (quiet) grpc.setLogVerbosity(grpc.logVerbosity.ERROR);
   }
