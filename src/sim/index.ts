@@ -17,6 +17,6 @@ export {
   type RealClockOptions,
   type TimerHandle,
 } from './clock.js';
-export { hostMicrotask, hostNextTurn } from './host_platform.js';
+export { hostEpochMs, hostMicrotask, hostNextTurn } from './host_platform.js';
 export { SimRandom, fnv1a64, freshSeed } from './random.js';
 export { Ticker, type StepInfo, type StepOptions } from './ticker.js';

@@ -11,6 +11,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type * as X509 from '@peculiar/x509';
+import { hostEpochMs } from '../../sim/index.js';
 
 export interface TlsFiles {
   readonly certFile: string;
@@ -32,7 +33,8 @@ export async function autoTlsFiles(dir: string, urls: readonly string[], validit
   const alg = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
   const keys = await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify']);
   const hosts = [...new Set(urls.map((u) => new URL(u).hostname.replace(/^\[|\]$/g, '')))];
-  const notBefore = new Date();
+  // Wall time from src/sim, the one owner of host time: a certificate's validity is the host's calendar.
+  const notBefore = new Date(hostEpochMs());
   const notAfter = new Date(notBefore.getTime() + Math.max(1, validityYears) * 365 * 24 * 3600 * 1000);
   const serial = Buffer.from(webcrypto.getRandomValues(new Uint8Array(16)));
   serial[0] = serial[0]! & 0x7f;
