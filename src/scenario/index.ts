@@ -2,4 +2,4 @@
 export { parseScenario, ScenarioSyntaxError, type ParsedScenario, type Step } from './parser.js';
 export { runScenario, type RunOptions, type ScenarioResult, type ScenarioFailure, type VariantRun } from './runner.js';
 export { renderHtml, renderSvg, timelineKeys, type TimelineModel } from './timeline/index.js';
-export { labScript, scriptBlockers, scriptNotes } from './script.js';
+export { labScript, scriptBlockers, scriptEtcdFlags, scriptNotes } from './script.js';

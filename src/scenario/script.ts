@@ -7,10 +7,16 @@
  * shows, except what etcd leaves free: lease IDs, clientv3's log lines, the revision a watch line carries
  * (`[watch W @3]` is the simulator's note; etcdctl prints no revision) and when background lines come.
  *
+ * An option that is one of etcd's own flags (a space quota: `--quota-backend-bytes`) is a `# etcd-flags:` line
+ * at the script's top: the etcd the script runs against must be started with them (`scriptEtcdFlags`).
+ *
  * What etcdctl cannot do — restart or crash a member, stop reading a stream, join fragments, a cluster's
- * faults, an option of the simulator, variants that toggle a bug — has no script; `scriptBlockers` says why.
+ * faults, an option of the simulator only, variants that toggle a bug — has no script; `scriptBlockers` says why.
  */
 import type { ParsedScenario } from './parser.js';
+
+/** The scenario options that are etcd's own flags, as etcd takes them. */
+const ETCD_FLAGS: ReadonlyMap<string, string> = new Map([['quotaBackendBytes', '--quota-backend-bytes']]);
 
 /** Why a scenario cannot be run with etcdctl against a real etcd (empty: it can). */
 export function scriptBlockers(p: ParsedScenario): string[] {
@@ -18,7 +24,7 @@ export function scriptBlockers(p: ParsedScenario): string[] {
   const st = p.settings;
   if (st.members !== undefined) why.add(`a cluster of ${st.members} members and its faults`);
   if (st.variants.length > 0) why.add('variants that switch etcd behaviours (a bug, its fix) on and off');
-  for (const k of st.options.keys()) if (k !== 'etcd-version') why.add(`option ${k} (a setting of the simulator)`);
+  for (const k of st.options.keys()) if (k !== 'etcd-version' && !ETCD_FLAGS.has(k)) why.add(`option ${k} (a setting of the simulator)`);
   if (st.fromSnapshot !== undefined) why.add('a start from a snapshot file');
   for (const step of p.steps) {
     if (step.type === 'cluster') why.add(`${step.cluster.kind} (a cluster lever)`);
@@ -26,7 +32,7 @@ export function scriptBlockers(p: ParsedScenario): string[] {
       const c = step.command;
       if (c.kind === 'watch' && c.fragment) why.add('watch --fragment (clientv3 WithFragment; etcdctl has no flag for it)');
       if (c.kind === 'watch' && c.stream !== undefined) why.add('watch --stream (an interactive etcdctl watch -i session)');
-      if (c.kind === 'endpoint-status' || c.kind === 'defrag') why.add(`${c.kind} (prints the member's own address and IDs)`);
+      if (c.kind === 'endpoint-status') why.add(`${c.kind} (prints the member's own address and IDs)`);
     }
     if (step.type === 'directive') {
       const d = step.directive;
@@ -59,6 +65,16 @@ const WATCH = /^\$ (etcdctl .*watch .*) &   # (?:watch (\S+),|(\S+) resumed,)/;
 const STOP = /^# (?:break|cancel) (\S+): /;
 /** A granted lease, as etcdctl prints it. */
 const GRANTED = /^lease ([0-9a-f]{16}) granted with TTL/;
+
+/** The transcript's options line: `# options: quotaBackendBytes=65536, ...`. */
+const OPTIONS = /^# options: (.*)$/;
+/** The script's line naming the flags its etcd needs. */
+const FLAGS = /^# etcd-flags: (.*)$/m;
+
+/** The etcd flags a lab's script needs (its `# etcd-flags:` line), as etcd takes them. */
+export function scriptEtcdFlags(script: string): string[] {
+  return FLAGS.exec(script)?.[1]?.split(' ').filter((f) => f !== '') ?? [];
+}
 
 /** What every script starts with: etcdctl's settings, the watch count, and waiting for a watch to register. */
 const PRELUDE = String.raw`export ETCDCTL_API=3
@@ -94,6 +110,7 @@ export function labScript(name: string, transcript: readonly string[], unchecked
     '# It prints what the transcript shows, but for lease IDs, clientv3\'s log lines, the revision the transcript adds',
     '# to a watch\'s lines, and where a background watch\'s lines fall between the commands\' lines.',
     ...(unchecked !== undefined ? [`# Not the same on every run: ${unchecked}.`] : []),
+    ...etcdFlags(transcript),
     PRELUDE,
   ];
   const leases = new Map<string, string>();
@@ -168,6 +185,17 @@ export function labScript(name: string, transcript: readonly string[], unchecked
     out.push('wait 2>/dev/null');
   }
   return `${out.join('\n')}\n`;
+}
+
+/** The `# etcd-flags:` line for the transcript's options that are etcd flags (none: no line). */
+function etcdFlags(transcript: readonly string[]): string[] {
+  const opts = transcript.map((l) => OPTIONS.exec(l)?.[1]).find((o) => o !== undefined);
+  const flags = (opts ?? '').split(', ').flatMap((kv) => {
+    const [k, v] = kv.split('=');
+    const flag = ETCD_FLAGS.get(k ?? '');
+    return flag !== undefined ? [`${flag}=${v ?? ''}`] : [];
+  });
+  return flags.length > 0 ? ['# Start that etcd with these flags:', `# etcd-flags: ${flags.join(' ')}`] : [];
 }
 
 /** The variable holding a background watch's process ID. */

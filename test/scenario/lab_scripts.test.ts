@@ -2,7 +2,7 @@
  * Every bundled lab is a script a learner can take home: `etcdsim run LAB --script` does the lab's steps with
  * etcdctl 3.4.23 against a fresh real etcd 3.4.23 (etcd's default timing, so leases have its 2 s minimum TTL),
  * and what it prints must be the simulator's transcript, but for what etcd leaves free: lease IDs, clientv3's
- * log line's time and client ID, the revision the transcript adds to a watch's lines, and where a background
+ * log line's time and client ID, the member's ID and the address defrag names, the revision the transcript adds to a watch's lines, and where a background
  * watch's lines fall between the commands' lines (each watch's lines are compared in their own order). A lab
  * may name more free lines (`# script-free /REGEX/`, for what depends on the moment: a lease's remaining TTL),
  * or say why its script cannot be checked at all (`# script-unchecked: WHY`). A lab that needs what etcdctl cannot do has no script, and says why. Without etcd and etcdctl the etcd
@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { listBundledScenarios, runCommand } from '../../src/cli/run_command.js';
 import { startEtcd } from '../../src/diff/etcd_process.js';
-import { labScript, parseScenario, runScenario, scriptBlockers, scriptNotes } from '../../src/scenario/index.js';
+import { labScript, parseScenario, runScenario, scriptBlockers, scriptEtcdFlags, scriptNotes } from '../../src/scenario/index.js';
 import { requireCommands } from '../support/prerequisites.js';
 
 const skip = requireCommands(['etcd', 'etcdctl']);
@@ -31,7 +31,9 @@ export function streams(lines: readonly string[], free: readonly RegExp[]): Map<
       .replace(/\b[0-9a-f]{16}\b/g, '<lease>')
       .replace(/"ts":"[^"]*"/, '"ts":…')
       .replace(/"cluster_id":\d+,"member_id":\d+/, '"cluster_id":…,"member_id":…')
-      .replace(/endpoint:\/\/client-[^/]*\/[^"]*/, 'endpoint://client-…');
+      .replace(/endpoint:\/\/client-[^/]*\/[^"]*/, 'endpoint://client-…')
+      .replace(/^((?:\s+\d+ )?memberID:)\d+/, '$1…')
+      .replace(/^(Finished defragmenting etcd member)\[[^\]]*\]$/, '$1[…]');
     if (free.some((f) => f.test(l))) continue;
     const w = /^\[watch (\S+)\]/.exec(l);
     const key = w === null ? '' : w[1]!;
@@ -76,13 +78,23 @@ test('a lab whose script is unchecked says why, on the script\'s first lines', (
   }
 });
 
+test('an option that is an etcd flag is a line of the script that starts etcd with it, not a reason to have none', () => {
+  const text = 'option quotaBackendBytes=65536\nput /k v';
+  assert.deepEqual(scriptBlockers(parseScenario(text)), []);
+  const script = labScript('q', runScenario(text).transcript);
+  assert.deepEqual(scriptEtcdFlags(script), ['--quota-backend-bytes=65536']);
+  assert.deepEqual(scriptEtcdFlags(labScript('k', runScenario('put /k v').transcript)), []);
+  assert.notDeepEqual(scriptBlockers(parseScenario('option watchChanBufLen=4\nput /k v')), []);
+});
+
 for (const lab of checked) {
   test(`${lab.name}: its script, run with etcdctl against etcd 3.4.23, prints its transcript`, { skip }, async () => {
     const sim = runScenario(lab.text, { title: lab.name });
     assert.ok(sim.ok, sim.failure?.message);
-    const etcd = await startEtcd({ heartbeatMs: 100, electionMs: 1000 });
+    const script = labScript(lab.name, sim.transcript);
+    const etcd = await startEtcd({ heartbeatMs: 100, electionMs: 1000, flags: scriptEtcdFlags(script) });
     try {
-      const r = await bash(labScript(lab.name, sim.transcript), etcd.address);
+      const r = await bash(script, etcd.address);
       assert.equal(r.err, '', `the script wrote to stderr:\n${r.err}`);
       const { free } = scriptNotes(lab.text);
       const got = streams(r.out.split('\n').slice(0, -1), free);

@@ -8,7 +8,7 @@ import type { Directive } from '../parse/directives.js';
 import { RunError } from '../run_error.js';
 import { runCommand } from './commands.js';
 import type { RunContext } from './context.js';
-import { kvCommandLine } from './echo.js';
+import { kvCommandLine, putStdin } from './echo.js';
 import { runMemberDirective } from './restart.js';
 
 /** Runs `d`. */
@@ -56,6 +56,7 @@ export function runDirective(ctx: RunContext, d: Directive): void {
       const n = s.vars.int(d.count, 'repeat');
       if (n < 1 || n > 100_000) throw new RunError('error', `repeat: count must be 1..100000, got ${n}`);
       const printed: string[] = [];
+      let failed = false;
       const first = s.sim.mvcc.currentRevision;
       // Watch events caused by the puts print while the loop runs; the command line that caused them goes
       // before them (spliced in at this point once the loop is done), as in a terminal.
@@ -64,11 +65,14 @@ export function runDirective(ctx: RunContext, d: Directive): void {
         s.vars.set('i', String(i));
         runCommand(ctx, d.body, true);
         printed.push(...s.last.output);
+        if (s.last.error !== undefined) failed = true;
         s.sim.server.flush();
       }
       const lastRev = s.sim.mvcc.currentRevision;
-      // A shell loop a learner can paste, its output counted by `uniq -c` (what it prints, line for line).
-      const loop = `$ for i in $(seq 1 ${n}); do etcdctl ${s.engine.endpointFlag()}${loopBody(s, d.body)}; done | uniq -c${lastRev !== first ? `   # revisions ${first + 1}..${lastRev}` : ''}`;
+      // A shell loop a learner can paste, its output counted by `uniq -c` (what it prints, line for line; a
+      // refused command's lines are etcdctl's stderr, so then that goes through the count too).
+      const stdin = putStdin(d.body);
+      const loop = `$ for i in $(seq 1 ${n}); do ${stdin !== undefined ? `${stdin} | ` : ''}etcdctl ${s.engine.endpointFlag()}${loopBody(s, d.body)}; done${failed ? ' 2>&1' : ''} | uniq -c${lastRev !== first ? `   # revisions ${first + 1}..${lastRev}` : ''}`;
       s.insert(at, [loop, ...uniqCount(printed)]);
       return;
     }

@@ -37,7 +37,7 @@ export class ScenarioLeases {
   grant(ttlWord: Word): void {
     const s = this.s;
     const ttl = s.vars.int(ttlWord, 'lease grant');
-    const r = callService(s, 'lease grant', () => s.sim.services.lease.leaseGrant({ TTL: ttl }, s.ctx()), (r) => [leaseGrantLine(r)]);
+    const r = callService(s, 'lease grant', () => s.sim.services.lease.leaseGrant({ TTL: ttl }, s.ctx()), (r) => [leaseGrantLine(r)], (d) => `Error: failed to grant lease (${d})`);
     if (r !== undefined) {
       const hex = leaseHex(r.ID);
       this.lastGranted = hex;
