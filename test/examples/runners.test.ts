@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { promisify, stripVTControlCharacters } from 'node:util';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -21,7 +21,8 @@ async function runner(args: string[], env: Record<string, string> = {}): Promise
   const { NODE_TEST_CONTEXT: _, ...outer } = process.env;
   try {
     const { stdout, stderr } = await run(process.execPath, args, { cwd: root, env: { ...outer, ...env }, maxBuffer: 16 << 20 });
-    return stdout + stderr;
+    // Plain text: vitest colours its summary whenever CI is set (as in CI), tty or not.
+    return stripVTControlCharacters(stdout + stderr);
   } catch (err) {
     const e = err as { stdout?: string; stderr?: string };
     throw new Error(`${args.join(' ')} failed:\n${e.stdout ?? ''}${e.stderr ?? ''}`);
