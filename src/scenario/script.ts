@@ -31,7 +31,7 @@ export function scriptBlockers(p: ParsedScenario): string[] {
     if (step.type === 'command') {
       const c = step.command;
       if (c.kind === 'watch' && c.fragment) why.add('watch --fragment (clientv3 WithFragment; etcdctl has no flag for it)');
-      if (c.kind === 'watch' && c.stream !== undefined) why.add('watch --stream (an interactive etcdctl watch -i session)');
+      if (c.kind === 'watch' && c.stream !== undefined) why.add('watch --stream (etcdctl watch -i: one process prints every watch of its session without saying which, and has no cancel)');
       if (c.kind === 'endpoint-status') why.add(`${c.kind} (prints the member's own address and IDs)`);
     }
     if (step.type === 'directive') {
