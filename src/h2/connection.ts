@@ -45,6 +45,8 @@
  *   ignored (a bounded memory of ids); when a response ends before the request did, RST_STREAM NO_ERROR
  *   tells the client to stop sending (RFC 9113 §8.1), as grpc-go does; close() sends one GOAWAY with the
  *   last stream id seen (not the two-step shutdown) and ends the socket when the remaining streams finish.
+ *
+ * Size: over the 600-line budget on purpose — the frame loop, flow control and stream states are one dense hot structure (named in test/layout/budget.test.ts).
  */
 import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';

@@ -15,6 +15,8 @@
  *   branch elem  16 B: pos u32, ksize u32, child pgid u64; the key is the child's first key
  *   bucket value 16 B: root pgid u64 (0: inline), sequence u64; an inline bucket's leaf page follows
  *   freelist     count u16 in the header (0xFFFF: the real count is the first u64), then u64 pgids
+ *
+ * Size: over the 600-line budget for now — the bbolt page reader and writer; to be split (test/layout/budget.test.ts names it).
  */
 
 /** A bucket's contents: its entries in key order (bbolt's byte order), each a value or a nested bucket. */
