@@ -7,9 +7,8 @@
 import { canon, text } from '../diff/normalise.js';
 import type { GrpcBidiCall } from '../grpc/client.js';
 import type * as M from '../server/messages.js';
+import { NO_LEASES } from './context.js';
 import type { ShadowReport } from './report.js';
-
-const NO_LEASES: { names: Map<string, string> } = { names: new Map() };
 
 /** A watch response as items compared one by one, per watch: each event, and each creation, cancel or progress answer. */
 export function watchItems(r: M.WatchResponse): Array<{ key: string; item: string }> {

@@ -1,0 +1,52 @@
+/**
+ * What every shadowed call shares: the simulator following the real etcd (follower.ts), the report, the
+ * replayable log, the open stream comparisons, and how a divergence is told. One etcd answer, one of the
+ * simulator, both as an `Outcome` (a message or etcd's gRPC error), compared as canonical text after
+ * src/diff/normalise.ts has made what etcd leaves free (cluster and member IDs, raft term) equal.
+ */
+import type { EtcdSim } from '../client/create.js';
+import { canon, text, type Canon, type LeaseNames } from '../diff/normalise.js';
+import { toGrpcError } from '../server/errors.js';
+import type { Follower } from './follower.js';
+import type { ShadowReport } from './report.js';
+import type { ScenarioLog } from './scenario.js';
+import type { StreamCompare } from './streams.js';
+
+/** Lease IDs are the real etcd's on both sides (the simulator grants the ID etcd chose): none are renamed. */
+export const NO_LEASES: LeaseNames = { names: new Map() };
+
+export type Outcome = { readonly ok: unknown } | { readonly err: { readonly code: number; readonly details: string } };
+
+export type Diverge = (rpc: string, where: string, request: unknown, etcd: string, etcdsim: string, revision: number | undefined) => void;
+
+export interface ShadowContext {
+  readonly sim: EtcdSim;
+  readonly report: ShadowReport;
+  readonly log: ScenarioLog;
+  readonly follower: Follower;
+  /** Stream comparisons open now (compared again after every step the simulator takes). */
+  readonly streams: Set<StreamCompare>;
+  readonly diverge: Diverge;
+  /** Drops a lease the real etcd no longer has (expired there; its keys, if any, came as events). */
+  leaseGone(id: string | undefined): void;
+  /** Numbers a new stream, from 1, for the scenario log. */
+  nextStream(): number;
+}
+
+export function outcomeText(o: Outcome): string {
+  return text('err' in o ? { error: { code: o.err.code, details: o.err.details } } : canon(o.ok, NO_LEASES));
+}
+
+/** The simulator's answer to one call, an error as etcd's gRPC error. */
+export function simOutcome(fn: () => unknown): Outcome {
+  try {
+    return { ok: fn() };
+  } catch (err) {
+    const g = toGrpcError(err);
+    return { err: { code: g.code, details: g.details } };
+  }
+}
+
+export function isObj(c: Canon): c is { [k: string]: Canon } {
+  return typeof c === 'object' && c !== null && !Array.isArray(c);
+}

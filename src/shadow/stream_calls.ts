@@ -1,0 +1,109 @@
+/**
+ * The shadowed bidirectional streams, Watch and LeaseKeepAlive: each opens the same stream on the
+ * simulator and hands it the client's requests at the revision etcd answered them at. A watch request is
+ * given to the simulator when etcd's response to it arrives (its creation, its cancel, the answer to a
+ * progress request), so the simulator's watch starts where etcd's did; a progress notification nobody
+ * asked for is etcd's timer and not compared. The responses of both sides are compared item by item
+ * (streams.ts).
+ */
+import type { Buffer } from 'node:buffer';
+import { canon, text } from '../diff/normalise.js';
+import type * as M from '../server/messages.js';
+import { NO_LEASES, type ShadowContext } from './context.js';
+import type { TappedCall } from './proxy.js';
+import { StreamCompare, watchItems } from './streams.js';
+
+export interface Codec {
+  req(b: Buffer): unknown;
+  res(b: Buffer): unknown;
+}
+
+/** A step that runs once the simulator reaches etcd's revision `rev` and makes none itself. */
+function at(rev: number | undefined, run: () => void): { rev: number | undefined; makesRevision: () => false; skip: () => void; run: () => void } {
+  return { rev, makesRevision: () => false, skip: () => undefined, run };
+}
+
+export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec): TappedCall {
+  const stream = ctx.nextStream();
+  const simCall = ctx.sim.services.watch.watch();
+  const cmp = new StreamCompare(rpc, simCall, (r) => watchItems(r as M.WatchResponse), ctx.diverge, ctx.report);
+  ctx.streams.add(cmp);
+  const creates: unknown[] = [];
+  const cancels: unknown[] = [];
+  const progress: unknown[] = [];
+  return {
+    path: '/etcdserverpb.Watch/Watch',
+    headers: {},
+    onRequest: (m) => {
+      const req = codec.req(m) as M.WatchRequest;
+      if (req.create_request != null) creates.push(req);
+      else if (req.cancel_request != null) cancels.push(req);
+      else if (req.progress_request != null) progress.push(req);
+    },
+    onResponse: (m) => {
+      const r = codec.res(m) as M.WatchResponse;
+      const rev = Number(r.header?.revision ?? 0);
+      const write = (req: unknown): void => {
+        ctx.follower.add(at(rev, () => (ctx.log.add(rpc, req, { ok: r }, stream), simCall.write(req as M.WatchRequest))));
+      };
+      if (r.created) {
+        const req = creates.shift();
+        if (req !== undefined) write(req);
+      } else if (r.canceled && r.compact_revision === '0' && r.cancel_reason === '' && cancels.length > 0) {
+        write(cancels.shift());
+      } else if (!r.canceled && r.events.length === 0) {
+        const req = progress.shift();
+        if (req === undefined) {
+          ctx.report.notCompared(rpc, "progress notification (etcd's timer)");
+          return;
+        }
+        write(req);
+      }
+      ctx.report.events += r.events.length;
+      cmp.etcd(r);
+      ctx.follower.pump();
+    },
+    onUntapped: () => cmp.stop('message too large or compressed'),
+    onEnd: () => {
+      ctx.follower.add(
+        at(undefined, () => {
+          cmp.compare();
+          ctx.streams.delete(cmp);
+          simCall.cancel();
+        }),
+      );
+    },
+  };
+}
+
+export function keepAliveCall(ctx: ShadowContext, rpc: string, codec: Codec): TappedCall {
+  const stream = ctx.nextStream();
+  const simCall = ctx.sim.services.lease.leaseKeepAlive();
+  const cmp = new StreamCompare(rpc, simCall, (r) => [{ key: String((r as M.LeaseKeepAliveResponse).ID), item: text(canon(r, NO_LEASES)) }], ctx.diverge, ctx.report);
+  ctx.streams.add(cmp);
+  return {
+    path: '/etcdserverpb.Lease/LeaseKeepAlive',
+    headers: {},
+    onRequest: (m) => void codec.req(m),
+    onResponse: (m) => {
+      const r = codec.res(m) as M.LeaseKeepAliveResponse;
+      ctx.follower.add(
+        at(Number(r.header?.revision ?? 0), () => {
+          if (r.TTL === '0') ctx.leaseGone(r.ID);
+          ctx.log.add(rpc, { ID: r.ID }, { ok: r }, stream);
+          cmp.etcd(r);
+          simCall.write({ ID: r.ID });
+        }),
+      );
+    },
+    onUntapped: () => cmp.stop('message too large or compressed'),
+    onEnd: () => {
+      ctx.follower.add(
+        at(undefined, () => {
+          ctx.streams.delete(cmp);
+          simCall.cancel();
+        }),
+      );
+    },
+  };
+}

@@ -1,0 +1,139 @@
+/**
+ * Unary calls through the shadow: etcd's answer, and the simulator's answer to the same request asked at
+ * the revision etcd answered at (follower.ts orders them), compared after normalisation. One rule per
+ * compared RPC says whether its answer made a revision, how it reads when the simulator is already past
+ * that revision, and what in its answer is time (the remaining TTL of a lease) and so left free.
+ *
+ * Lease IDs are the real etcd's: the simulator grants each lease with the ID etcd chose, as a client-chosen
+ * ID, so every later request naming it means the same lease on both.
+ */
+import { canon, text, type Canon } from '../diff/normalise.js';
+import type { EtcdSim } from '../client/create.js';
+import type * as M from '../server/messages.js';
+import { isObj, NO_LEASES, outcomeText, simOutcome, type Outcome, type ShadowContext } from './context.js';
+import type { Step } from './follower.js';
+
+type Msg = Record<string, unknown>;
+
+export interface UnaryRule {
+  /** Whether etcd's successful answer made a revision (asked when the simulator is one below it). */
+  makesRevision?(ok: Msg, req: Msg, sim: EtcdSim): boolean;
+  /** Asked when the simulator is already past etcd's revision: 'read' asks at that revision, 'as-is' asks now; absent: not compared. */
+  readonly late?: 'read' | 'as-is';
+  /** Before asking the simulator: what etcd's answer says it must follow (a lease gone on etcd). */
+  follow?(ctx: ShadowContext, req: Msg, ok: Msg | undefined): void;
+  /** The simulator's answer (throws etcd's error). */
+  ask(sim: EtcdSim, req: Msg, ok: Msg | undefined): unknown;
+  /** etcd's canonical answer with what is time made the simulator's. */
+  free?(mine: Canon, etcd: Canon): Canon;
+  /** The request as the scenario log records it (for a replay to mean the same). */
+  logged?(req: Msg, ok: Msg | undefined): unknown;
+}
+
+const LEASE_NOT_FOUND = 'etcdserver: requested lease not found';
+
+/** A txn answer changed keys (so it made a revision): a put, or a delete that deleted something. */
+function txnWrote(r: M.TxnResponse): boolean {
+  return r.responses.some((op) =>
+    op.response === 'response_put' ? true : op.response === 'response_delete_range' ? op.response_delete_range.deleted !== '0' : op.response === 'response_txn' ? txnWrote(op.response_txn) : false,
+  );
+}
+
+/** The compared unary RPCs, by gRPC path. */
+export const UNARY: ReadonlyMap<string, UnaryRule> = new Map<string, UnaryRule>([
+  ['/etcdserverpb.KV/Range', { late: 'read', ask: (s, r) => s.services.kv.range(r as unknown as M.RangeRequest) }],
+  ['/etcdserverpb.KV/Put', { makesRevision: () => true, ask: (s, r) => s.services.kv.put(r as unknown as M.PutRequest) }],
+  ['/etcdserverpb.KV/DeleteRange', { makesRevision: (ok) => ok['deleted'] !== '0', ask: (s, r) => s.services.kv.deleteRange(r as unknown as M.DeleteRangeRequest) }],
+  ['/etcdserverpb.KV/Txn', { makesRevision: (ok) => txnWrote(ok as unknown as M.TxnResponse), ask: (s, r) => s.services.kv.txn(r as unknown as M.TxnRequest) }],
+  ['/etcdserverpb.KV/Compact', { ask: (s, r) => s.services.kv.compact(r as unknown as M.CompactionRequest) }],
+  [
+    '/etcdserverpb.Lease/LeaseGrant',
+    {
+      late: 'as-is',
+      ask: (s, r, ok) => s.services.lease.leaseGrant(ok === undefined ? (r as M.LeaseGrantRequest) : { ...(r as M.LeaseGrantRequest), ID: String(ok['ID']) }),
+      // A granted lease is recorded with the ID etcd chose, so that a replay grants the same one.
+      logged: (r, ok) => (ok === undefined ? r : { ...r, ID: ok['ID'] }),
+    },
+  ],
+  [
+    '/etcdserverpb.Lease/LeaseRevoke',
+    {
+      late: 'as-is',
+      makesRevision: (_ok, r, s) => {
+        const id = BigInt(String(r['ID'] ?? '0'));
+        return s.lessor.exists(id) && s.lessor.keyStringsOf(id).length > 0;
+      },
+      ask: (s, r) => s.services.lease.leaseRevoke(r as unknown as M.LeaseRevokeRequest),
+    },
+  ],
+  [
+    '/etcdserverpb.Lease/LeaseTimeToLive',
+    {
+      late: 'as-is',
+      follow: (ctx, r, ok) => {
+        if (ok !== undefined && ok['TTL'] === '-1') ctx.leaseGone(String(r['ID'] ?? '0'));
+      },
+      ask: (s, r) => s.services.lease.leaseTimeToLive(r as unknown as M.LeaseTimeToLiveRequest),
+      free: ttlFree,
+    },
+  ],
+  [
+    '/etcdserverpb.Lease/LeaseLeases',
+    {
+      late: 'as-is',
+      follow: (ctx, _r, ok) => {
+        const theirs = new Set(((ok?.['leases'] ?? []) as Array<{ ID: string }>).map((l) => l.ID));
+        for (const id of ctx.sim.lessor.leases()) if (!theirs.has(String(id))) ctx.leaseGone(String(id));
+      },
+      ask: (s, r) => s.services.lease.leaseLeases(r as M.LeaseLeasesRequest),
+    },
+  ],
+]);
+
+/** One unary call etcd answered, as a step for the follower: the simulator is asked and the answers compared. */
+export function unaryStep(ctx: ShadowContext, rule: UnaryRule, rpc: string, req: Msg, etcd: Outcome): Step {
+  const ok = 'ok' in etcd ? (etcd.ok as { header?: { revision?: string } } & Msg) : undefined;
+  const rev = ok?.header?.revision === undefined ? undefined : Number(ok.header.revision);
+  const leaseNotFound = 'err' in etcd && etcd.err.details === LEASE_NOT_FOUND;
+  return {
+    rev,
+    skip: () => ctx.report.notCompared(rpc, "its revision came first from etcd's events"),
+    makesRevision: () => ok !== undefined && rule.makesRevision !== undefined && rule.makesRevision(ok, req, ctx.sim),
+    run: (late) => {
+      const cur = ctx.sim.mvcc.currentRevision;
+      if (late && rule.late === undefined) {
+        ctx.report.notCompared(rpc, 'answered at a revision already passed');
+        ctx.log.add(rpc, req, etcd);
+        return;
+      }
+      const sreq = late && rule.late === 'read' ? { ...req, revision: req['revision'] === '0' || req['revision'] === undefined ? String(rev) : req['revision'] } : req;
+      if (leaseNotFound) ctx.leaseGone(String(req['lease'] ?? req['ID'] ?? '0'));
+      rule.follow?.(ctx, req, ok);
+      const mine = simOutcome(() => rule.ask(ctx.sim, sreq, ok));
+      ctx.log.add(rpc, rule.logged?.(req, ok) ?? req, etcd);
+      const [a, b] = compareTexts(mine, etcd, late ? rev : undefined, rule.free);
+      ctx.report.compared(rpc);
+      if (a !== b) ctx.diverge(rpc, `${rpc} at revision ${rev ?? cur}`, req, b, a, rev);
+    },
+  };
+}
+
+/** Both answers as canonical text: [simulator, etcd]; a late read's header says etcd's revision on both. */
+export function compareTexts(mine: Outcome, etcd: Outcome, lateRev: number | undefined, free?: (mine: Canon, etcd: Canon) => Canon): [string, string] {
+  if (!('ok' in mine) || !('ok' in etcd)) return [outcomeText(mine), outcomeText(etcd)];
+  let cm = canon(mine.ok, NO_LEASES);
+  let ce = canon(etcd.ok, NO_LEASES);
+  const h = isObj(cm) ? cm['header'] : undefined;
+  if (lateRev !== undefined && isObj(cm) && h !== undefined && isObj(h)) cm = { ...cm, header: { ...h, revision: String(lateRev) } };
+  if (free !== undefined) ce = free(cm, ce);
+  return [text(cm), text(ce)];
+}
+
+/** LeaseTimeToLive's remaining TTL is time, which the simulator does not follow: any TTL from 0 to the granted one agrees. */
+function ttlFree(sim: Canon, etcd: Canon): Canon {
+  if (!isObj(sim) || !isObj(etcd)) return etcd;
+  const ttl = Number(etcd['TTL']);
+  const granted = Number(etcd['grantedTTL']);
+  if (ttl >= 0 && ttl <= granted && Number(sim['TTL']) > 0) return { ...etcd, TTL: sim['TTL'] ?? null };
+  return etcd;
+}
