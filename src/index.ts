@@ -35,17 +35,9 @@ export type {
   RaftRole,
 } from './cluster/index.js';
 export type { SimEtcd3Options } from './client/etcd3.js';
-export {
-  DEFAULT_CLUSTER_ID,
-  DEFAULT_MEMBER_ID,
-  type CompactionCrash,
-  type EtcdServer,
-  type EtcdServerOptions,
-  type EtcdServices,
-  type MemberInfo,
-  type MemberRestart,
-  type MemberSnapshot,
-} from './server/etcd_server.js';
+export type { EtcdServer, EtcdServices } from './server/etcd_server.js';
+export { DEFAULT_CLUSTER_ID, DEFAULT_MEMBER_ID, type EtcdServerOptions, type MemberInfo } from './server/member_options.js';
+export type { CompactionCrash, MemberRestart, MemberSnapshot } from './server/restart.js';
 export type { EtcdVersion } from './mvcc/compat.js';
 export type { AuthSetup, AuthSnapshot } from './auth/store.js';
 export type { TokenProvider, TokenProviderFactory } from './auth/simple_token.js';

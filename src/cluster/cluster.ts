@@ -14,7 +14,7 @@
  */
 import { hostNextTurn, SimRandom, VirtualClock, type Clock, type TimerHandle } from '../sim/index.js';
 import type { GrpcError } from '../server/errors.js';
-import type { EtcdServer, EtcdServerOptions } from '../server/etcd_server.js';
+import type { EtcdServer, EtcdServerOptions } from '../server/index.js';
 import { clusterIdOf, memberIdOf } from '../server/member_id.js';
 import { Applier } from './apply.js';
 import { errTransportClosing } from './errors.js';

@@ -20,7 +20,7 @@ import type { Promised } from '../server/answers.js';
 import type { AuthService } from '../server/auth_service.js';
 import type { KVService } from '../server/kv_service.js';
 import type * as M from '../server/messages.js';
-import type { AppliedCallContext, EtcdServer } from '../server/etcd_server.js';
+import type { AppliedCallContext, EtcdServer } from '../server/index.js';
 import type { KeepAliveCall } from '../server/lease_service.js';
 import type { SnapshotStreamOptions } from '../server/maintenance_service.js';
 import type { WatchCall } from '../server/watch_service.js';

@@ -17,7 +17,7 @@ export {
 export { PROTO_DIR, PROTO_LOADER_OPTIONS, loadEtcdProtos, etcdService, type EtcdServiceName } from '../proto/index.js';
 // serve({ clock }) drives a served member from a test's virtual clock; ServeHandle.server is the member.
 export { VirtualClock, type Clock } from '../sim/clock.js';
-export type { EtcdServer, EtcdServerOptions } from '../server/etcd_server.js';
+export type { EtcdServer, EtcdServerOptions } from '../server/index.js';
 // What ServeOptions' fields take: the rule set (etcd release) and the users and roles to start with.
 export type { EtcdVersion } from '../mvcc/compat.js';
 export type { AuthSetup } from '../auth/store.js';

@@ -5,6 +5,9 @@
  * Auth.Authenticate. No context (or neither field) is a call without credentials, which is all a call needs
  * while auth is disabled.
  */
+import type { AuthInfo } from '../auth/index.js';
+
+/** Who makes a call: the credentials and options a request carries beside its message. */
 export interface CallContext {
   /** The simple token from Auth.Authenticate (gRPC metadata `token`). */
   readonly token?: string | undefined;
@@ -21,4 +24,18 @@ export interface CallContext {
    * (src/cluster/require_leader.ts); a single member always has one.
    */
   readonly requireLeader?: boolean | undefined;
+}
+
+/**
+ * The context of a request applied from a Raft entry: the caller the proposing member resolved before it
+ * proposed (etcd puts the user name in the entry's header), so every member checks the same user's
+ * permissions whatever tokens it holds.
+ */
+export interface AppliedCallContext extends CallContext {
+  readonly appliedAuthInfo: AuthInfo | undefined;
+}
+
+/** Whether `ctx` is that of a request applied from a Raft entry (so the proposing member checked it first). */
+export function isApplied(ctx: CallContext | undefined): ctx is AppliedCallContext {
+  return ctx !== undefined && 'appliedAuthInfo' in ctx;
 }

@@ -1,17 +1,7 @@
 /** The server layer: one simulated etcd member and its gRPC services in message form. */
-export {
-  EtcdServer,
-  DEFAULT_CLUSTER_ID,
-  DEFAULT_MEMBER_ID,
-  DEFAULT_VERSION_STRINGS,
-  type AppliedCallContext,
-  type CompactionCrash,
-  type EtcdServerOptions,
-  type EtcdServices,
-  type MemberInfo,
-  type MemberRestart,
-  type MemberSnapshot,
-} from './etcd_server.js';
+export { EtcdServer, type EtcdServices } from './etcd_server.js';
+export { DEFAULT_CLUSTER_ID, DEFAULT_MEMBER_ID, DEFAULT_VERSION_STRINGS, type EtcdServerOptions, type MemberInfo } from './member_options.js';
+export type { CompactionCrash, MemberRestart, MemberSnapshot } from './restart.js';
 // A service class's etcd calls by name, and the shapes of a service whose answers may come later.
 export { serviceMethods, promised, type AwaitableService, type Promised } from './answers.js';
 export { KVService } from './kv_service.js';
@@ -25,7 +15,7 @@ export { AuthService, permissionIn, permissionOut } from './auth_service.js';
 export { LockService } from './lock_service.js';
 export { ElectionService, ObserveCall, ErrElectionNotLeader, ErrElectionNoLeader, ErrMissingLeaderKey } from './election_service.js';
 export { SESSION_TTL, type WaitingCallContext } from './concurrency_rules.js';
-export type { CallContext } from './call_context.js';
+export type { AppliedCallContext, CallContext } from './call_context.js';
 export { Delivery, type Deliverable, type DeliveryScheduler } from './delivery.js';
 export {
   grpcError,

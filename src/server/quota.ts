@@ -15,7 +15,8 @@
 import { EtcdError, type PutRequest, type RequestOp } from '../mvcc/index.js';
 import { ALARM_NOSPACE, ErrNoSpace } from './alarms.js';
 import type { CallContext } from './call_context.js';
-import { isApplied, type EtcdServer } from './etcd_server.js';
+import { isApplied } from './call_context.js';
+import type { EtcdServer } from './etcd_server.js';
 import type * as M from './messages.js';
 
 /** etcd's kvOverhead: the estimated metadata cost of storing a key. */

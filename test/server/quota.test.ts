@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createEtcdSim, type EtcdSim, type EtcdSimOptions } from '../../src/index.js';
 import { EtcdCluster } from '../../src/cluster/index.js';
-import { DEFAULT_QUOTA_BACKEND_BYTES } from '../../src/server/etcd_server.js';
+import { DEFAULT_QUOTA_BACKEND_BYTES } from '../../src/server/member_options.js';
 import { statusName } from '../../src/server/errors.js';
 import { VirtualClock } from '../../src/sim/index.js';
 import { B, assertGrpcError } from './helpers.js';
