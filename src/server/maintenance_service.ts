@@ -12,7 +12,7 @@ import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
 import { SnapshotFormatError, backendHash, memberOfBackend, readEtcdSnapshot } from '../snapshot/index.js';
 import { layoutEtcdBackend } from '../snapshot/etcd_backend.js';
-import type { BoltLayout } from '../snapshot/bbolt.js';
+import type { BoltLayout } from '../snapshot/bbolt_writer.js';
 import { createHash } from '../sim/crypto_platform.js';
 import { serverCompat } from './compat.js';
 import { AlarmStore, alarmMemberOut, alarmText, alarmTypeNumber, type RaisedAlarm } from './alarms.js';

@@ -23,7 +23,9 @@ import { createHash } from '../sim/crypto_platform.js';
 import type { KeyPermission, PermissionType } from '../auth/index.js';
 import type { KeyValue } from '../mvcc/index.js';
 import { LEN, VARINT, WireWriter, bytesFieldSize, int64FieldSize, keyValueSize, marshalKeyValue, tag, varintSize, writeBytesField, writeInt64Field, writeKeyValue } from '../mvcc/wire.js';
-import { boltKey, childBucket, compareKeys, isBucketEntry, layoutBolt, readBolt, type BoltBucket, type BoltEntry, type BoltEntrySource, type BoltLayout } from './bbolt.js';
+import { boltKey, childBucket, compareKeys, isBucketEntry, type BoltBucket, type BoltEntry, type BoltEntrySource } from './bbolt.js';
+import { layoutBolt, type BoltLayout } from './bbolt_writer.js';
+import { readBolt } from './bbolt_reader.js';
 import { ProtoFormatError, asInt64, decodeFields, safeNumber } from './proto_reader.js';
 
 /** One entry of the key bucket: a revision {main, sub} of a key, a put or (tombstone) a delete. */
@@ -489,7 +491,7 @@ function keyBucketSource(b: EtcdBackend): BoltEntrySource {
     if (i > 0 && (mains[i - 1]! > mains[i]! || (mains[i - 1] === mains[i] && subs[i - 1]! >= subs[i]!))) throw new RangeError(`snapshot: revisions out of order at ${mains[i]}_${subs[i]}`);
     valueSizes[i] = tombstones[i] === 1 ? keyValueSize(kv.key, 0, 0, 0, EMPTY, 0) : keyValueSize(kv.key, kv.createRevision, kv.modRevision, kv.version, kv.value, kv.lease);
   }
-  // Values are encoded straight into the page being laid out (the file, or a piece of it; see bbolt.ts
+  // Values are encoded straight into the page being laid out (the file, or a piece of it; see bbolt_writer.ts
   // BoltLayout) through one cursor over the buffer it lives in: no buffer per value, no copy.
   let cursor: WireWriter | undefined;
   return {
@@ -624,7 +626,7 @@ export function writeEtcdSnapshot(b: EtcdBackend): Uint8Array {
 }
 
 /**
- * A backend's bbolt file laid out, its key bucket's leaves still to be written (bbolt.ts BoltLayout): what
+ * A backend's bbolt file laid out, its key bucket's leaves still to be written (bbolt_writer.ts BoltLayout): what
  * the Snapshot stream sends piece by piece, with the same bytes as writeEtcdSnapshot's file.
  */
 export function layoutEtcdBackend(b: EtcdBackend): BoltLayout {

@@ -1,8 +1,10 @@
 /**
- * Snapshots in etcd's own format: a bbolt reader and writer (bbolt.ts), etcd 3.4's backend layout
+ * Snapshots in etcd's own format: bbolt's file format (bbolt.ts) with its writer and reader, etcd 3.4's backend layout
  * (etcd_backend.ts) and the mapping to and from a simulated member (member.ts).
  */
-export { BoltFormatError, readBolt, writeBolt, childBucket, isBucketEntry, boltKey, type BoltBucket, type BoltEntry, type BoltDatabase, type BoltWriteOptions, type BoltEntrySource } from './bbolt.js';
+export { BoltFormatError, childBucket, isBucketEntry, boltKey, type BoltBucket, type BoltEntry, type BoltDatabase, type BoltEntrySource } from './bbolt.js';
+export { writeBolt, type BoltWriteOptions } from './bbolt_writer.js';
+export { readBolt } from './bbolt_reader.js';
 export {
   SnapshotFormatError,
   readEtcdSnapshot,

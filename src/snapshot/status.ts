@@ -6,7 +6,8 @@
  * file without etcd, and compare with what etcdctl prints.
  */
 import CRC32C from 'crc-32/crc32c.js';
-import { readBolt, isBucketEntry, boltKey, compareKeys } from './bbolt.js';
+import { isBucketEntry, boltKey, compareKeys } from './bbolt.js';
+import { readBolt } from './bbolt_reader.js';
 import { SnapshotFormatError } from './etcd_backend.js';
 
 /** etcd's snapshot.Status. */

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createEtcdSim } from '../../src/client/create.js';
 import type { EtcdVersion } from '../../src/mvcc/compat.js';
-import { childBucket, isBucketEntry, readBolt, writeBolt, type BoltBucket, type BoltEntry } from '../../src/snapshot/bbolt.js';
+import { childBucket, isBucketEntry, readBolt, writeBolt, type BoltBucket, type BoltEntry } from '../../src/snapshot/index.js';
 import { SnapshotFormatError, backendHash, decodeEtcdBackend, encodeEtcdBackend, readEtcdSnapshot, writeEtcdSnapshot, type EtcdBackend } from '../../src/snapshot/index.js';
 
 const B = (s: string): Uint8Array => new TextEncoder().encode(s);

@@ -1,5 +1,5 @@
 /**
- * The Snapshot stream writes the file as it sends it (MaintenanceService.snapshotStream, bbolt.ts
+ * The Snapshot stream writes the file as it sends it (MaintenanceService.snapshotStream, bbolt_writer.ts
  * BoltLayout.pieces): the key bucket's leaves are produced a piece at a time and the SHA-256 computed over
  * what was sent. What arrives must be byte for byte the file the member writes in one go
  * (EtcdServer.etcdSnapshot), whatever the pieces' sizes: overflow pages, inline buckets, branch pages.
@@ -8,7 +8,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { createEtcdSim } from '../../src/client/create.js';
-import { layoutBolt, readBolt, writeBolt } from '../../src/snapshot/bbolt.js';
+import { layoutBolt, writeBolt } from '../../src/snapshot/bbolt_writer.js';
+import { readBolt } from '../../src/snapshot/bbolt_reader.js';
 import { encodeEtcdBackend, readEtcdSnapshot, writeEtcdSnapshot } from '../../src/snapshot/index.js';
 
 const B = (s: string): Uint8Array => new TextEncoder().encode(s);
