@@ -21,27 +21,40 @@ function describe(v: unknown): string {
   return `${typeof v} ${String(v)}`;
 }
 
-function object(field: string, v: unknown): void {
-  if (typeof v !== 'object' || v === null || Array.isArray(v) || ArrayBuffer.isView(v)) invalidField(field, 'an object', v);
+function object(at: string, v: unknown): void {
+  if (typeof v !== 'object' || v === null || Array.isArray(v) || ArrayBuffer.isView(v)) invalidField(at, 'an object', v);
 }
+
+// The checks below run on every request: each takes the request's path and the field's name apart and
+// joins them only to name a refused field, so a well-formed request builds no strings.
 
 /** A bytes field: a Uint8Array (a Node Buffer is one). */
-export function checkBytes(field: string, v: unknown, optional: boolean): void {
+function bytes(at: string, field: string, v: unknown, optional: boolean): void {
   if (v instanceof Uint8Array) return;
   if (optional && v === undefined) return;
-  invalidField(field, 'a Uint8Array', v);
+  invalidField(fieldName(at, field), 'a Uint8Array', v);
 }
 
-function integer(field: string, v: unknown): void {
-  if (v !== undefined && !Number.isSafeInteger(v)) invalidField(field, 'a safe integer', v);
+function fieldName(at: string, field: string): string {
+  return `${at}.${field}`;
 }
 
-function int64(field: string, v: unknown): void {
-  if (v !== undefined && (typeof v !== 'bigint' || BigInt.asIntN(64, v) !== v)) invalidField(field, 'an int64 bigint', v);
+function integers<K extends string>(at: string, r: { readonly [k in K]?: unknown }, fields: readonly K[]): void {
+  for (let i = 0; i < fields.length; i++) {
+    const v = r[fields[i]!];
+    if (v !== undefined && !Number.isSafeInteger(v)) invalidField(fieldName(at, fields[i]!), 'a safe integer', v);
+  }
 }
 
-function bool(field: string, v: unknown): void {
-  if (v !== undefined && typeof v !== 'boolean') invalidField(field, 'a boolean', v);
+function int64(at: string, field: string, v: unknown): void {
+  if (v !== undefined && (typeof v !== 'bigint' || BigInt.asIntN(64, v) !== v)) invalidField(fieldName(at, field), 'an int64 bigint', v);
+}
+
+function bools<K extends string>(at: string, r: { readonly [k in K]?: unknown }, fields: readonly K[]): void {
+  for (let i = 0; i < fields.length; i++) {
+    const v = r[fields[i]!];
+    if (v !== undefined && typeof v !== 'boolean') invalidField(fieldName(at, fields[i]!), 'a boolean', v);
+  }
 }
 
 function list(field: string, v: unknown): readonly unknown[] {
@@ -50,36 +63,42 @@ function list(field: string, v: unknown): readonly unknown[] {
   return v;
 }
 
+const RANGE_INTEGERS = ['limit', 'revision', 'minModRevision', 'maxModRevision', 'minCreateRevision', 'maxCreateRevision'] as const;
+const RANGE_BOOLS = ['serializable', 'keysOnly', 'countOnly'] as const;
+const PUT_BOOLS = ['prevKv', 'ignoreValue', 'ignoreLease'] as const;
+const DELETE_BOOLS = ['prevKv'] as const;
+const COMPARE_INTEGERS = ['version', 'createRevision', 'modRevision'] as const;
+
 export function checkRangeShape(r: RangeRequest, at = 'RangeRequest'): void {
   object(at, r);
-  checkBytes(`${at}.key`, r.key, false);
-  checkBytes(`${at}.rangeEnd`, r.rangeEnd, true);
-  for (const f of ['limit', 'revision', 'minModRevision', 'maxModRevision', 'minCreateRevision', 'maxCreateRevision'] as const) integer(`${at}.${f}`, r[f]);
-  for (const f of ['serializable', 'keysOnly', 'countOnly'] as const) bool(`${at}.${f}`, r[f]);
+  bytes(at, 'key', r.key, false);
+  bytes(at, 'rangeEnd', r.rangeEnd, true);
+  integers(at, r, RANGE_INTEGERS);
+  bools(at, r, RANGE_BOOLS);
 }
 
 export function checkPutShape(r: PutRequest, at = 'PutRequest'): void {
   object(at, r);
-  checkBytes(`${at}.key`, r.key, false);
-  checkBytes(`${at}.value`, r.value, true);
-  int64(`${at}.lease`, r.lease);
-  for (const f of ['prevKv', 'ignoreValue', 'ignoreLease'] as const) bool(`${at}.${f}`, r[f]);
+  bytes(at, 'key', r.key, false);
+  bytes(at, 'value', r.value, true);
+  int64(at, 'lease', r.lease);
+  bools(at, r, PUT_BOOLS);
 }
 
 export function checkDeleteShape(r: DeleteRangeRequest, at = 'DeleteRangeRequest'): void {
   object(at, r);
-  checkBytes(`${at}.key`, r.key, false);
-  checkBytes(`${at}.rangeEnd`, r.rangeEnd, true);
-  bool(`${at}.prevKv`, r.prevKv);
+  bytes(at, 'key', r.key, false);
+  bytes(at, 'rangeEnd', r.rangeEnd, true);
+  bools(at, r, DELETE_BOOLS);
 }
 
 function checkCompareShape(c: Compare, at: string): void {
   object(at, c);
-  checkBytes(`${at}.key`, c.key, false);
-  checkBytes(`${at}.rangeEnd`, c.rangeEnd, true);
-  for (const f of ['version', 'createRevision', 'modRevision'] as const) integer(`${at}.${f}`, c[f]);
-  checkBytes(`${at}.value`, c.value, true);
-  int64(`${at}.lease`, c.lease);
+  bytes(at, 'key', c.key, false);
+  bytes(at, 'rangeEnd', c.rangeEnd, true);
+  integers(at, c, COMPARE_INTEGERS);
+  bytes(at, 'value', c.value, true);
+  int64(at, 'lease', c.lease);
 }
 
 function checkOpShape(op: RequestOp, at: string): void {
