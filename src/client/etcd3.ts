@@ -208,32 +208,45 @@ export class SimCallable {
     return { token: await this.token };
   }
 
-  async exec(service: string, method: string, payload: unknown): Promise<unknown> {
+  exec(service: string, method: string, payload: unknown): Promise<unknown> {
     const svc = (this.services as unknown as Record<string, Record<string, unknown> | undefined>)[serviceKey(service)];
-    const fn = svc?.[method];
-    if (typeof fn !== 'function') throw this.cast(unimplemented(service, method));
+    const fn = svc?.[method] as ((req: unknown, ctx: CallContext) => object | Promise<object>) | undefined;
+    if (svc === undefined || typeof fn !== 'function') return Promise.reject(this.cast(unimplemented(service, method)));
     // Only Range and Txn requests carry enums (sort options, compares); the rest go through untouched.
     const req = method === 'range' || method === 'txn' ? enumsIn(payload ?? {}) : (payload ?? {});
-    // etcd3 sends Authenticate itself without a token; everything else carries the caller's (none without
-    // credentials: no wait for one then).
-    const tokenless = this.credentials === undefined || (service === 'Auth' && method === 'authenticate');
-    const call = async (): Promise<unknown> => {
-      const ctx = tokenless ? {} : await this.context();
-      let res: object;
-      try {
-        // A cluster member answers with a promise: its answer and its error are mapped and cast as a single member's.
-        res = await (fn as (req: unknown, ctx: CallContext) => object | Promise<object>).call(svc, req, ctx);
-      } catch (err) {
-        throw this.cast(err instanceof Error ? err : new Error(String(err)));
-      }
-      return permsOut(eventsOut(res));
-    };
+    // etcd3 sends Authenticate itself without a token; everything else carries the caller's.
+    if (this.credentials === undefined || (service === 'Auth' && method === 'authenticate')) return this.answer(svc, fn, req, {});
+    return this.execWithToken(svc, fn, req);
+  }
+
+  /**
+   * One call's answer, as etcd3's promise: the service runs at once (as an async function's body would),
+   * and an answer that is already there is one resolved promise — no await chain, which cost more than
+   * a put itself. A cluster member answers with a promise: its answer and error are mapped the same way.
+   */
+  private answer(svc: object, fn: (req: unknown, ctx: CallContext) => object | Promise<object>, req: unknown, ctx: CallContext): Promise<unknown> {
+    let res: object | Promise<object>;
     try {
-      return await call();
+      res = fn.call(svc, req, ctx);
     } catch (err) {
-      if (this.credentials === undefined || !isInvalidToken(err)) throw err;
+      return Promise.reject(this.castAny(err));
+    }
+    if (res instanceof Promise) return res.then(answerOut, (err: unknown) => Promise.reject(this.castAny(err)));
+    return Promise.resolve(answerOut(res));
+  }
+
+  private castAny(err: unknown): Error {
+    return this.cast(err instanceof Error ? err : new Error(String(err)));
+  }
+
+  /** A call with the caller's token; on "invalid auth token" the token is fetched again and the call retried once. */
+  private async execWithToken(svc: object, fn: (req: unknown, ctx: CallContext) => object | Promise<object>, req: unknown): Promise<unknown> {
+    try {
+      return await this.answer(svc, fn, req, await this.context());
+    } catch (err) {
+      if (!isInvalidToken(err)) throw err;
       this.token = undefined; // etcd3: invalidateMetadata(), then the call again
-      return call();
+      return this.answer(svc, fn, req, await this.context());
     }
   }
 
@@ -248,6 +261,10 @@ export class SimCallable {
   }
 
   markFailed(): void {}
+}
+
+function answerOut(res: object): unknown {
+  return permsOut(eventsOut(res));
 }
 
 function isInvalidToken(err: unknown): boolean {
