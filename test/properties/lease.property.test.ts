@@ -1,11 +1,19 @@
 /**
  * Property: random grant / put-with-lease / keep-alive / revoke / advance-clock / put / delete / demote /
- * promote sequences against a naive reference lessor (maps and full scans, no heap); a demoted lessor
- * expires nothing and refuses renewals, a promoted one restarts every lease's TTL after the extension
- * (with fewer leases than the revoke rate, so that promote does not spread expiries). After every step the live keys (with
- * their leases), the lease IDs, each lease's keys, TTLs and the store revision agree; every expiry
- * revoke happens no earlier than TTL after the last renewal and — while the revoke budget is not the
- * limit — before the next loop instant after that; no key outlives the revoke of its lease.
+ * promote / checkpoint / recover / close sequences against a naive reference lessor (maps, lists and full
+ * scans, no heap); a demoted lessor expires nothing and refuses renewals, a promoted one restarts every
+ * lease's TTL (its checkpointed remainder, else the full TTL) after the extension (with fewer leases than
+ * the revoke rate, so that promote does not spread expiries). After every step the live keys (with their
+ * leases), the lease IDs, each lease's keys, TTLs and checkpointed remainder, the store revision and the
+ * whole sequence of expiry revokes and checkpoints (which lease, when, in which order) agree with the
+ * reference: so the revoke budget (leaseRevokeRate / 2 per loop run, earliest expiry first, ties by ID),
+ * etcd's lease checkpoints (--experimental-enable-lease-checkpoint: a due checkpoint records the remaining
+ * TTL, a renewal clears it, a promote starts from it) and the hand-over of expiries and checkpoints to a
+ * cluster's Raft (onExpired / onCheckpoint) are all pinned. Lease IDs include both ends of int64, and
+ * out-of-range IDs, bad TTLs and bad checkpoints get etcd's error and change nothing.
+ *
+ * A second property draws lessor options, valid and invalid around each bound, and checks that exactly
+ * the invalid ones are refused (and register no expiry step) and that a valid one takes etcd's defaults.
  *
  * Runs, seed and replay come from the environment via ./harness.ts (ETCDSIM_NUM_RUNS, default 300;
  * ETCDSIM_SEED / ETCDSIM_PATH); a failure prints the exact replay command.
@@ -16,11 +24,16 @@ import fc from 'fast-check';
 
 import { checkProperty, recordFailure } from './harness.js';
 
-import { createLeasedStore } from '../../src/lease/index.js';
-import { ErrKeyNotFound, ErrLeaseNotFound, isEtcdError, text, utf8 } from '../../src/mvcc/index.js';
-import { SimRandom, VirtualClock } from '../../src/sim/index.js';
-import { ErrLeaseExist } from '../../src/lease/errors.js';
+import { createLeasedStore, Lessor, type LessorOptions } from '../../src/lease/index.js';
+import { ErrKeyNotFound, ErrLeaseNotFound, GrpcCode, isEtcdError, text, utf8 } from '../../src/mvcc/index.js';
+import { SimRandom, Ticker, VirtualClock } from '../../src/sim/index.js';
+import { ErrLeaseExist, ErrLeaseTTLTooLarge } from '../../src/lease/errors.js';
 import { ErrNotPrimary } from '../../src/lease/index.js';
+
+const MAX_INT64 = (1n << 63n) - 1n;
+const MIN_INT64 = -(1n << 63n);
+/** etcd's MaxLeaseTTL (seconds). */
+const MAX_TTL = 9_000_000_000;
 
 type Op =
   | { readonly op: 'grant'; readonly slot: number; readonly ttl: number }
@@ -32,12 +45,28 @@ type Op =
   | { readonly op: 'advance'; readonly ms: number }
   /** Leadership moves away (expiry stops, renewals refused) or comes back (expiries restart after `extendMs`). */
   | { readonly op: 'demote' }
-  | { readonly op: 'promote'; readonly extendMs: number };
+  | { readonly op: 'promote'; readonly extendMs: number }
+  /** Applies a checkpoint as a member applies the leader's LeaseCheckpoint (a negative one is refused). */
+  | { readonly op: 'checkpoint'; readonly slot: number; readonly remaining: number }
+  /** A lease API called with an ID outside int64: INVALID_ARGUMENT, nothing changes. */
+  | { readonly op: 'badId'; readonly api: number; readonly id: bigint }
+  /** Rebuilds the lessor's key sets from the store (after a snapshot). */
+  | { readonly op: 'recover' }
+  /** Stops the expiry loop: nothing expires or is checkpointed any more. */
+  | { readonly op: 'close' };
 
-const slot = fc.nat({ max: 7 });
+/** Lease slots: 0–5 are fixed IDs (see runScenario), the others generated ones; GEN asks for a fresh ID. */
+const SLOTS = 10;
+const GEN = SLOTS;
+const slot = fc.nat({ max: SLOTS - 1 });
 const keyArb = fc.nat({ max: 7 });
+/** TTLs: mostly small (they expire within a run), and the edges: non-integers, MaxLeaseTTL and past it. */
+const ttlArb = fc.oneof(
+  { arbitrary: fc.integer({ min: -1, max: 6 }), weight: 12 },
+  { arbitrary: fc.constantFrom(1.5, Number.NaN, MAX_TTL, MAX_TTL + 1, 2 ** 53, Infinity), weight: 1 },
+);
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { arbitrary: fc.record({ op: fc.constant('grant' as const), slot: fc.nat({ max: 8 }), ttl: fc.integer({ min: -1, max: 6 }) }), weight: 3 },
+  { arbitrary: fc.record({ op: fc.constant('grant' as const), slot: fc.nat({ max: GEN }), ttl: ttlArb }), weight: 3 },
   { arbitrary: fc.record({ op: fc.constant('put' as const), key: keyArb, slot: fc.option(slot, { nil: null }) }), weight: 5 },
   { arbitrary: fc.record({ op: fc.constant('putKeep' as const), key: keyArb }), weight: 1 },
   { arbitrary: fc.record({ op: fc.constant('keepAlive' as const), slot }), weight: 3 },
@@ -46,26 +75,50 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ op: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 2500 }) }), weight: 4 },
   { arbitrary: fc.constant({ op: 'demote' as const }), weight: 1 },
   { arbitrary: fc.record({ op: fc.constant('promote' as const), extendMs: fc.constantFrom(0, 1, 999, 1500) }), weight: 1 },
+  { arbitrary: fc.record({ op: fc.constant('checkpoint' as const), slot, remaining: fc.integer({ min: -1, max: 6 }) }), weight: 1 },
+  { arbitrary: fc.record({ op: fc.constant('badId' as const), api: fc.nat({ max: 5 }), id: fc.constantFrom(MAX_INT64 + 1n, MIN_INT64 - 1n, 1n << 64n) }), weight: 1 },
+  { arbitrary: fc.constant({ op: 'recover' as const }), weight: 1 },
+  { arbitrary: fc.constant({ op: 'close' as const }), weight: 1 },
 );
 
 interface Config {
   readonly loopMs: number;
   readonly revokeRate: number;
+  /** Checkpoint interval in ms when checkpointing is on (etcd's feature gate), else undefined. */
+  readonly checkpointMs: number | undefined;
+  /** Expiries and checkpoints go to onExpired / onCheckpoint (a cluster's leader), which apply them at once. */
+  readonly handOver: boolean;
 }
-const configArb: fc.Arbitrary<Config> = fc.oneof(
-  fc.constant({ loopMs: 500, revokeRate: 1000 }),
-  fc.record({ loopMs: fc.constantFrom(100, 250, 500), revokeRate: fc.constantFrom(2, 4, 6) }),
-);
+const configArb: fc.Arbitrary<Config> = fc.record({
+  loopMs: fc.constantFrom(100, 250, 500),
+  revokeRate: fc.constantFrom(2, 4, 6, 1000),
+  checkpointMs: fc.option(fc.constantFrom(1000, 1500, 3000), { nil: undefined }),
+  handOver: fc.boolean(),
+});
+
+interface RefLease {
+  readonly ttl: number;
+  expiry: number;
+  /** The checkpointed remaining TTL in seconds; 0: none. */
+  remaining: number;
+}
 
 /** The naive reference: what etcd's lessor does, written the obvious way. */
 class RefLessor {
   now = 0;
   rev = 1;
-  readonly leases = new Map<bigint, { ttl: number; expiry: number }>();
+  primary = true;
+  closed = false;
+  readonly leases = new Map<bigint, RefLease>();
   readonly keys = new Map<string, bigint>();
+  /** Scheduled checkpoints in the order they were scheduled (revoked leases' entries stay, as in etcd). */
+  scheduled: Array<{ id: bigint; at: number }> = [];
+  /** Expiry revokes and checkpoints, in order. */
+  readonly log: string[] = [];
   constructor(
     readonly loopMs: number,
     readonly limit: number,
+    readonly checkpointMs: number | undefined,
   ) {}
 
   revoke(id: bigint): void {
@@ -75,18 +128,50 @@ class RefLessor {
     if (deleted > 0) this.rev++;
   }
 
-  /** A secondary lessor never expires a lease (etcd: expiry "forever"). */
-  primary = true;
+  /** The TTL a refresh starts from: the checkpointed remainder if any, else the full TTL. */
+  static restart(l: RefLease): number {
+    return l.remaining > 0 ? l.remaining : l.ttl;
+  }
+
+  /** etcd scheduleCheckpointIfNeeded: only while checkpointing, and only for leases longer than the interval. */
+  schedule(id: bigint): void {
+    const l = this.leases.get(id)!;
+    if (this.checkpointMs !== undefined && RefLessor.restart(l) * 1000 > this.checkpointMs) this.scheduled.push({ id, at: this.now + this.checkpointMs });
+  }
+
+  /** etcd Lessor.Checkpoint, as applied from Raft. */
+  applyCheckpoint(id: bigint, remaining: number): void {
+    const l = this.leases.get(id);
+    if (l === undefined) return;
+    l.remaining = remaining;
+    if (this.primary) this.schedule(id);
+    this.log.push(`checkpoint ${id}=${remaining} @${this.now}`);
+  }
 
   advance(ms: number): void {
     const target = this.now + ms;
-    for (let t = (Math.floor(this.now / this.loopMs) + 1) * this.loopMs; t <= target; t += this.loopMs) {
+    for (let t = (Math.floor(this.now / this.loopMs) + 1) * this.loopMs; t <= target && !this.closed; t += this.loopMs) {
       this.now = t;
+      // A secondary lessor never expires a lease (etcd: expiry "forever").
       const expired = [...this.leases]
         .filter(([, l]) => l.expiry <= t)
         .sort(([ia, a], [ib, b]) => a.expiry - b.expiry || (ia < ib ? -1 : ia > ib ? 1 : 0))
         .slice(0, this.limit);
-      for (const [id] of expired) this.revoke(id);
+      for (const [id] of expired) {
+        this.log.push(`expire ${id} @${t}`);
+        this.revoke(id);
+      }
+      if (this.checkpointMs === undefined || !this.primary) continue;
+      const due = this.scheduled.filter((c) => c.at <= t);
+      this.scheduled = this.scheduled.filter((c) => c.at > t);
+      const taken: Array<[bigint, number]> = [];
+      for (const c of due.sort((a, b) => a.at - b.at)) {
+        const l = this.leases.get(c.id);
+        if (l === undefined || l.expiry <= t) continue;
+        const remaining = Math.ceil((l.expiry - t) / 1000);
+        if (remaining < l.ttl) taken.push([c.id, remaining]);
+      }
+      for (const [id, remaining] of taken) this.applyCheckpoint(id, remaining);
     }
     this.now = target;
   }
@@ -108,6 +193,8 @@ test('lessor matches a naive reference under random op sequences', () => {
   );
 });
 
+const isInvalidArgument = (e: unknown): boolean => isEtcdError(e) && e.code === GrpcCode.INVALID_ARGUMENT;
+
 function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
   const clock = new VirtualClock();
   const { store, lessor } = createLeasedStore({
@@ -115,26 +202,46 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
     random: new SimRandom(idSeed),
     loopIntervalMs: cfg.loopMs,
     leaseRevokeRate: cfg.revokeRate,
+    checkpointing: cfg.checkpointMs !== undefined,
+    ...(cfg.checkpointMs !== undefined ? { checkpointIntervalMs: cfg.checkpointMs } : {}),
   });
-  const ref = new RefLessor(cfg.loopMs, Math.floor(cfg.revokeRate / 2));
-  // Lease slots: fixed IDs (one negative, one beyond 2^53) then every generated ID.
-  const ids: bigint[] = [1n, 2n, -3n, (1n << 60n) + 1n];
+  if (cfg.handOver) {
+    // etcd's lessor sends only non-empty batches to the server, which proposes each through Raft.
+    lessor.onExpired = (ids) => {
+      assert.ok(ids.length > 0, 'an empty batch of expired leases was handed over');
+      for (const id of ids) lessor.expire(id);
+    };
+    lessor.onCheckpoint = (due) => {
+      assert.ok(due.length > 0, 'an empty batch of checkpoints was handed over');
+      for (const c of due) lessor.checkpoint(c.id, c.remaining);
+    };
+  }
+  const ref = new RefLessor(cfg.loopMs, Math.floor(cfg.revokeRate / 2), cfg.checkpointMs);
+  // Lease slots: fixed IDs (one negative, one beyond 2^53, both ends of int64) then every generated ID.
+  const ids: bigint[] = [1n, 2n, -3n, (1n << 60n) + 1n, MAX_INT64, MIN_INT64];
   const idAt = (i: number): bigint => ids[i % ids.length]!;
-  /** Last renewal (or grant) instant of each live lease, to check the expiry window. */
-  const renewedAt = new Map<bigint, number>();
   const unbounded = cfg.revokeRate === 1000;
+  const seen: string[] = [];
+  /** Every event the lessor emitted, to compare with what a listener that left heard. */
+  const all: string[] = [];
   lessor.subscribe((ev) => {
+    all.push(`${ev.type} ${ev.id} @${ev.at}`);
+    if (ev.type === 'checkpoint') seen.push(`checkpoint ${ev.id}=${ev.remainingTTL} @${ev.at}`);
     if (ev.type !== 'revoke' || ev.reason !== 'expire') return;
+    seen.push(`expire ${ev.id} @${ev.at}`);
     const l = ref.leases.get(ev.id);
     assert.ok(l !== undefined, `expired lease ${ev.id} exists in the reference`);
-    const deadline = renewedAt.get(ev.id)! + l.ttl * 1000;
-    assert.ok(ev.at >= deadline, `lease ${ev.id} revoked at ${ev.at}, before TTL ended at ${deadline}`);
-    if (unbounded) assert.ok(ev.at <= deadline + cfg.loopMs, `lease ${ev.id} revoked at ${ev.at}, later than ${deadline} + ${cfg.loopMs}`);
+    assert.ok(ev.at >= l.expiry, `lease ${ev.id} revoked at ${ev.at}, before its TTL ended at ${l.expiry}`);
+    if (unbounded) assert.ok(ev.at <= l.expiry + cfg.loopMs, `lease ${ev.id} revoked at ${ev.at}, later than ${l.expiry} + ${cfg.loopMs}`);
     // No key outlives its lease's revoke: after this revoke's commit none names the lease.
     for (const kv of store.range({ key: utf8('\0'), rangeEnd: new Uint8Array([0]) }).kvs) {
       assert.notEqual(kv.lease, ev.id, `key ${text(kv.key)} outlived lease ${ev.id}`);
     }
   });
+  // A second listener that leaves again: it hears exactly what happened while it listened.
+  const heard: string[] = [];
+  let unsubscribe: (() => void) | undefined = lessor.subscribe((ev) => heard.push(`${ev.type} ${ev.id} @${ev.at}`));
+  let heardUntil = 0;
 
   const check = (step: number): void => {
     const at = `step ${step}`;
@@ -143,25 +250,40 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
     assert.deepEqual(live, want, `${at}: live keys`);
     const leaseIds = [...ref.leases.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     assert.deepEqual(lessor.leases(), leaseIds, `${at}: leases`);
+    assert.equal(lessor.size, leaseIds.length, `${at}: number of leases`);
     for (const id of leaseIds) {
       const l = ref.leases.get(id)!;
       const attached = want.filter(([, lid]) => lid === id).map(([k]) => k);
       assert.deepEqual(lessor.keyStringsOf(id), attached, `${at}: keys of lease ${id}`);
       const ttl = lessor.timeToLive(id, true);
-      // A demoted lessor reports the full TTL (no checkpoint was taken).
-      assert.equal(ttl.ttl, l.expiry === Infinity ? l.ttl : Math.trunc((l.expiry - ref.now) / 1000) + 0, `${at}: TTL of ${id}`);
+      // A demoted lessor reports the TTL a promote would start from.
+      assert.equal(ttl.ttl, l.expiry === Infinity ? RefLessor.restart(l) : Math.trunc((l.expiry - ref.now) / 1000) + 0, `${at}: TTL of ${id}`);
       assert.equal(ttl.grantedTTL, l.ttl);
       assert.deepEqual(ttl.keys.map(text), attached);
+      assert.equal(lessor.checkpointedTTLOf(id), l.remaining, `${at}: checkpointed TTL of ${id}`);
+      assert.equal(lessor.expiryOf(id), l.expiry, `${at}: expiry of ${id}`);
     }
     for (const [, lid] of live) assert.ok(lid === 0n || ref.leases.has(lid), `${at}: key on dead lease ${lid}`);
     assert.equal(store.currentRevision, ref.rev, `${at}: revision`);
     assert.equal(clock.now(), ref.now);
+    assert.equal(lessor.primary, ref.primary, `${at}: primary`);
+    assert.deepEqual(seen, ref.log, `${at}: expiry revokes and checkpoints`);
   };
 
   ops.forEach((o, step) => {
     switch (o.op) {
       case 'grant': {
-        const want = o.slot === 8 ? 0n : idAt(o.slot);
+        const want = o.slot === GEN ? 0n : idAt(o.slot);
+        if (!Number.isSafeInteger(o.ttl)) {
+          // Integers past 2^53 are too large (etcd's check); NaN, Infinity and fractions are no TTL at all.
+          const tooLarge = Number.isInteger(o.ttl);
+          assert.throws(() => lessor.grant(want, o.ttl), (e: unknown) => (tooLarge ? isEtcdError(e, ErrLeaseTTLTooLarge) : isInvalidArgument(e)));
+          break;
+        }
+        if (o.ttl > MAX_TTL) {
+          assert.throws(() => lessor.grant(want, o.ttl), (e: unknown) => isEtcdError(e, ErrLeaseTTLTooLarge));
+          break;
+        }
         if (want !== 0n && ref.leases.has(want)) {
           assert.throws(() => lessor.grant(want, o.ttl), (e: unknown) => isEtcdError(e, ErrLeaseExist));
           break;
@@ -173,8 +295,8 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
           assert.ok(g.id > 0n && g.id < 1n << 63n && !ref.leases.has(g.id));
           ids.push(g.id);
         } else assert.equal(g.id, want);
-        ref.leases.set(g.id, { ttl, expiry: ref.primary ? ref.now + ttl * 1000 : Infinity });
-        renewedAt.set(g.id, ref.now);
+        ref.leases.set(g.id, { ttl, expiry: ref.primary ? ref.now + ttl * 1000 : Infinity, remaining: 0 });
+        if (ref.primary) ref.schedule(g.id);
         break;
       }
       case 'put': {
@@ -209,8 +331,9 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
         const alive = l !== undefined && l.expiry > ref.now;
         assert.equal(lessor.keepAlive(id), alive ? l.ttl : 0, `step ${step}: keepAlive ${id}`);
         if (alive) {
-          l.expiry = ref.now + l.ttl * 1000;
-          renewedAt.set(id, ref.now);
+          // A renewal clears a checkpointed remainder (through Raft, before the refresh), then restarts the TTL.
+          if (ref.checkpointMs !== undefined && l.remaining > 0) ref.applyCheckpoint(id, 0);
+          l.expiry = ref.now + RefLessor.restart(l) * 1000;
         }
         break;
       }
@@ -221,15 +344,16 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
           break;
         }
         const before = store.currentRevision;
-        const hadKeys = [...ref.keys.values()].includes(id);
-        lessor.revoke(id);
-        if (hadKeys) {
+        const attached = [...ref.keys.values()].filter((l) => l === id).length;
+        const r = lessor.revoke(id);
+        ref.revoke(id);
+        assert.deepEqual(r, { revision: ref.rev, deleted: attached }, `step ${step}: revoke ${id}`);
+        if (attached > 0) {
           const evs = store.eventsAt(before + 1);
           const names = evs.map((e) => text(e.kv.key));
           assert.ok(evs.every((e) => e.type === 'DELETE'));
           assert.deepEqual(names, [...names].sort(), 'deletes in key order');
         }
-        ref.revoke(id);
         break;
       }
       case 'delete': {
@@ -246,20 +370,109 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
       case 'demote':
         lessor.demote();
         ref.primary = false;
+        ref.scheduled = [];
         for (const l of ref.leases.values()) l.expiry = Infinity;
         break;
-      case 'promote':
+      case 'promote': {
         // With leaseRevokeRate leases or more, promote also spreads the expiries (not modelled here).
         if (ref.leases.size >= cfg.revokeRate) break;
         lessor.promote(o.extendMs);
         ref.primary = true;
-        for (const [id, l] of ref.leases) {
-          l.expiry = ref.now + o.extendMs + l.ttl * 1000;
-          renewedAt.set(id, ref.now + o.extendMs);
+        const inIdOrder = [...ref.leases.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+        for (const id of inIdOrder) {
+          const l = ref.leases.get(id)!;
+          l.expiry = ref.now + o.extendMs + RefLessor.restart(l) * 1000;
+          ref.schedule(id);
         }
+        break;
+      }
+      case 'checkpoint': {
+        const id = idAt(o.slot);
+        if (o.remaining < 0) {
+          assert.throws(() => lessor.checkpoint(id, o.remaining), RangeError);
+          break;
+        }
+        lessor.checkpoint(id, o.remaining);
+        ref.applyCheckpoint(id, o.remaining);
+        break;
+      }
+      case 'badId': {
+        const calls = [
+          () => lessor.grant(o.id, 5),
+          () => lessor.revoke(o.id),
+          () => lessor.expire(o.id),
+          () => lessor.renew(o.id),
+          () => lessor.keepAlive(o.id),
+          () => lessor.timeToLive(o.id),
+        ];
+        assert.throws(calls[o.api]!, isInvalidArgument, `step ${step}: lease ID ${o.id} outside int64`);
+        break;
+      }
+      case 'recover': {
+        const attached = [...ref.keys.values()].filter((id) => id !== 0n).length;
+        assert.deepEqual(lessor.recoverFromStore(), { attached, orphaned: 0 }, `step ${step}: recoverFromStore`);
+        break;
+      }
+      case 'close':
+        lessor.close();
+        ref.closed = true;
+        assert.equal(lessor.ticker.has(lessor.stepName), false, `step ${step}: the expiry step is gone after close()`);
         break;
     }
     check(step);
     assert.equal(lessor.checkValid(), undefined, `${step}: Lessor.checkValid()`);
+    if (unsubscribe !== undefined && step === Math.floor(ops.length / 2)) {
+      unsubscribe();
+      // Unsubscribing twice removes nothing else (the first listener keeps hearing).
+      unsubscribe();
+      unsubscribe = undefined;
+      heardUntil = all.length;
+    }
   });
+  // The second listener heard every event up to its unsubscribe, and nothing after.
+  assert.deepEqual(heard, all.slice(0, heardUntil), 'a listener hears exactly the events while subscribed');
 }
+
+/** A lessor option: absent, or a value around its lower bound, or not an integer at all. */
+const optionArb = (min: number): fc.Arbitrary<number | undefined> =>
+  fc.oneof(fc.constant(undefined), fc.constantFrom(min - 1, min, min + 1, min + 0.5, Number.NaN, Infinity, 2 ** 53, 250, 3000));
+
+test('lessor matches etcd on its options: invalid ones are refused, absent ones take etcd defaults', () => {
+  const bounds = { tickMs: 1, electionTicks: 1, minLeaseTTL: 0, loopIntervalMs: 1, leaseRevokeRate: 2, checkpointIntervalMs: 1 } as const;
+  type Opts = { -readonly [K in keyof typeof bounds]: number | undefined };
+  const optsArb = fc.record(Object.fromEntries(Object.entries(bounds).map(([k, min]) => [k, optionArb(min)])) as { [K in keyof Opts]: fc.Arbitrary<number | undefined> });
+  checkProperty(
+    fc.property(optsArb, fc.option(fc.boolean(), { nil: undefined }), fc.option(fc.boolean(), { nil: undefined }), fc.constantFrom(-1, 0, 0.5, 2000, Number.NaN, Infinity), (opts, checkpointing, primary, extendMs) => {
+      const clock = new VirtualClock();
+      const ticker = new Ticker(clock);
+      const given: LessorOptions = { clock, ticker, checkpointing, primary, ...opts };
+      const bad = (Object.keys(bounds) as Array<keyof typeof bounds>).filter((k) => opts[k] !== undefined && !(Number.isSafeInteger(opts[k]) && opts[k]! >= bounds[k]));
+      if (bad.length > 0) {
+        assert.throws(() => new Lessor(given), RangeError, `options ${bad.join(', ')} must be refused`);
+        assert.deepEqual(ticker.steps(), [], 'a refused lessor registers no step');
+        return;
+      }
+      const l = new Lessor(given);
+      const tickMs = opts.tickMs ?? 100;
+      const electionTicks = opts.electionTicks ?? 10;
+      // etcd: minTTL = ceil(((3 * electionTicks) / 2, an integer division) * heartbeat, in seconds).
+      assert.equal(l.minLeaseTTL, opts.minLeaseTTL ?? Math.ceil((Math.trunc((3 * electionTicks) / 2) * tickMs) / 1000));
+      assert.equal(l.loopIntervalMs, opts.loopIntervalMs ?? 500);
+      assert.equal(l.leaseRevokeRate, opts.leaseRevokeRate ?? 1000);
+      assert.equal(l.revokeLimitPerRun, Math.floor(l.leaseRevokeRate / 2));
+      assert.equal(l.checkpointIntervalMs, opts.checkpointIntervalMs ?? 5 * 60 * 1000);
+      assert.equal(l.checkpointing, checkpointing ?? false);
+      assert.equal(l.primary, primary ?? true);
+      assert.deepEqual(ticker.steps().map((s) => [s.name, s.periodMs]), [['lease.expiry', l.loopIntervalMs]]);
+      // A granted lease lasts at least the minimum TTL.
+      assert.equal(l.grant(7n, 0).ttl, l.minLeaseTTL);
+      if (Number.isFinite(extendMs) && extendMs >= 0) l.promote(extendMs);
+      else assert.throws(() => l.promote(extendMs), RangeError);
+      assert.equal(l.expiryOf(7n), extendMs >= 0 && Number.isFinite(extendMs) ? extendMs + l.minLeaseTTL * 1000 : (primary ?? true) ? l.minLeaseTTL * 1000 : Infinity);
+      l.close();
+      l.close();
+      assert.deepEqual(ticker.steps(), []);
+    }),
+    { file: FILE, numRuns: 300 },
+  );
+});
