@@ -63,6 +63,8 @@ const ADVANCE = /^# advance (\d+(?:\.\d+)?)(ms|s|m) → /;
 const WATCH = /^\$ (etcdctl .*watch .*) &   # (?:watch (\S+),|(\S+) resumed,)/;
 /** The client stops a watch: `# break W: ...`, `# cancel W: ...`. */
 const STOP = /^# (?:break|cancel) (\S+): /;
+/** A line a background watch printed: `[watch W @3] PUT`, `[watch W] Error: ...`. */
+const WATCH_LINE = /^\[watch (\S+?)(?: @\d+)?\] /;
 /** A granted lease, as etcdctl prints it. */
 const GRANTED = /^lease ([0-9a-f]{16}) granted with TTL/;
 
@@ -97,7 +99,21 @@ registered() {
     sleep 0.05
   done
 }
-# How long to let a background watch print what etcd sent it before the script ends.
+# Each background watch's lines also go to a file of its own, so that the script can wait for them.
+WATCHES="$(mktemp -d)"; trap 'rm -rf "$WATCHES"' EXIT
+# Waits until background watch $1 has printed $2 lines (as many as the transcript shows by now): etcd may still be
+# sending an event when the write that made it returns, and stopping that etcdctl then would lose it. Gives up
+# loudly, on stderr, after 10 s.
+printed() {
+  local n
+  for n in $(seq 400); do
+    [ "$(cat "$WATCHES/$1" 2>/dev/null | wc -l)" -ge "$2" ] && return 0
+    sleep 0.025
+  done
+  echo "watch $1 printed $(cat "$WATCHES/$1" 2>/dev/null | wc -l) lines in 10 s; the transcript shows $2" >&2
+}
+# How long to let a background watch print lines the transcript does not show (there should be none) before the
+# script ends.
 SETTLE="${'$'}{SETTLE:-1}"
 `;
 
@@ -115,6 +131,8 @@ export function labScript(name: string, transcript: readonly string[], unchecked
   ];
   const leases = new Map<string, string>();
   const watches = new Set<string>();
+  /** How many lines each watch has printed so far in the transcript. */
+  const printed = new Map<string, number>();
   let started = false;
   /** A command's text with the simulator's lease IDs replaced by the variables holding etcd's. */
   const withLeases = (text: string): string => {
@@ -144,9 +162,12 @@ export function labScript(name: string, transcript: readonly string[], unchecked
       out.push(`sleep ${ms / 1000}   ${line}`);
       continue;
     }
+    const shown = WATCH_LINE.exec(line);
+    if (shown !== null) printed.set(shown[1]!, (printed.get(shown[1]!) ?? 0) + 1);
     const stop = STOP.exec(line);
     if (stop !== null && watches.has(stop[1]!)) {
-      out.push(`kill "$${pid(stop[1]!)}"; wait "$${pid(stop[1]!)}" 2>/dev/null   ${line}`);
+      const wn = stop[1]!;
+      out.push(`printed ${sq(wn)} ${printed.get(wn) ?? 0}; kill "$${pid(wn)}"; wait "$${pid(wn)}" 2>/dev/null   ${line}`);
       continue;
     }
     const w = WATCH.exec(line);
@@ -155,7 +176,7 @@ export function labScript(name: string, transcript: readonly string[], unchecked
       started = true;
       watches.add(wn);
       out.push(`echo ${withLeases(line)}`, 'n=$(watchers)');
-      out.push(`${literal(w[1]!)} > >(sed -u ${sq(`s/^/[watch ${wn}] /`)}) 2>&1 &`);
+      out.push(`${literal(w[1]!)} > >(sed -u ${sq(`s/^/[watch ${wn}] /`)} | tee -a "$WATCHES/"${sq(wn)}) 2>&1 &`);
       out.push(`${pid(wn)}=$!; registered "$n" "$${pid(wn)}"`);
       continue;
     }
@@ -180,6 +201,7 @@ export function labScript(name: string, transcript: readonly string[], unchecked
   }
   if (watches.size > 0) {
     out.push('# Let the background watches print what is on its way, then stop them.');
+    for (const wn of watches) out.push(`printed ${sq(wn)} ${printed.get(wn) ?? 0}`);
     out.push('sleep "$SETTLE"');
     for (const wn of watches) out.push(`kill "$${pid(wn)}" 2>/dev/null`);
     out.push('wait 2>/dev/null');

@@ -46,7 +46,7 @@ export function streams(lines: readonly string[], free: readonly RegExp[]): Map<
 /** Runs a script with bash against `endpoint`; resolves with its stdout and stderr. */
 function bash(script: string, endpoint: string): Promise<{ code: number; out: string; err: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-s'], { env: { ...process.env, ETCDCTL_ENDPOINTS: endpoint, SETTLE: '2' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('bash', ['-s'], { env: { ...process.env, ETCDCTL_ENDPOINTS: endpoint, SETTLE: '1' }, stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
