@@ -375,11 +375,17 @@ export const attacksSection: BenchSection = {
       return [];
     }
     const js = await compileSim(ctx);
+    // ETCDSIM_ATTACKS='rapid,HPACK' runs only the attacks whose names contain one of the words (and the no-attack row).
+    const only = (process.env['ETCDSIM_ATTACKS'] ?? '').split(',').filter((w) => w !== '');
+    const chosen = only.length === 0 ? ATTACKS : ATTACKS.filter((a) => a.name === 'no attack' || only.some((w) => a.name.includes(w)));
+    // ETCDSIM_ATTACK_PROFILE=DIR: etcdsim runs with --cpu-prof, its profiles written to DIR (one per attack).
+    const profile = process.env['ETCDSIM_ATTACK_PROFILE'];
+    const nodeFlags = profile === undefined || profile === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${profile}`];
     const rows: Row[] = [];
     const table: string[] = ['| attack | server | peak RSS (growth) | CPU s | innocent p50 | innocent max | attacker saw |', '|---|---|---|---|---|---|---|'];
-    for (const a of ATTACKS) {
+    for (const a of chosen) {
       const e = await runAttack(startEtcd, a.run, sz);
-      const s = await runAttack(() => startSim(js), a.run, sz);
+      const s = await runAttack(() => startSim(js, nodeFlags), a.run, sz);
       for (const [name, o] of [['etcd 3.4.23', e], ['etcdsim', s]] as const) {
         table.push(`| ${a.name} | ${name} | ${mb(o.peak)} (+${mb(o.growth)}) | ${o.cpuS.toFixed(2)} | ${ms(o.p50)} | ${ms(o.max)} | ${o.up ? '' : 'SERVER DOWN; '}${o.seen} |`);
       }

@@ -150,10 +150,10 @@ export async function compileSim(ctx: BenchContext): Promise<string> {
   return out;
 }
 
-/** `etcdsim serve` (compiled, see compileSim). */
-export async function startSim(js: string): Promise<Served> {
+/** `etcdsim serve` (compiled, see compileSim), Node run with `nodeFlags` (e.g. --cpu-prof). */
+export async function startSim(js: string, nodeFlags: readonly string[] = []): Promise<Served> {
   const port = await freePort();
-  const args = [join(js, 'src', 'cli', 'main.js'), 'serve', '--etcd-version', '3.4', '--listen-client-urls', `http://127.0.0.1:${port}`];
+  const args = [...nodeFlags, join(js, 'src', 'cli', 'main.js'), 'serve', '--etcd-version', '3.4', '--listen-client-urls', `http://127.0.0.1:${port}`];
   const { child } = await spawnUntil(process.execPath, args, /etcdsim serving etcd v3 API on /, () => {});
   child.removeAllListeners('exit');
   const kill = (): void => void child.kill('SIGKILL');

@@ -272,8 +272,12 @@ export class Http2ServerConnection {
   private sendWindow = DEFAULT_WINDOW;
   private peerInitialWindow = DEFAULT_WINDOW;
   private peerMaxFrame = DEFAULT_MAX_FRAME_SIZE;
-  /** Streams with queued DATA waiting for connection window, in arrival order. */
-  private blocked: H2Stream[] = [];
+  /**
+   * Streams with queued DATA waiting for connection window or a socket drain, in arrival order. A stream
+   * leaves it when it closes: a peer that resets streams while not reading would otherwise keep every
+   * closed one here until the socket drains (the rapid-reset growth of issue 32).
+   */
+  private blocked = new Set<H2Stream>();
 
   private inRead = false;
   private flushScheduled = false;
@@ -337,7 +341,7 @@ export class Http2ServerConnection {
     socket.on('error', () => {}); // 'close' follows
     socket.on('close', () => this.onSocketClose());
     socket.on('drain', () => {
-      if (this.blocked.length > 0 && !this.dead) this.pumpBlocked();
+      if (this.blocked.size > 0 && !this.dead) this.pumpBlocked();
     });
     if (options.head !== undefined && options.head.length > 0) this.onRead(options.head);
     else this.flush();
@@ -850,7 +854,7 @@ export class Http2ServerConnection {
       if (n <= 0 || socketFull) {
         if ((socketFull || (this.sendWindow <= 0 && st.sendWindow > 0)) && !st.blocked) {
           st.blocked = true;
-          this.blocked.push(st);
+          this.blocked.add(st);
         }
         break;
       }
@@ -884,14 +888,13 @@ export class Http2ServerConnection {
   /** The connection window grew, or the socket drained: streams waiting for either go on, first come first. */
   private pumpBlocked(): void {
     const list = this.blocked;
-    this.blocked = [];
-    for (let i = 0; i < list.length; i++) {
-      const st = list[i]!;
+    this.blocked = new Set();
+    for (const st of list) {
+      if (st.closed) continue; // closed by a callback of this very loop
       st.blocked = false;
-      if (st.closed) continue;
       if (this.sendWindow <= 0 || this.outputFull()) {
         st.blocked = true;
-        this.blocked.push(st);
+        this.blocked.add(st);
         continue;
       }
       this.pump(st);
@@ -906,6 +909,10 @@ export class Http2ServerConnection {
     if (st.closed) return;
     st.closed = true;
     this.streams.delete(st.id);
+    if (st.blocked) {
+      st.blocked = false;
+      this.blocked.delete(st);
+    }
     if (st.queued > 0) {
       st.queue = null;
       st.queued = 0;

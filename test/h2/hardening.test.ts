@@ -5,6 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { CLIENT_PREFACE, ErrorCode, Flags, FrameType, Setting, frame, settingsFrame } from '../../src/h2/frames.js';
 import { HpackEncoder } from '../../src/h2/hpack.js';
 import type { H2Stream } from '../../src/h2/stream.js';
@@ -205,6 +207,45 @@ test('a peer that grants a huge window and reads nothing: DATA waits in the stre
   } finally {
     client.destroy();
     await new Promise<void>((resolve) => raw.close(() => resolve()));
+    await srv.close();
+  }
+});
+
+// To see that the connection let a reset stream go: WeakRefs to the streams, then a full collection.
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+test('rapid reset: streams the client resets while their answer waits for window are let go at once, not kept until the window opens', async () => {
+  // Each answer is 16 KiB of DATA: the connection's 65,535-octet send window takes four, the rest wait for it.
+  const refs: Array<WeakRef<H2Stream>> = [];
+  const srv = await startServer((st) => {
+    refs.push(new WeakRef(st));
+    st.onEnd = () => {
+      st.respond([':status', '200']);
+      st.write(Buffer.alloc(16 * 1024, 0x61));
+      st.end(['grpc-status', '0']);
+    };
+  });
+  const client = await RawClient.connect(srv.port);
+  const call = (id: number): Buffer => frame(FrameType.HEADERS, Flags.END_HEADERS | Flags.END_STREAM, id, block());
+  try {
+    // First the window is used up (and the socket drained of those answers)...
+    client.send(call(1), call(3), call(5), call(7), PING);
+    await client.waitFor(pingAck);
+    // ...then every call waits for window, and the client resets each one at once.
+    const n = 500;
+    const calls: Buffer[] = [];
+    for (let id = 9; id < 9 + 2 * n; id += 2) calls.push(call(id), frame(FrameType.RST_STREAM, 0, id, Buffer.from([0, 0, 0, ErrorCode.CANCEL])));
+    const from = client.frames.length;
+    client.send(...calls, PING);
+    await client.waitFor(pingAck, from);
+    assert.equal(refs.length, 4 + n);
+    gc();
+    const kept = refs.slice(4).filter((r) => r.deref() !== undefined).length;
+    assert.equal(kept, 0, `${kept} of ${n} reset streams are still held`);
+    assert.equal(srv.connections[0]!.streamCount, 1); // the fourth, its last octet waiting for window
+  } finally {
+    client.destroy();
     await srv.close();
   }
 });
