@@ -11,7 +11,7 @@ import type { CallContext } from './call_context.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
 import { SnapshotFormatError, backendHash, memberOfBackend, readEtcdSnapshot } from '../snapshot/index.js';
-import { layoutEtcdBackend } from '../snapshot/etcd_backend.js';
+import { layoutEtcdBackend } from '../snapshot/backend_file.js';
 import type { BoltLayout } from '../snapshot/bbolt_writer.js';
 import { createHash } from '../sim/crypto_platform.js';
 import { serverCompat } from './compat.js';

@@ -2,7 +2,7 @@
  * etcd's hash of its whole backend (Maintenance.Hash: mvcc backend.Hash with the store's ignore list) — a
  * CRC-32C (Castagnoli) over every bolt bucket in name order: the bucket's name, then each key and value in
  * key order, leaving out only meta/consistent_index. It depends on what each bucket holds, not on bolt's
- * page layout, so it is computed from the same bucket tree a snapshot writes (etcd_backend.ts): one layout,
+ * page layout, so it is computed from the same bucket tree a snapshot writes (backend_file.ts): one layout,
  * two uses. Checked against etcd 3.4.23: a fresh member, added and removed members, keys, leases,
  * compactions and roles agree.
  *
@@ -14,7 +14,8 @@
  */
 import CRC32C from 'crc-32/crc32c.js';
 import { boltKey, compareKeys, isBucketEntry, type BoltBucket } from './bbolt.js';
-import { encodeEtcdBackend, type EtcdBackend } from './etcd_backend.js';
+import type { EtcdBackend } from './etcd_backend.js';
+import { encodeEtcdBackend } from './backend_file.js';
 
 const META = boltKey('meta');
 /**

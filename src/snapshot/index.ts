@@ -1,17 +1,15 @@
 /**
- * Snapshots in etcd's own format: bbolt's file format (bbolt.ts) with its writer and reader, etcd 3.4's backend layout
- * (etcd_backend.ts) and the mapping to and from a simulated member (member.ts).
+ * Snapshots in etcd's own format: bbolt's file format (bbolt.ts) with its writer and reader, etcd 3.4's
+ * backend layout (etcd_backend.ts; its records: backend_records.ts; the whole file: backend_file.ts) and the
+ * mapping to and from a simulated member (member.ts).
  */
 export { BoltFormatError, childBucket, isBucketEntry, boltKey, type BoltBucket, type BoltEntry, type BoltDatabase, type BoltEntrySource } from './bbolt.js';
 export { writeBolt, type BoltWriteOptions } from './bbolt_writer.js';
 export { readBolt } from './bbolt_reader.js';
+export { readEtcdSnapshot, writeEtcdSnapshot, encodeEtcdBackend, decodeEtcdBackend } from './backend_file.js';
+export { revisionKey } from './backend_records.js';
 export {
   SnapshotFormatError,
-  readEtcdSnapshot,
-  writeEtcdSnapshot,
-  encodeEtcdBackend,
-  decodeEtcdBackend,
-  revisionKey,
   type EtcdBackend,
   type StoredLease,
   type StoredMember,

@@ -8,7 +8,8 @@ import type { PasswordHash } from '../auth/password.js';
 import { keyString, type KeyString, type KeyValue, type StoreSnapshot, type Event } from '../mvcc/index.js';
 import { isTombstone } from '../mvcc/key_index.js';
 import { setSubRevision, subRevision } from '../mvcc/sub_revision.js';
-import { backendWithKeyColumns, type EtcdBackend, type KeyBucketColumns, type StoredLease, type StoredMember, type StoredUser } from './etcd_backend.js';
+import type { EtcdBackend, StoredLease, StoredMember, StoredUser } from './etcd_backend.js';
+import { backendWithKeyColumns, type KeyBucketColumns } from './backend_file.js';
 
 /** What a member contributes to its snapshot, gathered by EtcdServer.etcdSnapshot(). */
 export interface MemberSnapshotSource {

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { BoltFormatError, boltKey, childBucket, isBucketEntry, readBolt, writeBolt, type BoltBucket, type BoltEntry } from '../../src/snapshot/index.js';
-import { SnapshotFormatError, readEtcdSnapshot, writeEtcdSnapshot, type EtcdBackend } from '../../src/snapshot/etcd_backend.js';
+import { SnapshotFormatError, readEtcdSnapshot, writeEtcdSnapshot, type EtcdBackend } from '../../src/snapshot/index.js';
 import { createEtcdSim } from '../../src/client/create.js';
 
 const B = (s: string): Uint8Array => new TextEncoder().encode(s);
