@@ -25,6 +25,7 @@ const propertyTests = [
   'gives up on txns',
   'correct informer',
   'every watch keeps',
+  'replays nothing',
   'future revision gets nothing',
   'pre-fix',
   'lessor matches',

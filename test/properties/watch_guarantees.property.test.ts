@@ -32,7 +32,7 @@ import { SimRandom, Ticker, VirtualClock } from '../../src/sim/index.js';
 import { WatchableStore, type WatchCreateRequest, type WatchEvent, type WatchFilter, type WatchResponse } from '../../src/watch/index.js';
 import { checkWatch, formatViolations, isProgressNotify, recordHistory, type CommittedHistory, type WatchGuarantee } from '../../src/watch/guarantees.js';
 import { checkProperty } from './harness.js';
-import { apply, b, historyOpArb, jsonBytes, KEYS, PREFIX, PREFIX_END, RecordedStream, resolve, type HistoryOp, type ResolvedOp, type WatchRecord } from './watch_harness.js';
+import { apply, b, historyOpArb, jsonBytes, KEYS, latin1, PREFIX, PREFIX_END, RecordedStream, resolve, type HistoryOp, type ResolvedOp, type WatchRecord } from './watch_harness.js';
 
 const FILE = 'test/properties/watch_guarantees.property.test.ts';
 const STREAMS = 3;
@@ -179,6 +179,26 @@ function simulate(cfg: Config, actions: readonly Action[]): { history: Committed
   for (let i = 0; i < STREAMS; i++) streams.push(newStream());
   let lagging: ResolvedOp[] | undefined;
 
+  // A response's header revision is what the watcher has observed: at least its last event's revision
+  // (etcd: the write's revision, the catch-up's current revision, or minRev - 1 for a retried victim
+  // batch) and never past the store's revision. Checked as responses are taken, against the revision then.
+  const checked = new Map<WatchRecord, number>();
+  const checkHeaders = (): void => {
+    const cur = follower.currentRevision;
+    for (const s of all) {
+      for (const rec of s.records) {
+        for (let i = checked.get(rec) ?? 0; i < rec.responses.length; i++) {
+          const r = rec.responses[i]!;
+          const last = r.events[r.events.length - 1];
+          if (last !== undefined && (r.revision < last.kv.modRevision || r.revision > cur)) {
+            throw new Error(`watch ${rec.id} (stream ${s.stream.seq}): a response with events up to revision ${last.kv.modRevision} has header revision ${r.revision}, the store is at ${cur}`);
+          }
+        }
+        checked.set(rec, rec.responses.length);
+      }
+    }
+  };
+
   const catchUp = (): void => {
     if (lagging === undefined) return;
     for (const op of lagging) apply(follower, op);
@@ -250,6 +270,12 @@ function simulate(cfg: Config, actions: readonly Action[]): { history: Committed
         clock.advance(a.ms);
         break;
     }
+    checkHeaders();
+    // A canceled watcher (its stream closed, or canceled by ID) is filed nowhere any more, victim or not:
+    // etcd's cancelWatcher also takes it out of its victim batch, else the batch keeps it (and retries it).
+    for (const w of [...ws.synced.watchers, ...ws.unsynced.watchers, ...ws.victims.flatMap((batch) => [...batch.keys()])]) {
+      if (w.stream.isClosed || !w.stream.watchIds().includes(w.id)) throw new Error(`watcher ${w.id} of stream ${w.stream.seq} is canceled but still filed in the watchable store`);
+    }
     // The store's own invariants after every step: the watchers' places, the index.
     assert.equal(ws.checkValid(), undefined, 'WatchableStore.checkValid()');
     assert.equal(follower.checkValid(), undefined, 'MvccStore.checkValid()');
@@ -263,6 +289,7 @@ function simulate(cfg: Config, actions: readonly Action[]): { history: Committed
   // read between two timers of the same instant).
   const takeAll = (): void => {
     for (const s of streams) s.take();
+    checkHeaders();
   };
   let rounds = 0;
   for (; rounds < 500; rounds++) {
@@ -433,4 +460,57 @@ test('the checker catches every kind of tampering with a recorded watch, as the 
     { file: FILE, numRuns: 100 },
   );
   assert.deepEqual([...seen].sort(), [...MUTATIONS].sort(), 'every kind of tampering was tried');
+});
+
+// --- etcd 3.4's negative start revision (docs/version-differences.md; 3.5.24+ refuse it at creation). ---
+
+test('etcd 3.4: a watch from start revision -1 replays nothing: only events after its created revision, or canceled as compacted', () => {
+  checkProperty(
+    fc.property(
+      fc.array(historyOpArb, { maxLength: 12 }),
+      fc.array(historyOpArb, { maxLength: 6 }),
+      fc.array(historyOpArb, { maxLength: 6 }),
+      fc.constantFrom(...KEYS.map((key) => ({ key, end: undefined as string | undefined })), { key: '', end: '\0' }, { key: PREFIX, end: PREFIX_END }),
+      (before, unsyncedOps, after, range) => {
+        const kv = new MvccStore({ etcdVersion: '3.4' });
+        const ws = new WatchableStore(kv);
+        for (const op of before) {
+          const r = resolve(kv, op);
+          if (r !== undefined) apply(kv, r);
+        }
+        const s = new RecordedStream(ws.newWatchStream());
+        const rec = s.open({ key: b(range.key), ...(range.end === undefined ? {} : { rangeEnd: b(range.end) }), startRevision: -1 });
+        // Writes before the first sync step: etcd 3.4 reads its history from revision -1, as bytes past
+        // every revision, so it sends none of them (and cancels the watch once anything is compacted).
+        for (const op of unsyncedOps) {
+          const r = resolve(kv, op);
+          if (r !== undefined) apply(kv, r);
+        }
+        const compacted = kv.compactRevision;
+        const syncedAt = kv.currentRevision;
+        ws.syncWatchers();
+        const matches = (k: string): boolean =>
+          range.end === undefined ? k === range.key : k >= (range.key === '' ? '\0' : range.key) && (range.end === '\0' || k < range.end);
+        const want: number[] = [];
+        kv.subscribe((rev, events) => {
+          for (const ev of events) if (matches(latin1(ev.kv.key))) want.push(rev);
+        });
+        for (const op of after) {
+          const r = resolve(kv, op);
+          if (r !== undefined) apply(kv, r);
+        }
+        s.take();
+        const [created, ...rest] = rec.responses;
+        assert.equal(created?.created, true, 'etcd 3.4 accepts the watch');
+        if (compacted > 0) {
+          assert.deepEqual(rest.map((r) => [r.canceled, r.compactRevision, r.events.length]), [[true, compacted, 0]], 'canceled with the compaction revision');
+          return;
+        }
+        const got = rest.flatMap((r) => r.events.map((e) => e.kv.modRevision));
+        assert.ok(got.every((rev) => rev > syncedAt), `events ${got.join(',')} at or below revision ${syncedAt}, where the first sync step ran`);
+        assert.deepEqual(got, want, 'every later matching event');
+      },
+    ),
+    { file: FILE, numRuns: 200 },
+  );
 });
