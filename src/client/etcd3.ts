@@ -86,6 +86,74 @@ function rewriteEnums(v: unknown): unknown {
   return out;
 }
 
+/**
+ * What enumsIn does for a Range or Txn request, along the only paths where those carry enums (a range's
+ * sort options, a compare's target and result, nested ops and txns), copying only what changes: the
+ * generic walk visited every field of every op of a txn, a visible part of a CAS's cost.
+ */
+function requestEnumsIn(method: string, req: unknown): unknown {
+  if (!isPlain(req)) return req;
+  return method === 'range' ? rangeEnumsIn(req) : txnEnumsIn(req);
+}
+
+function enumNumber(names: Readonly<Record<string, number>>, v: unknown): unknown {
+  return typeof v === 'string' && Object.hasOwn(names, v) ? names[v] : v;
+}
+
+/** `m` with its fields `a` and `b` (enums) as numbers; `m` itself when neither is an etcd3 name. */
+function twoEnumsIn(m: Plain, a: string, b: string): Plain {
+  const x = enumNumber(ETCD3_ENUMS[a]!, m[a]);
+  const y = enumNumber(ETCD3_ENUMS[b]!, m[b]);
+  if (x === m[a] && y === m[b]) return m;
+  const out = { ...m };
+  if (x !== m[a]) out[a] = x;
+  if (y !== m[b]) out[b] = y;
+  return out;
+}
+
+function rangeEnumsIn(r: Plain): Plain {
+  return twoEnumsIn(r, 'sort_order', 'sort_target');
+}
+
+function compareEnumsIn(c: unknown): unknown {
+  return isPlain(c) ? twoEnumsIn(c, 'target', 'result') : c;
+}
+
+function opEnumsIn(op: unknown): unknown {
+  if (!isPlain(op)) return op;
+  const range = op['request_range'];
+  const txn = op['request_txn'];
+  if (isPlain(range)) {
+    const r = rangeEnumsIn(range);
+    return r === range ? op : { ...op, request_range: r };
+  }
+  if (isPlain(txn)) {
+    const t = txnEnumsIn(txn);
+    return t === txn ? op : { ...op, request_txn: t };
+  }
+  return op;
+}
+
+function txnEnumsIn(t: Plain): Plain {
+  const compare = mapSame(t['compare'], compareEnumsIn);
+  const success = mapSame(t['success'], opEnumsIn);
+  const failure = mapSame(t['failure'], opEnumsIn);
+  if (compare === t['compare'] && success === t['success'] && failure === t['failure']) return t;
+  return { ...t, compare, success, failure }; // an absent one stays undefined, which reads as absent
+}
+
+/** `list.map(f)`, or `list` itself when f changed nothing (and anything but an array as it is). */
+function mapSame(list: unknown, f: (x: unknown) => unknown): unknown {
+  if (!Array.isArray(list)) return list;
+  let out: unknown[] | undefined;
+  for (let i = 0; i < list.length; i++) {
+    const x = f(list[i]);
+    if (out === undefined && x !== list[i]) out = list.slice(0, i);
+    out?.push(x);
+  }
+  return out ?? list;
+}
+
 /** Event types as etcd3 names them ('Put' / 'Delete'): its watcher lowercases them, elections compare them. */
 function eventsOut<T extends { events?: unknown }>(resp: T): T {
   const events = resp.events;
@@ -213,7 +281,7 @@ export class SimCallable {
     const fn = svc?.[method] as ((req: unknown, ctx: CallContext) => object | Promise<object>) | undefined;
     if (svc === undefined || typeof fn !== 'function') return Promise.reject(this.cast(unimplemented(service, method)));
     // Only Range and Txn requests carry enums (sort options, compares); the rest go through untouched.
-    const req = method === 'range' || method === 'txn' ? enumsIn(payload ?? {}) : (payload ?? {});
+    const req = method === 'range' || method === 'txn' ? requestEnumsIn(method, payload ?? {}) : (payload ?? {});
     // etcd3 sends Authenticate itself without a token; everything else carries the caller's.
     if (this.credentials === undefined || (service === 'Auth' && method === 'authenticate')) return this.answer(svc, fn, req, {});
     return this.execWithToken(svc, fn, req);
@@ -371,7 +439,7 @@ function serviceClient(service: string, host: Etcd3SimHost, cast: (err: Error) =
       if (typeof name !== 'string' || name === 'then') return undefined;
       if (name in target) return target[name];
       return (payload: unknown, metadata: unknown, _options: unknown, callback: (err: Error | null, res?: unknown) => void): void => {
-        const req = name === 'range' || name === 'txn' ? enumsIn(payload ?? {}) : (payload ?? {});
+        const req = name === 'range' || name === 'txn' ? requestEnumsIn(name, payload ?? {}) : (payload ?? {});
         Promise.resolve()
           .then(() => {
             const svc = (host.open() as unknown as Record<string, Record<string, unknown> | undefined>)[key];

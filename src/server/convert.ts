@@ -95,9 +95,22 @@ export function bytesIn(v: M.BytesInput | string | undefined, field = 'bytes'): 
   return v;
 }
 
-/** Response bytes: a fresh Buffer (Node's pool makes small copies cheap). */
+/**
+ * Response bytes: a fresh Buffer from Node's pool. allocUnsafe + set copies a short key or value in about
+ * two thirds of Buffer.from's time (which goes through its generic array-like path), and every kv of every
+ * answer takes two.
+ */
 export function bytesOut(v: Uint8Array): Buffer {
-  return v.byteLength === 0 ? Buffer.alloc(0) : Buffer.from(v);
+  const n = v.byteLength;
+  if (n === 0) return Buffer.alloc(0);
+  const out = Buffer.allocUnsafe(n);
+  out.set(v);
+  return out;
+}
+
+/** An int64 field's decimal string; most kvs have no lease, and String(0n) is not free. */
+export function leaseOut(lease: bigint): string {
+  return lease === 0n ? '0' : String(lease);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -272,7 +285,7 @@ export function kvOut(kv: D.KeyValue): M.KeyValue {
     mod_revision: String(kv.modRevision),
     version: String(kv.version),
     value: bytesOut(kv.value),
-    lease: String(kv.lease),
+    lease: leaseOut(kv.lease),
   };
 }
 

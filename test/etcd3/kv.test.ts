@@ -115,6 +115,10 @@ test('getAll: sort by every target in both orders, with limit', () =>
     assert.equal(top.count, '3');
     // the etcd3 builder rejects unknown names client-side
     assert.throws(() => client.getAll().sort('Bogus' as 'Key', 'Ascend'), /Unexpected "Bogus"/);
+    // inside a txn too: a sorted range as a branch op, behind a compare named by etcd3 ('Version', '>')
+    const tx = await client.if(p + 'a', 'Version', '>', 5).then(client.put(p + 'x').value('1')).else(client.getAll().prefix(p).sort('Create', 'Descend')).commit();
+    assert.equal(tx.succeeded, false);
+    assert.deepEqual(rel(p, tx.responses[0]!.response_range.kvs.map((kv) => kv.key.toString())), ['b', 'a', 'c']);
   }));
 
 test('getAll: sort with limit — limit after sort and filters, more from the filtered list, count ignores both', () =>
