@@ -2,8 +2,8 @@
  * Property: random grant / put-with-lease / keep-alive / revoke / advance-clock / put / delete / demote /
  * promote / checkpoint / recover / close sequences against a naive reference lessor (maps, lists and full
  * scans, no heap); a demoted lessor expires nothing and refuses renewals, a promoted one restarts every
- * lease's TTL (its checkpointed remainder, else the full TTL) after the extension (with fewer leases than
- * the revoke rate, so that promote does not spread expiries). After every step the live keys (with their
+ * lease's TTL (its checkpointed remainder, else the full TTL) after the extension and, with at least
+ * leaseRevokeRate leases, spreads their expiries as etcd does (small revoke rates make that common). After every step the live keys (with their
  * leases), the lease IDs, each lease's keys, TTLs and checkpointed remainder, the store revision and the
  * whole sequence of expiry revokes and checkpoints (which lease, when, in which order) agree with the
  * reference: so the revoke budget (leaseRevokeRate / 2 per loop run, earliest expiry first, ties by ID),
@@ -146,6 +146,44 @@ class RefLessor {
     l.remaining = remaining;
     if (this.primary) this.schedule(id);
     this.log.push(`checkpoint ${id}=${remaining} @${this.now}`);
+  }
+
+  /**
+   * etcd Lessor.Promote: every lease restarts after `extendMs`; with at least `rate` leases, the expiries
+   * are then spread so that at most 3/4 of the revoke rate fall in any one-second window: walking the
+   * leases by expiry, a lease past that share of its window is pushed out by the share it overshoots.
+   */
+  promote(extendMs: number, rate: number): void {
+    this.primary = true;
+    const inIdOrder = [...this.leases.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const restartAt = (id: bigint, delayMs: number): void => {
+      const l = this.leases.get(id)!;
+      l.expiry = this.now + delayMs + extendMs + RefLessor.restart(l) * 1000;
+      this.schedule(id);
+    };
+    for (const id of inIdOrder) restartAt(id, 0);
+    if (inIdOrder.length < rate) return;
+    const remaining = (id: bigint): number => this.leases.get(id)!.expiry - this.now;
+    // A stable sort of the ID order: equal expiries stay in ID order.
+    const byExpiry = inIdOrder.slice().sort((a, b) => remaining(a) - remaining(b));
+    const perWindow = Math.floor((3 * rate) / 4);
+    let windowStart = remaining(byExpiry[0]!);
+    let windowEnd = windowStart + 1000;
+    let inWindow = 0;
+    for (const id of byExpiry) {
+      const left = remaining(id);
+      if (left > windowEnd) {
+        windowStart = left;
+        windowEnd = left + 1000;
+        inWindow = 1;
+        continue;
+      }
+      inWindow++;
+      if (inWindow <= perWindow) continue;
+      const delay = Math.trunc(1000 * (inWindow / perWindow) - (left - windowStart));
+      windowEnd = windowStart + delay;
+      restartAt(id, delay);
+    }
   }
 
   advance(ms: number): void {
@@ -373,19 +411,10 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
         ref.scheduled = [];
         for (const l of ref.leases.values()) l.expiry = Infinity;
         break;
-      case 'promote': {
-        // With leaseRevokeRate leases or more, promote also spreads the expiries (not modelled here).
-        if (ref.leases.size >= cfg.revokeRate) break;
+      case 'promote':
         lessor.promote(o.extendMs);
-        ref.primary = true;
-        const inIdOrder = [...ref.leases.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-        for (const id of inIdOrder) {
-          const l = ref.leases.get(id)!;
-          l.expiry = ref.now + o.extendMs + RefLessor.restart(l) * 1000;
-          ref.schedule(id);
-        }
+        ref.promote(o.extendMs, cfg.revokeRate);
         break;
-      }
       case 'checkpoint': {
         const id = idAt(o.slot);
         if (o.remaining < 0) {
