@@ -130,21 +130,97 @@ function readSnapshotFile(path: string): Uint8Array {
  * `warn` gets what etcd only warns about (default: stderr).
  */
 export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m) => consoleIo.err(`etcdsim serve: ${m}`)): ServeCommandOptions {
-  // 1. What Go's flag package parses (etcd: usage, exit 2).
-  const listen = urlsFlag('--listen-client-urls', f.listenClientUrls);
-  const advertise = f.advertiseClientUrls === undefined ? undefined : urlsFlag('--advertise-client-urls', f.advertiseClientUrls);
-  const peerAdvertise = urlsFlag('--initial-advertise-peer-urls', f.initialAdvertisePeerUrls);
-  urlsFlag('--listen-peer-urls', f.listenPeerUrls);
-  const maxTxnOps = uintFlag('--max-txn-ops', f.maxTxnOps);
-  const maxRequestBytes = uintFlag('--max-request-bytes', f.maxRequestBytes);
-  const heartbeat = uintFlag('--heartbeat-interval', f.heartbeatInterval);
-  const election = uintFlag('--election-timeout', f.electionTimeout);
-  const tokenTtl = uintFlag('--auth-token-ttl', f.authTokenTtl);
-  const bcryptCost = f.bcryptCost === undefined ? undefined : uintFlag('--bcrypt-cost', f.bcryptCost);
-  const progressMs = durationFlag('--experimental-watch-progress-notify-interval', f.experimentalWatchProgressNotifyInterval);
-  const keepAliveMinMs = durationFlag('--grpc-keepalive-min-time', f.grpcKeepaliveMinTime);
-  const quotaBytes = intFlag('--quota-backend-bytes', f.quotaBackendBytes);
-  // etcdsim's own flags (usage, exit 2).
+  // 1. What Go's flag package parses (etcd: usage, exit 2), then etcdsim's own flags.
+  const etcd = parseEtcdFlags(f);
+  const { listen, advertise, peerAdvertise, heartbeat, election } = etcd;
+  const sim = parseSimFlags(f, etcd);
+  const url = listen[0]!;
+
+  // 2. etcd's checks after parsing (etcdmain: "error verifying flags", exit 1), in etcd's order.
+  if (heartbeat === 0n) throw unverified('--heartbeat-interval must be >0 (set to 0ms)');
+  if (election === 0n) throw unverified('--election-timeout must be >0 (set to 0ms)');
+  if (5n * heartbeat > election) throw unverified(`--election-timeout[${election}ms] should be at least as 5 times as --heartbeat-interval[${heartbeat}ms]`);
+  if (election > MAX_ELECTION_MS) throw unverified(`--election-timeout[${election}ms] is too long, and should be set less than ${MAX_ELECTION_MS}ms`);
+
+  // 3. What etcd finds when it starts (exit 1).
+  const clusterIdentities = sim.memberCount > 1 ? initialClusterMembers(f, sim.memberCount) : (checkInitialCluster(f, peerAdvertise), undefined);
+  const tlsWanted = url.scheme === 'https';
+  checkListen(f, listen);
+
+  // 4. What etcd accepts, with a warning or a value of its own.
+  const accepted = acceptedValues(f, etcd, sim.memberCount, warn);
+  const fromSnapshot = f.fromSnapshot === undefined ? undefined : readSnapshotFile(f.fromSnapshot);
+  const tls =
+    tlsWanted && f.certFile !== undefined && f.keyFile !== undefined
+      ? {
+          cert: readPem(f.certFile, 'certificate'),
+          key: readPem(f.keyFile, 'key'),
+          ca: f.trustedCaFile === undefined ? undefined : readPem(f.trustedCaFile, 'CA'),
+          clientCertAuth: f.clientCertAuth === true,
+        }
+      : undefined;
+  return {
+    host: url.host,
+    port: portOf(url),
+    allowNonLoopback: f.allowNonLoopback,
+    memberName: f.name,
+    maxTxnOps: clamp(etcd.maxTxnOps),
+    maxRequestBytes: clamp(etcd.maxRequestBytes),
+    watchProgressNotifyIntervalMs: accepted.watchProgressNotifyIntervalMs,
+    grpcKeepAliveMinTimeMs: etcd.keepAliveMinMs,
+    quotaBackendBytes: Number(etcd.quotaBytes),
+    heartbeatIntervalMs: Number(heartbeat),
+    electionTicks: Number(election / heartbeat),
+    seed: sim.seed,
+    clockSpeed: sim.clockSpeed,
+    etcdVersion: f.etcdVersion as EtcdVersion,
+    // etcd: a TTL of 0 is the default (300 s); past ~285,000 years a TTL is as good as forever.
+    authTokenTTL: etcd.tokenTtl === 0n ? DEFAULT_TOKEN_TTL_S : Math.min(clamp(etcd.tokenTtl), Math.floor(Number.MAX_SAFE_INTEGER / 1000)),
+    authHashCost: accepted.authHashCost,
+    clientUrls: advertise?.map((u) => u.raw),
+    peerUrls: peerAdvertise.map((u) => u.raw),
+    initialClusterToken: f.initialClusterToken,
+    tls,
+    fromSnapshot,
+    ...(clusterIdentities === undefined
+      ? {}
+      : {
+          members: listen.map((u, i) => ({
+            host: u.host,
+            port: portOf(u),
+            name: clusterIdentities[i]?.name,
+            peerUrls: clusterIdentities[i]?.peerUrls,
+            clientUrls: advertise === undefined ? undefined : [advertise[i]!.raw],
+          })),
+          // etcd's --pre-vote: off by default in 3.4, on from 3.5.
+          preVote: f.preVote ?? f.etcdVersion !== '3.4',
+        }),
+  };
+}
+
+/** etcd's flags as Go's flag package reads them, in the order it reports a bad one (usage, exit 2). */
+function parseEtcdFlags(f: ServeFlags) {
+  return {
+    listen: urlsFlag('--listen-client-urls', f.listenClientUrls),
+    advertise: f.advertiseClientUrls === undefined ? undefined : urlsFlag('--advertise-client-urls', f.advertiseClientUrls),
+    peerAdvertise: urlsFlag('--initial-advertise-peer-urls', f.initialAdvertisePeerUrls),
+    listenPeer: urlsFlag('--listen-peer-urls', f.listenPeerUrls),
+    maxTxnOps: uintFlag('--max-txn-ops', f.maxTxnOps),
+    maxRequestBytes: uintFlag('--max-request-bytes', f.maxRequestBytes),
+    heartbeat: uintFlag('--heartbeat-interval', f.heartbeatInterval),
+    election: uintFlag('--election-timeout', f.electionTimeout),
+    tokenTtl: uintFlag('--auth-token-ttl', f.authTokenTtl),
+    bcryptCost: f.bcryptCost === undefined ? undefined : uintFlag('--bcrypt-cost', f.bcryptCost),
+    progressMs: durationFlag('--experimental-watch-progress-notify-interval', f.experimentalWatchProgressNotifyInterval),
+    keepAliveMinMs: durationFlag('--grpc-keepalive-min-time', f.grpcKeepaliveMinTime),
+    quotaBytes: intFlag('--quota-backend-bytes', f.quotaBackendBytes),
+  };
+}
+
+type EtcdFlags = ReturnType<typeof parseEtcdFlags>;
+
+/** etcdsim's own flags, and how --members fits the client URLs (usage, exit 2). */
+function parseSimFlags(f: ServeFlags, { listen, advertise }: EtcdFlags): { seed: bigint; clockSpeed: number; memberCount: number } {
   if (!(ETCD_VERSIONS as readonly string[]).includes(f.etcdVersion)) throw invalid('--etcd-version', f.etcdVersion, `must be one of ${ETCD_VERSIONS.join(', ')}`);
   const seed = /^\d+$/.test(f.seed) ? BigInt(f.seed) : undefined;
   if (seed === undefined || seed >= 2n ** 64n) throw invalid('--seed', f.seed, 'must be an integer from 0 to 18446744073709551615');
@@ -169,16 +245,14 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
     throw invalid('--advertise-client-urls', f.advertiseClientUrls ?? '', `--members ${memberCount} takes one advertised client URL per member`);
   }
   if (memberCount > 1 && f.fromSnapshot !== undefined) throw invalid('--from-snapshot', f.fromSnapshot, 'a simulated cluster starts empty (--from-snapshot serves one member)');
+  return { seed, clockSpeed, memberCount };
+}
+
+const portOf = (u: EtcdUrl): number => (u.port === '' ? 0 : Number(u.port));
+
+/** What etcd finds when it starts to listen (exit 1): TLS files for https, valid and distinct ports, loopback. */
+function checkListen(f: ServeFlags, listen: readonly EtcdUrl[]): void {
   const url = listen[0]!;
-
-  // 2. etcd's checks after parsing (etcdmain: "error verifying flags", exit 1), in etcd's order.
-  if (heartbeat === 0n) throw unverified('--heartbeat-interval must be >0 (set to 0ms)');
-  if (election === 0n) throw unverified('--election-timeout must be >0 (set to 0ms)');
-  if (5n * heartbeat > election) throw unverified(`--election-timeout[${election}ms] should be at least as 5 times as --heartbeat-interval[${heartbeat}ms]`);
-  if (election > MAX_ELECTION_MS) throw unverified(`--election-timeout[${election}ms] is too long, and should be set less than ${MAX_ELECTION_MS}ms`);
-
-  // 3. What etcd finds when it starts (exit 1).
-  const clusterIdentities = memberCount > 1 ? initialClusterMembers(f, memberCount) : (checkInitialCluster(f, peerAdvertise), undefined);
   const tlsWanted = url.scheme === 'https';
   if (tlsWanted && f.certFile === undefined && f.keyFile === undefined) {
     // etcd: "TLS key/cert (--cert-file, --key-file) must be provided for client url https://... with HTTPS scheme"
@@ -187,7 +261,6 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
   if (tlsWanted && (f.certFile === undefined) !== (f.keyFile === undefined)) {
     throw new CliError(`--cert-file and --key-file go together (etcd: KeyFile and CertFile must both be present[key: ${f.keyFile ?? ''}, cert: ${f.certFile ?? ''}])`, 1);
   }
-  const portOf = (u: EtcdUrl): number => (u.port === '' ? 0 : Number(u.port));
   for (const u of listen) {
     if (portOf(u) > 65535) throw new CliError(`listen tcp: address ${u.port}: invalid port`, 1);
     if (!isLoopback(u.host) && !f.allowNonLoopback) {
@@ -196,14 +269,21 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
   }
   const fixedPorts = listen.map(portOf).filter((p) => p !== 0);
   if (new Set(fixedPorts).size !== fixedPorts.length) throw new CliError(`listen tcp: two members on one port (${f.listenClientUrls})`, 1);
-  const port = portOf(url);
+}
 
-  // 4. What etcd accepts, with a warning or a value of its own.
+/** What etcd accepts with a warning, or replaces with a value of its own, in the order etcd warns. */
+function acceptedValues(
+  f: ServeFlags,
+  { listen, quotaBytes, maxRequestBytes, bcryptCost, progressMs }: EtcdFlags,
+  memberCount: number,
+  warn: (msg: string) => void,
+): { authHashCost: number | undefined; watchProgressNotifyIntervalMs: number } {
+  const url = listen[0]!;
   if (memberCount > 1 && (f.name !== SERVE_FLAG_DEFAULTS.name || f.initialAdvertisePeerUrls !== SERVE_FLAG_DEFAULTS.initialAdvertisePeerUrls || f.listenPeerUrls !== SERVE_FLAG_DEFAULTS.listenPeerUrls)) {
     warn('with --members, each member\'s name and peer URLs come from --initial-cluster: ignoring --name, --initial-advertise-peer-urls and --listen-peer-urls');
   }
   // etcd serves plaintext on an http:// URL and only warns that the key/cert files are ignored.
-  if (!tlsWanted && (f.certFile !== undefined || f.keyFile !== undefined)) warn(`the scheme of client url ${url.raw} is HTTP while key/cert files are presented: ignoring them`);
+  if (url.scheme !== 'https' && (f.certFile !== undefined || f.keyFile !== undefined)) warn(`the scheme of client url ${url.raw} is HTTP while key/cert files are presented: ignoring them`);
   if (quotaBytes > MAX_QUOTA_BYTES) warn(`quota exceeds the maximum value: ${quotaBytes} bytes (maximum ${MAX_QUOTA_BYTES})`);
   if (maxRequestBytes > BigInt(MAX_REQUEST_BYTES_RECOMMENDED)) warn(`MaxRequestBytes ${maxRequestBytes} exceeds maximum recommended size ${MAX_REQUEST_BYTES_RECOMMENDED}`);
   let authHashCost: number | undefined;
@@ -218,54 +298,7 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
     warn(`adjusting watch progress notify interval to minimum period ${PROGRESS_MIN_MS}ms`);
     watchProgressNotifyIntervalMs = PROGRESS_MIN_MS;
   } else if (progressMs > 0) watchProgressNotifyIntervalMs = Math.round(progressMs);
-
-  const fromSnapshot = f.fromSnapshot === undefined ? undefined : readSnapshotFile(f.fromSnapshot);
-  const tls =
-    tlsWanted && f.certFile !== undefined && f.keyFile !== undefined
-      ? {
-          cert: readPem(f.certFile, 'certificate'),
-          key: readPem(f.keyFile, 'key'),
-          ca: f.trustedCaFile === undefined ? undefined : readPem(f.trustedCaFile, 'CA'),
-          clientCertAuth: f.clientCertAuth === true,
-        }
-      : undefined;
-  return {
-    host: url.host,
-    port,
-    allowNonLoopback: f.allowNonLoopback,
-    memberName: f.name,
-    maxTxnOps: clamp(maxTxnOps),
-    maxRequestBytes: clamp(maxRequestBytes),
-    watchProgressNotifyIntervalMs,
-    grpcKeepAliveMinTimeMs: keepAliveMinMs,
-    quotaBackendBytes: Number(quotaBytes),
-    heartbeatIntervalMs: Number(heartbeat),
-    electionTicks: Number(election / heartbeat),
-    seed,
-    clockSpeed,
-    etcdVersion: f.etcdVersion as EtcdVersion,
-    // etcd: a TTL of 0 is the default (300 s); past ~285,000 years a TTL is as good as forever.
-    authTokenTTL: tokenTtl === 0n ? DEFAULT_TOKEN_TTL_S : Math.min(clamp(tokenTtl), Math.floor(Number.MAX_SAFE_INTEGER / 1000)),
-    authHashCost,
-    clientUrls: advertise?.map((u) => u.raw),
-    peerUrls: peerAdvertise.map((u) => u.raw),
-    initialClusterToken: f.initialClusterToken,
-    tls,
-    fromSnapshot,
-    ...(clusterIdentities === undefined
-      ? {}
-      : {
-          members: listen.map((u, i) => ({
-            host: u.host,
-            port: portOf(u),
-            name: clusterIdentities[i]?.name,
-            peerUrls: clusterIdentities[i]?.peerUrls,
-            clientUrls: advertise === undefined ? undefined : [advertise[i]!.raw],
-          })),
-          // etcd's --pre-vote: off by default in 3.4, on from 3.5.
-          preVote: f.preVote ?? f.etcdVersion !== '3.4',
-        }),
-  };
+  return { authHashCost, watchProgressNotifyIntervalMs };
 }
 
 /** --initial-cluster's NAME=URL pairs in order, each URL checked as etcd checks it (exit 1, etcd's words). */
