@@ -24,7 +24,8 @@
  *   socket's buffer hold 64 KiB (a peer may grant a large window and read nothing): the write quota then
  *   pushes back on the server, as grpc-go's blocked writer does, instead of the socket buffering it. The
  *   replies the peer's own frames earn (SETTINGS ACK, PING ACK, RST_STREAM) cannot wait so, hence: past 50
- *   of them queued in the socket, reading stops until they leave (grpc-go's throttle).
+ *   of them queued in the socket, reading stops until they leave (grpc-go's throttle); so it does while the
+ *   socket holds 256 KiB (response HEADERS and trailers of calls a peer keeps opening without reading).
  * - Memory held per connection, whatever the input: the unparsed rest of one socket read (reading pauses as
  *   above) plus at most one frame (SETTINGS_MAX_FRAME_SIZE), a header block being continued (maxHeaderBlock,
  *   frame headers counted), the HPACK table (SETTINGS_HEADER_TABLE_SIZE), 1024 remembered reset ids, and per
@@ -152,6 +153,13 @@ const MAX_QUEUED_CONTROL = 50;
 
 /** Output (batch and socket buffer) past which DATA waits in its stream's queue, under the write quota. */
 const OUTPUT_LIMIT = 64 * 1024;
+
+/**
+ * Output past which the connection stops reading the peer's frames until the socket drains. DATA stops at
+ * OUTPUT_LIMIT, so only what cannot wait in a stream piles up here: response HEADERS and trailers of the
+ * calls the peer's own frames keep opening, which a peer that reads nothing would otherwise grow without end.
+ */
+const OUTPUT_PAUSE = 256 * 1024;
 
 /** How many ids of streams we reset are remembered, so frames the peer had in flight on them are ignored. */
 const RESET_MEMORY = 1024;
@@ -341,7 +349,9 @@ export class Http2ServerConnection {
     socket.on('error', () => {}); // 'close' follows
     socket.on('close', () => this.onSocketClose());
     socket.on('drain', () => {
-      if (this.blocked.size > 0 && !this.dead) this.pumpBlocked();
+      if (this.dead) return;
+      if (this.blocked.size > 0) this.pumpBlocked();
+      if (this.readPaused && !this.replyBacklog()) this.resumeReading();
     });
     if (options.head !== undefined && options.head.length > 0) this.onRead(options.head);
     else this.flush();
@@ -407,7 +417,9 @@ export class Http2ServerConnection {
       return;
     }
     this.inRead = false;
-    if (!this.dead) this.flush();
+    if (this.dead) return;
+    this.flush();
+    if (!this.readPaused && this.socket.writableLength >= OUTPUT_PAUSE) this.pauseReading();
   }
 
   private parse(): void {
@@ -429,17 +441,26 @@ export class Http2ServerConnection {
       p = start + len;
       this.onFrame(buf[start - 6]!, buf[start - 5]!, buf.readUInt32BE(start - 4) & 0x7fffffff, buf, start, p);
       if (this.dead) return;
-      if (this.controlBatch >= MAX_QUEUED_CONTROL) {
+      if (this.controlBatch >= MAX_QUEUED_CONTROL || this.writer.pendingBytes >= OUTPUT_PAUSE) {
         this.flush();
-        if (this.controlQueued >= MAX_QUEUED_CONTROL) {
+        if (this.replyBacklog()) {
           // The peer does not read our replies: read no more of its frames until they are taken.
-          this.readPaused = true;
-          this.socket.pause();
+          this.pauseReading();
           break;
         }
       }
     }
     this.buf = p === buf.length ? Buffer.alloc(0) : buf.subarray(p);
+  }
+
+  /** Whether the peer leaves so much of our output unread that its frames wait (see MAX_QUEUED_CONTROL, OUTPUT_PAUSE). */
+  private replyBacklog(): boolean {
+    return this.controlQueued >= MAX_QUEUED_CONTROL || this.socket.writableLength >= OUTPUT_PAUSE;
+  }
+
+  private pauseReading(): void {
+    this.readPaused = true;
+    this.socket.pause();
   }
 
   private onFrame(type: number, flags: number, id: number, buf: Buffer, start: number, end: number): void {
@@ -986,7 +1007,7 @@ export class Http2ServerConnection {
     this.writer.flush(() => {
       if (epoch !== this.controlEpoch) return;
       this.controlQueued -= n;
-      if (this.readPaused && this.controlQueued < MAX_QUEUED_CONTROL) this.resumeReading();
+      if (this.readPaused && !this.replyBacklog()) this.resumeReading();
     });
     if (this.socket.writableLength === 0) {
       // Everything written so far went to the kernel already: nothing is queued.

@@ -120,16 +120,18 @@ test('after such a complete exchange: HEADERS reusing its id is a connection err
   }
 });
 
-test('a peer that sends PINGs and reads none of the answers is throttled: the server stops reading while 50 of its replies wait', async () => {
-  // 17 MB of PING ACKs, more than the kernel's buffers on both ends take while the client reads nothing.
-  const pings = 1_000_000;
-  const flood = Buffer.allocUnsafe(pings * PING.length);
-  for (let at = 0; at < flood.length; at += PING.length) PING.copy(flood, at);
-  // The server socket's write buffer, sampled after every read the connection handled.
+/**
+ * Sends `flood` (after the preface) from a client that reads nothing until the server stopped reading it
+ * (its socket paused) or read it all, then reads until `expected` octets came back. Returns the most the
+ * server's socket held in its write buffer, sampled after every read the connection handled.
+ */
+async function floodUnread(flood: Buffer, expected: number, onStream: (st: H2Stream) => void = () => {}): Promise<number> {
   let maxQueued = 0;
   let serverStopped: (() => void) | undefined;
-  const srv = await startServer(() => {});
+  let serverSocket: net.Socket | undefined;
+  const srv = await startServer(onStream);
   const raw = net.createServer((socket) => {
+    serverSocket = socket;
     srv.accept(socket);
     socket.on('data', () => {
       maxQueued = Math.max(maxQueued, socket.writableLength);
@@ -147,21 +149,53 @@ test('a peer that sends PINGs and reads none of the answers is throttled: the se
       client.write(Buffer.concat([CLIENT_PREFACE, settingsFrame([])]));
       client.write(flood);
     });
-    // Now the client reads: every PING is answered in the end.
+    await new Promise((resolve) => setImmediate(resolve)); // the read that stopped it is written out
+    maxQueued = Math.max(maxQueued, serverSocket?.writableLength ?? 0);
+    // Now the client reads: everything is answered in the end.
     let received = 0;
     await new Promise<void>((resolve) => {
       client.on('data', (d: Buffer) => {
         received += d.length;
-        if (received >= flood.length) resolve();
+        if (received >= expected) resolve();
       });
       client.resume();
     });
-    assert.ok(maxQueued <= 64 * 1024, `the server's write buffer held ${maxQueued} octets`);
+    return maxQueued;
   } finally {
     client.destroy();
     await new Promise<void>((resolve) => raw.close(() => resolve()));
     await srv.close();
   }
+}
+
+test('a peer that sends PINGs and reads none of the answers is throttled: the server stops reading while 50 of its replies wait', async () => {
+  // 17 MB of PING ACKs, more than the kernel's buffers on both ends take while the client reads nothing.
+  const pings = 1_000_000;
+  const flood = Buffer.allocUnsafe(pings * PING.length);
+  for (let at = 0; at < flood.length; at += PING.length) PING.copy(flood, at);
+  const maxQueued = await floodUnread(flood, flood.length);
+  assert.ok(maxQueued <= 64 * 1024, `the server's write buffer held ${maxQueued} octets`);
+});
+
+test('a peer that opens streams and reads none of the answers is throttled: the server stops reading while 256 KiB of them wait', async () => {
+  // Requests of 13 octets (their header fields indexed once, then referenced), each answered by a status
+  // of 12 KB: 60 MB of answers, more than the kernel's buffers take while the client reads nothing (up to
+  // 4 MiB sent and 32 MiB received on Linux's defaults).
+  const streams = 5000;
+  const message = 'x'.repeat(12_000);
+  const first = Buffer.concat([Buffer.from([0x83, 0x86]), Buffer.from([0x44, 0x06]), Buffer.from('/p.S/M'), Buffer.from([0x41, 0x01, 0x61])]);
+  const refs = Buffer.from([0x83, 0x86, 0xbf, 0xbe]);
+  const parts: Buffer[] = [frame(FrameType.HEADERS, Flags.END_HEADERS | Flags.END_STREAM, 1, first)];
+  for (let id = 3; id < 2 * streams; id += 2) parts.push(frame(FrameType.HEADERS, Flags.END_HEADERS | Flags.END_STREAM, id, refs));
+  const flood = Buffer.concat(parts);
+  const answer = [':status', '200', 'grpc-status', '13', 'grpc-message', message];
+  let answered = 0;
+  const maxQueued = await floodUnread(flood, streams * (9 + new HpackEncoder().encode(answer).length), (st) => {
+    answered++;
+    st.respond(answer, true);
+  });
+  assert.equal(answered, streams);
+  assert.ok(maxQueued <= 300 * 1024, `the server's write buffer held ${maxQueued} octets`);
 });
 
 test('a peer that grants a huge window and reads nothing: DATA waits in the stream (write() says false) instead of the socket buffer', async () => {
