@@ -104,7 +104,7 @@ export async function replayFile(file: string, address: string, etcdVersion: Etc
   } catch (err) {
     throw new CliError(`--replay ${file}: ${err instanceof Error ? err.message : String(err)}`);
   }
-  if (!scenario.complete) io.err(`etcdsim diff: ${file} does not start at the shadow's start (older steps were dropped); the replay may not reach the same state`);
+  if (!scenario.complete) io.err(`etcdsim diff: ${file} does not start from a fresh etcd (older steps were dropped, or the etcd held data when the shadow started); the replay may not reach the same state`);
   const r = await replayScenario(scenario, address, { etcdVersion, ...timing });
   io.out(`replayed ${r.steps} requests of ${file} against etcd ${address} and the simulator (${etcdVersion})`);
   for (const l of r.report.summary()) io.out(l);

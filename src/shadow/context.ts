@@ -31,6 +31,29 @@ export interface ShadowContext {
   leaseGone(id: string | undefined): void;
   /** Numbers a new stream, from 1, for the scenario log. */
   nextStream(): number;
+  readonly tokens: TokenMap;
+}
+
+/**
+ * Auth tokens: the application's token goes to etcd unchanged; the simulator, which keeps its own auth
+ * state (users, roles, the enabled flag, all followed from the calls), gave its own token for the same
+ * Authenticate. A call carrying etcd's token is asked of the simulator with the simulator's token from that
+ * Authenticate. A token the shadow never saw issued (one from before it started) has no counterpart, and
+ * such a call is not compared. Bounded: the oldest pairs are forgotten first.
+ */
+export class TokenMap {
+  private readonly pairs = new Map<string, string>();
+
+  constructor(private readonly max = 10_000) {}
+
+  learn(etcdToken: string, simToken: string): void {
+    this.pairs.set(etcdToken, simToken);
+    if (this.pairs.size > this.max) this.pairs.delete(this.pairs.keys().next().value!);
+  }
+
+  simToken(etcdToken: string): string | undefined {
+    return this.pairs.get(etcdToken);
+  }
 }
 
 export function outcomeText(o: Outcome): string {

@@ -53,6 +53,7 @@ export class Follower {
   private pumping = false;
   /** The grace for in-flight writes ran out: the waiting revision's events go in now. */
   private graceExpired = false;
+  private rootToken: string | undefined;
 
   constructor(
     readonly sim: EtcdSim,
@@ -166,13 +167,32 @@ export class Follower {
             ? { request_delete_range: { key: e.kv!.key, range_end: Buffer.alloc(0) } }
             : { request_put: { key: e.kv!.key, value: e.kv!.value, lease: e.kv!.lease } },
         );
-        sim.services.kv.txn({ compare: [], success, failure: [] });
+        sim.services.kv.txn({ compare: [], success, failure: [] }, this.asRoot());
       }
     } catch (err) {
       this.hooks.onFollowError(rev, err instanceof Error ? err.message : String(err));
     }
     if (this.revision !== rev) {
       this.hooks.onFollowError(rev, `the simulator is at revision ${this.revision} after applying etcd's revision ${rev}`);
+    }
+  }
+
+  /**
+   * etcd made the revision, whoever asked: with auth on, the simulator applies it as root, with a token of
+   * its own (its clock never moves, so the token never expires; a new one after auth was turned off and on).
+   */
+  private asRoot(): { token: string } | undefined {
+    const auth = this.sim.server.auth;
+    if (!auth.enabled) return undefined;
+    if (this.rootToken === undefined || !this.validToken(this.rootToken)) this.rootToken = auth.tokens.assign('root', this.sim.server.raftIndex, auth.revision);
+    return { token: this.rootToken };
+  }
+
+  private validToken(token: string): boolean {
+    try {
+      return this.sim.server.auth.authInfo(token) !== undefined;
+    } catch {
+      return false;
     }
   }
 

@@ -5,7 +5,8 @@
  * against a fresh etcd, request by request.
  *
  * Bounded: past `max` entries the oldest are dropped and the record says it no longer starts at the
- * shadow's start (a replay then needs the etcd's state at its first entry).
+ * shadow's start (a replay then needs the etcd's state at its first entry), as it does when the etcd held
+ * data before the shadow started.
  */
 import { Buffer } from 'node:buffer';
 import { jsonBytes } from './report.js';
@@ -25,7 +26,11 @@ export interface ScenarioFile {
   readonly format: 'etcdsim-shadow-scenario/1';
   readonly etcdVersion: string;
   readonly startRevision: number;
-  /** false: older steps were dropped (the record is bounded). */
+  /**
+   * false: the record does not start from a fresh etcd — older steps were dropped (the record is bounded),
+   * or the etcd had a history or leases when the shadow started (seed.ts) — so a replay on a fresh etcd
+   * lacks the state the first step was answered in.
+   */
   readonly complete: boolean;
   readonly steps: readonly ScenarioEntry[];
 }
@@ -38,6 +43,8 @@ export class ScenarioLog {
     private readonly startRevision: number,
     private readonly etcdVersion: string,
     private readonly max = 10_000,
+    /** The etcd had a history or leases when the shadow started. */
+    private readonly seeded = false,
   ) {}
 
   add(rpc: string, request: unknown, etcd: unknown, stream?: number): void {
@@ -49,7 +56,7 @@ export class ScenarioLog {
   }
 
   text(): string {
-    const file: ScenarioFile = { format: 'etcdsim-shadow-scenario/1', etcdVersion: this.etcdVersion, startRevision: this.startRevision, complete: this.dropped === 0, steps: this.entries };
+    const file: ScenarioFile = { format: 'etcdsim-shadow-scenario/1', etcdVersion: this.etcdVersion, startRevision: this.startRevision, complete: this.dropped === 0 && !this.seeded, steps: this.entries };
     return JSON.stringify(file, jsonBytes, 1) + '\n';
   }
 }

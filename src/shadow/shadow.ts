@@ -10,17 +10,17 @@
  */
 import { Buffer } from 'node:buffer';
 import { createEtcdSim, type EtcdSim } from '../client/create.js';
-import { connectEtcd, type EtcdGrpcClient } from '../grpc/client.js';
+import { connectEtcd } from '../grpc/client.js';
 import type { EtcdVersion } from '../mvcc/index.js';
 import { etcdService, type EtcdServiceName } from '../proto/index.js';
 import { text } from '../diff/normalise.js';
 import { simTarget } from '../diff/target.js';
-import { keyspaceEmpty } from '../diff/reset.js';
-import type { ShadowContext } from './context.js';
+import { TokenMap, type ShadowContext } from './context.js';
 import { Follower } from './follower.js';
 import { startProxy, type Proxy, type TappedCall } from './proxy.js';
 import { ShadowReport } from './report.js';
 import { ScenarioLog } from './scenario.js';
+import { snapshotOf } from './seed.js';
 import { keepAliveCall, watchCall, type Codec } from './stream_calls.js';
 import type { StreamCompare } from './streams.js';
 import { UNARY, unaryStep } from './unary.js';
@@ -67,7 +67,7 @@ function codecOf(path: string): Codec | undefined {
     if (m !== null) {
       try {
         const def = etcdService(m[1] as EtcdServiceName).service[m[2]!];
-        if (def !== undefined) c = { req: (b) => def.requestDeserialize(b), res: (b) => def.responseDeserialize(b) };
+        if (def !== undefined) c = { req: (b) => def.requestDeserialize(b), res: (b) => def.responseDeserialize(b), wire: (m) => def.responseDeserialize(def.responseSerialize(m)) };
       } catch {
         c = null;
       }
@@ -77,41 +77,29 @@ function codecOf(path: string): Codec | undefined {
   return codecs.get(path) ?? undefined;
 }
 
-/** The etcd's revision now; it must hold no keys and no leases (the simulator starts from the same state). */
-async function startRevision(client: EtcdGrpcClient, etcd: string): Promise<number> {
-  const state = await keyspaceEmpty(client);
-  if (!state.empty) throw new Error(`the etcd at ${etcd} holds ${state.keys} keys and ${state.leases} leases: the shadow follows an etcd from an empty keyspace`);
-  return Number((await client.kv.range({ key: Buffer.from([0]), count_only: true })).header.revision);
-}
-
-/** A simulator of the release asked, on a clock that never moves (etcd's clock decides), at etcd's revision. */
-function followingSim(o: ShadowOptions, version: EtcdVersion, startRev: number): EtcdSim {
+/** A simulator of the release asked, on a clock that never moves (etcd's clock decides), holding etcd's state (seed.ts). */
+function followingSim(o: ShadowOptions, version: EtcdVersion, snapshot: Buffer): EtcdSim {
   const heartbeatMs = o.heartbeatMs ?? 100;
   const electionMs = o.electionMs ?? 1000;
-  const sim = createEtcdSim({
+  return createEtcdSim({
     time: 'virtual',
     etcdVersion: version,
     version: version === '3.4' ? '3.4.23' : undefined,
     seed: 1,
     heartbeatIntervalMs: heartbeatMs,
     electionTicks: Math.max(1, Math.round(electionMs / heartbeatMs)),
+    fromSnapshot: snapshot,
   });
-  sim.restore({ currentRev: startRev, compactRev: startRev, keys: [], log: [[]], logStart: startRev });
-  return sim;
 }
 
 export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
-  const client = connectEtcd(o.etcd);
-  let startRev: number;
-  try {
-    startRev = await startRevision(client, o.etcd);
-  } catch (err) {
-    client.close();
-    throw err;
-  }
   const version = o.etcdVersion ?? '3.4';
-  const sim = followingSim(o, version, startRev);
-  const ctx = shadowContext(o, sim, new ScenarioLog(startRev, version));
+  const sim = followingSim(o, version, await snapshotOf(o.etcd));
+  const startRev = sim.mvcc.currentRevision;
+  const client = connectEtcd(o.etcd);
+  // An etcd past its first revision has a history (kept or compacted) that a fresh etcd replaying the log would lack.
+  const held = startRev > 1 || sim.lessor.leases().length > 0;
+  const ctx = shadowContext(o, sim, new ScenarioLog(startRev, version, undefined, held));
   // The shadow's own watch: every revision etcd makes, for those no answer through the proxy accounts for.
   const own = client.watch.watch();
   own.onResponse((rs) => {
@@ -190,6 +178,7 @@ function shadowContext(o: ShadowOptions, sim: EtcdSim, log: ScenarioLog): Shadow
       if (sim.lessor.exists(l) && sim.lessor.keyStringsOf(l).length === 0) sim.lessor.expire(l);
     },
     nextStream: () => ++streamCount,
+    tokens: new TokenMap(),
   };
 }
 
@@ -203,8 +192,14 @@ function tapCall(ctx: ShadowContext, path: string, headers: TappedCall['headers'
     report.notCompared(rpc, 'unknown method');
     return undefined;
   }
-  if (path === '/etcdserverpb.Watch/Watch') return watchCall(ctx, rpc, codec);
-  if (path === '/etcdserverpb.Lease/LeaseKeepAlive') return keepAliveCall(ctx, rpc, codec);
+  const token = headers['token'];
+  const call = typeof token === 'string' ? { token: ctx.tokens.simToken(token) } : undefined;
+  if (call !== undefined && call.token === undefined && (path === '/etcdserverpb.Watch/Watch' || path === '/etcdserverpb.Lease/LeaseKeepAlive')) {
+    report.notCompared(rpc, 'a token from before the shadow');
+    return undefined;
+  }
+  if (path === '/etcdserverpb.Watch/Watch') return watchCall(ctx, rpc, codec, call);
+  if (path === '/etcdserverpb.Lease/LeaseKeepAlive') return keepAliveCall(ctx, rpc, codec, call);
   const writes = WRITES.has(path) || WRITING_SERVICES.some((p) => path.startsWith(p));
   const rule = UNARY.get(path);
   let req: unknown;
@@ -228,8 +223,10 @@ function tapCall(ctx: ShadowContext, path: string, headers: TappedCall['headers'
       if (rule === undefined) report.notCompared(rpc, 'not shadowed');
       else if (untapped !== undefined) report.notCompared(rpc, untapped);
       else if (status === undefined) report.notCompared(rpc, 'canceled or reset');
-      else if (headers['token'] !== undefined || headers['authorization'] !== undefined) report.notCompared(rpc, 'made with an auth token');
-      else follower.add(unaryStep(ctx, rule, rpc, (req ?? {}) as Record<string, unknown>, status === 0 ? { ok: res } : { err: { code: status, details: message } }));
+      else {
+        if (call !== undefined && call.token === undefined) report.notCompared(rpc, 'a token from before the shadow');
+        else follower.add(unaryStep(ctx, rule, rpc, (req ?? {}) as Record<string, unknown>, status === 0 ? { ok: res } : { err: { code: status, details: message } }, call, codec.wire));
+      }
       if (counted) {
         counted = false;
         follower.writeEnded();

@@ -8,14 +8,17 @@
  */
 import type { Buffer } from 'node:buffer';
 import { canon, text } from '../diff/normalise.js';
+import type { CallContext } from '../server/call_context.js';
 import type * as M from '../server/messages.js';
 import { NO_LEASES, type ShadowContext } from './context.js';
 import type { TappedCall } from './proxy.js';
 import { StreamCompare, watchItems } from './streams.js';
 
+/** A method's messages: decoded from the wire, and a response put through the wire form. */
 export interface Codec {
   req(b: Buffer): unknown;
   res(b: Buffer): unknown;
+  wire(res: unknown): unknown;
 }
 
 /** A step that runs once the simulator reaches etcd's revision `rev` and makes none itself. */
@@ -23,9 +26,9 @@ function at(rev: number | undefined, run: () => void): { rev: number | undefined
   return { rev, makesRevision: () => false, skip: () => undefined, run };
 }
 
-export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec): TappedCall {
+export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec, call: CallContext | undefined): TappedCall {
   const stream = ctx.nextStream();
-  const simCall = ctx.sim.services.watch.watch();
+  const simCall = ctx.sim.services.watch.watch(call);
   const cmp = new StreamCompare(rpc, simCall, (r) => watchItems(r as M.WatchResponse), ctx.diverge, ctx.report);
   ctx.streams.add(cmp);
   const creates: unknown[] = [];
@@ -76,9 +79,9 @@ export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec): Tapped
   };
 }
 
-export function keepAliveCall(ctx: ShadowContext, rpc: string, codec: Codec): TappedCall {
+export function keepAliveCall(ctx: ShadowContext, rpc: string, codec: Codec, call: CallContext | undefined): TappedCall {
   const stream = ctx.nextStream();
-  const simCall = ctx.sim.services.lease.leaseKeepAlive();
+  const simCall = ctx.sim.services.lease.leaseKeepAlive(call);
   const cmp = new StreamCompare(rpc, simCall, (r) => [{ key: String((r as M.LeaseKeepAliveResponse).ID), item: text(canon(r, NO_LEASES)) }], ctx.diverge, ctx.report);
   ctx.streams.add(cmp);
   return {

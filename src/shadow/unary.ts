@@ -9,6 +9,7 @@
  */
 import { canon, text, type Canon } from '../diff/normalise.js';
 import type { EtcdSim } from '../client/create.js';
+import type { CallContext } from '../server/call_context.js';
 import type * as M from '../server/messages.js';
 import { isObj, NO_LEASES, outcomeText, simOutcome, type Outcome, type ShadowContext } from './context.js';
 import type { Step } from './follower.js';
@@ -22,8 +23,10 @@ export interface UnaryRule {
   readonly late?: 'read' | 'as-is';
   /** Before asking the simulator: what etcd's answer says it must follow (a lease gone on etcd). */
   follow?(ctx: ShadowContext, req: Msg, ok: Msg | undefined): void;
-  /** The simulator's answer (throws etcd's error). */
-  ask(sim: EtcdSim, req: Msg, ok: Msg | undefined): unknown;
+  /** The simulator's answer (throws etcd's error); `call` carries the simulator's token for etcd's. */
+  ask(sim: EtcdSim, req: Msg, ok: Msg | undefined, call: CallContext | undefined): unknown;
+  /** After both answered: what the shadow learns from them (the token pair of an Authenticate). */
+  learn?(ctx: ShadowContext, mine: Outcome, etcd: Outcome): void;
   /** etcd's canonical answer with what is time made the simulator's. */
   free?(mine: Canon, etcd: Canon): Canon;
   /** The request as the scenario log records it (for a replay to mean the same). */
@@ -39,18 +42,63 @@ function txnWrote(r: M.TxnResponse): boolean {
   );
 }
 
+type Method = (req: Msg, call: CallContext | undefined) => unknown;
+
+/** The simulator's service method of the same name (`Auth/UserAdd` is `services.auth.userAdd`). */
+function byName(service: keyof EtcdSim['services'], method: string): UnaryRule['ask'] {
+  const name = method[0]!.toLowerCase() + method.slice(1);
+  return (s, r, _ok, call) => {
+    const svc = s.services[service] as unknown as Record<string, Method>;
+    return svc[name]!.call(svc, r, call);
+  };
+}
+
+/** etcd's own answer for fields `keep` of the simulator's (what the real etcd's configuration and Raft decide). */
+function fromSim(...keep: string[]): (mine: Canon, etcd: Canon) => Canon {
+  return (mine, etcd) => {
+    if (!isObj(mine) || !isObj(etcd)) return etcd;
+    const out = { ...etcd };
+    for (const k of keep) if (k in mine) out[k] = mine[k]!;
+    return out;
+  };
+}
+
+/** Auth's calls (no revision made; the header is the current revision). */
+const AUTH = ['AuthEnable', 'AuthDisable', 'AuthStatus', 'UserAdd', 'UserGet', 'UserList', 'UserDelete', 'UserChangePassword', 'UserGrantRole', 'UserRevokeRole', 'RoleAdd', 'RoleGet', 'RoleList', 'RoleDelete', 'RoleGrantPermission', 'RoleRevokePermission'];
+
 /** The compared unary RPCs, by gRPC path. */
 export const UNARY: ReadonlyMap<string, UnaryRule> = new Map<string, UnaryRule>([
-  ['/etcdserverpb.KV/Range', { late: 'read', ask: (s, r) => s.services.kv.range(r as unknown as M.RangeRequest) }],
-  ['/etcdserverpb.KV/Put', { makesRevision: () => true, ask: (s, r) => s.services.kv.put(r as unknown as M.PutRequest) }],
-  ['/etcdserverpb.KV/DeleteRange', { makesRevision: (ok) => ok['deleted'] !== '0', ask: (s, r) => s.services.kv.deleteRange(r as unknown as M.DeleteRangeRequest) }],
-  ['/etcdserverpb.KV/Txn', { makesRevision: (ok) => txnWrote(ok as unknown as M.TxnResponse), ask: (s, r) => s.services.kv.txn(r as unknown as M.TxnRequest) }],
-  ['/etcdserverpb.KV/Compact', { ask: (s, r) => s.services.kv.compact(r as unknown as M.CompactionRequest) }],
+  ...AUTH.map((m): [string, UnaryRule] => [`/etcdserverpb.Auth/${m}`, { late: 'as-is', ask: byName('auth', m) }]),
+  [
+    '/etcdserverpb.Auth/Authenticate',
+    {
+      late: 'as-is',
+      ask: byName('auth', 'Authenticate'),
+      free: fromSim('token'),
+      learn: (ctx, mine, etcd) => {
+        if ('ok' in mine && 'ok' in etcd) ctx.tokens.learn(String((etcd.ok as Msg)['token']), String((mine.ok as Msg)['token']));
+      },
+    },
+  ],
+  // Status: the db sizes, the leader's ID and the raft index and term are the real etcd's own; version, alarms (errors) and learner compare.
+  ['/etcdserverpb.Maintenance/Status', { late: 'as-is', ask: byName('maintenance', 'Status'), free: fromSim('dbSize', 'dbSizeInUse', 'leader', 'raftIndex', 'raftTerm', 'raftAppliedIndex') }],
+  ['/etcdserverpb.Maintenance/HashKV', { late: 'read', ask: byName('maintenance', 'HashKV') }],
+  // Hash covers etcd's whole backend, its members and raft state too: only the header compares.
+  ['/etcdserverpb.Maintenance/Hash', { late: 'as-is', ask: byName('maintenance', 'Hash'), free: fromSim('hash') }],
+  ['/etcdserverpb.Maintenance/Alarm', { late: 'as-is', ask: byName('maintenance', 'Alarm') }],
+  ['/etcdserverpb.Maintenance/Defragment', { late: 'as-is', ask: byName('maintenance', 'Defragment') }],
+  // The members are the real cluster's configuration (IDs, names, URLs): their number and learner flags compare.
+  ['/etcdserverpb.Cluster/MemberList', { late: 'as-is', ask: byName('cluster', 'MemberList'), free: sameMembers }],
+  ['/etcdserverpb.KV/Range', { late: 'read', ask: byName('kv', 'Range') }],
+  ['/etcdserverpb.KV/Put', { makesRevision: () => true, ask: byName('kv', 'Put') }],
+  ['/etcdserverpb.KV/DeleteRange', { makesRevision: (ok) => ok['deleted'] !== '0', ask: byName('kv', 'DeleteRange') }],
+  ['/etcdserverpb.KV/Txn', { makesRevision: (ok) => txnWrote(ok as unknown as M.TxnResponse), ask: byName('kv', 'Txn') }],
+  ['/etcdserverpb.KV/Compact', { ask: byName('kv', 'Compact') }],
   [
     '/etcdserverpb.Lease/LeaseGrant',
     {
       late: 'as-is',
-      ask: (s, r, ok) => s.services.lease.leaseGrant(ok === undefined ? (r as M.LeaseGrantRequest) : { ...(r as M.LeaseGrantRequest), ID: String(ok['ID']) }),
+      ask: (s, r, ok, call) => s.services.lease.leaseGrant(ok === undefined ? (r as M.LeaseGrantRequest) : { ...(r as M.LeaseGrantRequest), ID: String(ok['ID']) }, call),
       // A granted lease is recorded with the ID etcd chose, so that a replay grants the same one.
       logged: (r, ok) => (ok === undefined ? r : { ...r, ID: ok['ID'] }),
     },
@@ -63,7 +111,7 @@ export const UNARY: ReadonlyMap<string, UnaryRule> = new Map<string, UnaryRule>(
         const id = BigInt(String(r['ID'] ?? '0'));
         return s.lessor.exists(id) && s.lessor.keyStringsOf(id).length > 0;
       },
-      ask: (s, r) => s.services.lease.leaseRevoke(r as unknown as M.LeaseRevokeRequest),
+      ask: byName('lease', 'LeaseRevoke'),
     },
   ],
   [
@@ -73,7 +121,7 @@ export const UNARY: ReadonlyMap<string, UnaryRule> = new Map<string, UnaryRule>(
       follow: (ctx, r, ok) => {
         if (ok !== undefined && ok['TTL'] === '-1') ctx.leaseGone(String(r['ID'] ?? '0'));
       },
-      ask: (s, r) => s.services.lease.leaseTimeToLive(r as unknown as M.LeaseTimeToLiveRequest),
+      ask: byName('lease', 'LeaseTimeToLive'),
       free: ttlFree,
     },
   ],
@@ -85,13 +133,17 @@ export const UNARY: ReadonlyMap<string, UnaryRule> = new Map<string, UnaryRule>(
         const theirs = new Set(((ok?.['leases'] ?? []) as Array<{ ID: string }>).map((l) => l.ID));
         for (const id of ctx.sim.lessor.leases()) if (!theirs.has(String(id))) ctx.leaseGone(String(id));
       },
-      ask: (s, r) => s.services.lease.leaseLeases(r as M.LeaseLeasesRequest),
+      ask: byName('lease', 'LeaseLeases'),
     },
   ],
 ]);
 
-/** One unary call etcd answered, as a step for the follower: the simulator is asked and the answers compared. */
-export function unaryStep(ctx: ShadowContext, rule: UnaryRule, rpc: string, req: Msg, etcd: Outcome): Step {
+/**
+ * One unary call etcd answered, as a step for the follower: the simulator is asked and the answers compared.
+ * The simulator's answer goes through the wire form first (`wire`: encoded and decoded as etcd's message),
+ * so both are read as a client reads them, fields left at their defaults included.
+ */
+export function unaryStep(ctx: ShadowContext, rule: UnaryRule, rpc: string, req: Msg, etcd: Outcome, call: CallContext | undefined, wire: (m: unknown) => unknown): Step {
   const ok = 'ok' in etcd ? (etcd.ok as { header?: { revision?: string } } & Msg) : undefined;
   const rev = ok?.header?.revision === undefined ? undefined : Number(ok.header.revision);
   const leaseNotFound = 'err' in etcd && etcd.err.details === LEASE_NOT_FOUND;
@@ -109,7 +161,8 @@ export function unaryStep(ctx: ShadowContext, rule: UnaryRule, rpc: string, req:
       const sreq = late && rule.late === 'read' ? { ...req, revision: req['revision'] === '0' || req['revision'] === undefined ? String(rev) : req['revision'] } : req;
       if (leaseNotFound) ctx.leaseGone(String(req['lease'] ?? req['ID'] ?? '0'));
       rule.follow?.(ctx, req, ok);
-      const mine = simOutcome(() => rule.ask(ctx.sim, sreq, ok));
+      const mine = simOutcome(() => wire(rule.ask(ctx.sim, sreq, ok, call)));
+      rule.learn?.(ctx, mine, etcd);
       ctx.log.add(rpc, rule.logged?.(req, ok) ?? req, etcd);
       const [a, b] = compareTexts(mine, etcd, late ? rev : undefined, rule.free);
       ctx.report.compared(rpc);
@@ -127,6 +180,13 @@ export function compareTexts(mine: Outcome, etcd: Outcome, lateRev: number | und
   if (lateRev !== undefined && isObj(cm) && h !== undefined && isObj(h)) cm = { ...cm, header: { ...h, revision: String(lateRev) } };
   if (free !== undefined) ce = free(cm, ce);
   return [text(cm), text(ce)];
+}
+
+/** MemberList: the simulator's members stand for etcd's when there are as many, learners at the same places. */
+function sameMembers(mine: Canon, etcd: Canon): Canon {
+  if (!isObj(mine) || !isObj(etcd) || !Array.isArray(mine['members']) || !Array.isArray(etcd['members'])) return etcd;
+  const learners = (ms: Canon[]): string => ms.map((m) => (isObj(m) ? String(m['isLearner'] ?? false) : '?')).join();
+  return learners(mine['members']) === learners(etcd['members']) ? { ...etcd, members: mine['members'] } : etcd;
 }
 
 /** LeaseTimeToLive's remaining TTL is time, which the simulator does not follow: any TTL from 0 to the granted one agrees. */

@@ -18,12 +18,16 @@ export interface ShadowRig {
   close(): Promise<void>;
 }
 
-/** etcd and the shadow; `electionMs` 10000 gives a 15 s minimum lease TTL (no expiry within a test). */
-export async function startRig(opts: Partial<ShadowOptions> = {}): Promise<ShadowRig> {
+/**
+ * etcd and the shadow; `electionMs` 10000 gives a 15 s minimum lease TTL (no expiry within a test).
+ * `before` runs against the etcd alone, before the shadow starts (an etcd that already holds data).
+ */
+export async function startRig(opts: Partial<ShadowOptions> = {}, before?: (etcd: EtcdProcess) => Promise<void>): Promise<ShadowRig> {
   const electionMs = opts.electionMs ?? ELECTION_MS;
   const etcd = await startEtcd({ heartbeatMs: HEARTBEAT_MS, electionMs });
   const divergences: string[] = [];
   try {
+    await before?.(etcd);
     const shadow = await startShadow({
       etcd: etcd.address,
       host: '127.0.0.1',
