@@ -1,56 +1,94 @@
 /**
- * In-process calls against the client's own floor: the same `etcd3` client on its `mock()` plug point answering
- * canned responses (nothing through etcd3 can be faster) vs `sim.etcd3()` on a simulator in the default
- * real-time mode and in virtual mode, measured in the same run. Each op gets two rows with the same baseline,
- * so the table reads floor, both modes and their ratios side by side; issue 28's goals are the targets (2× in
- * the default mode, 1.5× in virtual mode). What the gap is made of: docs/performance.md, "In-process calls".
- *  - sequential put: `await client.put(k).value(v)`, one at a time;
+ * In-process calls against the client's own floor: the same client on a plug point answering canned
+ * responses (nothing through that client can be faster) vs the client on a simulator in the default
+ * real-time mode and in virtual mode, measured in the same run. Each op gets two rows with the same
+ * baseline, so the table reads floor, both modes and their ratios side by side; issue 28's goals are the
+ * targets (2× in the default mode, 1.5× in virtual mode). What the gap is made of: docs/performance.md,
+ * "In-process calls".
+ *
+ * `sim.etcd3()` against etcd3's `mock()` answering canned responses of the same size:
+ *  - sequential put: `await client.put(k).value(v)`, one at a time; puts, 64 in flight: the same from 64 callers;
  *  - CAS txn, 64 in flight: `if(k,'Mod','>',0).then(put).else(get)` from 64 concurrent callers;
- *  - single-key get: `await client.get(k).string()` over 1000 keys.
+ *  - single-key get: `await client.get(k).string()` over 1000 keys;
+ *  - a 10k-key prefix range: `getAll().prefix(p).strings()` over 10 000 keys (the floor answers 10 000 canned kvs);
+ *  - a paged list: the same 10 000 keys in pages of 500 (`inRange` from the last key + "\0", `limit`, the
+ *    first page's revision), 20 calls per list;
+ *  - watch delivery (floor_watch.ts): 10 000 puts, 64 in flight, until an etcd3 Watcher has emitted each
+ *    one's 'put' (the floor's mock emits one canned event per put).
+ * `sim.client()` against the same EtcdClient on do-nothing services that return canned responses:
+ * sequential put and single-key get.
+ *
+ * Rounds are timed in CPU time (measurePairAsync's 'cpu' clock): nothing here waits on anything outside the
+ * process, and on a machine shared by many jobs wall time mostly measured the wait for a core (spreads of
+ * 30-400 % between rounds).
  */
 import { Etcd3 } from 'etcd3';
-import { createEtcdSim, type EtcdSim } from '../src/index.js';
+import { EtcdClient, createEtcdSim, type EtcdSim } from '../src/index.js';
+import type { EtcdServices } from '../src/server/index.js';
 import { measurePairAsync, type AsyncCase } from './etcd3.bench.js';
+import { watchDeliveryCases } from './floor_watch.js';
 import { consume, row, type BenchContext, type BenchSection, type Row } from './harness.js';
 
-const FULL = { ops: 20_000, rounds: 7, warmup: 2 };
-const QUICK = { ops: 2_000, rounds: 3, warmup: 1 };
+interface Sizes {
+  readonly ops: number;
+  /** Calls per round of the rows whose call is 10 000 keys' worth (a range, a list). */
+  readonly bigOps: number;
+  readonly events: number;
+  readonly rounds: number;
+  readonly warmup: number;
+}
+const FULL: Sizes = { ops: 20_000, bigOps: 30, events: 10_000, rounds: 7, warmup: 2 };
+const QUICK: Sizes = { ops: 2_000, bigOps: 5, events: 10_000, rounds: 3, warmup: 1 };
 const KEYS = 1_000;
+const BIG_KEYS = 10_000;
+const PAGE = 500;
 const IN_FLIGHT = 64;
 const key = (i: number): string => `bench/k${i % KEYS}`;
 const VALUE = 'value-0123456789';
+const BIG_PREFIX = 'big/';
+const bigKey = (i: number): string => `${BIG_PREFIX}${String(i).padStart(5, '0')}`;
 
 const header = { cluster_id: '1', member_id: '2', revision: '3', raft_term: '4' };
-const kv = { key: Buffer.from('bench/k0'), value: Buffer.from(VALUE), create_revision: '2', mod_revision: '3', version: '2', lease: '0' };
+const kvOf = (k: string): object => ({ key: Buffer.from(k), value: Buffer.from(VALUE), create_revision: '2', mod_revision: '3', version: '2', lease: '0' });
+const rangeAnswer = (keys: readonly string[], more: boolean, count: number): object => ({ header, kvs: keys.map(kvOf), count: String(count), more });
+const bigKeys = Array.from({ length: BIG_KEYS }, (_, i) => bigKey(i));
 /** etcd3's canned answers: what a server that does no work at all would say. */
-const CANNED: Record<string, unknown> = {
-  put: { header },
-  range: { header, kvs: [kv], count: '1', more: false },
-  txn: { header, succeeded: true, responses: [{ response: 'response_put', response_put: { header } }] },
+const CANNED: Readonly<Record<string, Readonly<Record<string, unknown>>>> = {
+  small: {
+    put: { header },
+    range: rangeAnswer([key(0)], false, 1),
+    txn: { header, succeeded: true, responses: [{ response: 'response_put', response_put: { header } }] },
+  },
+  prefix: { range: rangeAnswer(bigKeys, false, BIG_KEYS) },
+  page: { range: rangeAnswer(bigKeys.slice(0, PAGE), true, BIG_KEYS) },
 };
 
+type Canned = keyof typeof CANNED;
 type Op = (client: Etcd3, i: number) => Promise<unknown>;
-interface World {
-  readonly client: Etcd3;
+interface World<C> {
+  readonly client: C;
   readonly sim: EtcdSim | undefined;
 }
 
-function floorClient(): Etcd3 {
+function floorClient(canned: Canned): Etcd3 {
+  const answers = CANNED[canned]!;
   const client = new Etcd3({ hosts: '127.0.0.1:1' });
   client.mock({
-    exec: (_service: string, method: string) => Promise.resolve(CANNED[method]),
+    exec: (_service: string, method: string) => Promise.resolve(answers[method]),
     withConnection: () => Promise.reject(new Error('the floor has no streams')),
   } as unknown as Parameters<Etcd3['mock']>[0]);
   return client;
 }
 
-function simWorld(time: 'real' | 'virtual'): World {
+/** A simulator on `time` holding the 1000 small keys, or the 10 000 keys under big/ for the range rows. */
+function simOf(time: 'real' | 'virtual', big: boolean): EtcdSim {
   const sim = createEtcdSim({ time });
-  for (let i = 0; i < KEYS; i++) sim.services.kv.put({ key: Buffer.from(key(i)), value: Buffer.from(VALUE) });
-  return { sim, client: sim.etcd3() };
+  const n = big ? BIG_KEYS : KEYS;
+  for (let i = 0; i < n; i++) sim.services.kv.put({ key: Buffer.from(big ? bigKey(i) : key(i)), value: Buffer.from(VALUE) });
+  return sim;
 }
 
-function opCase(make: () => World, op: Op, ops: number, inFlight: number): AsyncCase<World> {
+function opCase<C extends { close(): void }>(make: () => World<C>, op: (client: C, i: number) => Promise<unknown>, ops: number, inFlight: number): AsyncCase<World<C>> {
   return {
     setup: make,
     run: async ({ client }) => {
@@ -68,30 +106,109 @@ function opCase(make: () => World, op: Op, ops: number, inFlight: number): Async
   };
 }
 
-const OPS: ReadonlyArray<{ name: string; unit: string; inFlight: number; op: Op }> = [
-  { name: 'sequential put', unit: 'op', inFlight: 1, op: (c, i) => c.put(key(i)).value(VALUE).exec() },
+/** 10 000 keys in pages of PAGE at the first page's revision, as a paginating lister (kubectl, informers) reads them. */
+async function pagedList(c: Etcd3): Promise<number> {
+  const end = Buffer.from(BIG_PREFIX.slice(0, -1) + String.fromCharCode(BIG_PREFIX.charCodeAt(BIG_PREFIX.length - 1) + 1));
+  let start = Buffer.from(BIG_PREFIX);
+  let rev: string | undefined;
+  let seen = 0;
+  for (let page = 0; page < BIG_KEYS / PAGE; page++) {
+    const b = c.getAll().inRange({ start, end }).limit(PAGE);
+    if (rev !== undefined) b.revision(rev);
+    const res = await b.exec();
+    rev ??= res.header.revision;
+    const last = res.kvs[res.kvs.length - 1];
+    if (last === undefined || (page < BIG_KEYS / PAGE - 1 && !res.more)) throw new Error(`paged list: page ${page} ended the list early`);
+    seen += res.kvs.length;
+    start = Buffer.concat([last.key, Buffer.from([0])]);
+  }
+  if (seen !== BIG_KEYS) throw new Error(`paged list saw ${seen} keys`);
+  return seen;
+}
+
+const ETCD3_OPS: ReadonlyArray<{ name: string; unit: string; inFlight: number; canned: Canned; big?: boolean; op: Op }> = [
+  { name: 'sequential put', unit: 'op', inFlight: 1, canned: 'small', op: (c, i) => c.put(key(i)).value(VALUE).exec() },
+  { name: `puts, ${IN_FLIGHT} in flight`, unit: 'op', inFlight: IN_FLIGHT, canned: 'small', op: (c, i) => c.put(key(i)).value(VALUE).exec() },
   {
     name: `CAS txn, ${IN_FLIGHT} in flight`,
     unit: 'txn',
     inFlight: IN_FLIGHT,
+    canned: 'small',
     op: async (c, i) => consume((await c.if(key(i), 'Mod', '>', 0).then(c.put(key(i)).value(VALUE)).else(c.get(key(i))).commit()).succeeded ? 1 : 0),
   },
-  { name: 'single-key get', unit: 'op', inFlight: 1, op: async (c, i) => consume((await c.get(key(i)).string())?.length ?? 0) },
+  { name: 'single-key get', unit: 'op', inFlight: 1, canned: 'small', op: async (c, i) => consume((await c.get(key(i)).string())?.length ?? 0) },
+  {
+    name: `${BIG_KEYS / 1000}k-key prefix range`,
+    unit: 'range',
+    inFlight: 1,
+    canned: 'prefix',
+    big: true,
+    op: async (c) => consume(Object.keys(await c.getAll().prefix(BIG_PREFIX).strings()).length),
+  },
+  { name: `paged list (${BIG_KEYS / PAGE} pages of ${PAGE})`, unit: 'list', inFlight: 1, canned: 'page', big: true, op: async (c) => consume(await pagedList(c)) },
 ];
+
+/** sim.client()'s floor: the same EtcdClient on services that only return canned answers. */
+function doNothingServices(): EtcdServices {
+  const smallKv = rangeAnswer([key(0)], false, 1);
+  return { kv: { put: () => ({ header, prev_kv: null }), range: () => smallKv } } as unknown as EtcdServices;
+}
+
+const CLIENT_OPS: ReadonlyArray<{ name: string; op: (c: EtcdClient, i: number) => Promise<unknown> }> = [
+  { name: 'sim.client(): sequential put', op: (c, i) => c.kv.put({ key: key(i), value: VALUE }) },
+  { name: 'sim.client(): single-key get', op: async (c, i) => consume((await c.kv.range({ key: key(i) })).kvs.length) },
+];
+
+const MODES = [
+  ['real', 2],
+  ['virtual', 1.5],
+] as const;
+const modeName = (time: 'real' | 'virtual'): string => (time === 'real' ? 'default (real time)' : 'virtual time');
 
 export const floorSection: BenchSection = {
   name: 'floor',
-  title: "sim.etcd3() in both time modes against etcd3's own mock() floor (canned answers)",
+  title: "sim.etcd3() / sim.client() in both time modes against the same client's floor (canned answers)",
   async run(ctx: BenchContext): Promise<Row[]> {
-    const sz = ctx.quick ? QUICK : FULL;
+    const sz = { ...(ctx.quick ? QUICK : FULL), clock: 'cpu' as const };
     const rows: Row[] = [];
-    for (const o of OPS) {
-      for (const [time, maxRatio] of [['real', 2], ['virtual', 1.5]] as const) {
+    for (const o of ETCD3_OPS) {
+      const ops = o.big === true ? sz.bigOps : sz.ops;
+      for (const [time, maxRatio] of MODES) {
         ctx.log(`floor: ${o.name}, ${time}`);
+        const sim = (): World<Etcd3> => {
+          const s = simOf(time, o.big === true);
+          return { sim: s, client: s.etcd3() };
+        };
         rows.push(
           row(
-            { name: `${o.name}: ${time === 'real' ? 'default (real time)' : 'virtual time'}`, unit: o.unit, baselineName: 'etcd3 mock() floor', target: { maxRatio } },
-            await measurePairAsync(opCase(() => simWorld(time), o.op, sz.ops, o.inFlight), opCase(() => ({ client: floorClient(), sim: undefined }), o.op, sz.ops, o.inFlight), sz),
+            { name: `${o.name}: ${modeName(time)}`, unit: o.unit, baselineName: 'etcd3 mock() floor', target: { maxRatio } },
+            await measurePairAsync(opCase(sim, o.op, ops, o.inFlight), opCase(() => ({ client: floorClient(o.canned), sim: undefined }), o.op, ops, o.inFlight), sz),
+          ),
+        );
+      }
+    }
+    for (const [time, maxRatio] of MODES) {
+      ctx.log(`floor: watch delivery, ${time}`);
+      const { subject, baseline } = watchDeliveryCases(() => simOf(time, false), sz.events, IN_FLIGHT);
+      rows.push(
+        row(
+          { name: `watch delivery, ${sz.events / 1000}k events: ${modeName(time)}`, unit: 'event', baselineName: 'etcd3 mock() floor', target: { maxRatio } },
+          await measurePairAsync(subject, baseline, sz),
+        ),
+      );
+    }
+    for (const o of CLIENT_OPS) {
+      for (const [time, maxRatio] of MODES) {
+        ctx.log(`floor: ${o.name}, ${time}`);
+        const sim = (): World<EtcdClient> => {
+          const s = simOf(time, false);
+          return { sim: s, client: s.client() };
+        };
+        const floor = (): World<EtcdClient> => ({ sim: undefined, client: new EtcdClient(doNothingServices()) });
+        rows.push(
+          row(
+            { name: `${o.name}: ${modeName(time)}`, unit: 'op', baselineName: 'EtcdClient on do-nothing services', target: { maxRatio } },
+            await measurePairAsync(opCase(sim, o.op, sz.ops, 1), opCase(floor, o.op, sz.ops, 1), sz),
           ),
         );
       }
