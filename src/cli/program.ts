@@ -93,7 +93,15 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
   const program = configure(new Command('etcdsim'), io, 'etcdsim')
     .description('etcd v3 semantics, simulated: MVCC revisions, watches, leases. Without a command: the demo.')
     .usage('[command] [options]');
+  for (const add of COMMAND_DECLARATIONS) add(program, io, result);
+  return program;
+}
 
+/** Every command commander parses, in --help order (`etcd` and `install-bin` read their own command lines: runCli). */
+const COMMAND_DECLARATIONS: readonly ((program: Command, io: CliIo, result: { code: number }) => void)[] = [demoCommand, serveCommand, runCommand, diffCommand, shadowCommand, playgroundCommand];
+
+/** `etcdsim demo`: the tour a bare `etcdsim` prints. */
+function demoCommand(program: Command, io: CliIo, result: { code: number }): void {
   configure(program.command('demo'), io, 'etcdsim demo')
     .description('print a short tour of the etcd rules the simulator follows (what a bare `etcdsim` runs)')
     .action(async () => {
@@ -104,7 +112,10 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
         return 0;
       });
     });
+}
 
+/** `etcdsim serve`: etcd's flags (serve_flags.ts has their defaults), parsed and checked by serve.ts. */
+function serveCommand(program: Command, io: CliIo, result: { code: number }): void {
   configure(program.command('serve'), io, 'etcdsim serve')
     .description("serve etcd's v3 gRPC API (etcdctl, etcd3, any etcd client) from the simulator, on the wall clock; SIGTERM or SIGINT stops it")
     .addOption(opt('--listen-client-urls <url>', 'URL to serve clients on (http:// or https://; port 0 picks a free port); with --members, one per member', D.listenClientUrls))
@@ -142,7 +153,10 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
         return 0;
       });
     });
+}
 
+/** `etcdsim run`: a scenario script (src/scenario). */
+function runCommand(program: Command, io: CliIo, result: { code: number }): void {
   configure(program.command('run'), io, 'etcdsim run')
     .description('run a scenario script (a bundled one by name, or a file): transcript, expectations, --html timeline')
     .argument('[scenario]', 'a scenario file, or the name of a bundled scenario (see --list)')
@@ -158,7 +172,10 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
         return executeRun(scenario, opts, io);
       });
     });
+}
 
+/** `etcdsim diff`: the differential against a real etcd (src/diff). */
+function diffCommand(program: Command, io: CliIo, result: { code: number }): void {
   configure(program.command('diff'), io, 'etcdsim diff')
     .description('run the same generated workload against a real etcd and the simulator; print the first divergence, shrunk')
     .option('--start-etcd', 'start a throwaway local etcd (fresh data dir, free loopback ports)')
@@ -185,7 +202,10 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
         return executeDiff(opts, io);
       });
     });
+}
 
+/** `etcdsim shadow`: the proxy in front of a real etcd (src/shadow). */
+function shadowCommand(program: Command, io: CliIo, result: { code: number }): void {
   configure(program.command('shadow'), io, 'etcdsim shadow')
     .description("a proxy in front of a real etcd: your application gets etcd's answers, the simulator answers the same requests, every difference is reported")
     .option('--etcd <host:port>', 'the real etcd to forward to (required)')
@@ -204,7 +224,10 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
         return executeShadow(opts, io);
       });
     });
+}
 
+/** `etcdsim playground`: the scenario playground page. */
+function playgroundCommand(program: Command, io: CliIo, result: { code: number }): void {
   configure(program.command('playground'), io, 'etcdsim playground')
     .description('the scenario playground in a browser: edit a script, it reruns on every edit; --out writes a static page, else it is served on loopback')
     .option('--out <dir>', 'write the page to <dir>/index.html (one file; works offline from a file:// URL) instead of serving it')
@@ -215,8 +238,6 @@ export function buildProgram(io: CliIo, result: { code: number }): Command {
         return executePlayground(opts, io);
       });
     });
-
-  return program;
 }
 
 /** `etcdsim run`'s options as commander hands them over. */
