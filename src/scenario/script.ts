@@ -3,20 +3,28 @@
  * the transcript is already an etcdctl session, so the script is made from it — each `$ ...` line runs as it
  * is shown (a txn with its here-document), `etcdctl watch ... &` runs in the background with its lines
  * prefixed `[watch NAME]` as the transcript prefixes them, `advance` sleeps, `break` / `cancel` stop the
- * watch's etcdctl, `##` notes are printed. Run against a fresh etcd (revision 1), it prints what the transcript
+ * watch's etcdctl once it has printed what the transcript shows (etcd may still be delivering the last write's
+ * event when that write returns), `##` notes are printed. A session (`etcdctl watch -i`, holding one watch) reads
+ * its commands from a FIFO the script writes: the watch, and `progress` (etcdctl 3.4's only way to send a
+ * WatchProgressRequest), whose answer the script waits for. Run against a fresh etcd (revision 1), it prints what the transcript
  * shows, except what etcd leaves free: lease IDs, clientv3's log lines, the revision a watch line carries
  * (`[watch W @3]` is the simulator's note; etcdctl prints no revision) and when background lines come.
  *
  * An option that is one of etcd's own flags (a space quota: `--quota-backend-bytes`) is a `# etcd-flags:` line
  * at the script's top: the etcd the script runs against must be started with them (`scriptEtcdFlags`).
  *
- * What etcdctl cannot do — restart or crash a member, stop reading a stream, join fragments, a cluster's
- * faults, an option of the simulator only, variants that toggle a bug — has no script; `scriptBlockers` says why.
+ * What etcdctl 3.4 cannot do — restart or crash a member, stop reading a stream, join fragments, ask for
+ * progress notifications at create, tell a session's watches apart or cancel one, a cluster's faults, an option
+ * of the simulator only, variants that toggle a bug — has no script; `scriptBlockers` says why.
  */
 import type { ParsedScenario } from './parser.js';
 
-/** The scenario options that are etcd's own flags, as etcd takes them. */
-const ETCD_FLAGS: ReadonlyMap<string, string> = new Map([['quotaBackendBytes', '--quota-backend-bytes']]);
+/** The scenario options that are etcd's own flags, and each option's value as that flag takes it. */
+const ETCD_FLAGS: ReadonlyMap<string, (value: string) => string> = new Map([
+  ['quotaBackendBytes', (v: string) => `--quota-backend-bytes=${v}`],
+  // A Go duration; etcd 3.4.23 has it under its experimental name.
+  ['watchProgressNotifyIntervalMs', (v: string) => `--experimental-watch-progress-notify-interval=${v}ms`],
+]);
 
 /** Why a scenario cannot be run with etcdctl against a real etcd (empty: it can). */
 export function scriptBlockers(p: ParsedScenario): string[] {
@@ -26,18 +34,32 @@ export function scriptBlockers(p: ParsedScenario): string[] {
   if (st.variants.length > 0) why.add('variants that switch etcd behaviours (a bug, its fix) on and off');
   for (const k of st.options.keys()) if (k !== 'etcd-version' && !ETCD_FLAGS.has(k)) why.add(`option ${k} (a setting of the simulator)`);
   if (st.fromSnapshot !== undefined) why.add('a start from a snapshot file');
+  // An `etcdctl watch -i` session can be scripted while it holds one watch: it prints its watches' lines without
+  // saying which, and it has no command that cancels one.
+  const sessions = new Map<string, Set<string>>();
+  const sessionOf = new Map<string, string>();
+  for (const step of p.steps) {
+    if (step.type !== 'command' || step.command.kind !== 'watch' || step.command.stream === undefined) continue;
+    const names = sessions.get(step.command.stream) ?? new Set<string>();
+    sessions.set(step.command.stream, names.add(step.command.name));
+    sessionOf.set(step.command.name, step.command.stream);
+  }
+  for (const [session, names] of sessions) {
+    if (names.size > 1) why.add(`session ${session}'s ${names.size} watches (etcdctl watch -i prints every watch of its session without saying which)`);
+  }
   for (const step of p.steps) {
     if (step.type === 'cluster') why.add(`${step.cluster.kind} (a cluster lever)`);
     if (step.type === 'command') {
       const c = step.command;
       if (c.kind === 'watch' && c.fragment) why.add('watch --fragment (clientv3 WithFragment; etcdctl has no flag for it)');
-      if (c.kind === 'watch' && c.stream !== undefined) why.add('watch --stream (etcdctl watch -i: one process prints every watch of its session without saying which, and has no cancel)');
+      if (c.kind === 'watch' && c.progressNotify) why.add('watch --progress-notify (etcdctl 3.4.23 has no flag for it; 3.5 added one)');
       if (c.kind === 'endpoint-status') why.add(`${c.kind} (prints the member's own address and IDs)`);
     }
     if (step.type === 'directive') {
       const d = step.directive;
       if (d.kind === 'slow' || d.kind === 'drain') why.add(`${d.kind} (a client that stops reading its stream)`);
-      if (d.kind === 'progress') why.add('progress (a WatchProgressRequest on a background watch\'s stream)');
+      if (d.kind === 'progress' && !sessionOf.has(d.name)) why.add(`progress ${d.name} (a WatchProgressRequest: only etcdctl watch -i sends one, so the watch must be typed into a session, --stream=S)`);
+      if (d.kind === 'cancel' && sessionOf.has(d.name)) why.add(`cancel ${d.name} (etcdctl watch -i has no command that cancels one watch of its session)`);
       if (d.kind === 'snapshot' || d.kind === 'restore') why.add(`${d.kind} (a member's state taken and put back)`);
       if (d.kind === 'restart' || d.kind === 'crash-during-compact') why.add(`${d.kind} (a member killed and started again)`);
     }
@@ -63,6 +85,14 @@ const ADVANCE = /^# advance (\d+(?:\.\d+)?)(ms|s|m) → /;
 const WATCH = /^\$ (etcdctl .*watch .*) &   # (?:watch (\S+),|(\S+) resumed,)/;
 /** The client stops a watch: `# break W: ...`, `# cancel W: ...`. */
 const STOP = /^# (?:break|cancel) (\S+): /;
+/** An interactive session opened: `$ etcdctl watch -i &   # session S: one Watch stream; ...`. */
+const SESSION = /^\$ (etcdctl .*watch -i) &   # session (\S+): /;
+/** A watch typed into a session: `S> watch /k --rev=2   # watch W on session S's stream, at rev 5`. */
+const TYPED = /^(\S+)> (watch .*?)   # watch (\S+) on session /;
+/** The client asks for a progress notification: `# progress W: the client sends a WatchProgressRequest ...`. */
+const PROGRESS = /^# progress (\S+): /;
+/** A line a session printed for its whole stream: `[session S] progress notify: 53`. */
+const SESSION_LINE = /^\[session (\S+)\] /;
 /** A line a background watch printed: `[watch W @3] PUT`, `[watch W] Error: ...`. */
 const WATCH_LINE = /^\[watch (\S+?)(?: @\d+)?\] /;
 /** A granted lease, as etcdctl prints it. */
@@ -133,6 +163,9 @@ export function labScript(name: string, transcript: readonly string[], unchecked
   const watches = new Set<string>();
   /** How many lines each watch has printed so far in the transcript. */
   const printed = new Map<string, number>();
+  /** Each `etcdctl watch -i` session's one watch, and the sessions still open (their stdin a FIFO the script writes). */
+  const sessionWatch = new Map<string, string>();
+  const open = new Set<string>();
   let started = false;
   /** A command's text with the simulator's lease IDs replaced by the variables holding etcd's. */
   const withLeases = (text: string): string => {
@@ -162,12 +195,40 @@ export function labScript(name: string, transcript: readonly string[], unchecked
       out.push(`sleep ${ms / 1000}   ${line}`);
       continue;
     }
-    const shown = WATCH_LINE.exec(line);
-    if (shown !== null) printed.set(shown[1]!, (printed.get(shown[1]!) ?? 0) + 1);
+    const shown = WATCH_LINE.exec(line)?.[1] ?? sessionWatch.get(SESSION_LINE.exec(line)?.[1] ?? '');
+    if (shown !== undefined) printed.set(shown, (printed.get(shown) ?? 0) + 1);
     const stop = STOP.exec(line);
     if (stop !== null && watches.has(stop[1]!)) {
       const wn = stop[1]!;
-      out.push(`printed ${sq(wn)} ${printed.get(wn) ?? 0}; kill "$${pid(wn)}"; wait "$${pid(wn)}" 2>/dev/null   ${line}`);
+      const session = [...sessionWatch].find(([, w]) => w === wn)?.[0];
+      const close = session !== undefined && open.delete(session) ? `; exec {${fd(session)}}>&-` : '';
+      out.push(`printed ${sq(wn)} ${printed.get(wn) ?? 0}; kill "$${pid(wn)}"; wait "$${pid(wn)}" 2>/dev/null${close}   ${line}`);
+      continue;
+    }
+    const session = SESSION.exec(line);
+    if (session !== null) {
+      // Its one watch (scriptBlockers refuses a session with more) is typed into it on the next line.
+      const sn = session[2]!;
+      const wn = TYPED.exec(transcript[i + 1] ?? '')?.[3] ?? sn;
+      started = true;
+      watches.add(wn);
+      sessionWatch.set(sn, wn);
+      open.add(sn);
+      out.push(`echo ${sq(line)}`, ...openSession(session[1]!, sn, wn));
+      continue;
+    }
+    const typed = TYPED.exec(line);
+    if (typed !== null && open.has(typed[1]!)) {
+      out.push(`echo ${sq(line)}`, 'n=$(watchers)', `echo ${sq(typed[2]!)} >&"$${fd(typed[1]!)}"`, `registered "$n" "$${pid(typed[3]!)}"`);
+      continue;
+    }
+    const progress = PROGRESS.exec(line);
+    const via = [...sessionWatch].find(([sn, w]) => w === progress?.[1] && open.has(sn))?.[0];
+    if (via !== undefined) {
+      // The answer must arrive before the next write, or it would report that write's revision too.
+      const wn = sessionWatch.get(via)!;
+      const answered = (printed.get(wn) ?? 0) + answerLines(transcript, i, via, wn);
+      out.push(`echo progress >&"$${fd(via)}"; printed ${sq(wn)} ${answered}   ${line}`);
       continue;
     }
     const w = WATCH.exec(line);
@@ -199,14 +260,20 @@ export function labScript(name: string, transcript: readonly string[], unchecked
     }
     out.push(doc.length > 0 ? [`${cmd.replace(/<<EOF/, '<<EOF 2>&1')}`, ...doc].join('\n') : `${cmd.replace(/(\s+#.*)?$/, ' 2>&1$1')}`);
   }
-  if (watches.size > 0) {
-    out.push('# Let the background watches print what is on its way, then stop them.');
-    for (const wn of watches) out.push(`printed ${sq(wn)} ${printed.get(wn) ?? 0}`);
-    out.push('sleep "$SETTLE"');
-    for (const wn of watches) out.push(`kill "$${pid(wn)}" 2>/dev/null`);
-    out.push('wait 2>/dev/null');
-  }
+  if (watches.size > 0) out.push(...stopAll(watches, printed, open));
   return `${out.join('\n')}\n`;
+}
+
+/** The script's end: each background watch has printed what the transcript shows, and then some time for more. */
+function stopAll(watches: ReadonlySet<string>, printed: ReadonlyMap<string, number>, sessions: ReadonlySet<string>): string[] {
+  return [
+    '# Let the background watches print what is on its way, then stop them.',
+    ...[...watches].map((wn) => `printed ${sq(wn)} ${printed.get(wn) ?? 0}`),
+    'sleep "$SETTLE"',
+    ...[...watches].map((wn) => `kill "$${pid(wn)}" 2>/dev/null`),
+    ...[...sessions].map((sn) => `exec {${fd(sn)}}>&-`),
+    'wait 2>/dev/null',
+  ];
 }
 
 /** The `# etcd-flags:` line for the transcript's options that are etcd flags (none: no line). */
@@ -215,7 +282,7 @@ function etcdFlags(transcript: readonly string[]): string[] {
   const flags = (opts ?? '').split(', ').flatMap((kv) => {
     const [k, v] = kv.split('=');
     const flag = ETCD_FLAGS.get(k ?? '');
-    return flag !== undefined ? [`${flag}=${v ?? ''}`] : [];
+    return flag !== undefined ? [flag(v ?? '')] : [];
   });
   return flags.length > 0 ? ['# Start that etcd with these flags:', `# etcd-flags: ${flags.join(' ')}`] : [];
 }
@@ -223,6 +290,35 @@ function etcdFlags(transcript: readonly string[]): string[] {
 /** The variable holding a background watch's process ID. */
 function pid(watch: string): string {
   return `PID_${watch.replace(/[^A-Za-z0-9_]/g, '_')}`;
+}
+
+/**
+ * Starts session `sn` (`etcdctl watch -i`, its one watch `wn`) reading its commands from a FIFO the script keeps
+ * open; its lines are labelled as the transcript labels them: the stream's progress answers by session, the rest
+ * by watch.
+ */
+function openSession(command: string, sn: string, wn: string): string[] {
+  const label = `s/^progress notify: /[session ${sn}] &/;t;s/^/[watch ${wn}] /`;
+  const fifo = `"$WATCHES/"${sq(`${sn}.in`)}`;
+  return [
+    `mkfifo ${fifo}`,
+    `${command} < ${fifo} > >(sed -u ${sq(label)} | tee -a "$WATCHES/"${sq(wn)}) 2>&1 &`,
+    `${pid(wn)}=$!; exec {${fd(sn)}}>${fifo}`,
+  ];
+}
+
+/** How many lines the transcript shows session `sn` (watch `wn`) printing after line `at`, before the next step. */
+function answerLines(transcript: readonly string[], at: number, sn: string, wn: string): number {
+  let n = 0;
+  for (let j = at + 1; j < transcript.length && !/^(\$ |\S+> |# (progress|break|cancel) )/.test(transcript[j]!); j++) {
+    if (SESSION_LINE.exec(transcript[j]!)?.[1] === sn || WATCH_LINE.exec(transcript[j]!)?.[1] === wn) n++;
+  }
+  return n;
+}
+
+/** The variable holding the file descriptor the script types a session's commands into. */
+function fd(session: string): string {
+  return `FD_${session.replace(/[^A-Za-z0-9_]/g, '_')}`;
 }
 
 /** Any text as one single-quoted shell word. */

@@ -35,7 +35,8 @@ export function streams(lines: readonly string[], free: readonly RegExp[]): Map<
       .replace(/^((?:\s+\d+ )?memberID:)\d+/, '$1…')
       .replace(/^(Finished defragmenting etcd member)\[[^\]]*\]$/, '$1[…]');
     if (free.some((f) => f.test(l))) continue;
-    const w = /^\[watch (\S+)\]/.exec(l);
+    // A session's lines for its whole stream (`[session S] progress notify: 5`) are compared in their own order too.
+    const w = /^\[(?:watch|session) (\S+)\]/.exec(l);
     const key = w === null ? '' : w[1]!;
     if (!out.has(key)) out.set(key, []);
     out.get(key)!.push(l);
@@ -84,6 +85,8 @@ test('an option that is an etcd flag is a line of the script that starts etcd wi
   const script = labScript('q', runScenario(text).transcript);
   assert.deepEqual(scriptEtcdFlags(script), ['--quota-backend-bytes=65536']);
   assert.deepEqual(scriptEtcdFlags(labScript('k', runScenario('put /k v').transcript)), []);
+  const notify = labScript('n', runScenario('option watchProgressNotifyIntervalMs=1000\nput /k v').transcript);
+  assert.deepEqual(scriptEtcdFlags(notify), ['--experimental-watch-progress-notify-interval=1000ms']);
   assert.notDeepEqual(scriptBlockers(parseScenario('option watchChanBufLen=4\nput /k v')), []);
 });
 
@@ -99,7 +102,7 @@ for (const lab of checked) {
       const { free } = scriptNotes(lab.text);
       const got = streams(r.out.split('\n').slice(0, -1), free);
       const want = streams(sim.transcript, free);
-      for (const [name, lines] of want) assert.deepEqual(got.get(name) ?? [], lines, name === '' ? 'the commands and what etcdctl printed' : `watch ${name}`);
+      for (const [name, lines] of want) assert.deepEqual(got.get(name) ?? [], lines, name === '' ? 'the commands and what etcdctl printed' : `watch or session ${name}`);
       assert.deepEqual([...got.keys()].sort(), [...want.keys()].sort());
     } finally {
       await etcd.stop();
