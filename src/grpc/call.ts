@@ -16,6 +16,12 @@ export interface ServerCall {
   peerCertificate(): PeerCertificate | undefined;
   /** `listener` runs if the client cancels or its connection drops before the call is answered; returns an unsubscribe. */
   onCancel(listener: () => void): () => void;
+  /**
+   * The handler's work goes on past this turn (a promise): until the returned function runs, the call counts
+   * against its connection's limit of calls in progress — also once the client reset it, as grpc-go counts a
+   * handler until it returns (its rapid-reset fix) — so a client cannot start work without end by resetting.
+   */
+  busy(): () => void;
 }
 
 /** A unary call: one request message, answered by one response message then status 0, or by a status alone. */
@@ -26,6 +32,8 @@ export interface UnaryCall extends ServerCall {
   reply(frame: Buffer): void;
   /** Answers with a status in one HEADERS frame (grpc-go's answer to a handler's error before any message). */
   fail(code: number, details: string): void;
+  /** The client cancelled or went away (or the call is answered): an answer would be dropped, so none is encoded. */
+  readonly gone: boolean;
 }
 
 /** The response side of a streaming call: messages as the handler sends them, then a status. */

@@ -266,6 +266,10 @@ class GrpcStream implements UnaryCall, ServerStreamCall, BidiCall {
     return link.cert ?? undefined;
   }
 
+  busy(): () => void {
+    return this.st.busy();
+  }
+
   onCancel(listener: () => void): () => void {
     (this.cancelListeners ??= []).push(listener);
     return () => {

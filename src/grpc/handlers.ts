@@ -131,9 +131,20 @@ export class Handlers {
         } catch (err) {
           return fail(err);
         }
-        // A cluster member answers once Raft let it (served_member.ts).
-        if (isPromiseLike(res)) res.then((v) => call.reply(frame(v)), fail);
-        else call.reply(frame(res));
+        if (!isPromiseLike(res)) return call.reply(frame(res));
+        // A cluster member answers once Raft let it (served_member.ts); meanwhile the call counts as in
+        // progress, and a call the client gave up on is not encoded (grpc-go's handler writes to a dead stream).
+        const done = call.busy();
+        res.then(
+          (v) => {
+            done();
+            if (!call.gone) call.reply(frame(v));
+          },
+          (err: unknown) => {
+            done();
+            fail(err);
+          },
+        );
       });
     };
   }
@@ -185,6 +196,7 @@ export class Handlers {
       /** The call's answer, once the token check let it through. */
       const answer = (call: UnaryCall, req: Req, ctx: CallContext): void => {
         const controller = waits ? new AbortController() : undefined;
+        const done = call.busy();
         let clientGone = false;
         let settled = false;
         const entry = { abort: () => controller?.abort(grpcError(GrpcCode.UNAVAILABLE, 'etcdsim: server closed')) };
@@ -201,6 +213,7 @@ export class Handlers {
         const settle = (err: GrpcError | undefined, res?: Res): void => {
           if (settled) return;
           settled = true;
+          done();
           this.open.delete(entry);
           timer?.cancel();
           offCancel?.();
@@ -252,8 +265,18 @@ export class Handlers {
           }
           // Responses are asked for as the stream drains: a snapshot's are written as they are sent.
           const send = (all: Iterable<Res | StreamHold>): void => sendResponses(all, responseSink(call, toFrames));
-          if (isPromiseLike(rs)) rs.then(send, fail);
-          else send(rs);
+          if (!isPromiseLike(rs)) return send(rs);
+          const done = call.busy();
+          rs.then(
+            (all) => {
+              done();
+              send(all);
+            },
+            (err: unknown) => {
+              done();
+              fail(err);
+            },
+          );
         },
       };
     };

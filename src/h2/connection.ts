@@ -33,7 +33,8 @@
  * - Errors as RFC 9113 §5.4 sorts them: connection errors (GOAWAY with the code and a reason, then the
  *   socket ends; every open stream's onClose gets the code) and stream errors (RST_STREAM; the connection
  *   lives on). HPACK failures are COMPRESSION_ERROR connection errors, since the tables are out of step.
- * - Limits: SETTINGS_MAX_CONCURRENT_STREAMS (REFUSED_STREAM beyond), SETTINGS_MAX_HEADER_LIST_SIZE
+ * - Limits: SETTINGS_MAX_CONCURRENT_STREAMS (REFUSED_STREAM beyond; a stream the peer reset counts on while
+ *   the server's work for it runs, H2Stream.busy, and at most 1000 such), SETTINGS_MAX_HEADER_LIST_SIZE
  *   (`:status 431`, the block still decoded so the HPACK table stays in step), a bound on a header block
  *   across CONTINUATION frames counting their frame headers too (ENHANCE_YOUR_CALM: a flood of empty
  *   CONTINUATION frames is cut off like a large block), SETTINGS_MAX_FRAME_SIZE (FRAME_SIZE_ERROR).
@@ -164,6 +165,13 @@ const OUTPUT_PAUSE = 256 * 1024;
 /** How many ids of streams we reset are remembered, so frames the peer had in flight on them are ignored. */
 const RESET_MEMORY = 1024;
 
+/**
+ * Closed streams whose server work still runs (H2Stream.busy) past which new streams are refused, whatever
+ * SETTINGS_MAX_CONCURRENT_STREAMS says: a peer that resets each call at once (rapid reset, CVE-2023-44487)
+ * would otherwise start work without end while its open streams stay at zero.
+ */
+const MAX_ORPHANS = 1000;
+
 /** Connection-specific header fields an HTTP/2 message must not carry (RFC 9113 §8.2.2). */
 export const CONNECTION_SPECIFIC: ReadonlySet<string> = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
 
@@ -259,6 +267,8 @@ export class Http2ServerConnection {
   /** The highest stream id the client opened (or tried to). */
   private lastStreamId = 0;
   private readonly resetIds = new Set<number>();
+  /** Closed streams whose server work still runs (H2Stream.busy): they count against the stream limit. */
+  private orphans = 0;
 
   /**
    * A header block being continued: its stream id (0: none), HEADERS flags, its fragments copied into one
@@ -666,7 +676,8 @@ export class Http2ServerConnection {
       return;
     }
     if (selfDependent) return this.streamError(id, ErrorCode.PROTOCOL_ERROR);
-    if (this.streams.size >= this.maxConcurrent) return this.streamError(id, ErrorCode.REFUSED_STREAM);
+    // Calls the peer reset whose work still runs count as open ones (grpc-go 1.58.3's handler quota, CVE-2023-44487).
+    if (this.streams.size + this.orphans >= this.maxConcurrent || this.orphans >= MAX_ORPHANS) return this.streamError(id, ErrorCode.REFUSED_STREAM);
     const path = requestPath(headers);
     if (path === undefined) return this.streamError(id, ErrorCode.PROTOCOL_ERROR);
     const st = new H2Stream(this, id, headers, path, this.streamWindow, this.peerInitialWindow);
@@ -805,6 +816,22 @@ export class Http2ServerConnection {
     this.scheduleFlush();
   }
 
+  /** @internal Counts `st` as in progress until the returned function runs (see H2Stream.busy). */
+  busyStream(st: H2Stream): () => void {
+    if (st.closed || this.dead) return NOOP;
+    st.working++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      st.working--;
+      if (st.working === 0 && st.orphaned) {
+        st.orphaned = false;
+        this.orphans--;
+      }
+    };
+  }
+
   /** @internal */
   resetStream(st: H2Stream, code: number): void {
     if (st.closed || this.dead) return;
@@ -930,6 +957,10 @@ export class Http2ServerConnection {
     if (st.closed) return;
     st.closed = true;
     this.streams.delete(st.id);
+    if (st.working > 0 && !this.dead) {
+      st.orphaned = true;
+      this.orphans++;
+    }
     if (st.blocked) {
       st.blocked = false;
       this.blocked.delete(st);
@@ -1035,6 +1066,7 @@ export class Http2ServerConnection {
 }
 
 const EMPTY = Buffer.alloc(0);
+const NOOP = (): void => {};
 /** The answer to a request whose header list is over our limit: `:status 431`, encoded once. */
 const TOO_LARGE_BLOCK = HpackEncoder.constant([':status', '431']).bytes;
 

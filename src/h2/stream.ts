@@ -60,6 +60,10 @@ export class H2Stream {
   responded = false;
   /** @internal */
   closed = false;
+  /** @internal busy() calls not yet released, and whether the stream closed with some (it counts against the stream limit). */
+  working = 0;
+  /** @internal */
+  orphaned = false;
   /**
    * The request's HEADERS frame carried END_STREAM: a request with no body at all (gRPC tells it apart from
    * one whose body is empty: grpc-go waits for a DATA frame that cannot come).
@@ -116,6 +120,16 @@ export class H2Stream {
   /** Ends the response after the queued data: with trailers (a HEADERS frame), or an empty DATA frame. */
   end(trailers?: OutgoingHeaders): void {
     this.conn.endStream(this, trailers);
+  }
+
+  /**
+   * The server's work for this request goes on past the current turn (an answer still to come): until the
+   * returned function is called the stream counts against SETTINGS_MAX_CONCURRENT_STREAMS — also once the
+   * client reset it, as grpc-go counts a handler until it returns — and past 1000 such closed streams the
+   * connection refuses new ones (REFUSED_STREAM). Calling the function again does nothing.
+   */
+  busy(): () => void {
+    return this.conn.busyStream(this);
   }
 
   /** Resets the stream (RST_STREAM with `code`, default CANCEL); onClose follows with the same code. */

@@ -283,3 +283,40 @@ test('rapid reset: streams the client resets while their answer waits for window
     await srv.close();
   }
 });
+
+test('rapid reset: a call the client reset counts against SETTINGS_MAX_CONCURRENT_STREAMS while its work runs (busy), and at most 1000 such', async () => {
+  const refused = (client: RawClient, id: number, from: number): Promise<unknown> => client.waitFor((f) => f.streamId === id && f.type === FrameType.RST_STREAM, from);
+  const reset = (id: number): Buffer => frame(FrameType.RST_STREAM, 0, id, Buffer.from([0, 0, 0, ErrorCode.CANCEL]));
+  const open = (id: number): Buffer => frame(FrameType.HEADERS, Flags.END_HEADERS, id, block());
+  for (const limit of [4, 0xffffffff]) {
+    const releases: Array<() => void> = [];
+    const srv = await startServer((st) => void releases.push(st.busy()), { maxConcurrentStreams: limit });
+    const client = await RawClient.connect(srv.port);
+    try {
+      // As many calls as the limit allows (1000 reset calls without a limit), each reset while its work runs.
+      const n = Math.min(limit, 1000);
+      const frames: Buffer[] = [];
+      for (let i = 0; i < n; i++) frames.push(open(2 * i + 1), reset(2 * i + 1));
+      let id = 2 * n + 1;
+      let from = client.frames.length;
+      client.send(...frames, open(id), PING);
+      await client.waitFor(pingAck, from);
+      assert.equal(releases.length, n);
+      const rst = await refused(client, id, from);
+      assert.ok(rst !== undefined, `a call beyond ${n} reset ones still working was let through`);
+      assert.equal((rst as { payload: Buffer }).payload.readUInt32BE(0), ErrorCode.REFUSED_STREAM);
+      // One call's work ends (twice: the second release does nothing): one more call may start, not two.
+      releases[0]!();
+      releases[0]!();
+      from = client.frames.length;
+      client.send(open((id += 2)), reset(id), open(id + 2), PING);
+      await client.waitFor(pingAck, from);
+      assert.equal(releases.length, n + 1);
+      const second = await refused(client, id + 2, from);
+      assert.equal((second as { payload: Buffer }).payload.readUInt32BE(0), ErrorCode.REFUSED_STREAM);
+    } finally {
+      client.destroy();
+      await srv.close();
+    }
+  }
+});
