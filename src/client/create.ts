@@ -11,7 +11,8 @@ import { RealClock, VirtualClock, afterHostTime, hostMicrotask, hostNextTurn, ty
 import type { WatchableStore, WatchStream } from '../watch/index.js';
 import type { Etcd3 } from 'etcd3';
 import { createEtcd3Client, createEtcd3ClusterClient, type SimEtcd3Options } from './etcd3.js';
-import { failoverServices, resolveEndpoints, type FailoverTarget } from './failover.js';
+import { failoverServices } from './failover.js';
+import { resolveEndpoints, type FailoverTarget } from './balancer.js';
 import { EtcdClient } from './raw_client.js';
 
 /**
