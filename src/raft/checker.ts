@@ -1,0 +1,111 @@
+/**
+ * Raft's safety properties (the Raft paper's Figure 3), checked across the nodes of one cluster as a test
+ * sees all of them at once — the per-member counterpart of src/cluster/raft_checker.ts for the god-view
+ * model. After each step of a simulated network (or on demand) it checks:
+ *  - election safety: at most one member leads a term;
+ *  - log matching: two logs holding an entry of the same index and term hold the same entry there and
+ *    agree on the term of the entry before it (so, by induction, on the whole prefix);
+ *  - leader completeness: a leader of term T holds every entry known committed in an earlier term;
+ *  - state machine safety: every member applies the same entry at an index, and a committed entry never
+ *    changes; a member's commit index never moves back (a restart may return it to its persisted value)
+ *    and it never applies past it.
+ * It reads nodes and changes nothing; it remembers one record per index it saw (tests' logs are short).
+ */
+import { NONE, type Entry, type NodeId } from './messages.js';
+import type { RaftNode } from './node.js';
+
+export interface RaftNodeViolation {
+  readonly invariant: 'election safety' | 'log matching' | 'leader completeness' | 'state machine safety' | 'commit monotonic';
+  readonly detail: string;
+}
+
+/** An entry's identity: its kind, its bytes and its conf change (FNV-1a, enough to tell entries apart). */
+export function entryFingerprint(e: Entry): string {
+  let h = 0x811c9dc5;
+  for (const b of e.data) h = Math.imul(h ^ b, 0x01000193) >>> 0;
+  const conf = e.conf === undefined ? '' : `${e.conf.type}:${e.conf.id}`;
+  return `${e.type}/${conf}/${e.data.length}/${h.toString(16)}`;
+}
+
+interface Committed {
+  readonly term: bigint;
+  readonly fp: string;
+  /** The committing member's term when it first knew: leaders of later terms must hold the entry. */
+  readonly knownAt: bigint;
+}
+
+export class RaftNodeChecker {
+  private readonly violations: RaftNodeViolation[] = [];
+  private readonly leaderOfTerm = new Map<bigint, NodeId>();
+  /** (index, term) → fingerprint and the term before it. */
+  private readonly entries = new Map<string, { readonly fp: string; readonly prevTerm: bigint | undefined }>();
+  private readonly committed = new Map<number, Committed>();
+  private readonly applied = new Map<number, string>();
+  private readonly commitOf = new Map<NodeId, number>();
+
+  get found(): readonly RaftNodeViolation[] {
+    return this.violations;
+  }
+
+  assertHolds(): void {
+    const v = this.violations[0];
+    if (v !== undefined) throw new Error(`Raft invariant broken: ${v.invariant}: ${v.detail}${this.violations.length > 1 ? ` (and ${this.violations.length - 1} more)` : ''}`);
+  }
+
+  /** A member restarted from its storage: its commit index starts again from what it persisted. */
+  restarted(id: NodeId): void {
+    this.commitOf.delete(id);
+  }
+
+  /** A member applied these entries (from its Ready). */
+  appliedEntries(id: NodeId, es: readonly Entry[]): void {
+    for (const e of es) {
+      const fp = entryFingerprint(e);
+      const had = this.applied.get(e.index);
+      if (had === undefined) this.applied.set(e.index, fp);
+      else if (had !== fp) this.report('state machine safety', `member ${id} applied ${fp} at ${e.index}, another applied ${had}`);
+    }
+  }
+
+  /** Checks every node as it is now. */
+  check(nodes: readonly RaftNode[]): void {
+    for (const n of nodes) this.checkNode(n);
+  }
+
+  private report(invariant: RaftNodeViolation['invariant'], detail: string): void {
+    if (this.violations.length < 20) this.violations.push({ invariant, detail });
+  }
+
+  private checkNode(n: RaftNode): void {
+    const log = n.log;
+    if (n.role === 'leader') {
+      const other = this.leaderOfTerm.get(n.term);
+      if (other === undefined) this.leaderOfTerm.set(n.term, n.id);
+      else if (other !== n.id) this.report('election safety', `term ${n.term} led by ${other} and ${n.id}`);
+    }
+    const before = this.commitOf.get(n.id);
+    if (before !== undefined && log.committed < before) this.report('commit monotonic', `member ${n.id} commit ${before} → ${log.committed}`);
+    this.commitOf.set(n.id, log.committed);
+    if (log.applied > log.committed) this.report('state machine safety', `member ${n.id} applied ${log.applied} > commit ${log.committed}`);
+    for (const e of log.held()) {
+      const key = `${e.index}/${e.term}`;
+      const fp = entryFingerprint(e);
+      const prevTerm = log.term(e.index - 1);
+      const seen = this.entries.get(key);
+      if (seen === undefined) this.entries.set(key, { fp, prevTerm });
+      else if (seen.fp !== fp || (seen.prevTerm !== undefined && prevTerm !== undefined && seen.prevTerm !== prevTerm)) {
+        this.report('log matching', `member ${n.id} at ${key}: ${fp} after term ${prevTerm}, elsewhere ${seen.fp} after term ${seen.prevTerm}`);
+      }
+      if (e.index > log.committed) continue;
+      const c = this.committed.get(e.index);
+      if (c === undefined) this.committed.set(e.index, { term: e.term, fp, knownAt: n.term });
+      else if (c.term !== e.term || c.fp !== fp) this.report('state machine safety', `member ${n.id} committed ${fp}@${e.term} at ${e.index}, before ${c.fp}@${c.term}`);
+    }
+    if (n.role !== 'leader' || n.leader === NONE) return;
+    for (const [i, c] of this.committed) {
+      if (c.knownAt >= n.term || i < log.firstIndex()) continue;
+      const t = log.term(i);
+      if (t !== c.term) this.report('leader completeness', `leader ${n.id} of term ${n.term} lacks ${i}@${c.term} committed by term ${c.knownAt}`);
+    }
+  }
+}

@@ -1,0 +1,167 @@
+/**
+ * The state one member's Raft node keeps and what it hands its member (go.etcd.io/raft's raft struct and
+ * RawNode's Ready plumbing): term, vote, leader, role, the log, the tracker of the others, the timers in
+ * ticks, the outgoing messages and confirmed reads; `ready()` / `advance()`; the transitions every role
+ * shares (reset, becoming a follower). node.ts adds how each role steps (elections, replication, reads,
+ * transfer, membership); split so each reads on its own.
+ */
+import { RaftLog } from './log.js';
+import { NONE, type ConfChange, type ConfState, type HardState, type Message, type NodeId, type ReadState, type Role, type SoftState } from './messages.js';
+import { ProgressTracker, ReadOnly } from './progress.js';
+import { sameHard, type RaftNodeOptions, type RaftStatus, type RaftStorage, type Ready } from './ready.js';
+
+export abstract class RaftCore {
+  readonly id: NodeId;
+  readonly log: RaftLog;
+  protected termNow: bigint;
+  protected voteFor: NodeId;
+  protected lead: NodeId = NONE;
+  protected roleNow: Role = 'follower';
+  protected readonly tracker: ProgressTracker;
+  protected electionElapsed = 0;
+  protected heartbeatElapsed = 0;
+  protected randomizedTimeout = 0;
+  protected leadTransferee: NodeId = NONE;
+  protected pendingConfIndex = 0;
+  protected readonly reads = new ReadOnly();
+  protected msgs: Message[] = [];
+  protected readStates: ReadState[] = [];
+  protected prevHard: HardState;
+  protected prevSoft: SoftState;
+  /** This member was removed from the cluster (applied, or a leader said so). */
+  removed = false;
+  protected readonly maxPerMessage: number;
+
+  constructor(
+    protected readonly opts: RaftNodeOptions,
+    storage: RaftStorage,
+  ) {
+    this.id = opts.id;
+    this.maxPerMessage = opts.maxEntriesPerMessage ?? 256;
+    this.log = new RaftLog(storage.snapshot, storage.entries, storage.hardState.commit);
+    this.termNow = storage.hardState.term;
+    this.voteFor = storage.hardState.vote;
+    this.tracker = new ProgressTracker(storage.snapshot.conf);
+    this.prevHard = this.hardState();
+    this.prevSoft = { leader: NONE, role: 'follower' };
+    this.becomeFollower(this.termNow, NONE);
+  }
+
+  // ---- what the member reads ----
+
+  get term(): bigint {
+    return this.termNow;
+  }
+  get role(): Role {
+    return this.roleNow;
+  }
+  get leader(): NodeId {
+    return this.lead;
+  }
+  get conf(): ConfState {
+    return this.tracker.conf;
+  }
+
+  status(): RaftStatus {
+    return {
+      id: this.id,
+      role: this.roleNow,
+      term: this.termNow,
+      vote: this.voteFor,
+      leader: this.lead,
+      commit: this.log.committed,
+      applied: this.log.applied,
+      lastIndex: this.log.lastIndex(),
+      conf: this.conf,
+    };
+  }
+
+  /** The leader's match index per member (for `endpoint status`-like views and tests). */
+  matchOf(id: NodeId): number | undefined {
+    return this.roleNow === 'leader' ? this.tracker.prs.get(id)?.match : undefined;
+  }
+
+  hasReady(): boolean {
+    return (
+      this.msgs.length > 0 ||
+      this.readStates.length > 0 ||
+      this.log.pendingSnapshot !== undefined ||
+      this.log.unstable().length > 0 ||
+      this.log.toApply().length > 0 ||
+      !sameHard(this.hardState(), this.prevHard) ||
+      this.prevSoft.leader !== this.lead ||
+      this.prevSoft.role !== this.roleNow
+    );
+  }
+
+  /** What to persist, send and apply now; hand it back to advance() once done. */
+  ready(): Ready {
+    const hard = this.hardState();
+    const soft: SoftState = { leader: this.lead, role: this.roleNow };
+    const snapshot = this.log.pendingSnapshot;
+    const rd: Ready = {
+      ...(soft.leader !== this.prevSoft.leader || soft.role !== this.prevSoft.role ? { softState: soft } : {}),
+      ...(sameHard(hard, this.prevHard) ? {} : { hardState: hard }),
+      ...(snapshot === undefined ? {} : { snapshot }),
+      entries: this.log.unstable(),
+      committedEntries: this.log.toApply(),
+      messages: this.msgs,
+      readStates: this.readStates,
+    };
+    this.msgs = [];
+    this.readStates = [];
+    this.prevSoft = soft;
+    this.prevHard = hard;
+    return rd;
+  }
+
+  /** The member persisted and applied a Ready: its entries are stable, its committed entries applied. */
+  advance(rd: Ready): void {
+    if (rd.snapshot !== undefined && this.log.pendingSnapshot === rd.snapshot) this.log.pendingSnapshot = undefined;
+    const lastNew = rd.entries[rd.entries.length - 1];
+    if (lastNew !== undefined && this.log.term(lastNew.index) === lastNew.term) this.log.stableUpTo(lastNew.index);
+    for (const e of rd.committedEntries) {
+      if (e.index <= this.log.applied) continue;
+      this.log.appliedTo(e.index);
+      if (e.type === 'conf' && e.conf !== undefined) this.applyConfChange(e.conf);
+    }
+  }
+
+  protected hardState(): HardState {
+    return { term: this.termNow, vote: this.voteFor, commit: this.log.committed };
+  }
+
+  protected promotable(): boolean {
+    return this.tracker.voters.has(this.id) && !this.removed;
+  }
+
+  protected reset(term: bigint): void {
+    if (term !== this.termNow) {
+      this.termNow = term;
+      this.voteFor = NONE;
+    }
+    this.lead = NONE;
+    this.electionElapsed = 0;
+    this.heartbeatElapsed = 0;
+    const et = this.opts.electionTicks;
+    this.randomizedTimeout = et + this.opts.random.nextInt(0, et - 1);
+    this.leadTransferee = NONE;
+    this.tracker.resetVotes();
+    this.reads.clear();
+  }
+
+  protected becomeFollower(term: bigint, lead: NodeId): void {
+    this.reset(term);
+    this.lead = lead;
+    this.roleNow = 'follower';
+  }
+
+
+  protected send(m: Omit<Message, 'from' | 'term'> & { term?: bigint; from?: NodeId }): void {
+    this.msgs.push({ ...m, from: m.from ?? this.id, term: m.term ?? this.termNow } as Message);
+  }
+
+
+  /** A conf change entry was applied. */
+  protected abstract applyConfChange(cc: ConfChange): void;
+}

@@ -1,0 +1,223 @@
+/**
+ * N Raft nodes (src/raft) on a simulated network driven by a virtual clock: each member ticks every
+ * heartbeat interval (staggered), persists each Ready to its own "disk" before its messages leave, applies
+ * committed entries to a tiny state machine (the list of values applied) and snapshots it now and then;
+ * the network delays each message by a random amount (so it also reorders), drops some, duplicates some,
+ * and honours partitions; a member can crash (losing everything not persisted, and the messages to it in
+ * flight) and restart from its disk. The checker (src/raft/checker.ts) runs after every event.
+ */
+import { RaftNode, RaftNodeChecker, bootstrapStorage, type Entry, type HardState, type Message, type NodeId, type Ready, type Snapshot } from '../../src/raft/index.js';
+import { SimRandom, VirtualClock } from '../../src/sim/index.js';
+
+export const HEARTBEAT_MS = 10;
+const ELECTION_TICKS = 10;
+const utf8 = new TextEncoder();
+const fromUtf8 = new TextDecoder();
+
+interface Disk {
+  hardState: HardState;
+  snapshot: Snapshot;
+  entries: Entry[];
+}
+
+interface Member {
+  readonly id: NodeId;
+  node: RaftNode;
+  disk: Disk;
+  alive: boolean;
+  incarnation: number;
+  /** The state machine: values applied, in order. */
+  values: string[];
+}
+
+export interface NetFaults {
+  drop: number;
+  duplicate: number;
+  maxDelayMs: number;
+}
+
+export class SimNetwork {
+  readonly clock = new VirtualClock();
+  readonly checker = new RaftNodeChecker();
+  readonly members = new Map<NodeId, Member>();
+  /** Each member's side; messages cross only within a side. */
+  private side = new Map<NodeId, number>();
+  faults: NetFaults = { drop: 0, duplicate: 0, maxDelayMs: 3 };
+  /** Values some member applied (acknowledged to a client), with the index they landed at. */
+  readonly acked = new Map<string, number>();
+  /** Reads confirmed: the index answered and the highest acknowledged index at the time it was asked. */
+  readonly reads: { readonly at: number; readonly floor: number; readonly member: NodeId }[] = [];
+  private readonly pendingReads = new Map<string, number>();
+  private readonly net: SimRandom;
+  private seq = 0;
+  /** Messages sent at one virtual instant (a livelock sends without end). */
+  private sentAt = -1;
+  private sentNow = 0;
+
+  constructor(
+    readonly seed: number,
+    readonly ids: readonly NodeId[],
+    private readonly snapshotEvery = 20,
+  ) {
+    this.net = new SimRandom(seed).fork('net');
+    const disk0 = bootstrapStorage(ids.map((id) => ({ id })));
+    ids.forEach((id, i) => {
+      const disk: Disk = { hardState: disk0.hardState, snapshot: disk0.snapshot, entries: [...disk0.entries] };
+      const m: Member = { id, node: this.newNode(id, disk, 0), disk, alive: true, incarnation: 0, values: [] };
+      this.members.set(id, m);
+      this.side.set(id, 0);
+      this.clock.every(HEARTBEAT_MS, () => this.tick(m), { phase: i + 1 });
+    });
+  }
+
+  private newNode(id: NodeId, disk: Disk, incarnation: number): RaftNode {
+    return new RaftNode(
+      { id, random: new SimRandom(this.seed).fork(`node-${id}-${incarnation}`), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, preVote: true, checkQuorum: true, maxEntriesPerMessage: 8 },
+      { hardState: disk.hardState, snapshot: disk.snapshot, entries: disk.entries },
+    );
+  }
+
+  private tick(m: Member): void {
+    if (!m.alive) return;
+    m.node.tick();
+    this.process(m);
+  }
+
+  /** Handles a member's Ready as etcd's raftNode does: persist, send, apply, advance. */
+  private process(m: Member): void {
+    for (let rounds = 0; m.node.hasReady(); rounds++) {
+      if (rounds > 1000) throw new Error(`member ${m.id}: a Ready every round, never settling`);
+      const rd = m.node.ready();
+      this.persist(m, rd);
+      for (const msg of rd.messages) this.send(msg);
+      for (const e of rd.committedEntries) this.apply(m, e);
+      this.checker.appliedEntries(m.id, rd.committedEntries);
+      for (const r of rd.readStates) {
+        const floor = this.pendingReads.get(r.context);
+        if (floor !== undefined) this.reads.push({ at: r.index, floor, member: m.id });
+        this.pendingReads.delete(r.context);
+      }
+      m.node.advance(rd);
+      const applied = m.node.log.applied;
+      if (applied - m.disk.snapshot.index >= this.snapshotEvery) {
+        const data = utf8.encode(JSON.stringify(m.values));
+        m.node.compact(applied, data, 5);
+        m.disk.snapshot = m.node.log.snapshot;
+        m.disk.entries = m.disk.entries.filter((e) => e.index > applied);
+      }
+    }
+    this.checker.check([...this.members.values()].filter((x) => x.alive).map((x) => x.node));
+  }
+
+  private persist(m: Member, rd: Ready): void {
+    if (rd.snapshot !== undefined) {
+      m.disk.snapshot = rd.snapshot;
+      m.disk.entries = [];
+      m.values = JSON.parse(fromUtf8.decode(rd.snapshot.data)) as string[];
+    }
+    const first = rd.entries[0];
+    if (first !== undefined) {
+      m.disk.entries = m.disk.entries.filter((e) => e.index < first.index).concat(rd.entries);
+    }
+    if (rd.hardState !== undefined) m.disk.hardState = rd.hardState;
+  }
+
+  private apply(m: Member, e: Entry): void {
+    if (e.type !== 'normal' || e.data.length === 0) return;
+    const v = fromUtf8.decode(e.data);
+    m.values.push(v);
+    if (!this.acked.has(v)) this.acked.set(v, e.index);
+  }
+
+  private send(msg: Message): void {
+    if (this.clock.now() !== this.sentAt) {
+      this.sentAt = this.clock.now();
+      this.sentNow = 0;
+    }
+    if (++this.sentNow > 20_000) throw new Error(`a message storm at ${this.sentAt} ms: ${msg.type} ${msg.from}→${msg.to} ${JSON.stringify(msg, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`);
+    if (this.side.get(msg.from) !== this.side.get(msg.to) || this.net.nextBool(this.faults.drop)) return;
+    // Raft's own messages are idempotent, a forwarded proposal is not (etcd's TCP streams never repeat one).
+    const copies = msg.type !== 'MsgProp' && this.net.nextBool(this.faults.duplicate) ? 2 : 1;
+    for (let c = 0; c < copies; c++) {
+      const to = this.members.get(msg.to);
+      if (to === undefined) return;
+      const inc = to.incarnation;
+      this.clock.setTimer(this.clock.now() + this.net.nextInt(0, this.faults.maxDelayMs), () => {
+        if (!to.alive || to.incarnation !== inc || this.side.get(msg.from) !== this.side.get(msg.to)) return;
+        to.node.step(msg);
+        this.process(to);
+      });
+    }
+  }
+
+  // ---- what a test does ----
+
+  /** Proposes a fresh value at `id`; returns it. */
+  propose(id: NodeId): string {
+    const v = `v${this.seq++}`;
+    const m = this.members.get(id)!;
+    if (!m.alive) return v;
+    m.node.propose(utf8.encode(v));
+    this.process(m);
+    return v;
+  }
+
+  /** Asks `id` for a read index; its answer must cover every value acknowledged so far. */
+  read(id: NodeId): void {
+    const m = this.members.get(id)!;
+    if (!m.alive) return;
+    const ctx = `r${this.seq++}`;
+    let floor = 0;
+    for (const i of this.acked.values()) floor = Math.max(floor, i);
+    this.pendingReads.set(ctx, floor);
+    m.node.readIndex(ctx);
+    this.process(m);
+  }
+
+  transfer(id: NodeId, to: NodeId): void {
+    const m = this.members.get(id)!;
+    if (!m.alive) return;
+    m.node.transferLeadership(to);
+    this.process(m);
+  }
+
+  crash(id: NodeId): void {
+    const m = this.members.get(id)!;
+    m.alive = false;
+  }
+
+  restart(id: NodeId): void {
+    const m = this.members.get(id)!;
+    if (m.alive) return;
+    m.incarnation++;
+    m.node = this.newNode(id, m.disk, m.incarnation);
+    m.values = JSON.parse(fromUtf8.decode(m.disk.snapshot.data.length === 0 ? utf8.encode('[]') : m.disk.snapshot.data)) as string[];
+    m.alive = true;
+    this.checker.restarted(id);
+  }
+
+  partition(sides: ReadonlyMap<NodeId, number>): void {
+    for (const id of this.ids) this.side.set(id, sides.get(id) ?? 0);
+  }
+
+  heal(): void {
+    this.partition(new Map());
+  }
+
+  run(ms: number): void {
+    this.clock.advance(ms);
+  }
+
+  leaders(): NodeId[] {
+    return [...this.members.values()].filter((m) => m.alive && m.node.role === 'leader').map((m) => m.id);
+  }
+
+  /** Runs until `done()` or `limitMs` of virtual time passed; returns whether it got there. */
+  runUntil(done: () => boolean, limitMs: number): boolean {
+    for (let t = 0; t < limitMs; t += HEARTBEAT_MS) {
+      if (done()) return true;
+      this.run(HEARTBEAT_MS);
+    }
+    return done();
+  }
+}
