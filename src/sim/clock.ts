@@ -368,17 +368,23 @@ export class RealClock implements Clock {
   }
 }
 
+/** The host-time timers of afterHostTime: one RealClock queue behind one host alarm, made on first use. */
+let hostTimers: RealClock | undefined;
+
 /**
  * Runs `fn` once after `ms` of host time unless cancelled: for what lives outside the simulated member —
  * watchdogs that look at it from outside (a virtual clock nobody advances while a client waits) and the
- * transport's own deadlines (a gRPC call's grpc-timeout is host time whatever the member's clock).
+ * transport's own deadlines (a gRPC call's grpc-timeout is host time whatever the member's clock). Like the
+ * RealClock it runs on, a test's fake timers can neither fire it early nor hold it back; while it is pending it
+ * keeps the process alive, as setTimeout does.
  */
 export function afterHostTime(ms: number, fn: () => void): { cancel(): void } {
-  const t = setTimeout(fn, Math.max(0, ms));
-  return { cancel: () => clearTimeout(t) };
+  const clock = (hostTimers ??= new RealClock());
+  const handle = clock.setTimer(clock.now() + (ms > 0 ? ms : 0), fn);
+  return { cancel: () => void clock.cancel(handle) };
 }
 
-/** The host's wall-clock time in ms: for transport deadlines only, never for simulated behaviour. */
+/** The host's wall-clock time in ms (hostEpochMs, out of fake timers' reach): for transport deadlines only, never for simulated behaviour. */
 export function hostNow(): number {
-  return Date.now();
+  return hostEpochMs();
 }
