@@ -267,6 +267,13 @@ export class Http2ServerConnection {
   /** The highest stream id the client opened (or tried to). */
   private lastStreamId = 0;
   private readonly resetIds = new Set<number>();
+  /**
+   * The same ids in the order remembered, a ring, so the oldest is forgotten in constant time (taking a
+   * Set's first entry walks past every entry deleted before it: a flood of resets made that quadratic).
+   * Made on first need: most connections never reset a stream.
+   */
+  private resetRing: Uint32Array | null = null;
+  private resetNext = 0;
   /** Closed streams whose server work still runs (H2Stream.busy): they count against the stream limit. */
   private orphans = 0;
 
@@ -990,13 +997,12 @@ export class Http2ServerConnection {
   }
 
   private remember(id: number): void {
+    if (this.resetIds.has(id)) return;
+    const ring = (this.resetRing ??= new Uint32Array(RESET_MEMORY));
+    if (this.resetIds.size === RESET_MEMORY) this.resetIds.delete(ring[this.resetNext]!);
     this.resetIds.add(id);
-    if (this.resetIds.size > RESET_MEMORY) {
-      for (const oldest of this.resetIds) {
-        this.resetIds.delete(oldest);
-        break;
-      }
-    }
+    ring[this.resetNext] = id;
+    this.resetNext = (this.resetNext + 1) % RESET_MEMORY;
   }
 
   private connectionError(e: ConnectionError): void {

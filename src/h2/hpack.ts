@@ -35,6 +35,10 @@ const STATIC_COUNT = STATIC_TABLE.length;
 /** Every entry costs its name and value octets plus 32 (RFC 7541 §4.1). */
 const ENTRY_OVERHEAD = 32;
 
+/** Scratch entries a decoder keeps between blocks (fields × 2): 128 KB of pointers at most. */
+const SCRATCH_KEEP = 16 * 1024;
+const EMPTY_FIELD = '';
+
 // ---------------------------------------------------------------------------------------------------
 // Huffman code (RFC 7541 Appendix B).
 
@@ -153,6 +157,8 @@ export class HpackDecoder {
   private head = 0;
   private count = 0;
   private pos = 0;
+  /** Where decodeLimited gathers a block's fields (see there). */
+  private scratch: string[] = [];
 
   constructor(tableSize = 4096) {
     this.limit = tableSize;
@@ -187,55 +193,93 @@ export class HpackDecoder {
    * As decode(), but once the header list passes `maxListSize` (octets of names and values plus 32 per
    * field, SETTINGS_MAX_HEADER_LIST_SIZE's measure) the fields are no longer kept: the block is still
    * decoded to the end, so the dynamic table stays in step, and the result is undefined.
+   *
+   * A refused list costs no more than its table work: fields are gathered in a scratch list kept between
+   * blocks (a 48 MB "HPACK bomb" of references to one 4 KB entry would otherwise grow a fresh array to the
+   * limit per block, churning the young generation), and once over the limit an indexed field is only
+   * checked, a literal without indexing only read past.
    */
   decodeLimited(buf: Buffer, start: number, end: number, maxListSize: number): string[] | undefined {
-    const out: string[] = [];
+    const out = this.scratch;
+    let n = 0;
     let listSize = 0;
     this.pos = start;
     let fieldSeen = false;
-    while (this.pos < end) {
-      const b = buf[this.pos]!;
-      if (b & 0x80) {
-        // Indexed header field (§6.1).
-        const i = this.int(buf, end, 7);
-        if (i === 0) throw new HpackError('index 0');
-        if (i <= STATIC_COUNT) {
-          const e = STATIC_TABLE[i - 1]!;
-          listSize += e[0].length + e[1].length + ENTRY_OVERHEAD;
-          if (listSize <= maxListSize) out.push(e[0], e[1]);
+    try {
+      while (this.pos < end) {
+        const b = buf[this.pos]!;
+        if (b & 0x80) {
+          // Indexed header field (§6.1).
+          let i: number;
+          if (b !== 0xff) {
+            i = b & 0x7f;
+            this.pos++;
+          } else i = this.int(buf, end, 7);
+          fieldSeen = true;
+          if (i === 0) throw new HpackError('index 0');
+          let name: string;
+          let value: string;
+          if (i <= STATIC_COUNT) {
+            const e = STATIC_TABLE[i - 1]!;
+            name = e[0];
+            value = e[1];
+          } else {
+            const at = this.slot(i);
+            name = this.names[at]!;
+            value = this.values[at]!;
+          }
+          if (listSize > maxListSize) continue; // refused already
+          listSize += name.length + value.length + ENTRY_OVERHEAD;
+          if (listSize <= maxListSize) {
+            out[n++] = name;
+            out[n++] = value;
+          }
+        } else if (b & 0x40) {
+          // Literal with incremental indexing (§6.2.1).
+          const i = this.int(buf, end, 6);
+          const name = i === 0 ? this.str(buf, end) : this.nameAt(i);
+          const value = this.str(buf, end);
+          this.add(name, value);
+          fieldSeen = true;
+          if (listSize > maxListSize) continue;
+          listSize += name.length + value.length + ENTRY_OVERHEAD;
+          if (listSize <= maxListSize) {
+            out[n++] = name;
+            out[n++] = value;
+          }
+        } else if (b & 0x20) {
+          // Dynamic table size update (§6.3): only at the start of a block (§4.2).
+          if (fieldSeen) throw new HpackError('dynamic table size update after a header field');
+          const m = this.int(buf, end, 5);
+          if (m > this.limit) throw new HpackError(`dynamic table size update to ${m}, over the limit ${this.limit}`);
+          this.max = m;
+          this.evict();
         } else {
-          const at = this.slot(i);
-          listSize += this.names[at]!.length + this.values[at]!.length + ENTRY_OVERHEAD;
-          if (listSize <= maxListSize) out.push(this.names[at]!, this.values[at]!);
+          // Literal without indexing (0000) or never indexed (0001), both with a 4-bit prefix (§6.2.2, §6.2.3).
+          const i = this.int(buf, end, 4);
+          fieldSeen = true;
+          if (listSize > maxListSize) {
+            // Refused already: only its strings' bounds (and Huffman validity) matter.
+            if (i === 0) this.skipStr(buf, end);
+            else this.nameAt(i);
+            this.skipStr(buf, end);
+            continue;
+          }
+          const name = i === 0 ? this.str(buf, end) : this.nameAt(i);
+          const value = this.str(buf, end);
+          listSize += name.length + value.length + ENTRY_OVERHEAD;
+          if (listSize <= maxListSize) {
+            out[n++] = name;
+            out[n++] = value;
+          }
         }
-        fieldSeen = true;
-      } else if (b & 0x40) {
-        // Literal with incremental indexing (§6.2.1).
-        const i = this.int(buf, end, 6);
-        const name = i === 0 ? this.str(buf, end) : this.nameAt(i);
-        const value = this.str(buf, end);
-        this.add(name, value);
-        listSize += name.length + value.length + ENTRY_OVERHEAD;
-        if (listSize <= maxListSize) out.push(name, value);
-        fieldSeen = true;
-      } else if (b & 0x20) {
-        // Dynamic table size update (§6.3): only at the start of a block (§4.2).
-        if (fieldSeen) throw new HpackError('dynamic table size update after a header field');
-        const m = this.int(buf, end, 5);
-        if (m > this.limit) throw new HpackError(`dynamic table size update to ${m}, over the limit ${this.limit}`);
-        this.max = m;
-        this.evict();
-      } else {
-        // Literal without indexing (0000) or never indexed (0001), both with a 4-bit prefix (§6.2.2, §6.2.3).
-        const i = this.int(buf, end, 4);
-        const name = i === 0 ? this.str(buf, end) : this.nameAt(i);
-        const value = this.str(buf, end);
-        listSize += name.length + value.length + ENTRY_OVERHEAD;
-        if (listSize <= maxListSize) out.push(name, value);
-        fieldSeen = true;
       }
+      return listSize <= maxListSize ? out.slice(0, n) : undefined;
+    } finally {
+      // The scratch keeps its room, not the strings (a value may be large); a very large one is let go.
+      if (out.length > SCRATCH_KEEP) this.scratch = [];
+      else out.fill(EMPTY_FIELD, 0, n);
     }
-    return listSize <= maxListSize ? out : undefined;
   }
 
   /** Ring slot of dynamic-table index `i` (62 = newest). */
@@ -303,6 +347,17 @@ export class HpackDecoder {
       if ((b & 0x80) === 0) return v;
       if (shift > 28) throw new HpackError('integer too large');
     }
+  }
+
+  /** Moves past a string literal (§5.2) at this.pos, checking it as str() would without building it. */
+  private skipStr(buf: Buffer, end: number): void {
+    if (this.pos >= end) throw new HpackError('truncated string');
+    const huffman = (buf[this.pos]! & 0x80) !== 0;
+    const n = this.int(buf, end, 7);
+    const start = this.pos;
+    if (start + n > end) throw new HpackError('truncated string');
+    this.pos += n;
+    if (huffman) huffmanDecode(buf, start, start + n);
   }
 
   /** A string literal (§5.2) at this.pos. */

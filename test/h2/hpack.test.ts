@@ -181,3 +181,25 @@ test('decoder: malformed blocks are refused', () => {
   assert.deepEqual(d.decode(b2, 0, b2.length), [':method', 'GET']);
   assert.equal(d.tableSize, 0);
 });
+
+test('a header list over the limit: the rest of the block still updates the table and is still checked; the next block starts clean', () => {
+  const d = new HpackDecoder();
+  const lit = (name: string, value: string, first: number): Buffer => Buffer.concat([Buffer.from([first, name.length]), Buffer.from(name), Buffer.from([value.length]), Buffer.from(value)]);
+  // 3 references to a 100-octet field: 3 × 138 octets, over a limit of 300 on the third.
+  const big = lit('x-big', 'v'.repeat(100), 0x40);
+  const over = Buffer.concat([Buffer.from([0x83]), big, Buffer.from([0xbe, 0xbe, 0xbe]), lit('x-plain', 'p', 0x00), lit('x-added', 'a', 0x40), Buffer.from([0xbf])]);
+  assert.equal(d.decodeLimited(over, 0, over.length, 300), undefined);
+  assert.deepEqual(
+    d.dynamicTable().map(([n]) => n),
+    ['x-added', 'x-big'],
+    'an indexed literal past the limit still enters the table',
+  );
+  // Nothing of the refused block leaks into the next one.
+  const next = Buffer.from([0x82, 0xbe]);
+  assert.deepEqual(d.decodeLimited(next, 0, next.length, 300), [':method', 'GET', 'x-added', 'a']);
+  // Past the limit a reference to no entry, a bad Huffman string or a truncated literal is still an error.
+  for (const tail of [Buffer.from([0xc5]), Buffer.from([0x00, 0x01, 0x61, 0x81, 0xff]), Buffer.from([0x00, 0x05, 0x61])]) {
+    const block = Buffer.concat([Buffer.from([0xbe, 0xbe, 0xbe]), tail]);
+    assert.throws(() => new HpackDecoder().decodeLimited(Buffer.concat([big, block]), 0, big.length + block.length, 300), HpackError);
+  }
+});
