@@ -115,12 +115,20 @@ export function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
   return serveMember(opts, undefined);
 }
 
+/** @internal How serveMember builds its member from the options serve() takes (a new EtcdServer by default). */
+export type MakeServer = (opts: EtcdServerOptions) => EtcdServer;
+
 /**
  * @internal serve(), or with `attach` a member made elsewhere (a cluster member: serve_cluster.ts) instead of
  * a new EtcdServer: `attach` is called once the port is bound, with its endpoint; the member's options then
- * come from its maker, and close() stops only the port.
+ * come from its maker, and close() stops only the port. `make` builds the EtcdServer serve() serves (a member
+ * on a data dir is restored and kept there: src/server/kept_member.ts); a member it fails to make unbinds the port.
  */
-export async function serveMember(opts: ServeOptions, attach: ((endpoint: string, port: PortSwitch) => Promise<AttachedMember>) | undefined): Promise<ServeHandle> {
+export async function serveMember(
+  opts: ServeOptions,
+  attach: ((endpoint: string, port: PortSwitch) => Promise<AttachedMember>) | undefined,
+  make: MakeServer = (o) => new EtcdServer(o),
+): Promise<ServeHandle> {
   const host = opts.host ?? '127.0.0.1';
   const port = opts.port ?? 2379;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`serve: port must be 0..65535, got ${port}`);
@@ -128,7 +136,7 @@ export async function serveMember(opts: ServeOptions, attach: ((endpoint: string
     throw new Error(`serve: refusing to bind ${host}: not a loopback address (allow it explicitly with allowNonLoopback / --allow-non-loopback)`);
   }
   const server = new GrpcServer(opts);
-  await server.start(host, port, attach);
+  await server.start(host, port, attach, make);
   return server;
 }
 
@@ -193,7 +201,7 @@ class GrpcServer implements ServeHandle {
   }
 
   /** Binds the port, then makes the member (or asks `attach` for it, with the port's endpoint). */
-  async start(host: string, port: number, attach: ((endpoint: string, port: PortSwitch) => Promise<AttachedMember>) | undefined): Promise<void> {
+  async start(host: string, port: number, attach: ((endpoint: string, port: PortSwitch) => Promise<AttachedMember>) | undefined, make: MakeServer): Promise<void> {
     const opts = this.#opts;
     const door = this.#door;
     // One port for gRPC and etcd's HTTP endpoints, as etcd's client URL serves both (src/http/port.ts).
@@ -234,12 +242,19 @@ class GrpcServer implements ServeHandle {
       return;
     }
     const { host: _h, port: _p, allowNonLoopback: _a, clock: _c, clockSpeed: _s, tls: _t, grpcKeepAliveMinTimeMs: _k, maxConcurrentStreams: _m, ...serverOpts } = opts;
-    const server = new EtcdServer({
-      ...serverOpts,
-      clock: this.#clock,
-      clientUrls: opts.clientUrls ?? [this.#endpoint],
-      clientCertAuth: opts.tls?.clientCertAuth === true,
-    });
+    let server: EtcdServer;
+    try {
+      server = make({
+        ...serverOpts,
+        clock: this.#clock,
+        clientUrls: opts.clientUrls ?? [this.#endpoint],
+        clientCertAuth: opts.tls?.clientCertAuth === true,
+      });
+    } catch (err) {
+      clientPort.dropConnections();
+      await clientPort.close();
+      throw err;
+    }
     server.delivery.setScheduler((flush) => hostMicrotask(flush));
     this.#server = server;
     this.#clientHttp = createClientHttp(server, undefined, { maxConcurrentStreams: this.#opts.maxConcurrentStreams });

@@ -172,7 +172,7 @@ export class EtcdServer {
     this.lessor.subscribe((ev) => {
       if ((ev.type === 'revoke' && ev.reason === 'expire' && ev.deleted === 0) || ev.type === 'checkpoint') this.noteRaftEntry();
     });
-    this.services = {
+    const services: EtcdServices = {
       kv: new KVService(this),
       watch: new WatchService(this),
       lease: new LeaseService(this),
@@ -182,6 +182,7 @@ export class EtcdServer {
       lock: new LockService(this),
       election: new ElectionService(this),
     };
+    this.services = opts.wrapServices === undefined ? services : opts.wrapServices(services, this);
     registerTokenWaits(this.services, this);
     // Its alarm bucket too, once the maintenance service that keeps the alarms exists.
     if (fromFile !== undefined) this.services.maintenance.alarms.restore(fromFile.alarms);

@@ -6,6 +6,7 @@
 import type { AuthSetup, TokenProviderFactory } from '../auth/index.js';
 import type { EtcdVersion } from '../mvcc/index.js';
 import type { Clock } from '../sim/index.js';
+import type { EtcdServer, EtcdServices } from './etcd_server.js';
 import { DEFAULT_CLUSTER_TOKEN, clusterIdOf, memberIdOf } from './member_id.js';
 
 /** Knobs with etcd's defaults, named after etcd's flags where etcd has one. */
@@ -101,6 +102,12 @@ export interface EtcdServerOptions {
    * starts past its cluster's bootstrap entries, a restarted one at its backend's consistent index.
    */
   readonly initialRaftIndex?: number | undefined;
+  /**
+   * @internal What the member's front doors and its own services (Lock's Txn, the quota's alarm) call
+   * instead of the services it made: a member on a data dir records each request it applied there before
+   * answering (src/server/kept_member.ts).
+   */
+  readonly wrapServices?: ((services: EtcdServices, server: EtcdServer) => EtcdServices) | undefined;
 }
 
 /** etcd's default --initial-advertise-peer-urls. */

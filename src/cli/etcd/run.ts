@@ -24,6 +24,14 @@ import { startupLines, readyLines, shutdownLines, type StartedMember } from './s
 import { autoTlsFiles } from './auto_tls.js';
 import { AuthTokenOptionsError, JwtTokens, parseJwtOptions, type JwtTokenOptions } from '../../auth/jwt_token.js';
 import { parseGoDuration } from '../go_flags.js';
+import type { KeptMemberStart, KeptState } from '../../server/kept_member.js';
+
+/** A start-up failure already logged in etcd's words: the process ends with this code. */
+class CliExit extends Error {
+  constructor(readonly exitCode: number) {
+    super(`exit ${exitCode}`);
+  }
+}
 
 /** The release `ETCDSIM_ETCD_VERSION` names (default 3.7, as `etcdsim serve`). */
 export function etcdVersionFromEnv(env: Readonly<Record<string, string | undefined>>): EtcdVersion {
@@ -87,6 +95,7 @@ export async function runEtcd(argv: readonly string[], io: CliIo, env: Readonly<
   try {
     return await start(values, version, log, env);
   } catch (err) {
+    if (err instanceof CliExit) return err.exitCode;
     if (err instanceof CliError) return fatal(log, err.message.replace("See 'etcdsim serve --help'", "See 'etcd --help'"), err.exitCode, 'etcdmain');
     throw err;
   }
@@ -140,6 +149,32 @@ function mkdirAll(dataDir: string): void {
       throw new CliError(`cannot access data directory: mkdir ${p === resolve(dataDir) ? dataDir : p}: ${words[code] ?? code}`, 1);
     }
   }
+}
+
+/**
+ * The data dir's member (src/server/kept_member.ts), or etcd's end when it cannot be read: a WAL that is not
+ * etcd's (`walpb: crc mismatch`, a `proto:` error) stops etcd with a critical line and exit 1; a db that is
+ * not bbolt makes its backend panic (exit 2). A torn last record is repaired, with etcd's two lines.
+ */
+function readDataDir(kept: typeof import('../../server/kept_member.js'), dataDir: string, walDir: string | undefined, log: EtcdLog): KeptState {
+  let state: KeptState;
+  try {
+    state = kept.readKeptState(dataDir, walDir);
+  } catch (err) {
+    if (err instanceof kept.BackendOpenError) {
+      log.log({ level: 'fatal', pkg: 'mvcc/backend', text: err.message, caller: 'backend/backend.go:160', msg: 'failed to open database', fields: { path: err.path, error: 'invalid database' } });
+      log.raw(`panic: ${err.message}`);
+      throw new CliExit(2);
+    }
+    if (err instanceof Error && err.name === 'WalError') throw new CliError(err.message, 1);
+    throw err;
+  }
+  if (state.kind === 'restart' && state.contents.repairedFile !== undefined) {
+    const file = state.contents.repairedFile;
+    log.log({ level: 'info', pkg: 'wal', text: `repairing ${file}`, caller: 'wal/repair.go:40', msg: 'repairing', fields: { path: file }, notice: true });
+    log.log({ level: 'info', pkg: 'etcdserver', text: 'repaired WAL error (unexpected EOF)', caller: 'etcdserver/storage.go:110', msg: 'repaired WAL', fields: { error: 'unexpected EOF' } });
+  }
+  return state;
 }
 
 /** etcd's logger, from --logger / --log-level / --log-outputs (3.5+: zap only). */
@@ -251,19 +286,23 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
     tls: opts.tls !== undefined,
   };
   for (const w of warnings) log.log({ level: 'warn', pkg: 'embed', text: w, caller: 'embed/config.go:600', msg: w });
-  const { serve } = await import('../../grpc/index.js');
+  const kept = await import('../../server/kept_member.js');
+  const state = readDataDir(kept, dataDir, get('wal-dir'), log);
+  const { serveMember } = await import('../../grpc/server.js');
   const quiet = env['GRPC_VERBOSITY'] === undefined;
   if (quiet) grpc.setLogVerbosity(grpc.logVerbosity.NONE);
   let handle;
+  let keptStart: KeptMemberStart | undefined;
   try {
-    handle = await serve(opts);
+    handle = await serveMember(opts, undefined, (o) => (keptStart = kept.startKeptMember(state, o, Number(member.snapshotCount))).server);
   } catch (err) {
     const host = opts.host ?? '127.0.0.1';
     throw new CliError(bindError(err, `${host.includes(':') ? `[${host}]` : host}:${opts.port ?? 2379}`), 1);
   } finally {
     if (quiet) grpc.setLogVerbosity(grpc.logVerbosity.ERROR);
   }
-  const started: StartedMember = { ...member, memberId: handle.server.member.memberId, clusterId: handle.server.member.clusterId };
+  const restarted = keptStart?.restarted === true ? { commitIndex: keptStart.commitIndex, term: handle.server.member.raftTerm } : undefined;
+  const started: StartedMember = { ...member, memberId: handle.server.member.memberId, clusterId: handle.server.member.clusterId, restart: restarted };
   const stop = (signal: 'SIGINT' | 'SIGTERM'): void => {
     // etcd's gRPC Stop(): the connections are dropped under any open stream, nothing is left to flush.
     for (const e of shutdownLines(started, signal)) log.log(e);

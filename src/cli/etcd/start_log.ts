@@ -25,6 +25,8 @@ export interface StartedMember {
   readonly memberId: bigint;
   readonly clusterId: bigint;
   readonly tls: boolean;
+  /** The member restarted from its data dir (kept_member.ts): at this commit index, elected at this term. */
+  readonly restart?: { readonly commitIndex: bigint; readonly term: bigint } | undefined;
 }
 
 const hex = (id: bigint): string => id.toString(16);
@@ -42,7 +44,11 @@ export function startupLines(m: StartedMember): LogEvent[] {
   const id = hex(m.memberId);
   const cid = hex(m.clusterId);
   const cluster = m.version.replace(/^(\d+\.\d+).*/, '$1');
+  const term = m.restart?.term ?? 2n;
   return [
+    ...(m.restart === undefined
+      ? []
+      : [info('etcdmain', 'the server is already initialized as member before, starting as etcd member...', 'etcdmain/etcd.go:108', 'server has already been initialized', { 'data-dir': m.dataDir, 'dir-type': 'member' }, true)]),
     info('etcdmain', `etcd Version: ${m.serverVersion}`, 'etcdmain/etcd.go:134', 'starting an etcd server', {
       'etcd-version': m.serverVersion,
       'git-sha': 'Not provided (etcdsim)',
@@ -59,8 +65,14 @@ export function startupLines(m: StartedMember): LogEvent[] {
     info('embed', `election = ${m.electionMs}ms`, 'embed/etcd.go:309', 'election', { election: `${m.electionMs}ms` }),
     info('embed', `snapshot count = ${m.snapshotCount}`, 'embed/etcd.go:310', 'snapshot count', { 'snapshot-count': Number(m.snapshotCount) }),
     info('embed', `advertise client URLs = ${m.advertiseClientUrls.join(',')}`, 'embed/etcd.go:311', 'advertise client URLs', { 'advertise-client-urls': m.advertiseClientUrls }),
-    info('etcdserver', `starting member ${id} in cluster ${cid}`, 'etcdserver/raft.go:536', 'starting local member', { 'local-member-id': id, 'cluster-id': cid }),
-    raft(`${id} became follower at term 1`, 'raft/raft.go:706'),
+    m.restart === undefined
+      ? info('etcdserver', `starting member ${id} in cluster ${cid}`, 'etcdserver/raft.go:536', 'starting local member', { 'local-member-id': id, 'cluster-id': cid })
+      : info('etcdserver', `restarting member ${id} in cluster ${cid} at commit index ${m.restart.commitIndex}`, 'etcdserver/raft.go:616', 'restarting local member', {
+          'cluster-id': cid,
+          'local-member-id': id,
+          'commit-index': Number(m.restart.commitIndex),
+        }),
+    raft(`${id} became follower at term ${term - 1n}`, 'raft/raft.go:706'),
     ...(m.authToken.startsWith('simple') ? [{ level: 'warn', pkg: 'auth', text: 'simple token is not cryptographically signed', caller: 'auth/store.go:1380', msg: 'simple token is not cryptographically signed' } as const] : []),
     info('etcdserver', `starting server... [version: ${m.serverVersion}, cluster version: to_be_decided]`, 'etcdserver/server.go:816', 'starting etcd server', {
       'local-member-id': id,
@@ -73,9 +85,9 @@ export function startupLines(m: StartedMember): LogEvent[] {
       'added-peer-id': id,
       'added-peer-peer-urls': m.peerUrls,
     }),
-    raft(`${id} became candidate at term 2`, 'raft/raft.go:719'),
-    raft(`${id} became leader at term 2`, 'raft/raft.go:771'),
-    raft(`raft.node: ${id} elected leader ${id} at term 2`, 'raft/node.go:327'),
+    raft(`${id} became candidate at term ${term}`, 'raft/raft.go:719'),
+    raft(`${id} became leader at term ${term}`, 'raft/raft.go:771'),
+    raft(`raft.node: ${id} elected leader ${id} at term ${term}`, 'raft/node.go:327'),
     info('etcdserver', `published {Name:${m.name} ClientURLs:[${m.advertiseClientUrls.join(' ')}]} to cluster ${cid}`, 'etcdserver/server.go:2069', 'published local member to cluster through raft', {
       'local-member-id': id,
       'local-member-attributes': `{Name:${m.name} ClientURLs:[${m.advertiseClientUrls.join(' ')}]}`,

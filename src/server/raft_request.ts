@@ -1,0 +1,240 @@
+/**
+ * A member's write requests as the Raft entries etcd writes to its WAL: etcd's InternalRaftRequest, whose
+ * field number says which request it is (put 4, delete_range 5, txn 6, compaction 7, lease_grant 8,
+ * lease_revoke 9, alarm 10, auth_enable 1000, ... auth_role_revoke_permission 1204) and whose header (100)
+ * names the user the proposing member resolved from the token — so that applying the entry again, after a
+ * restart, checks the same user's permissions whatever tokens exist then. A request the member made itself
+ * (the expiry of a lease, a NOSPACE alarm raised by the quota) has no user, as in etcd.
+ *
+ * journaledServices() hands each request the member applied to a sink, encoded, once it succeeded: the
+ * outermost one only (a Lock's Txn is recorded as that Txn; a call that wraps another records the outer
+ * call), and those inside a call that failed afterwards on their own. A request whose ID the member chose
+ * (LeaseGrant with ID 0) is recorded with that ID, as etcd's leader fills it in before proposing. Reads,
+ * Authenticate (its tokens live in memory only, as etcd's simple tokens) and membership changes (their IDs
+ * are random; a restarted member keeps its own membership) are not entries here.
+ *
+ * Requests are encoded with etcd's own messages (src/proto), bytes as they came off the wire, so an entry
+ * etcd wrote decodes here too.
+ */
+import { etcdPackageDefinition } from '../proto/loader.js';
+import type { EtcdServer, EtcdServices } from './etcd_server.js';
+import type { AppliedCallContext, CallContext } from './call_context.js';
+import type { AuthInfo } from '../auth/index.js';
+import type * as M from './messages.js';
+import { decodeFields, ProtoFormatError } from '../snapshot/proto_reader.js';
+import { LEN, VARINT, WireWriter, tag, varintSize } from '../mvcc/wire.js';
+
+/** The requests that are entries: which service method, its InternalRaftRequest field, its gRPC method. */
+const CALLS = [
+  ['kv', 'put', 4, 'KV', 'Put'],
+  ['kv', 'deleteRange', 5, 'KV', 'DeleteRange'],
+  ['kv', 'txn', 6, 'KV', 'Txn'],
+  ['kv', 'compact', 7, 'KV', 'Compact'],
+  ['lease', 'leaseGrant', 8, 'Lease', 'LeaseGrant'],
+  ['lease', 'leaseRevoke', 9, 'Lease', 'LeaseRevoke'],
+  ['maintenance', 'alarm', 10, 'Maintenance', 'Alarm'],
+  ['auth', 'authEnable', 1000, 'Auth', 'AuthEnable'],
+  ['auth', 'authDisable', 1011, 'Auth', 'AuthDisable'],
+  ['auth', 'userAdd', 1100, 'Auth', 'UserAdd'],
+  ['auth', 'userDelete', 1101, 'Auth', 'UserDelete'],
+  ['auth', 'userChangePassword', 1103, 'Auth', 'UserChangePassword'],
+  ['auth', 'userGrantRole', 1104, 'Auth', 'UserGrantRole'],
+  ['auth', 'userRevokeRole', 1105, 'Auth', 'UserRevokeRole'],
+  ['auth', 'roleAdd', 1200, 'Auth', 'RoleAdd'],
+  ['auth', 'roleDelete', 1201, 'Auth', 'RoleDelete'],
+  ['auth', 'roleGrantPermission', 1203, 'Auth', 'RoleGrantPermission'],
+  ['auth', 'roleRevokePermission', 1204, 'Auth', 'RoleRevokePermission'],
+] as const;
+
+type Journaled = (typeof CALLS)[number];
+type ServiceName = Journaled[0];
+const HEADER_FIELD = 100;
+const ALARM_FIELD = 10;
+const LEASE_REVOKE_FIELD = 9;
+
+interface MethodCodec {
+  requestSerialize(req: unknown): Buffer;
+  requestDeserialize(b: Buffer): unknown;
+}
+
+let codecs: Map<number, MethodCodec> | undefined;
+/** Each entry field's request codec (etcd's .proto, loaded once). */
+function codecOf(field: number): MethodCodec | undefined {
+  if (codecs === undefined) {
+    const pd = etcdPackageDefinition() as unknown as Record<string, Record<string, MethodCodec>>;
+    codecs = new Map(CALLS.map(([, , f, svc, method]) => [f, pd[`etcdserverpb.${svc}`]![method]!]));
+  }
+  return codecs.get(field);
+}
+
+/** The user a request runs as, as etcd's RequestHeader carries it; undefined: the member's own request. */
+export interface RaftRequestHeader {
+  readonly username: string;
+  readonly authRevision: number;
+}
+
+/** etcd's InternalRaftRequest bytes: the header (when there is a caller), then the request in its field. */
+export function encodeRaftRequest(field: number, request: unknown, header: RaftRequestHeader | undefined): Uint8Array {
+  const codec = codecOf(field);
+  if (codec === undefined) throw new RangeError(`raft request: no request has field ${field}`);
+  const body = new Uint8Array(codec.requestSerialize(request));
+  let head: Uint8Array | undefined;
+  if (header !== undefined) {
+    const name = new TextEncoder().encode(header.username);
+    const size = (name.length > 0 ? varintSize(tag(2, LEN)) + varintSize(name.length) + name.length : 0) + (header.authRevision > 0 ? varintSize(tag(3, VARINT)) + varintSize(header.authRevision) : 0);
+    const w = new WireWriter(size);
+    if (name.length > 0) w.bytes(2, name);
+    if (header.authRevision > 0) {
+      w.varint(tag(3, VARINT));
+      w.varint(header.authRevision);
+    }
+    head = w.buf;
+  }
+  const size = (head === undefined ? 0 : varintSize(tag(HEADER_FIELD, LEN)) + varintSize(head.length) + head.length) + varintSize(tag(field, LEN)) + varintSize(body.length) + body.length;
+  const w = new WireWriter(size);
+  if (head !== undefined) w.bytes(HEADER_FIELD, head);
+  w.bytes(field, body);
+  return new Uint8Array(w.buf.buffer, w.buf.byteOffset, w.buf.length);
+}
+
+/** An entry's data that is no request this member can apply. */
+export class RaftRequestError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RaftRequestError';
+  }
+}
+
+/** A decoded InternalRaftRequest: the request's field, the request as the services take it, the header. */
+export interface RaftRequest {
+  readonly field: number;
+  readonly request: unknown;
+  readonly header: RaftRequestHeader | undefined;
+}
+
+export function decodeRaftRequest(data: Uint8Array): RaftRequest {
+  let fields;
+  try {
+    fields = decodeFields(data, 'InternalRaftRequest');
+  } catch (err) {
+    if (err instanceof ProtoFormatError) throw new RaftRequestError(err.message);
+    throw err;
+  }
+  let header: RaftRequestHeader | undefined;
+  let found: RaftRequest | undefined;
+  for (const f of fields) {
+    if (!('bytes' in f)) continue;
+    if (f.field === HEADER_FIELD) {
+      let username = '';
+      let authRevision = 0;
+      for (const h of decodeFields(f.bytes, 'RequestHeader')) {
+        if (h.field === 2 && 'bytes' in h) username = new TextDecoder().decode(h.bytes);
+        if (h.field === 3 && 'varint' in h) authRevision = Number(h.varint);
+      }
+      header = { username, authRevision };
+      continue;
+    }
+    const codec = codecOf(f.field);
+    if (codec !== undefined) found = { field: f.field, request: codec.requestDeserialize(Buffer.from(f.bytes.buffer, f.bytes.byteOffset, f.bytes.length)), header: undefined };
+  }
+  if (found === undefined) throw new RaftRequestError('InternalRaftRequest: no request this member applies');
+  return { ...found, header };
+}
+
+/**
+ * Applies a decoded entry to `server` as the member first applied it: through the same service call, as
+ * the header's user (a request without one is the member's own: a lease expiry revokes the lease, a quota
+ * alarm is raised). Throws what the call throws.
+ */
+export function applyRaftRequest(server: EtcdServer, r: RaftRequest): void {
+  if (r.header === undefined && r.field === LEASE_REVOKE_FIELD) {
+    server.lessor.revoke(BigInt((r.request as M.LeaseRevokeRequest).ID ?? 0));
+    return;
+  }
+  if (r.header === undefined && r.field === ALARM_FIELD) {
+    server.services.maintenance.applyAlarm(r.request as M.AlarmRequest);
+    return;
+  }
+  const call = CALLS.find((c) => c[2] === r.field)!;
+  const authInfo: AuthInfo | undefined = r.header === undefined || r.header.username === '' ? undefined : { username: r.header.username, ...(r.header.authRevision > 0 ? { revision: r.header.authRevision } : {}) };
+  const ctx: AppliedCallContext = { appliedAuthInfo: authInfo };
+  const svc = server.services[call[0]] as unknown as Record<string, (req: unknown, ctx: CallContext) => unknown>;
+  svc[call[1]]!.call(svc, r.request, ctx);
+}
+
+/** Where journaledServices() hands each applied request: etcd's entry data. */
+export type RaftRequestSink = (data: Uint8Array) => void;
+
+/**
+ * `services` with every request in CALLS handed to `sink` once applied (see the module comment), plus the
+ * member's own requests: `internal(field, request)` records one (lease expiry, quota alarm).
+ */
+export function journaledServices(server: EtcdServer, services: EtcdServices, sink: RaftRequestSink): { services: EtcdServices; internal(field: number, request: unknown): void } {
+  // The calls in progress, outermost first; each collects what its inner calls recorded.
+  const stack: Uint8Array[][] = [];
+  const emit = (records: readonly Uint8Array[]): void => {
+    const parent = stack[stack.length - 1];
+    if (parent !== undefined) parent.push(...records);
+    else for (const r of records) sink(r);
+  };
+  const wrap = (name: ServiceName): object => {
+    const target = services[name] as unknown as Record<string | symbol, unknown>;
+    const calls = new Map<string, Journaled>(CALLS.filter((c) => c[0] === name).map((c) => [c[1], c]));
+    const bound = new Map<string | symbol, unknown>();
+    return new Proxy(target, {
+      get(t, prop) {
+        let v = bound.get(prop);
+        if (v !== undefined) return v;
+        const value = t[prop];
+        if (typeof value !== 'function') return value;
+        const fn = value as (...args: unknown[]) => unknown;
+        const call = typeof prop === 'string' ? calls.get(prop) : undefined;
+        // The quota's NOSPACE alarm: the member's own request (Alarm applies it through `this`, unseen here).
+        const own = name === 'maintenance' && prop === 'applyAlarm';
+        v =
+          call === undefined && !own
+            ? fn.bind(t)
+            : (req: unknown, ctx?: CallContext): unknown => {
+                const header = own ? undefined : headerOf(server, ctx);
+                const inner: Uint8Array[] = [];
+                stack.push(inner);
+                let res: unknown;
+                try {
+                  res = fn.call(t, req, ctx);
+                } catch (err) {
+                  stack.pop();
+                  emit(inner);
+                  throw err;
+                }
+                stack.pop();
+                const recorded = call?.[1] === 'leaseGrant' ? { ...(req as M.LeaseGrantRequest), ID: (res as M.LeaseGrantResponse).ID } : req;
+                emit([encodeRaftRequest(call?.[2] ?? ALARM_FIELD, recorded, header)]);
+                return res;
+              };
+        bound.set(prop, v);
+        return v;
+      },
+    });
+  };
+  const wrapped: EtcdServices = {
+    ...services,
+    kv: wrap('kv') as EtcdServices['kv'],
+    lease: wrap('lease') as EtcdServices['lease'],
+    maintenance: wrap('maintenance') as EtcdServices['maintenance'],
+    auth: wrap('auth') as EtcdServices['auth'],
+  };
+  return { services: wrapped, internal: (field, request) => emit([encodeRaftRequest(field, request, undefined)]) };
+}
+
+/** The caller's user as the entry's header names it (an invalid token fails the call itself, unrecorded). */
+function headerOf(server: EtcdServer, ctx: CallContext | undefined): RaftRequestHeader {
+  let ai: AuthInfo | undefined;
+  try {
+    ai = server.authInfo(ctx);
+  } catch {
+    ai = undefined;
+  }
+  return { username: ai?.username ?? '', authRevision: ai?.revision ?? 0 };
+}
+
+export { LEASE_REVOKE_FIELD, ALARM_FIELD };
