@@ -52,19 +52,13 @@ export {
   MaintenanceClient,
   ClusterClient,
   AuthClient,
-  EtcdStream,
-  EtcdWatchStream,
-  EtcdKeepAliveStream,
-  EtcdObserveStream,
   LockClient,
   ElectionClient,
   type WaitOptions,
-  prefix,
-  fromKey,
   type Session,
-  type Req,
-  type StreamEvents,
 } from './client/raw_client.js';
+export { EtcdStream, EtcdWatchStream, EtcdKeepAliveStream, EtcdObserveStream, type StreamEvents } from './client/raw_streams.js';
+export { prefix, fromKey, type Req } from './client/text_keys.js';
 // An import and export rather than `export type * as`: the same namespace the client's own signatures name.
 import type * as messages from './server/messages.js';
 export type { messages };

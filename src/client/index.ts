@@ -18,15 +18,9 @@ export {
   ClusterClient,
   AuthClient,
   type Session,
-  EtcdStream,
-  EtcdWatchStream,
-  EtcdKeepAliveStream,
-  EtcdObserveStream,
   LockClient,
   ElectionClient,
   type WaitOptions,
-  prefix,
-  fromKey,
-  type Req,
-  type StreamEvents,
 } from './raw_client.js';
+export { EtcdStream, EtcdWatchStream, EtcdKeepAliveStream, EtcdObserveStream, type StreamEvents } from './raw_streams.js';
+export { prefix, fromKey, type Req } from './text_keys.js';
