@@ -2,7 +2,9 @@
  * Every bundled lab's page, in headless Chromium at 800, 1280 and 1920 px: the whole drawing is in its box (no
  * sideways scroll hides the end of a run, where the lesson is), no text of it is cut by its edge or overlaps
  * another text, no break mark or numbered step circle covers a text or another circle, and every read — a failed
- * one (ErrCompacted) too — is written on the page with what it returned, without hovering (layout_check.ts).
+ * one (ErrCompacted) too — is written on the page with what it returned, without hovering (layout_check.ts); no
+ * text is drawn smaller than 11 px on the page, 10 px in a drawing shown at its own size, 6.5 px in one scaled
+ * down into an 800 px window.
  * Screenshots of each drawing are kept in ETCDSIM_SCREENSHOTS when set. Chromium is needed: .ci/run installs it;
  * without it the test skips outside CI and fails in CI.
  */
@@ -19,6 +21,26 @@ import { screenshotDir, startBrowser, type BrowserPage } from './cdp.js';
 import { LAYOUT_CHECK } from './layout_check.js';
 
 const WIDTHS = [800, 1280, 1920] as const;
+
+/**
+ * The smallest text as it is drawn on the screen, in CSS px: in the drawings (their font size times the scale the
+ * box shows them at) and on the rest of the page.
+ */
+const SMALLEST_TEXT = `(() => {
+  let svg = Infinity;
+  for (const s of document.querySelectorAll('svg.timeline')) {
+    const scale = s.getBoundingClientRect().width / s.viewBox.baseVal.width;
+    for (const t of s.querySelectorAll('text')) if (t.getBBox().width > 0) svg = Math.min(svg, parseFloat(getComputedStyle(t).fontSize) * scale);
+  }
+  let page = Infinity;
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n !== null; n = walk.nextNode()) {
+    const el = n.parentElement;
+    if (el === null || n.textContent.trim() === '' || el.closest('svg') !== null || el.getClientRects().length === 0) continue;
+    page = Math.min(page, parseFloat(getComputedStyle(el).fontSize));
+  }
+  return { svg, page };
+})()`;
 
 test('every lab page at 800, 1280 and 1920 px: the drawing fits its box, no text cut or covered, every read written out', { skip: requireChromium(), timeout: 300_000 }, async () => {
   const chromium = findChromium()!;
@@ -46,6 +68,11 @@ test('every lab page at 800, 1280 and 1920 px: the drawing fits its box, no text
           labels: [...document.querySelectorAll('section.run')].map((s) => s.querySelectorAll('.read-label').length),
           failed: document.querySelectorAll('.read.failed').length,
         })`);
+        const fonts = await browser.evaluate<{ svg: number; page: number }>(SMALLEST_TEXT);
+        assert.ok(fonts.page >= 11, `${lab.name} @${width}: page text at ${fonts.page} px`);
+        // A drawing shown at its own size (every one from 1280 px on, the shorter runs' at 800) has no text under
+        // 10 px; one scaled down into an 800 px window (a long run's) keeps its smallest above 6.5 px.
+        assert.ok(fonts.svg >= (width >= 1280 ? 10 : 6.5), `${lab.name} @${width}: drawing text at ${fonts.svg.toFixed(2)} px`);
         assert.equal(seen.overflow, 0, `${lab.name} @${width}: the page does not scroll sideways`);
         assert.deepEqual(seen.labels, reads, `${lab.name} @${width}: one label per read`);
         if (lab.name === 'pagination-pinned-revision') assert.equal(seen.failed, 1, 'the read of a compacted revision is drawn, failed');

@@ -78,7 +78,7 @@ export function buildAxis(m: TimelineModel, maxRev: number): Axis {
   const inSpan = (rev: number): { from: number; to: number } | undefined => spans.find((sp) => rev >= sp.from && rev <= sp.to);
   const visible: number[] = [];
   for (let v = 0; v <= maxRev; v++) if (inSpan(v) === undefined) visible.push(v);
-  const step = Math.max(14, Math.min(48, Math.floor(900 / Math.max(1, visible.length + spans.length))));
+  const step = Math.max(14, Math.min(48, Math.floor(640 / Math.max(1, visible.length + spans.length))));
   // Left edge of each column: visible revisions get `step`, each elided span one BREAK.
   const left = new Map<number, number>();
   const breaks: { from: number; to: number; x: number }[] = [];
@@ -107,5 +107,5 @@ export function buildAxis(m: TimelineModel, maxRev: number): Axis {
 /** What stands for the marks of an elided span in one lane: a bar across the break, with their count. */
 export function elidedBar(axis: Axis, e: { from: number; to: number; n: number }, cy: number, color: string, tip: string, cls: string): string {
   const b = axis.breaks.find((bb) => bb.from === e.from)!;
-  return `<g class="${cls}" data-count="${e.n}"><rect x="${b.x + 4}" y="${cy - 4}" width="${BREAK - 8}" height="8" fill="${color}" fill-opacity="0.6"/><text x="${b.x + BREAK / 2}" y="${cy - 7}" text-anchor="middle" font-size="8" fill="${color}">×${e.n}</text><title>${label(tip)}</title></g>`;
+  return `<g class="${cls}" data-count="${e.n}"><rect x="${b.x + 4}" y="${cy - 4}" width="${BREAK - 8}" height="8" fill="${color}" fill-opacity="0.6"/><text x="${b.x + BREAK / 2}" y="${cy - 7}" text-anchor="middle" font-size="10" fill="${color}">×${e.n}</text><title>${label(tip)}</title></g>`;
 }

@@ -26,6 +26,11 @@ export interface Canvas {
   laneLabel(cy: number, text: string, fill?: string): string;
 }
 
+/** Where a label written from `x` ends (11 px monospace). */
+function textEnd(x: number, text: string): number {
+  return x + text.length * 6.7;
+}
+
 /** One SVG picture of one run. */
 export function renderSvg(m: TimelineModel): string {
   return draw(m).svg;
@@ -41,10 +46,17 @@ export function draw(m: TimelineModel): Drawing {
   // Restores and restarts get two rows of labels of their own under the compaction's, so no label covers another.
   const height = lanesEnd + (m.restores.length > 0 ? 22 : 0);
   const strip = timeStripRows(m);
-  const stripWidth = Math.max(axis.end - LEFT - 20, 600);
+  // As wide as the revision axis, but no narrower than eight time ticks need; a short run's picture then fits an
+  // 800 px window unscaled, its labels at their own size.
+  const stripWidth = Math.max(axis.end - LEFT - 20, 420);
   const total = height + (strip.length > 0 ? STRIP_TOP + strip.length * STRIP_ROW + 12 : 0);
   // Room on the right for what is written beside the last revisions (a read's keys, a watch waiting for a revision).
-  const width = Math.ceil(Math.max(axis.end + 240, LEFT + stripWidth + 120, ...m.reads.map((r) => readLabelEnd({ axis }, r) + 10)));
+  const ends = [
+    ...m.watchers.flatMap((w) => w.segments.filter((sg) => sg.startRev > maxRev).map((sg) => textEnd(axis.x(maxRev) + 10, `waits for revision ${sg.startRev}`))),
+    ...m.restores.map((r) => textEnd(axis.x(r.toRev) + axis.step / 2 + 3, `${restoreLook(r).short} (${r.fromRev}→${r.toRev})`)),
+    ...m.reads.map((r) => readLabelEnd({ axis }, r)),
+  ];
+  const width = Math.ceil(Math.max(axis.end + 150, LEFT + stripWidth + 120, ...ends.map((e) => e + 10)));
   const out: string[] = [];
   const laneLabel = (cy: number, text: string, fill = '#222'): string => `<text class="lane-label" x="${LEFT - 8}" y="${cy + 4}" text-anchor="end" fill="${fill}">${text}</text>`;
   out.push(
@@ -91,7 +103,7 @@ function drawRevisionAxis(c: Canvas, height: number): void {
     out.push(
       `<g class="axis-break" data-from="${b.from}" data-to="${b.to}"><rect x="${b.x + 3}" y="${TOP - 4}" width="${BREAK - 6}" height="${height - TOP - 26}" fill="#f4f4f4"/>` +
         `<path d="M${zx - 5},${TOP - 20}l4,-6l2,12l4,-6" stroke="#555" fill="none"/><path d="M${b.x + 3},${TOP - 4}V${height - 30}M${b.x + BREAK - 3},${TOP - 4}V${height - 30}" stroke="#999" stroke-dasharray="2 2"/>` +
-        `<text x="${zx}" y="${height - 18}" text-anchor="middle" fill="#777" font-size="9">${n}</text><title>${n} revisions elided (${b.from}..${b.to}): nothing but more of the same writes and deliveries</title></g>`,
+        `<text x="${zx}" y="${height - 18}" text-anchor="middle" fill="#777" font-size="10">${n}</text><title>${n} revisions elided (${b.from}..${b.to}): nothing but more of the same writes and deliveries</title></g>`,
     );
   }
 }

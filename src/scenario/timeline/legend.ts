@@ -25,7 +25,7 @@ export const LEGEND = [
   legendItem('closed', `<line x1="17" y1="3" x2="17" y2="17" stroke="${COLORS.watch}" stroke-width="3"/>`, 'closed by the client'),
   legendItem('broken', `<path d="M13,1L20,8L14,12L21,19" stroke="${COLORS.brk}" stroke-width="2.5" fill="none"/>`, 'stream broken'),
   legendItem('lease', `<rect x="2" y="5" width="30" height="10" fill="${COLORS.lease}" fill-opacity="0.5"/><circle cx="17" cy="10" r="3" fill="${COLORS.lease}"/>`, 'lease lifetime, keep-alive'),
-  legendItem('step', `<circle cx="17" cy="10" r="7" fill="#fff" stroke="${COLORS.step}"/><text x="17" y="13.5" text-anchor="middle" font-size="9" font-family="monospace">1</text>`, 'step of the script (list beside)'),
+  legendItem('step', `<circle cx="17" cy="10" r="7" fill="#fff" stroke="${COLORS.step}"/><text x="17" y="13.5" text-anchor="middle" font-size="10" font-family="monospace">1</text>`, 'step of the script (list beside)'),
   legendItem('time-strip', `<path d="M4,4L10,10L4,16Z" fill="${COLORS.watch}"/><rect x="18" y="5" width="10" height="10" fill="#fff" stroke="${COLORS.del}" stroke-width="2"/>`, 'time strip (below): a watch opened | canceled, by virtual time'),
   legendItem('expiry-check', `<line x1="9" y1="3" x2="9" y2="17" stroke="#999" stroke-width="2"/><line x1="17" y1="3" x2="17" y2="17" stroke="${COLORS.lease}" stroke-dasharray="2 2" stroke-width="1.5"/><line x1="25" y1="3" x2="25" y2="17" stroke="#333" stroke-width="2"/>`, 'expiry check (lease alive) | TTL runs out | check that revokes'),
   legendItem('linked', `<circle cx="17" cy="10" r="5" fill="${COLORS.put}" stroke="#f0a000" stroke-width="3"/>`, 'hover or click a mark or a transcript line: the other lights up'),

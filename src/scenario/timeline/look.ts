@@ -82,5 +82,5 @@ export function stepPlaces(xs: readonly number[], gap = 16): number[] {
 /** A step's circle and number at `sx` (`cy` its centre), with a tick down to its true place `x` when pushed aside. */
 export function stepCircle(sx: number, x: number, cy: number, n: number): string {
   const tick = sx - x > 1 ? `<path d="M${sx},${cy + 7}L${x},${cy + 12}" stroke="${COLORS.step}" stroke-width="0.8" fill="none"/>` : '';
-  return `${tick}<circle cx="${sx}" cy="${cy}" r="7" fill="#fff" stroke="${COLORS.step}"/><text x="${sx}" y="${cy + 3.5}" text-anchor="middle" font-size="9" fill="${COLORS.step}">${n}</text>`;
+  return `${tick}<circle cx="${sx}" cy="${cy}" r="7" fill="#fff" stroke="${COLORS.step}"/><text x="${sx}" y="${cy + 3.5}" text-anchor="middle" font-size="10" fill="${COLORS.step}">${n}</text>`;
 }

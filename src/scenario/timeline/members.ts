@@ -140,7 +140,7 @@ export function drawMemberRow(m: TimelineModel, name: string, cy: number, axis: 
     const text = sp.kind === 'leader' || sp.kind === 'down' || sp.kind === 'paused' ? (sp.kind === 'leader' ? `term ${/term (\d+)/.exec(sp.text)?.[1] ?? ''}` : sp.kind) : '';
     const room = text !== '' && w > text.length * 6 + 16;
     out.push(
-      `<g class="member-span span-${sp.kind}" data-member="${esc(name)}" data-from-ms="${sp.from}" data-line="${sp.line}">${shape}${room ? `<text x="${x1 + (sp.kind === 'leader' ? 12 : 3)}" y="${cy + 3.5}" font-size="9" fill="${sp.kind === 'leader' ? '#7a5a00' : '#fff'}">${text}</text>` : ''}<title>${label(tip)}</title></g>`,
+      `<g class="member-span span-${sp.kind}" data-member="${esc(name)}" data-from-ms="${sp.from}" data-line="${sp.line}">${shape}${room ? `<text x="${x1 + (sp.kind === 'leader' ? 12 : 3)}" y="${cy + 3.5}" font-size="10" fill="${sp.kind === 'leader' ? '#7a5a00' : '#fff'}">${text}</text>` : ''}<title>${label(tip)}</title></g>`,
     );
   }
   for (const e of m.memberEvents) {

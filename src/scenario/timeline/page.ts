@@ -177,6 +177,8 @@ ul.legend li { display: flex; align-items: center; gap: 0.3em; }
 /* The steps beside the picture only where the picture still gets the width it is drawn for; above it otherwise. */
 .run-body { display: grid; grid-template-columns: minmax(14em, 22em) minmax(0, 1fr); gap: 1em; align-items: start; }
 @media (max-width: 1600px) { .run-body { grid-template-columns: minmax(0, 1fr); } }
+/* A narrow window gives the picture its margins: the less it is scaled down, the larger its labels. */
+@media (max-width: 1000px) { body { margin: 1em 0.5em; } }
 ol.steps { margin: 0; padding-left: 1.8em; font-size: 14px; }
 ol.steps li { margin-bottom: 0.5em; }
 ol.steps .at { color: #888; font-size: 11px; white-space: nowrap; }
