@@ -32,6 +32,8 @@ export interface ShadowContext {
   /** Numbers a new stream, from 1, for the scenario log. */
   nextStream(): number;
   readonly tokens: TokenMap;
+  /** Members added through the shadow: etcd's ID → the simulator's (each side chose its own). */
+  readonly memberIds: Map<string, string>;
 }
 
 /**

@@ -13,8 +13,8 @@
  * Revisions no call accounts for — a lease's keys deleted by etcd's expiry, a write of a client that is not
  * behind the shadow — come from the shadow's own watch on the etcd (every key, prev_kv): once no write is
  * in flight through the proxy (or `graceMs` after the events came), the revision's events are applied as
- * they are, an expiry as the lease's revoke. Expiry is etcd's decision: the simulator's clock never moves,
- * so its own timers never expire a lease, and a lease etcd reports gone is dropped there too.
+ * they are (an expiry's deletes too). Expiry is etcd's decision: the simulator's clock never moves, so its
+ * own timers never expire a lease, and a lease etcd reports gone is dropped there too.
  */
 import type { EtcdSim } from '../client/create.js';
 import { afterHostTime } from '../sim/index.js';
@@ -31,6 +31,9 @@ export interface Step {
   /** The revision this step made was already applied from etcd's events (its answer came after the grace). */
   skip(): void;
 }
+
+/** concurrency's default session TTL: what etcd's Lock and Election grant a call that names no lease. */
+const SESSION_TTL = 60;
 
 export interface FollowerHooks {
   /** The simulator could not apply a revision from etcd's own events (it diverged before). */
@@ -152,23 +155,28 @@ export class Follower {
     }
   }
 
-  /** A revision etcd made without a call through the shadow: a lease's expiry, or another client's write. */
+  /**
+   * A revision etcd made without a call through the shadow: a lease's expiry, a write of the Lock or
+   * Election service, or another client's write. Applied as what it is, one Txn of its puts and deletes in
+   * etcd's order — an expiry too: a delete of a lease's last key looks the same as an Unlock of it, so the
+   * lease itself stays until etcd says it is gone (unary.ts, `leaseGone`). A put names a lease the simulator
+   * never saw granted when etcd granted it itself (a Lock, Campaign or Proclaim without a lease opens a
+   * 60 s session) or a client bypassed the shadow: it is granted here, with etcd's ID.
+   */
   private applyEvents(rev: number, evs: readonly M.Event[]): void {
     const sim = this.sim;
     this.hooks.onEvents(evs.length);
-    const leases = new Set(evs.map((e) => String(e.prev_kv?.lease ?? '0')));
-    const lease = leases.size === 1 ? [...leases][0]! : '0';
     try {
-      if (evs.every((e) => e.type === 'DELETE') && lease !== '0' && sim.lessor.exists(BigInt(lease)) && sim.lessor.keyStringsOf(BigInt(lease)).length === evs.length) {
-        sim.lessor.expire(BigInt(lease));
-      } else {
-        const success = evs.map((e) =>
-          e.type === 'DELETE'
-            ? { request_delete_range: { key: e.kv!.key, range_end: Buffer.alloc(0) } }
-            : { request_put: { key: e.kv!.key, value: e.kv!.value, lease: e.kv!.lease } },
-        );
-        sim.services.kv.txn({ compare: [], success, failure: [] }, this.asRoot());
+      for (const e of evs) {
+        const lease = BigInt(e.type === 'PUT' ? (e.kv?.lease ?? '0') : '0');
+        if (lease !== 0n && !sim.lessor.exists(lease)) sim.lessor.grant(lease, SESSION_TTL);
       }
+      const success = evs.map((e) =>
+        e.type === 'DELETE'
+          ? { request_delete_range: { key: e.kv!.key, range_end: Buffer.alloc(0) } }
+          : { request_put: { key: e.kv!.key, value: e.kv!.value, lease: e.kv!.lease } },
+      );
+      sim.services.kv.txn({ compare: [], success, failure: [] }, this.asRoot());
     } catch (err) {
       this.hooks.onFollowError(rev, err instanceof Error ? err.message : String(err));
     }
@@ -181,7 +189,7 @@ export class Follower {
    * etcd made the revision, whoever asked: with auth on, the simulator applies it as root, with a token of
    * its own (its clock never moves, so the token never expires; a new one after auth was turned off and on).
    */
-  private asRoot(): { token: string } | undefined {
+  asRoot(): { token: string } | undefined {
     const auth = this.sim.server.auth;
     if (!auth.enabled) return undefined;
     if (this.rootToken === undefined || !this.validToken(this.rootToken)) this.rootToken = auth.tokens.assign('root', this.sim.server.raftIndex, auth.revision);

@@ -4,13 +4,14 @@
  * leaves free (src/diff/normalise.ts: cluster and member IDs, raft term; here also the remaining TTL of a
  * lease, which is time).
  *
- * Compared: the unary calls unary.ts has a rule for (KV, Lease) and the Watch and LeaseKeepAlive streams
- * (stream_calls.ts). Every other call passes through and is counted as not compared; the keys it writes
- * reach the simulator through the shadow's own watch (follower.ts).
+ * Compared: the unary calls unary.ts and lock_election.ts have a rule for (KV, Lease, Auth, Maintenance,
+ * Cluster, Lock, Election) and the Watch and LeaseKeepAlive streams (stream_calls.ts). Every other call
+ * passes through and is counted as not compared; the keys it writes reach the simulator through the
+ * shadow's own watch (follower.ts).
  */
 import { Buffer } from 'node:buffer';
 import { createEtcdSim, type EtcdSim } from '../client/create.js';
-import { connectEtcd } from '../grpc/client.js';
+import { connectEtcd, type EtcdGrpcClient } from '../grpc/client.js';
 import type { EtcdVersion } from '../mvcc/index.js';
 import { etcdService, type EtcdServiceName } from '../proto/index.js';
 import { text } from '../diff/normalise.js';
@@ -56,9 +57,6 @@ export interface ShadowHandle {
   close(): Promise<void>;
 }
 
-const WRITES = new Set(['/etcdserverpb.KV/Put', '/etcdserverpb.KV/DeleteRange', '/etcdserverpb.KV/Txn', '/etcdserverpb.Lease/LeaseRevoke']);
-/** Services whose calls write keys without being compared (their writes arrive as events). */
-const WRITING_SERVICES = ['/v3lockpb.Lock/', '/v3electionpb.Election/'];
 const codecs = new Map<string, Codec | null>();
 function codecOf(path: string): Codec | undefined {
   if (!codecs.has(path)) {
@@ -77,8 +75,32 @@ function codecOf(path: string): Codec | undefined {
   return codecs.get(path) ?? undefined;
 }
 
-/** A simulator of the release asked, on a clock that never moves (etcd's clock decides), holding etcd's state (seed.ts). */
-function followingSim(o: ShadowOptions, version: EtcdVersion, snapshot: Buffer): EtcdSim {
+/** The real etcd's identity, which the simulator takes on: its cluster, and the member the shadow talks to. */
+interface Identity {
+  readonly clusterId: bigint;
+  readonly memberId: bigint;
+  readonly memberName: string;
+  readonly clientUrls: readonly string[];
+  readonly peerUrls: readonly string[];
+}
+
+async function identityOf(client: EtcdGrpcClient): Promise<Identity> {
+  const r = await client.cluster.memberList({});
+  const self = r.members.find((m) => m.ID === r.header.member_id);
+  return {
+    clusterId: BigInt(r.header.cluster_id),
+    memberId: BigInt(r.header.member_id),
+    memberName: self?.name ?? 'default',
+    clientUrls: self?.clientURLs ?? [],
+    peerUrls: self?.peerURLs ?? [],
+  };
+}
+
+/**
+ * A simulator of the release asked, on a clock that never moves (etcd's clock decides), holding etcd's
+ * state (seed.ts), as the same member of the same cluster (so Cluster's answers name the same member).
+ */
+function followingSim(o: ShadowOptions, version: EtcdVersion, snapshot: Buffer, id: Identity): EtcdSim {
   const heartbeatMs = o.heartbeatMs ?? 100;
   const electionMs = o.electionMs ?? 1000;
   return createEtcdSim({
@@ -89,14 +111,21 @@ function followingSim(o: ShadowOptions, version: EtcdVersion, snapshot: Buffer):
     heartbeatIntervalMs: heartbeatMs,
     electionTicks: Math.max(1, Math.round(electionMs / heartbeatMs)),
     fromSnapshot: snapshot,
+    ...id,
   });
 }
 
 export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
   const version = o.etcdVersion ?? '3.4';
-  const sim = followingSim(o, version, await snapshotOf(o.etcd));
-  const startRev = sim.mvcc.currentRevision;
   const client = connectEtcd(o.etcd);
+  let sim: EtcdSim;
+  try {
+    sim = followingSim(o, version, await snapshotOf(o.etcd), await identityOf(client));
+  } catch (err) {
+    client.close();
+    throw err;
+  }
+  const startRev = sim.mvcc.currentRevision;
   // An etcd past its first revision has a history (kept or compacted) that a fresh etcd replaying the log would lack.
   const held = startRev > 1 || sim.lessor.leases().length > 0;
   const ctx = shadowContext(o, sim, new ScenarioLog(startRev, version, undefined, held));
@@ -179,6 +208,7 @@ function shadowContext(o: ShadowOptions, sim: EtcdSim, log: ScenarioLog): Shadow
     },
     nextStream: () => ++streamCount,
     tokens: new TokenMap(),
+    memberIds: new Map(),
   };
 }
 
@@ -200,8 +230,9 @@ function tapCall(ctx: ShadowContext, path: string, headers: TappedCall['headers'
   }
   if (path === '/etcdserverpb.Watch/Watch') return watchCall(ctx, rpc, codec, call);
   if (path === '/etcdserverpb.Lease/LeaseKeepAlive') return keepAliveCall(ctx, rpc, codec, call);
-  const writes = WRITES.has(path) || WRITING_SERVICES.some((p) => path.startsWith(p));
   const rule = UNARY.get(path);
+  // A call that may make a revision: its answer, not etcd's events, should apply it (follower.ts).
+  const writes = rule?.makesRevision !== undefined;
   let req: unknown;
   let res: unknown;
   let untapped: string | undefined;

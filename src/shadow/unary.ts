@@ -8,30 +8,12 @@
  * ID, so every later request naming it means the same lease on both.
  */
 import { canon, text, type Canon } from '../diff/normalise.js';
-import type { EtcdSim } from '../client/create.js';
 import type { CallContext } from '../server/call_context.js';
 import type * as M from '../server/messages.js';
 import { isObj, NO_LEASES, outcomeText, simOutcome, type Outcome, type ShadowContext } from './context.js';
 import type { Step } from './follower.js';
-
-type Msg = Record<string, unknown>;
-
-export interface UnaryRule {
-  /** Whether etcd's successful answer made a revision (asked when the simulator is one below it). */
-  makesRevision?(ok: Msg, req: Msg, sim: EtcdSim): boolean;
-  /** Asked when the simulator is already past etcd's revision: 'read' asks at that revision, 'as-is' asks now; absent: not compared. */
-  readonly late?: 'read' | 'as-is';
-  /** Before asking the simulator: what etcd's answer says it must follow (a lease gone on etcd). */
-  follow?(ctx: ShadowContext, req: Msg, ok: Msg | undefined): void;
-  /** The simulator's answer (throws etcd's error); `call` carries the simulator's token for etcd's. */
-  ask(sim: EtcdSim, req: Msg, ok: Msg | undefined, call: CallContext | undefined): unknown;
-  /** After both answered: what the shadow learns from them (the token pair of an Authenticate). */
-  learn?(ctx: ShadowContext, mine: Outcome, etcd: Outcome): void;
-  /** etcd's canonical answer with what is time made the simulator's. */
-  free?(mine: Canon, etcd: Canon): Canon;
-  /** The request as the scenario log records it (for a replay to mean the same). */
-  logged?(req: Msg, ok: Msg | undefined): unknown;
-}
+import { LOCK_ELECTION, MEMBERS } from './lock_election.js';
+import { byName, fromSim, type Msg, type UnaryRule } from './rules.js';
 
 const LEASE_NOT_FOUND = 'etcdserver: requested lease not found';
 
@@ -40,27 +22,6 @@ function txnWrote(r: M.TxnResponse): boolean {
   return r.responses.some((op) =>
     op.response === 'response_put' ? true : op.response === 'response_delete_range' ? op.response_delete_range.deleted !== '0' : op.response === 'response_txn' ? txnWrote(op.response_txn) : false,
   );
-}
-
-type Method = (req: Msg, call: CallContext | undefined) => unknown;
-
-/** The simulator's service method of the same name (`Auth/UserAdd` is `services.auth.userAdd`). */
-function byName(service: keyof EtcdSim['services'], method: string): UnaryRule['ask'] {
-  const name = method[0]!.toLowerCase() + method.slice(1);
-  return (s, r, _ok, call) => {
-    const svc = s.services[service] as unknown as Record<string, Method>;
-    return svc[name]!.call(svc, r, call);
-  };
-}
-
-/** etcd's own answer for fields `keep` of the simulator's (what the real etcd's configuration and Raft decide). */
-function fromSim(...keep: string[]): (mine: Canon, etcd: Canon) => Canon {
-  return (mine, etcd) => {
-    if (!isObj(mine) || !isObj(etcd)) return etcd;
-    const out = { ...etcd };
-    for (const k of keep) if (k in mine) out[k] = mine[k]!;
-    return out;
-  };
 }
 
 /** Auth's calls (no revision made; the header is the current revision). */
@@ -87,8 +48,8 @@ export const UNARY: ReadonlyMap<string, UnaryRule> = new Map<string, UnaryRule>(
   ['/etcdserverpb.Maintenance/Hash', { late: 'as-is', ask: byName('maintenance', 'Hash'), free: fromSim('hash') }],
   ['/etcdserverpb.Maintenance/Alarm', { late: 'as-is', ask: byName('maintenance', 'Alarm') }],
   ['/etcdserverpb.Maintenance/Defragment', { late: 'as-is', ask: byName('maintenance', 'Defragment') }],
-  // The members are the real cluster's configuration (IDs, names, URLs): their number and learner flags compare.
-  ['/etcdserverpb.Cluster/MemberList', { late: 'as-is', ask: byName('cluster', 'MemberList'), free: sameMembers }],
+  ...MEMBERS,
+  ...LOCK_ELECTION,
   ['/etcdserverpb.KV/Range', { late: 'read', ask: byName('kv', 'Range') }],
   ['/etcdserverpb.KV/Put', { makesRevision: () => true, ask: byName('kv', 'Put') }],
   ['/etcdserverpb.KV/DeleteRange', { makesRevision: (ok) => ok['deleted'] !== '0', ask: byName('kv', 'DeleteRange') }],
@@ -98,7 +59,9 @@ export const UNARY: ReadonlyMap<string, UnaryRule> = new Map<string, UnaryRule>(
     '/etcdserverpb.Lease/LeaseGrant',
     {
       late: 'as-is',
-      ask: (s, r, ok, call) => s.services.lease.leaseGrant(ok === undefined ? (r as M.LeaseGrantRequest) : { ...(r as M.LeaseGrantRequest), ID: String(ok['ID']) }, call),
+      // etcd granted this ID, so it had no such lease: nor has the simulator (one that expired there).
+      follow: (ctx, _r, ok) => ctx.leaseGone(ok === undefined ? undefined : String(ok['ID'])),
+      ask: (ctx, r, ok, call) => ctx.sim.services.lease.leaseGrant(ok === undefined ? (r as M.LeaseGrantRequest) : { ...(r as M.LeaseGrantRequest), ID: String(ok['ID']) }, call),
       // A granted lease is recorded with the ID etcd chose, so that a replay grants the same one.
       logged: (r, ok) => (ok === undefined ? r : { ...r, ID: ok['ID'] }),
     },
@@ -107,9 +70,9 @@ export const UNARY: ReadonlyMap<string, UnaryRule> = new Map<string, UnaryRule>(
     '/etcdserverpb.Lease/LeaseRevoke',
     {
       late: 'as-is',
-      makesRevision: (_ok, r, s) => {
+      makesRevision: (_ok, r, ctx) => {
         const id = BigInt(String(r['ID'] ?? '0'));
-        return s.lessor.exists(id) && s.lessor.keyStringsOf(id).length > 0;
+        return ctx.sim.lessor.exists(id) && ctx.sim.lessor.keyStringsOf(id).length > 0;
       },
       ask: byName('lease', 'LeaseRevoke'),
     },
@@ -150,7 +113,7 @@ export function unaryStep(ctx: ShadowContext, rule: UnaryRule, rpc: string, req:
   return {
     rev,
     skip: () => ctx.report.notCompared(rpc, "its revision came first from etcd's events"),
-    makesRevision: () => ok !== undefined && rule.makesRevision !== undefined && rule.makesRevision(ok, req, ctx.sim),
+    makesRevision: () => ok !== undefined && rule.makesRevision !== undefined && rule.makesRevision(ok, req, ctx),
     run: (late) => {
       const cur = ctx.sim.mvcc.currentRevision;
       if (late && rule.late === undefined) {
@@ -158,13 +121,19 @@ export function unaryStep(ctx: ShadowContext, rule: UnaryRule, rpc: string, req:
         ctx.log.add(rpc, req, etcd);
         return;
       }
-      const sreq = late && rule.late === 'read' ? { ...req, revision: req['revision'] === '0' || req['revision'] === undefined ? String(rev) : req['revision'] } : req;
+      if ('err' in etcd && rule.answersOnly === true) {
+        ctx.report.notCompared(rpc, 'an error answer');
+        ctx.log.add(rpc, req, etcd);
+        return;
+      }
+      const asked = rule.request?.(ctx, req) ?? req;
+      const sreq = late && rule.late === 'read' ? { ...asked, revision: asked['revision'] === '0' || asked['revision'] === undefined ? String(rev) : asked['revision'] } : asked;
       if (leaseNotFound) ctx.leaseGone(String(req['lease'] ?? req['ID'] ?? '0'));
       rule.follow?.(ctx, req, ok);
-      const mine = simOutcome(() => wire(rule.ask(ctx.sim, sreq, ok, call)));
+      const mine = simOutcome(() => wire(rule.ask(ctx, sreq, ok, call)));
       rule.learn?.(ctx, mine, etcd);
       ctx.log.add(rpc, rule.logged?.(req, ok) ?? req, etcd);
-      const [a, b] = compareTexts(mine, etcd, late ? rev : undefined, rule.free);
+      const [a, b] = compareTexts(mine, etcd, late ? rev : undefined, rule);
       ctx.report.compared(rpc);
       if (a !== b) ctx.diverge(rpc, `${rpc} at revision ${rev ?? cur}`, req, b, a, rev);
     },
@@ -172,21 +141,15 @@ export function unaryStep(ctx: ShadowContext, rule: UnaryRule, rpc: string, req:
 }
 
 /** Both answers as canonical text: [simulator, etcd]; a late read's header says etcd's revision on both. */
-export function compareTexts(mine: Outcome, etcd: Outcome, lateRev: number | undefined, free?: (mine: Canon, etcd: Canon) => Canon): [string, string] {
+export function compareTexts(mine: Outcome, etcd: Outcome, lateRev: number | undefined, rule: Pick<UnaryRule, 'free' | 'canonical'> = {}): [string, string] {
   if (!('ok' in mine) || !('ok' in etcd)) return [outcomeText(mine), outcomeText(etcd)];
-  let cm = canon(mine.ok, NO_LEASES);
-  let ce = canon(etcd.ok, NO_LEASES);
+  const { free, canonical = (c: Canon) => c } = rule;
+  let cm = canonical(canon(mine.ok, NO_LEASES));
+  let ce = canonical(canon(etcd.ok, NO_LEASES));
   const h = isObj(cm) ? cm['header'] : undefined;
   if (lateRev !== undefined && isObj(cm) && h !== undefined && isObj(h)) cm = { ...cm, header: { ...h, revision: String(lateRev) } };
   if (free !== undefined) ce = free(cm, ce);
   return [text(cm), text(ce)];
-}
-
-/** MemberList: the simulator's members stand for etcd's when there are as many, learners at the same places. */
-function sameMembers(mine: Canon, etcd: Canon): Canon {
-  if (!isObj(mine) || !isObj(etcd) || !Array.isArray(mine['members']) || !Array.isArray(etcd['members'])) return etcd;
-  const learners = (ms: Canon[]): string => ms.map((m) => (isObj(m) ? String(m['isLearner'] ?? false) : '?')).join();
-  return learners(mine['members']) === learners(etcd['members']) ? { ...etcd, members: mine['members'] } : etcd;
 }
 
 /** LeaseTimeToLive's remaining TTL is time, which the simulator does not follow: any TTL from 0 to the granted one agrees. */

@@ -12,6 +12,10 @@
  * Go sources) into node_modules/.cache/etcdsim-go/, and rebuilt when main.go is newer than the binary.
  * etcd runs with the client differential's timing flags (harness.ts): its minimum lease TTL is then 2 s, the
  * simulator's default, which one step checks.
+ *
+ * The etcd run goes through `etcdsim shadow` (issue 34): the program gets etcd's own answers through the
+ * proxy, and the shadow's simulator, following that etcd, must answer every compared call alike — KV,
+ * leases, watches, auth, maintenance, member changes, v3lock and v3election — with no divergence.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -20,6 +24,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serve } from '../../src/grpc/index.js';
 import { startEtcd } from '../../src/diff/etcd_process.js';
+import { startShadow, type ShadowReport } from '../../src/shadow/index.js';
 import { CLIENT_ETCD_ELECTION_MS, CLIENT_ETCD_HEARTBEAT_MS } from './harness.js';
 import { requireCommands, requireGoEtcdSources } from '../support/prerequisites.js';
 import { buildEtcdGoProgram } from '../../src/diff/go_build.js';
@@ -53,12 +58,27 @@ test('etcd 3.4.23 and etcdsim serve (3.4) answer etcd\'s Go client (clientv3) al
   started = Date.now();
   const etcd = await startEtcd({ heartbeatMs: CLIENT_ETCD_HEARTBEAT_MS, electionMs: CLIENT_ETCD_ELECTION_MS });
   let etcdLines: string[];
+  let shadowed: { report: ShadowReport; drained: boolean; divergences: string[] };
   try {
-    etcdLines = await runProgram(bin, etcd.address);
+    const divergences: string[] = [];
+    const shadow = await startShadow({
+      etcd: etcd.address,
+      host: '127.0.0.1',
+      port: 0,
+      heartbeatMs: CLIENT_ETCD_HEARTBEAT_MS,
+      electionMs: CLIENT_ETCD_ELECTION_MS,
+      onDivergence: (where) => divergences.push(where),
+    });
+    try {
+      etcdLines = await runProgram(bin, shadow.endpoint);
+      shadowed = { report: shadow.report, drained: await shadow.drained(), divergences };
+    } finally {
+      await shadow.close();
+    }
   } finally {
     await etcd.stop();
   }
-  t.diagnostic(`etcd 3.4.23 (start + script): ${Date.now() - started} ms`);
+  t.diagnostic(`etcd 3.4.23 through the shadow (start + script): ${Date.now() - started} ms`);
 
   started = Date.now();
   const sim = await serve({ port: 0, etcdVersion: '3.4', seed: SEED });
@@ -77,5 +97,15 @@ test('etcd 3.4.23 and etcdsim serve (3.4) answer etcd\'s Go client (clientv3) al
 
   await t.test('etcdsim answers every step as etcd does', () => {
     assert.deepEqual(simLines, etcdLines);
+  });
+
+  await t.test("the shadow's simulator, following etcd, answered every compared call alike", () => {
+    const { report, drained, divergences } = shadowed;
+    const summary = [...report.summary(), ...divergences].join('\n');
+    assert.equal(drained, true, summary);
+    assert.equal(report.divergences, 0, summary);
+    for (const rpc of ['KV.Txn', 'Watch.Watch', 'Lease.LeaseKeepAlive', 'Auth.AuthEnable', 'Maintenance.HashKV', 'Cluster.MemberAdd', 'Cluster.MemberPromote', 'Lock.Lock', 'Lock.Unlock', 'Election.Campaign', 'Election.Proclaim', 'Election.Resign']) {
+      assert.ok((report.rpcs.get(rpc)?.compared ?? 0) > 0, `${rpc} compared\n${summary}`);
+    }
   });
 });
