@@ -117,7 +117,6 @@ export async function startEtcdCluster(opts: StartClusterOptions = {}): Promise<
   const size = opts.size ?? 3;
   if (!Number.isSafeInteger(size) || size < 1) throw new RangeError(`cluster size must be a positive integer, got ${size}`);
   const base = opts.baseDir ?? (existsSync('/dev/shm') ? '/dev/shm' : tmpdir());
-  const readyTimeoutMs = opts.readyTimeoutMs ?? 30_000;
   const deadlineMs = opts.deadlineMs ?? 5_000;
   const token = mkdtempSync(join(base, 'etcdsim-cluster-'));
   const members: Member[] = [];
@@ -138,28 +137,64 @@ export async function startEtcdCluster(opts: StartClusterOptions = {}): Promise<
       client: connectEtcd(address, { deadlineMs }),
     });
   }
-  const initialCluster = members.map((m) => `${m.name}=${m.peerUrl}`).join(',');
-  const args = (m: Member): string[] => [
-    '--name', m.name, '--data-dir', m.dataDir,
-    '--listen-client-urls', m.clientUrl, '--advertise-client-urls', m.clientUrl,
-    '--listen-peer-urls', m.peerUrl, '--initial-advertise-peer-urls', m.peerUrl,
-    '--initial-cluster', initialCluster, '--initial-cluster-state', 'new',
-    // A unique token: members of another cluster on a reused port cannot join this one.
-    '--initial-cluster-token', token,
-    '--heartbeat-interval', String(opts.heartbeatMs ?? 100), '--election-timeout', String(opts.electionMs ?? 1000),
-    // zap at info level: the readiness line is an info line.
-    '--logger', 'zap', '--log-outputs', 'stderr', '--log-level', 'info',
-  ];
+  const cluster = new RealCluster(bin, token, members, opts);
+  try {
+    await Promise.all(members.map((m) => cluster.launch(m)));
+    for (const m of members) {
+      const s = await m.client.maintenance.status({});
+      m.id = s.header.member_id;
+    }
+    await cluster.waitForLeader();
+  } catch (err) {
+    await cluster.stop();
+    throw err;
+  }
+  return cluster;
+}
 
-  const killAll = (): void => {
-    for (const m of members) m.child?.kill('SIGKILL');
-    rmSync(token, { recursive: true, force: true });
+/** A running cluster: its member processes, their clients, and the faults put on them from outside. */
+class RealCluster implements EtcdCluster {
+  readonly members: readonly EtcdClusterMember[];
+  private readonly readyTimeoutMs: number;
+  private readonly deadlineMs: number;
+  private readonly initialCluster: string;
+  private stopping: Promise<void> | undefined;
+  private readonly killAll = (): void => {
+    for (const m of this.all) m.child?.kill('SIGKILL');
+    rmSync(this.token, { recursive: true, force: true });
   };
-  process.once('exit', killAll);
+
+  constructor(
+    private readonly bin: string,
+    /** The data dirs' parent, and the cluster's unique --initial-cluster-token. */
+    private readonly token: string,
+    private readonly all: readonly Member[],
+    private readonly opts: StartClusterOptions,
+  ) {
+    this.readyTimeoutMs = opts.readyTimeoutMs ?? 30_000;
+    this.deadlineMs = opts.deadlineMs ?? 5_000;
+    this.initialCluster = all.map((m) => `${m.name}=${m.peerUrl}`).join(',');
+    this.members = all.map(memberView);
+    process.once('exit', this.killAll);
+  }
+
+  private args(m: Member): string[] {
+    return [
+      '--name', m.name, '--data-dir', m.dataDir,
+      '--listen-client-urls', m.clientUrl, '--advertise-client-urls', m.clientUrl,
+      '--listen-peer-urls', m.peerUrl, '--initial-advertise-peer-urls', m.peerUrl,
+      '--initial-cluster', this.initialCluster, '--initial-cluster-state', 'new',
+      // A unique token: members of another cluster on a reused port cannot join this one.
+      '--initial-cluster-token', this.token,
+      '--heartbeat-interval', String(this.opts.heartbeatMs ?? 100), '--election-timeout', String(this.opts.electionMs ?? 1000),
+      // zap at info level: the readiness line is an info line.
+      '--logger', 'zap', '--log-outputs', 'stderr', '--log-level', 'info',
+    ];
+  }
 
   /** Spawns member m and resolves once it logs its readiness (rejects if it exits first). */
-  const launch = (m: Member): Promise<void> => {
-    const child = spawn(bin, args(m), { stdio: ['ignore', 'pipe', 'pipe'] });
+  launch(m: Member): Promise<void> {
+    const child = spawn(this.bin, this.args(m), { stdio: ['ignore', 'pipe', 'pipe'] });
     m.child = child;
     m.state = 'running';
     m.logText = '';
@@ -167,6 +202,7 @@ export async function startEtcdCluster(opts: StartClusterOptions = {}): Promise<
     void m.exited.then(() => {
       if (m.child === child) m.state = 'killed';
     });
+    const readyTimeoutMs = this.readyTimeoutMs;
     return new Promise<void>((resolve, reject) => {
       let ready = false;
       const guard = setTimeout(() => reject(new Error(`etcd member ${m.name} not ready within ${readyTimeoutMs} ms:\n${m.logText.slice(-2000)}`)), readyTimeoutMs);
@@ -185,15 +221,14 @@ export async function startEtcdCluster(opts: StartClusterOptions = {}): Promise<
         if (!ready) reject(new Error(`etcd member ${m.name} exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${m.logText.slice(-2000)}`));
       });
     });
-  };
+  }
 
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
-      process.off('exit', killAll);
-      for (const m of members) m.client.close();
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      process.off('exit', this.killAll);
+      for (const m of this.all) m.client.close();
       await Promise.all(
-        members.map(async (m) => {
+        this.all.map(async (m) => {
           const c = m.child;
           if (c === undefined || c.exitCode !== null || c.signalCode !== null) return;
           // SIGKILL: the data dirs are thrown away, and a SIGTERMed 3.4 leader first tries to hand its
@@ -202,28 +237,58 @@ export async function startEtcdCluster(opts: StartClusterOptions = {}): Promise<
           await m.exited;
         }),
       );
-      rmSync(token, { recursive: true, force: true });
+      rmSync(this.token, { recursive: true, force: true });
     })();
-    return stopping;
-  };
+    return this.stopping;
+  }
 
-  const at = (i: number): Member => {
-    const m = members[i];
-    if (m === undefined) throw new RangeError(`no member ${i} (the cluster has ${members.length})`);
+  private at(i: number): Member {
+    const m = this.all[i];
+    if (m === undefined) throw new RangeError(`no member ${i} (the cluster has ${this.all.length})`);
     return m;
-  };
+  }
 
-  const status = async (m: Member): Promise<M.StatusResponse | undefined> => {
-    if (m.state !== 'running') return undefined;
-    try {
-      return await m.client.maintenance.status({});
-    } catch {
-      return undefined;
-    }
-  };
+  endpoints(): string[] {
+    return this.all.map((m) => m.address);
+  }
 
-  const leader = async (): Promise<number | undefined> => {
-    const answers = await Promise.all(members.map(status));
+  client(i: number): EtcdGrpcClient {
+    return this.at(i).client;
+  }
+
+  pause(i: number): void {
+    const m = this.at(i);
+    if (m.state !== 'running') throw new Error(`member ${m.name} is ${m.state}, not running`);
+    m.child!.kill('SIGSTOP');
+    m.state = 'paused';
+  }
+
+  resume(i: number): void {
+    const m = this.at(i);
+    if (m.state !== 'paused') throw new Error(`member ${m.name} is ${m.state}, not paused`);
+    m.child!.kill('SIGCONT');
+    m.state = 'running';
+  }
+
+  async kill(i: number): Promise<void> {
+    const m = this.at(i);
+    if (m.state === 'killed') return;
+    m.child!.kill('SIGKILL');
+    await m.exited;
+    m.state = 'killed';
+  }
+
+  async restart(i: number): Promise<void> {
+    const m = this.at(i);
+    if (m.state !== 'killed') throw new Error(`member ${m.name} is ${m.state}: kill it before restarting it`);
+    await this.launch(m);
+    // A fresh channel: the old one backs off after the refused connections while the member was down.
+    m.client.close();
+    m.client = connectEtcd(m.address, { deadlineMs: this.deadlineMs });
+  }
+
+  async leader(): Promise<number | undefined> {
+    const answers = await Promise.all(this.all.map(statusOf));
     // The freshest term's view wins: a member that was cut off may still name an old leader.
     let best: { term: bigint; leader: string } | undefined;
     for (const s of answers) {
@@ -232,57 +297,58 @@ export async function startEtcdCluster(opts: StartClusterOptions = {}): Promise<
       if (best === undefined || term > best.term) best = { term, leader: s.leader };
     }
     if (best === undefined) return undefined;
-    const i = members.findIndex((m) => m.id === best.leader);
+    const i = this.all.findIndex((m) => m.id === best.leader);
     return i < 0 ? undefined : i;
-  };
+  }
 
-  const waitForLeader = async (timeoutMs = 15_000): Promise<number> => {
+  async waitForLeader(timeoutMs = 15_000): Promise<number> {
     let timedOut = false;
     const guard = setTimeout(() => (timedOut = true), timeoutMs);
     try {
       for (;;) {
-        const l = await leader();
+        const l = await this.leader();
         if (l !== undefined) return l;
         if (timedOut) throw new Error(`no leader within ${timeoutMs} ms`);
         // Waiting on a condition of a real cluster: ask again after one heartbeat.
-        await new Promise((r) => setTimeout(r, opts.heartbeatMs ?? 100));
+        await new Promise((r) => setTimeout(r, this.opts.heartbeatMs ?? 100));
       }
     } finally {
       clearTimeout(guard);
     }
-  };
+  }
 
-  const moveLeader = async (to: number): Promise<void> => {
-    const target = at(to);
-    const from = await waitForLeader();
+  async moveLeader(to: number): Promise<void> {
+    const target = this.at(to);
+    const from = await this.waitForLeader();
     if (from === to) return;
-    const m = at(from);
+    const m = this.at(from);
     // The message-form client (grpc/client.ts) has no MoveLeader: call it on a raw Maintenance stub.
     const raw = new (etcdService('Maintenance'))(m.address, grpc.credentials.createInsecure());
     const call = (raw as unknown as { MoveLeader: MoveLeaderFn }).MoveLeader.bind(raw);
     try {
       await new Promise<void>((resolve, reject) => {
         // etcd answers once the transferee leads, or fails after about an election timeout.
-        call({ targetID: target.id }, new grpc.Metadata(), { deadline: hostNow() + deadlineMs }, (err) => (err ? reject(err) : resolve()));
+        call({ targetID: target.id }, new grpc.Metadata(), { deadline: hostNow() + this.deadlineMs }, (err) => (err ? reject(err) : resolve()));
       });
     } finally {
       raw.close();
     }
-  };
-
-  try {
-    await Promise.all(members.map(launch));
-    for (const m of members) {
-      const s = await m.client.maintenance.status({});
-      m.id = s.header.member_id;
-    }
-    await waitForLeader();
-  } catch (err) {
-    await stop();
-    throw err;
   }
+}
 
-  const view = (m: Member): EtcdClusterMember => ({
+/** A member's Maintenance.Status, or undefined when it is not running or does not answer. */
+async function statusOf(m: Member): Promise<M.StatusResponse | undefined> {
+  if (m.state !== 'running') return undefined;
+  try {
+    return await m.client.maintenance.status({});
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a caller sees of a member: live views of its ID, process and state. */
+function memberView(m: Member): EtcdClusterMember {
+  return {
     name: m.name,
     get id() {
       return m.id;
@@ -297,42 +363,5 @@ export async function startEtcdCluster(opts: StartClusterOptions = {}): Promise<
       return m.state;
     },
     log: () => m.logText,
-  });
-
-  return {
-    members: members.map(view),
-    endpoints: () => members.map((m) => m.address),
-    client: (i) => at(i).client,
-    pause(i) {
-      const m = at(i);
-      if (m.state !== 'running') throw new Error(`member ${m.name} is ${m.state}, not running`);
-      m.child!.kill('SIGSTOP');
-      m.state = 'paused';
-    },
-    resume(i) {
-      const m = at(i);
-      if (m.state !== 'paused') throw new Error(`member ${m.name} is ${m.state}, not paused`);
-      m.child!.kill('SIGCONT');
-      m.state = 'running';
-    },
-    async kill(i) {
-      const m = at(i);
-      if (m.state === 'killed') return;
-      m.child!.kill('SIGKILL');
-      await m.exited;
-      m.state = 'killed';
-    },
-    async restart(i) {
-      const m = at(i);
-      if (m.state !== 'killed') throw new Error(`member ${m.name} is ${m.state}: kill it before restarting it`);
-      await launch(m);
-      // A fresh channel: the old one backs off after the refused connections while the member was down.
-      m.client.close();
-      m.client = connectEtcd(m.address, { deadlineMs });
-    },
-    leader,
-    waitForLeader,
-    moveLeader,
-    stop,
   };
 }
