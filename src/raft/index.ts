@@ -4,6 +4,7 @@
  */
 export { RaftNodeChecker, entryFingerprint, type RaftNodeViolation } from './checker.js';
 export { RaftLog } from './log.js';
+export { MemoryStorage, type RaftPersistence } from './memory_storage.js';
 export * from './messages.js';
 export { RaftNode } from './node.js';
 export { bootstrapStorage, type RaftNodeOptions, type RaftStatus, type RaftStorage, type Ready } from './ready.js';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { RaftNode, RaftNodeChecker, bootstrapStorage, type Message, type NodeId, type RaftStorage, type ReadState } from '../../src/raft/index.js';
+import { MemoryStorage, RaftNode, RaftNodeChecker, bootstrapStorage, type Message, type NodeId, type RaftStorage, type ReadState } from '../../src/raft/index.js';
 import { SimRandom } from '../../src/sim/index.js';
 
 const ELECTION = 10;
@@ -17,7 +17,7 @@ const b = (s: string): Uint8Array => new TextEncoder().encode(s);
 /** Nodes whose messages wait in a queue until the test delivers them; `cut` members hear nothing. */
 class Bench {
   readonly nodes = new Map<NodeId, RaftNode>();
-  readonly disks = new Map<NodeId, RaftStorage>();
+  readonly disks = new Map<NodeId, MemoryStorage>();
   readonly reads = new Map<NodeId, ReadState[]>();
   readonly checker = new RaftNodeChecker();
   cut = new Set<NodeId>();
@@ -49,7 +49,7 @@ class Bench {
       storage,
     );
     this.nodes.set(id, n);
-    this.disks.set(id, storage);
+    this.disks.set(id, new MemoryStorage(storage));
     this.reads.set(id, []);
     return n;
   }
@@ -64,13 +64,7 @@ class Bench {
       for (const [id, n] of this.nodes) {
         while (n.hasReady()) {
           const rd = n.ready();
-          const disk = this.disks.get(id)!;
-          const first = rd.entries[0]?.index ?? Infinity;
-          this.disks.set(id, {
-            hardState: rd.hardState ?? disk.hardState,
-            snapshot: rd.snapshot ?? disk.snapshot,
-            entries: rd.snapshot !== undefined ? [...rd.entries] : [...disk.entries.filter((e) => e.index < first), ...rd.entries],
-          });
+          this.disks.get(id)!.save(rd);
           this.queue.push(...rd.messages);
           this.reads.get(id)!.push(...rd.readStates);
           this.checker.appliedEntries(id, rd.committedEntries);
@@ -264,7 +258,7 @@ test('a follower behind the compacted log catches up from the snapshot', () => {
   bench.tick(2);
   const n = bench.node(lag);
   assert.equal(n.log.snapshot.index, leader.log.snapshot.index);
-  assert.deepEqual(bench.disks.get(lag)!.snapshot.data, b('state'));
+  assert.deepEqual(bench.disks.get(lag)!.storage().snapshot.data, b('state'));
   assert.equal(n.log.committed, leader.log.committed);
   bench.checker.assertHolds();
 });
@@ -298,7 +292,7 @@ test('a restarted member keeps its term and vote: it votes once per term across 
   const l = bench.elect();
   const f = [1n, 2n, 3n].find((id) => id !== l)!;
   const before = bench.node(f).status();
-  const again = bench.start(f, bench.disks.get(f)!);
+  const again = bench.start(f, bench.disks.get(f)!.storage());
   assert.deepEqual([again.term, again.status().vote, again.log.committed <= before.commit], [before.term, before.vote, true]);
   // A vote request of the same term from someone else is refused.
   again.step({ type: 'MsgVote', from: 99n, to: f, term: before.term, index: 1000, logTerm: before.term });

@@ -6,7 +6,7 @@
  * and honours partitions; a member can crash (losing everything not persisted, and the messages to it in
  * flight) and restart from its disk. The checker (src/raft/checker.ts) runs after every event.
  */
-import { RaftNode, RaftNodeChecker, bootstrapStorage, type Entry, type HardState, type Message, type NodeId, type Ready, type Snapshot } from '../../src/raft/index.js';
+import { MemoryStorage, RaftNode, RaftNodeChecker, bootstrapStorage, type Entry, type Message, type NodeId } from '../../src/raft/index.js';
 import { SimRandom, VirtualClock } from '../../src/sim/index.js';
 
 export const HEARTBEAT_MS = 10;
@@ -14,16 +14,11 @@ const ELECTION_TICKS = 10;
 const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder();
 
-interface Disk {
-  hardState: HardState;
-  snapshot: Snapshot;
-  entries: Entry[];
-}
 
 interface Member {
   readonly id: NodeId;
   node: RaftNode;
-  disk: Disk;
+  disk: MemoryStorage;
   alive: boolean;
   incarnation: number;
   /** The state machine: values applied, in order. */
@@ -62,7 +57,7 @@ export class SimNetwork {
     this.net = new SimRandom(seed).fork('net');
     const disk0 = bootstrapStorage(ids.map((id) => ({ id })));
     ids.forEach((id, i) => {
-      const disk: Disk = { hardState: disk0.hardState, snapshot: disk0.snapshot, entries: [...disk0.entries] };
+      const disk = new MemoryStorage(disk0);
       const m: Member = { id, node: this.newNode(id, disk, 0), disk, alive: true, incarnation: 0, values: [] };
       this.members.set(id, m);
       this.side.set(id, 0);
@@ -70,10 +65,10 @@ export class SimNetwork {
     });
   }
 
-  private newNode(id: NodeId, disk: Disk, incarnation: number): RaftNode {
+  private newNode(id: NodeId, disk: MemoryStorage, incarnation: number): RaftNode {
     return new RaftNode(
       { id, random: new SimRandom(this.seed).fork(`node-${id}-${incarnation}`), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, preVote: true, checkQuorum: true, maxEntriesPerMessage: 8 },
-      { hardState: disk.hardState, snapshot: disk.snapshot, entries: disk.entries },
+      disk.storage(),
     );
   }
 
@@ -88,7 +83,8 @@ export class SimNetwork {
     for (let rounds = 0; m.node.hasReady(); rounds++) {
       if (rounds > 1000) throw new Error(`member ${m.id}: a Ready every round, never settling`);
       const rd = m.node.ready();
-      this.persist(m, rd);
+      m.disk.save(rd);
+      if (rd.snapshot !== undefined) m.values = JSON.parse(fromUtf8.decode(rd.snapshot.data)) as string[];
       for (const msg of rd.messages) this.send(msg);
       for (const e of rd.committedEntries) this.apply(m, e);
       this.checker.appliedEntries(m.id, rd.committedEntries);
@@ -99,27 +95,13 @@ export class SimNetwork {
       }
       m.node.advance(rd);
       const applied = m.node.log.applied;
-      if (applied - m.disk.snapshot.index >= this.snapshotEvery) {
+      if (applied - m.node.log.snapshot.index >= this.snapshotEvery) {
         const data = utf8.encode(JSON.stringify(m.values));
         m.node.compact(applied, data, 5);
-        m.disk.snapshot = m.node.log.snapshot;
-        m.disk.entries = m.disk.entries.filter((e) => e.index > applied);
+        m.disk.snapshotted(m.node.log.snapshot);
       }
     }
     this.checker.check([...this.members.values()].filter((x) => x.alive).map((x) => x.node));
-  }
-
-  private persist(m: Member, rd: Ready): void {
-    if (rd.snapshot !== undefined) {
-      m.disk.snapshot = rd.snapshot;
-      m.disk.entries = [];
-      m.values = JSON.parse(fromUtf8.decode(rd.snapshot.data)) as string[];
-    }
-    const first = rd.entries[0];
-    if (first !== undefined) {
-      m.disk.entries = m.disk.entries.filter((e) => e.index < first.index).concat(rd.entries);
-    }
-    if (rd.hardState !== undefined) m.disk.hardState = rd.hardState;
   }
 
   private apply(m: Member, e: Entry): void {
@@ -191,7 +173,8 @@ export class SimNetwork {
     if (m.alive) return;
     m.incarnation++;
     m.node = this.newNode(id, m.disk, m.incarnation);
-    m.values = JSON.parse(fromUtf8.decode(m.disk.snapshot.data.length === 0 ? utf8.encode('[]') : m.disk.snapshot.data)) as string[];
+    const snap = m.disk.storage().snapshot.data;
+    m.values = snap.length === 0 ? [] : (JSON.parse(fromUtf8.decode(snap)) as string[]);
     m.alive = true;
     this.checker.restarted(id);
   }

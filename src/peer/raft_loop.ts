@@ -1,0 +1,104 @@
+/**
+ * One member's Raft loop (etcd's raftNode goroutine): ticks its Raft node every heartbeat interval on the
+ * member's clock, steps the messages the transport delivers, and handles each Ready in etcd's order —
+ * persist (entries, hard state, snapshot) before the messages leave, send them, hand committed entries and
+ * a received snapshot to the member's apply, hand confirmed reads to whoever waits, then advance. After
+ * applying, every `snapshotCount` entries it asks the member for a snapshot of its applied state and lets
+ * the log go but for `catchUpEntries` (etcd's --snapshot-count and SnapshotCatchUpEntries).
+ */
+import type { Entry, Message, NodeId, RaftNode, RaftPersistence, ReadState, Ready, Role, Snapshot } from '../raft/index.js';
+import type { Clock, TimerHandle } from '../sim/index.js';
+
+export interface RaftLoopOptions {
+  readonly node: RaftNode;
+  readonly clock: Clock;
+  readonly heartbeatMs: number;
+  readonly persistence: RaftPersistence;
+  send(m: Message): void;
+  /** Apply a received snapshot (replaces the member's state), then these committed entries, in order. */
+  apply(entries: readonly Entry[], snapshot: Snapshot | undefined): void;
+  /** The member's state as of its applied index, for a snapshot. */
+  snapshotData(): Uint8Array;
+  readonly snapshotCount: number;
+  readonly catchUpEntries: number;
+  onReadState?(r: ReadState): void;
+  /** The leader or the role changed. */
+  onSoftState?(leader: NodeId, role: Role): void;
+}
+
+export class RaftLoop {
+  private ticker: TimerHandle | undefined;
+  private handling = false;
+  private stopped = false;
+
+  constructor(private readonly opts: RaftLoopOptions) {}
+
+  get node(): RaftNode {
+    return this.opts.node;
+  }
+
+  start(): void {
+    this.ticker = this.opts.clock.every(this.opts.heartbeatMs, () => {
+      this.opts.node.tick();
+      this.handleReady();
+    }, { name: 'raft.tick' });
+    this.handleReady();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.ticker !== undefined) this.opts.clock.cancel(this.ticker);
+  }
+
+  step(m: Message): void {
+    if (this.stopped) return;
+    this.opts.node.step(m);
+    this.handleReady();
+  }
+
+  propose(data: Uint8Array): boolean {
+    const ok = this.opts.node.propose(data);
+    this.handleReady();
+    return ok;
+  }
+
+  readIndex(context: string): boolean {
+    const ok = this.opts.node.readIndex(context);
+    this.handleReady();
+    return ok;
+  }
+
+  /** Runs `f` on the node (a conf change, a transfer) and handles what it produced. */
+  act<T>(f: (n: RaftNode) => T): T {
+    const out = f(this.opts.node);
+    this.handleReady();
+    return out;
+  }
+
+  private handleReady(): void {
+    if (this.handling || this.stopped) return;
+    this.handling = true;
+    try {
+      const n = this.opts.node;
+      while (n.hasReady()) {
+        const rd: Ready = n.ready();
+        this.opts.persistence.save(rd);
+        for (const m of rd.messages) this.opts.send(m);
+        if (rd.snapshot !== undefined || rd.committedEntries.length > 0) this.opts.apply(rd.committedEntries, rd.snapshot);
+        if (rd.softState !== undefined) this.opts.onSoftState?.(rd.softState.leader, rd.softState.role);
+        n.advance(rd);
+        for (const r of rd.readStates) this.opts.onReadState?.(r);
+        this.maybeSnapshot();
+      }
+    } finally {
+      this.handling = false;
+    }
+  }
+
+  private maybeSnapshot(): void {
+    const n = this.opts.node;
+    if (n.log.applied - n.log.snapshot.index < this.opts.snapshotCount) return;
+    n.compact(n.log.applied, this.opts.snapshotData(), this.opts.catchUpEntries);
+    this.opts.persistence.snapshotted(n.log.snapshot);
+  }
+}

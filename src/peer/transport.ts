@@ -1,0 +1,190 @@
+/**
+ * The peer transport on --listen-peer-urls (the role of etcd's rafthttp): each member dials every other
+ * member's peer URL and keeps one stream to it, over which its Raft messages go one way, in order; it
+ * accepts the others' streams on its own listener. A stream opens with a hello naming the dialer, the
+ * member dialed and the cluster: a stream for another member or another cluster is refused, as etcd refuses
+ * a mismatched X-Etcd-Cluster-ID, and so is any frame that does not decode (codec.ts) — the connection is
+ * dropped and nothing is delivered. Messages to a peer that cannot be reached are dropped, as rafthttp
+ * drops them when its buffer is full or the stream is down (Raft resends what matters); a stream that
+ * breaks is dialed again after a pause, on the clock given (no timer of its own). Memory is bounded: at
+ * most MAX_QUEUED messages wait for a stream, at most MAX_UNSENT_BYTES sit in a socket's buffer, and a
+ * frame read is bounded by the codec.
+ */
+import * as net from 'node:net';
+import * as tls from 'node:tls';
+import type { Message, NodeId } from '../raft/index.js';
+import type { Clock, TimerHandle } from '../sim/index.js';
+import { FrameReader, PeerFrameError, decodeFrame, encodeFrame } from './codec.js';
+
+/** Messages waiting while a stream is being dialed (rafthttp's streamBufSize). */
+const MAX_QUEUED = 4096;
+/** Bytes a peer may leave unread in our socket before messages to it are dropped. */
+const MAX_UNSENT_BYTES = 64 * 1024 * 1024;
+/** Pause before dialing a broken stream again. */
+const REDIAL_MS = 100;
+
+export interface PeerAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** TLS on the peer port, as --peer-cert-file / --peer-key-file / --peer-trusted-ca-file ask. */
+export interface PeerTls {
+  readonly cert: Buffer;
+  readonly key: Buffer;
+  /** Peers' certificates must be signed by it (--peer-client-cert-auth), and ours is checked against it. */
+  readonly ca?: Buffer;
+}
+
+export interface PeerTransportOptions {
+  readonly id: NodeId;
+  readonly clusterId: bigint;
+  readonly listen: PeerAddress;
+  readonly clock: Clock;
+  readonly tls?: PeerTls;
+  /** A message from a peer, checked. */
+  deliver(m: Message): void;
+  /** A stream to or from a peer became active or inactive (etcd logs "peer became active/inactive"). */
+  peerActive?(id: NodeId, active: boolean): void;
+  /** A peer's stream was refused (garbage, another cluster): what etcd would log. */
+  refused?(reason: string): void;
+}
+
+interface Outbound {
+  readonly id: NodeId;
+  address: PeerAddress;
+  socket: net.Socket | undefined;
+  connected: boolean;
+  queue: Uint8Array[];
+  redial: TimerHandle | undefined;
+}
+
+export class PeerTransport {
+  private readonly peers = new Map<NodeId, Outbound>();
+  private readonly inbound = new Set<net.Socket>();
+  private server: net.Server | undefined;
+  private closed = false;
+
+  constructor(private readonly opts: PeerTransportOptions) {}
+
+  /** Listens on the peer URL; resolves with the bound port (for port 0). */
+  async start(): Promise<number> {
+    const onSocket = (s: net.Socket): void => this.accept(s);
+    const t = this.opts.tls;
+    const server =
+      t === undefined ? net.createServer(onSocket) : tls.createServer({ cert: t.cert, key: t.key, ...(t.ca === undefined ? {} : { ca: t.ca, requestCert: true, rejectUnauthorized: true }) }, onSocket);
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.opts.listen.port, this.opts.listen.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    return (server.address() as net.AddressInfo).port;
+  }
+
+  /** A member to keep a stream to (from --initial-cluster, or a member added later). */
+  addPeer(id: NodeId, address: PeerAddress): void {
+    if (id === this.opts.id) return;
+    const known = this.peers.get(id);
+    if (known !== undefined) {
+      known.address = address;
+      return;
+    }
+    const p: Outbound = { id, address, socket: undefined, connected: false, queue: [], redial: undefined };
+    this.peers.set(id, p);
+    this.dial(p);
+  }
+
+  removePeer(id: NodeId): void {
+    const p = this.peers.get(id);
+    if (p === undefined) return;
+    this.peers.delete(id);
+    if (p.redial !== undefined) this.opts.clock.cancel(p.redial);
+    p.socket?.destroy();
+  }
+
+  send(m: Message): void {
+    const p = this.peers.get(m.to);
+    if (p === undefined || this.closed) return;
+    const frame = encodeFrame({ kind: 'msg', msg: m });
+    if (p.connected && p.socket !== undefined) {
+      if (p.socket.writableLength > MAX_UNSENT_BYTES) return;
+      p.socket.write(frame);
+    } else if (p.queue.length < MAX_QUEUED) {
+      p.queue.push(frame);
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const id of [...this.peers.keys()]) this.removePeer(id);
+    for (const s of this.inbound) s.destroy();
+    this.server?.close();
+  }
+
+  private dial(p: Outbound): void {
+    if (this.closed || this.peers.get(p.id) !== p) return;
+    p.redial = undefined;
+    const t = this.opts.tls;
+    const { host, port } = p.address;
+    const socket = t === undefined ? net.connect({ host, port }) : tls.connect({ host, port, cert: t.cert, key: t.key, ...(t.ca === undefined ? { rejectUnauthorized: false } : { ca: t.ca, checkServerIdentity: () => undefined }) });
+    p.socket = socket;
+    socket.setNoDelay(true);
+    socket.once(t === undefined ? 'connect' : 'secureConnect', () => {
+      if (p.socket !== socket) return;
+      socket.write(encodeFrame({ kind: 'hello', from: this.opts.id, to: p.id, clusterId: this.opts.clusterId }));
+      p.connected = true;
+      for (const f of p.queue) socket.write(f);
+      p.queue = [];
+      this.opts.peerActive?.(p.id, true);
+    });
+    socket.on('data', () => socket.destroy());
+    socket.on('error', () => socket.destroy());
+    socket.once('close', () => {
+      if (p.socket !== socket) return;
+      if (p.connected) this.opts.peerActive?.(p.id, false);
+      p.socket = undefined;
+      p.connected = false;
+      p.queue = [];
+      if (!this.closed && this.peers.get(p.id) === p) p.redial = this.opts.clock.setTimer(this.opts.clock.now() + REDIAL_MS, () => this.dial(p), 'peer.redial');
+    });
+  }
+
+  private accept(s: net.Socket): void {
+    if (this.closed) {
+      s.destroy();
+      return;
+    }
+    this.inbound.add(s);
+    const reader = new FrameReader();
+    let from: NodeId | undefined;
+    const refuse = (reason: string): void => {
+      this.opts.refused?.(reason);
+      s.destroy();
+    };
+    s.on('data', (chunk: Buffer) => {
+      try {
+        for (const body of reader.push(chunk)) {
+          const f = decodeFrame(body);
+          if (from === undefined) {
+            if (f.kind !== 'hello') return refuse('a peer stream must open with a hello');
+            if (f.clusterId !== this.opts.clusterId) return refuse(`request cluster ID mismatch (got ${f.clusterId.toString(16)} want ${this.opts.clusterId.toString(16)})`);
+            if (f.to !== this.opts.id) return refuse(`stream for member ${f.to.toString(16)}, this is ${this.opts.id.toString(16)}`);
+            from = f.from;
+            continue;
+          }
+          if (f.kind !== 'msg' || f.msg.from !== from || f.msg.to !== this.opts.id) return refuse('a message not from the stream\'s peer or not for this member');
+          this.opts.deliver(f.msg);
+          if (s.destroyed) return;
+        }
+      } catch (err) {
+        if (err instanceof PeerFrameError) return refuse(err.message);
+        throw err;
+      }
+    });
+    s.on('error', () => s.destroy());
+    s.once('close', () => this.inbound.delete(s));
+  }
+}
