@@ -2,7 +2,8 @@
  * The text errors issue 17 found in the labs, each pinned where a test can see it: txn events in operation
  * order and the resume point as last complete + 1; the PRs credited for etcd #18089; "refused" where both
  * watches are accepted and then canceled, and the mid-replay case; keys with a NUL byte marked as not
- * pasteable; `repeat`'s command printed before the events it caused; `--html` into a missing directory.
+ * pasteable; `repeat`'s command printed before the events it caused; `--html` into a missing directory; the
+ * 3.4.23-vs-3.7 differences the labs meet, named in the lab and in docs/version-differences.md.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -141,4 +142,22 @@ test('a watch from a compacted revision is accepted, then canceled: the notes ab
     assert.ok(runScenario(text).transcript.some((l) => / watch was canceled \(etcdserver: mvcc: required revision has been compacted\)$/.test(l)), name);
   }
   assert.match(repoFile('README.md'), /#15220, #18089,\s+#19179, #20221/);
+});
+
+test('a lab that meets a 3.4.23-vs-3.7 difference names it, and docs/version-differences.md has its row', () => {
+  const diffs = repoFile('docs/version-differences.md');
+  // progress-bookmarks asks for its bookmarks with watch -i's `progress`: etcdctl 3.4 has no --progress-notify.
+  const bookmarks = scenario('progress-bookmarks');
+  assert.match(bookmarks, /--progress-notify`, from etcdctl 3\.5 on; etcdctl 3\.4 cannot ask for them/);
+  assert.doesNotMatch(bookmarks, /^watch .*--progress-notify/m);
+  assert.match(diffs, /\| etcdctl `watch --progress-notify` \(`progress-bookmarks`\) \| no such flag/);
+  // An isolated member raises its term only without pre-vote, 3.4's default.
+  assert.match(scenario('cluster/stale-serializable-read'), /From 3\.5 on --pre-vote is on by default/);
+  assert.match(diffs, /\| `--pre-vote` default \(`cluster\/stale-serializable-read`\) \| off:/);
+});
+
+test('lease-expiry-timing: the minimum TTL is 3/2 of the election timeout rounded up, 1.5 s to 2 s, as etcd prints it', () => {
+  const text = scenario('lease-expiry-timing');
+  assert.match(text, /gives 1\.5 s, rounded up to whole seconds/);
+  assert.ok(runScenario(text).transcript.some((l) => /^lease [0-9a-f]{16} granted with TTL\(2s\)$/.test(l)));
 });
