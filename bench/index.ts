@@ -19,12 +19,13 @@ import { lifecycleSection } from './lifecycle.bench.js';
 import { mvccSection } from './mvcc.bench.js';
 import { serverSection } from './server.bench.js';
 import { servedSection } from './served.bench.js';
+import { shadowSection } from './shadow.bench.js';
 import { snapshotSection } from './snapshot.bench.js';
 import { upkeepSection } from './upkeep.bench.js';
 import { watchSection } from './watch.bench.js';
 
 /** Every section, in the order they run. Add new areas (watch, lease, etcd3 adapter) here. */
-const SECTIONS: readonly BenchSection[] = [mvccSection, upkeepSection, watchSection, leaseSection, etcd3Section, floorSection, lifecycleSection, serverSection, servedSection, deliverySection, snapshotSection, clusterSection, attacksSection];
+const SECTIONS: readonly BenchSection[] = [mvccSection, upkeepSection, watchSection, leaseSection, etcd3Section, floorSection, lifecycleSection, serverSection, servedSection, shadowSection, deliverySection, snapshotSection, clusterSection, attacksSection];
 
 interface Args {
   readonly quick: boolean;

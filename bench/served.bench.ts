@@ -31,7 +31,7 @@ const BUILD_DIR = join(ROOT, 'node_modules', '.cache', 'etcdsim-loadgen');
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ; 100 on Linux). */
 const TICKS_PER_SECOND = 100;
 
-interface Sizes {
+export interface Sizes {
   /** Requests per timed run. */
   readonly requests: number;
   /** Untimed requests before it (same process, same connections). */
@@ -49,7 +49,7 @@ const QUICK: Sizes = { requests: 6_000, warmup: 1_000, rounds: 1, gatewayRequest
 const CLIENTS = 64;
 const CONNS = 8;
 
-type Op = 'put' | 'range-serializable' | 'range-linearizable';
+export type Op = 'put' | 'range-serializable' | 'range-linearizable';
 /** Each load, and the CPU ratio it is held to (undefined: shown, no target). */
 const LOADS: ReadonlyArray<{ op: Op; cpuTarget: number | undefined }> = [
   { op: 'put', cpuTarget: 0.5 },
@@ -86,18 +86,18 @@ export function cpuNs(pid: number): number {
 }
 
 /** Resident set size of `pid`, in bytes. */
-function rssBytes(pid: number): number {
+export function rssBytes(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'latin1'));
   return m === null ? NaN : Number(m[1]) * 1024;
 }
 
-function median(xs: readonly number[]): number {
+export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const mid = s.length >> 1;
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
-function sampleOf(xs: readonly number[], ops: number): Sample {
+export function sampleOf(xs: readonly number[], ops: number): Sample {
   return { nsPerOp: median(xs), rounds: xs, ops };
 }
 
@@ -105,7 +105,7 @@ function sampleOf(xs: readonly number[], ops: number): Sample {
  * Builds bench/go/loadgen (again when its source is newer than the binary) in GOPATH mode against Debian's
  * packaged etcd sources, offline. Undefined, with the reason logged, when Go or the sources are missing.
  */
-async function buildLoadgen(ctx: BenchContext): Promise<string | undefined> {
+export async function buildLoadgen(ctx: BenchContext): Promise<string | undefined> {
   if (!hasBinary('go') || !existsSync(GO_CLIENTV3_DIR)) {
     ctx.log(
       'served: skipped — the Go load generator needs Go and etcd 3.4.23\'s Go client sources: ' +
@@ -196,7 +196,7 @@ async function startFloor(ownLayer?: string): Promise<Served> {
 }
 
 /** One loadgen run against `s`: its result, and the server CPU (ns) spent during the timed part. */
-function runLoad(bin: string, s: Served, op: Op, sz: Sizes): Promise<{ res: LoadResult; cpu: number }> {
+export function runLoad(bin: string, s: Served, op: Op, sz: Sizes): Promise<{ res: LoadResult; cpu: number }> {
   const args = ['-endpoints', s.address, '-op', op, '-clients', String(CLIENTS), '-conns', String(CONNS), '-total', String(sz.requests), '-warmup', String(sz.warmup), '-value-size', '256', '-prefill'];
   const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
