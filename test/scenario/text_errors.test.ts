@@ -161,3 +161,12 @@ test('lease-expiry-timing: the minimum TTL is 3/2 of the election timeout rounde
   assert.match(text, /gives 1\.5 s, rounded up to whole seconds/);
   assert.ok(runScenario(text).transcript.some((l) => /^lease [0-9a-f]{16} granted with TTL\(2s\)$/.test(l)));
 });
+
+test('a victim step and the sync step after it are two moments in the transcript, as the labs\' text says', () => {
+  const r = runScenario(scenario('cluster/watch-across-a-dropped-link'));
+  assert.ok(r.ok);
+  const at = (l: string): number => r.transcript.indexOf(l);
+  // Revision 7 (held aside by the victim) comes at the victim step, 8..12 from the history at the sync step.
+  assert.ok(at('# t=5.01s') < at('[watch F @7] PUT') && at('[watch F @7] PUT') < at('# t=5.1s') && at('# t=5.1s') < at('[watch F @8] PUT'));
+  assert.match(scenario('cluster/watch-across-a-dropped-link'), /the fifth 10 ms\n## later \(the victim step\) and the last five at the next sync step/);
+});

@@ -92,6 +92,8 @@ export class RunState {
   line = 0;
   private shownTime = 0;
   private advanceTarget = -1;
+  /** Whether a moment inside the running advance was marked with a `# t=...` line. */
+  private markedInAdvance = false;
   /** Where the running command began to wait for its answer (its line goes there) and when. */
   private waitMark: { readonly at: number; readonly since: number } | undefined;
   /** etcdctl's `--user NAME:PASSWORD` for every command (from-snapshot ... --user), and its current token. */
@@ -157,9 +159,12 @@ export class RunState {
   /** Before something the member did on its own: a `# t=...` line if time moved since the last one shown. */
   timeMark(): void {
     const now = this.sim.clock.now();
-    if (now === this.advanceTarget) this.shownTime = now; // the advance line already shows it
+    // The advance line already shows its end — unless an earlier moment of it was marked since (a victim step
+    // at t=0.01s, then a sync step at the end): then the end needs its own mark.
+    if (now === this.advanceTarget && !this.markedInAdvance) this.shownTime = now;
     if (now !== this.shownTime) {
       this.shownTime = now;
+      if (this.advanceTarget >= 0) this.markedInAdvance = true;
       this.out(`# t=${showTime(now)}`);
     }
   }
@@ -169,6 +174,7 @@ export class RunState {
     const target = this.sim.clock.now() + ms;
     this.out(`# advance ${raw} → t=${showTime(target)}`);
     this.advanceTarget = target;
+    this.markedInAdvance = false;
     this.engine.advance(ms);
     this.advanceTarget = -1;
     this.shownTime = target;
