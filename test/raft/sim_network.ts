@@ -6,7 +6,7 @@
  * and honours partitions; a member can crash (losing everything not persisted, and the messages to it in
  * flight) and restart from its disk. The checker (src/raft/checker.ts) runs after every event.
  */
-import { MemoryStorage, RaftNode, RaftNodeChecker, bootstrapStorage, type Entry, type Message, type NodeId } from '../../src/raft/index.js';
+import { MemoryStorage, RaftNode, RaftNodeChecker, bootstrapStorage, type Entry, type Message, type NodeId, type RaftPersistence, type RaftStorage } from '../../src/raft/index.js';
 import { SimRandom, VirtualClock } from '../../src/sim/index.js';
 
 export const HEARTBEAT_MS = 10;
@@ -19,6 +19,7 @@ interface Member {
   readonly id: NodeId;
   node: RaftNode;
   disk: MemoryStorage;
+  readonly tee: RaftPersistence | undefined;
   alive: boolean;
   incarnation: number;
   /** The state machine: values applied, in order. */
@@ -53,12 +54,14 @@ export class SimNetwork {
     readonly seed: number,
     readonly ids: readonly NodeId[],
     private readonly snapshotEvery = 20,
+    /** A second disk per member that sees every save too (a WAL under test). */
+    private readonly tee?: (id: NodeId, initial: RaftStorage) => RaftPersistence,
   ) {
     this.net = new SimRandom(seed).fork('net');
     const disk0 = bootstrapStorage(ids.map((id) => ({ id })));
     ids.forEach((id, i) => {
       const disk = new MemoryStorage(disk0);
-      const m: Member = { id, node: this.newNode(id, disk, 0), disk, alive: true, incarnation: 0, values: [] };
+      const m: Member = { id, node: this.newNode(id, disk, 0), disk, tee: tee?.(id, disk0), alive: true, incarnation: 0, values: [] };
       this.members.set(id, m);
       this.side.set(id, 0);
       this.clock.every(HEARTBEAT_MS, () => this.tick(m), { phase: i + 1 });
@@ -84,6 +87,7 @@ export class SimNetwork {
       if (rounds > 1000) throw new Error(`member ${m.id}: a Ready every round, never settling`);
       const rd = m.node.ready();
       m.disk.save(rd);
+      m.tee?.save(rd);
       if (rd.snapshot !== undefined) m.values = JSON.parse(fromUtf8.decode(rd.snapshot.data)) as string[];
       for (const msg of rd.messages) this.send(msg);
       for (const e of rd.committedEntries) this.apply(m, e);
@@ -99,6 +103,7 @@ export class SimNetwork {
         const data = utf8.encode(JSON.stringify(m.values));
         m.node.compact(applied, data, 5);
         m.disk.snapshotted(m.node.log.snapshot);
+        m.tee?.snapshotted(m.node.log.snapshot);
       }
     }
     this.checker.check([...this.members.values()].filter((x) => x.alive).map((x) => x.node));
