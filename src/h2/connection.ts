@@ -35,7 +35,8 @@
  *   lives on). HPACK failures are COMPRESSION_ERROR connection errors, since the tables are out of step.
  * - Limits: SETTINGS_MAX_CONCURRENT_STREAMS (REFUSED_STREAM beyond; a stream the peer reset counts on while
  *   the server's work for it runs, H2Stream.busy, and at most 1000 such), SETTINGS_MAX_HEADER_LIST_SIZE
- *   (`:status 431`, the block still decoded so the HPACK table stays in step), a bound on a header block
+ *   (`:status 431`, the block still decoded so the HPACK table stays in step; the 17th such list ends the
+ *   connection, ENHANCE_YOUR_CALM), a bound on a header block
  *   across CONTINUATION frames counting their frame headers too (ENHANCE_YOUR_CALM: a flood of empty
  *   CONTINUATION frames is cut off like a large block), SETTINGS_MAX_FRAME_SIZE (FRAME_SIZE_ERROR).
  * - PING is answered at once; a server may bound how often clients ping (PingPolicy, grpc-go's keepalive
@@ -172,6 +173,14 @@ const RESET_MEMORY = 1024;
  */
 const MAX_ORPHANS = 1000;
 
+/**
+ * Header lists over SETTINGS_MAX_HEADER_LIST_SIZE one connection may send (each answered 431); the next ends
+ * it with ENHANCE_YOUR_CALM. RFC 9113 §10.5.1 lets a server close the connection rather than decode such a
+ * block: a client that keeps sending them is an HPACK bomb (a few KB of references decoding to 48 MB each),
+ * whose every block costs a full decode to keep the table in step.
+ */
+const MAX_OVERSIZED_LISTS = 16;
+
 /** Connection-specific header fields an HTTP/2 message must not carry (RFC 9113 §8.2.2). */
 export const CONNECTION_SPECIFIC: ReadonlySet<string> = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
 
@@ -274,6 +283,8 @@ export class Http2ServerConnection {
    */
   private resetRing: Uint32Array | null = null;
   private resetNext = 0;
+  /** Header lists refused for their size so far (MAX_OVERSIZED_LISTS). */
+  private oversizedLists = 0;
   /** Closed streams whose server work still runs (H2Stream.busy): they count against the stream limit. */
   private orphans = 0;
 
@@ -654,7 +665,8 @@ export class Http2ServerConnection {
       if (open !== undefined) return this.resetStream(open, ErrorCode.PROTOCOL_ERROR);
       if ((id & 1) === 0 || id <= this.lastStreamId) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, `HEADERS on stream ${id}`);
       this.lastStreamId = id;
-        this.writer.header(TOO_LARGE_BLOCK.length, FrameType.HEADERS, Flags.END_HEADERS | Flags.END_STREAM, id);
+      if (++this.oversizedLists > MAX_OVERSIZED_LISTS) throw new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, 'too many header lists over SETTINGS_MAX_HEADER_LIST_SIZE');
+      this.writer.header(TOO_LARGE_BLOCK.length, FrameType.HEADERS, Flags.END_HEADERS | Flags.END_STREAM, id);
       this.writer.bytes(TOO_LARGE_BLOCK);
       if (!endStream) {
         this.writer.raw(rstStreamFrame(id, ErrorCode.NO_ERROR));

@@ -320,3 +320,27 @@ test('rapid reset: a call the client reset counts against SETTINGS_MAX_CONCURREN
     }
   }
 });
+
+test('HPACK bomb: 16 header lists over SETTINGS_MAX_HEADER_LIST_SIZE get 431 each, the 17th ends the connection with ENHANCE_YOUR_CALM', async () => {
+  let streams = 0;
+  const srv = await startServer(() => void streams++, { maxHeaderListSize: 1000 });
+  const client = await RawClient.connect(srv.port);
+  try {
+    // One 200-octet field indexed, then blocks of ten references to it: 2,320 octets decoded from 12.
+    const literal = Buffer.concat([Buffer.from([0x40, 0x05]), Buffer.from('x-big'), Buffer.from([0x7f, 200 - 127]), Buffer.alloc(200, 0x62)]);
+    const bomb = Buffer.concat([Buffer.from([0x83, 0x86]), Buffer.alloc(10, 0xbe)]);
+    const blocks = [frame(FrameType.HEADERS, Flags.END_HEADERS | Flags.END_STREAM, 1, Buffer.concat([Buffer.from([0x83, 0x86]), literal]))];
+    for (let id = 3; id <= 35; id += 2) blocks.push(frame(FrameType.HEADERS, Flags.END_HEADERS | Flags.END_STREAM, id, bomb));
+    client.send(...blocks, PING);
+    const first = await client.waitFor((f) => f.type === FrameType.GOAWAY || pingAck(f));
+    assert.equal(first?.type, FrameType.GOAWAY, 'the bomb was never cut off');
+    assert.equal(first.payload.readUInt32BE(4), ErrorCode.ENHANCE_YOUR_CALM);
+    const refused = client.frames.filter((f) => f.type === FrameType.HEADERS && f.streamId >= 3).map((f) => f.streamId);
+    assert.deepEqual(refused, Array.from({ length: 16 }, (_, i) => 3 + 2 * i), 'each of the first 16 lists gets its 431');
+    assert.equal(streams, 0); // the first request has no :path: malformed, not handed over
+    await client.closed();
+  } finally {
+    client.destroy();
+    await srv.close();
+  }
+});
