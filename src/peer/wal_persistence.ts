@@ -6,7 +6,8 @@
  * marks the log before it as no longer needed, in that order (etcd's saveSnap), so a crash between the two
  * leaves a snap file the WAL does not name yet, never the reverse. A restart (`readRaftStorage`) reads the
  * newest snap file that decodes and the WAL's hard state and entries after it: a member comes back with its
- * term, its vote, its log and its membership. A conf change entry is saved as etcd saves one (a
+ * term, its vote, its log and its membership. A snapshot received from the leader also cuts the WAL's
+ * entries after it (they were the member's old log), so they cannot come back with a restart. A conf change entry is saved as etcd saves one (a
  * raftpb.ConfChange, its context included); the entry's own bytes are not kept.
  */
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, writeSync } from 'node:fs';
@@ -110,7 +111,14 @@ export class WalPersistence implements RaftPersistence {
   }
 
   save(rd: Ready): void {
-    if (rd.snapshot !== undefined) this.snapshotted(rd.snapshot);
+    if (rd.snapshot !== undefined) {
+      // The leader's snapshot replaced this member's whole log: what the WAL holds after its index is
+      // another history. An entry at the snapshot's index (dropped on reading, being below the snap
+      // file's point) makes the WAL cut everything after it, after the snapshot itself is safe.
+      const s = rd.snapshot;
+      this.snapshotted(s);
+      this.wal.save(undefined, [{ term: s.term, index: BigInt(s.index), type: 'normal', data: new Uint8Array(0) }]);
+    }
     const h = rd.hardState;
     this.wal.save(h === undefined ? undefined : { term: h.term, vote: h.vote, commit: BigInt(h.commit) }, rd.entries.map(walEntryOf));
   }

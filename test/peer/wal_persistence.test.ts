@@ -58,3 +58,24 @@ test('a data dir holding bootstrap conf changes reads back their members', () =>
   assert.deepEqual(storage.entries, initial.entries);
   assert.deepEqual(storage.hardState, initial.hardState);
 });
+
+test("a leader's snapshot cuts the member's old log from its data dir; its own snapshot keeps what follows", () => {
+  const conf = { voters: [1n], learners: [] };
+  const empty = new Uint8Array(0);
+  const old = [1, 2, 3, 4, 5].map((index) => ({ index, term: 1n, type: 'normal' as const, data: Uint8Array.of(index) }));
+  const start = { hardState: { term: 1n, vote: 0n, commit: 0 }, snapshot: { index: 0, term: 0n, conf, data: empty }, entries: [] };
+  const received = dataDirLayout(join(root, 'received'));
+  const r = WalPersistence.create(received, { nodeId: 1n, clusterId: 1n }, start);
+  r.save({ entries: old, committedEntries: [], messages: [], readStates: [], hardState: { term: 1n, vote: 0n, commit: 2 } });
+  // The leader of term 2 sends a snapshot at 3 from another history.
+  const snap = { index: 3, term: 2n, conf, data: Uint8Array.of(9) };
+  r.save({ entries: [], committedEntries: [], messages: [], readStates: [], snapshot: snap, hardState: { term: 2n, vote: 0n, commit: 3 } });
+  const back = WalPersistence.open(received).storage;
+  assert.deepEqual([back.snapshot, back.entries, back.hardState.commit], [snap, [], 3]);
+
+  const own = dataDirLayout(join(root, 'own'));
+  const o = WalPersistence.create(own, { nodeId: 1n, clusterId: 1n }, start);
+  o.save({ entries: old, committedEntries: [], messages: [], readStates: [], hardState: { term: 1n, vote: 0n, commit: 5 } });
+  o.snapshotted({ index: 3, term: 1n, conf, data: Uint8Array.of(7) });
+  assert.deepEqual(WalPersistence.open(own).storage.entries.map((e) => e.index), [4, 5]);
+});
