@@ -50,6 +50,16 @@ export interface TlsOptions {
    * alone the certificate is required but its CN is ignored, as in etcd.
    */
   readonly clientCertAuth?: boolean | undefined;
+  /**
+   * etcd's --client-crl-file, as the serial numbers (hex) its CRL revokes: a connection whose client
+   * certificates include one is dropped after the handshake, as etcd's listener drops it ('*': every one).
+   */
+  readonly revokedSerials?: readonly string[] | undefined;
+  /** etcd's --cipher-suites, as an OpenSSL cipher list (default: Node's). */
+  readonly ciphers?: string | undefined;
+  /** etcd's --tls-min-version / --tls-max-version (default: TLS 1.2 up to TLS 1.3, as etcd). */
+  readonly minVersion?: 'TLSv1' | 'TLSv1.1' | 'TLSv1.2' | 'TLSv1.3' | undefined;
+  readonly maxVersion?: 'TLSv1' | 'TLSv1.1' | 'TLSv1.2' | 'TLSv1.3' | undefined;
 }
 
 export interface ServeOptions extends Omit<EtcdServerOptions, 'clock' | 'clientCertAuth'> {
@@ -320,6 +330,10 @@ function tlsServerOptions(t: TlsOptions): TlsServerOptions {
     cert: t.cert,
     key: t.key,
     ...(t.ca === undefined ? {} : { ca: t.ca }),
+    ...(t.revokedSerials === undefined ? {} : { revokedSerials: new Set(t.revokedSerials.map((n) => n.toUpperCase().replace(/^0+(?=.)/, ''))) }),
+    ...(t.ciphers === undefined ? {} : { ciphers: t.ciphers }),
+    ...(t.minVersion === undefined ? {} : { minVersion: t.minVersion }),
+    ...(t.maxVersion === undefined ? {} : { maxVersion: t.maxVersion }),
     requestCert: requireCert,
     rejectUnauthorized: requireCert,
   };

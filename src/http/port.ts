@@ -28,7 +28,10 @@ import type { HttpRequest, HttpResponse } from './gateway.js';
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
 /** The TLS side of a client port: its certificate and key, and how client certificates are asked for. */
-export type TlsServerOptions = Pick<tls.TlsOptions, 'cert' | 'key' | 'ca' | 'requestCert' | 'rejectUnauthorized'>;
+export type TlsServerOptions = Pick<tls.TlsOptions, 'cert' | 'key' | 'ca' | 'ciphers' | 'minVersion' | 'maxVersion' | 'requestCert' | 'rejectUnauthorized'> & {
+  /** Client certificates (serial numbers, upper-case hex; '*': all) whose connections are dropped (etcd's --client-crl-file). */
+  readonly revokedSerials?: ReadonlySet<string> | undefined;
+};
 
 export interface ClientPortOptions {
   readonly host: string;
@@ -107,6 +110,10 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
     opts.tls === undefined
       ? undefined
       : tls.createServer({ ...opts.tls, ALPNProtocols: ['h2', 'http/1.1'] }, (socket: tls.TLSSocket) => {
+          if (revoked(socket, opts.tls?.revokedSerials)) {
+            socket.destroy();
+            return;
+          }
           if (socket.alpnProtocol === 'h2') toHttp2(socket, undefined, true);
           else toHttp1(socket);
         });
@@ -195,4 +202,17 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
       });
     },
   };
+}
+
+/** Whether a client certificate of the connection (its own, or one up its chain) is in `serials` (etcd's checkCRL). */
+function revoked(socket: tls.TLSSocket, serials: ReadonlySet<string> | undefined): boolean {
+  if (serials === undefined || serials.size === 0) return false;
+  // '*': the CRL could not be read, and etcd's listener then drops every connection.
+  if (serials.has('*')) return true;
+  const seen = new Set<string>();
+  for (let c: tls.DetailedPeerCertificate | undefined = socket.getPeerCertificate(true); c !== undefined && c.serialNumber !== undefined && !seen.has(c.fingerprint256); c = c.issuerCertificate) {
+    seen.add(c.fingerprint256);
+    if (serials.has(c.serialNumber.toUpperCase().replace(/^0+(?=.)/, ''))) return true;
+  }
+  return false;
 }

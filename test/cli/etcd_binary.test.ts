@@ -76,6 +76,7 @@ const ROWS: ReadonlyArray<{ args: string[]; env?: Record<string, string>; code: 
   { args: ['--logger', 'foo'], code: 1 },
   { args: ['--listen-client-urls', 'http://127.0.0.1:41999'], code: 1 },
   { args: ['--data-dir', '/proc/nope/x'], code: 1 },
+  { args: ['--cipher-suites', 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_BOGUS'], code: 1 },
   { args: ['--auth-token', 'foo'], code: 1, ports: true },
   { args: ['--auth-token', 'jwt,sign-method=RS256'], code: 1, ports: true },
   { args: ['--auth-token', 'jwt,sign-method=XX,priv-key=/etc/hostname'], code: 1, ports: true },

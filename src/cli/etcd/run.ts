@@ -22,6 +22,7 @@ import { readConfigFile } from './config_file.js';
 import { EtcdLog, LOG_LEVELS, logLevelOf } from './log.js';
 import { startupLines, readyLines, shutdownLines, type StartedMember } from './start_log.js';
 import { autoTlsFiles } from './auto_tls.js';
+import { tlsFlagOptions } from './tls_flags.js';
 import { AuthTokenOptionsError, JwtTokens, parseJwtOptions, type JwtTokenOptions } from '../../auth/jwt_token.js';
 import { parseGoDuration } from '../go_flags.js';
 import type { KeptMemberStart, KeptState } from '../../server/kept_member.js';
@@ -258,17 +259,20 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
     bcryptCost: get('bcrypt-cost'),
     preVote: get('pre-vote') === undefined ? undefined : boolValue(get('pre-vote')),
   };
+  // Checked before anything is made, as etcd checks them while it reads its configuration.
+  const tlsFlags = await tlsFlagOptions(get);
   mkdirAll(dataDir);
-  let tlsFlags: Partial<ServeFlags> = {};
+  let tlsFiles: Partial<ServeFlags> = {};
   if (autoTls && listen.startsWith('https://') && flags.certFile === undefined && flags.keyFile === undefined) {
     const files = await autoTlsFiles(join(dataDir, 'fixtures', 'client'), listen.split(','), Number(get('self-signed-cert-validity') ?? '1'));
-    tlsFlags = { certFile: files.certFile, keyFile: files.keyFile };
+    tlsFiles = { certFile: files.certFile, keyFile: files.keyFile };
     log.log({ level: 'warn', pkg: 'embed', text: `ignoring client auto TLS since certs given`, caller: 'embed/config.go:700', msg: 'automatically generated client certificates' });
   }
   const authJwt = authTokenOptions(get('auth-token') ?? 'simple', log);
   const warnings: string[] = [];
   const streams = get('max-concurrent-streams');
-  const opts = { ...parseServeFlags({ ...flags, ...tlsFlags }, (m) => warnings.push(m)), maxConcurrentStreams: streams === undefined ? undefined : Number(streams), authTokenProvider: authJwt === undefined ? undefined : (clock: Clock) => new JwtTokens(clock, authJwt) };
+  const served = parseServeFlags({ ...flags, ...tlsFiles }, (m) => warnings.push(m));
+  const opts = { ...served, tls: served.tls === undefined ? undefined : { ...served.tls, ...tlsFlags }, maxConcurrentStreams: streams === undefined ? undefined : Number(streams), authTokenProvider: authJwt === undefined ? undefined : (clock: Clock) => new JwtTokens(clock, authJwt) };
   const member: StartedMember = {
     name,
     dataDir,
