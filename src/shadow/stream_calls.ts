@@ -22,7 +22,7 @@ export interface Codec {
 }
 
 /** A step that runs once the simulator reaches etcd's revision `rev` and makes none itself. */
-function at(rev: number | undefined, run: () => void): { rev: number | undefined; makesRevision: () => false; skip: () => void; run: () => void } {
+function at(rev: number | undefined, run: (late: boolean) => void): { rev: number | undefined; makesRevision: () => false; skip: () => void; run: (late: boolean) => void } {
   return { rev, makesRevision: () => false, skip: () => undefined, run };
 }
 
@@ -91,10 +91,13 @@ export function keepAliveCall(ctx: ShadowContext, rpc: string, codec: Codec, cal
     onResponse: (m) => {
       const r = codec.res(m) as M.LeaseKeepAliveResponse;
       ctx.follower.add(
-        at(Number(r.header?.revision ?? 0), () => {
+        at(Number(r.header?.revision ?? 0), (late) => {
           if (r.TTL === '0') ctx.leaseGone(r.ID);
           ctx.log.add(rpc, { ID: r.ID }, { ok: r }, stream);
-          cmp.etcd(r);
+          // A keep-alive answered before a write that reached the simulator first (answers arrive in any
+          // order) is renewed there after it: the simulator answers at its own revision, which is all that
+          // differs — a keep-alive writes nothing, so the lease's TTL is still compared.
+          cmp.etcd(late && r.header != null ? { ...r, header: { ...r.header, revision: String(ctx.follower.revision) } } : r);
           simCall.write({ ID: r.ID });
         }),
       );
