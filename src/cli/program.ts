@@ -217,6 +217,12 @@ function shadowCommand(program: Command, io: CliIo, result: { code: number }): v
     .addOption(opt('--election-timeout <ms>', "the real etcd's --election-timeout", '1000'))
     .addOption(opt('--stats-interval <s>', 'how often the line of totals goes to stderr, when it changed', '10'))
     .option('--allow-non-loopback', 'allow binding to an interface other than loopback')
+    .option('--cert-file <path>', 'the shadow\'s TLS certificate (with an https:// --listen-client-urls), as etcd\'s')
+    .option('--key-file <path>', 'its key')
+    .option('--trusted-ca-file <path>', 'require client certificates signed by this CA, as etcd does')
+    .option('--etcd-cacert <path>', 'the CA of the real etcd\'s TLS certificate (talk TLS to it; also with an https:// --etcd)')
+    .option('--etcd-cert <path>', 'the client certificate the shadow presents to the real etcd')
+    .option('--etcd-key <path>', 'its key')
     .addHelpText('after', '\nSIGTERM or SIGINT stops it and prints the per-RPC summary. Exit codes: 0 stopped; 1 a divergence with --fail-on-divergence, or the port is taken; 2 usage error or the etcd could not be used.')
     .action(async (opts: import('./shadow_command.js').ShadowCommandOptions) => {
       result.code = await act(io, 'etcdsim shadow', async () => {

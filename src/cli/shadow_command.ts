@@ -20,6 +20,8 @@ import { parseEtcdUrl } from './go_flags.js';
 import { ETCD_VERSIONS } from './serve_flags.js';
 import { CliError, type CliIo } from './program.js';
 import type { EtcdVersion } from '../mvcc/index.js';
+import type { Buffer } from 'node:buffer';
+import type { TlsFiles } from '../shadow/proxy.js';
 
 /** `etcdsim shadow`'s options as commander hands them over. */
 export interface ShadowCommandOptions {
@@ -32,6 +34,41 @@ export interface ShadowCommandOptions {
   electionTimeout: string;
   statsInterval: string;
   allowNonLoopback?: boolean | undefined;
+  certFile?: string | undefined;
+  keyFile?: string | undefined;
+  trustedCaFile?: string | undefined;
+  etcdCacert?: string | undefined;
+  etcdCert?: string | undefined;
+  etcdKey?: string | undefined;
+}
+
+/** A PEM file's contents, or a usage error naming the flag. */
+async function pemFile(flag: string, path: string | undefined): Promise<Buffer | undefined> {
+  if (path === undefined) return undefined;
+  const { readFileSync } = await import('node:fs');
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new CliError(`${flag}: cannot read ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/**
+ * The TLS of both sides: the listener's as etcd takes it (an https:// URL wants --cert-file and
+ * --key-file; on an http:// URL they are ignored with a warning, as etcd ignores them), and the etcd's, used
+ * when --etcd is an https:// URL or any --etcd-* file is given.
+ */
+async function tlsOf(o: ShadowCommandOptions, scheme: string, io: CliIo): Promise<{ tls: TlsFiles | undefined; etcdTls: TlsFiles | undefined }> {
+  let tls: TlsFiles | undefined;
+  if (scheme === 'https') {
+    if (o.certFile === undefined || o.keyFile === undefined) throw new CliError('--listen-client-urls: an https:// URL needs --cert-file and --key-file');
+    tls = { cert: await pemFile('--cert-file', o.certFile), key: await pemFile('--key-file', o.keyFile), ca: await pemFile('--trusted-ca-file', o.trustedCaFile) };
+  } else if (o.certFile !== undefined || o.keyFile !== undefined || o.trustedCaFile !== undefined) {
+    io.err('etcdsim shadow: --cert-file, --key-file and --trusted-ca-file are ignored on an http:// --listen-client-urls');
+  }
+  const upstream = /^https:\/\//.test(o.etcd ?? '') || o.etcdCacert !== undefined || o.etcdCert !== undefined || o.etcdKey !== undefined;
+  const etcdTls = upstream ? { ca: await pemFile('--etcd-cacert', o.etcdCacert), cert: await pemFile('--etcd-cert', o.etcdCert), key: await pemFile('--etcd-key', o.etcdKey) } : undefined;
+  return { tls, etcdTls };
 }
 
 function int(name: string, v: string, min: number): number {
@@ -50,7 +87,7 @@ export async function executeShadow(o: ShadowCommandOptions, io: CliIo, signals:
   } catch (err) {
     throw new CliError(`invalid value ${JSON.stringify(o.listenClientUrls)} for flag --listen-client-urls: ${err instanceof Error ? err.message : String(err)}`);
   }
-  if (url.scheme !== 'http') throw new CliError('--listen-client-urls: the shadow serves http:// only (TLS is not passed through yet)');
+  const { tls, etcdTls } = await tlsOf(o, url.scheme, io);
   const { isLoopback } = await import('../grpc/server.js');
   if (!isLoopback(url.host) && o.allowNonLoopback !== true) throw new CliError(`--listen-client-urls: ${url.host} is not a loopback address (--allow-non-loopback to bind it)`);
   const heartbeatMs = int('--heartbeat-interval', o.heartbeatInterval, 1);
@@ -67,6 +104,8 @@ export async function executeShadow(o: ShadowCommandOptions, io: CliIo, signals:
       heartbeatMs,
       electionMs,
       divergenceDir: o.divergenceDir,
+      tls,
+      etcdTls,
       onDivergence: (where, dir) => io.err(`etcdsim shadow: divergence in ${where}${dir === undefined ? '' : ` (written to ${dir})`}`),
     });
   } catch (err) {

@@ -60,15 +60,17 @@ export interface EtcdGrpcClient {
 export interface ConnectOptions {
   /** Deadline of each unary call in ms (default 10 s). */
   readonly deadlineMs?: number | undefined;
+  /** TLS to the server (grpc-js's createSsl); default none. */
+  readonly credentials?: grpc.ChannelCredentials | undefined;
 }
 
 type UnaryFn = (req: unknown, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: unknown) => void) => void;
 type BidiFn = (md: grpc.Metadata) => grpc.ClientDuplexStream<unknown, unknown>;
 
-/** Connects (lazily, as grpc-js does) to `address` (`host:port`) without TLS. */
+/** Connects (lazily, as grpc-js does) to `address` (`host:port`), without TLS unless `opts.credentials` say so. */
 export function connectEtcd(address: string, opts: ConnectOptions = {}): EtcdGrpcClient {
   const deadlineMs = opts.deadlineMs ?? 10_000;
-  const creds = grpc.credentials.createInsecure();
+  const creds = opts.credentials ?? grpc.credentials.createInsecure();
   // One channel for every service: grpc-js shares the subchannel when the address and options match.
   const kvc = new (etcdService('KV'))(address, creds);
   const leasec = new (etcdService('Lease'))(address, creds);

@@ -26,9 +26,21 @@ export interface TappedCall {
   onUntapped(why: string): void;
 }
 
+/** PEM files' contents for one side of a TLS connection. */
+export interface TlsFiles {
+  readonly cert?: string | Buffer | undefined;
+  readonly key?: string | Buffer | undefined;
+  /** Listener: client certificates must be signed by it (etcd's --trusted-ca-file). Upstream: the etcd's CA. */
+  readonly ca?: string | Buffer | undefined;
+}
+
 export interface ProxyOptions {
   /** host:port of the real etcd. */
   readonly etcd: string;
+  /** The client port over TLS (cert and key required). */
+  readonly tls?: TlsFiles | undefined;
+  /** The etcd over TLS: its CA, and the client certificate the shadow presents to it. */
+  readonly etcdTls?: TlsFiles | undefined;
   readonly host: string;
   readonly port: number;
   /** Largest message the tap reads (bigger ones pass through unread). */
@@ -44,11 +56,11 @@ export interface Proxy {
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'http2-settings']);
 
-function forwardable(h: http2.IncomingHttpHeaders, keepStatus: boolean): http2.OutgoingHttpHeaders {
-  const out: http2.OutgoingHttpHeaders = {};
+function forwardable(h: http2.IncomingHttpHeaders, keepStatus: boolean, scheme?: string): http2.OutgoingHttpHeaders {
+  const out: http2.OutgoingHttpHeaders = scheme === undefined ? {} : { ':scheme': scheme };
   for (const [k, v] of Object.entries(h)) {
     if (v === undefined || HOP_BY_HOP.has(k)) continue;
-    if (k.startsWith(':') && !(keepStatus && k === ':status') && !(!keepStatus && (k === ':method' || k === ':path' || k === ':scheme' || k === ':authority'))) continue;
+    if (k.startsWith(':') && !(keepStatus && k === ':status') && !(!keepStatus && (k === ':method' || k === ':path' || (k === ':scheme' && scheme === undefined) || k === ':authority'))) continue;
     out[k] = v;
   }
   return out;
@@ -56,10 +68,17 @@ function forwardable(h: http2.IncomingHttpHeaders, keepStatus: boolean): http2.O
 
 export function startProxy(o: ProxyOptions): Promise<Proxy> {
   const sessions = new Set<http2.ServerHttp2Session>();
-  const server = http2.createServer({ settings: { maxConcurrentStreams: 1000 } });
+  const settings = { maxConcurrentStreams: 1000 };
+  const t = o.tls;
+  // As etcd: a trusted CA requires every client to present a certificate it signed.
+  const server =
+    t === undefined
+      ? http2.createServer({ settings })
+      : http2.createSecureServer({ settings, cert: t.cert, key: t.key, ca: t.ca, requestCert: t.ca !== undefined, rejectUnauthorized: t.ca !== undefined });
+  const u = o.etcdTls;
   server.on('session', (down) => {
     sessions.add(down);
-    const up = http2.connect(`http://${o.etcd}`);
+    const up = u === undefined ? http2.connect(`http://${o.etcd}`) : http2.connect(`https://${o.etcd}`, { ca: u.ca, cert: u.cert, key: u.key });
     up.on('error', () => down.destroy());
     up.on('close', () => down.destroy());
     down.on('close', () => {
@@ -67,7 +86,7 @@ export function startProxy(o: ProxyOptions): Promise<Proxy> {
       up.close();
     });
     down.on('error', () => up.destroy());
-    down.on('stream', (ds, headers) => proxyStream(ds, headers, up, o));
+    down.on('stream', (ds, headers) => proxyStream(ds, headers, up, o, u === undefined ? 'http' : 'https'));
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -85,7 +104,7 @@ export function startProxy(o: ProxyOptions): Promise<Proxy> {
   });
 }
 
-function proxyStream(ds: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, up: http2.ClientHttp2Session, o: ProxyOptions): void {
+function proxyStream(ds: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, up: http2.ClientHttp2Session, o: ProxyOptions, scheme: string): void {
   const path = String(headers[':path'] ?? '');
   const call = guarded(o.tap(path, headers));
   let ended = false;
@@ -98,7 +117,7 @@ function proxyStream(ds: http2.ServerHttp2Stream, headers: http2.IncomingHttpHea
   const resTap = call && new MessageTap((m) => call.onResponse(m), o.maxMessageBytes);
   let us: http2.ClientHttp2Stream;
   try {
-    us = up.request(forwardable(headers, false), { endStream: false });
+    us = up.request(forwardable(headers, false, scheme), { endStream: false });
   } catch {
     ds.close(http2.constants.NGHTTP2_REFUSED_STREAM);
     end(undefined, 'refused');

@@ -10,6 +10,7 @@
  * shadow's own watch (follower.ts).
  */
 import { Buffer } from 'node:buffer';
+import * as grpc from '@grpc/grpc-js';
 import { createEtcdSim, type EtcdSim } from '../client/create.js';
 import { connectEtcd, type EtcdGrpcClient } from '../grpc/client.js';
 import type { EtcdVersion } from '../mvcc/index.js';
@@ -18,7 +19,7 @@ import { text } from '../diff/normalise.js';
 import { simTarget } from '../diff/target.js';
 import { TokenMap, type ShadowContext } from './context.js';
 import { Follower } from './follower.js';
-import { startProxy, type Proxy, type TappedCall } from './proxy.js';
+import { startProxy, type Proxy, type TappedCall, type TlsFiles } from './proxy.js';
 import { ShadowReport } from './report.js';
 import { ScenarioLog } from './scenario.js';
 import { snapshotOf } from './seed.js';
@@ -41,6 +42,14 @@ export interface ShadowOptions {
   readonly divergenceDir?: string | undefined;
   /** How long revisions no answer accounts for wait for a write in flight (default 500 ms). */
   readonly graceMs?: number | undefined;
+  /** The shadow's client port over TLS, as etcd's --cert-file / --key-file (/ --trusted-ca-file: client certificates required). */
+  readonly tls?: TlsFiles | undefined;
+  /**
+   * The real etcd over TLS: its CA, and the client certificate the shadow presents (its own, for every
+   * call: an application's client certificate ends at the shadow, so etcd's --client-cert-auth sees the
+   * shadow's Common Name, not the application's).
+   */
+  readonly etcdTls?: TlsFiles | undefined;
   /** Called on each divergence, with the directory it was written to. */
   readonly onDivergence?: ((where: string, dir: string | undefined) => void) | undefined;
 }
@@ -73,6 +82,13 @@ function codecOf(path: string): Codec | undefined {
     codecs.set(path, c);
   }
   return codecs.get(path) ?? undefined;
+}
+
+/** The shadow's own connection to etcd (its watch, its snapshot, its reads), with the proxy's TLS. */
+function upstreamCredentials(t: TlsFiles | undefined): grpc.ChannelCredentials {
+  if (t === undefined) return grpc.credentials.createInsecure();
+  const pem = (v: string | Buffer | undefined): Buffer | null => (v === undefined ? null : Buffer.from(v));
+  return grpc.credentials.createSsl(pem(t.ca), pem(t.key), pem(t.cert));
 }
 
 /** The real etcd's identity, which the simulator takes on: its cluster, and the member the shadow talks to. */
@@ -117,10 +133,11 @@ function followingSim(o: ShadowOptions, version: EtcdVersion, snapshot: Buffer, 
 
 export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
   const version = o.etcdVersion ?? '3.4';
-  const client = connectEtcd(o.etcd);
+  const credentials = upstreamCredentials(o.etcdTls);
+  const client = connectEtcd(o.etcd, { credentials });
   let sim: EtcdSim;
   try {
-    sim = followingSim(o, version, await snapshotOf(o.etcd), await identityOf(client));
+    sim = followingSim(o, version, await snapshotOf(o.etcd, credentials), await identityOf(client));
   } catch (err) {
     client.close();
     throw err;
@@ -138,7 +155,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
 
   let proxy: Proxy;
   try {
-    proxy = await startProxy({ etcd: o.etcd, host: o.host, port: o.port, maxMessageBytes: 4 * 1024 * 1024, tap: (path, headers) => tapCall(ctx, path, headers) });
+    proxy = await startProxy({ etcd: o.etcd, host: o.host, port: o.port, tls: o.tls, etcdTls: o.etcdTls, maxMessageBytes: 4 * 1024 * 1024, tap: (path, headers) => tapCall(ctx, path, headers) });
   } catch (err) {
     own.cancel();
     client.close();
