@@ -5,9 +5,10 @@
  * fake_timers_served_first.test.ts (installed before import, never advanced — jest's and vitest's style).
  *
  * The client is raw HTTP/2 (node:http2, whose internals no fake timer reaches), so what is tested is the
- * server: a Lock call waiting with `grpc-timeout: 10S` while the fake clock jumps 20 s must keep waiting and
- * then get the lock when its holder's lease is revoked — the door's deadline runs on host time
- * (afterHostTime, hostNow) — and a lease granted for 60 s still has about 60 s left.
+ * server: a Lock call waiting with `grpc-timeout: 60S` while the fake clock jumps JUMP_MS (120 s) must keep
+ * waiting and then get the lock when its holder's lease is revoked — the door's deadline runs on host time
+ * (afterHostTime, hostNow) — and a lease granted for 300 s still has about 300 s left. The real-time margins
+ * (a minute before the deadline, a minute of TTL) leave a loaded machine room; a fake jump goes well past both.
  */
 import assert from 'node:assert/strict';
 import { etcdService, type EtcdServiceName } from '../../src/proto/index.js';
@@ -23,6 +24,11 @@ interface MethodDef {
 function method(service: EtcdServiceName, name: string): MethodDef {
   return (etcdService(service).service as unknown as Record<string, MethodDef>)[name]!;
 }
+
+/** How far the tests jump a fake clock: past the waiting call's deadline, not past the lease's TTL. */
+export const JUMP_MS = 120_000;
+const DEADLINE = '60S';
+const TTL = 300;
 
 /** A give-up far beyond any fake jump: the raw client's own timer is a (possibly faked) setTimeout. */
 const CLIENT_PATIENCE_MS = 600_000;
@@ -51,11 +57,11 @@ async function unary(wire: WireClient, service: EtcdServiceName, name: string, r
 export async function servedUnderFakeTimers(door: ServeHandle, jump: () => void): Promise<void> {
   const wire = new WireClient(door.address);
   try {
-    const holder = String((await unary(wire, 'Lease', 'LeaseGrant', { TTL: 60 }))['ID']);
-    const waiter = String((await unary(wire, 'Lease', 'LeaseGrant', { TTL: 60 }))['ID']);
+    const holder = String((await unary(wire, 'Lease', 'LeaseGrant', { TTL }))['ID']);
+    const waiter = String((await unary(wire, 'Lease', 'LeaseGrant', { TTL }))['ID']);
     await unary(wire, 'Lock', 'Lock', { name: Buffer.from('fake-timers'), lease: holder });
     let settled: string | undefined;
-    const waiting = unary(wire, 'Lock', 'Lock', { name: Buffer.from('fake-timers'), lease: waiter }, { 'grpc-timeout': '10S' }).then(
+    const waiting = unary(wire, 'Lock', 'Lock', { name: Buffer.from('fake-timers'), lease: waiter }, { 'grpc-timeout': DEADLINE }).then(
       (r) => (settled = `locked ${String((r['key'] as Buffer).toString()).startsWith('fake-timers/')}`),
       (err: Error) => (settled = err.message),
     );
@@ -63,8 +69,8 @@ export async function servedUnderFakeTimers(door: ServeHandle, jump: () => void)
     await unary(wire, 'KV', 'Range', { key: Buffer.from('fake-timers/') });
     jump();
     const ttl = Number((await unary(wire, 'Lease', 'LeaseTimeToLive', { ID: holder }))['TTL']);
-    assert.ok(ttl >= 55, `the holder's lease has ${ttl} s left: a fake jump moved the served simulator's clock`);
-    assert.equal(settled, undefined, "the waiting Lock ended before its holder's lease went: its 10 s deadline ran on the fake clock");
+    assert.ok(ttl >= TTL - 60, `the holder's lease has ${ttl} s left: a fake jump moved the served simulator's clock`);
+    assert.equal(settled, undefined, `the waiting Lock ended before its holder's lease went (${settled ?? ''}): its deadline ran on the fake clock`);
     await unary(wire, 'Lease', 'LeaseRevoke', { ID: holder });
     await waiting;
     assert.equal(settled, 'locked true');
