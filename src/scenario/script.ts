@@ -6,9 +6,10 @@
  * watch's etcdctl once it has printed what the transcript shows (etcd may still be delivering the last write's
  * event when that write returns), `##` notes are printed. A session (`etcdctl watch -i`, holding one watch) reads
  * its commands from a FIFO the script writes: the watch, and `progress` (etcdctl 3.4's only way to send a
- * WatchProgressRequest), whose answer the script waits for. Run against a fresh etcd (revision 1), it prints what the transcript
- * shows, except what etcd leaves free: lease IDs, clientv3's log lines, the revision a watch line carries
- * (`[watch W @3]` is the simulator's note; etcdctl prints no revision) and when background lines come.
+ * WatchProgressRequest), whose answer the script waits for. Run against a fresh etcd (revision 1), it prints
+ * what the transcript shows, except what etcd leaves free: lease IDs, clientv3's log lines, the revision a watch
+ * line carries (`[watch W @3]` is the simulator's note; etcdctl prints no revision) and when background lines
+ * come.
  *
  * An option that is one of etcd's own flags (a space quota: `--quota-backend-bytes`) is a `# etcd-flags:` line
  * at the script's top: the etcd the script runs against must be started with them (`scriptEtcdFlags`).
