@@ -38,7 +38,7 @@ export type { SimEtcd3Options } from './client/etcd3.js';
 export type { EtcdServer, EtcdServices } from './server/etcd_server.js';
 export { DEFAULT_CLUSTER_ID, DEFAULT_MEMBER_ID, type EtcdServerOptions, type MemberInfo } from './server/member_options.js';
 export type { CompactionCrash, MemberRestart, MemberSnapshot } from './server/restart.js';
-export type { EtcdVersion } from './mvcc/compat.js';
+export type { EtcdVersion } from './etcd/index.js';
 export type { AuthSetup, AuthSnapshot } from './auth/store.js';
 export type { TokenProvider, TokenProviderFactory } from './auth/simple_token.js';
 export type { KeyPermission, PermissionType } from './auth/range_perm.js';
@@ -65,26 +65,8 @@ export type { messages };
 
 // Errors: every rejection is an EtcdError (engine) or a grpc-js-shaped GrpcError (services, clients), with
 // etcd's gRPC code and exact message.
-export {
-  EtcdError,
-  isEtcdError,
-  GrpcCode,
-  type EtcdErrorKind,
-  ErrCompacted,
-  ErrFutureRev,
-  ErrEmptyKey,
-  ErrKeyNotFound,
-  ErrValueProvided,
-  ErrLeaseProvided,
-  ErrTooManyOps,
-  ErrDuplicateKey,
-  ErrInvalidSortOption,
-  ErrRequestTooLarge,
-  ErrLeaseNotFound,
-  ErrEmptyWatcherRange,
-  ErrWatcherDuplicateID,
-  ErrWatcherNotExist,
-} from './mvcc/errors.js';
+export { ErrCompacted, ErrFutureRev, ErrEmptyKey, ErrKeyNotFound, ErrValueProvided, ErrLeaseProvided, ErrTooManyOps, ErrDuplicateKey, ErrInvalidSortOption, ErrRequestTooLarge, ErrLeaseNotFound, ErrEmptyWatcherRange, ErrWatcherDuplicateID, ErrWatcherNotExist } from './mvcc/errors.js';
+export { EtcdError, isEtcdError, GrpcCode, type EtcdErrorKind } from './etcd/index.js';
 export {
   ErrRootUserNotExist,
   ErrRootRoleNotExist,

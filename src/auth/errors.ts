@@ -1,5 +1,5 @@
 /** etcd's auth errors (server/auth/store.go), with the codes v3rpc/util.go togRPCError maps them to (rpctypes/error.go). */
-import { errorKind, GrpcCode } from '../mvcc/index.js';
+import { errorKind, GrpcCode } from '../etcd/index.js';
 
 export const ErrRootUserNotExist = errorKind(GrpcCode.FAILED_PRECONDITION, 'etcdserver: root user does not exist');
 export const ErrRootRoleNotExist = errorKind(GrpcCode.FAILED_PRECONDITION, 'etcdserver: root user does not have root role');

@@ -9,11 +9,8 @@
  *    lose role `root`, and role `root` cannot be deleted (ErrInvalidAuthMgmt);
  *  - a user with role `root` may do anything; others need READ/WRITE covering the request's keys.
  */
-import {
-  bytesEqual,
-  compareBytes,
-  fail,
-} from '../mvcc/index.js';
+import { bytesEqual, compareBytes } from '../mvcc/index.js';
+import { fail } from '../etcd/index.js';
 import type { Clock, SimRandom } from '../sim/index.js';
 import { PasswordHasher, type PasswordHash } from './password.js';
 import { RangePermissions, type KeyPermission, type PermissionType } from './range_perm.js';

@@ -5,7 +5,8 @@
  * compaction) and a lease, its ID in hex as etcdctl prints it.
  */
 import { createEtcdSim } from '../client/index.js';
-import { MvccStore, isEtcdError, text, utf8, type KeyValue } from '../mvcc/index.js';
+import { MvccStore, text, utf8, type KeyValue } from '../mvcc/index.js';
+import { isEtcdError } from '../etcd/index.js';
 import type { WatchResponse } from '../watch/index.js';
 
 function show(kv: KeyValue): string {

@@ -27,7 +27,7 @@
  */
 import { connectEtcd, type EtcdGrpcClient } from '../grpc/client.js';
 import { isLoopback } from '../grpc/server.js';
-import type { EtcdVersion } from '../mvcc/index.js';
+import type { EtcdVersion } from '../etcd/index.js';
 import { freshSeed } from '../sim/random.js';
 import { runDiffCheck, type DiffReport } from '../diff/check.js';
 import { DIFF_ELECTION_MS, DIFF_HEARTBEAT_MS, startEtcd, type EtcdProcess } from '../diff/etcd_process.js';

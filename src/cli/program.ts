@@ -8,7 +8,8 @@
  * `serve` mirrors an etcd check (docs/cli-errors.md lists every case). Never a stack trace.
  */
 import { Command, CommanderError, Option } from 'commander';
-import { ETCD_VERSIONS, SERVE_FLAG_DEFAULTS as D, type ServeFlags } from './serve_flags.js';
+import { SERVE_FLAG_DEFAULTS as D, type ServeFlags } from './serve_flags.js';
+import { ETCD_VERSIONS } from '../etcd/index.js';
 
 /** Where a command's lines go: `out` its results, `err` errors and warnings. */
 export interface CliIo {

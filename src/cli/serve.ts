@@ -8,11 +8,12 @@ import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { isLoopback, serve, type ServeOptions } from '../grpc/server.js';
 import type { ServedClusterMember } from '../grpc/serve_cluster.js';
-import type { EtcdVersion } from '../mvcc/index.js';
+import type { EtcdVersion } from '../etcd/index.js';
 import { SnapshotFormatError, readEtcdSnapshot } from '../snapshot/index.js';
 import { FlagValueError, parseEtcdUrl, parseGoDuration, parseGoInt, parseGoUint, type EtcdUrl } from './go_flags.js';
 import { CliError, consoleIo, type CliIo } from './program.js';
-import { CLOCK_SPEED_MAX, CLOCK_SPEED_MIN, ETCD_VERSIONS, MEMBERS_MAX, SERVE_FLAG_DEFAULTS, type ServeFlags } from './serve_flags.js';
+import { CLOCK_SPEED_MAX, CLOCK_SPEED_MIN, MEMBERS_MAX, SERVE_FLAG_DEFAULTS, type ServeFlags } from './serve_flags.js';
+import { ETCD_VERSIONS, isEtcdVersion } from '../etcd/index.js';
 
 export { SERVE_FLAG_DEFAULTS, type ServeFlags } from './serve_flags.js';
 
@@ -221,7 +222,7 @@ type EtcdFlags = ReturnType<typeof parseEtcdFlags>;
 
 /** etcdsim's own flags, and how --members fits the client URLs (usage, exit 2). */
 function parseSimFlags(f: ServeFlags, { listen, advertise }: EtcdFlags): { seed: bigint; clockSpeed: number; memberCount: number } {
-  if (!(ETCD_VERSIONS as readonly string[]).includes(f.etcdVersion)) throw invalid('--etcd-version', f.etcdVersion, `must be one of ${ETCD_VERSIONS.join(', ')}`);
+  if (!isEtcdVersion(f.etcdVersion)) throw invalid('--etcd-version', f.etcdVersion, `must be one of ${ETCD_VERSIONS.join(', ')}`);
   const seed = /^\d+$/.test(f.seed) ? BigInt(f.seed) : undefined;
   if (seed === undefined || seed >= 2n ** 64n) throw invalid('--seed', f.seed, 'must be an integer from 0 to 18446744073709551615');
   const clockSpeed = /^\s*$/.test(f.clockSpeed) ? NaN : Number(f.clockSpeed);

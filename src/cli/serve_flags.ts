@@ -73,9 +73,6 @@ export const SERVE_FLAG_DEFAULTS: Readonly<ServeFlags> = Object.freeze({
 /** `--members` bounds: a served cluster of up to 7 members (etcd's recommended maximum). */
 export const MEMBERS_MAX = 7;
 
-/** The releases `--etcd-version` can name. */
-export const ETCD_VERSIONS = ['3.4', '3.5', '3.6', '3.7'] as const;
-
 /** `--clock-speed` bounds (etcdsim's own flag): from a thousandth of real time to a thousand times it. */
 export const CLOCK_SPEED_MIN = 0.001;
 export const CLOCK_SPEED_MAX = 1000;

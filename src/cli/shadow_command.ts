@@ -17,9 +17,8 @@
  */
 import { afterHostTime } from '../sim/index.js';
 import { parseEtcdUrl } from './go_flags.js';
-import { ETCD_VERSIONS } from './serve_flags.js';
+import { ETCD_VERSIONS, isEtcdVersion, type EtcdVersion } from '../etcd/index.js';
 import { CliError, type CliIo } from './program.js';
-import type { EtcdVersion } from '../mvcc/index.js';
 import type { Buffer } from 'node:buffer';
 import type { TlsFiles } from '../shadow/proxy.js';
 
@@ -80,7 +79,7 @@ function int(name: string, v: string, min: number): number {
 export async function executeShadow(o: ShadowCommandOptions, io: CliIo, signals: NodeJS.EventEmitter = process): Promise<number> {
   if (o.etcd === undefined || o.etcd.trim() === '') throw new CliError('--etcd HOST:PORT is required: the real etcd to shadow');
   const etcd = o.etcd.replace(/^https?:\/\//, '');
-  if (!(ETCD_VERSIONS as readonly string[]).includes(o.etcdVersion)) throw new CliError(`--etcd-version must be one of ${ETCD_VERSIONS.join(', ')}, got ${JSON.stringify(o.etcdVersion)}`);
+  if (!isEtcdVersion(o.etcdVersion)) throw new CliError(`--etcd-version must be one of ${ETCD_VERSIONS.join(', ')}, got ${JSON.stringify(o.etcdVersion)}`);
   let url;
   try {
     url = parseEtcdUrl(o.listenClientUrls);

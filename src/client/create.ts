@@ -3,7 +3,8 @@
  * drop-in for a real etcd) or on a virtual clock the test drives, and gives tests the levers a real etcd
  * hides (advance time, compact, restore, hash).
  */
-import { GrpcCode, type CompactResponse, type MvccStore, type StoreSnapshot } from '../mvcc/index.js';
+import { type CompactResponse, type MvccStore, type StoreSnapshot } from '../mvcc/index.js';
+import { GrpcCode } from '../etcd/index.js';
 import type { Lessor } from '../lease/index.js';
 import { EtcdServer, grpcError, type CallContext, type EtcdServerOptions, type EtcdServices, type GrpcError, type MemberSnapshot } from '../server/index.js';
 import { EtcdCluster, type ClusterMemberServices, type EtcdClusterOptions, type MemberRef } from '../cluster/index.js';

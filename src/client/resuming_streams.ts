@@ -4,7 +4,7 @@
  * after a growing backoff, re-creating every watcher from the revision after the last one it delivered; a
  * LeaseKeepAlive after 500 ms, whatever broke it (failover.ts has the whole picture).
  */
-import { GrpcCode } from '../mvcc/index.js';
+import { GrpcCode } from '../etcd/index.js';
 import { toGrpcError, type CallContext, type EtcdServices, type GrpcError, type KeepAliveCall, type WatchCall } from '../server/index.js';
 import type { MemberState } from '../cluster/index.js';
 import type * as M from '../server/messages.js';

@@ -6,7 +6,7 @@
  * here — the table, the predicates and the wait; each caller keeps its own loop.
  */
 import { ErrAuthNotEnabled, ErrInvalidAuthToken, ErrUserEmpty } from '../auth/errors.js';
-import { GrpcCode } from '../mvcc/index.js';
+import { GrpcCode } from '../etcd/index.js';
 import type { GrpcError } from '../server/index.js';
 import type { SimRandom } from '../sim/index.js';
 

@@ -2,7 +2,7 @@
  * The errors a member of a cluster answers with when Raft cannot do what a request needs, with the gRPC
  * code and text etcd 3.4.23 gives them (v3rpc/rpctypes; observed on a real 3-member 3.4.23 on loopback).
  */
-import { GrpcCode } from '../mvcc/index.js';
+import { GrpcCode } from '../etcd/index.js';
 import { grpcError, type GrpcError } from '../server/errors.js';
 
 /** etcd's ErrTimeout: a proposal or ReadIndex not done within the request timeout, no leader known. */

@@ -12,7 +12,7 @@
  */
 import { isTxnReadOnly } from '../server/kv_service.js';
 import { header, int64ToBigInt, putIn, txnIn, uint64ToBigInt } from '../server/convert.js';
-import { EtcdError } from '../mvcc/index.js';
+import { EtcdError } from '../etcd/index.js';
 import { ErrNoSpace } from '../server/alarms.js';
 import { LEASE_OVERHEAD, costPut, costTxn, noSpaceAlarm, overQuota } from '../server/quota.js';
 import type { CallContext } from '../server/call_context.js';

@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import type { EtcdGrpcClient } from '../grpc/client.js';
-import type { EtcdVersion } from '../mvcc/index.js';
+import type { EtcdVersion } from '../etcd/index.js';
 import { authWorkloadArb, workloadArb } from './arbitraries.js';
 import { runWorkload, type Divergence, type RunResult } from './engine.js';
 import type { Op } from './ops.js';

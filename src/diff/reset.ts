@@ -17,7 +17,7 @@
  */
 import { createEtcdSim, type EtcdSim } from '../client/create.js';
 import type { EtcdGrpcClient } from '../grpc/client.js';
-import type { EtcdVersion } from '../mvcc/index.js';
+import type { EtcdVersion } from '../etcd/index.js';
 import { DIFF_ELECTION_MS, DIFF_HEARTBEAT_MS } from './etcd_process.js';
 import { passwordOf } from './ops.js';
 

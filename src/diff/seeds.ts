@@ -8,7 +8,7 @@
  * Beyond one machine the seed range is split by index across CI jobs (docs/differential.md): no scheduler
  * here, just `shardSeeds`.
  */
-import type { EtcdVersion } from '../mvcc/index.js';
+import type { EtcdVersion } from '../etcd/index.js';
 import type { DiffFailure } from './check.js';
 import { runPool } from './worker_pool.js';
 

@@ -6,7 +6,7 @@
  * held by a token's raft index as a KV call is: etcd's election server reads through the member's KV.
  */
 import type * as M from '../server/messages.js';
-import { GrpcCode } from '../mvcc/index.js';
+import { GrpcCode } from '../etcd/index.js';
 import { afterHostTime, hostNow } from '../sim/index.js';
 import { toGrpcError, type CallContext, type ObserveCall } from '../server/index.js';
 import { frameMessage, type MethodImpl, type ServerStreamCall } from './call.js';

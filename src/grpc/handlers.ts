@@ -9,7 +9,7 @@
  */
 import { cancelledError, grpcError, sendResponses, serviceMethods, toGrpcError, type CallContext, type EndListener, type GrpcError, type ResponseListener, type StreamHold } from '../server/index.js';
 import { callNameOf, etcdService, type EtcdServiceName } from '../proto/index.js';
-import { GrpcCode } from '../mvcc/index.js';
+import { GrpcCode } from '../etcd/index.js';
 import { afterHostTime, hostNow } from '../sim/index.js';
 import { frameMessage, responseSink, type BidiCall, type GrpcMethod, type MethodCodec, type MethodImpl, type ServerCall, type UnaryCall } from './call.js';
 import { MalformedRequest, unaryUnmarshalError } from './request_decoding.js';

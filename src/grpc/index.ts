@@ -19,6 +19,6 @@ export { PROTO_DIR, PROTO_LOADER_OPTIONS, loadEtcdProtos, etcdService, type Etcd
 export { VirtualClock, type Clock } from '../sim/clock.js';
 export type { EtcdServer, EtcdServerOptions } from '../server/index.js';
 // What ServeOptions' fields take: the rule set (etcd release) and the users and roles to start with.
-export type { EtcdVersion } from '../mvcc/compat.js';
+export type { EtcdVersion } from '../etcd/index.js';
 export type { AuthSetup } from '../auth/store.js';
 export type { TokenProvider, TokenProviderFactory } from '../auth/simple_token.js';

@@ -9,7 +9,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { PackageDefinition } from '@grpc/proto-loader';
 import { etcdPackageDefinition, etcdService, SERVICE_PACKAGES, type EtcdServiceName } from '../proto/index.js';
-import type { EtcdVersion } from '../mvcc/index.js';
+import type { EtcdVersion } from '../etcd/index.js';
 import { serverCompat } from '../server/compat.js';
 import { compileMessageTables, compileGogoChecks, type GogoCheck, type MessageCheck } from './gogo_check.js';
 import { checkProtobufGo, protoErrorPrefix, type RequestCheck } from './protobuf_go_check.js';

@@ -14,7 +14,7 @@
  */
 import { grpcError, type CallContext, type EtcdServer } from '../server/index.js';
 import { EtcdCluster, type EtcdClusterOptions } from '../cluster/index.js';
-import { GrpcCode } from '../mvcc/index.js';
+import { GrpcCode } from '../etcd/index.js';
 import { hostMicrotask, RealClock, type Clock } from '../sim/index.js';
 import { alarmUnhealthy, answerUnhealthy, createClientHttp, type ClientHttp } from '../http/index.js';
 import { handleClusterControl, SERVED_CLIENT } from '../http/cluster_control.js';

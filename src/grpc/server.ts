@@ -19,7 +19,8 @@
 import { isIP } from 'node:net';
 import { EtcdServer, type EtcdServerOptions } from '../server/index.js';
 import { serverCompat } from '../server/compat.js';
-import { DEFAULT_MAX_REQUEST_BYTES, GrpcCode, type EtcdVersion } from '../mvcc/index.js';
+import { DEFAULT_MAX_REQUEST_BYTES } from '../mvcc/index.js';
+import { GrpcCode, DEFAULT_ETCD_VERSION, type EtcdVersion } from '../etcd/index.js';
 import { hostMicrotask, RealClock, type Clock } from '../sim/index.js';
 import { createClientHttp, listenClientPort, serveHttpOverH2, type ClientHttp, type ClientPort, type HttpRequest, type HttpResponse, type TlsServerOptions } from '../http/index.js';
 import { contextOf } from './caller.js';
@@ -170,7 +171,7 @@ class GrpcServer implements ServeHandle {
 
   constructor(opts: ServeOptions) {
     this.#opts = opts;
-    const etcdVersion: EtcdVersion = opts.etcdVersion ?? '3.7';
+    const etcdVersion: EtcdVersion = opts.etcdVersion ?? DEFAULT_ETCD_VERSION;
     this.#ownClock = opts.clock === undefined;
     this.#clock = opts.clock ?? new RealClock({ unref: true, speed: opts.clockSpeed ?? 1 });
     // The certificate is read only when its CN can matter (the member ignores it otherwise anyway).

@@ -23,7 +23,7 @@ import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import { grpcError, sendResponses, toGrpcError, type CallContext, type GrpcError, type StreamHold } from '../server/index.js';
 import { isPromiseLike, type Awaitable, type ServedMember } from './served_member.js';
 import { routeAt, type BidiCall, type Route } from './gateway_routes.js';
-import { GrpcCode, type EtcdVersion } from '../mvcc/index.js';
+import { GrpcCode, type EtcdVersion } from '../etcd/index.js';
 import { gatewayBodyLimit, readBody } from './request_body.js';
 import { goString, JsonRequestError, messageFromJson, messageToJson, readJsonValue, type JsonValue } from './json.js';
 import { serverCompat } from '../server/compat.js';

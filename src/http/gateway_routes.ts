@@ -6,7 +6,7 @@
  * its path is named here. gateway.ts serves what a route says.
  */
 import { grpcError, type BidiStream, type CallContext, type FlowControl, type GrpcError, type StreamHold, type WaitingCallContext } from '../server/index.js';
-import { GrpcCode } from '../mvcc/index.js';
+import { GrpcCode } from '../etcd/index.js';
 import { callNameOf, etcdService, SERVICE_PACKAGES, type EtcdServiceName } from '../proto/index.js';
 import type { Awaitable, ServedMember, ServedServices } from './served_member.js';
 

@@ -10,7 +10,7 @@ import type { AuthService, CallContext, ClusterService, ElectionService, KVServi
 import type { SnapshotStreamOptions } from '../server/maintenance_service.js';
 import type * as M from '../server/messages.js';
 import type { CallName, EtcdServiceName } from '../proto/index.js';
-import type { EtcdVersion } from '../mvcc/index.js';
+import type { EtcdVersion } from '../etcd/index.js';
 
 /** An answer now, or later. */
 export type Awaitable<T> = T | PromiseLike<T>;

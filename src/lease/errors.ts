@@ -1,5 +1,5 @@
 /** etcd's lease errors (server/lease), with the gRPC codes v3rpc maps them to (rpctypes). */
-import { errorKind, GrpcCode } from '../mvcc/index.js';
+import { errorKind, GrpcCode } from '../etcd/index.js';
 
 /** Also the store's: a put naming a lease the lessor does not know. */
 export { ErrLeaseNotFound } from '../mvcc/index.js';

@@ -14,13 +14,8 @@
  * through raft; here the loop revokes them directly through the same path as {@link Lessor.revoke}.
  */
 import { keyString, type KeyString } from '../mvcc/bytes.js';
-import {
-  EtcdError,
-  ErrLeaseNotFound,
-  fail,
-  GrpcCode,
-  type EtcdErrorKind,
-} from '../mvcc/errors.js';
+import { ErrLeaseNotFound } from '../mvcc/errors.js';
+import { EtcdError, fail, GrpcCode, type EtcdErrorKind } from '../etcd/index.js';
 import { MvccStore, type MvccOptions } from '../mvcc/kv.js';
 import type { LeaseHook } from '../mvcc/types.js';
 import { invalidField } from '../mvcc/shape.js';

@@ -2,9 +2,7 @@
  * Behaviour that changed between etcd releases. The simulator follows the newest release (3.7) by default;
  * differential runs against an older etcd pick that release's rules. Every switch names the etcd change.
  */
-
-/** The etcd releases whose differing behaviour the model can reproduce. */
-export type EtcdVersion = '3.4' | '3.5' | '3.6' | '3.7';
+import type { EtcdVersion } from '../etcd/index.js';
 
 export interface Compat {
   /**

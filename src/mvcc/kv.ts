@@ -14,8 +14,10 @@
  * request can be neither applied unvalidated nor validated twice.
  */
 import { EMPTY_BYTES, keyString, type KeyString } from './bytes.js';
-import { ErrCompacted, ErrFutureRev, fail } from './errors.js';
-import { compatFor, type Compat, type EtcdVersion } from './compat.js';
+import { ErrCompacted, ErrFutureRev } from './errors.js';
+import { fail, DEFAULT_ETCD_VERSION } from '../etcd/index.js';
+import { compatFor, type Compat } from './compat.js';
+import { type EtcdVersion } from '../etcd/index.js';
 import { executeRange } from './range.js';
 import { deleteRangeSize, putSize, txnSize } from './request_size.js';
 import { Storage, retainedOf, type CommitListener, type StoreSnapshot } from './store.js';
@@ -77,7 +79,7 @@ export class MvccStore {
   readonly compat: Compat;
 
   constructor(opts: MvccOptions = {}) {
-    this.compat = compatFor(opts.etcdVersion ?? '3.7');
+    this.compat = compatFor(opts.etcdVersion ?? DEFAULT_ETCD_VERSION);
     this.storage = new Storage({ lessor: opts.lessor, keepTombstoneAtCompactRev: this.compat.keepTombstoneAtCompactRev });
     this.maxTxnOps = opts.maxTxnOps ?? DEFAULT_MAX_TXN_OPS;
     this.maxRequestBytes = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;

@@ -5,7 +5,7 @@
  * so it can neither reach the store's bytes nor half-apply a txn. etcd has no text for this (its decoder
  * never produces such a request), so the message is ours and says which field and what it got.
  */
-import { EtcdError, GrpcCode } from './errors.js';
+import { EtcdError, GrpcCode } from '../etcd/index.js';
 import type { Compare, DeleteRangeRequest, PutRequest, RangeRequest, RequestOp, TxnRequest } from './types.js';
 
 /** Refuses a request whose `field` is not `want`. */

@@ -6,7 +6,8 @@
  * together.
  */
 import { ByteSlab, EMPTY_BYTES, keyString, type KeyString } from './bytes.js';
-import { ErrCompacted, ErrFutureRev, fail } from './errors.js';
+import { ErrCompacted, ErrFutureRev } from './errors.js';
+import { fail } from '../etcd/index.js';
 import { KeyIndex, count, isTombstone, type Tally } from './key_index.js';
 import { setSubRevision } from './sub_revision.js';
 import { TreeIndex } from './tree_index.js';

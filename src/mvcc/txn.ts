@@ -7,7 +7,8 @@
  *  3. the ops run in one write txn: one revision for all changes, later ops reading earlier ones.
  */
 import { compareBytes, EMPTY_BYTES, keyString } from './bytes.js';
-import { ErrCompacted, ErrFutureRev, ErrKeyNotFound, ErrLeaseNotFound, fail } from './errors.js';
+import { ErrCompacted, ErrFutureRev, ErrKeyNotFound, ErrLeaseNotFound } from './errors.js';
+import { fail } from '../etcd/index.js';
 import { executeRange } from './range.js';
 import { rangeEndOf, type ReadView, type Storage, type WriteTxn } from './store.js';
 import type {

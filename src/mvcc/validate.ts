@@ -9,17 +9,8 @@
  * and permission checks) can reach the store without the store checking the request a second time.
  */
 import { keyString, type KeyString } from './bytes.js';
-import {
-  ErrDuplicateKey,
-  ErrEmptyKey,
-  ErrInvalidSortOption,
-  ErrKeyNotFound,
-  ErrLeaseProvided,
-  ErrRequestTooLarge,
-  ErrTooManyOps,
-  ErrValueProvided,
-  fail,
-} from './errors.js';
+import { ErrDuplicateKey, ErrEmptyKey, ErrInvalidSortOption, ErrKeyNotFound, ErrLeaseProvided, ErrRequestTooLarge, ErrTooManyOps, ErrValueProvided } from './errors.js';
+import { fail } from '../etcd/index.js';
 import { raftRequestSize } from './request_size.js';
 import type { DeleteRangeRequest, PutRequest, RangeRequest, RequestOp, TxnRequest } from './types.js';
 

@@ -20,7 +20,7 @@
  * 3.4.23: with NOSPACE raised, a user without any role deletes a key and adds a user. Here the permission
  * checks stay in force. The space quota raises NOSPACE by itself: quota.ts.
  */
-import { EtcdError, GrpcCode, errorKind, type EtcdErrorKind, type EtcdVersion } from '../mvcc/index.js';
+import { EtcdError, GrpcCode, errorKind, type EtcdErrorKind, type EtcdVersion } from '../etcd/index.js';
 import { decodeFields } from '../snapshot/proto_reader.js';
 import { serverCompat } from './compat.js';
 import { invalidArgument } from './errors.js';

@@ -16,7 +16,7 @@
  * answer synchronously, so a call whose token names an index not applied yet is answered at once, as etcd
  * answers it when its wait ends first — refused with `etcdserver: invalid auth token`.
  */
-import type { EtcdVersion } from '../mvcc/index.js';
+import type { EtcdVersion } from '../etcd/index.js';
 import type { CallContext } from './call_context.js';
 import type { Deliverable, Delivery } from './delivery.js';
 

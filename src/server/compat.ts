@@ -4,7 +4,7 @@
  * are named by its options and set here). One table per release, built once, so a hot path reads a field.
  */
 import type { AuthStoreOptions } from '../auth/index.js';
-import type { EtcdVersion } from '../mvcc/index.js';
+import type { EtcdVersion } from '../etcd/index.js';
 
 export interface ServerCompat {
   /** The auth store's release switches (each documented on AuthStoreOptions). */

@@ -24,7 +24,8 @@
  * cancellation (the client cancels, its deadline passes, it disconnects) is an AbortSignal in its
  * WaitingCallContext, the part of Go's context that is not a credential.
  */
-import { ErrCompacted, GrpcCode, prefixEnd } from '../mvcc/index.js';
+import { ErrCompacted, prefixEnd } from '../mvcc/index.js';
+import { GrpcCode } from '../etcd/index.js';
 import type { WatchStream } from '../watch/index.js';
 import type { CallContext } from './call_context.js';
 import { int64ToNumber } from './convert.js';

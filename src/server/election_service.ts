@@ -19,7 +19,8 @@
  * Campaign, open a session on the given lease: a lease of 0 is granted a fresh 60 s lease (for Proclaim
  * the key is then bound to it). Every error is code 2 (UNKNOWN) with etcd's message (3.4.23).
  */
-import { GrpcCode, bytesEqual, prefixEnd, type EtcdErrorKind } from '../mvcc/index.js';
+import { bytesEqual, prefixEnd } from '../mvcc/index.js';
+import { GrpcCode, type EtcdErrorKind } from '../etcd/index.js';
 import type { WatchStream } from '../watch/index.js';
 import type { CallContext } from './call_context.js';
 import {

@@ -6,7 +6,7 @@
  * plain Errors, not a subclass: `GRPCOutOfRangeError`, `EtcdLeaseInvalidError`, ... come out as they do
  * against a real etcd.
  */
-import { EtcdError, GrpcCode } from '../mvcc/index.js';
+import { EtcdError, GrpcCode } from '../etcd/index.js';
 
 /** Status names by code, as grpc-js spells them in messages (its `Status` enum). */
 const STATUS_NAMES: readonly string[] = [

@@ -8,7 +8,8 @@
 import { serverCompat } from './compat.js';
 import { AuthStore, type AuthInfo } from '../auth/index.js';
 import { Lessor } from '../lease/index.js';
-import { MvccStore, compatFor, type EtcdVersion, type StoreSnapshot } from '../mvcc/index.js';
+import { MvccStore, compatFor, type StoreSnapshot } from '../mvcc/index.js';
+import { DEFAULT_ETCD_VERSION, type EtcdVersion } from '../etcd/index.js';
 import { SimRandom, Ticker, VirtualClock, type Clock } from '../sim/index.js';
 import { WatchableStore } from '../watch/index.js';
 import { Delivery } from './delivery.js';
@@ -137,11 +138,11 @@ export class EtcdServer {
       tokenTTL: opts.authTokenTTL,
       tokenProvider: opts.authTokenProvider,
       hashCost: opts.authHashCost,
-      ...serverCompat(opts.etcdVersion ?? '3.7').auth,
+      ...serverCompat(opts.etcdVersion ?? DEFAULT_ETCD_VERSION).auth,
     });
     if (opts.auth !== undefined) this.auth.apply(opts.auth);
     this.clientCertAuth = opts.clientCertAuth === true;
-    this.restoreLoneTombstone = opts.restoreLoneTombstone ?? compatFor(opts.etcdVersion ?? '3.7').restoreLoneTombstone;
+    this.restoreLoneTombstone = opts.restoreLoneTombstone ?? compatFor(opts.etcdVersion ?? DEFAULT_ETCD_VERSION).restoreLoneTombstone;
     this.compactionBatchLimit = opts.compactionBatchLimit ?? DEFAULT_COMPACTION_BATCH_LIMIT;
     const quota = opts.quotaBackendBytes ?? 0;
     this.quotaBackendBytes = quota < 0 ? Infinity : quota === 0 ? DEFAULT_QUOTA_BACKEND_BYTES : quota;
@@ -152,7 +153,7 @@ export class EtcdServer {
     const startIndex = opts.initialRaftIndex ?? INITIAL_RAFT_INDEX;
     if (!Number.isSafeInteger(startIndex) || startIndex < 0) throw new RangeError(`EtcdServer: initialRaftIndex must be an integer >= 0, got ${startIndex}`);
     this.appliedIndex = startIndex;
-    const etcdVersion = opts.etcdVersion ?? '3.7';
+    const etcdVersion = opts.etcdVersion ?? DEFAULT_ETCD_VERSION;
     this.etcdVersion = etcdVersion;
     this.electionTimeoutMs = (opts.heartbeatIntervalMs ?? 100) * (opts.electionTicks ?? 10);
     this.member = memberInfoOf(opts, etcdVersion);

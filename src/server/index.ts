@@ -1,6 +1,6 @@
 /** The server layer: one simulated etcd member and its gRPC services in message form. */
 export { EtcdServer, type EtcdServices } from './etcd_server.js';
-export { DEFAULT_CLUSTER_ID, DEFAULT_MEMBER_ID, DEFAULT_VERSION_STRINGS, type EtcdServerOptions, type MemberInfo } from './member_options.js';
+export { DEFAULT_CLUSTER_ID, DEFAULT_MEMBER_ID, type EtcdServerOptions, type MemberInfo } from './member_options.js';
 export type { CompactionCrash, MemberRestart, MemberSnapshot } from './restart.js';
 // A service class's etcd calls by name, and the shapes of a service whose answers may come later.
 export { serviceMethods, promised, type AwaitableService, type Promised } from './answers.js';

@@ -10,7 +10,8 @@
  * checks neither KeepAlive nor TimeToLive (AuthStore.checksLeaseAccess).
  */
 import { checkLeaseKeysAuth } from '../auth/index.js';
-import { fail, keyBytes } from '../mvcc/index.js';
+import { keyBytes } from '../mvcc/index.js';
+import { fail } from '../etcd/index.js';
 import type { CallContext } from './call_context.js';
 import { bytesOut, header, int64ToBigInt, int64ToNumber } from './convert.js';
 import { asGrpc, toGrpcError } from './errors.js';

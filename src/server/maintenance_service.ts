@@ -6,7 +6,7 @@
 import { Buffer } from '../sim/bytes_platform.js';
 import { header, int64ToNumber, uint64ToBigInt } from './convert.js';
 import { asGrpc, invalidArgument } from './errors.js';
-import { EtcdError, GrpcCode, fail } from '../mvcc/index.js';
+import { EtcdError, GrpcCode, fail } from '../etcd/index.js';
 import type { CallContext } from './call_context.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';

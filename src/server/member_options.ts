@@ -4,7 +4,7 @@
  * headers, Status and MemberList report), derived from those flags as etcd derives them.
  */
 import type { AuthSetup, TokenProviderFactory } from '../auth/index.js';
-import type { EtcdVersion } from '../mvcc/index.js';
+import { ETCD_RELEASES, type EtcdVersion } from '../etcd/index.js';
 import type { Clock } from '../sim/index.js';
 import type { EtcdServer, EtcdServices } from './etcd_server.js';
 import { DEFAULT_CLUSTER_TOKEN, clusterIdOf, memberIdOf } from './member_id.js';
@@ -117,14 +117,6 @@ const DEFAULT_PEER_URL = 'http://localhost:2380';
 export const DEFAULT_CLUSTER_ID = 0xcdf818194e3a8c32n;
 export const DEFAULT_MEMBER_ID = 0x8e9e05c52164694dn;
 
-/** The release Status reports for each rule set, unless `version` says otherwise. */
-export const DEFAULT_VERSION_STRINGS: Readonly<Record<EtcdVersion, string>> = {
-  '3.4': '3.4.23',
-  '3.5': '3.5.24',
-  '3.6': '3.6.6',
-  '3.7': '3.7.0',
-};
-
 /** Who this member is: what headers, Status and MemberList report. */
 export interface MemberInfo {
   readonly clusterId: bigint;
@@ -154,7 +146,7 @@ export function memberInfoOf(opts: EtcdServerOptions, etcdVersion: EtcdVersion):
     clientUrls: Object.freeze([...(opts.clientUrls ?? ['http://localhost:2379'])]),
     peerUrls: Object.freeze([...peerUrls]),
     raftTerm: BigInt(opts.raftTerm ?? 2),
-    version: opts.version ?? DEFAULT_VERSION_STRINGS[etcdVersion],
+    version: opts.version ?? ETCD_RELEASES[etcdVersion],
   });
   for (const [what, v] of [['clusterId', member.clusterId], ['memberId', member.memberId], ['raftTerm', member.raftTerm]] as const) {
     if (v < 0n || v >= 2n ** 64n) throw new RangeError(`EtcdServer: ${what} must be a uint64, got ${v}`);

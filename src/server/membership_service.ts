@@ -28,7 +28,7 @@
  * check, which etcd's gRPC layer makes first; MemberList is open to anyone.
  */
 import { header, uint64ToBigInt } from './convert.js';
-import { GrpcCode } from '../mvcc/index.js';
+import { GrpcCode } from '../etcd/index.js';
 import { asGrpc, grpcError, type GrpcError } from './errors.js';
 import type { CallContext } from './call_context.js';
 import type * as M from './messages.js';

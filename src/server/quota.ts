@@ -12,7 +12,8 @@
  * puts) always passes. The file is the simulator's estimate (EtcdServer.dbSize), so a quota fills after a
  * different number of puts than on etcd's bolt file (docs/version-differences.md, "Space quota").
  */
-import { EtcdError, type PutRequest, type RequestOp } from '../mvcc/index.js';
+import { type PutRequest, type RequestOp } from '../mvcc/index.js';
+import { EtcdError } from '../etcd/index.js';
 import { ALARM_NOSPACE, ErrNoSpace } from './alarms.js';
 import type { CallContext } from './call_context.js';
 import { isApplied } from './call_context.js';

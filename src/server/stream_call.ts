@@ -5,7 +5,7 @@
  * server or the network breaking the call (fault injection, UNAVAILABLE by default). The end listeners
  * fire once; nothing is delivered after the end and writes are ignored.
  */
-import { GrpcCode } from '../mvcc/index.js';
+import { GrpcCode } from '../etcd/index.js';
 import type { Deliverable } from './delivery.js';
 import { cancelledError, grpcError, toGrpcError, type GrpcError } from './errors.js';
 import type { EtcdServer } from './etcd_server.js';

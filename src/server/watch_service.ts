@@ -13,7 +13,7 @@
  * abort(). Writes after closeSend() or the end are ignored.
  */
 import { INVALID_WATCH_ID, type WatchResponse as DWatchResponse, type WatchStream } from '../watch/index.js';
-import { isEtcdError } from '../mvcc/index.js';
+import { isEtcdError } from '../etcd/index.js';
 import { bytesIn, eventOut, header, int64ToBigInt, int64ToExactNumber, watchCreateIn } from './convert.js';
 import type { CallContext } from './call_context.js';
 import { toGrpcError } from './errors.js';

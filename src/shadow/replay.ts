@@ -9,7 +9,7 @@
  */
 import { Buffer } from 'node:buffer';
 import { connectEtcd, type GrpcBidiCall } from '../grpc/client.js';
-import type { EtcdVersion } from '../mvcc/index.js';
+import type { EtcdVersion } from '../etcd/index.js';
 import { startShadow } from './shadow.js';
 import type { ShadowReport } from './report.js';
 import type { ScenarioFile } from './scenario.js';

@@ -13,7 +13,7 @@ import { Buffer } from 'node:buffer';
 import * as grpc from '@grpc/grpc-js';
 import { createEtcdSim, type EtcdSim } from '../client/create.js';
 import { connectEtcd, type EtcdGrpcClient } from '../grpc/client.js';
-import type { EtcdVersion } from '../mvcc/index.js';
+import type { EtcdVersion } from '../etcd/index.js';
 import { etcdService, type EtcdServiceName } from '../proto/index.js';
 import { text } from '../diff/normalise.js';
 import { simTarget } from '../diff/target.js';

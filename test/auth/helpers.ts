@@ -1,7 +1,7 @@
 /** Shared by the auth tests. */
 import assert from 'node:assert/strict';
 import { Buffer } from 'node:buffer';
-import type { EtcdErrorKind } from '../../src/mvcc/index.js';
+import type { EtcdErrorKind } from '../../src/etcd/index.js';
 
 export const b = (s: string): Buffer => Buffer.from(s);
 

@@ -3,9 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EtcdServer, type CallContext } from '../../src/server/index.js';
-import {
-  GrpcCode,
-} from '../../src/mvcc/index.js';
+import { GrpcCode } from '../../src/etcd/index.js';
 import { b, rejects } from './helpers.js';
 import {
   ErrAuthFailed,

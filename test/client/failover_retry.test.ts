@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { createEtcdSim, type EtcdClusterSim, type messages as M } from '../../src/index.js';
 import { isRepeatable, isSafeRetry, retryBackoffMs, retryPolicyOf, shouldRefreshToken } from '../../src/client/retry_policy.js';
 import { grpcError } from '../../src/server/errors.js';
-import { GrpcCode } from '../../src/mvcc/index.js';
+import { GrpcCode } from '../../src/etcd/index.js';
 import { SimRandom } from '../../src/sim/index.js';
 
 const dec = new TextDecoder();

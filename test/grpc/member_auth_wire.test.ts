@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { startEtcd } from '../../src/diff/etcd_process.js';
 import { serve } from '../../src/grpc/server.js';
-import { ETCD_VERSIONS } from '../../src/cli/serve_flags.js';
+import { ETCD_VERSIONS } from '../../src/etcd/index.js';
 import { requireCommands } from '../support/prerequisites.js';
 
 const skip = requireCommands(['etcd', 'etcdctl']);

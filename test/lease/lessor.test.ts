@@ -8,17 +8,8 @@ import {
   minLeaseTTLFor,
   type LeasedStoreOptions,
 } from '../../src/lease/index.js';
-import {
-  EtcdError,
-  GrpcCode,
-  ErrLeaseNotFound,
-  isEtcdError,
-  keyString,
-  MvccStore,
-  text,
-  utf8,
-  type KeyValue,
-} from '../../src/mvcc/index.js';
+import { ErrLeaseNotFound, keyString, MvccStore, text, utf8, type KeyValue } from '../../src/mvcc/index.js';
+import { EtcdError, GrpcCode, isEtcdError } from '../../src/etcd/index.js';
 import { SimRandom, Ticker, VirtualClock } from '../../src/sim/index.js';
 import { ErrLeaseExist, ErrLeaseTTLTooLarge } from '../../src/lease/errors.js';
 

@@ -25,7 +25,8 @@ import fc from 'fast-check';
 import { checkProperty, recordFailure } from './harness.js';
 
 import { createLeasedStore, Lessor, type LessorOptions } from '../../src/lease/index.js';
-import { ErrKeyNotFound, ErrLeaseNotFound, GrpcCode, isEtcdError, text, utf8 } from '../../src/mvcc/index.js';
+import { ErrKeyNotFound, ErrLeaseNotFound, text, utf8 } from '../../src/mvcc/index.js';
+import { GrpcCode, isEtcdError } from '../../src/etcd/index.js';
 import { SimRandom, Ticker, VirtualClock } from '../../src/sim/index.js';
 import { ErrLeaseExist, ErrLeaseTTLTooLarge } from '../../src/lease/errors.js';
 import { ErrNotPrimary } from '../../src/lease/index.js';

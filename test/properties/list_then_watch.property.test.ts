@@ -45,7 +45,8 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 
 import { createLeasedStore, type Lessor } from '../../src/lease/index.js';
-import { ErrCompacted, isEtcdError, type MvccStore, type KeyValue } from '../../src/mvcc/index.js';
+import { ErrCompacted, type MvccStore, type KeyValue } from '../../src/mvcc/index.js';
+import { isEtcdError } from '../../src/etcd/index.js';
 import { Ticker, VirtualClock } from '../../src/sim/index.js';
 import { WatchableStore, type WatchEvent, type WatchResponse, type WatchStream } from '../../src/watch/index.js';
 import type { Watcher } from '../../src/watch/watcher.js';

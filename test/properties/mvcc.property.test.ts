@@ -16,7 +16,8 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 
 import { keyString, prefixEnd } from '../../src/mvcc/bytes.js';
-import { EtcdError, ErrKeyNotFound, fail } from '../../src/mvcc/errors.js';
+import { ErrKeyNotFound } from '../../src/mvcc/errors.js';
+import { EtcdError, fail } from '../../src/etcd/index.js';
 import { MvccStore } from '../../src/mvcc/kv.js';
 import type {
   CompareResult,

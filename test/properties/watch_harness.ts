@@ -6,7 +6,8 @@
  */
 import fc from 'fast-check';
 
-import { isEtcdError, keyBytes, ErrCompacted, ErrFutureRev, type MvccStore, type RequestOp, type KeyValue } from '../../src/mvcc/index.js';
+import { keyBytes, ErrCompacted, ErrFutureRev, type MvccStore, type RequestOp, type KeyValue } from '../../src/mvcc/index.js';
+import { isEtcdError } from '../../src/etcd/index.js';
 import { INVALID_WATCH_ID, type WatchCreateRequest, type WatchResponse, type WatchStream } from '../../src/watch/index.js';
 import type * as M from '../../src/server/messages.js';
 import { watchResponseIn } from '../../src/server/convert.js';

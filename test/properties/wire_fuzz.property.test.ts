@@ -69,6 +69,7 @@ import { etcdService } from '../../src/proto/index.js';
 import * as authErrors from '../../src/auth/errors.js';
 import * as leaseErrors from '../../src/lease/errors.js';
 import * as etcdErrors from '../../src/mvcc/errors.js';
+import type { EtcdErrorKind } from '../../src/etcd/index.js';
 import type * as M from '../../src/server/messages.js';
 import { VirtualClock } from '../../src/sim/index.js';
 import { checkWatch, formatViolations, isProgressNotify, recordHistory, type CommittedHistory, type WatchViolation } from '../../src/watch/guarantees.js';
@@ -752,7 +753,7 @@ function isGogoText(text: string, m: Method): boolean {
 /** Every error etcd answers a request with (each layer's errors.ts: code and exact text). */
 const ETCD_ERRORS: ReadonlySet<string> = new Set(
   [...Object.values(etcdErrors), ...Object.values(authErrors), ...Object.values(leaseErrors)]
-    .filter((v): v is etcdErrors.EtcdErrorKind => typeof v === 'object' && v !== null && typeof (v as { code?: unknown }).code === 'number' && typeof (v as { message?: unknown }).message === 'string')
+    .filter((v): v is EtcdErrorKind => typeof v === 'object' && v !== null && typeof (v as { code?: unknown }).code === 'number' && typeof (v as { message?: unknown }).message === 'string')
     .map((k) => `${k.code} ${k.message}`),
 );
 

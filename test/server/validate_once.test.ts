@@ -7,7 +7,8 @@ import { Buffer } from 'node:buffer';
 import { EtcdServer, type CallContext } from '../../src/server/index.js';
 import type { messages as M } from '../../src/index.js';
 import { deleteRangeIn, putIn, rangeIn, txnIn } from '../../src/server/convert.js';
-import { EtcdError, type EtcdVersion, type MvccStore } from '../../src/mvcc/index.js';
+import { type MvccStore } from '../../src/mvcc/index.js';
+import { EtcdError, type EtcdVersion } from '../../src/etcd/index.js';
 import { ErrInvalidAuthToken, ErrPermissionDenied } from '../../src/auth/errors.js';
 import { ErrEmptyKey, ErrRequestTooLarge } from '../../src/mvcc/errors.js';
 

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createEtcdSim } from '../../src/client/create.js';
-import type { EtcdVersion } from '../../src/mvcc/compat.js';
+import type { EtcdVersion } from '../../src/etcd/index.js';
 import { childBucket, isBucketEntry, readBolt, writeBolt, type BoltBucket, type BoltEntry } from '../../src/snapshot/index.js';
 import { SnapshotFormatError, backendHash, decodeEtcdBackend, encodeEtcdBackend, readEtcdSnapshot, writeEtcdSnapshot, type EtcdBackend } from '../../src/snapshot/index.js';
 

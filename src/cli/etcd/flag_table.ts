@@ -9,7 +9,7 @@
  * docs/etcd-binary.md lists them with the reason. `since` / `until` bound the releases that know a flag: an
  * older or newer profile refuses it as etcd of that release does (`flag provided but not defined`).
  */
-import type { EtcdVersion } from '../../mvcc/index.js';
+import { ETCD_VERSIONS, type EtcdVersion } from '../../etcd/index.js';
 
 /**
  * How a value is read: Go's bool/uint/int/duration/string, etcd's uint32 (max-concurrent-streams), a
@@ -196,7 +196,7 @@ export const ETCD_FLAGS: readonly EtcdFlag[] = [
   ),
 ];
 
-const ORDER: readonly EtcdVersion[] = ['3.4', '3.5', '3.6', '3.7'];
+const ORDER: readonly EtcdVersion[] = ETCD_VERSIONS;
 
 /** The flags a release knows, by name. */
 export function flagsOf(version: EtcdVersion): ReadonlyMap<string, EtcdFlag> {

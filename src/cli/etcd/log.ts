@@ -9,7 +9,7 @@
  * Lines go to stderr (etcd's default `--log-outputs`), or stdout when asked; `--log-level` filters them.
  */
 import { hostNow } from '../../sim/index.js';
-import type { EtcdVersion } from '../../mvcc/index.js';
+import type { EtcdVersion } from '../../etcd/index.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'fatal';
 

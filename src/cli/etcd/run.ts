@@ -12,10 +12,11 @@
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import type { EtcdVersion } from '../../mvcc/index.js';
+import type { EtcdVersion } from '../../etcd/index.js';
 import type { Clock } from '../../sim/index.js';
 import { CliError, type CliIo } from '../program.js';
-import { ETCD_VERSIONS, SERVE_FLAG_DEFAULTS, type ServeFlags } from '../serve_flags.js';
+import { SERVE_FLAG_DEFAULTS, type ServeFlags } from '../serve_flags.js';
+import { ETCD_VERSIONS, isEtcdVersion } from '../../etcd/index.js';
 import { flagsOf } from './flag_table.js';
 import { EtcdFlagError, applyEnvironment, boolValue, parseEtcdCommandLine, type ParsedFlags } from './flag_set.js';
 import { readConfigFile } from './config_file.js';
@@ -39,7 +40,7 @@ export function etcdVersionFromEnv(env: Readonly<Record<string, string | undefin
   const v = env['ETCDSIM_ETCD_VERSION'];
   if (v === undefined || v === '') return '3.7';
   const short = /^(3\.[4-7])(\.\d+)?$/.exec(v)?.[1];
-  if (short === undefined || !(ETCD_VERSIONS as readonly string[]).includes(short)) {
+  if (short === undefined || !isEtcdVersion(short)) {
     throw new EtcdFlagError(`ETCDSIM_ETCD_VERSION=${v}: must be one of ${ETCD_VERSIONS.join(', ')}`, 2);
   }
   return short as EtcdVersion;

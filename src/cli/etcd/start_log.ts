@@ -6,7 +6,7 @@
  * waits for are "enabled capabilities for version" and "published" — and, on SIGINT / SIGTERM, the signal and
  * the skipped leadership transfer of a single voter.
  */
-import type { EtcdVersion } from '../../mvcc/index.js';
+import type { EtcdVersion } from '../../etcd/index.js';
 import type { LogEvent } from './log.js';
 
 export interface StartedMember {

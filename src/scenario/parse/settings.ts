@@ -9,6 +9,7 @@
 import { needName } from './arguments.js';
 import { plain, type Word } from './lexer.js';
 import { ScenarioSyntaxError } from './syntax_error.js';
+import { isEtcdVersion } from '../../etcd/index.js';
 
 /** One `variant NAME KEY=VALUE...` line. */
 export interface VariantSettings {
@@ -45,7 +46,7 @@ export const MAX_MEMBERS = 7;
 
 /** Options a scenario may set, with a check of the value. */
 export const OPTION_KEYS: Readonly<Record<string, (v: string) => boolean>> = {
-  'etcd-version': (v) => ['3.4', '3.5', '3.6', '3.7'].includes(v),
+  'etcd-version': (v) => isEtcdVersion(v),
   restoreKeepsFutureMinRev: isBool,
   progressRespectsStartRev: isBool,
   restoreLoneTombstone: isBool,

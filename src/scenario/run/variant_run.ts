@@ -5,7 +5,7 @@
  * at the first step that fails.
  */
 import { createEtcdSim, type EtcdSim } from '../../client/index.js';
-import type { EtcdVersion } from '../../mvcc/index.js';
+import type { EtcdVersion } from '../../etcd/index.js';
 import type { ParsedScenario, Step } from '../parser.js';
 import { RunError } from '../run_error.js';
 import { emptyTimeline, type TimelineModel } from '../timeline/index.js';

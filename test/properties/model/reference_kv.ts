@@ -11,19 +11,8 @@
  * errors and byte helpers are used.
  */
 import { keyBytes, keyString } from '../../../src/mvcc/bytes.js';
-import {
-  ErrCompacted,
-  ErrDuplicateKey,
-  ErrEmptyKey,
-  ErrFutureRev,
-  ErrInvalidSortOption,
-  ErrKeyNotFound,
-  ErrLeaseNotFound,
-  ErrLeaseProvided,
-  ErrTooManyOps,
-  ErrValueProvided,
-  fail,
-} from '../../../src/mvcc/errors.js';
+import { ErrCompacted, ErrDuplicateKey, ErrEmptyKey, ErrFutureRev, ErrInvalidSortOption, ErrKeyNotFound, ErrLeaseNotFound, ErrLeaseProvided, ErrTooManyOps, ErrValueProvided } from '../../../src/mvcc/errors.js';
+import { fail } from '../../../src/etcd/index.js';
 import type {
   Compare,
   CompactResponse,
