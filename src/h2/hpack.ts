@@ -157,6 +157,8 @@ export class HpackDecoder {
   private head = 0;
   private count = 0;
   private pos = 0;
+  /** Whether the string literal strBounds last read is Huffman-coded. */
+  private strHuffman = false;
   /** Where decodeLimited gathers a block's fields (see there). */
   private scratch: string[] = [];
 
@@ -351,24 +353,25 @@ export class HpackDecoder {
 
   /** Moves past a string literal (§5.2) at this.pos, checking it as str() would without building it. */
   private skipStr(buf: Buffer, end: number): void {
-    if (this.pos >= end) throw new HpackError('truncated string');
-    const huffman = (buf[this.pos]! & 0x80) !== 0;
-    const n = this.int(buf, end, 7);
-    const start = this.pos;
-    if (start + n > end) throw new HpackError('truncated string');
-    this.pos += n;
-    if (huffman) huffmanDecode(buf, start, start + n);
+    const start = this.strBounds(buf, end);
+    if (this.strHuffman) huffmanDecode(buf, start, this.pos);
   }
 
   /** A string literal (§5.2) at this.pos. */
   private str(buf: Buffer, end: number): string {
+    const start = this.strBounds(buf, end);
+    return this.strHuffman ? huffmanDecode(buf, start, this.pos) : buf.toString('latin1', start, this.pos);
+  }
+
+  /** Reads a string literal's length and Huffman flag (strHuffman) and moves past it; returns where its octets start. */
+  private strBounds(buf: Buffer, end: number): number {
     if (this.pos >= end) throw new HpackError('truncated string');
-    const huffman = (buf[this.pos]! & 0x80) !== 0;
+    this.strHuffman = (buf[this.pos]! & 0x80) !== 0;
     const n = this.int(buf, end, 7);
     const start = this.pos;
     if (start + n > end) throw new HpackError('truncated string');
     this.pos += n;
-    return huffman ? huffmanDecode(buf, start, start + n) : buf.toString('latin1', start, start + n);
+    return start;
   }
 }
 

@@ -10,36 +10,12 @@ import { runInNewContext } from 'node:vm';
 import { CLIENT_PREFACE, ErrorCode, Flags, FrameType, Setting, frame, settingsFrame } from '../../src/h2/frames.js';
 import { HpackEncoder } from '../../src/h2/hpack.js';
 import type { H2Stream } from '../../src/h2/stream.js';
-import { RawClient, startServer } from './helpers.js';
+import { RawClient, requestBlock, serverWithClient, startServer } from './helpers.js';
 
-const REQUEST = [':method', 'POST', ':scheme', 'http', ':path', '/p.S/M', ':authority', 'localhost', 'content-type', 'application/grpc'];
-const block = (): Buffer => new HpackEncoder().encode(REQUEST);
-
-/** A server answering each request at its end (200, a DATA frame, trailers), and one raw client on it. */
-async function setup(): Promise<{ client: RawClient; streams: H2Stream[]; close(): Promise<void> }> {
-  const streams: H2Stream[] = [];
-  const srv = await startServer((st) => {
-    streams.push(st);
-    st.onData = () => {};
-    st.onEnd = () => {
-      st.respond([':status', '200']);
-      st.write(Buffer.from('ok'));
-      st.end(['grpc-status', '0']);
-    };
-  });
-  const client = await RawClient.connect(srv.port);
-  return {
-    client,
-    streams,
-    close: async () => {
-      client.destroy();
-      await srv.close();
-    },
-  };
-}
+const block = (): Buffer => requestBlock();
 
 test('empty CONTINUATION frames count against the header block limit with their frame headers: GOAWAY ENHANCE_YOUR_CALM', async () => {
-  const { client, streams, close } = await setup();
+  const { client, streams, close } = await serverWithClient('end', Buffer.from('ok'));
   try {
     // 1 MiB / 9 octets: this many empty frames carry no header octet but exceed the limit by their frame headers.
     const empty = frame(FrameType.CONTINUATION, 0, 1, Buffer.alloc(0));
@@ -58,23 +34,7 @@ test('empty CONTINUATION frames count against the header block limit with their 
 });
 
 /** A server that answers each request from its first DATA frame, synchronously (as the gRPC door answers a unary call). */
-async function answeringFromData(): Promise<{ client: RawClient; close(): Promise<void> }> {
-  const srv = await startServer((st) => {
-    st.onData = () => {
-      st.respond([':status', '200']);
-      st.write(Buffer.from('ok'));
-      st.end(['grpc-status', '0']);
-    };
-  });
-  const client = await RawClient.connect(srv.port);
-  return {
-    client,
-    close: async () => {
-      client.destroy();
-      await srv.close();
-    },
-  };
-}
+const answeringFromData = (): ReturnType<typeof serverWithClient> => serverWithClient('data', Buffer.from('ok'));
 
 const PING = frame(FrameType.PING, 0, 0, Buffer.from('01234567'));
 const pingAck = (f: { type: number; flags: number }): boolean => f.type === FrameType.PING && (f.flags & Flags.ACK) !== 0;

@@ -7,6 +7,7 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { Http2ServerConnection, type ConnectionOptions } from '../../src/h2/connection.js';
 import { CLIENT_PREFACE, Flags, FrameType, SETTINGS_ACK, parseFrames, settingsFrame, type ParsedFrame } from '../../src/h2/frames.js';
+import { HpackEncoder } from '../../src/h2/hpack.js';
 import type { H2Stream } from '../../src/h2/stream.js';
 
 export interface TestServer {
@@ -190,4 +191,43 @@ export class RawClient {
     this.waiters = [];
     for (const r of w) r();
   }
+}
+
+/** A gRPC-shaped request header list. */
+export const REQUEST: readonly string[] = [':method', 'POST', ':scheme', 'http', ':path', '/p.S/M', ':authority', 'localhost', 'content-type', 'application/grpc'];
+
+/** A header list as a block of its own (literals only: it leaves no trace in the server's HPACK table). */
+export const requestBlock = (h: readonly string[] = REQUEST): Buffer => new HpackEncoder().encode(h);
+
+/**
+ * When a test server's streams answer: at the end of the request, synchronously from its first DATA frame
+ * (as the gRPC door answers a unary call), or never.
+ */
+export type AnswerAt = 'end' | 'data' | 'never';
+
+/**
+ * A server whose streams answer `at` that moment with 200, `body` as a DATA frame when given, and
+ * trailers; and one raw client connected to it. `streams` holds every stream handed over.
+ */
+export async function serverWithClient(at: AnswerAt, body?: Buffer): Promise<{ client: RawClient; streams: H2Stream[]; close(): Promise<void> }> {
+  const streams: H2Stream[] = [];
+  const srv = await startServer((st) => {
+    streams.push(st);
+    const answer = (): void => {
+      st.respond([':status', '200']);
+      if (body !== undefined) st.write(body);
+      st.end(['grpc-status', '0']);
+    };
+    st.onData = at === 'data' ? answer : () => {};
+    if (at === 'end') st.onEnd = answer;
+  });
+  const client = await RawClient.connect(srv.port);
+  return {
+    client,
+    streams,
+    close: async () => {
+      client.destroy();
+      await srv.close();
+    },
+  };
 }

@@ -6,37 +6,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CLIENT_PREFACE, ErrorCode, Flags, FrameType, Setting, frame, settingsFrame, windowUpdateFrame } from '../../src/h2/frames.js';
-import { HpackEncoder } from '../../src/h2/hpack.js';
 import type { H2Stream } from '../../src/h2/stream.js';
-import { RawClient, startServer } from './helpers.js';
+import { REQUEST, RawClient, requestBlock, serverWithClient, startServer } from './helpers.js';
 
-const REQUEST = [':method', 'POST', ':scheme', 'http', ':path', '/p.S/M', ':authority', 'localhost', 'content-type', 'application/grpc'];
-const block = (h: readonly string[] = REQUEST): Buffer => new HpackEncoder().encode(h);
+const block = requestBlock;
 const headers = (id: number, flags: number = Flags.END_HEADERS, h: readonly string[] = REQUEST): Buffer => frame(FrameType.HEADERS, flags, id, block(h));
 const data = (id: number, bytes: Buffer, flags: number = 0): Buffer => frame(FrameType.DATA, flags, id, bytes);
 
 /** A server whose streams answer at the end of the request (or never, with `hold`), and one raw client on it. */
-async function setup(hold = false): Promise<{ client: RawClient; streams: H2Stream[]; close(): Promise<void> }> {
-  const streams: H2Stream[] = [];
-  const srv = await startServer((st) => {
-    streams.push(st);
-    st.onData = () => {};
-    st.onEnd = () => {
-      if (hold) return;
-      st.respond([':status', '200']);
-      st.end(['grpc-status', '0']);
-    };
-  });
-  const client = await RawClient.connect(srv.port);
-  return {
-    client,
-    streams,
-    close: async () => {
-      client.destroy();
-      await srv.close();
-    },
-  };
-}
+const setup = (hold = false): ReturnType<typeof serverWithClient> => serverWithClient(hold ? 'never' : 'end');
 
 async function expectGoaway(client: RawClient, code: number): Promise<void> {
   const g = await client.goaway();
