@@ -2,8 +2,8 @@
  * Three Raft members (src/raft) joined by the peer transport (src/peer/transport.ts) over loopback TCP, each
  * driven by its Raft loop (src/peer/raft_loop.ts) on a real clock: they elect one leader, replicate what any
  * of them proposes, keep electing and serving when the leader's process is gone (its transport closed, its
- * loop stopped, its unsaved state lost), and the member restarted from what it saved rejoins and catches
- * up — the Raft checker runs after every apply. A real-time test, bounded: each wait is for a condition,
+ * loop stopped, its unsaved state lost), and the member restarted from its data dir (WAL and snap files,
+ * src/peer/wal_persistence.ts) rejoins and catches up — the Raft checker runs after every apply. A real-time test, bounded: each wait is for a condition,
  * re-checked on every event, with a deadline. Also: a peer stream that sends garbage or belongs to
  * another cluster is dropped and delivers nothing.
  */
@@ -14,7 +14,12 @@ import { after, test } from 'node:test';
 import { FrameReader, decodeFrame, encodeFrame, PeerFrameError } from '../../src/peer/codec.js';
 import { RaftLoop } from '../../src/peer/raft_loop.js';
 import { PeerTransport } from '../../src/peer/transport.js';
-import { MemoryStorage, RaftNode, RaftNodeChecker, bootstrapStorage, type Message, type NodeId } from '../../src/raft/index.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { WalPersistence } from '../../src/peer/wal_persistence.js';
+import { RaftNode, RaftNodeChecker, bootstrapStorage, type Message, type NodeId, type RaftStorage } from '../../src/raft/index.js';
+import { dataDirLayout, type DataDirLayout } from '../../src/storage/index.js';
 import { RealClock, SimRandom } from '../../src/sim/index.js';
 
 const clock = new RealClock({ unref: true });
@@ -28,7 +33,7 @@ interface Member {
   readonly id: NodeId;
   loop: RaftLoop;
   transport: PeerTransport;
-  disk: MemoryStorage;
+  readonly dataDir: DataDirLayout;
   port: number;
   values: string[];
   up: boolean;
@@ -60,9 +65,24 @@ const checker = new RaftNodeChecker();
 const members = new Map<NodeId, Member>();
 const IDS = [1n, 2n, 3n];
 
-async function startMember(id: NodeId, disk: MemoryStorage, port: number, incarnation: number): Promise<Member> {
-  const m = { id, disk, port, values: [] as string[], up: true } as Member;
-  const node = new RaftNode({ id, random: new SimRandom(7).fork(`m${id}-${incarnation}`), electionTicks: 10, heartbeatTicks: 1, preVote: true, checkQuorum: true }, disk.storage());
+const root = mkdtempSync(join(tmpdir(), 'etcdsim-raft-over-tcp-'));
+after(() => rmSync(root, { recursive: true, force: true }));
+
+/** Starts member `id` on its data dir: a new one from `boot`, or what the dir holds. */
+async function startMember(id: NodeId, boot: RaftStorage | undefined, port: number, incarnation: number): Promise<Member> {
+  const dataDir = dataDirLayout(join(root, `m${id}`));
+  let disk: WalPersistence;
+  let storage: RaftStorage;
+  if (boot !== undefined) {
+    disk = WalPersistence.create(dataDir, { nodeId: id, clusterId: CLUSTER }, boot);
+    storage = boot;
+  } else {
+    ({ persistence: disk, storage } = WalPersistence.open(dataDir));
+  }
+  // The state machine starts from the snapshot on disk; the node hands over the entries after it.
+  const snap = storage.snapshot.data;
+  const m = { id, dataDir, port, values: snap.length === 0 ? [] : (JSON.parse(new TextDecoder().decode(snap)) as string[]), up: true } as Member;
+  const node = new RaftNode({ id, random: new SimRandom(7).fork(`m${id}-${incarnation}`), electionTicks: 10, heartbeatTicks: 1, preVote: true, checkQuorum: true }, storage);
   m.transport = new PeerTransport({
     id,
     clusterId: CLUSTER,
@@ -110,7 +130,7 @@ after(() => {
 
 test('three members over TCP elect one leader, replicate, survive losing the leader and take it back', async () => {
   const boot = bootstrapStorage(IDS.map((id) => ({ id })));
-  for (const id of IDS) await startMember(id, new MemoryStorage(boot), 0, 0);
+  for (const id of IDS) await startMember(id, boot, 0, 0);
   connectAll();
   for (const m of members.values()) m.loop.start();
   await waitFor('a leader every member knows', () => leaders().length === 1 && [...members.values()].every((m) => m.loop.node.leader === leaders()[0]!.id));
@@ -131,8 +151,9 @@ test('three members over TCP elect one leader, replicate, survive losing the lea
   for (let i = 0; i < 10; i++) assert.ok(now.loop.propose(utf8.encode(`b${i}`)));
   await waitFor('40 values on the two left', all(40));
 
-  // Restarted from its disk on its own port, it rejoins with its identity and catches up.
-  const back = await startMember(old.id, old.disk, old.port, 1);
+  // Restarted from its data dir on its own port, it rejoins with its identity and catches up.
+  const back = await startMember(old.id, undefined, old.port, 1);
+  assert.ok(back.loop.node.term >= 2n, 'its term came back from the WAL');
   connectAll();
   back.loop.start();
   await waitFor('the restarted member caught up', () => back.values.length === 40 && back.loop.node.leader !== 0n);
