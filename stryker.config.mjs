@@ -46,7 +46,7 @@ export default {
     'src/watch/**/*.ts',
     'src/lease/**/*.ts',
     'src/cluster/raft_log.ts',
-    'src/cluster/cluster.ts',
+    'src/cluster/raft.ts',
     '!src/**/index.ts',
     '!src/watch/guarantees.ts',
     '!src/lease/check.ts',

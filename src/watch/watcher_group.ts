@@ -54,13 +54,6 @@ export class WatcherGroup {
     if (this.ranges.size > 0) for (const w of this.ranges) if (w.contains(key)) fn(w);
   }
 
-  /** Whether any watcher of the group watches `key`. */
-  contains(key: KeyString): boolean {
-    if (this.byKey.has(key)) return true;
-    for (const w of this.ranges) if (w.contains(key)) return true;
-    return false;
-  }
-
   // Stryker disable all: an invariant checker is the properties' oracle (docs/mutation.md)
   /** The group's index agrees with its member list; returns the first disagreement, or undefined. */
   checkValid(): string | undefined {
