@@ -1,7 +1,7 @@
 /**
  * etcd's Cluster (membership) service as served (etcd's v3rpc/member.go): MemberList, MemberAdd,
  * MemberRemove, MemberUpdate and MemberPromote forwarded to the member's ClusterService
- * (src/server/cluster_service.ts) by name.
+ * (src/server/membership_service.ts) by name.
  */
 import { ClusterService } from '../server/index.js';
 import type { Handlers, MethodTable } from './handlers.js';

@@ -5,7 +5,7 @@
  * a,b,c` and any client see a cluster: MemberList, each member's Status (leader, raft term and index),
  * MoveLeader, serializable reads answered by the member's own (possibly stale) state, linearizable ones
  * after ReadIndex, watches that lag as their member does, and etcd's Lock and Election services, whose
- * requests go through the member's Raft path (src/cluster/concurrency.ts).
+ * requests go through the member's Raft path (src/cluster/lock_election.ts).
  *
  * Time is the shared clock of the cluster (by default the wall clock, times --clock-speed): elections,
  * applies and lease expiry happen on it by themselves. The fault levers are EtcdCluster's, in-process on

@@ -1,5 +1,5 @@
 /**
- * HPACK (src/http/h2/hpack.ts) against RFC 7541 Appendix C: the request examples without (C.3) and with
+ * HPACK (src/h2/hpack.ts) against RFC 7541 Appendix C: the request examples without (C.3) and with
  * (C.4) Huffman coding, the response examples (C.5, C.6) on a 256-octet table with evictions — each
  * decoded in sequence on one decoder, checking the header lists, the dynamic table and its size — plus
  * the encoder: its blocks decode back to what was encoded, Huffman strings match the RFC's, and
