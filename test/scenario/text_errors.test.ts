@@ -154,6 +154,9 @@ test('a lab that meets a 3.4.23-vs-3.7 difference names it, and docs/version-dif
   // An isolated member raises its term only without pre-vote, 3.4's default.
   assert.match(scenario('cluster/stale-serializable-read'), /From 3\.5 on --pre-vote is on by default/);
   assert.match(diffs, /\| `--pre-vote` default \(`cluster\/stale-serializable-read`\) \| off:/);
+  // #19179's bug variant is a release between the two fixes; 3.4.23 itself is older than both (#18089's row).
+  assert.match(scenario('bugs/19179-lone-tombstone-lost-on-restart'), /etcd 3\.4\.23 among them, lose that DELETE at every compaction/);
+  assert.match(diffs, /A tombstone exactly at the compaction revision \| dropped/);
 });
 
 test('lease-expiry-timing: the minimum TTL is 3/2 of the election timeout rounded up, 1.5 s to 2 s, as etcd prints it', () => {
