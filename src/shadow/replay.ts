@@ -10,6 +10,7 @@
 import { Buffer } from 'node:buffer';
 import { connectEtcd, type GrpcBidiCall } from '../grpc/client.js';
 import type { EtcdVersion } from '../etcd/index.js';
+import { afterHostTime } from '../sim/index.js';
 import { startShadow } from './shadow.js';
 import type { ShadowReport } from './report.js';
 import type { ScenarioFile } from './scenario.js';
@@ -72,7 +73,7 @@ export async function replayScenario(s: ScenarioFile, etcd: string, opts: { etcd
         }
         st.call.write(step.request);
         const want = st.seen + 1;
-        for (let waited = 0; st.got < want && waited < 2000; waited += 5) await new Promise((r) => setTimeout(r, 5));
+        for (let waited = 0; st.got < want && waited < 10_000; waited += 5) await new Promise<void>((r) => afterHostTime(5, r));
         st.seen = st.got;
       } else {
         const f = unary[step.rpc];
@@ -81,7 +82,7 @@ export async function replayScenario(s: ScenarioFile, etcd: string, opts: { etcd
     }
     await shadow.drained();
     // Stream responses etcd still owes: wait (bounded) until it sent what the simulator did, or diverged.
-    for (let waited = 0; waited < 2000 && shadow.unmatched() > 0 && divergences.length === 0; waited += 5) await new Promise((r) => setTimeout(r, 5));
+    for (let waited = 0; waited < 10_000 && shadow.unmatched() > 0 && divergences.length === 0; waited += 5) await new Promise<void>((r) => afterHostTime(5, r));
   } finally {
     c.close();
     await shadow.close();

@@ -16,6 +16,7 @@ import { connectEtcd, type EtcdGrpcClient } from '../grpc/client.js';
 import type { EtcdVersion } from '../etcd/index.js';
 import { etcdService, type EtcdServiceName } from '../proto/index.js';
 import { text } from '../diff/normalise.js';
+import { afterHostTime } from '../sim/index.js';
 import { simTarget } from '../diff/target.js';
 import { TokenMap, type ShadowContext } from './context.js';
 import { Follower } from './follower.js';
@@ -173,7 +174,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
         ctx.follower.pump();
         if (ctx.follower.revision >= target && ctx.follower.waiting === 0) return true;
         if (waited >= timeoutMs) return false;
-        await new Promise((r) => setTimeout(r, 10));
+        await new Promise<void>((r) => afterHostTime(10, r));
       }
     },
     unmatched: () => [...ctx.streams].reduce((n, s) => n + s.unmatched(), 0),

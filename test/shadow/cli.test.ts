@@ -6,7 +6,6 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,7 +14,7 @@ import { startEtcd, type EtcdProcess } from '../../src/diff/etcd_process.js';
 import { connectEtcd } from '../../src/grpc/client.js';
 import { runCli } from '../../src/cli/program.js';
 import { requireCommands } from '../support/prerequisites.js';
-import { ELECTION_MS, HEARTBEAT_MS } from './helpers.js';
+import { ELECTION_MS, HEARTBEAT_MS, spawnShadow } from './helpers.js';
 
 const skip = requireCommands(['etcd']);
 const dir = mkdtempSync(join(tmpdir(), 'etcdsim-shadow-cli-'));
@@ -29,21 +28,8 @@ after(async () => {
 });
 
 test('etcdsim shadow: divergences on stderr and in --divergence-dir, the summary at SIGTERM, exit 1 with --fail-on-divergence', { skip }, async () => {
-  const child = spawn(process.execPath, ['bin/etcdsim.js', 'shadow', '--etcd', etcd.address, '--listen-client-urls', 'http://127.0.0.1:0', '--etcd-version', '3.6', '--divergence-dir', dir, '--fail-on-divergence'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const endpoint = await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /on (127\.0\.0\.1:\d+)\n/.exec(out);
-      if (m?.[1] !== undefined) resolve(m[1]);
-    });
-    void exited.then((code) => reject(new Error(`exited ${code}: ${err}`)));
-  });
+  const shadow = await spawnShadow(['--etcd', etcd.address, '--listen-client-urls', 'http://127.0.0.1:0', '--etcd-version', '3.6', '--divergence-dir', dir, '--fail-on-divergence']);
+  const endpoint = shadow.endpoint;
   const c = connectEtcd(endpoint);
   const k = Buffer.from('/k');
   try {
@@ -55,13 +41,14 @@ test('etcdsim shadow: divergences on stderr and in --divergence-dir, the summary
     w.onResponse((rs) => (events += rs.reduce((n, r) => n + r.events.length, 0)));
     w.write({ create_request: { key: k, start_revision: del.header.revision } });
     await c.kv.put({ key: k, value: Buffer.from('2') });
-    for (let i = 0; i < 400 && (events === 0 || !err.includes('divergence in')); i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 3000 && (events === 0 || !shadow.err().includes('divergence in')); i++) await new Promise((r) => setTimeout(r, 10));
     w.cancel();
   } finally {
     c.close();
   }
-  child.kill('SIGTERM');
-  assert.equal(await exited, 1, `stdout:\n${out}\nstderr:\n${err}`);
+  const code = await shadow.stop();
+  const [out, err] = [shadow.out(), shadow.err()];
+  assert.equal(code, 1, `stdout:\n${out}\nstderr:\n${err}`);
   assert.match(err, /etcdsim shadow: divergence in Watch\.Watch id 0 \(written to .*divergence-0001\)/);
   assert.match(out, /^Watch\.Watch +\d+ +\d+ +1 /m);
   assert.match(out, /^KV\.Put +2 +2 +0 /m);

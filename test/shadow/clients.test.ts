@@ -57,7 +57,7 @@ test('the etcd3 client through the shadow: KV, txn, watch, leases, lock and elec
     assert.equal(await election.leader(), 'me');
     await campaign.resign();
     await lease.revoke();
-    for (let i = 0; i < 400 && seen.length < 4; i++) await new Promise((r) => setTimeout(r, 5));
+    for (let i = 0; i < 6000 && seen.length < 4; i++) await new Promise((r) => setTimeout(r, 5));
     assert.deepEqual(seen.slice(0, 4), ['put /app/a=10', 'delete /app/b', 'put /app/leased=x', 'delete /app/leased']);
     await watcher.cancel();
   } finally {

@@ -3,7 +3,7 @@
  * etcdctl aimed at the shadow. etcd runs with --election-timeout 1000, so its minimum lease TTL is 2 s
  * and a lease can expire on the real etcd within a test: the shadow must follow that expiry.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { startEtcd, type EtcdProcess } from '../../src/diff/etcd_process.js';
 import { startShadow, type ShadowHandle, type ShadowOptions } from '../../src/shadow/index.js';
 
@@ -89,4 +89,40 @@ export function watchUntil(endpoint: string, args: readonly string[], until: str
       }
     });
   });
+}
+
+export interface ShadowChild {
+  /** host:port the shadow listens on. */
+  readonly endpoint: string;
+  /** Its stdout and stderr so far. */
+  out(): string;
+  err(): string;
+  /** SIGTERM, then its exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** `etcdsim shadow ARGS` as a child process, once it names its endpoint on stdout. */
+export async function spawnShadow(args: readonly string[]): Promise<ShadowChild> {
+  const child = spawn(process.execPath, ['bin/etcdsim.js', 'shadow', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const endpoint = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /on (127\.0\.0\.1:\d+)\n/.exec(out);
+      if (m?.[1] !== undefined) resolve(m[1]);
+    });
+    void exited.then((code) => reject(new Error(`exited ${code}: ${err}`)));
+  });
+  return {
+    endpoint,
+    out: () => out,
+    err: () => err,
+    stop: () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
 }

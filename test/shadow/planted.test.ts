@@ -42,7 +42,7 @@ test('simulator as 3.6 behind etcd 3.4.23: the tombstone at the compaction revis
     w.onResponse((rs) => got.push(...rs));
     w.write({ create_request: { key: k, start_revision: at } });
     await c.kv.put({ key: k, value: Buffer.from('2') }); // 4: the first event etcd 3.4.23 sends this watch
-    for (let i = 0; i < 400 && !got.some((r) => r.events.length > 0); i++) await new Promise((r) => setTimeout(r, 5));
+    for (let i = 0; i < 6000 && !got.some((r) => r.events.length > 0); i++) await new Promise((r) => setTimeout(r, 5));
     // The application got etcd 3.4.23's answer: no DELETE at the compaction revision, the PUT at 4 first.
     assert.equal(got.flatMap((r) => r.events)[0]?.type, 'PUT');
     await rig.shadow.drained();

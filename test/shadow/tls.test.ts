@@ -6,14 +6,12 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { Buffer } from 'node:buffer';
 import { readFileSync } from 'node:fs';
 import tls from 'node:tls';
 import { startEtcd, type EtcdProcess } from '../../src/diff/etcd_process.js';
 import { requireCommands } from '../support/prerequisites.js';
 import { CLIENT_EXT, SERVER_EXT, TestPki } from '../grpc/pki.js';
-import { ctl, ELECTION_MS, HEARTBEAT_MS } from './helpers.js';
+import { ctl, ELECTION_MS, HEARTBEAT_MS, spawnShadow } from './helpers.js';
 
 const skip = requireCommands(['etcd', 'etcdctl', 'openssl']);
 const pki = new TestPki('etcdsim-shadow-tls-');
@@ -31,31 +29,16 @@ after(async () => {
 });
 
 test('etcdsim shadow over TLS: https to the application with client certificates, https to etcd with its own', { skip }, async () => {
-  const child = spawn(
-    process.execPath,
-    [
-      'bin/etcdsim.js', 'shadow', '--etcd', etcd.address, '--listen-client-urls', 'https://127.0.0.1:0',
-      '--cert-file', pki.path('server.crt'), '--key-file', pki.path('server.key'), '--trusted-ca-file', pki.path('ca.crt'),
-      '--etcd-cacert', pki.path('ca.crt'), '--etcd-cert', pki.path('client.crt'), '--etcd-key', pki.path('client.key'), '--fail-on-divergence',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const endpoint = await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /on (127\.0\.0\.1:\d+)\n/.exec(out);
-      if (m?.[1] !== undefined) resolve(m[1]);
-    });
-    void exited.then((code) => reject(new Error(`exited ${code}: ${err}`)));
-  });
+  const shadow = await spawnShadow([
+    '--etcd', etcd.address, '--listen-client-urls', 'https://127.0.0.1:0',
+    '--cert-file', pki.path('server.crt'), '--key-file', pki.path('server.key'), '--trusted-ca-file', pki.path('ca.crt'),
+    '--etcd-cacert', pki.path('ca.crt'), '--etcd-cert', pki.path('client.crt'), '--etcd-key', pki.path('client.key'), '--fail-on-divergence',
+  ]);
+  const endpoint = shadow.endpoint;
   const certs = ['--cacert', pki.path('ca.crt'), '--cert', pki.path('client.crt'), '--key', pki.path('client.key')];
   const run = async (args: string[]): Promise<string> => {
     const r = await ctl(endpoint, [...certs, ...args]);
-    assert.equal(r.code, 0, `etcdctl ${args.join(' ')}: ${r.out}\n${err}`);
+    assert.equal(r.code, 0, `etcdctl ${args.join(' ')}: ${r.out}\n${shadow.err()}`);
     return r.out;
   };
   assert.equal(await run(['put', '/tls/a', '1']), 'OK\n');
@@ -72,8 +55,9 @@ test('etcdsim shadow over TLS: https to the application with client certificates
     socket.on('data', () => resolve('answered'));
   });
   assert.match(refused, /^refused/);
-  child.kill('SIGTERM');
-  assert.equal(await exited, 0, `stdout:\n${out}\nstderr:\n${err}`);
+  const code = await shadow.stop();
+  const out = shadow.out();
+  assert.equal(code, 0, `stdout:\n${out}\nstderr:\n${shadow.err()}`);
   assert.match(out, /^KV\.Put +2 +2 +0 /m);
   assert.match(out, /^KV\.Range +1 +1 +0 /m);
   assert.match(out, /^Maintenance\.Status +1 +1 +0 /m);
