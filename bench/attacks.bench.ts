@@ -369,7 +369,9 @@ export const attacksSection: BenchSection = {
   name: 'attacks',
   title: 'the client port under attack (loopback, bounded): etcdsim serve vs etcd 3.4.23, a fresh process per attack, an innocent gRPC client on its own connection',
   async run(ctx: BenchContext): Promise<Row[]> {
-    const sz = ctx.quick ? QUICK : FULL;
+    // ETCDSIM_ATTACK_SECONDS=30: each attack runs that long (is the growth bounded, or does it go on with the attack?).
+    const seconds = Number(process.env['ETCDSIM_ATTACK_SECONDS'] ?? '');
+    const sz = { ...(ctx.quick ? QUICK : FULL), ...(seconds > 0 ? { seconds } : {}) };
     if (!hasBinary('etcd')) {
       ctx.log('attacks: skipped — needs etcd 3.4.23 on PATH (`apt-get install etcd-server`)');
       return [];

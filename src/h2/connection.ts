@@ -174,6 +174,13 @@ const RESET_MEMORY = 1024;
 const MAX_ORPHANS = 1000;
 
 /**
+ * New streams one turn of the event loop handles on a connection; then reading waits for the next turn, so
+ * that a peer whose every read opens hundreds of calls (rapid reset) does not hold the loop while the
+ * other connections' requests wait (their reads come between the turns).
+ */
+const STREAMS_PER_TURN = 256;
+
+/**
  * Header lists over SETTINGS_MAX_HEADER_LIST_SIZE one connection may send (each answered 431); the next ends
  * it with ENHANCE_YOUR_CALM. RFC 9113 §10.5.1 lets a server close the connection rather than decode such a
  * block: a client that keeps sending them is an HPACK bomb (a few KB of references decoding to 48 MB each),
@@ -283,6 +290,8 @@ export class Http2ServerConnection {
    */
   private resetRing: Uint32Array | null = null;
   private resetNext = 0;
+  /** Streams opened since the turn began (STREAMS_PER_TURN). */
+  private openedThisTurn = 0;
   /** Header lists refused for their size so far (MAX_OVERSIZED_LISTS). */
   private oversizedLists = 0;
   /** Closed streams whose server work still runs (H2Stream.busy): they count against the stream limit. */
@@ -469,6 +478,14 @@ export class Http2ServerConnection {
       p = start + len;
       this.onFrame(buf[start - 6]!, buf[start - 5]!, buf.readUInt32BE(start - 4) & 0x7fffffff, buf, start, p);
       if (this.dead) return;
+      if (this.openedThisTurn >= STREAMS_PER_TURN) {
+        this.pauseReading();
+        this.nextTurn(() => {
+          this.openedThisTurn = 0;
+          if (this.readPaused && !this.replyBacklog()) this.resumeReading();
+        });
+        break;
+      }
       if (this.controlBatch >= MAX_QUEUED_CONTROL || this.writer.pendingBytes >= OUTPUT_PAUSE) {
         this.flush();
         if (this.replyBacklog()) {
@@ -699,6 +716,7 @@ export class Http2ServerConnection {
     if (this.streams.size + this.orphans >= this.maxConcurrent || this.orphans >= MAX_ORPHANS) return this.streamError(id, ErrorCode.REFUSED_STREAM);
     const path = requestPath(headers);
     if (path === undefined) return this.streamError(id, ErrorCode.PROTOCOL_ERROR);
+    this.openedThisTurn++;
     const st = new H2Stream(this, id, headers, path, this.streamWindow, this.peerInitialWindow);
     this.streams.set(id, st);
     st.headersEnded = endStream;

@@ -304,3 +304,25 @@ test('HPACK bomb: 16 header lists over SETTINGS_MAX_HEADER_LIST_SIZE get 431 eac
     await srv.close();
   }
 });
+
+test('a read that opens a thousand calls is handled 256 calls per turn of the event loop, so other connections are read between', async () => {
+  let opened = 0;
+  let atNextTurn: number | undefined;
+  const srv = await startServer((st) => {
+    if (opened++ === 0) setImmediate(() => (atNextTurn = opened));
+    st.onEnd = () => st.respond([':status', '200'], true);
+  });
+  const client = await RawClient.connect(srv.port);
+  try {
+    const calls: Buffer[] = [];
+    for (let id = 1; id < 2000; id += 2) calls.push(frame(FrameType.HEADERS, Flags.END_HEADERS | Flags.END_STREAM, id, block()));
+    client.send(...calls, PING);
+    await client.waitFor(pingAck);
+    assert.equal(opened, 1000);
+    assert.ok(atNextTurn !== undefined && atNextTurn <= 256, `${atNextTurn} calls were opened in the first turn`);
+    assert.equal(client.frames.filter((f) => f.type === FrameType.HEADERS).length, 1000);
+  } finally {
+    client.destroy();
+    await srv.close();
+  }
+});
