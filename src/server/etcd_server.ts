@@ -86,6 +86,8 @@ export class EtcdServer {
   readonly electionTimeoutMs: number;
   /** Whether a client certificate's Common Name authenticates a call without a token (--client-cert-auth). */
   readonly clientCertAuth: boolean;
+  /** --strict-reconfig-check: membership changes that would leave too few started members are refused before proposing. */
+  readonly strictReconfigCheck: boolean;
   /** Whether an index rebuilt from the backend keeps a key whose first stored revision is a tombstone (etcd PR #19188). */
   readonly restoreLoneTombstone: boolean;
   /** Key-bucket entries per batch of a compaction's deletions (--experimental-compaction-batch-limit). */
@@ -142,6 +144,7 @@ export class EtcdServer {
     });
     if (opts.auth !== undefined) this.auth.apply(opts.auth);
     this.clientCertAuth = opts.clientCertAuth === true;
+    this.strictReconfigCheck = opts.strictReconfigCheck ?? true;
     this.restoreLoneTombstone = opts.restoreLoneTombstone ?? compatFor(opts.etcdVersion ?? DEFAULT_ETCD_VERSION).restoreLoneTombstone;
     this.compactionBatchLimit = opts.compactionBatchLimit ?? DEFAULT_COMPACTION_BATCH_LIMIT;
     const quota = opts.quotaBackendBytes ?? 0;

@@ -103,6 +103,13 @@ export interface EtcdServerOptions {
    */
   readonly initialRaftIndex?: number | undefined;
   /**
+   * --strict-reconfig-check (default true): MemberAdd, MemberRemove and MemberPromote are refused before
+   * proposing when the started members would not be a quorum ("not enough started members"). `false` proposes
+   * them anyway, as etcd does — a change that cannot commit then waits for its deadline. Removing the member
+   * itself stays refused: the simulator has no process to stop.
+   */
+  readonly strictReconfigCheck?: boolean | undefined;
+  /**
    * @internal What the member's front doors and its own services (Lock's Txn, the quota's alarm) call
    * instead of the services it made: a member on a data dir records each request it applied there before
    * answering (src/server/kept_member.ts).

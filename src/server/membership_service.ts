@@ -100,8 +100,8 @@ export class ClusterService {
     this.requireAdmin(ctx);
     const isLearner = req.isLearner === true;
     // etcd's mayAddMember (strict reconfiguration check), before proposing.
-    if (!isLearner && !this.readyToAddVotingMember()) fail(ErrNotEnoughStartedMembers);
-    if (!this.listedVotersAllStarted()) fail(ErrUnhealthy);
+    if (!isLearner && this.server.strictReconfigCheck && !this.readyToAddVotingMember()) fail(ErrNotEnoughStartedMembers);
+    if (this.server.strictReconfigCheck && !this.listedVotersAllStarted()) fail(ErrUnhealthy);
     const id = memberIdOf(urls, '', Math.floor(this.server.clock.now() / 1000));
     this.propose(() => {
       if (this.removed.includes(id)) fail(ErrMemberNotFound);
@@ -122,7 +122,8 @@ export class ClusterService {
     const target = this.members.get(id);
     // etcd's mayRemoveMember: a listed learner goes freely; a listed voter only if the started listed voters
     // left are a quorum (a voter that never started is then "down", so safe to remove).
-    if (target?.isLearner !== true && !this.readyToRemoveVotingMember(id)) fail(ErrNotEnoughStartedMembers);
+    const strict = this.server.strictReconfigCheck || id === this.server.member.memberId;
+    if (target?.isLearner !== true && strict && !this.readyToRemoveVotingMember(id)) fail(ErrNotEnoughStartedMembers);
     this.propose(() => {
       if (target === undefined) fail(ErrMemberNotFound);
     });
@@ -179,7 +180,7 @@ export class ClusterService {
     if (this.leaderId() === 0n) fail(QUORUM_LOST);
     if (target !== undefined && !target.started) fail(ErrLearnerNotReady);
     // IsReadyToPromoteMember (strict reconfiguration): the member counts as a started voter.
-    if (!this.readyToPromote()) fail(ErrNotEnoughStartedMembers);
+    if (this.server.strictReconfigCheck && !this.readyToPromote()) fail(ErrNotEnoughStartedMembers);
     this.propose(() => {
       if (target === undefined) fail(ErrMemberNotFound);
       if (!target.isLearner) fail(ErrMemberNotLearner);

@@ -237,3 +237,13 @@ test('MoveLeader: to itself an empty response; to any other ID "bad leader trans
   fails(() => m.moveLeader({ targetID: learner }), FAILED_PRECONDITION, 'etcdserver: bad leader transferee', 'learner');
   assert.equal(m.status().raftIndex, '5');
 });
+
+test('--strict-reconfig-check=false: a second voter is proposed anyway and cannot commit (etcd 3.4.23: context deadline exceeded); removing itself stays refused', () => {
+  const s = new EtcdServer({ etcdVersion: '3.4', clock: new VirtualClock(1796147891 * 1000), peerUrls: ['http://127.0.0.1:41874'], clientUrls: ['http://127.0.0.1:41873'], strictReconfigCheck: false });
+  const c = s.services.cluster;
+  c.memberAdd({ peerURLs: ['http://127.0.0.1:41999'] });
+  fails(() => c.memberAdd({ peerURLs: ['http://127.0.0.1:41998'] }), DEADLINE_EXCEEDED, 'context deadline exceeded', 'second voter, not strict');
+  fails(() => c.memberAdd({ peerURLs: ['http://127.0.0.1:41997'], isLearner: true }), DEADLINE_EXCEEDED, 'context deadline exceeded', 'learner, not strict');
+  fails(() => c.memberRemove({ ID: s.identity.memberId }), UNKNOWN, 'etcdserver: re-configuration failed due to not enough started members', 'remove self');
+  assert.equal(c.memberList().members.length, 2);
+});

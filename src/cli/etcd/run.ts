@@ -23,7 +23,7 @@ import { readConfigFile } from './config_file.js';
 import { EtcdLog, LOG_LEVELS, logLevelOf } from './log.js';
 import { startupLines, readyLines, shutdownLines, type StartedMember } from './start_log.js';
 import { autoTlsFiles } from './auto_tls.js';
-import { tlsFlagOptions } from './tls_flags.js';
+import { checkPeerTls, tlsFlagOptions } from './tls_flags.js';
 import { AuthTokenOptionsError, JwtTokens, parseJwtOptions, type JwtTokenOptions } from '../../auth/jwt_token.js';
 import { parseGoDuration } from '../go_flags.js';
 import type { KeptMemberStart, KeptState } from '../../server/kept_member.js';
@@ -273,7 +273,8 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
   const warnings: string[] = [];
   const streams = get('max-concurrent-streams');
   const served = parseServeFlags({ ...flags, ...tlsFiles }, (m) => warnings.push(m));
-  const opts = { ...served, tls: served.tls === undefined ? undefined : { ...served.tls, ...tlsFlags }, maxConcurrentStreams: streams === undefined ? undefined : Number(streams), authTokenProvider: authJwt === undefined ? undefined : (clock: Clock) => new JwtTokens(clock, authJwt) };
+  const strict = get('strict-reconfig-check');
+  const opts = { ...served, strictReconfigCheck: strict === undefined ? undefined : boolValue(strict), tls: served.tls === undefined ? undefined : { ...served.tls, ...tlsFlags }, maxConcurrentStreams: streams === undefined ? undefined : Number(streams), authTokenProvider: authJwt === undefined ? undefined : (clock: Clock) => new JwtTokens(clock, authJwt) };
   const member: StartedMember = {
     name,
     dataDir,
@@ -292,7 +293,14 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
   };
   for (const w of warnings) log.log({ level: 'warn', pkg: 'embed', text: w, caller: 'embed/config.go:600', msg: w });
   const kept = await import('../../server/kept_member.js');
+  await checkPeerTls(get, dataDir);
   const state = readDataDir(kept, dataDir, get('wal-dir'), log);
+  // --initial-cluster-state existing: join a running cluster, whose members etcd asks at the other peer URLs
+  // of --initial-cluster — a single member has none to ask. A data dir with a member ignores the flag.
+  if (state.kind === 'new' && get('initial-cluster-state') === 'existing') {
+    mkdirSync(state.layout.snapDir, { recursive: true, mode: 0o700 });
+    throw new CliError('cannot fetch cluster info from peer urls: could not retrieve cluster information from the given URLs', 1);
+  }
   const { serveMember } = await import('../../grpc/server.js');
   const quiet = env['GRPC_VERBOSITY'] === undefined;
   if (quiet) grpc.setLogVerbosity(grpc.logVerbosity.NONE);

@@ -8,7 +8,10 @@
  * cannot be chosen in Go (its names are accepted and change nothing), and a list of TLS 1.2 suites leaves TLS
  * 1.3 on with all of its own — as in etcd, where Go ignores the list for TLS 1.3.
  */
-import { readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { autoTlsFiles } from './auto_tls.js';
+import { boolValue } from './flag_set.js';
 import { CliError } from '../program.js';
 
 /** Go's cipher suite names (crypto/tls, secure and insecure, plus etcd's two aliases) as OpenSSL names them. */
@@ -110,4 +113,32 @@ async function revokedSerialsOf(file: Buffer, path: string): Promise<string[]> {
   } catch (err) {
     throw new CliError(`${path}: ${(err as Error).message}`, 1);
   }
+}
+
+/**
+ * The peer TLS flags, checked as etcd checks them when it sets up its peer listeners (a single member
+ * serves no peer, so they change nothing else): an https peer URL needs --peer-cert-file and
+ * --peer-key-file, or --peer-auto-tls (which generates them into DATA-DIR/fixtures/peer, as etcd does);
+ * a named file must be readable.
+ */
+export async function checkPeerTls(get: (flag: string) => string | undefined, dataDir: string): Promise<void> {
+  const listen = (get('listen-peer-urls') ?? 'http://localhost:2380').split(',');
+  for (const flag of ['peer-cert-file', 'peer-key-file', 'peer-trusted-ca-file']) {
+    const f = get(flag);
+    if (f === undefined || f === '') continue;
+    try {
+      accessSync(f, constants.R_OK);
+    } catch (err) {
+      throw new CliError(`open ${f}: ${(err as { code?: string }).code === 'ENOENT' ? 'no such file or directory' : 'permission denied'}`, 1);
+    }
+  }
+  const tlsUrl = listen.find((u) => u.startsWith('https://'));
+  if (tlsUrl === undefined) return;
+  const hasFiles = (get('peer-cert-file') ?? '') !== '' && (get('peer-key-file') ?? '') !== '';
+  if (hasFiles) return;
+  if (boolValue(get('peer-auto-tls'))) {
+    await autoTlsFiles(join(dataDir, 'fixtures', 'peer'), listen, Number(get('self-signed-cert-validity') ?? '1'));
+    return;
+  }
+  throw new CliError(`cannot listen on TLS for ${tlsUrl.replace(/^https:\/\//, '').replace(/\/.*$/, '')}: KeyFile and CertFile are not presented`, 1);
 }
