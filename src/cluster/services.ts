@@ -87,9 +87,19 @@ export class ClusterMemberServices {
     private readonly m: MemberState,
     private readonly opts: ConnectOptions,
   ) {
+    this.kv = this.kvService();
+    this.lease = this.leaseService();
+    ({ lock: this.lock, election: this.election } = clusterConcurrency(c, m, opts));
+    this.maintenance = this.maintenanceService();
+    this.cluster = this.membershipService();
+    this.auth = this.authService();
+  }
+
+  /** KV: reads served locally or after ReadIndex as their consistency asks; writes through Raft, refused over the quota. */
+  private kvService(): ClusterKV {
     const write = this.write.bind(this);
     const local = this.local.bind(this);
-    this.kv = {
+    return {
       range: (req, ctx) =>
         req.serializable === true ? local((s) => s.services.kv.range(req, ctx), ctx) : this.linearizable((s) => s.services.kv.range(req, ctx), ctx),
       put: (req, ctx) => this.refusedByQuota(() => costPut(putIn(req)), ctx) ?? write('put', ctx, (s, a) => s.services.kv.put(req, a)),
@@ -102,7 +112,14 @@ export class ClusterMemberServices {
       },
       compact: (req, ctx) => write('compact', ctx, (s, a) => s.services.kv.compact(req, a)),
     };
-    this.lease = {
+  }
+
+  /** Lease: a grant's ID chosen by the leader, TimeToLive answered by the leader, KeepAlive over a stream that needs one. */
+  private leaseService(): ClusterLease {
+    const { c, m } = this;
+    const write = this.write.bind(this);
+    const local = this.local.bind(this);
+    return {
       leaseGrant: (req, ctx) =>
         this.refusedByQuota(() => LEASE_OVERHEAD, ctx) ??
         this.send<M.LeaseGrantResponse>((reply) => {
@@ -135,8 +152,13 @@ export class ClusterMemberServices {
         return this.leaderRequired<M.LeaseKeepAliveResponse, KeepAliveCall>(ctx, () => new ClusterKeepAliveCall(c, m, ctx));
       },
     };
-    ({ lock: this.lock, election: this.election } = clusterConcurrency(c, m, opts));
-    this.maintenance = {
+  }
+
+  /** Maintenance: the member's own Status with the cluster's Raft view, MoveLeader, and Alarm through Raft. */
+  private maintenanceService(): ClusterMaintenance {
+    const { c, m, opts } = this;
+    const local = this.local.bind(this);
+    return {
       status: (req, ctx) =>
         local((s) => {
           const r = s.services.maintenance.status(req ?? {}, ctx);
@@ -184,7 +206,13 @@ export class ClusterMemberServices {
       // Held, before each piece, while the member is stopped or the client's link is down (a SIGSTOPped etcd sends nothing more).
       snapshotStream: (req, ctx, so) => local((s) => heldOverClientLink(c, m, opts, s.services.maintenance.snapshotStream(req ?? {}, ctx, so)), ctx),
     };
-    this.cluster = {
+  }
+
+  /** Cluster (membership): every member, as the member asked knows them. */
+  private membershipService(): ClusterMembership {
+    const { c } = this;
+    const local = this.local.bind(this);
+    return {
       memberList: () =>
         local((s) => ({
           header: header(s.identity, 0),
@@ -193,7 +221,12 @@ export class ClusterMemberServices {
             .map((x) => ({ ID: String(x.id), name: x.name, peerURLs: [...x.peerUrls], clientURLs: [...x.clientUrls], isLearner: false })),
         })),
     };
-    this.auth = {
+  }
+
+  /** Auth: every request through Raft, each member checking the caller the proposer resolved. */
+  private authService(): ClusterAuth {
+    const write = this.write.bind(this);
+    return {
       authEnable: (req, ctx) => write('authEnable', ctx, (s, a) => s.services.auth.authEnable(req ?? {}, a)),
       authDisable: (req, ctx) => write('authDisable', ctx, (s, a) => s.services.auth.authDisable(req ?? {}, a)),
       authStatus: (req, ctx) => write('authStatus', ctx, (s, a) => s.services.auth.authStatus(req ?? {}, a)),
