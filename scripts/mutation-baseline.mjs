@@ -36,12 +36,11 @@ for (const path of reports) {
     });
     const before = baseline.files[file];
     if (before !== undefined && before.source === f.source) {
-      // Same source: a run over some lines (e.g. the survivors, after a stronger property) updates those.
-      const at = (m) => `${m.line}:${m.column}:${m.mutator}:${m.replacement}`;
-      const fresh = new Map(mutants.map((m) => [at(m), m]));
-      const merged = before.mutants.map((m) => fresh.get(at(m)) ?? m);
-      const known = new Set(before.mutants.map(at));
-      for (const m of mutants) if (!known.has(at(m))) merged.push(m);
+      // Same source: a run over some lines (e.g. the survivors, after a stronger property) replaces every
+      // mutant of the lines it measured (a line range measures each of its lines whole). By line, not by
+      // mutant: several mutants can share a start, a mutator and a replacement (nested conditions).
+      const measured = new Set(mutants.map((m) => m.line));
+      const merged = [...before.mutants.filter((m) => !measured.has(m.line)), ...mutants].sort((x, y) => x.line - y.line || x.column - y.column);
       baseline.files[file] = { source: f.source, coveredBy: [...new Set([...before.coveredBy, ...coveredBy])].sort(), mutants: merged };
     } else {
       baseline.files[file] = { source: f.source, coveredBy: [...coveredBy].sort(), mutants };

@@ -64,7 +64,7 @@ const keyArb = fc.nat({ max: 7 });
 /** TTLs: mostly small (they expire within a run), and the edges: non-integers, MaxLeaseTTL and past it. */
 const ttlArb = fc.oneof(
   { arbitrary: fc.integer({ min: -1, max: 6 }), weight: 12 },
-  { arbitrary: fc.constantFrom(1.5, Number.NaN, MAX_TTL, MAX_TTL + 1, 2 ** 53, Infinity), weight: 1 },
+  { arbitrary: fc.constantFrom(1.5, Number.NaN, MAX_TTL, MAX_TTL + 1, 2 ** 53, -(2 ** 53), Infinity), weight: 1 },
 );
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ op: fc.constant('grant' as const), slot: fc.nat({ max: GEN }), ttl: ttlArb }), weight: 3 },
@@ -314,8 +314,9 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
       case 'grant': {
         const want = o.slot === GEN ? 0n : idAt(o.slot);
         if (!Number.isSafeInteger(o.ttl)) {
-          // Integers past 2^53 are too large (etcd's check); NaN, Infinity and fractions are no TTL at all.
-          const tooLarge = Number.isInteger(o.ttl);
+          // Integers past 2^53 are too large (etcd's check); NaN, Infinity, fractions and integers below
+          // -2^53 are no TTL at all.
+          const tooLarge = Number.isInteger(o.ttl) && o.ttl > MAX_TTL;
           assert.throws(() => lessor.grant(want, o.ttl), (e: unknown) => (tooLarge ? isEtcdError(e, ErrLeaseTTLTooLarge) : isInvalidArgument(e)));
           break;
         }
