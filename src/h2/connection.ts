@@ -26,6 +26,8 @@
  *   replies the peer's own frames earn (SETTINGS ACK, PING ACK, RST_STREAM) cannot wait so, hence: past 50
  *   of them queued in the socket, reading stops until they leave (grpc-go's throttle); so it does while the
  *   socket holds 256 KiB (response HEADERS and trailers of calls a peer keeps opening without reading).
+ *   Fairness: one turn of the event loop opens at most 256 streams of a connection, then its reading
+ *   resumes on the next turn, after the other connections' reads.
  * - Memory held per connection, whatever the input: the unparsed rest of one socket read (reading pauses as
  *   above) plus at most one frame (SETTINGS_MAX_FRAME_SIZE), a header block being continued (maxHeaderBlock,
  *   frame headers counted), the HPACK table (SETTINGS_HEADER_TABLE_SIZE), 1024 remembered reset ids, and per
