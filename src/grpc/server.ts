@@ -22,7 +22,7 @@ import { serverCompat } from '../server/compat.js';
 import { DEFAULT_MAX_REQUEST_BYTES } from '../mvcc/index.js';
 import { GrpcCode, DEFAULT_ETCD_VERSION, type EtcdVersion } from '../etcd/index.js';
 import { hostMicrotask, RealClock, type Clock } from '../sim/index.js';
-import { createClientHttp, listenClientPort, serveHttpOverH2, type ClientHttp, type ClientPort, type HttpRequest, type HttpResponse, type TlsServerOptions } from '../http/index.js';
+import { canonicalSerial, createClientHttp, listenClientPort, serveHttpOverH2, type ClientHttp, type ClientPort, type HttpRequest, type HttpResponse, type TlsServerOptions } from '../http/index.js';
 import { contextOf } from './caller.js';
 import { createGrpcDoor, type GrpcDoor } from './door.js';
 import { Handlers, type StreamEndInfo } from './handlers.js';
@@ -331,7 +331,7 @@ function tlsServerOptions(t: TlsOptions): TlsServerOptions {
     cert: t.cert,
     key: t.key,
     ...(t.ca === undefined ? {} : { ca: t.ca }),
-    ...(t.revokedSerials === undefined ? {} : { revokedSerials: new Set(t.revokedSerials.map((n) => n.toUpperCase().replace(/^0+(?=.)/, ''))) }),
+    ...(t.revokedSerials === undefined ? {} : { revokedSerials: new Set(t.revokedSerials.map(canonicalSerial)) }),
     ...(t.ciphers === undefined ? {} : { ciphers: t.ciphers }),
     ...(t.minVersion === undefined ? {} : { minVersion: t.minVersion }),
     ...(t.maxVersion === undefined ? {} : { maxVersion: t.maxVersion }),

@@ -1,6 +1,6 @@
 /** The HTTP front door: etcd's HTTP endpoints (/health, /version, /metrics, the gRPC gateway) on the client port. */
 export { alarmUnhealthy, answerUnhealthy, createClientHttp, type ClientHttp } from './handler.js';
-export { listenClientPort, type ClientPort, type ClientPortOptions, type TlsServerOptions } from './port.js';
+export { canonicalSerial, listenClientPort, type ClientPort, type ClientPortOptions, type TlsServerOptions } from './port.js';
 export { httpStatusFromCode, type HttpRequest, type HttpResponse } from './gateway.js';
 export { messageFromJson, messageToJson, readJsonValue } from './json.js';
 export { serveHttpOverH2 } from './h2_exchange.js';

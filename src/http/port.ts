@@ -204,6 +204,14 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
   };
 }
 
+/**
+ * A certificate serial number as the revoked set holds it: upper-case hex without leading zeros, since a CRL
+ * (read by @peculiar/x509 or Go) and Node's peer certificate spell the same number differently.
+ */
+export function canonicalSerial(hex: string): string {
+  return hex.toUpperCase().replace(/^0+(?=.)/, '');
+}
+
 /** Whether a client certificate of the connection (its own, or one up its chain) is in `serials` (etcd's checkCRL). */
 function revoked(socket: tls.TLSSocket, serials: ReadonlySet<string> | undefined): boolean {
   if (serials === undefined || serials.size === 0) return false;
@@ -212,7 +220,7 @@ function revoked(socket: tls.TLSSocket, serials: ReadonlySet<string> | undefined
   const seen = new Set<string>();
   for (let c: tls.DetailedPeerCertificate | undefined = socket.getPeerCertificate(true); c !== undefined && c.serialNumber !== undefined && !seen.has(c.fingerprint256); c = c.issuerCertificate) {
     seen.add(c.fingerprint256);
-    if (serials.has(c.serialNumber.toUpperCase().replace(/^0+(?=.)/, ''))) return true;
+    if (serials.has(canonicalSerial(c.serialNumber))) return true;
   }
   return false;
 }

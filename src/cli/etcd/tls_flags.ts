@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { autoTlsFiles } from './auto_tls.js';
 import { boolValue } from './flag_set.js';
 import { CliError } from '../program.js';
+import { canonicalSerial } from '../../http/index.js';
 
 /** Go's cipher suite names (crypto/tls, secure and insecure, plus etcd's two aliases) as OpenSSL names them. */
 const OPENSSL_NAMES: Readonly<Record<string, string | null>> = {
@@ -109,7 +110,7 @@ async function revokedSerialsOf(file: Buffer, path: string): Promise<string[]> {
   try {
     const text = file.toString('latin1');
     const crl = new X509Crl(text.includes('-----BEGIN') ? text : new Uint8Array(file));
-    return crl.entries.map((e) => e.serialNumber.toUpperCase().replace(/^0+(?=.)/, ''));
+    return crl.entries.map((e) => canonicalSerial(e.serialNumber));
   } catch (err) {
     throw new CliError(`${path}: ${(err as Error).message}`, 1);
   }
