@@ -8,12 +8,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { root, tsFiles } from './source_files.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
 const MAX_FILE_LINES = 600;
 const MAX_FUNCTION_LINES = 120;
 
@@ -29,15 +28,8 @@ const FUNCTION_EXCEPTIONS: ReadonlyMap<string, string> = new Map([
 ]);
 
 /** Every .ts file under src/, as a path relative to the repository. */
-function sources(dir = join(root, 'src')): string[] {
-  const out: string[] = [];
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) {
-      if (e.name !== 'generated') out.push(...sources(p));
-    } else if (e.name.endsWith('.ts')) out.push(relative(root, p).split('\\').join('/'));
-  }
-  return out.sort();
+function sources(): string[] {
+  return tsFiles(join(root, 'src')).map((p) => relative(root, p).split('\\').join('/')).sort();
 }
 
 function lineCount(text: string): number {

@@ -5,23 +5,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const root = fileURLToPath(new URL('../..', import.meta.url));
-
-/** Every .ts file under `dir` (generated code and test fixtures left out: they are not written here). */
-function files(dir: string): string[] {
-  const out: string[] = [];
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) {
-      if (e.name !== 'generated' && e.name !== 'fixtures' && e.name !== 'node_modules') out.push(...files(p));
-    } else if (e.name.endsWith('.ts')) out.push(p);
-  }
-  return out;
-}
+import { root, tsFiles as files } from './source_files.js';
 
 /** A repository path to a source file or a doc, not part of a longer path or word. */
 const NAMED_PATH = /(?<![\w/.-])((?:src\/[\w/.-]+\.ts)|(?:docs\/[\w/.-]+\.md))\b/g;
