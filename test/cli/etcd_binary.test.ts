@@ -144,6 +144,14 @@ test('etcdsim install-bin DIR writes DIR/etcd, which starts etcdsim etcd whereve
 });
 
 /** Starts `which`, waits for the capabilities line, runs `during`, stops it with SIGTERM; its log lines. */
+/**
+ * The line etcd logs once a client listener serves (3.4's text log and zap, plaintext and TLS). etcd 3.4.23
+ * installs its SIGTERM handler only after its server is ready, beside the goroutines that log this line:
+ * a SIGTERM sent at "enabled capabilities" alone can kill it before it logs this line or "received signal;
+ * shutting down" (seen under load), so a process is stopped only once it serves and has answered.
+ */
+const SERVING = /serving (insecure )?client (requests|traffic)/;
+
 async function startStop(which: 'etcd' | 'etcdsim', args: readonly string[], during: () => Promise<void>): Promise<{ lines: string[]; code: number | null; signal: string | null }> {
   const [cmd, argv] = which === 'etcd' ? ['etcd', [...args]] : [process.execPath, [ETCDSIM, 'etcd', ...args]];
   const child = spawn(cmd, argv, { env: cleanEnv() });
@@ -152,7 +160,7 @@ async function startStop(which: 'etcd' | 'etcdsim', args: readonly string[], dur
     const guard = setTimeout(() => rej(new Error(`${which} not ready:\n${out}`)), 30_000);
     const check = (d: Buffer): void => {
       out += d.toString();
-      if (out.includes('enabled capabilities for version')) {
+      if (out.includes('enabled capabilities for version') && SERVING.test(out)) {
         clearTimeout(guard);
         res();
       }
@@ -215,8 +223,11 @@ test('etcdsim etcd --logger zap: the same messages as etcd 3.4.23, as JSON lines
     const client = `http://127.0.0.1:${cp}`;
     const peer = `http://127.0.0.1:${pp}`;
     const args = (d: string): string[] => ['--logger', 'zap', '--data-dir', join(dir, d), '--listen-client-urls', client, '--advertise-client-urls', client, '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer, '--initial-cluster', `default=${peer}`];
-    const e = await startStop('etcd', args('e'), async () => {});
-    const s = await startStop('etcdsim', args('s'), async () => {});
+    const health = async (): Promise<void> => {
+      assert.equal((await fetch(`${client}/health`)).status, 200);
+    };
+    const e = await startStop('etcd', args('e'), health);
+    const s = await startStop('etcdsim', args('s'), health);
     const msgs = (lines: string[]): Array<Record<string, unknown>> =>
       lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
     const WANTED = ['published local member to cluster through raft', 'serving client traffic insecurely; this is strongly discouraged!', 'enabled capabilities for version', 'received signal; shutting down'];
