@@ -8,12 +8,11 @@ import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { isLoopback, serve, type ServeOptions } from '../grpc/server.js';
 import type { ServedClusterMember } from '../grpc/serve_cluster.js';
-import type { EtcdVersion } from '../etcd/index.js';
 import { SnapshotFormatError, readEtcdSnapshot } from '../snapshot/index.js';
 import { FlagValueError, parseEtcdUrl, parseGoDuration, parseGoInt, parseGoUint, type EtcdUrl } from './go_flags.js';
 import { CliError, consoleIo, type CliIo } from './program.js';
 import { CLOCK_SPEED_MAX, CLOCK_SPEED_MIN, MEMBERS_MAX, SERVE_FLAG_DEFAULTS, type ServeFlags } from './serve_flags.js';
-import { ETCD_VERSIONS, isEtcdVersion } from '../etcd/index.js';
+import { ETCD_VERSIONS, isEtcdVersion, type EtcdVersion } from '../etcd/index.js';
 
 export { SERVE_FLAG_DEFAULTS, type ServeFlags } from './serve_flags.js';
 

@@ -15,9 +15,8 @@
  */
 import { EMPTY_BYTES, keyString, type KeyString } from './bytes.js';
 import { ErrCompacted, ErrFutureRev } from './errors.js';
-import { fail, DEFAULT_ETCD_VERSION } from '../etcd/index.js';
+import { fail, DEFAULT_ETCD_VERSION, type EtcdVersion } from '../etcd/index.js';
 import { compatFor, type Compat } from './compat.js';
-import { type EtcdVersion } from '../etcd/index.js';
 import { executeRange } from './range.js';
 import { deleteRangeSize, putSize, txnSize } from './request_size.js';
 import { Storage, retainedOf, type CommitListener, type StoreSnapshot } from './store.js';
