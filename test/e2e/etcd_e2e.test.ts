@@ -59,16 +59,10 @@ function buildE2e(): Promise<string> {
   });
 }
 
-/**
- * The folder the harness runs in: `X/tests/e2e` with `X/integration/fixtures` a copy of etcd's fixtures
- * (some tests write beside them), and the two bin dirs.
- */
-function layout(): { cwd: string; certDir: string; simBin: string; etcdBin: string } {
+/** The two bin dirs: one with the `etcdsim etcd` launcher, one with the real etcd, both with the real etcdctl. */
+function layout(): { root: string; simBin: string; etcdBin: string } {
   const root = join(CACHE, 'run');
-  const cwd = join(root, 'tests', 'e2e');
-  const certDir = join(root, 'integration', 'fixtures');
-  mkdirSync(cwd, { recursive: true });
-  if (!existsSync(certDir)) cpSync(FIXTURES, certDir, { recursive: true });
+  mkdirSync(root, { recursive: true });
   const simBin = join(root, 'bin-etcdsim');
   const etcdBin = join(root, 'bin-etcd');
   for (const d of [simBin, etcdBin]) {
@@ -78,7 +72,24 @@ function layout(): { cwd: string; certDir: string; simBin: string; etcdBin: stri
   }
   symlinkSync(findCommand('etcd')!, join(etcdBin, 'etcd'));
   execFileSync(process.execPath, [resolve('bin/etcdsim.js'), 'install-bin', simBin]);
-  return { cwd, certDir, simBin, etcdBin };
+  return { root, simBin, etcdBin };
+}
+
+/**
+ * The folder one worker runs its tests in: `wN/tests/e2e`, with `wN/integration/fixtures` a copy of etcd's
+ * fixtures (some tests write beside them). One per worker because tests write fixed relative paths in their
+ * working directory: TestCtlV3SnapshotCorrupt and TestCtlV3SnapshotStatusBeforeRestore both restore into
+ * `snap.etcd`, and run side by side in one folder the second restore finds the first one's data dir (seen in
+ * a CI run: "Error: data-dir \"snap.etcd\" exists"). etcd's own CI runs them one after another.
+ */
+function workerDir(root: string, worker: number): { cwd: string; certDir: string } {
+  const base = join(root, `w${worker}`);
+  const cwd = join(base, 'tests', 'e2e');
+  const certDir = join(base, 'integration', 'fixtures');
+  rmSync(cwd, { recursive: true, force: true });
+  mkdirSync(cwd, { recursive: true });
+  if (!existsSync(certDir)) cpSync(FIXTURES, certDir, { recursive: true });
+  return { cwd, certDir };
 }
 
 interface Outcome {
@@ -96,7 +107,7 @@ interface Outcome {
  * under load in TestCtlV3UserAddPeerTLS, and a known flake of etcd's own CI (etcd-io/etcd#6785). It says
  * nothing about the server, real or simulated.
  */
-function runOne(bin: string, name: string, binDir: string, where: ReturnType<typeof layout>): Promise<Outcome> {
+function runOne(bin: string, name: string, binDir: string, where: { cwd: string; certDir: string }): Promise<Outcome> {
   const started = performance.now();
   const cmd = `ip link set lo up && exec ${bin} -test.run '^${name}$' -bin-dir ${binDir} -cert-dir ${where.certDir} -test.short -test.timeout 90s`;
   return new Promise((res) => {
@@ -108,14 +119,15 @@ function runOne(bin: string, name: string, binDir: string, where: ReturnType<typ
   });
 }
 
-async function runAll(bin: string, names: readonly string[], binDir: string, where: ReturnType<typeof layout>, parallel: number): Promise<{ outcomes: Outcome[]; wallMs: number }> {
+async function runAll(bin: string, names: readonly string[], binDir: string, root: string, parallel: number): Promise<{ outcomes: Outcome[]; wallMs: number }> {
   const started = performance.now();
   const queue = [...names];
   const outcomes: Outcome[] = [];
-  const worker = async (): Promise<void> => {
+  const worker = async (i: number): Promise<void> => {
+    const where = workerDir(root, i);
     for (let n = queue.shift(); n !== undefined; n = queue.shift()) outcomes.push(await runOne(bin, n, binDir, where));
   };
-  await Promise.all(Array.from({ length: parallel }, worker));
+  await Promise.all(Array.from({ length: parallel }, (_, i) => worker(i)));
   return { outcomes, wallMs: performance.now() - started };
 }
 
@@ -141,10 +153,10 @@ test("etcd 3.4.23's e2e suite (ctl_v3_*, v3_curl_*, single member) passes with e
   for (const f of failing) assert.ok(all.includes(f), `docs/e2e.md names ${f}, which the suite does not have`);
   const only = process.env['ETCDSIM_E2E_ONLY'];
   const names = all.filter((n) => !failing.has(n) && (only === undefined || new RegExp(only).test(n)));
-  const sim = await runAll(bin, names, where.simBin, where, 3);
+  const sim = await runAll(bin, names, where.simBin, where.root, 3);
   const failed = sim.outcomes.filter((o) => !o.passed);
-  const simTimed = await runAll(bin, TIMED, where.simBin, where, 1);
-  const etcdTimed = await runAll(bin, TIMED, where.etcdBin, where, 1);
+  const simTimed = await runAll(bin, TIMED, where.simBin, where.root, 1);
+  const etcdTimed = await runAll(bin, TIMED, where.etcdBin, where.root, 1);
   console.log(
     `e2e: ${sim.outcomes.length - failed.length}/${sim.outcomes.length} passed with etcdsim in ${(sim.wallMs / 1000).toFixed(1)} s (${failing.size} listed in docs/e2e.md as not yet passing); ` +
       `the same ${TIMED.length} tests one at a time: etcdsim ${(simTimed.wallMs / 1000).toFixed(1)} s, etcd 3.4.23 ${(etcdTimed.wallMs / 1000).toFixed(1)} s`,
