@@ -1,24 +1,31 @@
 /**
- * A throwaway real etcd cluster for the cluster differential: N members (3 by default) of one etcd binary
- * on free loopback ports, each with its own data dir (in /dev/shm when it exists, so fsyncs are cheap, as
- * for the single etcd of etcd_process.ts), and the faults a real cluster can be put through from outside:
+ * A throwaway cluster of separate member processes, as etcd is deployed: N members (3 by default) of one
+ * binary — the real etcd, or etcdsim as the etcd binary (`etcdsimCommand()`: `node bin/etcdsim.js etcd`) —
+ * on free loopback ports, all given one --initial-cluster, each with its own data dir (in /dev/shm when it
+ * exists, so fsyncs are cheap, as for the single etcd of etcd_process.ts). The cluster differential, the
+ * process fault tests and the start-up bench share it, so both binaries are started and hurt the same way.
+ * The faults are the operating system's, put on a cluster from outside:
  *
  *  - pause / resume a member: SIGSTOP / SIGCONT. A paused member neither answers clients nor takes part in
  *    Raft; when resumed it catches up from the leader's log (or, far enough behind, a snapshot) — the
  *    "follower that lags" of the simulator.
- *  - kill / restart a member: SIGKILL (a crash), then the same command line on the same data dir, so etcd
- *    rebuilds its state from its WAL and backend and rejoins.
+ *  - kill / restart a member: SIGKILL (a crash) or any other signal (SIGTERM: etcd's graceful stop), then
+ *    the same command line on the same data dir, so etcd rebuilds its state from its WAL and backend and
+ *    rejoins.
  *  - leader() / moveLeader(): who leads, as the members' Maintenance.Status reports it, and etcd's leader
  *    transfer (Maintenance.MoveLeader, sent to the leader).
  *
  * Readiness is etcd's own log line saying it serves client traffic (3.4 publishes the member to the
- * cluster first, which takes a leader and a commit), so nothing here waits a fixed time. Every member is
- * killed by PID and its data dir removed on stop() — and when the Node process exits.
+ * cluster first, which takes a leader and a commit), within a bounded wait, so nothing here waits a fixed
+ * time. The ports are found free before the members bind them, so another process may take one meanwhile:
+ * a start that fails on a taken port is retried on new ports. Every member is killed by PID (paused ones
+ * too) and its data dir removed on stop(), on a failed start — and when the Node process exits.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { connectEtcd, type EtcdGrpcClient } from '../grpc/client.js';
 import { etcdService } from '../proto/index.js';
@@ -56,8 +63,11 @@ export interface EtcdCluster {
   pause(i: number): void;
   /** SIGCONT: the paused member goes on where it stopped. */
   resume(i: number): void;
-  /** SIGKILL: a crash; the data dir stays. Resolves once the process is gone. */
-  kill(i: number): Promise<void>;
+  /**
+   * Sends `signal` (default SIGKILL: a crash; SIGTERM: etcd's graceful stop) and resolves once the process
+   * is gone; the data dir stays. A paused member is continued after the signal, so it can act on it.
+   */
+  kill(i: number, signal?: NodeJS.Signals): Promise<void>;
   /** Starts a killed member again on its data dir and ports; resolves once it serves clients. */
   restart(i: number): Promise<void>;
   /**
@@ -73,10 +83,29 @@ export interface EtcdCluster {
   stop(): Promise<void>;
 }
 
+/** A program that takes etcd's flags, with what it needs beyond them. */
+export interface EtcdCommand {
+  readonly command: string;
+  /** Arguments before etcd's flags (`bin/etcdsim.js etcd`). */
+  readonly args: readonly string[];
+  /** Environment on top of the parent's (from which every ETCD_* variable is removed). */
+  readonly env?: Readonly<Record<string, string>> | undefined;
+}
+
+/** etcdsim as the etcd binary: this Node running this package's `bin/etcdsim.js etcd`, as release `version`. */
+export function etcdsimCommand(version = '3.4'): EtcdCommand {
+  // src/diff and dist/diff are both two folders below the package root.
+  const entry = fileURLToPath(new URL('../../bin/etcdsim.js', import.meta.url));
+  return { command: process.execPath, args: [entry, 'etcd'], env: { ETCDSIM_ETCD_VERSION: version } };
+}
+
 export interface StartClusterOptions {
   /** Members (default 3). */
   readonly size?: number | undefined;
-  readonly bin?: string | undefined;
+  /** The etcd binary's path (default `etcd` on PATH), or a command that takes etcd's flags. */
+  readonly bin?: string | EtcdCommand | undefined;
+  /** More of etcd's flags for every member, as etcd takes them (`--snapshot-count=100`). */
+  readonly flags?: readonly string[] | undefined;
   /** --heartbeat-interval and --election-timeout in ms (default etcd's own: 100 and 1000). */
   readonly heartbeatMs?: number | undefined;
   readonly electionMs?: number | undefined;
@@ -111,11 +140,24 @@ type MoveLeaderFn = (req: M.MoveLeaderRequest, md: grpc.Metadata, opts: grpc.Cal
  */
 const READY = /ready to serve client requests|serving client traffic (in)?securely/;
 
+/** How often a start is tried on new ports when a port found free was taken before a member bound it. */
+const PORT_RACE_ATTEMPTS = 3;
+
 /** Starts a fresh cluster of `size` members and resolves once every member serves clients and one leads. */
 export async function startEtcdCluster(opts: StartClusterOptions = {}): Promise<EtcdCluster> {
-  const bin = findEtcdBinary(opts.bin);
+  const bin: EtcdCommand = typeof opts.bin === 'object' ? opts.bin : { command: findEtcdBinary(opts.bin), args: [] };
   const size = opts.size ?? 3;
   if (!Number.isSafeInteger(size) || size < 1) throw new RangeError(`cluster size must be a positive integer, got ${size}`);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(bin, size, opts);
+    } catch (err) {
+      if (attempt >= PORT_RACE_ATTEMPTS || !(err instanceof Error) || !err.message.includes('address already in use')) throw err;
+    }
+  }
+}
+
+async function startOnce(bin: EtcdCommand, size: number, opts: StartClusterOptions): Promise<EtcdCluster> {
   const base = opts.baseDir ?? (existsSync('/dev/shm') ? '/dev/shm' : tmpdir());
   const deadlineMs = opts.deadlineMs ?? 5_000;
   const token = mkdtempSync(join(base, 'etcdsim-cluster-'));
@@ -165,7 +207,7 @@ class RealCluster implements EtcdCluster {
   };
 
   constructor(
-    private readonly bin: string,
+    private readonly bin: EtcdCommand,
     /** The data dirs' parent, and the cluster's unique --initial-cluster-token. */
     private readonly token: string,
     private readonly all: readonly Member[],
@@ -189,12 +231,13 @@ class RealCluster implements EtcdCluster {
       '--heartbeat-interval', String(this.opts.heartbeatMs ?? 100), '--election-timeout', String(this.opts.electionMs ?? 1000),
       // zap at info level: the readiness line is an info line.
       '--logger', 'zap', '--log-outputs', 'stderr', '--log-level', 'info',
+      ...(this.opts.flags ?? []),
     ];
   }
 
   /** Spawns member m and resolves once it logs its readiness (rejects if it exits first). */
   launch(m: Member): Promise<void> {
-    const child = spawn(this.bin, this.args(m), { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(this.bin.command, [...this.bin.args, ...this.args(m)], { stdio: ['ignore', 'pipe', 'pipe'], env: memberEnv(this.bin) });
     m.child = child;
     m.state = 'running';
     m.logText = '';
@@ -270,12 +313,23 @@ class RealCluster implements EtcdCluster {
     m.state = 'running';
   }
 
-  async kill(i: number): Promise<void> {
+  async kill(i: number, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     const m = this.at(i);
     if (m.state === 'killed') return;
-    m.child!.kill('SIGKILL');
+    const child = m.child!;
+    child.kill(signal);
+    // A stopped process acts on no signal but SIGKILL until it is continued.
+    if (m.state === 'paused' && signal !== 'SIGKILL') child.kill('SIGCONT');
+    // A bounded wait: a member that outlives a gentler signal is killed, never left behind.
+    let outlived = false;
+    const guard = setTimeout(() => {
+      outlived = true;
+      child.kill('SIGKILL');
+    }, this.readyTimeoutMs);
     await m.exited;
+    clearTimeout(guard);
     m.state = 'killed';
+    if (outlived) throw new Error(`member ${m.name} did not exit on ${signal} within ${this.readyTimeoutMs} ms (killed):\n${m.logText.slice(-2000)}`);
   }
 
   async restart(i: number): Promise<void> {
@@ -334,6 +388,13 @@ class RealCluster implements EtcdCluster {
       raw.close();
     }
   }
+}
+
+/** The parent's environment without etcd's variables (a developer's shell may set some), plus the command's. */
+function memberEnv(bin: EtcdCommand): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('ETCD_') && !k.startsWith('ETCDSIM_')) env[k] = v;
+  return { ...env, ...bin.env };
 }
 
 /** A member's Maintenance.Status, or undefined when it is not running or does not answer. */
