@@ -4,8 +4,10 @@
  * except in CI (CI=true), where a missing etcd is a failure.
  */
 import { after, before } from 'node:test';
+import type { StartClusterOptions } from '../../src/diff/etcd_cluster.js';
 import { startEtcd, type EtcdProcess } from '../../src/diff/etcd_process.js';
 import { connectEtcd, type EtcdGrpcClient } from '../../src/grpc/client.js';
+import { afterHostTime, hostNow } from '../../src/sim/index.js';
 import { inCI, requireCommand } from '../support/prerequisites.js';
 
 export { inCI };
@@ -61,3 +63,31 @@ export function replay(): { seed: number; path?: string } {
 
 /** The seed CI's differential run uses (ETCDSIM_SEED overrides it). */
 export const DEFAULT_DIFF_SEED = 20261130;
+
+/**
+ * The binaries a cluster of separate processes is started with (src/diff/etcd_cluster.ts): the real etcd
+ * 3.4.23 — the specification — and etcdsim as the etcd binary, hurt by the same signals in the same tests.
+ */
+export const PROCESS_BINARIES: ReadonlyArray<{ readonly name: string; readonly bin: StartClusterOptions['bin']; readonly skip: string | false }> = [
+  { name: 'etcd 3.4.23', bin: undefined, skip: skipWithoutEtcd },
+];
+
+/**
+ * Asks `probe` again after every `everyMs` until it gives a value (not undefined), and fails after
+ * `timeoutMs`: a condition of processes on real time, waited for without a fixed delay. A probe that
+ * throws counts as not yet (a member that does not answer).
+ */
+export async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 20_000, everyMs = 50): Promise<T> {
+  const deadline = hostNow() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (hostNow() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}${last === undefined ? '' : ` (last error: ${String(last)})`}`);
+    await new Promise((r) => afterHostTime(everyMs, () => r(undefined)));
+  }
+}

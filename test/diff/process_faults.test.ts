@@ -1,0 +1,129 @@
+/**
+ * Faults by the operating system on a 3-member cluster of separate processes (issue 31), run first on the
+ * real etcd 3.4.23 — the specification — and with the same steps on etcdsim as the etcd binary
+ * (PROCESS_BINARIES): SIGKILL a member and the others elect and serve; start it again on its data dir and
+ * it rejoins as the same member and catches up; SIGSTOP the leader and the others elect a new one, and on
+ * SIGCONT the old one steps down into the new term; with two members killed the third answers as etcd
+ * does when it has no quorum. Every wait is for a condition, bounded (helpers.ts `until`).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startEtcdCluster, type EtcdCluster } from '../../src/diff/etcd_cluster.js';
+import { hostNow } from '../../src/sim/index.js';
+import { PROCESS_BINARIES, until } from './helpers.js';
+
+const b = (s: string): Buffer => Buffer.from(s);
+
+/** The leader the running members report, once it is not `old` (an election after `old` was hurt). */
+function newLeader(c: EtcdCluster, old: number): Promise<number> {
+  return until(async () => {
+    const l = await c.leader();
+    return l === undefined || l === old ? undefined : l;
+  }, `a leader other than ${c.members[old]!.name}`);
+}
+
+/** The gRPC code and message of a failed call (grpc-js puts "<code> <NAME>: " before etcd's message). */
+function grpcFailure(err: unknown): { code: number; message: string } {
+  const e = err as { code?: number; details?: string };
+  return { code: e.code ?? -1, message: e.details ?? String(err) };
+}
+
+for (const bin of PROCESS_BINARIES) {
+  test(`${bin.name}: SIGKILL a member, the others elect and serve; restarted on its data dir it rejoins as itself and catches up`, { skip: bin.skip, timeout: 90_000 }, async (t) => {
+    const c = await startEtcdCluster({ bin: bin.bin, size: 3 });
+    t.after(() => c.stop());
+    const leader = await c.waitForLeader();
+    const id = c.members[leader]!.id;
+    const term = BigInt((await c.client(leader).maintenance.status({})).raftTerm);
+    await c.client(leader).kv.put({ key: b('before'), value: b('0') });
+
+    await c.kill(leader);
+    const next = await newLeader(c, leader);
+    const survivors = [0, 1, 2].filter((i) => i !== leader);
+    // Both survivors take writes and serve linearizable reads of each other's.
+    for (const i of survivors) await c.client(i).kv.put({ key: b(`while-down-${i}`), value: b(String(i)) });
+    for (const i of survivors) {
+      const other = survivors.find((j) => j !== i)!;
+      assert.equal((await c.client(i).kv.range({ key: b(`while-down-${other}`) })).kvs[0]?.value.toString(), String(other));
+    }
+    const after = await c.client(next).maintenance.status({});
+    assert.ok(BigInt(after.raftTerm) > term, `the election raised the term (${term} -> ${after.raftTerm})`);
+
+    await c.restart(leader);
+    // The same member (its ID, derived from its name and peer URLs, and kept in its data dir) ...
+    const status = await c.client(leader).maintenance.status({});
+    assert.equal(status.header.member_id, id);
+    assert.deepEqual((await c.client(leader).cluster.memberList({})).members.map((m) => m.ID).sort(), c.members.map((m) => m.id).sort());
+    // ... which follows the new term's leader and caught up: a linearizable read, then its own applied state.
+    for (const i of survivors) assert.equal((await c.client(leader).kv.range({ key: b(`while-down-${i}`) })).kvs[0]?.value.toString(), String(i));
+    for (const i of survivors) assert.equal((await c.client(leader).kv.range({ key: b(`while-down-${i}`), serializable: true })).kvs[0]?.value.toString(), String(i));
+    assert.equal((await c.client(leader).kv.range({ key: b('before'), serializable: true })).kvs[0]?.value.toString(), '0');
+    const rejoined = await until(async () => {
+      const s = await c.client(leader).maintenance.status({});
+      return s.leader !== '0' && s.leader !== id ? s : undefined;
+    }, 'the restarted member names the new leader');
+    assert.ok(BigInt(rejoined.raftTerm) >= BigInt(after.raftTerm));
+  });
+
+  test(`${bin.name}: SIGSTOP the leader, the others elect a new one; on SIGCONT the old leader steps down into the new term`, { skip: bin.skip, timeout: 90_000 }, async (t) => {
+    const c = await startEtcdCluster({ bin: bin.bin, size: 3 });
+    t.after(() => c.stop());
+    const old = await c.waitForLeader();
+    const oldId = c.members[old]!.id;
+    const term = BigInt((await c.client(old).maintenance.status({})).raftTerm);
+    c.pause(old);
+    const next = await newLeader(c, old);
+    const nextStatus = await c.client(next).maintenance.status({});
+    assert.ok(BigInt(nextStatus.raftTerm) > term, `a new term (${term} -> ${nextStatus.raftTerm})`);
+    await c.client(next).kv.put({ key: b('while-paused'), value: b('1') });
+
+    c.resume(old);
+    // The old leader hears the new term and follows its leader. Status's raftTerm is the term of the last
+    // entry the member applied (etcd sets it in apply), so it reaches the new term once the old leader
+    // applied the new leader's first entry — a moment after it names the new leader.
+    await until(async () => {
+      const s = await c.client(old).maintenance.status({});
+      return s.leader !== oldId && s.leader !== '0' && BigInt(s.raftTerm) >= BigInt(nextStatus.raftTerm) ? s : undefined;
+    }, `${c.members[old]!.name} steps down into term ${nextStatus.raftTerm} after SIGCONT`);
+    assert.notEqual(await c.leader(), old);
+    assert.equal((await c.client(old).kv.range({ key: b('while-paused') })).kvs[0]?.value.toString(), '1');
+  });
+
+  test(`${bin.name}: two members killed, the third has no quorum: no leader, writes and linearizable reads time out as etcd's do, serializable reads answer`, { skip: bin.skip, timeout: 90_000 }, async (t) => {
+    // Each call may wait out etcd's request timeout (5 s + 2 election timeouts = 7 s): a longer deadline.
+    const c = await startEtcdCluster({ bin: bin.bin, size: 3, deadlineMs: 20_000 });
+    t.after(() => c.stop());
+    const leader = await c.waitForLeader();
+    const alone = (leader + 1) % 3;
+    await c.client(alone).kv.put({ key: b('k'), value: b('1') });
+    for (let i = 0; i < 3; i++) if (i !== alone) await c.kill(i);
+    const cl = c.client(alone);
+    // Without its peers the member's Raft loses the leader: it campaigns (a follower's election timeout),
+    // or steps down (a leader's check that a quorum still answers).
+    await until(async () => ((await cl.maintenance.status({})).leader === '0' ? true : undefined), 'the lone member knows no leader');
+
+    const start = hostNow();
+    const [put, get, serializable] = await Promise.allSettled([
+      cl.kv.put({ key: b('k'), value: b('2') }),
+      cl.kv.range({ key: b('k') }),
+      cl.kv.range({ key: b('k'), serializable: true }),
+    ]);
+    // etcd 3.4.23: with no leader its raft node takes no proposal, so the put waits until the request
+    // timeout's context expires and that context's own error comes back, with gRPC's Unknown code.
+    assert.equal(put.status, 'rejected');
+    assert.deepEqual(grpcFailure(put.reason), { code: 2, message: 'context deadline exceeded' });
+    // A linearizable read waits for a read index no leader gives, until etcd's request timeout.
+    assert.equal(get.status, 'rejected');
+    assert.deepEqual(grpcFailure(get.reason), { code: 14, message: 'etcdserver: request timed out' });
+    assert.ok(hostNow() - start >= 5_000, `the answers came after the request timeout (${hostNow() - start} ms)`);
+    // A serializable read is the member's own applied state, quorum or not.
+    assert.equal(serializable.status, 'fulfilled');
+    assert.equal(serializable.value.kvs[0]?.value.toString(), '1');
+
+    // One member back makes a quorum of two: a leader again, and the write goes through.
+    await c.restart(leader);
+    await c.waitForLeader();
+    await cl.kv.put({ key: b('k'), value: b('3') });
+    assert.equal((await c.client(leader).kv.range({ key: b('k') })).kvs[0]?.value.toString(), '3');
+  });
+}
