@@ -10,6 +10,7 @@ import { ErrCompacted, ErrFutureRev } from './errors.js';
 import { fail } from '../etcd/index.js';
 import { KeyIndex, count, isTombstone, type Tally } from './key_index.js';
 import { setSubRevision } from './sub_revision.js';
+import { PageCounts } from './page_counts.js';
 import { TreeIndex } from './tree_index.js';
 import type { Event, KeyValue, LeaseHook } from './types.js';
 
@@ -121,6 +122,8 @@ export class Storage implements ReadView {
    */
   retainedRevisions = 0;
   retainedBytes = 0;
+  /** What paged reads learned of the counts of the pages after them (page_counts.ts). */
+  readonly pageCounts = new PageCounts();
 
   constructor(opts: StorageOptions = {}) {
     this.lessor = opts.lessor;
@@ -341,6 +344,7 @@ export class Storage implements ReadView {
     }
     this.logStart = snap.logStart;
     this.indexFollowsLog = false;
+    this.pageCounts.clear();
     this.recountRetained();
   }
 
@@ -430,10 +434,29 @@ function rangeIndex(
   }
   const high = spanHigh(s, key, end);
   if (high === undefined) return { kvs, count, rev: viewRev };
-  s.index.forRangeAt(key, high, end === '', rev, (kv) => {
-    if (count < max) kvs.push(kv);
+  if (max === Infinity || max === 0) {
+    s.index.forRangeAt(key, high, end === '', rev, (kv) => {
+      if (count < max) kvs.push(kv);
+      count++;
+      return false;
+    });
+    return { kvs, count, rev: viewRev };
+  }
+  // A limited read: the count from a page before (page_counts.ts), or the walk of every key to the end.
+  const known = s.pageCounts.countFrom(rev, end, key);
+  let before: KeyString | undefined;
+  let last: KeyString | undefined;
+  s.index.forRangeAt(key, high, end === '', rev, (kv, k) => {
+    if (count < max) {
+      kvs.push(kv);
+      before = last;
+      last = k;
+    }
     count++;
+    return known !== undefined && count === max;
   });
+  if (known !== undefined) count = known;
+  if (last !== undefined && rev <= s.currentRev) s.pageCounts.note(rev, end, key, before, last, count - kvs.length + 1);
   return { kvs, count, rev: viewRev };
 }
 

@@ -25,6 +25,9 @@ import type { KeyValue } from './types.js';
  */
 const MAX_NODE_SIZE = 64;
 
+/** What a callback of sorted-btree's range walks returns to end the walk. */
+const STOP = { break: true } as const;
+
 /** What a slot holds: a keyIndex, or the single KeyValue of a key with one revision. */
 type Entry = KeyIndex | KeyValue;
 
@@ -168,12 +171,16 @@ export class TreeIndex {
     });
   }
 
-  /** Visits the KeyValues visible at `atRev` of the keys in [low, high) (or [low, high]), in byte order. */
-  forRangeAt(low: KeyString, high: KeyString, includeHigh: boolean, atRev: number, visit: (kv: KeyValue) => void): void {
+  /**
+   * Visits the KeyValues visible at `atRev` of the keys in [low, high) (or [low, high]), in byte order, with
+   * their keys; the walk stops early when `visit` returns true.
+   */
+  forRangeAt(low: KeyString, high: KeyString, includeHigh: boolean, atRev: number, visit: (kv: KeyValue, key: KeyString) => boolean): void {
     const entries = this.entries;
-    this.tree.forRange(low, high, includeHigh, (_key, slot) => {
+    this.tree.forRange(low, high, includeHigh, (key, slot) => {
       const kv = entryAt(entries[slot]!, atRev);
-      if (kv !== undefined) visit(kv);
+      if (kv !== undefined && visit(kv, key)) return STOP;
+      return undefined;
     });
   }
 

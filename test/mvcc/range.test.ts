@@ -159,6 +159,60 @@ for (const [target, want] of Object.entries(ORDERS) as [SortTarget, { asc: strin
   });
 }
 
+/** Pages through [from, end) at `revision` in pages of `limit`, as listers do (next start: last key + "\0"). */
+function pages(s: MvccStore, from: string, end: string, revision: number, limit: number, between: () => void = () => {}): { keys: string[]; count: number }[] {
+  const out: { keys: string[]; count: number }[] = [];
+  let key = b(from);
+  for (;;) {
+    const r = s.range({ key, rangeEnd: b(end), revision, limit });
+    out.push({ keys: keysOf(r.kvs), count: r.count });
+    if (!r.more) return out;
+    key = Uint8Array.of(...r.kvs[r.kvs.length - 1]!.key, 0);
+    between();
+  }
+}
+
+test('a paged list at a fixed revision: each page counts the keys from its start to the end, whatever is written between pages', () => {
+  const s = new MvccStore();
+  for (const k of ['k0', 'k1', 'k2', 'k3', 'k4', 'k5', 'k6']) s.put({ key: b(k) });
+  s.deleteRange({ key: b('k5') });
+  const at = s.currentRevision;
+  let n = 0;
+  // New keys inside the range, deletes and overwrites of keys not yet read: none of it is visible at `at`.
+  const writes = [() => s.put({ key: b('k1a') }), () => s.deleteRange({ key: b('k4') }), () => s.put({ key: b('k3') }), () => s.compact(at)];
+  const got = pages(s, 'k', 'l', at, 2, () => writes[n++ % writes.length]!());
+  assert.deepStrictEqual(got, [
+    { keys: ['k0', 'k1'], count: 6 },
+    { keys: ['k2', 'k3'], count: 4 },
+    { keys: ['k4', 'k6'], count: 2 },
+  ]);
+  // The same pages at the current revision see the writes.
+  assert.deepStrictEqual(pages(s, 'k', 'l', s.currentRevision, 3), [
+    { keys: ['k0', 'k1', 'k1a'], count: 6 },
+    { keys: ['k2', 'k3', 'k6'], count: 3 },
+  ]);
+  // A page that starts at the next key itself, or between the last key and it, counts the same.
+  assert.equal(s.range({ key: b('k1\0'), rangeEnd: b('l'), revision: at, limit: 2 }).count, 4);
+  assert.equal(s.range({ key: b('k2'), rangeEnd: b('l'), revision: at, limit: 2 }).count, 4);
+  assert.equal(s.range({ key: b('k1b'), rangeEnd: b('l'), revision: at, limit: 2 }).count, 4);
+});
+
+test('a restore forgets what paged reads learned: the same revision may then hold other keys', () => {
+  const s = new MvccStore();
+  s.put({ key: b('a') }); // 2
+  const early = s.snapshot();
+  for (const k of ['b', 'c', 'd', 'e']) s.put({ key: b(k) }); // 3..6
+  assert.deepStrictEqual(pages(s, 'a', 'z', 6, 2).map((p) => p.count), [5, 3, 1]);
+  s.restore(early);
+  for (const k of ['b', 'b', 'b', 'c']) s.put({ key: b(k) }); // 3..6 again, other contents
+  assert.deepStrictEqual(pages(s, 'a', 'z', 6, 2), [
+    { keys: ['a', 'b'], count: 3 },
+    { keys: ['c'], count: 1 },
+  ]);
+  // Where the list before the restore had its last page: e was live at 6 then, nothing is now.
+  assert.deepStrictEqual(s.range({ key: b('d\0'), rangeEnd: b('z'), revision: 6, limit: 2 }), { revision: 6, kvs: [], more: false, count: 0 });
+});
+
 test('sort_order NONE with a non-KEY target sorts only the limit+1 keys read in key order (etcd reads with limit first)', () => {
   const s = fixture();
   // etcd only drops the limit for sort_order != NONE or a filter: it reads a, b (limit+1) and sorts those by mod.

@@ -64,6 +64,8 @@ class RecordingLessor implements LeaseHook {
 
 interface Model {
   readonly ref: ReferenceKV;
+  /** Where a paged list in progress asks next (page steps continue it, with other steps in between). */
+  cursor?: RangeRequest | undefined;
 }
 interface Real {
   store: MvccStore;
@@ -467,7 +469,25 @@ type Step =
   | { readonly kind: 'undo'; readonly spec: UndoSpec }
   | { readonly kind: 'compact'; readonly spec: RevSpec }
   | { readonly kind: 'restore' }
+  | { readonly kind: 'page'; readonly spec: PageSpec }
   | { readonly kind: 'check'; readonly ranges: readonly RangeSpec[] };
+
+/**
+ * One page of a paged list (a limit, at a fixed revision, the next start just after the last key): a new
+ * list or the next page of the one in progress, so writes, compactions and restores land between pages.
+ */
+interface PageSpec {
+  readonly next: boolean;
+  readonly sel: Selection;
+  readonly revision: RevSpec;
+  readonly limit: number;
+}
+const pageSpecArb: fc.Arbitrary<PageSpec> = fc.record({
+  next: fc.oneof({ weight: 3, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
+  sel: selectionArb.filter((sel) => sel.rangeEnd !== undefined && sel.rangeEnd.length > 0),
+  revision: readRevArb,
+  limit: fc.integer({ min: 1, max: 3 }),
+});
 
 class KvCommand implements fc.Command<Model, Real> {
   /** The concrete request of the last run, for the counterexample printout. */
@@ -520,6 +540,20 @@ class KvCommand implements fc.Command<Model, Real> {
         r.store = fresh;
         break;
       }
+      case 'page': {
+        const q: RangeRequest =
+          s.spec.next && m.cursor !== undefined
+            ? m.cursor
+            : { key: s.spec.sel.key, rangeEnd: s.spec.sel.rangeEnd, revision: rev(s.spec.revision, ref), limit: s.spec.limit };
+        this.shown = show(q);
+        const want = expected(() => ref.range(q));
+        same(actual(() => store.range(q)), want, `page ${this.shown}`);
+        const page = 'ok' in want ? ref.range(q) : undefined;
+        const last = page?.kvs[page.kvs.length - 1];
+        // The revision the list reads at stays the first page's, as a lister's does.
+        m.cursor = page?.more === true && last !== undefined ? { ...q, key: Uint8Array.of(...last.key, 0), revision: (q.revision ?? 0) > 0 ? q.revision : page.revision } : undefined;
+        break;
+      }
       case 'check':
         checkAllRevisions(m, r, s.ranges);
         break;
@@ -547,6 +581,7 @@ const commandArbs: fc.Arbitrary<fc.Command<Model, Real>>[] = [
     { weight: 5, arbitrary: txnArb(1).map((spec): Step => ({ kind: 'txn', spec })) },
     { weight: 1, arbitrary: undoArb.map((spec): Step => ({ kind: 'undo', spec })) },
     { weight: 5, arbitrary: rangeSpecArb.map((spec): Step => ({ kind: 'range', spec })) },
+    { weight: 4, arbitrary: pageSpecArb.map((spec): Step => ({ kind: 'page', spec })) },
     { weight: 2, arbitrary: compactRevArb.map((spec): Step => ({ kind: 'compact', spec })) },
     { weight: 1, arbitrary: fc.constant<Step>({ kind: 'restore' }) },
     { weight: 1, arbitrary: fc.array(rangeSpecArb, { maxLength: 2 }).map((ranges): Step => ({ kind: 'check', ranges })) },
