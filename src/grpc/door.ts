@@ -25,8 +25,9 @@
  *   `13 grpc: received unexpected payload format N`;
  * - the request side ending without a message: `2 EOF` for unary and server-streaming methods; with a
  *   partial prefix or message `2 unexpected EOF` (unary) or `13 unexpected EOF` (streams).
- * As in grpc-go, a unary or server-streaming call reads one message, runs the handler as soon as it is
- * whole, and never looks at what follows it; a call that succeeds ends with an empty `grpc-message`; the
+ * As in grpc-go, a unary or server-streaming call reads one message, runs the handler once it is whole
+ * (after the rest of the socket read that brought it is parsed: a reset in that read drops the call before
+ * its handler, H2Stream.afterRead), and never looks at what follows it; a call that succeeds ends with an empty `grpc-message`; the
  * response's content-type mirrors the request's; and a call answered while the client's side is still open
  * is followed by RST_STREAM NO_ERROR (the HTTP/2 layer does that, RFC 9113 §8.1).
  *
@@ -366,7 +367,9 @@ class GrpcStream implements UnaryCall, ServerStreamCall, BidiCall {
       return false;
     }
     this.message = msg;
-    m.serve(this);
+    // The handler starts once the rest of this read is parsed: a client that reset the call in the same
+    // write (rapid reset) costs its frames, not the handler's work and answer (H2Stream.afterRead).
+    this.st.afterRead(() => m.serve(this));
     return false;
   }
 

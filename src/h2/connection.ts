@@ -35,6 +35,9 @@
  * - Errors as RFC 9113 §5.4 sorts them: connection errors (GOAWAY with the code and a reason, then the
  *   socket ends; every open stream's onClose gets the code) and stream errors (RST_STREAM; the connection
  *   lives on). HPACK failures are COMPRESSION_ERROR connection errors, since the tables are out of step.
+ * - Rapid reset: the server may put a call's work off until the read's frames are parsed (H2Stream.afterRead),
+ *   so a reset in the same read drops it first; and a peer whose resets of unanswered streams outrun its
+ *   answered ones by 1000 is cut off (GOAWAY ENHANCE_YOUR_CALM "too_many_early_resets", Go's net/http's name).
  * - Limits: SETTINGS_MAX_CONCURRENT_STREAMS (REFUSED_STREAM beyond; a stream the peer reset counts on while
  *   the server's work for it runs, H2Stream.busy, and at most 1000 such), SETTINGS_MAX_HEADER_LIST_SIZE
  *   (`:status 431`, the block still decoded so the HPACK table stays in step; the 17th such list ends the
@@ -190,6 +193,15 @@ const STREAMS_PER_TURN = 256;
  */
 const MAX_OVERSIZED_LISTS = 16;
 
+/**
+ * Client resets of streams not yet answered (no response HEADERS sent), net of the streams answered, past
+ * which the connection ends with ENHANCE_YOUR_CALM "too_many_early_resets" — the name and the bound of Go's
+ * net/http (x/net 0.17.0 and later: 4 × its 250 concurrent streams queued handlers of reset streams). A
+ * client that cancels a call now and then, or whose calls time out while others are answered, never comes
+ * near it; one that opens calls only to reset them (rapid reset, CVE-2023-44487) does within a millisecond.
+ */
+const MAX_EARLY_RESETS = 1000;
+
 /** Connection-specific header fields an HTTP/2 message must not carry (RFC 9113 §8.2.2). */
 export const CONNECTION_SPECIFIC: ReadonlySet<string> = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
 
@@ -298,6 +310,14 @@ export class Http2ServerConnection {
   private oversizedLists = 0;
   /** Closed streams whose server work still runs (H2Stream.busy): they count against the stream limit. */
   private orphans = 0;
+  /** Client resets of unanswered streams, less the streams answered since (MAX_EARLY_RESETS). */
+  private earlyResets = 0;
+  /**
+   * Work the server put off until the frames of the read being handled are parsed (H2Stream.afterRead): the
+   * streams and their functions, run in that order unless the stream closed meanwhile.
+   */
+  private laterStreams: H2Stream[] = [];
+  private laterWork: Array<() => void> = [];
 
   /**
    * A header block being continued: its stream id (0: none), HEADERS flags, its fragments copied into one
@@ -444,8 +464,11 @@ export class Http2ServerConnection {
     this.inRead = true;
     try {
       this.parse();
+      if (this.laterWork.length > 0) this.runLater();
     } catch (e) {
       this.inRead = false;
+      this.laterStreams = [];
+      this.laterWork = [];
       if (e instanceof ConnectionError) this.connectionError(e);
       else if (e instanceof HpackError) this.connectionError(new ConnectionError(ErrorCode.COMPRESSION_ERROR, e.message));
       else {
@@ -500,6 +523,21 @@ export class Http2ServerConnection {
     this.buf = p === buf.length ? Buffer.alloc(0) : buf.subarray(p);
   }
 
+  /**
+   * The work put off by afterRead, now that the read's frames are parsed: a call the client reset in the
+   * same read is dropped before it started, as grpc-go's handler finds its context cancelled.
+   */
+  private runLater(): void {
+    const streams = this.laterStreams;
+    const work = this.laterWork;
+    this.laterStreams = [];
+    this.laterWork = [];
+    for (let i = 0; i < work.length; i++) {
+      if (this.dead) return;
+      if (!streams[i]!.closed) work[i]!();
+    }
+  }
+
   /** Whether the peer leaves so much of our output unread that its frames wait (see MAX_QUEUED_CONTROL, OUTPUT_PAUSE). */
   private replyBacklog(): boolean {
     return this.controlQueued >= MAX_QUEUED_CONTROL || this.socket.writableLength >= OUTPUT_PAUSE;
@@ -534,7 +572,9 @@ export class Http2ServerConnection {
         if (end - start !== 4) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'RST_STREAM length');
         if (id > this.lastStreamId) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'RST_STREAM on an idle stream');
         const st = this.streams.get(id);
-        if (st !== undefined) this.closeStream(st, buf.readUInt32BE(start), false);
+        if (st === undefined) return;
+        this.closeStream(st, buf.readUInt32BE(start), false);
+        if (!st.responded && ++this.earlyResets > MAX_EARLY_RESETS) throw new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, 'too_many_early_resets');
         return;
       }
       case FrameType.SETTINGS:
@@ -806,6 +846,7 @@ export class Http2ServerConnection {
     if (st.closed || this.dead) return;
     if (st.responded) throw new Error(`HTTP/2 stream ${st.id}: response headers already sent`);
     st.responded = true;
+    if (this.earlyResets > 0) this.earlyResets--;
     this.sendHeaders(st.id, headers, endStream);
     this.scheduleFlush();
     if (endStream) {
@@ -869,6 +910,14 @@ export class Http2ServerConnection {
         this.orphans--;
       }
     };
+  }
+
+  /** @internal Runs `fn` once the current read's frames are parsed (see H2Stream.afterRead). */
+  afterRead(st: H2Stream, fn: () => void): void {
+    if (st.closed || this.dead) return;
+    if (!this.inRead) return fn();
+    this.laterStreams.push(st);
+    this.laterWork.push(fn);
   }
 
   /** @internal */

@@ -132,6 +132,17 @@ export class H2Stream {
     return this.conn.busyStream(this);
   }
 
+  /**
+   * Runs `fn` once every frame of the socket read that is being handled is parsed (at once outside a read),
+   * unless the stream has closed by then. A server starts a call's work so: a client that resets the call
+   * in the same write that sent it (rapid reset) costs the parse of its frames, not the work — grpc-go's
+   * handler runs on its own goroutine, and finds the call's context cancelled when the reset was read first.
+   * Functions run in the order given, before the read's replies go out in one write.
+   */
+  afterRead(fn: () => void): void {
+    this.conn.afterRead(this, fn);
+  }
+
   /** Resets the stream (RST_STREAM with `code`, default CANCEL); onClose follows with the same code. */
   reset(code = 0x8): void {
     this.conn.resetStream(this, code);
