@@ -4,10 +4,9 @@
  * hides (advance time, compact, restore, hash).
  */
 import { type CompactResponse, type MvccStore, type StoreSnapshot } from '../mvcc/index.js';
-import { GrpcCode } from '../etcd/index.js';
 import type { Lessor } from '../lease/index.js';
-import { EtcdServer, grpcError, type CallContext, type EtcdServerOptions, type EtcdServices, type GrpcError, type MemberSnapshot } from '../server/index.js';
-import { EtcdCluster, type ClusterMemberServices, type EtcdClusterOptions, type MemberRef } from '../cluster/index.js';
+import { EtcdServer, type EtcdServerOptions, type EtcdServices, type GrpcError, type MemberSnapshot } from '../server/index.js';
+import { ClusterMemberView, EtcdCluster, type ClusterMemberServices, type EtcdClusterOptions, type MemberRef } from '../cluster/index.js';
 import { RealClock, VirtualClock, afterHostTime, hostMicrotask, hostNextTurn, type Clock } from '../sim/index.js';
 import type { WatchableStore, WatchStream } from '../watch/index.js';
 import type { Etcd3 } from 'etcd3';
@@ -382,31 +381,19 @@ function createClusterSim(options: EtcdClusterSimOptions): EtcdClusterSim {
 }
 
 /**
- * One member of a cluster behind the EtcdServices shape the in-process clients take. Unary methods answer
- * with promises (a write waits for Raft, a linearizable read for ReadIndex); both clients await every unary
- * result, so the promise is what the caller receives. Streams (Watch, LeaseKeepAlive) open at once, as on a
- * single member; so does Election.Observe. Membership changes are not served on a cluster: UNIMPLEMENTED.
+ * One member of a cluster behind the EtcdServices shape the in-process clients take: its member view's
+ * services (src/cluster/member_view.ts). Unary methods answer with promises (a write waits for Raft, a
+ * linearizable read for ReadIndex); both clients await every unary result, so the promise is what the
+ * caller receives. Streams (Watch, LeaseKeepAlive) open at once, as on a single member; so does
+ * Election.Observe.
  */
 function clusterDoor(v: ClusterMemberServices): EtcdServices {
   const m = v.member;
-  const notServed = (what: string) => (): never => {
-    throw grpcError(GrpcCode.UNIMPLEMENTED, `etcdsim: ${what} is not served by a simulated cluster yet`);
-  };
+  const { services } = new ClusterMemberView(v);
   const door = {
-    kv: v.kv,
-    watch: { watch: (ctx?: CallContext) => v.watch(ctx), calls: () => m.server.services.watch.calls() },
-    lease: { ...v.lease, calls: () => m.server.services.lease.calls() },
-    maintenance: v.maintenance,
-    cluster: {
-      memberList: v.cluster.memberList,
-      memberAdd: notServed('Cluster.MemberAdd'),
-      memberRemove: notServed('Cluster.MemberRemove'),
-      memberUpdate: notServed('Cluster.MemberUpdate'),
-      memberPromote: notServed('Cluster.MemberPromote'),
-    },
-    auth: v.auth,
-    lock: v.lock,
-    election: v.election,
+    ...services,
+    watch: { ...services.watch, calls: () => m.server.services.watch.calls() },
+    lease: { ...services.lease, calls: () => m.server.services.lease.calls() },
   };
   // The one place the shapes differ: promises where EtcdServices has plain results (see above).
   return door as unknown as EtcdServices;

@@ -4,6 +4,7 @@ export { MemberState, type ConnectOptions, type MemberRaftStatus, type MemberRef
 export type { CallAnswer } from './routing.js';
 export type { ClusterLevers } from './levers.js';
 export { ClusterMemberServices, type ClusterAuth, type ClusterKV, type ClusterLease, type ClusterMaintenance, type ClusterMembership } from './services.js';
+export { ClusterMemberView } from './member_view.js';
 export type { Entry, EntryKind } from './raft_log.js';
 export { MEMBER_INTERNAL_CLIENT, type ClusterElection, type ClusterLock } from './lock_election.js';
 export { MAX_NO_LEADER_COUNT } from './require_leader.js';

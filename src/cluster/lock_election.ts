@@ -17,7 +17,8 @@
  * with their leases, as in etcd).
  */
 import type { CallContext } from '../server/call_context.js';
-import { type ConcurrencyClient, type WaitingCallContext, untilAborted, type Awaitable } from '../server/concurrency_rules.js';
+import { type ConcurrencyClient, type WaitingCallContext, untilAborted } from '../server/concurrency_rules.js';
+import type { Awaitable } from '../server/index.js';
 import { ElectionRules, type ObserveCall } from '../server/election_service.js';
 import { LockRules } from '../server/lock_service.js';
 import type * as M from '../server/messages.js';

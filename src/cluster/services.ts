@@ -52,7 +52,7 @@ export interface ClusterLease {
 /** Maintenance on a cluster member (Status reports the member's Raft state). */
 export interface ClusterMaintenance {
   status(req?: M.StatusRequest, ctx?: CallContext): Promise<M.StatusResponse>;
-  moveLeader(req: M.MoveLeaderRequest, ctx?: CallContext): Promise<M.MoveLeaderResponse>;
+  moveLeader(req?: M.MoveLeaderRequest, ctx?: CallContext): Promise<M.MoveLeaderResponse>;
   hashKV(req?: M.HashKVRequest, ctx?: CallContext): Promise<M.HashKVResponse>;
   hash(req?: M.HashRequest, ctx?: CallContext): Promise<M.HashResponse>;
   defragment(req?: M.DefragmentRequest, ctx?: CallContext): Promise<M.DefragmentResponse>;
@@ -176,7 +176,7 @@ export class ClusterMemberServices {
         this.send<M.MoveLeaderResponse>((reply) => {
           let target: bigint;
           try {
-            target = uint64ToBigInt(req.targetID ?? 0, 'targetID');
+            target = uint64ToBigInt(req?.targetID ?? 0, 'targetID');
           } catch (err) {
             return reply.fail(err);
           }

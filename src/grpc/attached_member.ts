@@ -1,12 +1,10 @@
 /**
- * What serve() takes as its member: the types of src/http/served_member.ts (shared with the JSON gateway),
- * and a member made apart from the port (a cluster member, serve_cluster.ts).
+ * A member made apart from the port that serves it (a cluster member, serve_cluster.ts; a member in a
+ * process of its own): serve() binds the port, then serves that member's view (src/server/member_view.ts)
+ * instead of building an EtcdServer of its own.
  */
-import type { EtcdServer } from '../server/index.js';
+import type { EtcdServer, MemberView } from '../server/index.js';
 import type { ClientHttp } from '../http/index.js';
-import type { ServedMember } from '../http/served_member.js';
-
-export { isPromiseLike, thenMap, type Awaitable, type ServedMember, type ServedServices } from '../http/served_member.js';
 
 /**
  * A member that exists apart from the port (serveMember's `attach`): it binds the port, then asks for the
@@ -14,7 +12,7 @@ export { isPromiseLike, thenMap, type Awaitable, type ServedMember, type ServedS
  * made the member closes it; serve()'s close() only stops the port.
  */
 export interface AttachedMember {
-  readonly member: ServedMember;
+  readonly member: MemberView;
   /** The member's engine now (a crash and restart replace it): ServeHandle.server and the engine-only paths read it. */
   readonly server: EtcdServer;
   /** The HTTP side of the client port (/health, /metrics, the gateway, anything the attacher adds). */

@@ -7,14 +7,28 @@
  * The per-service files (kv_server.ts, watch_server.ts, ...) map each method to the member's service
  * through these runners; the server (server.ts) owns the Handlers and releases what they hold on close.
  */
-import { cancelledError, grpcError, sendResponses, serviceMethods, toGrpcError, type CallContext, type EndListener, type GrpcError, type ResponseListener, type StreamHold } from '../server/index.js';
+import {
+  cancelledError,
+  grpcError,
+  isPromiseLike,
+  sendResponses,
+  serviceMethods,
+  toGrpcError,
+  type Awaitable,
+  type CallContext,
+  type EndListener,
+  type GrpcError,
+  type MemberServices,
+  type MemberView,
+  type ResponseListener,
+  type StreamHold,
+} from '../server/index.js';
 import { callNameOf, etcdService, type EtcdServiceName } from '../proto/index.js';
 import { GrpcCode } from '../etcd/index.js';
 import { afterHostTime, hostNow } from '../sim/index.js';
 import { frameMessage, responseSink, type BidiCall, type GrpcMethod, type MethodCodec, type MethodImpl, type ServerCall, type UnaryCall } from './call.js';
 import { MalformedRequest, unaryUnmarshalError } from './request_decoding.js';
 import { pipeResponses } from './stream_pipe.js';
-import { isPromiseLike, type Awaitable, type ServedMember, type ServedServices } from './attached_member.js';
 
 export type StreamMethod = 'Watch' | 'LeaseKeepAlive';
 /** How a stream call ended: the client half-closed, the client canceled or went away, or the server aborted it. */
@@ -53,7 +67,7 @@ export const deadlineExceeded = (): GrpcError => grpcError(GrpcCode.UNKNOWN, 'co
 /** What the runners need of the server that owns them. */
 export interface HandlerHost {
   /** The member whose services answer (throws before it started): an EtcdServer, or a cluster member's adapter. */
-  member(): ServedMember;
+  member(): MemberView;
   /** The caller of a call (token metadata, client certificate, require-leader). */
   callContext(call: ServerCall): CallContext;
   /** True once close() began: calls are then dropped without an answer. */
@@ -73,7 +87,7 @@ export class Handlers {
   constructor(readonly host: HandlerHost) {}
 
   /** The member's services now (a cluster member's restart replaces them). */
-  member(): ServedMember {
+  member(): MemberView {
     return this.host.member();
   }
 
@@ -132,7 +146,7 @@ export class Handlers {
           return fail(err);
         }
         if (!isPromiseLike(res)) return call.reply(frame(res));
-        // A cluster member answers once Raft let it (served_member.ts); meanwhile the call counts as in
+        // A cluster member answers once Raft let it (src/server/member_view.ts); meanwhile the call counts as in
         // progress, and a call the client gave up on is not encoded (grpc-go's handler writes to a dead stream).
         const done = call.busy();
         res.then(
@@ -173,7 +187,7 @@ export class Handlers {
    * served without being listed here. One the class lacks (Downgrade) stays unregistered: the door answers
    * grpc-go's `unknown method`. A service's file replaces the ones it serves otherwise.
    */
-  forwarded(service: EtcdServiceName, cls: { readonly prototype: object }, of: (s: ServedServices) => object): MethodTable {
+  forwarded(service: EtcdServiceName, cls: { readonly prototype: object }, of: (s: MemberServices) => object): MethodTable {
     const answered = new Set(serviceMethods(cls));
     const out: Record<string, MethodImpl> = {};
     for (const [method, def] of Object.entries(etcdService(service).service)) {

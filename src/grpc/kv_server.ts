@@ -5,9 +5,8 @@
  * path (docs/performance.md). RangeStream (etcd 3.7) is the Range result cut into chunks.
  */
 import type * as M from '../server/messages.js';
-import { KVService } from '../server/index.js';
+import { andThen, KVService } from '../server/index.js';
 import { framedEncoders } from './codec.js';
-import { thenMap } from './attached_member.js';
 import type { Handlers, MethodTable } from './handlers.js';
 
 export function kvServer(h: Handlers): MethodTable {
@@ -19,7 +18,7 @@ export function kvServer(h: Handlers): MethodTable {
     Put: h.unary((req: M.PutRequest, ctx) => kv().put(req, ctx), framedEncoders.put),
     DeleteRange: h.unary((req: M.DeleteRangeRequest, ctx) => kv().deleteRange(req, ctx), framedEncoders.deleteRange),
     Txn: h.unary((req: M.TxnRequest, ctx) => kv().txn(req, ctx), framedEncoders.txn),
-    RangeStream: h.serverStream((req: M.RangeRequest, ctx) => thenMap(kv().range(req, ctx), rangeStream)),
+    RangeStream: h.serverStream((req: M.RangeRequest, ctx) => andThen(kv().range(req, ctx), rangeStream)),
   };
 }
 

@@ -12,14 +12,13 @@
  * `handle.cluster` and from outside on every member's client port under /etcdsim/cluster
  * (src/http/cluster_control.ts).
  */
-import { grpcError, type CallContext, type EtcdServer } from '../server/index.js';
-import { EtcdCluster, type EtcdClusterOptions } from '../cluster/index.js';
-import { GrpcCode } from '../etcd/index.js';
+import type { EtcdServer, MemberView } from '../server/index.js';
+import { ClusterMemberView, EtcdCluster, type EtcdClusterOptions } from '../cluster/index.js';
 import { hostMicrotask, RealClock, type Clock } from '../sim/index.js';
 import { alarmUnhealthy, answerUnhealthy, createClientHttp, type ClientHttp } from '../http/index.js';
 import { handleClusterControl, SERVED_CLIENT } from '../http/cluster_control.js';
 import { serveMember, type ServeHandle, type ServeOptions } from './server.js';
-import type { AttachedMember, PortSwitch, ServedMember } from './attached_member.js';
+import type { AttachedMember, PortSwitch } from './attached_member.js';
 
 /** One member's port and identity. */
 export interface ServedClusterMember {
@@ -65,11 +64,6 @@ export interface ServeClusterHandle {
   /** Stops every port, then the cluster. Idempotent. */
   close(): Promise<void>;
 }
-
-/** etcd answers membership changes; the cluster model has a fixed membership, so a served cluster refuses them. */
-const membershipUnmodelled = (): never => {
-  throw grpcError(GrpcCode.UNIMPLEMENTED, 'etcdsim: membership changes are not modelled on a simulated cluster');
-};
 
 /** Starts the ports, then the cluster (its members' client URLs are the bound ports); resolves once all accept connections. */
 export async function serveCluster(opts: ServeClusterOptions): Promise<ServeClusterHandle> {
@@ -167,49 +161,10 @@ export async function serveCluster(opts: ServeClusterOptions): Promise<ServeClus
   };
 }
 
-/** Member `i` of `c` as serve() serves it: its ClusterMemberServices, and its client port's HTTP side. */
+/** Member `i` of `c` as serve() serves it: its member view over the port's link, and its client port's HTTP side. */
 function attachedMember(c: EtcdCluster, i: number, settled: () => Promise<void>): AttachedMember {
   const m = c.member(i);
-  const s = c.connect(i, { client: SERVED_CLIENT });
-  const member: ServedMember = {
-    services: {
-      kv: s.kv,
-      watch: { watch: (ctx?: CallContext) => s.watch(ctx) },
-      lease: s.lease,
-      cluster: {
-        memberList: (req) => s.cluster.memberList(req),
-        memberAdd: membershipUnmodelled,
-        memberRemove: membershipUnmodelled,
-        memberUpdate: membershipUnmodelled,
-        memberPromote: membershipUnmodelled,
-      },
-      maintenance: {
-        status: (req, ctx) => s.maintenance.status(req, ctx),
-        hash: (req, ctx) => s.maintenance.hash(req, ctx),
-        hashKV: (req, ctx) => s.maintenance.hashKV(req, ctx),
-        moveLeader: (req, ctx) => s.maintenance.moveLeader(req ?? {}, ctx),
-        defragment: (req, ctx) => s.maintenance.defragment(req, ctx),
-        alarm: (req, ctx) => s.maintenance.alarm(req, ctx),
-        snapshot: (req, ctx) => s.maintenance.snapshot(req, ctx),
-        // The member's own backend, streamed as the client reads (etcd answers Snapshot on any member, from
-        // its own bbolt file): taken once the call reaches the member — held while it is paused, refused once
-        // it crashed — then written by the single member's path (MaintenanceService.snapshotStream).
-        snapshotStream: (req, ctx, opts) => s.maintenance.snapshotStream(req, ctx, opts),
-      },
-      auth: s.auth,
-      // etcd's v3lock / v3election servers of this member: their requests are the member's own, through Raft.
-      lock: s.lock,
-      election: s.election,
-    },
-    get etcdVersion() {
-      return m.server.etcdVersion;
-    },
-    // The cluster's services hold a call whose token the member has not applied yet (ClusterMemberServices).
-    tokenWaitIndex: () => undefined,
-    get appliedWait() {
-      return m.server.appliedWait;
-    },
-  };
+  const member = new ClusterMemberView(c.connect(i, { client: SERVED_CLIENT }));
   return {
     member,
     get server(): EtcdServer {
@@ -273,7 +228,7 @@ const HEALTH_PROBE_MS = 1000;
  * Raft does not come back within a second, `503 {"health":"false"}` (observed on a 3-member 3.4.23 with two
  * members stopped: at once without a leader, after 1 s while the member still believed in one).
  */
-function clusterMemberHttp(c: EtcdCluster, i: number, server: () => EtcdServer, member: ServedMember, settled: () => Promise<void>): ClientHttp {
+function clusterMemberHttp(c: EtcdCluster, i: number, server: () => EtcdServer, member: MemberView, settled: () => Promise<void>): ClientHttp {
   let current = server();
   let http = createClientHttp(current, () => member);
   const own = (): ClientHttp => {

@@ -17,7 +17,7 @@
  * UNAVAILABLE on the client.
  */
 import { isIP } from 'node:net';
-import { EtcdServer, type EtcdServerOptions } from '../server/index.js';
+import { EtcdServer, type EtcdServerOptions, type MemberView } from '../server/index.js';
 import { serverCompat } from '../server/compat.js';
 import { DEFAULT_MAX_REQUEST_BYTES } from '../mvcc/index.js';
 import { GrpcCode, DEFAULT_ETCD_VERSION, type EtcdVersion } from '../etcd/index.js';
@@ -28,7 +28,7 @@ import { createGrpcDoor, type GrpcDoor } from './door.js';
 import { Handlers, type StreamEndInfo } from './handlers.js';
 import { methodTable } from './method_table.js';
 import { requestDecodingOf } from './request_decoding.js';
-import type { AttachedMember, PortSwitch, ServedMember } from './attached_member.js';
+import type { AttachedMember, PortSwitch } from './attached_member.js';
 
 /** etcd's default --max-request-bytes (1.5 MiB, defined by mvcc's validation) and the gRPC overhead etcd adds to its receive limit. */
 export { DEFAULT_MAX_REQUEST_BYTES };
@@ -207,7 +207,7 @@ class GrpcServer implements ServeHandle {
   }
 
   /** Whom the handlers call: the EtcdServer, or an attached member whose services may answer later. */
-  #member(): ServedMember {
+  #member(): MemberView {
     return this.#attached?.member ?? this.#engine();
   }
 

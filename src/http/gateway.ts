@@ -20,8 +20,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
-import { grpcError, sendResponses, toGrpcError, type CallContext, type GrpcError, type StreamHold } from '../server/index.js';
-import { isPromiseLike, type Awaitable, type ServedMember } from './served_member.js';
+import { grpcError, isPromiseLike, sendResponses, toGrpcError, type Awaitable, type CallContext, type GrpcError, type MemberView, type StreamHold } from '../server/index.js';
 import { routeAt, type BidiCall, type Route } from './gateway_routes.js';
 import { GrpcCode, type EtcdVersion } from '../etcd/index.js';
 import { gatewayBodyLimit, readBody } from './request_body.js';
@@ -89,7 +88,7 @@ export interface Gateway {
  * ends (a watch never does by itself: with the limit reached by watches, a range waits until its client
  * gives up, as in etcd).
  */
-export function createGateway(member: () => ServedMember, maxBodyBytes = gatewayBodyLimit(1.5 * 1024 * 1024), maxConcurrentStreams?: number): Gateway {
+export function createGateway(member: () => MemberView, maxBodyBytes = gatewayBodyLimit(1.5 * 1024 * 1024), maxConcurrentStreams?: number): Gateway {
   const open = new Set<BidiCall>();
   const slots = new StreamSlots(maxConcurrentStreams ?? Infinity);
   return {
@@ -164,7 +163,7 @@ function gatewayContext(req: HttpRequest): CallContext {
  * applied yet holds the call until it is (EtcdServer.tokenWaitIndex) — the gateway's gRPC call has no
  * deadline, so only the client going away ends the wait, as in etcd.
  */
-function afterTokenWait(s: ServedMember, ctx: CallContext, res: HttpResponse, run: () => void): void {
+function afterTokenWait(s: MemberView, ctx: CallContext, res: HttpResponse, run: () => void): void {
   const index = s.tokenWaitIndex(ctx);
   if (index === undefined) {
     run();
@@ -179,7 +178,7 @@ function afterTokenWait(s: ServedMember, ctx: CallContext, res: HttpResponse, ru
   res.on('close', cancel);
 }
 
-function serveUnary(s: ServedMember, route: Route, ctx: CallContext, body: string, res: HttpResponse, open: Set<BidiCall>): void {
+function serveUnary(s: MemberView, route: Route, ctx: CallContext, body: string, res: HttpResponse, open: Set<BidiCall>): void {
   let msg: Record<string, unknown> = {};
   const read = readJsonValue(body, 0);
   try {
@@ -200,7 +199,7 @@ function serveUnary(s: ServedMember, route: Route, ctx: CallContext, body: strin
 }
 
 /** Calls a non-bidirectional route's method with its request and writes the answer. */
-function callUnary(s: ServedMember, route: Route, ctx: CallContext, msg: Record<string, unknown>, res: HttpResponse, open: Set<BidiCall>): void {
+function callUnary(s: MemberView, route: Route, ctx: CallContext, msg: Record<string, unknown>, res: HttpResponse, open: Set<BidiCall>): void {
   if (route.serverStream !== undefined) {
     let rs: Awaitable<Iterable<unknown | StreamHold>>;
     try {
@@ -223,7 +222,7 @@ function callUnary(s: ServedMember, route: Route, ctx: CallContext, msg: Record<
         },
       });
     };
-    // A cluster member answers once Raft let it (served_member.ts).
+    // A cluster member answers once Raft let it (src/server/member_view.ts).
     if (isPromiseLike(rs)) rs.then(send, (err: unknown) => callError(res, s.etcdVersion, toGrpcError(err)));
     else send(rs);
     return;
@@ -303,7 +302,7 @@ function answer(res: HttpResponse, route: Route, out: unknown): void {
 }
 
 /** A server-streaming method served by a stream call (Observe): one line per response until the call ends or the client goes. */
-function serveStreamCall(s: ServedMember, route: Route, msg: Record<string, unknown>, ctx: CallContext, res: HttpResponse, open: Set<BidiCall>): void {
+function serveStreamCall(s: MemberView, route: Route, msg: Record<string, unknown>, ctx: CallContext, res: HttpResponse, open: Set<BidiCall>): void {
   let call: BidiCall;
   try {
     call = route.streamCall!(s, msg as never, ctx);
@@ -364,7 +363,7 @@ function startStream(res: HttpResponse): void {
  * response when the call ends. The call stops being read while the socket's buffer is full (it pauses,
  * as over gRPC).
  */
-function pipeResponses(s: ServedMember, route: Route, call: BidiCall, res: HttpResponse, ended: () => boolean): void {
+function pipeResponses(s: MemberView, route: Route, call: BidiCall, res: HttpResponse, ended: () => boolean): void {
   let done = false;
   const resume = (): void => call.resume();
   res.on('close', () => (done = true));
@@ -406,7 +405,7 @@ function pipeResponses(s: ServedMember, route: Route, call: BidiCall, res: HttpR
  * response stops being read when the socket's buffer is full (the call pauses, as over gRPC), and a
  * client that goes away cancels the call.
  */
-function serveBidi(s: ServedMember, route: Route, ctx: CallContext, req: HttpRequest, res: HttpResponse, open: Set<BidiCall>): void {
+function serveBidi(s: MemberView, route: Route, ctx: CallContext, req: HttpRequest, res: HttpResponse, open: Set<BidiCall>): void {
   const call = route.bidi!(s, ctx);
   open.add(call);
   let done = false;

@@ -5,13 +5,12 @@
  * and the member's method of the same name, so a method added to a .proto and its service is routed once
  * its path is named here. gateway.ts serves what a route says.
  */
-import { grpcError, type BidiStream, type CallContext, type FlowControl, type GrpcError, type StreamHold, type WaitingCallContext } from '../server/index.js';
+import { grpcError, type Awaitable, type BidiStream, type CallContext, type FlowControl, type GrpcError, type MemberServices, type MemberView, type StreamHold, type WaitingCallContext } from '../server/index.js';
 import { GrpcCode } from '../etcd/index.js';
 import { callNameOf, etcdService, SERVICE_PACKAGES, type EtcdServiceName } from '../proto/index.js';
-import type { Awaitable, ServedMember, ServedServices } from './served_member.js';
 
-type Unary = (s: ServedMember, req: never, ctx: CallContext) => unknown;
-type ServerStream = (s: ServedMember, req: never, ctx: CallContext) => Awaitable<Iterable<unknown | StreamHold>>;
+type Unary = (s: MemberView, req: never, ctx: CallContext) => unknown;
+type ServerStream = (s: MemberView, req: never, ctx: CallContext) => Awaitable<Iterable<unknown | StreamHold>>;
 
 /** A bidirectional call of the services (WatchCall, KeepAliveCall) as the gateway drives it. */
 export type BidiCall = BidiStream<never, unknown> & FlowControl & { abort(err?: GrpcError): void; flush(): number };
@@ -24,11 +23,11 @@ export interface Route {
   readonly responseType: string;
   readonly unary?: Unary | undefined;
   readonly serverStream?: ServerStream | undefined;
-  readonly bidi?: ((s: ServedMember, ctx: CallContext) => BidiCall) | undefined;
+  readonly bidi?: ((s: MemberView, ctx: CallContext) => BidiCall) | undefined;
   /** A server-streaming method whose responses come from a stream call of the services (Observe). */
-  readonly streamCall?: ((s: ServedMember, req: never, ctx: CallContext) => BidiCall) | undefined;
+  readonly streamCall?: ((s: MemberView, req: never, ctx: CallContext) => BidiCall) | undefined;
   /** A unary method that waits (Lock, Campaign): the call's signal aborts when the client goes away. */
-  readonly waits?: ((s: ServedMember, req: never, ctx: WaitingCallContext) => Promise<unknown>) | undefined;
+  readonly waits?: ((s: MemberView, req: never, ctx: WaitingCallContext) => Promise<unknown>) | undefined;
   /** Releases that serve this route (default: all). */
   readonly since?: '3.5' | undefined;
 }
@@ -124,8 +123,8 @@ function routeOf(method: string): Route {
   const typeOf = (t: unknown): string => `${pkg}.${(t as { type: { name: string } }).type.name}`;
   const { requestType, responseType } = def as unknown as { requestType: unknown; responseType: unknown };
   const member = callNameOf(name);
-  const fn = (s: ServedMember): ((...args: never[]) => unknown) => {
-    const svc = s.services[service.toLowerCase() as keyof ServedServices] as unknown as ServiceMethods;
+  const fn = (s: MemberView): ((...args: never[]) => unknown) => {
+    const svc = s.services[service.toLowerCase() as keyof MemberServices] as unknown as ServiceMethods;
     const f = svc[member];
     // A method the member does not model (Downgrade): UNIMPLEMENTED, as its gRPC door answers.
     if (f === undefined) throw grpcError(GrpcCode.UNIMPLEMENTED, `The server does not implement the method /${pkg}.${service}/${name}`);

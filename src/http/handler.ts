@@ -16,8 +16,7 @@
 import { gatewayBodyLimit } from './request_body.js';
 import { createGateway, plainError, type Gateway, type HttpRequest, type HttpResponse } from './gateway.js';
 import { clusterVersionOf, createMemberMetrics, type MemberMetrics } from './metrics.js';
-import type { EtcdServer } from '../server/index.js';
-import type { ServedMember } from './served_member.js';
+import type { EtcdServer, MemberView } from '../server/index.js';
 import { serverCompat } from '../server/compat.js';
 import { ALARM_CORRUPT, alarmTypeName } from '../server/alarms.js';
 
@@ -37,7 +36,7 @@ const LIVEZ_CHECKS = ['serializable_read'] as const;
  * The HTTP handler of a member's client port (create it with the member: its counters see every commit).
  * The gateway calls `served` (default: the member itself; a cluster member's services otherwise).
  */
-export function createClientHttp(s: EtcdServer, served: () => ServedMember = () => s, opts: { readonly maxConcurrentStreams?: number | undefined } = {}): ClientHttp {
+export function createClientHttp(s: EtcdServer, served: () => MemberView = () => s, opts: { readonly maxConcurrentStreams?: number | undefined } = {}): ClientHttp {
   const metrics: MemberMetrics = createMemberMetrics(s);
   const gateway: Gateway = createGateway(served, gatewayBodyLimit(s.mvcc.maxRequestBytes), opts.maxConcurrentStreams);
   return {

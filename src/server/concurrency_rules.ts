@@ -28,6 +28,7 @@ import { ErrCompacted, prefixEnd } from '../mvcc/index.js';
 import { GrpcCode } from '../etcd/index.js';
 import type { WatchStream } from '../watch/index.js';
 import type { CallContext } from './call_context.js';
+import { andThen, isPromiseLike, type Awaitable } from './awaitable.js';
 import { int64ToNumber } from './convert.js';
 import type { Deliverable } from './delivery.js';
 import { cancelledError, grpcError, isGrpcError, toGrpcError, type GrpcError } from './errors.js';
@@ -42,25 +43,6 @@ export interface WaitingCallContext extends CallContext {
    * `1 CANCELLED: Cancelled on client`.
    */
   readonly signal?: AbortSignal | undefined;
-}
-
-/** An answer now (a single member) or later (a cluster member, once Raft let it). */
-export type Awaitable<T> = T | PromiseLike<T>;
-
-/** Whether `v` is an answer still to come. */
-export function isPromiseLike<T>(v: Awaitable<T>): v is PromiseLike<T> {
-  return typeof (v as { then?: unknown } | null)?.then === 'function';
-}
-
-/** `f` of an answer: at once when it is there, else once it comes (a Promise then). */
-export function andThen<T, U>(v: Awaitable<T>, f: (t: T) => Awaitable<U>): Awaitable<U> {
-  return isPromiseLike(v) ? Promise.resolve(v).then(f) : f(v);
-}
-
-/** An answer a single member gave: it must be there at once (its services never wait). */
-export function now<T>(v: Awaitable<T>): T {
-  if (isPromiseLike(v)) throw new Error('etcdsim: a single member answered later; its services answer at once');
-  return v;
 }
 
 /**

@@ -25,23 +25,20 @@ import type { WatchStream } from '../watch/index.js';
 import type { CallContext } from './call_context.js';
 import {
   abortReason,
-  andThen,
   candidateKey,
   createRevisionIs,
   fireAndForget,
   firstCreate,
-  isPromiseLike,
   keyPrefix,
   memberClient,
-  now,
   rangeOf,
   request,
   sessionLease,
   waitDeletes,
-  type Awaitable,
   type ConcurrencyClient,
   type WaitingCallContext,
 } from './concurrency_rules.js';
+import { andThen, isPromiseLike, now, type Awaitable } from './awaitable.js';
 import { bytesIn, bytesOut, header, int64ToBigInt, int64ToNumber, kvOut } from './convert.js';
 import { asGrpc, grpcError, type GrpcError } from './errors.js';
 import { StreamCall } from './stream_call.js';

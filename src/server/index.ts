@@ -1,5 +1,8 @@
 /** The server layer: one simulated etcd member and its gRPC services in message form. */
 export { EtcdServer, type EtcdServices } from './etcd_server.js';
+// What every door needs of one member (EtcdServer, a cluster's member, a member in a process of its own).
+export type { MemberServices, MemberView } from './member_view.js';
+export { andThen, isPromiseLike, type Awaitable } from './awaitable.js';
 export { DEFAULT_CLUSTER_ID, DEFAULT_MEMBER_ID, type EtcdServerOptions, type MemberInfo } from './member_options.js';
 export type { CompactionCrash, MemberRestart, MemberSnapshot } from './restart.js';
 // A service class's etcd calls by name, and the shapes of a service whose answers may come later.

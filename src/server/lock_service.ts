@@ -19,23 +19,21 @@
  */
 import type { CallContext } from './call_context.js';
 import {
-  andThen,
   candidateKey,
   createRevisionIs,
   fireAndForget,
   firstCreate,
   keyPrefix,
   memberClient,
-  now,
   rangeOf,
   request,
   sessionLease,
   waitDeletes,
   abortReason,
-  type Awaitable,
   type ConcurrencyClient,
   type WaitingCallContext,
 } from './concurrency_rules.js';
+import { andThen, now, type Awaitable } from './awaitable.js';
 import { bytesIn, bytesOut, int64ToBigInt, int64ToNumber } from './convert.js';
 import { asGrpc } from './errors.js';
 import type * as M from './messages.js';

@@ -7,10 +7,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Handlers, type HandlerHost } from '../../src/grpc/handlers.js';
 import type { UnaryCall } from '../../src/grpc/call.js';
-import type { ServedMember } from '../../src/grpc/attached_member.js';
+import type { MemberView } from '../../src/server/index.js';
 
 const host: HandlerHost = {
-  member: () => ({ tokenWaitIndex: () => undefined }) as unknown as ServedMember,
+  member: () => ({ tokenWaitIndex: () => undefined }) as unknown as MemberView,
   callContext: () => ({}),
   shuttingDown: () => false,
   streamUnmarshalPrefix: '',

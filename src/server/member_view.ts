@@ -1,19 +1,27 @@
 /**
- * What the front doors of the client port — serve()'s gRPC handlers (src/grpc/server.ts) and the JSON
- * gateway (gateway.ts) — need of the member they serve. A single member is an EtcdServer, whose services
- * answer at once; a member of a simulated cluster (src/cluster, served by src/grpc/serve_cluster.ts)
- * answers a request once Raft let it (a write after the member applied it, a linearizable read after
- * ReadIndex), so its answers may be Promises. Both doors take either through these types: one handler table
- * per door, one path, for both.
+ * What a front door needs of one etcd member — the member view: etcd's v3 services in message form, the
+ * release it follows, and etcd's simple-token wait. Every door takes a member through it: serve()'s gRPC
+ * handlers (src/grpc), the JSON gateway (src/http), the in-process clients (src/client). Three members
+ * implement it: an EtcdServer, whose services answer at once; a member of the simulated cluster
+ * (src/cluster/member_view.ts), which answers a request once Raft let it (a write after the member applied
+ * it, a linearizable read after ReadIndex), so its answers may be Promises; and a member in a process of
+ * its own (src/peer). The calls are the ones etcd's .proto files declare (src/proto), with the signatures of
+ * the member's service classes, so an RPC added to a .proto and its class is a call every view must answer.
  */
-import type { AuthService, CallContext, ClusterService, ElectionService, KVService, LeaseService, LockService, MaintenanceService, StreamCall, StreamHold, WatchService } from '../server/index.js';
-import type { SnapshotStreamOptions } from '../server/maintenance_service.js';
-import type * as M from '../server/messages.js';
+import type { AuthService } from './auth_service.js';
+import type { CallContext } from './call_context.js';
+import type { ElectionService } from './election_service.js';
+import type { KVService } from './kv_service.js';
+import type { LeaseService } from './lease_service.js';
+import type { LockService } from './lock_service.js';
+import type { MaintenanceService, SnapshotStreamOptions } from './maintenance_service.js';
+import type { ClusterService } from './membership_service.js';
+import type { StreamCall, StreamHold } from './stream_call.js';
+import type { WatchService } from './watch_service.js';
+import type * as M from './messages.js';
+import type { Awaitable } from './awaitable.js';
 import type { CallName, EtcdServiceName } from '../proto/index.js';
 import type { EtcdVersion } from '../etcd/index.js';
-
-/** An answer now, or later. */
-export type Awaitable<T> = T | PromiseLike<T>;
 
 /**
  * `S`'s methods as a front door calls them: a unary answer now or later (a cluster member's once Raft let
@@ -31,7 +39,7 @@ type Calls<C, N extends EtcdServiceName> = Served<Pick<C, CallName<N> & keyof C>
  * etcd's v3 services of one member in message form, as the doors call them: each service class's calls
  * that its .proto declares (EtcdServices satisfies it; a cluster member's answer later).
  */
-export interface ServedServices {
+export interface MemberServices {
   readonly kv: Calls<KVService, 'KV'>;
   readonly watch: Calls<WatchService, 'Watch'>;
   readonly lease: Calls<LeaseService, 'Lease'>;
@@ -52,25 +60,15 @@ export interface ServedServices {
 }
 
 /**
- * The member a port serves, as its front doors call it. An EtcdServer is one; a cluster member's adapter
- * (src/grpc/serve_cluster.ts) is another, whose token check happens inside its services (so its
+ * One member as every front door calls it. An EtcdServer is one; a simulated cluster's member view
+ * (src/cluster/member_view.ts) is another, whose token check happens inside its services (so its
  * tokenWaitIndex answers undefined and the doors hold nothing themselves).
  */
-export interface ServedMember {
+export interface MemberView {
   /** The release whose rules (and wire texts) the member follows. */
   readonly etcdVersion: EtcdVersion;
-  readonly services: ServedServices;
+  readonly services: MemberServices;
   /** The raft index a call's simple token needs applied first (etcd's token check), or undefined. */
   tokenWaitIndex(ctx: CallContext): bigint | undefined;
   readonly appliedWait: { wait(index: bigint, fn: () => void): { cancel(): void } };
-}
-
-/** Whether `v` is a Promise-like answer (a cluster member's) rather than the answer itself. */
-export function isPromiseLike<T>(v: Awaitable<T>): v is PromiseLike<T> {
-  return typeof (v as { then?: unknown } | null)?.then === 'function';
-}
-
-/** `f` of an answer, now or once it comes. */
-export function thenMap<T, U>(v: Awaitable<T>, f: (t: T) => U): Awaitable<U> {
-  return isPromiseLike(v) ? v.then(f) : f(v);
 }
