@@ -34,7 +34,8 @@ import { DIFF_ELECTION_MS, DIFF_HEARTBEAT_MS, startEtcd, type EtcdProcess } from
 import { keyspaceEmpty } from '../diff/reset.js';
 import { parseSeedRange, runSeeds, seedsOf, type SeedRange, type SeedResult, type SeedTarget } from '../diff/seeds.js';
 import type { ClusterSeedOptions, ClusterSeedResult } from '../diff/cluster_seeds.js';
-import { CliError, runCli, type CliIo, type DiffOptions } from './program.js';
+import { runCli, type DiffOptions } from './program.js';
+import { CliError, type CliIo } from './io.js';
 
 /** An error's message on one line. */
 function oneLine(err: unknown): string {

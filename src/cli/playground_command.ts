@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { createServer } from 'node:http';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { CliError, type CliIo } from './program.js';
+import { CliError, type CliIo } from './io.js';
 import { listBundledScenarios } from './run_command.js';
 
 /** `etcdsim playground`'s options as commander hands them over. */

@@ -10,27 +10,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { SERVE_FLAG_DEFAULTS as D, type ServeFlags } from './serve_flags.js';
 import { ETCD_VERSIONS } from '../etcd/index.js';
-
-/** Where a command's lines go: `out` its results, `err` errors and warnings. */
-export interface CliIo {
-  out(line: string): void;
-  err(line: string): void;
-}
-
-export const consoleIo: CliIo = {
-  out: (line) => console.log(line),
-  err: (line) => console.error(line),
-};
-
-/** A user error: printed as one line (`etcdsim CMD: message`), then the command exits with `exitCode`. */
-export class CliError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: number = 2,
-  ) {
-    super(message);
-  }
-}
+import { CliError, consoleIo, type CliIo } from './io.js';
 
 const COMMANDS = ['demo', 'serve', 'run', 'diff', 'shadow', 'playground', 'etcd', 'install-bin'];
 

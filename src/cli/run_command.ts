@@ -11,7 +11,8 @@
 import { accessSync, constants, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CliError, runCli, type CliIo, type RunOptions } from './program.js';
+import { runCli, type RunOptions } from './program.js';
+import { CliError, type CliIo } from './io.js';
 
 /** Where the bundled scenarios live (the package's scenarios/ folder). */
 export const SCENARIO_DIR = fileURLToPath(new URL('../../scenarios/', import.meta.url));

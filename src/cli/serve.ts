@@ -10,7 +10,7 @@ import { isLoopback, serve, type ServeOptions } from '../grpc/server.js';
 import type { ServedClusterMember } from '../grpc/serve_cluster.js';
 import { SnapshotFormatError, readEtcdSnapshot } from '../snapshot/index.js';
 import { FlagValueError, parseEtcdUrl, parseGoDuration, parseGoInt, parseGoUint, type EtcdUrl } from './go_flags.js';
-import { CliError, consoleIo, type CliIo } from './program.js';
+import { CliError, consoleIo, type CliIo } from './io.js';
 import { CLOCK_SPEED_MAX, CLOCK_SPEED_MIN, MEMBERS_MAX, SERVE_FLAG_DEFAULTS, type ServeFlags } from './serve_flags.js';
 import { ETCD_VERSIONS, isEtcdVersion, type EtcdVersion } from '../etcd/index.js';
 

@@ -18,7 +18,7 @@
 import { afterHostTime } from '../sim/index.js';
 import { parseEtcdUrl } from './go_flags.js';
 import { ETCD_VERSIONS, isEtcdVersion, type EtcdVersion } from '../etcd/index.js';
-import { CliError, type CliIo } from './program.js';
+import { CliError, type CliIo } from './io.js';
 import type { Buffer } from 'node:buffer';
 import type { TlsFiles } from '../shadow/proxy.js';
 

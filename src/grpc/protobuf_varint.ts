@@ -6,8 +6,9 @@
  * low 32 bits. With protobuf.js's reading, a Put whose key tag takes six bytes was stored under another key.
  * So the reader is replaced, once, by one that reads the whole varint and keeps its low 32 bits.
  * (Requests reach protobuf.js only after gogo_check.ts accepted them: every varint here ends in the buffer.)
+ * Imported, not required by path, so that a bundle (dist/etcd.cjs) patches the protobuf.js it decodes with.
  */
-import { createRequire } from 'node:module';
+import protobuf from 'protobufjs';
 
 interface ProtobufReader {
   buf: Uint8Array;
@@ -21,8 +22,8 @@ let installed = false;
 export function installVarintFix(): void {
   if (installed) return;
   installed = true;
-  const { Reader } = createRequire(import.meta.url)('protobufjs') as { Reader: { prototype: { uint32(this: ProtobufReader): number } } };
-  Reader.prototype.uint32 = function uint32(this: ProtobufReader): number {
+  const reader = protobuf.Reader.prototype as unknown as { uint32(this: ProtobufReader): number };
+  reader.uint32 = function uint32(this: ProtobufReader): number {
     const buf = this.buf;
     let value = 0;
     for (let shift = 0; shift < 70; shift += 7) {

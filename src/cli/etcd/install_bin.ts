@@ -7,7 +7,7 @@
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CliError, type CliIo } from '../program.js';
+import { CliError, type CliIo } from '../io.js';
 
 /** A word as sh reads it back unchanged. */
 const shQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;

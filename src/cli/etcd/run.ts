@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Clock } from '../../sim/index.js';
-import { CliError, type CliIo } from '../program.js';
+import { CliError, type CliIo } from '../io.js';
 import { SERVE_FLAG_DEFAULTS, type ServeFlags } from '../serve_flags.js';
 import { ETCD_VERSIONS, isEtcdVersion, type EtcdVersion } from '../../etcd/index.js';
 import { flagsOf } from './flag_table.js';

@@ -12,7 +12,7 @@ import { accessSync, constants, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { autoTlsFiles } from './auto_tls.js';
 import { boolValue } from './flag_set.js';
-import { CliError } from '../program.js';
+import { CliError } from '../io.js';
 import { canonicalSerial } from '../../http/index.js';
 
 /** Go's cipher suite names (crypto/tls, secure and insecure, plus etcd's two aliases) as OpenSSL names them. */
