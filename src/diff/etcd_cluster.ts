@@ -33,8 +33,12 @@ import type * as M from '../server/messages.js';
 import { hostNow } from '../sim/index.js';
 import { findEtcdBinary, freePort } from './etcd_process.js';
 
-/** A member's process state, as the harness left it. */
-export type MemberState = 'running' | 'paused' | 'killed';
+/**
+ * A member's process state, as the harness left it: 'starting' from its spawn until it logs that it serves
+ * (a client sent to it meanwhile would be refused at once, and a workload that routes around down members
+ * would spin on the refusals), then 'running'.
+ */
+export type MemberState = 'starting' | 'running' | 'paused' | 'killed';
 
 /** One member of the real cluster. */
 export interface EtcdClusterMember {
@@ -235,11 +239,14 @@ class RealCluster implements EtcdCluster {
     ];
   }
 
-  /** Spawns member m and resolves once it logs its readiness (rejects if it exits first). */
-  launch(m: Member): Promise<void> {
+  /**
+   * Spawns member m and resolves once it logs its readiness (rejects if it exits first); with `freshClient`
+   * its client is replaced before it counts as running.
+   */
+  launch(m: Member, freshClient = false): Promise<void> {
     const child = spawn(this.bin.command, [...this.bin.args, ...this.args(m)], { stdio: ['ignore', 'pipe', 'pipe'], env: memberEnv(this.bin) });
     m.child = child;
-    m.state = 'running';
+    m.state = 'starting';
     m.logText = '';
     m.exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     void m.exited.then(() => {
@@ -254,6 +261,12 @@ class RealCluster implements EtcdCluster {
         if (!ready && READY.test(m.logText)) {
           ready = true;
           clearTimeout(guard);
+          if (freshClient) {
+            // The old channel backs off after the refused connections while the member was down.
+            m.client.close();
+            m.client = connectEtcd(m.address, { deadlineMs: this.deadlineMs });
+          }
+          if (m.child === child && m.state === 'starting') m.state = 'running';
           resolve();
         }
       };
@@ -335,10 +348,7 @@ class RealCluster implements EtcdCluster {
   async restart(i: number): Promise<void> {
     const m = this.at(i);
     if (m.state !== 'killed') throw new Error(`member ${m.name} is ${m.state}: kill it before restarting it`);
-    await this.launch(m);
-    // A fresh channel: the old one backs off after the refused connections while the member was down.
-    m.client.close();
-    m.client = connectEtcd(m.address, { deadlineMs: this.deadlineMs });
+    await this.launch(m, true);
   }
 
   async leader(): Promise<number | undefined> {
