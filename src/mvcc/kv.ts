@@ -324,6 +324,7 @@ export class MvccStore {
       }
       prevKey = key;
     });
+    problem ??= s.index.checkLookups();
     if (problem === undefined && s.compactRev > s.currentRev) problem = `compact revision ${s.compactRev} above current ${s.currentRev}`;
     if (problem === undefined) {
       const held = retainedOf(s.index);

@@ -13,6 +13,11 @@
  * written once, and for them this saves an object per key and a memory hop per read. Reads never change
  * that form: read-only lookups and walks build a throwaway ReadonlyKeyIndex for such a key, or read its
  * KeyValue directly, so a hash or a snapshot of the store leaves the index as small as it found it.
+ *
+ * Beside the B-tree, a hash map from key to slot answers the lookups of one key (a get, a put of a key that
+ * exists, a compare): a B-tree descent compares the key with a dozen others, a hash lookup with one, and the
+ * map holds no more than the keys' strings the tree already holds and small integers. The B-tree keeps
+ * the order, for ranges.
  */
 import { BTreeEx as BTree } from 'sorted-btree/extended/index.js';
 import type { KeyString } from './bytes.js';
@@ -52,6 +57,8 @@ export class TreeIndex {
   private entries: (Entry | undefined)[];
   /** Slots freed by removed keys, reused first. */
   private freeSlots: number[] = [];
+  /** key → slot, the same pairs as `tree`: the lookups of one key. */
+  private slots: Map<KeyString, number>;
 
   /** An index holding `keyIndexes` (sorted by key, no duplicates), built in one pass. */
   constructor(keyIndexes: readonly KeyIndex[] = []) {
@@ -61,6 +68,7 @@ export class TreeIndex {
       keyIndexes.map((_, slot) => slot),
       MAX_NODE_SIZE,
     );
+    this.slots = new Map(keyIndexes.map((ki, slot) => [ki.key, slot]));
   }
 
   /** Number of keys in the index. */
@@ -70,7 +78,7 @@ export class TreeIndex {
 
   /** The oldest revision the index holds of `key` (a tombstone included), or undefined when it has none. */
   oldestModRevision(key: KeyString): number | undefined {
-    const slot = this.tree.get(key);
+    const slot = this.slots.get(key);
     if (slot === undefined) return undefined;
     const e = this.entries[slot]!;
     return e instanceof KeyIndex ? e.oldest()?.modRevision : e.modRevision;
@@ -81,7 +89,7 @@ export class TreeIndex {
    * built for this call: the index keeps the compact form.
    */
   get(key: KeyString): ReadonlyKeyIndex | undefined {
-    const slot = this.tree.get(key);
+    const slot = this.slots.get(key);
     return slot === undefined ? undefined : this.readAt(key, slot);
   }
 
@@ -90,13 +98,13 @@ export class TreeIndex {
    * turned into a stored keyIndex first.
    */
   getForWrite(key: KeyString): KeyIndex | undefined {
-    const slot = this.tree.get(key);
+    const slot = this.slots.get(key);
     return slot === undefined ? undefined : this.keyIndexAt(key, slot);
   }
 
   /** What `get(key)?.get(atRev)` returns, without making a keyIndex. */
   getAt(key: KeyString, atRev: number): KeyValue | undefined {
-    const slot = this.tree.get(key);
+    const slot = this.slots.get(key);
     if (slot === undefined) return undefined;
     return entryAt(this.entries[slot]!, atRev);
   }
@@ -123,7 +131,9 @@ export class TreeIndex {
   insert(key: KeyString): number {
     const free = this.freeSlots;
     const slot = free.length > 0 ? free[free.length - 1]! : this.entries.length;
-    if (!this.tree.set(key, slot, false)) return -1;
+    if (this.slots.has(key)) return -1;
+    this.tree.set(key, slot);
+    this.slots.set(key, slot);
     if (slot === this.entries.length) this.entries.push(undefined);
     else free.pop();
     return slot;
@@ -135,22 +145,23 @@ export class TreeIndex {
   }
 
   delete(key: KeyString): void {
-    const slot = this.tree.get(key);
+    const slot = this.slots.get(key);
     if (slot === undefined) return;
     this.tree.delete(key);
-    this.release(slot);
+    this.release(key, slot);
   }
 
   /** Removes every key of `keys` (each present in the index). */
   deleteKeys(keys: KeyString[]): void {
     for (const key of keys) {
-      const slot = this.tree.get(key);
-      if (slot !== undefined) this.release(slot);
+      const slot = this.slots.get(key);
+      if (slot !== undefined) this.release(key, slot);
     }
     this.tree.deleteKeys(keys);
   }
 
-  private release(slot: number): void {
+  private release(key: KeyString, slot: number): void {
+    this.slots.delete(key);
     this.entries[slot] = undefined;
     this.freeSlots.push(slot);
   }
@@ -236,14 +247,26 @@ export class TreeIndex {
    */
   compactKeys(keys: Iterable<KeyString>, atRev: number, keepTombstoneAtRev: boolean, dropped: Tally): void {
     for (const key of keys) {
-      const slot = this.tree.get(key);
+      const slot = this.slots.get(key);
       if (slot === undefined) continue; // already emptied by an earlier duplicate
       if (compactEntry(this.entries[slot]!, atRev, keepTombstoneAtRev, dropped)) {
         this.tree.delete(key);
-        this.release(slot);
+        this.release(key, slot);
       }
     }
   }
+
+  // Stryker disable all: an invariant checker is the properties' oracle (docs/mutation.md)
+  /** Whether the hash map and the B-tree hold the same pairs; returns the first difference, if any. */
+  checkLookups(): string | undefined {
+    if (this.slots.size !== this.tree.size) return `${this.slots.size} keys in the lookup map, ${this.tree.size} in the B-tree`;
+    let problem: string | undefined;
+    this.tree.forEachPair((key, slot) => {
+      if (problem === undefined && this.slots.get(key) !== slot) problem = `${JSON.stringify(key)} is in slot ${slot}, the lookup map says ${this.slots.get(key)}`;
+    });
+    return problem;
+  }
+  // Stryker restore all
 
   /** Visits every keyIndex in key order, to read (see forEachPair). */
   forEach(visit: (ki: ReadonlyKeyIndex) => void): void {
