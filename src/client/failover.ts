@@ -37,41 +37,12 @@
  * Here: the unary calls' retries and the token refresh; which member a call goes to is balancer.ts, the
  * streams that reopen resuming_streams.ts, the retry rules retry_policy.ts.
  */
-import { toGrpcError, type CallContext, type EtcdServices, type GrpcError } from '../server/index.js';
+import { memberCalls, toGrpcError, type CallContext, type EtcdServices, type GrpcError } from '../server/index.js';
 import { clusterErrors } from '../cluster/index.js';
 import type * as M from '../server/messages.js';
 import { isAuthNotEnabled, isContextError, isSafeRetry, retryBackoffMs, retryPolicyOf, shouldRefreshToken, UNARY_MAX_ATTEMPTS, type RetryPolicy } from './retry_policy.js';
 import { FailoverBalancer, sleep, type FailoverTarget } from './balancer.js';
 import { ResumingWatchCall, ResumingKeepAliveCall } from './resuming_streams.js';
-
-/** The unary methods of each service, as EtcdServices names them. */
-const UNARY_METHODS: Readonly<Record<string, readonly string[]>> = {
-  kv: ['range', 'put', 'deleteRange', 'txn', 'compact'],
-  lease: ['leaseGrant', 'leaseRevoke', 'leaseTimeToLive', 'leaseLeases'],
-  maintenance: ['status', 'hash', 'hashKV', 'defragment', 'alarm', 'snapshot', 'moveLeader'],
-  cluster: ['memberList', 'memberAdd', 'memberRemove', 'memberUpdate', 'memberPromote'],
-  auth: [
-    'authEnable',
-    'authDisable',
-    'authStatus',
-    'authenticate',
-    'userAdd',
-    'userGet',
-    'userList',
-    'userDelete',
-    'userChangePassword',
-    'userGrantRole',
-    'userRevokeRole',
-    'roleAdd',
-    'roleGet',
-    'roleList',
-    'roleDelete',
-    'roleGrantPermission',
-    'roleRevokePermission',
-  ],
-  lock: ['lock', 'unlock'],
-  election: ['campaign', 'proclaim', 'leader', 'resign'],
-};
 
 /** A client's credentials (clientv3's Config.Username and Password) and the token sent for them. */
 interface Credentials {
@@ -197,18 +168,28 @@ export function failoverServices(t: FailoverTarget): { services: EtcdServices; c
     }
     throw last!;
   };
+  // Every unary call of the member (src/server/member_calls.ts), picked onto a member and retried; every
+  // stream call opened on the member picked now and staying there (Election.Observe), but Watch and
+  // LeaseKeepAlive, which reopen elsewhere (below).
   const door: Record<string, Record<string, unknown>> = {};
-  for (const [svc, methods] of Object.entries(UNARY_METHODS)) {
-    const s: Record<string, unknown> = {};
-    for (const method of methods) {
-      const policy = retryPolicyOf(svc, method);
-      s[method] = (req: unknown, ctx?: CallContext) =>
-        unary(policy, ctx, (services, sent) => {
-          const target = (services as unknown as Record<string, Record<string, (req: unknown, ctx?: CallContext) => unknown>>)[svc]!;
-          return target[method]!.call(target, req, sent);
-        });
+  for (const { services: svc, call: method, kind } of memberCalls()) {
+    const s = (door[svc] ??= {});
+    const target = (services: EtcdServices) => (services as unknown as Record<string, Record<string, (...a: unknown[]) => unknown>>)[svc]!;
+    if (kind === 'stream') {
+      s[method] = (...args: unknown[]) => {
+        const m = balancer.pickNow();
+        if (m === undefined) throw clusterErrors.errTransportClosing();
+        const on = target(t.open(m, undefined));
+        return on[method]!.apply(on, args);
+      };
+      continue;
     }
-    door[svc] = s;
+    const policy = retryPolicyOf(svc, method);
+    s[method] = (req: unknown, ctx?: CallContext) =>
+      unary(policy, ctx, (services, sent) => {
+        const on = target(services);
+        return on[method]!.call(on, req, sent);
+      });
   }
   // An Authenticate through this client gives it credentials, as clientv3's Username and Password: the calls
   // that carry the token it got are sent with the newest token of those credentials, refreshed when etcd
@@ -234,11 +215,6 @@ export function failoverServices(t: FailoverTarget): { services: EtcdServices; c
     return k;
   };
   door['lease']!['calls'] = () => [...keepAlives];
-  door['election']!['observe'] = (req: unknown, ctx?: CallContext) => {
-    const m = balancer.pickNow();
-    if (m === undefined) throw clusterErrors.errTransportClosing();
-    return t.open(m, undefined).election.observe(req as M.LeaderRequest, ctx);
-  };
   return {
     // The one place the shapes differ: promises and resuming streams where EtcdServices has plain results.
     services: door as unknown as EtcdServices,

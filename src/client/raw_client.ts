@@ -130,6 +130,15 @@ export class MaintenanceClient {
     return unaryAs(this.services, this.session, (ctx) => this.services.maintenance.status(req, ctx));
   }
 
+  hash(req: M.HashRequest = {}): Promise<M.HashResponse> {
+    return unaryAs(this.services, this.session, (ctx) => this.services.maintenance.hash(req, ctx));
+  }
+
+  /** MoveLeader: answered by the leader (a single member is its own leader). */
+  moveLeader(req: M.MoveLeaderRequest = {}): Promise<M.MoveLeaderResponse> {
+    return unaryAs(this.services, this.session, (ctx) => this.services.maintenance.moveLeader(req, ctx));
+  }
+
   hashKV(req: M.HashKVRequest = {}): Promise<M.HashKVResponse> {
     return unaryAs(this.services, this.session, (ctx) => this.services.maintenance.hashKV(req, ctx));
   }
@@ -236,12 +245,31 @@ export class ElectionClient {
   }
 }
 
-/** etcdserverpb.Cluster. */
+/** etcdserverpb.Cluster (a simulated cluster's membership is fixed: its changes answer UNIMPLEMENTED). */
 export class ClusterClient {
-  constructor(private readonly services: EtcdServices) {}
+  constructor(
+    private readonly services: EtcdServices,
+    private readonly session: Session = {},
+  ) {}
 
   memberList(req: M.MemberListRequest = {}): Promise<M.MemberListResponse> {
     return unary(() => this.services.cluster.memberList(req));
+  }
+
+  memberAdd(req: M.MemberAddRequest): Promise<M.MemberAddResponse> {
+    return unaryAs(this.services, this.session, (ctx) => this.services.cluster.memberAdd(req, ctx));
+  }
+
+  memberRemove(req: M.MemberRemoveRequest): Promise<M.MemberRemoveResponse> {
+    return unaryAs(this.services, this.session, (ctx) => this.services.cluster.memberRemove(req, ctx));
+  }
+
+  memberUpdate(req: M.MemberUpdateRequest): Promise<M.MemberUpdateResponse> {
+    return unaryAs(this.services, this.session, (ctx) => this.services.cluster.memberUpdate(req, ctx));
+  }
+
+  memberPromote(req: M.MemberPromoteRequest): Promise<M.MemberPromoteResponse> {
+    return unaryAs(this.services, this.session, (ctx) => this.services.cluster.memberPromote(req, ctx));
   }
 }
 
@@ -330,7 +358,7 @@ export class EtcdClient {
     this.kv = new KVClient(services, this.session);
     this.lease = new LeaseClient(services, (s) => this.track(s), this.session);
     this.maintenance = new MaintenanceClient(services, this.session);
-    this.cluster = new ClusterClient(services);
+    this.cluster = new ClusterClient(services, this.session);
     this.auth = new AuthClient(services, this.session);
     this.lock = new LockClient(services, this.session);
     this.election = new ElectionClient(services, (s) => this.track(s), this.session);

@@ -20,7 +20,7 @@ import type { Promised } from '../server/answers.js';
 import type { AuthService } from '../server/auth_service.js';
 import type { KVService } from '../server/kv_service.js';
 import type * as M from '../server/messages.js';
-import type { AppliedCallContext, EtcdServer } from '../server/index.js';
+import { memberCalls, type AppliedCallContext, type EtcdServer } from '../server/index.js';
 import type { KeepAliveCall } from '../server/lease_service.js';
 import type { SnapshotStreamOptions } from '../server/maintenance_service.js';
 import type { WatchCall } from '../server/watch_service.js';
@@ -223,30 +223,25 @@ export class ClusterMemberServices {
     };
   }
 
-  /** Auth: every request through Raft, each member checking the caller the proposer resolved. */
+  /**
+   * Auth: every request through Raft, each member checking the caller the proposer resolved — every call
+   * of etcd's Auth service the member answers (src/server/member_calls.ts), none listed by hand.
+   */
   private authService(): ClusterAuth {
-    const write = this.write.bind(this);
-    return {
-      authEnable: (req, ctx) => write('authEnable', ctx, (s, a) => s.services.auth.authEnable(req ?? {}, a)),
-      authDisable: (req, ctx) => write('authDisable', ctx, (s, a) => s.services.auth.authDisable(req ?? {}, a)),
-      authStatus: (req, ctx) => write('authStatus', ctx, (s, a) => s.services.auth.authStatus(req ?? {}, a)),
-      userGet: (req, ctx) => write('userGet', ctx, (s, a) => s.services.auth.userGet(req, a)),
-      userList: (req, ctx) => write('userList', ctx, (s, a) => s.services.auth.userList(req ?? {}, a)),
-      userDelete: (req, ctx) => write('userDelete', ctx, (s, a) => s.services.auth.userDelete(req, a)),
-      userChangePassword: (req, ctx) => write('userChangePassword', ctx, (s, a) => s.services.auth.userChangePassword(req, a)),
-      userRevokeRole: (req, ctx) => write('userRevokeRole', ctx, (s, a) => s.services.auth.userRevokeRole(req, a)),
-      roleGet: (req, ctx) => write('roleGet', ctx, (s, a) => s.services.auth.roleGet(req, a)),
-      roleList: (req, ctx) => write('roleList', ctx, (s, a) => s.services.auth.roleList(req ?? {}, a)),
-      roleDelete: (req, ctx) => write('roleDelete', ctx, (s, a) => s.services.auth.roleDelete(req, a)),
-      roleRevokePermission: (req, ctx) => write('roleRevokePermission', ctx, (s, a) => s.services.auth.roleRevokePermission(req, a)),
-      // Authenticate carries no caller; each member draws the token from its seeded generator in the
-      // same order (the same entries), so the token is valid on every member, as etcd's is.
-      authenticate: (req, _ctx) => write('authenticate', undefined, (s) => s.services.auth.authenticate(req)),
-      userAdd: (req, ctx) => write('userAdd', ctx, (s, a) => s.services.auth.userAdd(req, a)),
-      userGrantRole: (req, ctx) => write('userGrantRole', ctx, (s, a) => s.services.auth.userGrantRole(req, a)),
-      roleAdd: (req, ctx) => write('roleAdd', ctx, (s, a) => s.services.auth.roleAdd(req, a)),
-      roleGrantPermission: (req, ctx) => write('roleGrantPermission', ctx, (s, a) => s.services.auth.roleGrantPermission(req, a)),
-    };
+    type AuthCall = (req: unknown, ctx: AppliedCallContext) => unknown;
+    const out: Record<string, unknown> = {};
+    for (const { service, call } of memberCalls()) {
+      if (service !== 'Auth') continue;
+      out[call] = (req: unknown, ctx?: CallContext) =>
+        this.write(call, ctx, (s, a) => {
+          const auth = s.services.auth as unknown as Record<string, AuthCall>;
+          return auth[call]!.call(auth, req, a);
+        });
+    }
+    // Authenticate carries no caller; each member draws the token from its seeded generator in the
+    // same order (the same entries), so the token is valid on every member, as etcd's is.
+    out['authenticate'] = (req: M.AuthenticateRequest) => this.write('authenticate', undefined, (s) => s.services.auth.authenticate(req));
+    return out as ClusterAuth;
   }
 
   /** The member this view talks to. */

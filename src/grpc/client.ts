@@ -4,20 +4,33 @@
  * keepCase / longs String / enums String / defaults / oneofs. Unary methods return Promises that reject
  * with grpc-js's error (an `Error` with numeric `code`, `details`, `metadata`); Watch and LeaseKeepAlive
  * are bidirectional stream objects shaped like the server layer's WatchCall / KeepAliveCall: `write()`,
- * `onResponse()`, `onEnd()`, `end()`, `cancel()`.
+ * `onResponse()`, `onEnd()`, `end()`, `cancel()` (Election.Observe too, its writes ignored). Every call the
+ * member answers is here, derived from the one list (src/server/member_calls.ts).
  *
  * So one workload object can run against `sim.services` (in-process, synchronous results wrapped in
  * Promises by the caller) or against this client. Like the services, every method takes an optional last
  * CallContext: its token travels as the `token` metadata, as etcd's clients send it.
  */
 import * as grpc from '@grpc/grpc-js';
-import { etcdService } from '../proto/index.js';
-import type { CallContext } from '../server/call_context.js';
-import type { GrpcError } from '../server/errors.js';
-import type { BidiStream, EndListener, ResponseListener } from '../server/stream_call.js';
+import { etcdService, type CallName } from '../proto/index.js';
 import type * as M from '../server/messages.js';
-import { serviceMethods, type Promised } from '../server/answers.js';
-import { AuthService, KVService, LeaseService, type ClusterService, type MaintenanceService } from '../server/index.js';
+import {
+  memberCalls,
+  type AuthService,
+  type BidiStream,
+  type CallContext,
+  type ClusterService,
+  type ElectionService,
+  type EndListener,
+  type GrpcError,
+  type KVService,
+  type LeaseService,
+  type LockService,
+  type MaintenanceService,
+  type MemberCall,
+  type Promised,
+  type ResponseListener,
+} from '../server/index.js';
 import { hostNow } from '../sim/index.js';
 
 /** A bidirectional call over gRPC: the server layer's own BidiStream shape (one stream abstraction). */
@@ -35,14 +48,22 @@ export interface GrpcWatchClient {
   watch(ctx?: CallContext): GrpcBidiCall<M.WatchRequest, M.WatchResponse>;
 }
 
-/** The Maintenance calls a workload asks a real etcd for (the rest are operators' tools). */
-export type GrpcMaintenanceClient = Promised<Pick<MaintenanceService, 'status' | 'hashKV'>>;
+/** Maintenance over gRPC: its calls the member answers, Snapshot's pieces collected into one array as the member answers it. */
+export type GrpcMaintenanceClient = Promised<Pick<MaintenanceService, CallName<'Maintenance'> & keyof MaintenanceService>>;
 
 /** Auth over gRPC: AuthService's methods, each answering with a Promise. */
 export type GrpcAuthClient = Promised<AuthService>;
 
-/** Cluster over gRPC: MemberList only. */
-export type GrpcClusterClient = Promised<Pick<ClusterService, 'memberList'>>;
+/** Cluster over gRPC: etcd's membership calls. */
+export type GrpcClusterClient = Promised<Pick<ClusterService, CallName<'Cluster'> & keyof ClusterService>>;
+
+/** v3lockpb.Lock over gRPC. */
+export type GrpcLockClient = Promised<Pick<LockService, CallName<'Lock'>>>;
+
+/** v3electionpb.Election over gRPC: its unary calls, and Observe as a stream of responses (its writes are ignored). */
+export type GrpcElectionClient = Promised<Pick<ElectionService, Exclude<CallName<'Election'>, 'observe'>>> & {
+  observe(req: M.LeaderRequest, ctx?: CallContext): GrpcBidiCall<never, M.LeaderResponse>;
+};
 
 /** etcd's services over one gRPC channel, in message form. */
 export interface EtcdGrpcClient {
@@ -53,6 +74,8 @@ export interface EtcdGrpcClient {
   readonly maintenance: GrpcMaintenanceClient;
   readonly cluster: GrpcClusterClient;
   readonly auth: GrpcAuthClient;
+  readonly lock: GrpcLockClient;
+  readonly election: GrpcElectionClient;
   /** Cancels open streams and closes the channel. */
   close(): void;
 }
@@ -65,66 +88,66 @@ export interface ConnectOptions {
 }
 
 type UnaryFn = (req: unknown, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: unknown) => void) => void;
+type ServerStreamFn = (req: unknown, md: grpc.Metadata, opts?: grpc.CallOptions) => grpc.ClientReadableStream<unknown>;
 type BidiFn = (md: grpc.Metadata) => grpc.ClientDuplexStream<unknown, unknown>;
 
-/** Connects (lazily, as grpc-js does) to `address` (`host:port`), without TLS unless `opts.credentials` say so. */
+/**
+ * Connects (lazily, as grpc-js does) to `address` (`host:port`), without TLS unless `opts.credentials` say so.
+ * Each service's table is the member's calls (src/server/member_calls.ts) by the wire's kind of each: a unary
+ * RPC a Promise, a server stream the member answers in full (Snapshot) a Promise of every response, a
+ * streaming call a stream object — so an RPC the member answers is a method here without being listed.
+ */
 export function connectEtcd(address: string, opts: ConnectOptions = {}): EtcdGrpcClient {
   const deadlineMs = opts.deadlineMs ?? 10_000;
   const creds = opts.credentials ?? grpc.credentials.createInsecure();
-  // One channel for every service: grpc-js shares the subchannel when the address and options match.
-  const kvc = new (etcdService('KV'))(address, creds);
-  const leasec = new (etcdService('Lease'))(address, creds);
-  const watchc = new (etcdService('Watch'))(address, creds);
-  const maintc = new (etcdService('Maintenance'))(address, creds);
-  const clusterc = new (etcdService('Cluster'))(address, creds);
-  const authc = new (etcdService('Auth'))(address, creds);
-  const clients = [kvc, leasec, watchc, maintc, clusterc, authc];
   const open = new Set<GrpcBidiCall<unknown, unknown>>();
-
+  // One channel for every service: grpc-js shares the subchannel when the address and options match.
+  const clients = new Map<string, grpc.Client>();
+  const clientOf = (c: MemberCall): grpc.Client => {
+    let client = clients.get(c.service);
+    if (client === undefined) clients.set(c.service, (client = new (etcdService(c.service))(address, creds)));
+    return client;
+  };
   const method = <F>(client: grpc.Client, name: string): F => {
     const f = (client as unknown as Record<string, unknown>)[name];
     if (typeof f !== 'function') throw new Error(`etcd client: no method ${name}`);
     return (f as (...a: unknown[]) => unknown).bind(client) as F;
   };
-  const unary =
-    <Req, Res>(client: grpc.Client, name: string) =>
-    (req: Req, ctx?: CallContext): Promise<Res> =>
-      new Promise<Res>((resolve, reject) => {
-        method<UnaryFn>(client, name)(req ?? {}, metadata(ctx), { deadline: hostNow() + deadlineMs }, (err, res) =>
-          err ? reject(err) : resolve(res as Res),
-        );
-      });
-  const bidi = <Req, Res>(client: grpc.Client, name: string, ctx: CallContext | undefined): GrpcBidiCall<Req, Res> => {
-    const call = new BidiCall<Req, Res>(method<BidiFn>(client, name)(metadata(ctx)) as grpc.ClientDuplexStream<Req, Res>);
-    open.add(call as GrpcBidiCall<unknown, unknown>);
-    call.onEnd(() => open.delete(call as GrpcBidiCall<unknown, unknown>));
+  const track = (call: BidiCall<unknown, unknown>): BidiCall<unknown, unknown> => {
+    open.add(call);
+    call.onEnd(() => open.delete(call));
     return call;
   };
-  // A service's unary calls, one per etcd call its class in the server layer answers: the RPC's name is the
-  // method's capitalised (range → Range, leaseGrant → LeaseGrant, hashKV → HashKV).
-  const unaryMethods = <S>(client: grpc.Client, service: { readonly prototype: object }, except: readonly string[] = []): Promised<S> => {
-    const out: Record<string, unknown> = {};
-    for (const name of serviceMethods(service, except)) out[name] = unary(client, name[0]!.toUpperCase() + name.slice(1));
-    return out as Promised<S>;
+  const callOf = (c: MemberCall): ((...args: unknown[]) => unknown) => {
+    const client = clientOf(c);
+    if (c.requestStream) return (ctx?: unknown) => track(new BidiCall(method<BidiFn>(client, c.method)(metadata(ctx as CallContext | undefined))));
+    if (c.kind === 'stream') return (req: unknown, ctx?: unknown) => track(new BidiCall(method<ServerStreamFn>(client, c.method)(req ?? {}, metadata(ctx as CallContext | undefined))));
+    if (c.responseStream) {
+      // Answered in full: every response of the stream, once it ends.
+      return (req: unknown, ctx?: unknown) =>
+        new Promise((resolve, reject) => {
+          const out: unknown[] = [];
+          const call = method<ServerStreamFn>(client, c.method)(req ?? {}, metadata(ctx as CallContext | undefined), { deadline: hostNow() + deadlineMs });
+          call.on('data', (r: unknown) => out.push(r));
+          call.on('error', reject);
+          call.on('end', () => resolve(out));
+        });
+    }
+    return (req: unknown, ctx?: unknown) =>
+      new Promise((resolve, reject) => {
+        method<UnaryFn>(client, c.method)(req ?? {}, metadata(ctx as CallContext | undefined), { deadline: hostNow() + deadlineMs }, (err, res) =>
+          err ? reject(err) : resolve(res),
+        );
+      });
   };
-
+  const services: Record<string, Record<string, unknown>> = {};
+  for (const c of memberCalls()) (services[c.services] ??= {})[c.call] = callOf(c);
   return {
+    ...(services as unknown as Omit<EtcdGrpcClient, 'address' | 'close'>),
     address,
-    kv: unaryMethods<KVService>(kvc, KVService),
-    lease: {
-      ...unaryMethods<Omit<LeaseService, 'leaseKeepAlive' | 'calls'>>(leasec, LeaseService, ['leaseKeepAlive', 'calls']),
-      leaseKeepAlive: (ctx?: CallContext) => bidi(leasec, 'LeaseKeepAlive', ctx),
-    },
-    watch: { watch: (ctx?: CallContext) => bidi(watchc, 'Watch', ctx) },
-    maintenance: {
-      status: unary<M.StatusRequest | undefined, M.StatusResponse>(maintc, 'Status'),
-      hashKV: unary(maintc, 'HashKV'),
-    },
-    cluster: { memberList: unary<M.MemberListRequest | undefined, M.MemberListResponse>(clusterc, 'MemberList') },
-    auth: unaryMethods<AuthService>(authc, AuthService),
     close() {
       for (const c of [...open]) c.cancel();
-      for (const c of clients) c.close();
+      for (const c of clients.values()) c.close();
     },
   };
 }
@@ -136,6 +159,7 @@ function metadata(ctx: CallContext | undefined): grpc.Metadata {
   return md;
 }
 
+/** A streaming call over gRPC: bidirectional (Watch, LeaseKeepAlive), or a server stream whose writes are ignored (Observe). */
 class BidiCall<Req, Res> implements GrpcBidiCall<Req, Res> {
   private listener: ResponseListener<Res> | undefined;
   private readonly buffered: Res[] = [];
@@ -143,7 +167,7 @@ class BidiCall<Req, Res> implements GrpcBidiCall<Req, Res> {
   private endedWith: { err: GrpcError | undefined } | undefined;
   private cancelled = false;
 
-  constructor(private readonly call: grpc.ClientDuplexStream<Req, Res>) {
+  constructor(private readonly call: grpc.ClientDuplexStream<Req, Res> | grpc.ClientReadableStream<Res>) {
     call.on('data', (res: Res) => {
       if (this.listener !== undefined) this.listener([res]);
       else this.buffered.push(res);
@@ -159,7 +183,7 @@ class BidiCall<Req, Res> implements GrpcBidiCall<Req, Res> {
   }
 
   write(req: Req): void {
-    if (this.ended) return;
+    if (this.ended || !('write' in this.call)) return;
     this.call.write(req);
   }
 
@@ -174,7 +198,7 @@ class BidiCall<Req, Res> implements GrpcBidiCall<Req, Res> {
   }
 
   end(): void {
-    if (!this.ended) this.call.end();
+    if (!this.ended && 'end' in this.call) this.call.end();
   }
 
   cancel(): void {

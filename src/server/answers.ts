@@ -6,7 +6,7 @@
  */
 
 /** `S`'s methods, each answering with a Promise of what `S` answers (a cluster member's services). */
-export type Promised<S> = { [K in keyof S]: S[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<R> : never };
+export type Promised<S> = { [K in keyof S]: S[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never };
 
 /** `S`'s methods, each answering now or later (what a front door can call: a member or a cluster member). */
 export type AwaitableService<S> = { [K in keyof S]: S[K] extends (...args: infer A) => infer R ? (...args: A) => R | PromiseLike<R> : never };
