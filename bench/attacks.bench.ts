@@ -83,7 +83,9 @@ function drop(s: net.Socket): void {
 /** Writes `next()` as fast as the socket takes it, until the deadline, the count or the socket's end. */
 async function flood(s: net.Socket, next: () => Buffer, deadline: number, count = Infinity): Promise<void> {
   let n = 0;
-  while (Date.now() < deadline && n < count && !s.destroyed) {
+  // s.writable, not !s.destroyed: once the socket is ended, write() returns an error object — truthy, so the
+  // loop would never wait again and would hold this process (and the innocent client in it) until the deadline.
+  while (Date.now() < deadline && n < count && s.writable) {
     n++;
     if (!s.write(next())) {
       await new Promise<void>((resolve) => {

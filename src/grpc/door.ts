@@ -176,6 +176,7 @@ export function createGrpcDoor(opts: GrpcDoorOptions): GrpcDoor {
         onStream: (st) => onStream(st, link, http),
         onClose: () => connections.delete(conn),
         nextTurn: hostNextTurn,
+        afterMs: afterHostTime,
         // etcd's --max-concurrent-streams; unset, grpc-go's server default as etcd runs it: no limit.
         maxConcurrentStreams: opts.maxConcurrentStreams ?? 0xffffffff,
         head: acceptOpts?.head,

@@ -120,6 +120,12 @@ export interface ConnectionOptions {
    * cannot replace (etcdsim's door passes src/sim's hostNextTurn; this layer imports nothing of the project).
    */
   readonly nextTurn?: ((fn: () => void) => void) | undefined;
+  /**
+   * Runs a function after `ms` milliseconds of host time: a connection cut off by a connection error lingers
+   * so, not reading, before its socket is dropped. Default setTimeout (unref'd); etcdsim's door passes
+   * src/sim's afterHostTime, out of fake timers' reach.
+   */
+  readonly afterMs?: ((ms: number, fn: () => void) => { cancel(): void }) | undefined;
 }
 
 /**
@@ -167,6 +173,13 @@ const OUTPUT_LIMIT = 64 * 1024;
  * calls the peer's own frames keep opening, which a peer that reads nothing would otherwise grow without end.
  */
 const OUTPUT_PAUSE = 256 * 1024;
+
+/**
+ * How long a connection ended by a connection error waits for the peer to read the GOAWAY and close, reading
+ * nothing meanwhile, before the socket is dropped — grpc-go waits up to a second so (issue 5358: a socket
+ * closed with unread input sends TCP RST, and the peer may lose the GOAWAY before it).
+ */
+const GOAWAY_LINGER_MS = 1000;
 
 /** How many ids of streams we reset are remembered, so frames the peer had in flight on them are ignored. */
 const RESET_MEMORY = 1024;
@@ -277,6 +290,7 @@ export class Http2ServerConnection {
   private readonly encoder: HpackEncoder;
   private readonly onStream: (stream: H2Stream) => void;
   private readonly nextTurn: (fn: () => void) => void;
+  private readonly afterMs: (ms: number, fn: () => void) => { cancel(): void };
   private readonly onCloseCb: (() => void) | undefined;
   private readonly onGoawayCb: ((code: number, lastStreamId: number) => void) | undefined;
   private readonly maxConcurrent: number;
@@ -373,6 +387,7 @@ export class Http2ServerConnection {
     this.writer = new FrameWriter(socket);
     this.onStream = options.onStream;
     this.nextTurn = options.nextTurn ?? setImmediate;
+    this.afterMs = options.afterMs ?? hostTimeout;
     this.onCloseCb = options.onClose;
     this.onGoawayCb = options.onGoaway;
     this.maxConcurrent = options.maxConcurrentStreams ?? 1000;
@@ -1091,6 +1106,13 @@ export class Http2ServerConnection {
     this.goawaySent = true;
     this.goawayCode = e.code;
     this.writer.raw(goawayFrame(this.lastStreamId, e.code, e.message));
+    // After a connection error nothing more is read, and the socket is dropped a moment later (grpc-go's
+    // reader stops, its writer closes the connection): only ending our side would leave the peer free to go
+    // on writing — a flood cut off by ENHANCE_YOUR_CALM then read and thrown away for as long as it likes.
+    const socket = this.socket;
+    socket.pause();
+    const linger = this.afterMs(GOAWAY_LINGER_MS, () => socket.destroy());
+    socket.once('close', () => linger.cancel());
     this.endSocket();
   }
 
@@ -1153,6 +1175,12 @@ export class Http2ServerConnection {
 }
 
 const EMPTY = Buffer.alloc(0);
+/** The default of ConnectionOptions.afterMs: a host timer that keeps no process alive. */
+function hostTimeout(ms: number, fn: () => void): { cancel(): void } {
+  const t = setTimeout(fn, ms);
+  t.unref();
+  return { cancel: () => clearTimeout(t) };
+}
 const NOOP = (): void => {};
 /** The answer to a request whose header list is over our limit: `:status 431`, encoded once. */
 const TOO_LARGE_BLOCK = HpackEncoder.constant([':status', '431']).bytes;

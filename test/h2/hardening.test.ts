@@ -333,3 +333,39 @@ test('a read that opens a thousand calls is handled 256 calls per turn of the ev
     await srv.close();
   }
 });
+
+test('after a connection error the server reads nothing more, and drops the socket once the linger is over: a flood cut off stays cut off', async () => {
+  let linger: (() => void) | undefined;
+  const srv = await startServer(() => {}, { afterMs: (_ms, fn) => ((linger = fn), { cancel: () => {} }) });
+  let serverSocket: net.Socket | undefined;
+  const raw = net.createServer((socket) => {
+    serverSocket = socket;
+    srv.accept(socket);
+  });
+  await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+  const client = await RawClient.connect((raw.address() as net.AddressInfo).port);
+  try {
+    // A PING on a stream is a connection error; 32 MB follow it, more than the kernel's buffers hold.
+    const flood = 32 << 20;
+    client.socket.write(Buffer.concat([frame(FrameType.PING, 0, 1, Buffer.alloc(8)), Buffer.alloc(flood)]));
+    // Without the pause the server would read it all: the client's write drains, or its socket closes.
+    const drained = new Promise<'drained'>((resolve) => {
+      client.socket.once('drain', () => resolve('drained'));
+      client.socket.once('close', () => resolve('drained'));
+    });
+    const lingering = (async (): Promise<'lingering'> => {
+      while (linger === undefined) await new Promise((r) => setImmediate(r));
+      return 'lingering';
+    })();
+    assert.equal(await Promise.race([drained, lingering]), 'lingering', 'the server read the whole flood after its GOAWAY');
+    assert.equal((await client.goaway())?.code, ErrorCode.PROTOCOL_ERROR);
+    assert.ok(serverSocket!.bytesRead < flood, `the server read ${serverSocket!.bytesRead} octets`);
+    assert.equal(client.ended, false); // our side ended, the client's not: the socket lingers
+    linger!();
+    await client.closed();
+  } finally {
+    client.destroy();
+    await new Promise<void>((resolve) => raw.close(() => resolve()));
+    await srv.close();
+  }
+});
