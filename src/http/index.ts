@@ -2,5 +2,6 @@
 export { alarmUnhealthy, answerUnhealthy, createClientHttp, type ClientHttp } from './handler.js';
 export { canonicalSerial, listenClientPort, type ClientPort, type ClientPortOptions, type TlsServerOptions } from './port.js';
 export { httpStatusFromCode, type HttpRequest, type HttpResponse } from './gateway.js';
-export { messageFromJson, messageToJson, readJsonValue } from './json.js';
+export { messageFromJson, messageToJson, readJsonValue, type JsonValue } from './json.js';
+export { routeAt, type Route } from './gateway_routes.js';
 export { serveHttpOverH2 } from './h2_exchange.js';

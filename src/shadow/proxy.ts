@@ -7,10 +7,17 @@
  *
  * Node's HTTP/2 (not src/h2, our model of grpc-go's server) carries the proxy: here the bytes on the wire
  * are etcd's, so only a faithful transport is needed, not a model of one.
+ *
+ * The port is etcd's one client port for both protocols (src/http/port.ts tells them apart as etcd's cmux
+ * does): HTTP/2 is gRPC, proxied here; HTTP/1.1 — the JSON gateway, /health, /metrics — goes to etcd's
+ * client port as HTTP/1.1 (gateway.ts).
  */
 import http2 from 'node:http2';
+import * as http from 'node:http';
 import type { Buffer } from 'node:buffer';
+import { listenClientPort } from '../http/index.js';
 import { MessageTap } from './frames.js';
+import { gatewayUpstream, proxyGatewayRequest, type GatewayTap } from './gateway.js';
 
 /** What the shadow learns of one call. */
 export interface TappedCall {
@@ -47,6 +54,8 @@ export interface ProxyOptions {
   readonly maxMessageBytes: number;
   /** Called for each new call; undefined leaves the call untapped. */
   readonly tap: (path: string, headers: TappedCall['headers']) => TappedCall | undefined;
+  /** Called for each HTTP/1.1 request (`url` as sent: path and query); undefined leaves it untapped. */
+  readonly tapGateway: (url: string, method: string, headers: TappedCall['headers']) => GatewayTap | undefined;
 }
 
 export interface Proxy {
@@ -66,15 +75,9 @@ function forwardable(h: http2.IncomingHttpHeaders, keepStatus: boolean, scheme?:
   return out;
 }
 
-export function startProxy(o: ProxyOptions): Promise<Proxy> {
+export async function startProxy(o: ProxyOptions): Promise<Proxy> {
   const sessions = new Set<http2.ServerHttp2Session>();
-  const settings = { maxConcurrentStreams: 1000 };
-  const t = o.tls;
-  // As etcd: a trusted CA requires every client to present a certificate it signed.
-  const server =
-    t === undefined
-      ? http2.createServer({ settings })
-      : http2.createSecureServer({ settings, cert: t.cert, key: t.key, ca: t.ca, requestCert: t.ca !== undefined, rejectUnauthorized: t.ca !== undefined });
+  const server = http2.createServer({ settings: { maxConcurrentStreams: 1000 } });
   const u = o.etcdTls;
   server.on('session', (down) => {
     sessions.add(down);
@@ -88,20 +91,38 @@ export function startProxy(o: ProxyOptions): Promise<Proxy> {
     down.on('error', () => up.destroy());
     down.on('stream', (ds, headers) => proxyStream(ds, headers, up, o, u === undefined ? 'http' : 'https'));
   });
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(o.port, o.host, () => {
-      const a = server.address();
-      resolve({
-        port: typeof a === 'object' && a !== null ? a.port : o.port,
-        close: () =>
-          new Promise<void>((done) => {
-            for (const s of sessions) s.destroy();
-            server.close(() => done());
-          }),
-      });
-    });
+  const upstream = gatewayUpstream(o.etcd, u);
+  const t = o.tls;
+  const port = await listenClientPort({
+    host: o.host,
+    port: o.port,
+    // As etcd: a trusted CA requires every client to present a certificate it signed.
+    tls: t === undefined ? undefined : { cert: t.cert, key: t.key, ca: t.ca, requestCert: t.ca !== undefined, rejectUnauthorized: t.ca !== undefined },
+    http2: (socket, head, _secure, onHandshake) => {
+      // The bytes read to tell the protocol go back into the paused socket, where node:http2's session
+      // takes them when it starts; resumed here, they would be emitted to nobody first.
+      if (head !== undefined) {
+        socket.pause();
+        socket.unshift(head);
+      }
+      server.emit('connection', socket);
+      onHandshake();
+    },
+    handler: (req, res) => {
+      // listenClientPort's HTTP/1.1 server is node:http's: these are its request and response.
+      if (!(req instanceof http.IncomingMessage) || !(res instanceof http.ServerResponse)) throw new Error('etcdsim: not a node:http request');
+      const tap = o.tapGateway(req.url ?? '/', req.method ?? 'GET', req.headers);
+      proxyGatewayRequest(req, res, upstream, tap && { ...tap, call: guarded(tap.call)! }, o.maxMessageBytes);
+    },
   });
+  return {
+    port: port.port,
+    async close() {
+      for (const s of sessions) s.destroy();
+      upstream.close();
+      await port.close();
+    },
+  };
 }
 
 function proxyStream(ds: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, up: http2.ClientHttp2Session, o: ProxyOptions, scheme: string): void {

@@ -14,7 +14,7 @@ import * as grpc from '@grpc/grpc-js';
 import { createEtcdSim, type EtcdSim } from '../client/create.js';
 import { connectEtcd, type EtcdGrpcClient } from '../grpc/client.js';
 import type { EtcdVersion } from '../etcd/index.js';
-import { etcdService, type EtcdServiceName } from '../proto/index.js';
+import { routeAt } from '../http/index.js';
 import { text } from '../diff/normalise.js';
 import { afterHostTime } from '../sim/index.js';
 import { simTarget } from '../diff/target.js';
@@ -24,7 +24,9 @@ import { startProxy, type Proxy, type TappedCall, type TlsFiles } from './proxy.
 import { ShadowReport } from './report.js';
 import { ScenarioLog } from './scenario.js';
 import { snapshotOf } from './seed.js';
-import { keepAliveCall, watchCall, type Codec } from './stream_calls.js';
+import { keepAliveCall, watchCall } from './stream_calls.js';
+import { grpcCodec, jsonCodec, type Codec } from './codecs.js';
+import type { GatewayTap } from './gateway.js';
 import type { StreamCompare } from './streams.js';
 import { UNARY, unaryStep } from './unary.js';
 
@@ -65,24 +67,6 @@ export interface ShadowHandle {
   /** Stream responses the simulator sent that etcd's have not matched yet (etcd's may still be on the way). */
   unmatched(): number;
   close(): Promise<void>;
-}
-
-const codecs = new Map<string, Codec | null>();
-function codecOf(path: string): Codec | undefined {
-  if (!codecs.has(path)) {
-    const m = /^\/(?:etcdserverpb|v3lockpb|v3electionpb)\.(\w+)\/(\w+)$/.exec(path);
-    let c: Codec | null = null;
-    if (m !== null) {
-      try {
-        const def = etcdService(m[1] as EtcdServiceName).service[m[2]!];
-        if (def !== undefined) c = { req: (b) => def.requestDeserialize(b), res: (b) => def.responseDeserialize(b), wire: (m) => def.responseDeserialize(def.responseSerialize(m)) };
-      } catch {
-        c = null;
-      }
-    }
-    codecs.set(path, c);
-  }
-  return codecs.get(path) ?? undefined;
 }
 
 /** The shadow's own connection to etcd (its watch, its snapshot, its reads), with the proxy's TLS. */
@@ -156,7 +140,16 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
 
   let proxy: Proxy;
   try {
-    proxy = await startProxy({ etcd: o.etcd, host: o.host, port: o.port, tls: o.tls, etcdTls: o.etcdTls, maxMessageBytes: 4 * 1024 * 1024, tap: (path, headers) => tapCall(ctx, path, headers) });
+    proxy = await startProxy({
+      etcd: o.etcd,
+      host: o.host,
+      port: o.port,
+      tls: o.tls,
+      etcdTls: o.etcdTls,
+      maxMessageBytes: 4 * 1024 * 1024,
+      tap: (path, headers) => tapCall(ctx, path, headers['token'], grpcCodec(path)),
+      tapGateway: (url, method, headers) => tapGateway(ctx, url, method, headers),
+    });
   } catch (err) {
     own.cancel();
     client.close();
@@ -230,17 +223,47 @@ function shadowContext(o: ShadowOptions, sim: EtcdSim, log: ScenarioLog): Shadow
   };
 }
 
+/**
+ * An HTTP/1.1 request through the shadow: a call of etcd's JSON gateway (`/v3/...`, and `/v3beta/...`,
+ * which etcd 3.4 and 3.5 serve as `/v3/`) is the gRPC call its route names, read as JSON (codecs.ts) and
+ * compared as that call; the gateway's token comes in `Authorization` (or `Grpc-Metadata-Token`). Anything
+ * else (/health, /metrics, a path etcd does not route) passes through, counted as HTTP.
+ */
+function tapGateway(ctx: ShadowContext, url: string, method: string, headers: TappedCall['headers']): GatewayTap | undefined {
+  const m = /^\/v3(?:beta)?\/([^?#]*)/.exec(url);
+  const route = m === null ? undefined : routeAt(m[1]!);
+  if (route === undefined) {
+    ctx.report.call('HTTP');
+    ctx.report.notCompared('HTTP', 'not a gateway call');
+    return undefined;
+  }
+  const path = `/${route.method.includes('.') ? '' : 'etcdserverpb.'}${route.method}`;
+  if (method !== 'POST') {
+    const rpc = rpcName(path);
+    ctx.report.call(rpc);
+    ctx.report.notCompared(rpc, 'not a POST');
+    return undefined;
+  }
+  const responseStream = route.bidi !== undefined || route.serverStream !== undefined || route.streamCall !== undefined;
+  const h = headers['grpc-metadata-token'] ?? headers['authorization'];
+  const call = tapCall(ctx, path, Array.isArray(h) ? h[0] : h, jsonCodec(path, route.requestType, route.responseType, responseStream));
+  return call && { call, requestStream: route.bidi !== undefined, responseStream };
+}
+
+/** `KV.Range` for `/etcdserverpb.KV/Range`. */
+function rpcName(path: string): string {
+  return path.replace(/^\/[\w.]*?\.?(\w+)\/(\w+)$/, '$1.$2');
+}
+
 /** What the shadow does with one call the proxy carries: compared, or passed through and counted. */
-function tapCall(ctx: ShadowContext, path: string, headers: TappedCall['headers']): TappedCall | undefined {
-  const rpc = path.replace(/^\/[\w.]*?\.?(\w+)\/(\w+)$/, '$1.$2');
+function tapCall(ctx: ShadowContext, path: string, token: string | string[] | undefined, codec: Codec | undefined): TappedCall | undefined {
+  const rpc = rpcName(path);
   const { report, follower } = ctx;
   report.call(rpc);
-  const codec = codecOf(path);
   if (codec === undefined) {
     report.notCompared(rpc, 'unknown method');
     return undefined;
   }
-  const token = headers['token'];
   const call = typeof token === 'string' ? { token: ctx.tokens.simToken(token) } : undefined;
   if (call !== undefined && call.token === undefined && (path === '/etcdserverpb.Watch/Watch' || path === '/etcdserverpb.Lease/LeaseKeepAlive')) {
     report.notCompared(rpc, 'a token from before the shadow');
@@ -258,7 +281,7 @@ function tapCall(ctx: ShadowContext, path: string, headers: TappedCall['headers'
   let counted = writes;
   return {
     path,
-    headers,
+    headers: {},
     onRequest: (m) => {
       req = codec.req(m);
     },

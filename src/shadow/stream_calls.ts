@@ -6,24 +6,24 @@
  * asked for is etcd's timer and not compared. The responses of both sides are compared item by item
  * (streams.ts).
  */
-import type { Buffer } from 'node:buffer';
 import { canon, text } from '../diff/normalise.js';
 import type { CallContext } from '../server/call_context.js';
 import type * as M from '../server/messages.js';
+import type { Codec } from './codecs.js';
 import { NO_LEASES, type ShadowContext } from './context.js';
 import type { TappedCall } from './proxy.js';
 import { StreamCompare, watchItems } from './streams.js';
 
-/** A method's messages: decoded from the wire, and a response put through the wire form. */
-export interface Codec {
-  req(b: Buffer): unknown;
-  res(b: Buffer): unknown;
-  wire(res: unknown): unknown;
-}
-
 /** A step that runs once the simulator reaches etcd's revision `rev` and makes none itself. */
 function at(rev: number | undefined, run: (late: boolean) => void): { rev: number | undefined; makesRevision: () => false; skip: () => void; run: (late: boolean) => void } {
   return { rev, makesRevision: () => false, skip: () => undefined, run };
+}
+
+/** A watch creation from "now" (no start revision) made explicit: from `start`, where etcd's watch started. */
+function startingAt(req: M.WatchRequest, start: number): M.WatchRequest {
+  const c = req.create_request;
+  if (c == null || (c.start_revision !== undefined && String(c.start_revision) !== '0')) return req;
+  return { ...req, create_request: { ...c, start_revision: String(start) } };
 }
 
 export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec, call: CallContext | undefined): TappedCall {
@@ -46,8 +46,16 @@ export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec, call: C
     onResponse: (m) => {
       const r = codec.res(m) as M.WatchResponse;
       const rev = Number(r.header?.revision ?? 0);
+      // Answers reach the proxy in any order: a response etcd gave at a revision the simulator has already
+      // passed (a write on another connection came first) has its request taken by the simulator now, at
+      // its later revision — a watch from "now" starting where etcd's started — and is compared at that
+      // revision, which is all that differs.
+      const late = rev < ctx.follower.revision;
+      let answered = false;
       const write = (req: unknown): void => {
-        ctx.follower.add(at(rev, () => (ctx.log.add(rpc, req, { ok: r }, stream), simCall.write(req as M.WatchRequest))));
+        answered = true;
+        const asked = late ? startingAt(req as M.WatchRequest, rev + 1) : req;
+        ctx.follower.add(at(rev, () => (ctx.log.add(rpc, asked, { ok: r }, stream), simCall.write(asked as M.WatchRequest))));
       };
       if (r.created) {
         const req = creates.shift();
@@ -63,7 +71,7 @@ export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec, call: C
         write(req);
       }
       ctx.report.events += r.events.length;
-      cmp.etcd(r);
+      cmp.etcd(late && answered && r.header != null ? { ...r, header: { ...r.header, revision: String(ctx.follower.revision) } } : r);
       ctx.follower.pump();
     },
     onUntapped: () => cmp.stop('message too large or compressed'),
