@@ -12,7 +12,8 @@ import type { Clock, SimRandom } from '../sim/index.js';
  * (made by whoever starts the member: that module needs Node's crypto, which the browser build has not).
  */
 export interface TokenProvider {
-  assign(user: string, index: number, revision: number): string;
+  /** `prefix`: a simple token's random part, drawn by the member that proposed the Authenticate. */
+  assign(user: string, index: number, revision: number, prefix?: string): string;
   /** The user a valid token names, and for a JWT the auth revision it was issued at. */
   info(token: string): { readonly user: string; readonly revision?: number | undefined } | undefined;
   invalidateUser(user: string): void;
@@ -40,12 +41,18 @@ export class SimpleTokens implements TokenProvider {
   }
 
   /** Issues a token for `user` (index: the raft index of the Authenticate request; a simple token carries no auth revision). */
-  assign(user: string, index: number, _revision?: number): string {
-    let prefix = '';
-    for (let i = 0; i < TOKEN_PREFIX_LENGTH; i++) prefix += LETTERS[this.random.nextInt(0, LETTERS.length - 1)];
+  assign(user: string, index: number, _revision?: number, drawn?: string): string {
+    const prefix = drawn ?? this.prefix();
     const token = `${prefix}.${index}`;
     this.tokens.set(token, { user, deadline: this.clock.now() + this.ttlMs });
     return token;
+  }
+
+  /** A token's random part (etcd's GenTokenPrefix). */
+  prefix(): string {
+    let prefix = '';
+    for (let i = 0; i < TOKEN_PREFIX_LENGTH; i++) prefix += LETTERS[this.random.nextInt(0, LETTERS.length - 1)];
+    return prefix;
   }
 
   /** The user a live token belongs to (renewing it), or undefined when unknown or expired. */

@@ -178,12 +178,33 @@ export class AuthStore {
 
   /** CheckPassword then Authenticate: a token for a valid name and password. */
   authenticate(name: string, password: string, index: number): string {
+    this.checkPassword(name, password);
+    return this.tokens.assign(name, index, this.rev);
+  }
+
+  /** etcd's CheckPassword: the name and password are a user's (what a member checks before proposing). */
+  checkPassword(name: string, password: string): void {
     if (!this.enabledFlag) fail(ErrAuthNotEnabled);
     const u = this.users.get(name);
     if (u === undefined) fail(ErrAuthFailed);
     if (u.noPassword) fail(ErrNoPasswordUser);
     if (u.password === undefined || !this.hasher.verify(password, u.password)) fail(ErrAuthFailed);
-    return this.tokens.assign(name, index, this.rev);
+  }
+
+  /** The random part of the next simple token, drawn by the member that proposes an Authenticate ('' for JWTs). */
+  tokenPrefix(): string {
+    return this.tokens instanceof SimpleTokens ? this.tokens.prefix() : '';
+  }
+
+  /**
+   * Authenticate as a member of a cluster applies it, the password checked by the proposer: a token for
+   * `name` naming the entry's `index`, with the random part the proposer drew (`prefix`), so every member
+   * holds the same simple token.
+   */
+  assignToken(name: string, index: number, prefix: string): string {
+    if (!this.enabledFlag) fail(ErrAuthNotEnabled);
+    if (!this.users.has(name)) fail(ErrAuthFailed);
+    return this.tokens.assign(name, index, this.rev, prefix);
   }
 
   /**

@@ -23,6 +23,13 @@ export { SERVE_FLAG_DEFAULTS, type ServeFlags } from './serve_flags.js';
 export type ServeCommandOptions = ServeOptions & {
   readonly members?: readonly ServedClusterMember[] | undefined;
   readonly preVote?: boolean | undefined;
+  /**
+   * --initial-cluster of a member of a cluster of processes (ServeFlags.clusterOfProcesses): every member's
+   * name and peer URLs, this member's among them; undefined for a single member.
+   */
+  readonly initialCluster?: ReadonlyArray<{ readonly name: string; readonly peerUrls: readonly string[] }> | undefined;
+  /** --listen-peer-urls, for a member of a cluster of processes. */
+  readonly listenPeerUrls?: readonly string[] | undefined;
 };
 
 /** etcd's simple-token TTL when --auth-token-ttl is 0 (auth/simple_token.go: a TTL <= 0 means 300 s). */
@@ -143,7 +150,8 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
   if (election > MAX_ELECTION_MS) throw unverified(`--election-timeout[${election}ms] is too long, and should be set less than ${MAX_ELECTION_MS}ms`);
 
   // 3. What etcd finds when it starts (exit 1).
-  const clusterIdentities = sim.memberCount > 1 ? initialClusterMembers(f, sim.memberCount) : (checkInitialCluster(f, peerAdvertise), undefined);
+  const initialCluster = sim.memberCount > 1 ? undefined : checkInitialCluster(f, peerAdvertise);
+  const clusterIdentities = sim.memberCount > 1 ? initialClusterMembers(f, sim.memberCount) : undefined;
   const tlsWanted = url.scheme === 'https';
   checkListen(f, listen);
 
@@ -182,6 +190,9 @@ export function parseServeFlags(f: ServeFlags, warn: (msg: string) => void = (m)
     initialClusterToken: f.initialClusterToken,
     tls,
     fromSnapshot,
+    ...(initialCluster === undefined || initialCluster.length < 2
+      ? {}
+      : { initialCluster, listenPeerUrls: etcd.listenPeer.map((u) => u.raw), preVote: f.preVote ?? f.etcdVersion !== '3.4' }),
     ...(clusterIdentities === undefined
       ? {}
       : {
@@ -340,15 +351,16 @@ function initialClusterMembers(f: ServeFlags, n: number): Array<{ name: string; 
  * member, and lists exactly its advertised peer URLs (compared sorted, as written: etcd 3.4.23 also refuses
  * http://127.0.0.1:2380 for http://localhost:2380, observed). Unset, it is etcd's default: `default=http://localhost:2380` for the default name — so changing
  * only --initial-advertise-peer-urls fails, as in etcd — and NAME=each advertised URL for any other name.
- * A cluster of several members is refused (usage, exit 2): etcdsim serves a single member.
+ * A cluster of several members is refused (usage, exit 2) unless this is one process of it
+ * (ServeFlags.clusterOfProcesses: `etcdsim etcd`). Returns every member's name and peer URLs, in order.
  */
-function checkInitialCluster(f: ServeFlags, advertised: readonly EtcdUrl[]): void {
+function checkInitialCluster(f: ServeFlags, advertised: readonly EtcdUrl[]): Array<{ name: string; peerUrls: string[] }> {
   const spec = f.initialCluster ?? (f.name === 'default' ? 'default=http://localhost:2380' : advertised.map((u) => `${f.name === '' ? 'default' : f.name}=${u.raw}`).join(','));
   const cluster = new Map<string, string[]>();
   for (const { name, url } of initialClusterPairs(spec)) cluster.set(name, [...(cluster.get(name) ?? []), url]);
   const mine = cluster.get(f.name);
   if (mine === undefined) throw new CliError(`couldn't find local name ${JSON.stringify(f.name)} in the initial cluster configuration`, 1);
-  if (cluster.size > 1) throw invalid('--initial-cluster', spec, 'etcdsim serves a single-member cluster');
+  if (cluster.size > 1 && f.clusterOfProcesses !== true) throw invalid('--initial-cluster', spec, 'etcdsim serves a single-member cluster');
   const ap = advertised.map((u) => u.raw);
   const named = mine.map((u) => `${f.name}=${u}`).join(',');
   if (ap.length !== mine.length) {
@@ -361,6 +373,7 @@ function checkInitialCluster(f: ServeFlags, advertised: readonly EtcdUrl[]): voi
   if (i >= 0) {
     throw new CliError(`--initial-cluster has ${named} but missing from --initial-advertise-peer-urls=${ap.join(',')} (resolved urls: ${JSON.stringify(a[i])} != ${JSON.stringify(b[i])})`, 1);
   }
+  return [...cluster].map(([name, peerUrls]) => ({ name, peerUrls }));
 }
 
 /** etcd's words for a failed listen (`listen tcp ADDR: bind: ...`), from grpc-js's bind error. */

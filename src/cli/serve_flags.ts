@@ -10,6 +10,8 @@ import { DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_TXN_OPS } from '../mvcc/validate
  * (serve.ts) reads them as etcd does, before anything binds.
  */
 export interface ServeFlags {
+  /** This is one process of a cluster of processes (`etcdsim etcd`): a multi-member --initial-cluster is its cluster. */
+  clusterOfProcesses?: boolean | undefined;
   listenClientUrls: string;
   advertiseClientUrls?: string | undefined;
   /** etcd's peer flags: checked and reported (MemberList, the member's ID); no peer port is opened. */

@@ -372,7 +372,7 @@ export class ClusterMemberServices {
 }
 
 /** How a Txn is served: a write (proposal), a serializable read, or a linearizable one (etcd's isTxnReadonly / isTxnSerializable). */
-function txnKind(req: M.TxnRequest): 'write' | 'serializable' | 'linearizable' {
+export function txnKind(req: M.TxnRequest): 'write' | 'serializable' | 'linearizable' {
   let readOnly: boolean;
   try {
     readOnly = isTxnReadOnly(txnIn(req));

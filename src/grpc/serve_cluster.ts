@@ -15,7 +15,7 @@
 import type { EtcdServer, MemberView } from '../server/index.js';
 import { ClusterMemberView, EtcdCluster, type EtcdClusterOptions } from '../cluster/index.js';
 import { hostMicrotask, RealClock, type Clock } from '../sim/index.js';
-import { alarmUnhealthy, answerUnhealthy, createClientHttp, type ClientHttp } from '../http/index.js';
+import { alarmUnhealthy, answerUnhealthy, createClientHttp, type ClientHttp, type HttpResponse } from '../http/index.js';
 import { handleClusterControl, SERVED_CLIENT } from '../http/cluster_control.js';
 import { serveMember, type ServeHandle, type ServeOptions } from './server.js';
 import type { AttachedMember, PortSwitch } from './attached_member.js';
@@ -220,7 +220,20 @@ function followMember(c: EtcdCluster, i: number, port: PortSwitch): PortFollower
 }
 
 /** How long etcd's /health waits for its probe read (etcdhttp: a one-second context). */
-const HEALTH_PROBE_MS = 1000;
+export const HEALTH_PROBE_MS = 1000;
+
+/**
+ * etcd's checkHealth on a member of a cluster, in its order: a raised alarm, no leader, then a read through
+ * Raft — `probe`, a linearizable read (etcd 3.4 sends a QGET through Raft) — answered by `healthy` when it
+ * comes back (reasons as etcd's source names them; not observed here).
+ */
+export function clusterHealth(s: EtcdServer, query: URLSearchParams, res: HttpResponse, hasLeader: boolean, probe: () => Promise<unknown>, healthy: () => void): void {
+  const unhealthy = (reason: string): void => answerUnhealthy(s, res, reason);
+  const alarm = alarmUnhealthy(s, query);
+  if (alarm !== undefined) return unhealthy(alarm);
+  if (!hasLeader) return unhealthy('RAFT NO LEADER');
+  probe().then(healthy, (err: unknown) => unhealthy(`QGET ERROR:${err instanceof Error ? err.message : String(err)}`));
+}
 
 /**
  * The HTTP side of a cluster member's client port: the control endpoint, then the member's own
@@ -247,20 +260,8 @@ function clusterMemberHttp(c: EtcdCluster, i: number, server: () => EtcdServer, 
       const path = q < 0 ? target : target.slice(0, q);
       if (handleClusterControl(c, path, new URLSearchParams(q < 0 ? '' : target.slice(q + 1)), req, res, settled)) return;
       if (path === '/health' && req.method === 'GET') {
-        // etcd's checkHealth, in its order: a raised alarm, no leader, then a read through Raft (reasons as
-        // etcd's source names them; not observed here).
-        const unhealthy = (reason: string): void => answerUnhealthy(current, res, reason);
-        const alarm = alarmUnhealthy(current, new URLSearchParams(q < 0 ? '' : target.slice(q + 1)));
-        if (alarm !== undefined) return unhealthy(alarm);
-        if (c.status(i).leader === 0n) return unhealthy('RAFT NO LEADER');
-        // The probe: a linearizable read on this member (etcd 3.4 sends a QGET through Raft).
-        c.connect(i, { client: SERVED_CLIENT, deadlineMs: HEALTH_PROBE_MS })
-          .kv.range({ key: Buffer.from('health'), limit: 1 })
-          .then(
-            () => own().handle(req, res),
-            (err: unknown) => unhealthy(`QGET ERROR:${err instanceof Error ? err.message : String(err)}`),
-          );
-        return;
+        const probe = (): Promise<unknown> => c.connect(i, { client: SERVED_CLIENT, deadlineMs: HEALTH_PROBE_MS }).kv.range({ key: Buffer.from('health'), limit: 1 });
+        return clusterHealth(current, new URLSearchParams(q < 0 ? '' : target.slice(q + 1)), res, c.status(i).leader !== 0n, probe, () => own().handle(req, res));
       }
       own().handle(req, res);
     },

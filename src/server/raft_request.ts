@@ -21,6 +21,8 @@ import type { EtcdServer, EtcdServices } from './etcd_server.js';
 import type { AppliedCallContext, CallContext } from './call_context.js';
 import type { AuthInfo } from '../auth/index.js';
 import type * as M from './messages.js';
+import { asGrpc } from './errors.js';
+import { header } from './convert.js';
 import { decodeFields, ProtoFormatError } from '../snapshot/proto_reader.js';
 import { LEN, VARINT, WireWriter, tag, varintSize } from '../mvcc/wire.js';
 
@@ -71,6 +73,11 @@ function codecOf(field: number): MethodCodec | undefined {
 export interface RaftRequestHeader {
   readonly username: string;
   readonly authRevision: number;
+  /**
+   * The proposing member's request ID (RequestHeader.ID): a member of a cluster of processes answers its
+   * caller when it applies the entry carrying its ID (etcd's wait registry). 0n or absent: none.
+   */
+  readonly id?: bigint | undefined;
 }
 
 /** etcd's InternalRaftRequest bytes: the header (when there is a caller), then the request in its field. */
@@ -78,11 +85,24 @@ export function encodeRaftRequest(field: number, request: unknown, header: RaftR
   const codec = codecOf(field);
   if (codec === undefined) throw new RangeError(`raft request: no request has field ${field}`);
   const body = new Uint8Array(codec.requestSerialize(request));
+  return internalRaftRequest(field, body, header);
+}
+
+/** InternalRaftRequest of an encoded request body: the header (field 100), then the body in `field`. */
+function internalRaftRequest(field: number, body: Uint8Array, header: RaftRequestHeader | undefined): Uint8Array {
   let head: Uint8Array | undefined;
   if (header !== undefined) {
     const name = new TextEncoder().encode(header.username);
-    const size = (name.length > 0 ? varintSize(tag(2, LEN)) + varintSize(name.length) + name.length : 0) + (header.authRevision > 0 ? varintSize(tag(3, VARINT)) + varintSize(header.authRevision) : 0);
+    const id = header.id ?? 0n;
+    const size =
+      (id > 0n ? varintSize(tag(1, VARINT)) + varintSize(id) : 0) +
+      (name.length > 0 ? varintSize(tag(2, LEN)) + varintSize(name.length) + name.length : 0) +
+      (header.authRevision > 0 ? varintSize(tag(3, VARINT)) + varintSize(header.authRevision) : 0);
     const w = new WireWriter(size);
+    if (id > 0n) {
+      w.varint(tag(1, VARINT));
+      w.varint(id);
+    }
     if (name.length > 0) w.bytes(2, name);
     if (header.authRevision > 0) {
       w.varint(tag(3, VARINT));
@@ -112,26 +132,107 @@ export interface RaftRequest {
   readonly header: RaftRequestHeader | undefined;
 }
 
+/**
+ * InternalAuthenticateRequest (field 1013): the name the proposing member checked the password of, and the
+ * simple token's random part it drew — every member assigns `<simpleToken>.<entry index>` when it applies
+ * the entry, so the token is valid on every member, as in etcd (the password is not in the entry: the
+ * proposer checked it, as etcd 3.4's Authenticate does).
+ */
+export const AUTHENTICATE_FIELD = 1013;
+/**
+ * ClusterMemberAttrSetRequest (field 1300, etcd 3.5's form of 3.4's publish request): a member's name and
+ * client URLs, which it publishes through Raft once it has joined.
+ */
+export const MEMBER_ATTR_SET_FIELD = 1300;
+
+export interface AuthenticateEntry {
+  readonly name: string;
+  readonly simpleToken: string;
+}
+
+export interface MemberAttributesEntry {
+  readonly memberId: bigint;
+  readonly name: string;
+  readonly clientUrls: readonly string[];
+}
+
+/** The entry of an Authenticate the member checked (see AUTHENTICATE_FIELD). */
+export function encodeAuthenticate(a: AuthenticateEntry, header: RaftRequestHeader): Uint8Array {
+  const name = new TextEncoder().encode(a.name);
+  const token = new TextEncoder().encode(a.simpleToken);
+  const w = new WireWriter(varintSize(tag(1, LEN)) + varintSize(name.length) + name.length + varintSize(tag(3, LEN)) + varintSize(token.length) + token.length);
+  w.bytes(1, name);
+  w.bytes(3, token);
+  return internalRaftRequest(AUTHENTICATE_FIELD, w.buf, header);
+}
+
+/** The entry publishing a member's attributes (see MEMBER_ATTR_SET_FIELD). */
+export function encodeMemberAttributes(a: MemberAttributesEntry, header: RaftRequestHeader): Uint8Array {
+  const enc = new TextEncoder();
+  const name = enc.encode(a.name);
+  const urls = a.clientUrls.map((u) => enc.encode(u));
+  const attrSize = varintSize(tag(1, LEN)) + varintSize(name.length) + name.length + urls.reduce((n, u) => n + varintSize(tag(2, LEN)) + varintSize(u.length) + u.length, 0);
+  const attrs = new WireWriter(attrSize);
+  attrs.bytes(1, name);
+  for (const u of urls) attrs.bytes(2, u);
+  const w = new WireWriter(varintSize(tag(1, VARINT)) + varintSize(a.memberId) + varintSize(tag(2, LEN)) + varintSize(attrSize) + attrSize);
+  w.varint(tag(1, VARINT));
+  w.varint(a.memberId);
+  w.bytes(2, attrs.buf);
+  return internalRaftRequest(MEMBER_ATTR_SET_FIELD, w.buf, header);
+}
+
 export function decodeRaftRequest(data: Uint8Array): RaftRequest {
-  let fields;
   try {
-    fields = decodeFields(data, 'InternalRaftRequest');
+    return decodeFieldsOf(data);
   } catch (err) {
     if (err instanceof ProtoFormatError) throw new RaftRequestError(err.message);
     throw err;
   }
+}
+
+function decodeFieldsOf(data: Uint8Array): RaftRequest {
+  const text = (b: Uint8Array): string => new TextDecoder().decode(b);
   let header: RaftRequestHeader | undefined;
   let found: RaftRequest | undefined;
-  for (const f of fields) {
+  for (const f of decodeFields(data, 'InternalRaftRequest')) {
     if (!('bytes' in f)) continue;
     if (f.field === HEADER_FIELD) {
       let username = '';
       let authRevision = 0;
+      let id = 0n;
       for (const h of decodeFields(f.bytes, 'RequestHeader')) {
-        if (h.field === 2 && 'bytes' in h) username = new TextDecoder().decode(h.bytes);
+        if (h.field === 1 && 'varint' in h) id = h.varint;
+        if (h.field === 2 && 'bytes' in h) username = text(h.bytes);
         if (h.field === 3 && 'varint' in h) authRevision = Number(h.varint);
       }
-      header = { username, authRevision };
+      header = { username, authRevision, ...(id > 0n ? { id } : {}) };
+      continue;
+    }
+    if (f.field === AUTHENTICATE_FIELD) {
+      let name = '';
+      let simpleToken = '';
+      for (const a of decodeFields(f.bytes, 'InternalAuthenticateRequest')) {
+        if (a.field === 1 && 'bytes' in a) name = text(a.bytes);
+        if (a.field === 3 && 'bytes' in a) simpleToken = text(a.bytes);
+      }
+      found = { field: f.field, request: { name, simpleToken } satisfies AuthenticateEntry, header: undefined };
+      continue;
+    }
+    if (f.field === MEMBER_ATTR_SET_FIELD) {
+      let memberId = 0n;
+      let name = '';
+      const clientUrls: string[] = [];
+      for (const a of decodeFields(f.bytes, 'ClusterMemberAttrSetRequest')) {
+        if (a.field === 1 && 'varint' in a) memberId = a.varint;
+        if (a.field === 2 && 'bytes' in a) {
+          for (const at of decodeFields(a.bytes, 'Attributes')) {
+            if (at.field === 1 && 'bytes' in at) name = text(at.bytes);
+            if (at.field === 2 && 'bytes' in at) clientUrls.push(text(at.bytes));
+          }
+        }
+      }
+      found = { field: f.field, request: { memberId, name, clientUrls } satisfies MemberAttributesEntry, header: undefined };
       continue;
     }
     const codec = codecOf(f.field);
@@ -144,22 +245,28 @@ export function decodeRaftRequest(data: Uint8Array): RaftRequest {
 /**
  * Applies a decoded entry to `server` as the member first applied it: through the same service call, as
  * the header's user (a request without one is the member's own: a lease expiry revokes the lease, a quota
- * alarm is raised). Throws what the call throws.
+ * alarm is raised). `index`: the entry's raft index (an Authenticate's token names it). Returns what the
+ * call answered; throws what it throws. A member's published attributes are not the services' (the
+ * caller applies them to its membership): they answer undefined here.
  */
-export function applyRaftRequest(server: EtcdServer, r: RaftRequest): void {
+export function applyRaftRequest(server: EtcdServer, r: RaftRequest, index = server.raftIndex + 1): unknown {
   if (r.header === undefined && r.field === LEASE_REVOKE_FIELD) {
-    server.lessor.revoke(BigInt((r.request as M.LeaseRevokeRequest).ID ?? 0));
-    return;
+    return server.lessor.revoke(BigInt((r.request as M.LeaseRevokeRequest).ID ?? 0));
   }
   if (r.header === undefined && r.field === ALARM_FIELD) {
-    server.services.maintenance.applyAlarm(r.request as M.AlarmRequest);
-    return;
+    return server.services.maintenance.applyAlarm(r.request as M.AlarmRequest);
+  }
+  if (r.field === MEMBER_ATTR_SET_FIELD) return undefined;
+  if (r.field === AUTHENTICATE_FIELD) {
+    const a = r.request as AuthenticateEntry;
+    const token = asGrpc(() => server.auth.assignToken(a.name, index, a.simpleToken));
+    return { header: header(server.identity, server.mvcc.currentRevision), token } satisfies M.AuthenticateResponse;
   }
   const call = CALLS.find((c) => c[2] === r.field)!;
   const authInfo: AuthInfo | undefined = r.header === undefined || r.header.username === '' ? undefined : { username: r.header.username, ...(r.header.authRevision > 0 ? { revision: r.header.authRevision } : {}) };
   const ctx: AppliedCallContext = { appliedAuthInfo: authInfo };
   const svc = server.services[call[0]] as unknown as Record<string, (req: unknown, ctx: CallContext) => unknown>;
-  svc[call[1]]!.call(svc, r.request, ctx);
+  return svc[call[1]]!.call(svc, r.request, ctx);
 }
 
 /** Where journaledServices() hands each applied request: etcd's entry data. */

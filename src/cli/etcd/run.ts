@@ -258,6 +258,7 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
     authTokenTtl: get('auth-token-ttl') ?? SERVE_FLAG_DEFAULTS.authTokenTtl,
     bcryptCost: get('bcrypt-cost'),
     preVote: get('pre-vote') === undefined ? undefined : boolValue(get('pre-vote')),
+    clusterOfProcesses: true,
   };
   // Checked before anything is made, as etcd checks them while it reads its configuration.
   const tlsFlags = await tlsFlagOptions(get);
@@ -291,8 +292,14 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
     tls: opts.tls !== undefined,
   };
   for (const w of warnings) log.log({ level: 'warn', pkg: 'embed', text: w, caller: 'embed/config.go:600', msg: w });
-  const kept = await import('../../server/kept_member.js');
   await checkPeerTls(get, dataDir);
+  const quiet = env['GRPC_VERBOSITY'] === undefined;
+  if (opts.initialCluster !== undefined) {
+    // One process of a cluster of several members (run_cluster.ts).
+    const { runProcessMember } = await import('./run_cluster.js');
+    return runProcessMember({ opts: { ...opts, initialCluster: opts.initialCluster }, member, get, log, quiet });
+  }
+  const kept = await import('../../server/kept_member.js');
   const state = readDataDir(kept, dataDir, get('wal-dir'), log);
   // --initial-cluster-state existing: join a running cluster, whose members etcd asks at the other peer URLs
   // of --initial-cluster — a single member has none to ask. A data dir with a member ignores the flag.
@@ -301,7 +308,6 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
     throw new CliError('cannot fetch cluster info from peer urls: could not retrieve cluster information from the given URLs', 1);
   }
   const { serveMember } = await import('../../grpc/server.js');
-  const quiet = env['GRPC_VERBOSITY'] === undefined;
   if (quiet) grpc.setLogVerbosity(grpc.logVerbosity.NONE);
   let handle;
   let keptStart: KeptMemberStart | undefined;

@@ -42,8 +42,21 @@ function raft(text: string, caller: string): LogEvent {
 /** From etcd's banner to its member elected and published. */
 export function startupLines(m: StartedMember): LogEvent[] {
   const id = hex(m.memberId);
+  const term = m.restart?.term ?? 2n;
+  return [
+    ...bannerLines(m),
+    addedMemberLine(m, m.memberId, m.peerUrls),
+    raft(`${id} became candidate at term ${term}`, 'raft/raft.go:719'),
+    raft(`${id} became leader at term ${term}`, 'raft/raft.go:771'),
+    electedLine(m.memberId, m.memberId, term),
+    ...publishedLines(m),
+  ];
+}
+
+/** From etcd's banner to its server starting: who it is, its configuration, Raft's first role. */
+export function bannerLines(m: StartedMember): LogEvent[] {
+  const id = hex(m.memberId);
   const cid = hex(m.clusterId);
-  const cluster = m.version.replace(/^(\d+\.\d+).*/, '$1');
   const term = m.restart?.term ?? 2n;
   return [
     ...(m.restart === undefined
@@ -79,19 +92,49 @@ export function startupLines(m: StartedMember): LogEvent[] {
       'local-server-version': m.serverVersion,
       'cluster-version': 'to_be_decided',
     }),
-    info('etcdserver/membership', `added member ${id} [${m.peerUrls.join(' ')}] to cluster ${cid}`, 'membership/cluster.go:392', 'added member', {
-      'cluster-id': cid,
-      'local-member-id': id,
-      'added-peer-id': id,
-      'added-peer-peer-urls': m.peerUrls,
-    }),
-    raft(`${id} became candidate at term ${term}`, 'raft/raft.go:719'),
-    raft(`${id} became leader at term ${term}`, 'raft/raft.go:771'),
-    raft(`raft.node: ${id} elected leader ${id} at term ${term}`, 'raft/node.go:327'),
+  ];
+}
+
+/** A member added to the cluster's membership (its conf change applied). */
+export function addedMemberLine(m: StartedMember, added: bigint, peerUrls: readonly string[]): LogEvent {
+  const cid = hex(m.clusterId);
+  return info('etcdserver/membership', `added member ${hex(added)} [${peerUrls.join(' ')}] to cluster ${cid}`, 'membership/cluster.go:392', 'added member', {
+    'cluster-id': cid,
+    'local-member-id': hex(m.memberId),
+    'added-peer-id': hex(added),
+    'added-peer-peer-urls': peerUrls,
+  });
+}
+
+/** A member removed from the cluster's membership. */
+export function removedMemberLine(m: StartedMember, removed: bigint): LogEvent {
+  const cid = hex(m.clusterId);
+  return info('etcdserver/membership', `removed member ${hex(removed)} from cluster ${cid}`, 'membership/cluster.go:422', 'removed member', {
+    'cluster-id': cid,
+    'local-member-id': hex(m.memberId),
+    'removed-remote-peer-id': hex(removed),
+  });
+}
+
+/** Raft's role moved (`became follower|pre-candidate|candidate|leader at term N`). */
+export function roleLine(id: bigint, role: string, term: bigint): LogEvent {
+  return raft(`${hex(id)} became ${role} at term ${term}`, role === 'leader' ? 'raft/raft.go:771' : role === 'follower' ? 'raft/raft.go:706' : 'raft/raft.go:719');
+}
+
+/** The member learned its leader, or lost it. */
+export function electedLine(id: bigint, leader: bigint, term: bigint): LogEvent {
+  return leader === 0n ? raft(`raft.node: ${hex(id)} lost leader at term ${term}`, 'raft/node.go:333') : raft(`raft.node: ${hex(id)} elected leader ${hex(leader)} at term ${term}`, 'raft/node.go:327');
+}
+
+/** The member's attributes applied ("published ... to cluster"), and the cluster version set up. */
+export function publishedLines(m: StartedMember): LogEvent[] {
+  const cid = hex(m.clusterId);
+  const cluster = m.version.replace(/^(\d+\.\d+).*/, '$1');
+  return [
     info('etcdserver', `published {Name:${m.name} ClientURLs:[${m.advertiseClientUrls.join(' ')}]} to cluster ${cid}`, 'etcdserver/server.go:2069', 'published local member to cluster through raft', {
-      'local-member-id': id,
+      'local-member-id': hex(m.memberId),
       'local-member-attributes': `{Name:${m.name} ClientURLs:[${m.advertiseClientUrls.join(' ')}]}`,
-      'request-path': `/0/members/${id}/attributes`,
+      'request-path': `/0/members/${hex(m.memberId)}/attributes`,
       'cluster-id': cid,
       'publish-timeout': '7s',
     }),

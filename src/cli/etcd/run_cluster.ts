@@ -1,0 +1,123 @@
+/**
+ * `etcdsim etcd` as one process of a cluster: --initial-cluster names several members, and this process is
+ * the one --name names. It starts its member (src/peer/process_member.ts) on its data dir — a new member
+ * of the cluster --initial-cluster describes, or the member the dir holds — opens its peer port on
+ * --listen-peer-urls, finds the others on their peer URLs, and serves its client port once it has
+ * published itself through Raft. Its log is etcd's, in etcd's order: the banner, the members added, Raft's
+ * roles and leader as they move, `published ... to cluster`, then `ready to serve client requests` and
+ * `enabled capabilities for version` (the lines etcd's e2e harness waits for).
+ */
+import * as grpc from '@grpc/grpc-js';
+import { dataDirLayout, walExists } from '../../storage/index.js';
+import { RealClock } from '../../sim/index.js';
+import { CliError } from '../io.js';
+import type { ServeCommandOptions } from '../serve.js';
+import type { EtcdLog } from './log.js';
+import { addedMemberLine, bannerLines, electedLine, publishedLines, readyLines, removedMemberLine, roleLine, type StartedMember } from './start_log.js';
+
+export interface ProcessMemberRun {
+  readonly opts: ServeCommandOptions & { readonly initialCluster: NonNullable<ServeCommandOptions['initialCluster']> };
+  readonly member: StartedMember;
+  readonly get: (flag: string) => string | undefined;
+  readonly log: EtcdLog;
+  readonly quiet: boolean;
+}
+
+/** Starts the member and serves it; never settles while it serves (the process exits on a signal). */
+export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
+  const { opts, get, log } = r;
+  const layout = dataDirLayout(r.member.dataDir, get('wal-dir'));
+  const restarting = walExists(layout.walDir);
+  if (!restarting && get('initial-cluster-state') === 'existing') {
+    throw new CliError('cannot fetch cluster info from peer urls: could not retrieve cluster information from the given URLs', 1);
+  }
+  const { ProcessMember, initialMemberId, peerAddressOf } = await import('../../peer/process_member.js');
+  const { serveProcessMember } = await import('../../grpc/serve_process.js');
+  const own = opts.initialCluster.find((m) => m.name === r.member.name);
+  const listenPeer = peerAddressOf(opts.listenPeerUrls?.[0] ?? 'http://localhost:2380');
+  const token = opts.initialClusterToken ?? 'etcd-cluster';
+  let started: StartedMember = { ...r.member, memberId: own === undefined ? 0n : initialMemberId(own, token) };
+  let serving = false;
+  let publishedEarly = false;
+  const clock = new RealClock({ speed: 1 });
+  const ready = (): void => {
+    for (const e of readyLines(started)) log.log(e);
+  };
+  if (r.quiet) grpc.setLogVerbosity(grpc.logVerbosity.NONE);
+  let served;
+  try {
+    served = await serveProcessMember({ ...opts, clock }, async (endpoint) => {
+      const pm = await ProcessMember.start({
+        name: r.member.name,
+        initialCluster: opts.initialCluster,
+        initialClusterToken: token,
+        clientUrls: r.member.advertiseClientUrls.length > 0 ? r.member.advertiseClientUrls : [endpoint],
+        listenPeer,
+        layout,
+        clock,
+        server: {
+          seed: opts.seed,
+          etcdVersion: opts.etcdVersion,
+          maxTxnOps: opts.maxTxnOps,
+          maxRequestBytes: opts.maxRequestBytes,
+          heartbeatIntervalMs: opts.heartbeatIntervalMs,
+          electionTicks: opts.electionTicks,
+          watchProgressNotifyIntervalMs: opts.watchProgressNotifyIntervalMs,
+          quotaBackendBytes: opts.quotaBackendBytes,
+          authTokenTTL: opts.authTokenTTL,
+          authHashCost: opts.authHashCost,
+          authTokenProvider: opts.authTokenProvider,
+          clientCertAuth: opts.tls?.clientCertAuth === true,
+          strictReconfigCheck: opts.strictReconfigCheck,
+        },
+        heartbeatMs: r.member.heartbeatMs,
+        electionMs: r.member.electionMs,
+        preVote: opts.preVote ?? true,
+        seed: Number(BigInt.asUintN(32, BigInt(opts.seed ?? 0))),
+        events: {
+          role: (role, term) => log.log(roleLine(started.memberId, role, term)),
+          leader: (leader, term) => log.log(electedLine(started.memberId, leader, term)),
+          membership: (cc, m) => log.log(cc.type === 'remove' ? removedMemberLine(started, cc.id) : addedMemberLine(started, cc.id, m?.peerUrls ?? [])),
+          published: () => {
+            for (const e of publishedLines(started)) log.log(e);
+            if (serving) ready();
+            else publishedEarly = true;
+          },
+          removed: () => {
+            log.log({ level: 'warn', pkg: 'etcdserver', text: 'the member has been permanently removed from the cluster', caller: 'etcdserver/server.go:1072', msg: 'the member has been permanently removed from the cluster' });
+            log.log({ level: 'warn', pkg: 'etcdserver', text: 'the data-dir used by this member must be removed.', caller: 'etcdserver/server.go:1073', msg: 'the data-dir used by this member must be removed' });
+            process.exit(0);
+          },
+        },
+      });
+      started = {
+        ...started,
+        memberId: pm.id,
+        clusterId: pm.clusterId,
+        restart: pm.restarted ? { commitIndex: BigInt(pm.restartCommit), term: pm.node.term + 1n } : undefined,
+      };
+      for (const e of bannerLines(started)) log.log(e);
+      pm.run();
+      return pm;
+    });
+  } catch (err) {
+    const host = opts.host ?? '127.0.0.1';
+    const { bindError } = await import('../serve.js');
+    if (err instanceof Error && /couldn't find local name/.test(err.message)) throw new CliError(err.message, 1);
+    throw new CliError(bindError(err, `${host.includes(':') ? `[${host}]` : host}:${opts.port ?? 2379}`), 1);
+  } finally {
+    if (r.quiet) grpc.setLogVerbosity(grpc.logVerbosity.ERROR);
+  }
+  const { member: pm } = served;
+  const stop = (signal: 'SIGINT' | 'SIGTERM'): void => {
+    const word = signal === 'SIGINT' ? 'interrupt' : 'terminated';
+    log.log({ level: 'info', pkg: 'pkg/osutil', text: `received ${word} signal, shutting down...`, caller: 'osutil/interrupt_unix.go:64', msg: 'received signal; shutting down', fields: { signal: word }, notice: true });
+    pm.stop();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  serving = true;
+  if (publishedEarly) ready();
+  return new Promise<number>(() => {});
+}

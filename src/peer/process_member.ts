@@ -1,0 +1,424 @@
+/**
+ * One member of a cluster of processes (etcd's EtcdServer with its raftNode): an EtcdServer (src/server)
+ * whose state moves only by the committed entries of its own Raft node (src/raft), which talks to the other
+ * members' processes over the peer transport on their peer URLs.
+ *
+ *  - Every write is an entry (raft_request.ts, etcd's InternalRaftRequest): the member asked proposes it
+ *    with its request ID in the header and answers its caller with what its own apply of that entry gave
+ *    (requests.ts, etcd's wait registry). Entries are applied in log order on every member, each as the
+ *    user its header names, so every member's store goes through the same revisions.
+ *  - Membership is Raft's conf changes, each carrying the member's name and peer URLs (etcd's conf change
+ *    context); a member publishes its name and client URLs through Raft once it has a leader (etcd's
+ *    publish), so `member list` names every member on every member.
+ *  - Leases expire only on the leader: its lessor is promoted when it wins an election (expiries pushed
+ *    out by an election timeout, etcd's lessor.Promote), demoted when it loses leadership, and hands its
+ *    expired leases over to be revoked through Raft (etcd's revokeExpiredLeases); the followers' lessors
+ *    never expire anything themselves.
+ *  - IDs as etcd derives them: each member's from its peer URLs and --initial-cluster-token, the
+ *    cluster's from the initial members' (src/server/member_id.ts). A new member's log starts with one
+ *    conf change per initial member (bootstrapStorage), so its first leader is elected at term 2, as etcd's.
+ *  - Kept in --data-dir: the Raft log and hard state in the WAL (wal_persistence.ts). A restarted member
+ *    reads them back and applies its committed entries again from the start of its log, so it serves
+ *    what it acknowledged with the identity it had. The log is not compacted (see README.md).
+ */
+import { mkdirSync } from 'node:fs';
+import { EtcdServer, type EtcdServerOptions } from '../server/index.js';
+import { clusterIdOf, memberIdOf } from '../server/member_id.js';
+import { RaftRequestError, applyRaftRequest, decodeRaftRequest, encodeMemberAttributes, encodeRaftRequest, LEASE_REVOKE_FIELD, MEMBER_ATTR_SET_FIELD, type MemberAttributesEntry } from '../server/raft_request.js';
+import { toGrpcError, type GrpcError } from '../server/errors.js';
+import { NONE, RaftNode, bootstrapStorage, type ConfChange, type Entry, type NodeId, type RaftPersistence, type RaftStorage, type Ready, type Role, type Snapshot } from '../raft/index.js';
+import { SimRandom, type Clock } from '../sim/index.js';
+import { walExists, type DataDirLayout } from '../storage/index.js';
+import { errTransportClosing } from '../cluster/errors.js';
+import { RaftLoop } from './raft_loop.js';
+import { MemberRequests } from './requests.js';
+import { PeerTransport, type PeerAddress, type PeerTls } from './transport.js';
+import { WalPersistence } from './wal_persistence.js';
+
+/** One member of the cluster as every member holds it (etcd's membership.Member). */
+export interface ProcessClusterMember {
+  readonly id: NodeId;
+  /** '' until the member published its attributes (etcd lists an unstarted member without a name). */
+  name: string;
+  peerUrls: readonly string[];
+  clientUrls: readonly string[];
+  isLearner: boolean;
+}
+
+/** What the process logs, as etcd logs it (src/cli/etcd turns these into etcd's lines). */
+export interface ProcessMemberEvents {
+  /** Raft's role or term moved ("became follower/candidate/leader at term N"). */
+  role?(role: Role, term: bigint): void;
+  /** The member learned its leader ("elected leader X at term N"), or lost it (leader NONE). */
+  leader?(leader: NodeId, term: bigint): void;
+  /** This member's attributes were applied (etcd's "published {Name:... ClientURLs:[...]} to cluster"). */
+  published?(): void;
+  /** A conf change was applied ("added member", "removed member"). */
+  membership?(change: ConfChange, member: ProcessClusterMember | undefined): void;
+  /** This member was removed from the cluster: the process stops, as etcd's does. */
+  removed?(): void;
+}
+
+/** --initial-cluster, parsed: each member's name and peer URLs. */
+export interface InitialMember {
+  readonly name: string;
+  readonly peerUrls: readonly string[];
+}
+
+export interface ProcessMemberOptions {
+  readonly name: string;
+  readonly initialCluster: readonly InitialMember[];
+  readonly initialClusterToken: string;
+  /** --advertise-client-urls: published through Raft. */
+  readonly clientUrls: readonly string[];
+  /** --listen-peer-urls' address. */
+  readonly listenPeer: PeerAddress;
+  readonly peerTls?: PeerTls | undefined;
+  readonly layout: DataDirLayout;
+  readonly clock: Clock;
+  /** The EtcdServer's options (limits, auth, release); its identity and clock come from here. */
+  readonly server: Omit<EtcdServerOptions, 'clock' | 'memberId' | 'clusterId' | 'memberName' | 'clientUrls' | 'peerUrls' | 'raftTerm' | 'initialRaftIndex'>;
+  readonly heartbeatMs: number;
+  readonly electionMs: number;
+  readonly preVote: boolean;
+  readonly seed: number;
+  readonly events?: ProcessMemberEvents | undefined;
+}
+
+/** The conf change context of a member (etcd puts the member's JSON there). */
+interface MemberContext {
+  readonly id: string;
+  readonly name: string;
+  readonly peerURLs: readonly string[];
+  readonly isLearner?: boolean;
+}
+
+/** Never compact the log: a follower always catches up from it (snapshots for far-behind ones: not yet). */
+const NO_SNAPSHOTS = Number.MAX_SAFE_INTEGER;
+/** How often an unpublished member proposes its attributes again (etcd retries publish). */
+const PUBLISH_RETRY_MS = 500;
+
+/** The ID etcd gives a member of --initial-cluster. */
+export function initialMemberId(m: InitialMember, token: string): NodeId {
+  return memberIdOf(m.peerUrls, token);
+}
+
+/** A URL's host and port, for dialing a peer. */
+export function peerAddressOf(url: string): PeerAddress {
+  const u = new URL(url);
+  const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
+  return { host, port: Number(u.port === '' ? (u.protocol === 'https:' ? 443 : 80) : u.port) };
+}
+
+export class ProcessMember {
+  readonly id: NodeId;
+  readonly clusterId: bigint;
+  readonly server: EtcdServer;
+  readonly node: RaftNode;
+  readonly loop: RaftLoop;
+  readonly transport: PeerTransport;
+  readonly requests: MemberRequests;
+  readonly requestTimeoutMs: number;
+  /** The cluster's members as this member applied them, by ID. */
+  readonly members = new Map<NodeId, ProcessClusterMember>();
+  /** Whether the data dir held a member (restarted from it). */
+  readonly restarted: boolean;
+  /** The commit index it restarted at (0 for a new member). */
+  readonly restartCommit: number;
+  private readonly random: SimRandom;
+  private readonly active = new Set<NodeId>();
+  private seq = 0n;
+  private lastLeader: NodeId = NONE;
+  private lastRole: Role = 'follower';
+  private lastTerm = 0n;
+  private published = false;
+  private publishing = false;
+  private stopped = false;
+
+  private constructor(
+    private readonly opts: ProcessMemberOptions,
+    id: NodeId,
+    clusterId: bigint,
+    storage: RaftStorage,
+    persistence: WalPersistence,
+    restarted: boolean,
+  ) {
+    this.id = id;
+    this.clusterId = clusterId;
+    this.restarted = restarted;
+    this.restartCommit = restarted ? storage.hardState.commit : 0;
+    const { clock } = opts;
+    this.random = new SimRandom(opts.seed).fork(`member-${id.toString(16)}-${storage.hardState.commit}-${storage.hardState.term}`);
+    this.seq = (id & 0xffffn) << 48n | (this.random.nextUint63() & 0xffffffffffn);
+    const own = opts.initialCluster.find((m) => m.name === opts.name);
+    this.server = new EtcdServer({
+      ...opts.server,
+      clock,
+      seed: opts.seed,
+      memberId: id,
+      clusterId,
+      memberName: opts.name,
+      clientUrls: opts.clientUrls,
+      peerUrls: own?.peerUrls ?? [],
+      raftTerm: storage.hardState.term,
+      initialRaftIndex: 0,
+    });
+    // A follower's lessor expires nothing; the leader's is promoted when it wins (onSoftState).
+    this.server.lessor.demote();
+    const electionTicks = Math.max(1, Math.round(opts.electionMs / opts.heartbeatMs));
+    this.requestTimeoutMs = 5000 + 2 * opts.electionMs;
+    this.node = new RaftNode({ id, random: new SimRandom(opts.seed).fork(`raft-${id.toString(16)}`), electionTicks, heartbeatTicks: 1, preVote: opts.preVote, checkQuorum: true }, storage);
+    this.transport = new PeerTransport({
+      id,
+      clusterId,
+      listen: opts.listenPeer,
+      clock,
+      ...(opts.peerTls === undefined ? {} : { tls: opts.peerTls }),
+      deliver: (m) => this.loop.step(m),
+      peerActive: (peer, on) => {
+        if (on) this.active.add(peer);
+        else this.active.delete(peer);
+      },
+    });
+    const kept: RaftPersistence = {
+      save: (rd: Ready) => {
+        persistence.save(rd);
+        if (rd.hardState !== undefined) this.termMoved(rd.hardState.term);
+      },
+      snapshotted: (s: Snapshot) => persistence.snapshotted(s),
+    };
+    this.loop = new RaftLoop({
+      node: this.node,
+      clock,
+      heartbeatMs: opts.heartbeatMs,
+      persistence: kept,
+      send: (m) => this.transport.send(m),
+      apply: (entries, snap) => this.apply(entries, snap),
+      snapshotData: () => new Uint8Array(0),
+      snapshotCount: NO_SNAPSHOTS,
+      catchUpEntries: 0,
+      onReadState: (r) => this.requests.readState(r),
+      onSoftState: (leader, role) => this.softState(leader, role),
+    });
+    this.requests = new MemberRequests(
+      {
+        id,
+        propose: (data) => this.loop.propose(data),
+        readIndex: (ctx) => this.loop.readIndex(ctx),
+        leader: () => this.node.leader,
+        applied: () => this.node.log.applied,
+        reachable: (peer) => this.active.has(peer),
+      },
+      clock,
+      this.requestTimeoutMs,
+    );
+    // The initial members are known before the log's conf changes are applied: their streams open now.
+    for (const m of storage.entries) if (m.type === 'conf' && m.conf !== undefined) this.confChanged(m.conf, false);
+  }
+
+  /**
+   * Makes the member on its data dir: a new member of --initial-cluster (its bootstrap entries written to
+   * a new WAL), or the member the dir holds. Resolves once its peer port listens; run() starts its Raft.
+   */
+  static async start(opts: ProcessMemberOptions): Promise<ProcessMember> {
+    const ids = opts.initialCluster.map((m) => initialMemberId(m, opts.initialClusterToken));
+    const own = opts.initialCluster.findIndex((m) => m.name === opts.name);
+    let member: ProcessMember;
+    if (walExists(opts.layout.walDir)) {
+      const { persistence, storage, metadata } = WalPersistence.open(opts.layout);
+      member = new ProcessMember(opts, metadata.nodeId, metadata.clusterId, storage, persistence, true);
+    } else {
+      if (own < 0) throw new Error(`couldn't find local name "${opts.name}" in the initial cluster configuration`);
+      const id = ids[own]!;
+      const clusterId = clusterIdOf(ids);
+      mkdirSync(opts.layout.snapDir, { recursive: true, mode: 0o700 });
+      const boot = bootstrapStorage(
+        opts.initialCluster.map((m, i) => ({ id: ids[i]!, context: contextOf({ id: ids[i]!.toString(16), name: m.name, peerURLs: m.peerUrls }) })),
+      );
+      const persistence = WalPersistence.create(opts.layout, { nodeId: id, clusterId }, boot);
+      member = new ProcessMember(opts, id, clusterId, boot, persistence, false);
+    }
+    await member.transport.start();
+    return member;
+  }
+
+  /** Starts ticking: the committed entries are applied, elections begin. */
+  run(): void {
+    if (!this.stopped) this.loop.start();
+  }
+
+  /** The leader this member knows (NONE without one). */
+  get leader(): NodeId {
+    return this.node.leader;
+  }
+
+  /** Whether the transport has an active stream to `peer` (etcd's "peer became active"). */
+  peerActive(peer: NodeId): boolean {
+    return this.active.has(peer);
+  }
+
+  /** A new request ID (etcd's reqIDGen: the member's ID in the top bits, a counter below). */
+  nextRequestId(): bigint {
+    this.seq = (this.seq + 1n) & 0xffffffffffffffffn;
+    return this.seq === 0n ? this.nextRequestId() : this.seq;
+  }
+
+  /** Proposes `data` (made with the request ID given) and resolves with this member's apply of it. */
+  propose(id: bigint, data: Uint8Array): Promise<unknown> {
+    if (this.stopped) return Promise.reject(errTransportClosing());
+    return this.requests.propose(id, data);
+  }
+
+  /** Resolves once this member applied up to a read index the leader confirmed (ReadIndex). */
+  linearizableRead(): Promise<void> {
+    if (this.stopped) return Promise.reject(errTransportClosing());
+    return this.requests.linearizableRead();
+  }
+
+  /** Stops ticking, closes the peer port and fails what waits; the data dir keeps what was saved. */
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.loop.stop();
+    this.transport.close();
+    this.requests.close(errTransportClosing());
+    this.server.close();
+  }
+
+  /** Committed entries in log order; a snapshot is not expected (the log is never compacted). */
+  private apply(entries: readonly Entry[], snap: Snapshot | undefined): void {
+    if (snap !== undefined && snap.index > 0) throw new Error('etcdsim: a member cannot install a snapshot yet (the log is never compacted)');
+    for (const e of entries) {
+      if (e.type === 'conf' && e.conf !== undefined) this.confChanged(e.conf, true);
+      else if (e.data.length > 0) this.applyRequest(e);
+      this.server.resetAppliedIndex(e.index);
+      this.requests.appliedTo(e.index);
+    }
+    this.server.flush();
+  }
+
+  private applyRequest(e: Entry): void {
+    let r;
+    try {
+      r = decodeRaftRequest(e.data);
+    } catch (err) {
+      if (err instanceof RaftRequestError) return; // an entry no member can apply is skipped, as etcd skips it
+      throw err;
+    }
+    let result: unknown;
+    let error: GrpcError | undefined;
+    if (r.field === MEMBER_ATTR_SET_FIELD) this.attributesApplied(r.request as MemberAttributesEntry);
+    try {
+      result = applyRaftRequest(this.server, r, e.index);
+    } catch (err) {
+      // A request etcd applies and answers with an error (a txn on a revoked lease...) fails alike everywhere.
+      error = toGrpcError(err);
+    }
+    const id = r.header?.id;
+    if (id !== undefined) this.requests.applied(id, result, error);
+  }
+
+  private attributesApplied(a: MemberAttributesEntry): void {
+    const m = this.members.get(a.memberId);
+    if (m === undefined) return;
+    m.name = a.name;
+    m.clientUrls = [...a.clientUrls];
+    // Its own attributes as this start of the process proposed them (a restart publishes again, as etcd's does).
+    if (a.memberId === this.id && this.publishing && !this.published) {
+      this.published = true;
+      this.opts.events?.published?.();
+    }
+  }
+
+  /** A conf change applied (or, at start, an initial member known before its entry is applied). */
+  private confChanged(cc: ConfChange, applied: boolean): void {
+    let ctx: MemberContext | undefined;
+    if (cc.context !== undefined && cc.context.length > 0) {
+      try {
+        ctx = JSON.parse(new TextDecoder().decode(cc.context)) as MemberContext;
+      } catch {
+        ctx = undefined;
+      }
+    }
+    if (cc.type === 'remove') {
+      const gone = this.members.get(cc.id);
+      this.members.delete(cc.id);
+      this.transport.removePeer(cc.id);
+      if (applied) this.opts.events?.membership?.(cc, gone);
+      if (applied && cc.id === this.id) this.opts.events?.removed?.();
+      return;
+    }
+    const known = this.members.get(cc.id);
+    if (known !== undefined) {
+      // A learner promoted: Raft adds it as a voter (etcd's promote is an AddNode).
+      if (cc.type === 'add') known.isLearner = false;
+    } else {
+      this.knowMember(cc.id, ctx?.name ?? '', ctx?.peerURLs ?? [], cc.type === 'addLearner');
+    }
+    if (applied) this.opts.events?.membership?.(cc, this.members.get(cc.id));
+  }
+
+  private knowMember(id: NodeId, name: string, peerUrls: readonly string[], isLearner: boolean): void {
+    if (!this.members.has(id)) this.members.set(id, { id, name, peerUrls: [...peerUrls], clientUrls: [], isLearner });
+    const url = peerUrls[0];
+    if (id !== this.id && url !== undefined) this.transport.addPeer(id, peerAddressOf(url));
+  }
+
+  private termMoved(term: bigint): void {
+    if (term === this.lastTerm) return;
+    this.lastTerm = term;
+    this.server.setRaftTerm(term);
+  }
+
+  /** Raft's leader or role moved: the lessor follows leadership, the requests the leader, the log says so. */
+  private softState(leader: NodeId, role: Role): void {
+    this.termMoved(this.node.term);
+    const lessor = this.server.lessor;
+    if (role !== this.lastRole) {
+      if (role === 'leader') {
+        lessor.promote(this.opts.electionMs);
+        lessor.onExpired = (ids) => this.proposeExpiries(ids);
+      } else if (this.lastRole === 'leader') {
+        lessor.onExpired = undefined;
+        lessor.demote();
+      }
+      this.lastRole = role;
+      this.opts.events?.role?.(role, this.node.term);
+    }
+    if (leader !== this.lastLeader) {
+      this.lastLeader = leader;
+      this.opts.events?.leader?.(leader, this.node.term);
+      this.requests.leaderChanged();
+      if (leader !== NONE) this.publish();
+    }
+  }
+
+  /** The leader's lessor found leases expired: their revokes go through Raft, as the member's own requests. */
+  private proposeExpiries(ids: readonly bigint[]): void {
+    if (this.node.role !== 'leader') return;
+    for (const id of ids) this.loop.propose(encodeRaftRequest(LEASE_REVOKE_FIELD, { ID: String(id) }, undefined));
+  }
+
+  /** etcd's publish: the member's name and client URLs through Raft, retried until applied. */
+  private publish(): void {
+    if (this.published || this.publishing || this.stopped) return;
+    this.publishing = true;
+    const id = this.nextRequestId();
+    const data = encodeMemberAttributes({ memberId: this.id, name: this.opts.name, clientUrls: this.opts.clientUrls }, { username: '', authRevision: 0, id });
+    this.requests.propose(id, data).then(
+      () => {
+        this.publishing = false;
+      },
+      () => {
+        this.publishing = false;
+        if (!this.stopped) this.opts.clock.setTimer(this.opts.clock.now() + PUBLISH_RETRY_MS, () => this.publish(), 'peer.publish');
+      },
+    );
+  }
+}
+
+function contextOf(c: MemberContext): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify(c));
+}
+
+export { contextOf as memberContext };

@@ -1,0 +1,165 @@
+/**
+ * Three `etcdsim etcd` processes given one --initial-cluster form one cluster (src/peer/process_member.ts):
+ * each logs etcd's start-up in etcd's order (elected leader, published, ready, enabled capabilities), the
+ * IDs are etcd's, one leader at term 2 that every member names, `member list` names every member with its
+ * URLs on every member, a write at a follower is read at another member (linearizable through ReadIndex,
+ * then serializable from its own state), HashKV agrees. Then the leader is SIGKILLed: the two left elect a
+ * new leader and keep serving writes; the killed member started again on its data dir rejoins with its
+ * identity and serves what was written meanwhile. A real-time test of processes: every wait is for a
+ * condition, with a deadline, re-checked as the processes answer.
+ */
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { connectEtcd, type EtcdGrpcClient } from '../../src/grpc/client.js';
+import { freePort } from '../../src/diff/etcd_process.js';
+import { clusterIdOf, memberIdOf } from '../../src/server/member_id.js';
+
+const ETCDSIM = resolve('bin/etcdsim.js');
+const root = mkdtempSync(join(tmpdir(), 'etcdsim-process-cluster-'));
+const NAMES = ['p1', 'p2', 'p3'];
+
+interface Proc {
+  readonly child: ChildProcessByStdio<null, Readable, Readable>;
+  stderr(): string;
+  readonly exited: Promise<number | null>;
+}
+
+const running = new Set<Proc>();
+after(() => {
+  for (const p of running) p.child.kill('SIGKILL');
+  rmSync(root, { recursive: true, force: true });
+});
+
+interface Ports {
+  readonly client: number;
+  readonly peer: number;
+}
+
+function args(name: string, ports: readonly Ports[]): string[] {
+  const i = NAMES.indexOf(name);
+  const { client, peer } = ports[i]!;
+  return [
+    'etcd', '--name', name, '--data-dir', join(root, `${name}.etcd`),
+    '--listen-client-urls', `http://127.0.0.1:${client}`, '--advertise-client-urls', `http://127.0.0.1:${client}`,
+    '--listen-peer-urls', `http://127.0.0.1:${peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
+    '--initial-cluster', NAMES.map((n, k) => `${n}=http://127.0.0.1:${ports[k]!.peer}`).join(','),
+    '--initial-cluster-state', 'new', '--initial-cluster-token', 'tok', '--logger', 'zap',
+  ];
+}
+
+/** Starts a member and resolves once it logged the line etcd's e2e harness waits for (or exited). */
+async function start(name: string, ports: readonly Ports[]): Promise<Proc> {
+  const child = spawn(process.execPath, [ETCDSIM, ...args(name, ports)], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ETCDSIM_ETCD_VERSION: '3.4' } });
+  let err = '';
+  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
+  const p: Proc = { child, stderr: () => err, exited };
+  running.add(p);
+  void exited.then(() => running.delete(p));
+  await new Promise<void>((res, rej) => {
+    const guard = setTimeout(() => rej(new Error(`${name} did not get ready; stderr:\n${err}`)), 60_000);
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+      if (err.includes('enabled capabilities for version')) {
+        clearTimeout(guard);
+        res();
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(guard);
+      rej(new Error(`${name} exited ${code}:\n${err}`));
+    });
+  });
+  return p;
+}
+
+/** Re-checks `probe` until it holds (every 50 ms), failing after `ms` with the last answer. */
+async function eventually<T>(what: string, probe: () => Promise<T>, holds: (t: T) => boolean, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const t = await probe();
+      if (holds(t)) return t;
+      last = t;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const text = (b: unknown): string => Buffer.from(b as Uint8Array).toString();
+
+test('three etcdsim etcd processes form one cluster, lose their leader to SIGKILL and take it back', { timeout: 120_000 }, async () => {
+  const ports: Ports[] = [];
+  for (let i = 0; i < 3; i++) ports.push({ client: await freePort(), peer: await freePort() });
+  const procs = await Promise.all(NAMES.map((n) => start(n, ports)));
+  const clients: EtcdGrpcClient[] = ports.map((p) => connectEtcd(`127.0.0.1:${p.client}`, { deadlineMs: 5000 }));
+  after(() => clients.forEach((c) => c.close()));
+
+  // etcd's IDs: each member's from its peer URL and the token, the cluster's from the three.
+  const ids = ports.map((p) => memberIdOf([`http://127.0.0.1:${p.peer}`], 'tok'));
+  const clusterId = clusterIdOf(ids);
+  for (const [i, p] of procs.entries()) {
+    const log = p.stderr();
+    const id = ids[i]!.toString(16);
+    for (const line of [`starting local member","local-member-id":"${id}","cluster-id":"${clusterId.toString(16)}"`, 'elected leader', `published local member to cluster through raft","local-member-id":"${id}"`, 'enabled capabilities for version']) {
+      assert.ok(log.includes(line), `${NAMES[i]} logged ${line}:\n${log}`);
+    }
+    assert.ok(log.indexOf('elected leader') < log.indexOf('published local member') && log.indexOf('published local member') < log.indexOf('enabled capabilities'), 'etcd\'s order');
+  }
+
+  // One leader, at term 2, named by every member; the Raft index the same everywhere once settled.
+  const statuses = await eventually('one leader every member names', () => Promise.all(clients.map((c) => c.maintenance.status({}))), (ss) => new Set(ss.map((s) => String(s.leader))).size === 1 && String(ss[0]!.leader) !== '0');
+  const leaderId = BigInt(String(statuses[0]!.leader));
+  assert.ok(ids.includes(leaderId));
+  for (const [i, s] of statuses.entries()) {
+    assert.equal(String(s.header?.member_id), String(ids[i]));
+    assert.equal(String(s.header?.cluster_id), String(clusterId));
+    assert.equal(String(s.raftTerm), '2');
+  }
+
+  // member list: every member, named, with its URLs, on every member.
+  for (const c of clients) {
+    const ml = await eventually('every member published', () => c.cluster.memberList({}), (r) => (r.members ?? []).every((m) => (m.clientURLs ?? []).length === 1));
+    const listed = (ml.members ?? []).map((m) => `${m.name} ${String(m.ID)} ${(m.peerURLs ?? []).join()} ${(m.clientURLs ?? []).join()}`).sort();
+    assert.deepEqual(listed, NAMES.map((n, i) => `${n} ${ids[i]} http://127.0.0.1:${ports[i]!.peer} http://127.0.0.1:${ports[i]!.client}`).sort());
+  }
+
+  // A write at a follower, read linearizably at another member, then serializably from each one's own state.
+  const leaderIx = ids.indexOf(leaderId);
+  const followers = [0, 1, 2].filter((i) => i !== leaderIx);
+  const put = await clients[followers[0]!]!.kv.put({ key: Buffer.from('a'), value: Buffer.from('1') });
+  const rev = Number(put.header?.revision);
+  const got = await clients[followers[1]!]!.kv.range({ key: Buffer.from('a') });
+  assert.equal(text(got.kvs?.[0]?.value), '1');
+  for (const c of clients) {
+    const s = await eventually('applied everywhere', () => c.kv.range({ key: Buffer.from('a'), serializable: true }), (r) => Number(r.header?.revision) === rev);
+    assert.equal(text(s.kvs?.[0]?.value), '1');
+  }
+  const hashes = await Promise.all(clients.map((c) => c.maintenance.hashKV({ revision: rev })));
+  assert.equal(new Set(hashes.map((h) => h.hash)).size, 1, 'one history');
+
+  // SIGKILL the leader: the two left elect another and keep serving writes.
+  procs[leaderIx]!.child.kill('SIGKILL');
+  await procs[leaderIx]!.exited;
+  const left = followers.map((i) => clients[i]!);
+  const after1 = await eventually('a new leader', () => Promise.all(left.map((c) => c.maintenance.status({}))), (ss) => ss.every((s) => String(s.leader) !== '0' && BigInt(String(s.leader)) !== leaderId && String(s.leader) === String(ss[0]!.leader)));
+  assert.ok(Number(after1[0]!.raftTerm) > 2);
+  await eventually('a write without the old leader', () => left[0]!.kv.put({ key: Buffer.from('b'), value: Buffer.from('2') }), () => true);
+
+  // Started again on its data dir, it rejoins with its identity and catches up.
+  procs[leaderIx] = await start(NAMES[leaderIx]!, ports);
+  assert.match(procs[leaderIx]!.stderr(), /restarting local member/);
+  const back = clients[leaderIx]!;
+  const caught = await eventually('the restarted member caught up', () => back.kv.range({ key: Buffer.from('b'), serializable: true }), (r) => r.kvs?.length === 1);
+  assert.equal(text(caught.kvs?.[0]?.value), '2');
+  const st = await back.maintenance.status({});
+  assert.equal(String(st.header?.member_id), String(ids[leaderIx]));
+});
