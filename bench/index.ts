@@ -17,6 +17,7 @@ import { formatFigure, gcAvailable, spread, targetMet, type BenchContext, type B
 import { leaseSection } from './lease.bench.js';
 import { lifecycleSection } from './lifecycle.bench.js';
 import { mvccSection } from './mvcc.bench.js';
+import { processesSection } from './processes.bench.js';
 import { serverSection } from './server.bench.js';
 import { servedSection } from './served.bench.js';
 import { shadowSection } from './shadow.bench.js';
@@ -25,7 +26,7 @@ import { upkeepSection } from './upkeep.bench.js';
 import { watchSection } from './watch.bench.js';
 
 /** Every section, in the order they run. Add new areas (watch, lease, etcd3 adapter) here. */
-const SECTIONS: readonly BenchSection[] = [mvccSection, upkeepSection, watchSection, leaseSection, etcd3Section, floorSection, lifecycleSection, serverSection, servedSection, shadowSection, deliverySection, snapshotSection, clusterSection, attacksSection];
+const SECTIONS: readonly BenchSection[] = [mvccSection, upkeepSection, watchSection, leaseSection, etcd3Section, floorSection, lifecycleSection, serverSection, servedSection, shadowSection, deliverySection, snapshotSection, clusterSection, processesSection, attacksSection];
 
 interface Args {
   readonly quick: boolean;
