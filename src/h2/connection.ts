@@ -303,6 +303,13 @@ export class Http2ServerConnection {
   private readonly pingPolicy: PingPolicy | undefined;
   private readonly onHandshakeCb: (() => void) | undefined;
 
+  /**
+   * Our SETTINGS (and connection WINDOW_UPDATE), until sent: once the client's preface is whole (RFC 9113
+   * §3.4 asks only that it be the first frame we send). A connection that never completes its preface —
+   * 2000 of them, half a preface each, in the attack bench — costs no write, as etcd's cmux hands grpc-go a
+   * connection only once its first bytes match.
+   */
+  private serverPreface: Buffer | null;
   /** Unparsed input, and how much of the client preface has been checked. */
   private buf: Buffer = Buffer.alloc(0);
   private prefaceSeen = 0;
@@ -407,15 +414,7 @@ export class Http2ServerConnection {
     this.recvWindow = this.connWindow;
     this.recvSlack = Math.max(0, DEFAULT_WINDOW - this.streamWindow);
 
-    const settings: Array<[number, number]> = [
-      [Setting.MAX_CONCURRENT_STREAMS, this.maxConcurrent],
-      [Setting.INITIAL_WINDOW_SIZE, this.streamWindow],
-      [Setting.MAX_HEADER_LIST_SIZE, this.maxHeaderList],
-    ];
-    if (this.maxFrame !== DEFAULT_MAX_FRAME_SIZE) settings.push([Setting.MAX_FRAME_SIZE, this.maxFrame]);
-    if (tableSize !== 4096) settings.push([Setting.HEADER_TABLE_SIZE, tableSize]);
-    this.writer.raw(settingsFrame(settings));
-    if (this.connWindow > DEFAULT_WINDOW) this.writer.raw(windowUpdateFrame(0, this.connWindow - DEFAULT_WINDOW));
+    this.serverPreface = serverPrefaceFor(this.maxConcurrent, this.streamWindow, this.maxHeaderList, this.maxFrame, tableSize, this.connWindow);
 
     const s = socket as Duplex & { setNoDelay?: (noDelay: boolean) => unknown };
     if (typeof s.setNoDelay === 'function') s.setNoDelay(true);
@@ -454,6 +453,7 @@ export class Http2ServerConnection {
   close(): void {
     if (this.dead || this.goawaySent) return;
     this.goawaySent = true;
+    this.sendPreface();
     this.writer.raw(goawayFrame(this.lastStreamId, ErrorCode.NO_ERROR));
     this.writer.flush();
     if (this.streams.size === 0) this.endSocket();
@@ -509,6 +509,7 @@ export class Http2ServerConnection {
       }
       this.prefaceSeen += n;
       p = n;
+      if (this.prefaceSeen === CLIENT_PREFACE.length) this.sendPreface();
     }
     while (buf.length - p >= FRAME_HEADER_LENGTH) {
       const len = (buf[p]! << 16) | (buf[p + 1]! << 8) | buf[p + 2]!;
@@ -551,6 +552,12 @@ export class Http2ServerConnection {
       if (this.dead) return;
       if (!streams[i]!.closed) work[i]!();
     }
+  }
+
+  private sendPreface(): void {
+    if (this.serverPreface === null) return;
+    this.writer.raw(this.serverPreface);
+    this.serverPreface = null;
   }
 
   /** Whether the peer leaves so much of our output unread that its frames wait (see MAX_QUEUED_CONTROL, OUTPUT_PAUSE). */
@@ -1105,6 +1112,7 @@ export class Http2ServerConnection {
     if (this.dead) return;
     this.goawaySent = true;
     this.goawayCode = e.code;
+    this.sendPreface();
     this.writer.raw(goawayFrame(this.lastStreamId, e.code, e.message));
     // After a connection error nothing more is read, and the socket is dropped a moment later (grpc-go's
     // reader stops, its writer closes the connection): only ending our side would leave the peer free to go
@@ -1175,6 +1183,28 @@ export class Http2ServerConnection {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** Server prefaces built so far, by their settings: every connection of a server sends the same one. */
+const serverPrefaces = new Map<string, Buffer>();
+
+/** Our SETTINGS frame for these limits, and the WINDOW_UPDATE raising the connection's receive window. */
+function serverPrefaceFor(maxStreams: number, streamWindow: number, maxHeaderList: number, maxFrame: number, tableSize: number, connWindow: number): Buffer {
+  const key = `${maxStreams} ${streamWindow} ${maxHeaderList} ${maxFrame} ${tableSize} ${connWindow}`;
+  let preface = serverPrefaces.get(key);
+  if (preface !== undefined) return preface;
+  const settings: Array<[number, number]> = [
+    [Setting.MAX_CONCURRENT_STREAMS, maxStreams],
+    [Setting.INITIAL_WINDOW_SIZE, streamWindow],
+    [Setting.MAX_HEADER_LIST_SIZE, maxHeaderList],
+  ];
+  if (maxFrame !== DEFAULT_MAX_FRAME_SIZE) settings.push([Setting.MAX_FRAME_SIZE, maxFrame]);
+  if (tableSize !== 4096) settings.push([Setting.HEADER_TABLE_SIZE, tableSize]);
+  const frames = [settingsFrame(settings)];
+  if (connWindow > DEFAULT_WINDOW) frames.push(windowUpdateFrame(0, connWindow - DEFAULT_WINDOW));
+  preface = Buffer.concat(frames);
+  if (serverPrefaces.size < 16) serverPrefaces.set(key, preface);
+  return preface;
+}
 /** The default of ConnectionOptions.afterMs: a host timer that keeps no process alive. */
 function hostTimeout(ms: number, fn: () => void): { cancel(): void } {
   const t = setTimeout(fn, ms);

@@ -369,3 +369,28 @@ test('after a connection error the server reads nothing more, and drops the sock
     await srv.close();
   }
 });
+
+test('a connection that has sent half the client preface is sent nothing: our SETTINGS go out once the preface is whole', async () => {
+  const srv = await startServer(() => {});
+  const written: number[] = [];
+  const raw = net.createServer((socket) => {
+    srv.accept(socket);
+    // After the connection's own listener: what it wrote for each read.
+    socket.on('data', () => written.push(socket.bytesWritten + socket.writableLength));
+  });
+  await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+  const client = await RawClient.connect((raw.address() as net.AddressInfo).port, false);
+  try {
+    client.send(CLIENT_PREFACE.subarray(0, 12));
+    while (written.length === 0) await new Promise((r) => setImmediate(r));
+    assert.deepEqual(written, [0], 'the server wrote before the client preface was whole');
+    client.send(CLIENT_PREFACE.subarray(12), settingsFrame([]));
+    const first = await client.waitFor(() => true);
+    assert.equal(first?.type, FrameType.SETTINGS);
+    assert.equal((first!.flags & Flags.ACK), 0);
+  } finally {
+    client.destroy();
+    await new Promise<void>((resolve) => raw.close(() => resolve()));
+    await srv.close();
+  }
+});
