@@ -5,7 +5,6 @@
  * same way. docs/cli-errors.md has the table.
  */
 import { readFileSync } from 'node:fs';
-import * as grpc from '@grpc/grpc-js';
 import { isLoopback, serve, type ServeOptions } from '../grpc/server.js';
 import type { ServedClusterMember } from '../grpc/serve_cluster.js';
 import { SnapshotFormatError, readEtcdSnapshot } from '../snapshot/index.js';
@@ -401,16 +400,8 @@ export async function runServe(opts: ServeCommandOptions, io: CliIo = consoleIo)
   const stop = (): void => process.exit(0);
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
-  // grpc-js logs a failed bind itself ("E No address added out of total 1 resolved"); the error below
-  // says it once. GRPC_VERBOSITY, when set, is left to rule.
-  const quiet = process.env['GRPC_VERBOSITY'] === undefined;
-  if (quiet) grpc.setLogVerbosity(grpc.logVerbosity.NONE);
   if (opts.members !== undefined) {
-    try {
-      await runServeCluster(opts, opts.members, io);
-    } finally {
-      if (quiet) grpc.setLogVerbosity(grpc.logVerbosity.ERROR);
-    }
+    await runServeCluster(opts, opts.members, io);
     return;
   }
   let handle;
@@ -421,8 +412,6 @@ export async function runServe(opts: ServeCommandOptions, io: CliIo = consoleIo)
     process.off('SIGTERM', stop);
     const host = opts.host ?? '127.0.0.1';
     throw new CliError(bindError(err, `${host.includes(':') ? `[${host}]` : host}:${opts.port ?? 2379}`), 1);
-  } finally {
-    if (quiet) grpc.setLogVerbosity(grpc.logVerbosity.ERROR);
   }
   io.out(`etcdsim serving etcd v3 API on ${handle.endpoint}`);
 }

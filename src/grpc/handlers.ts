@@ -23,7 +23,8 @@ import {
   type ResponseListener,
   type StreamHold,
 } from '../server/index.js';
-import { callNameOf, etcdService, type EtcdServiceName } from '../proto/index.js';
+import { etcdServiceDefinition, type EtcdServiceName } from '../proto/loader.js';
+import { callNameOf } from '../proto/calls.js';
 import { GrpcCode } from '../etcd/index.js';
 import { afterHostTime, hostNow } from '../sim/index.js';
 import { frameMessage, responseSink, type BidiCall, type GrpcMethod, type MethodCodec, type MethodImpl, type ServerCall, type UnaryCall } from './call.js';
@@ -190,7 +191,7 @@ export class Handlers {
   forwarded(service: EtcdServiceName, cls: { readonly prototype: object }, of: (s: MemberServices) => object): MethodTable {
     const answered = new Set(serviceMethods(cls));
     const out: Record<string, MethodImpl> = {};
-    for (const [method, def] of Object.entries(etcdService(service).service)) {
+    for (const [method, def] of Object.entries(etcdServiceDefinition(service))) {
       const name = callNameOf(method);
       if (def.requestStream || def.responseStream || !answered.has(name)) continue;
       out[method] = this.unary((req: unknown, ctx) => (of(this.host.member().services) as Record<string, (req: unknown, ctx: CallContext) => Awaitable<unknown>>)[name]!(req, ctx));

@@ -8,7 +8,7 @@
  */
 import type * as grpc from '@grpc/grpc-js';
 import type { PackageDefinition } from '@grpc/proto-loader';
-import { etcdPackageDefinition, etcdService, SERVICE_PACKAGES, type EtcdServiceName } from '../proto/index.js';
+import { etcdPackageDefinition, etcdServiceDefinition, SERVICE_PACKAGES, type EtcdServiceName } from '../proto/loader.js';
 import type { EtcdVersion } from '../etcd/index.js';
 import { serverCompat } from '../server/compat.js';
 import { compileMessageTables, compileGogoChecks, type GogoCheck, type MessageCheck } from './gogo_check.js';
@@ -48,7 +48,7 @@ export function requestDecodingOf(version: EtcdVersion, seed: number | bigint | 
 
 /** Service `name`'s method definitions (grpc's codecs) with every request checked as `decoding` checks it before it is decoded. */
 export function checkedService(name: EtcdServiceName, decoding: RequestDecoding): grpc.ServiceDefinition {
-  return withRequestChecks(etcdService(name).service, requestChecks(etcdPackageDefinition(), SERVICE_PACKAGES[name], decoding));
+  return withRequestChecks(etcdServiceDefinition(name), requestChecks(etcdPackageDefinition(), SERVICE_PACKAGES[name], decoding));
 }
 
 const tablesOf = new WeakMap<PackageDefinition, ReadonlyMap<string, MessageCheck>>();

@@ -7,7 +7,8 @@
  */
 import { grpcError, type Awaitable, type BidiStream, type CallContext, type FlowControl, type GrpcError, type MemberServices, type MemberView, type StreamHold, type WaitingCallContext } from '../server/index.js';
 import { GrpcCode } from '../etcd/index.js';
-import { callNameOf, etcdService, SERVICE_PACKAGES, type EtcdServiceName } from '../proto/index.js';
+import { etcdServiceDefinition, SERVICE_PACKAGES, type EtcdServiceName } from '../proto/loader.js';
+import { callNameOf } from '../proto/calls.js';
 
 type Unary = (s: MemberView, req: never, ctx: CallContext) => unknown;
 type ServerStream = (s: MemberView, req: never, ctx: CallContext) => Awaitable<Iterable<unknown | StreamHold>>;
@@ -118,7 +119,7 @@ function routeOf(method: string): Route {
   const service = qualified.slice(qualified.lastIndexOf('.') + 1) as EtcdServiceName;
   const name = method.slice(slash + 1);
   const pkg = SERVICE_PACKAGES[service];
-  const def = etcdService(service).service[name];
+  const def = etcdServiceDefinition(service)[name];
   if (def === undefined) throw new Error(`etcdsim: no method ${method} in the protos`);
   const typeOf = (t: unknown): string => `${pkg}.${(t as { type: { name: string } }).type.name}`;
   const { requestType, responseType } = def as unknown as { requestType: unknown; responseType: unknown };

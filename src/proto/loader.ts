@@ -7,7 +7,7 @@
  * holds the two together), so a decoded request is exactly the `X__Output` type the services take.
  */
 import { fileURLToPath } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 
 /** Where our .proto files live (src/proto; dist/proto once built). rpc.proto imports kv.proto and auth.proto. */
@@ -46,7 +46,6 @@ export const SERVICE_PACKAGES: Readonly<Record<EtcdServiceName, string>> = Objec
 });
 
 let cachedPackage: protoLoader.PackageDefinition | undefined;
-let cachedObject: grpc.GrpcObject | undefined;
 
 /** proto-loader's descriptors of every message, enum and service (loaded once). */
 export function etcdPackageDefinition(): protoLoader.PackageDefinition {
@@ -54,14 +53,12 @@ export function etcdPackageDefinition(): protoLoader.PackageDefinition {
   return cachedPackage;
 }
 
-/** etcd's API as a grpc-js package object: `.etcdserverpb.KV`, `.v3lockpb.Lock`, ... (loaded once). */
-export function loadEtcdProtos(): grpc.GrpcObject {
-  cachedObject ??= grpc.loadPackageDefinition(etcdPackageDefinition());
-  return cachedObject;
-}
-
-/** A service constructor (for servers' addService and for plain grpc-js clients): `etcdService('KV')`. */
-export function etcdService(name: EtcdServiceName): grpc.ServiceClientConstructor {
-  const pkg = loadEtcdProtos()[SERVICE_PACKAGES[name]] as grpc.GrpcObject;
-  return pkg[name] as grpc.ServiceClientConstructor;
+/**
+ * A service's method definitions (path, streaming, codecs), as a server registers them: the very object
+ * grpc-js's `loadPackageDefinition` hangs on a client constructor as `.service`, read here without loading
+ * grpc-js, which a member that serves through its own HTTP/2 door (src/h2) never needs (clients.ts has the
+ * constructors).
+ */
+export function etcdServiceDefinition(name: EtcdServiceName): grpc.ServiceDefinition {
+  return etcdPackageDefinition()[`${SERVICE_PACKAGES[name]}.${name}`] as grpc.ServiceDefinition;
 }

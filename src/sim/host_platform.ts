@@ -13,8 +13,9 @@
  *    little early — callers re-check the time);
  *  - a turn of the event loop: `node:timers`' setImmediate as this module found it, unless fake timers had
  *    already replaced it (their functions carry a `clock`; jest's legacy ones are mocks) — then a message on
- *    a `MessageChannel` from `node:worker_threads`, sent twice so that a whole check phase (the immediates
- *    client code queued) passes in between, as it does behind a setImmediate;
+ *    a `MessageChannel` (Node's global, the one `node:worker_threads` exports: taken from the global, it does
+ *    not load Node's worker machinery, ~15 ms of a member's start), sent twice so that a whole check phase
+ *    (the immediates client code queued) passes in between, as it does behind a setImmediate;
  *  - a microtask: a resolved promise's `then`;
  *  - keeping the process alive: a referenced `MessagePort` (an `Atomics.waitAsync` alone does not).
  * Fake timers patch none of these (fake-timers 15: `timers`, `timers/promises`, `perf_hooks.now`, globals).
@@ -24,7 +25,7 @@
 
 import { performance as perfHooks } from 'node:perf_hooks';
 import { setImmediate as timersSetImmediate } from 'node:timers';
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import type { MessagePort } from 'node:worker_threads';
 
 const epochOriginMs = perfHooks.timeOrigin;
 
@@ -54,7 +55,7 @@ export function hostMicrotask(fn: () => void): void {
  * Keeps the process alive while at least one hold is taken, as an open socket to etcd would. One referenced
  * port serves every hold.
  */
-let keepAliveChannel: MessageChannel | undefined; // both ends kept: a collected end would close the other
+let keepAliveChannel: InstanceType<typeof MessageChannel> | undefined; // both ends kept: a collected end would close the other
 let keepAliveHolds = 0;
 
 /** Takes a hold on the process; the returned function releases it (releasing twice is harmless). */

@@ -11,19 +11,17 @@
  */
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import * as grpc from '@grpc/grpc-js';
 import type { Clock } from '../../sim/index.js';
 import { CliError, type CliIo } from '../io.js';
 import { SERVE_FLAG_DEFAULTS, type ServeFlags } from '../serve_flags.js';
 import { ETCD_VERSIONS, isEtcdVersion, type EtcdVersion } from '../../etcd/index.js';
 import { flagsOf } from './flag_table.js';
 import { EtcdFlagError, applyEnvironment, boolValue, parseEtcdCommandLine, type ParsedFlags } from './flag_set.js';
-import { readConfigFile } from './config_file.js';
 import { EtcdLog, LOG_LEVELS, logLevelOf } from './log.js';
 import { startupLines, readyLines, shutdownLines, type StartedMember } from './start_log.js';
 import { autoTlsFiles } from './auto_tls.js';
 import { checkPeerTls, tlsFlagOptions } from './tls_flags.js';
-import { AuthTokenOptionsError, JwtTokens, parseJwtOptions, type JwtTokenOptions } from '../../auth/jwt_token.js';
+import type { TokenProvider } from '../../auth/simple_token.js';
 import { parseGoDuration } from '../go_flags.js';
 import type { KeptMemberStart, KeptState } from '../../server/kept_member.js';
 
@@ -81,6 +79,7 @@ export async function runEtcd(argv: readonly string[], io: CliIo, env: Readonly<
   let values: Map<string, string>;
   try {
     if (configFile !== undefined && configFile !== '') {
+      const { readConfigFile } = await import('./config_file.js'); // YAML only for a config file
       values = readConfigFile(configFile, flagsOf(version));
       log = loggerOf(values, version, io);
     } else {
@@ -104,9 +103,10 @@ export async function runEtcd(argv: readonly string[], io: CliIo, env: Readonly<
 
 /**
  * --auth-token: `simple` (with options, ignored) or `jwt,key=value,...` (jwt_token.ts); anything else stops
- * etcd, with its log lines. Resolves to the JWT options, undefined for simple tokens.
+ * etcd, with its log lines. Resolves to the JWT token provider, undefined for simple tokens (then neither
+ * jwt_token.ts nor jsonwebtoken is loaded: a member starts without them).
  */
-function authTokenOptions(value: string, log: EtcdLog): JwtTokenOptions | undefined {
+async function jwtTokenProvider(value: string, log: EtcdLog): Promise<((clock: Clock) => TokenProvider) | undefined> {
   const [kind = '', ...rest] = value.split(',');
   const options = new Map(rest.map((kv) => [kv.slice(0, kv.indexOf('=') < 0 ? kv.length : kv.indexOf('=')), kv.indexOf('=') < 0 ? '' : kv.slice(kv.indexOf('=') + 1)]));
   if (kind === 'simple') return undefined;
@@ -115,8 +115,10 @@ function authTokenOptions(value: string, log: EtcdLog): JwtTokenOptions | undefi
     log.log({ level: 'error', pkg: 'auth', text: `unknown token type: ${kind}`, caller: 'auth/store.go:1395', msg: 'unknown token type', fields: { type: kind } });
     throw new CliError(invalid, 1);
   }
+  const { AuthTokenOptionsError, JwtTokens, parseJwtOptions } = await import('../../auth/jwt_token.js');
   try {
-    return parseJwtOptions(options, parseGoDuration);
+    const jwt = parseJwtOptions(options, parseGoDuration);
+    return (clock) => new JwtTokens(clock, jwt);
   } catch (err) {
     if (!(err instanceof AuthTokenOptionsError)) throw err;
     const loading = err.message.startsWith('problem loading JWT options: ');
@@ -269,12 +271,12 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
     tlsFiles = { certFile: files.certFile, keyFile: files.keyFile };
     log.log({ level: 'warn', pkg: 'embed', text: `ignoring client auto TLS since certs given`, caller: 'embed/config.go:700', msg: 'automatically generated client certificates' });
   }
-  const authJwt = authTokenOptions(get('auth-token') ?? 'simple', log);
+  const authJwt = await jwtTokenProvider(get('auth-token') ?? 'simple', log);
   const warnings: string[] = [];
   const streams = get('max-concurrent-streams');
   const served = parseServeFlags({ ...flags, ...tlsFiles }, (m) => warnings.push(m));
   const strict = get('strict-reconfig-check');
-  const opts = { ...served, strictReconfigCheck: strict === undefined ? undefined : boolValue(strict), tls: served.tls === undefined ? undefined : { ...served.tls, ...tlsFlags }, maxConcurrentStreams: streams === undefined ? undefined : Number(streams), authTokenProvider: authJwt === undefined ? undefined : (clock: Clock) => new JwtTokens(clock, authJwt) };
+  const opts = { ...served, strictReconfigCheck: strict === undefined ? undefined : boolValue(strict), tls: served.tls === undefined ? undefined : { ...served.tls, ...tlsFlags }, maxConcurrentStreams: streams === undefined ? undefined : Number(streams), authTokenProvider: authJwt };
   const member: StartedMember = {
     name,
     dataDir,
@@ -308,7 +310,6 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
     throw new CliError('cannot fetch cluster info from peer urls: could not retrieve cluster information from the given URLs', 1);
   }
   const { serveMember } = await import('../../grpc/server.js');
-  if (quiet) grpc.setLogVerbosity(grpc.logVerbosity.NONE);
   let handle;
   let keptStart: KeptMemberStart | undefined;
   try {
@@ -316,8 +317,6 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
   } catch (err) {
     const host = opts.host ?? '127.0.0.1';
     throw new CliError(bindError(err, `${host.includes(':') ? `[${host}]` : host}:${opts.port ?? 2379}`), 1);
-  } finally {
-    if (quiet) grpc.setLogVerbosity(grpc.logVerbosity.ERROR);
   }
   const restarted = keptStart?.restarted === true ? { commitIndex: keptStart.commitIndex, term: handle.server.member.raftTerm } : undefined;
   const started: StartedMember = { ...member, memberId: handle.server.member.memberId, clusterId: handle.server.member.clusterId, restart: restarted };
