@@ -12,7 +12,8 @@
  * etcd, and the member answers it in full (every piece in one array; its streaming form is
  * MaintenanceService.snapshotStream, which the wire doors use).
  */
-import { callNameOf, etcdService, type EtcdServiceName } from '../proto/index.js';
+import { etcdServiceDefinition, type EtcdServiceName } from '../proto/loader.js';
+import { callNameOf } from '../proto/calls.js';
 import { AuthService } from './auth_service.js';
 import { ElectionService } from './election_service.js';
 import { KVService } from './kv_service.js';
@@ -64,7 +65,7 @@ export function memberCalls(): readonly MemberCall[] {
   calls ??= Object.freeze(
     (Object.keys(SERVICE_CLASSES) as EtcdServiceName[]).flatMap((service) => {
       const proto = SERVICE_CLASSES[service].prototype as Record<string, unknown>;
-      return Object.entries(etcdService(service).service).flatMap(([method, def]): MemberCall[] => {
+      return Object.entries(etcdServiceDefinition(service)).flatMap(([method, def]): MemberCall[] => {
         const call = callNameOf(method);
         if (typeof proto[call] !== 'function') return [];
         const { requestStream, responseStream } = def;
