@@ -4,7 +4,7 @@
  * except in CI (CI=true), where a missing etcd is a failure.
  */
 import { after, before } from 'node:test';
-import type { StartClusterOptions } from '../../src/diff/etcd_cluster.js';
+import { etcdsimCommand, type StartClusterOptions } from '../../src/diff/etcd_cluster.js';
 import { startEtcd, type EtcdProcess } from '../../src/diff/etcd_process.js';
 import { connectEtcd, type EtcdGrpcClient } from '../../src/grpc/client.js';
 import { afterHostTime, hostNow } from '../../src/sim/index.js';
@@ -70,6 +70,7 @@ export const DEFAULT_DIFF_SEED = 20261130;
  */
 export const PROCESS_BINARIES: ReadonlyArray<{ readonly name: string; readonly bin: StartClusterOptions['bin']; readonly skip: string | false }> = [
   { name: 'etcd 3.4.23', bin: undefined, skip: skipWithoutEtcd },
+  { name: 'etcdsim etcd', bin: etcdsimCommand('3.4'), skip: false },
 ];
 
 /**

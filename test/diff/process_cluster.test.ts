@@ -15,8 +15,9 @@ import { etcdsimCommand, startEtcdCluster, type EtcdCluster, type StartClusterOp
 import { requireCommand } from '../support/prerequisites.js';
 
 /**
- * Each binary and the size it is tried at: etcdsim as the etcd binary serves a single-member cluster
- * until the process member takes a multi-member --initial-cluster (issue 31).
+ * Each binary and the size it is tried at: the launcher with the etcdsim command is tried on one member
+ * here, its multi-member clusters under the same signals in process_faults.test.ts and
+ * process_acceptance.test.ts (each etcdsim process costs a Node start-up).
  */
 const BINARIES: ReadonlyArray<{ name: string; bin: StartClusterOptions['bin']; size: number; skip: string | false }> = [
   { name: 'etcd 3.4.23', bin: undefined, size: 3, skip: requireCommand('etcd') },
