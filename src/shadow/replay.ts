@@ -60,6 +60,8 @@ export async function replayScenario(s: ScenarioFile, etcd: string, opts: { etcd
   };
   try {
     for (const step of s.steps) {
+      // etcd's own stream responses (a watch's events) are recorded for the script, not sent.
+      if (step.stream !== undefined && !('request' in step)) continue;
       if (step.stream !== undefined) {
         let st = streams.get(step.stream);
         if (st === undefined) {

@@ -29,6 +29,8 @@ export interface DivergenceRecord {
   readonly revision: number | undefined;
   /** The replayable scenario text (scenario.ts). */
   readonly scenario: string;
+  /** The same steps as a script `etcdsim run` plays (script.ts). */
+  readonly script: string;
 }
 
 export class ShadowReport {
@@ -77,6 +79,7 @@ export class ShadowReport {
     writeFileSync(join(sub, 'divergence.json'), JSON.stringify({ rpc: d.rpc, where: d.where, revision: d.revision, etcd: JSON.parse(d.etcd), etcdsim: JSON.parse(d.etcdsim) }, null, 2) + '\n');
     writeFileSync(join(sub, 'request.json'), JSON.stringify(d.request, jsonBytes, 2) + '\n');
     writeFileSync(join(sub, 'scenario.json'), d.scenario);
+    writeFileSync(join(sub, 'scenario.etcdsim'), d.script);
     return sub;
   }
 

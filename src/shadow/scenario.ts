@@ -16,7 +16,8 @@ export interface ScenarioEntry {
   readonly rpc: string;
   /** A Watch or LeaseKeepAlive stream: which one, numbered from 1 in the order they were opened. */
   readonly stream?: number | undefined;
-  readonly request: unknown;
+  /** Absent: a stream response etcd sent by itself (a watch's events), kept for the script's expectations (script.ts). */
+  readonly request?: unknown;
   /** etcd's answer (a stream request: the response it caused). */
   readonly etcd: unknown;
 }
@@ -48,16 +49,19 @@ export class ScenarioLog {
   ) {}
 
   add(rpc: string, request: unknown, etcd: unknown, stream?: number): void {
-    this.entries.push(stream === undefined ? { rpc, request, etcd } : { rpc, stream, request, etcd });
+    this.entries.push(stream === undefined ? { rpc, request, etcd } : request === undefined ? { rpc, stream, etcd } : { rpc, stream, request, etcd });
     if (this.entries.length > this.max) {
       this.entries.splice(0, this.entries.length - this.max);
       this.dropped++;
     }
   }
 
+  file(): ScenarioFile {
+    return { format: 'etcdsim-shadow-scenario/1', etcdVersion: this.etcdVersion, startRevision: this.startRevision, complete: this.dropped === 0 && !this.seeded, steps: this.entries };
+  }
+
   text(): string {
-    const file: ScenarioFile = { format: 'etcdsim-shadow-scenario/1', etcdVersion: this.etcdVersion, startRevision: this.startRevision, complete: this.dropped === 0 && !this.seeded, steps: this.entries };
-    return JSON.stringify(file, jsonBytes, 1) + '\n';
+    return JSON.stringify(this.file(), jsonBytes, 1) + '\n';
   }
 }
 

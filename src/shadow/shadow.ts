@@ -23,6 +23,7 @@ import { Follower } from './follower.js';
 import { startProxy, type Proxy, type TappedCall, type TlsFiles } from './proxy.js';
 import { ShadowReport } from './report.js';
 import { ScenarioLog } from './scenario.js';
+import { scenarioScript } from './script.js';
 import { snapshotOf } from './seed.js';
 import { keepAliveCall, watchCall } from './stream_calls.js';
 import { grpcCodec, jsonCodec, type Codec } from './codecs.js';
@@ -188,7 +189,7 @@ function shadowContext(o: ShadowOptions, sim: EtcdSim, log: ScenarioLog): Shadow
   const streams = new Set<StreamCompare>();
   let streamCount = 0;
   const diverge: ShadowContext['diverge'] = (rpc, where, request, etcd, etcdsim, revision) => {
-    const dir = report.divergence({ rpc, where, request, etcd, etcdsim, revision, scenario: log.text() });
+    const dir = report.divergence({ rpc, where, request, etcd, etcdsim, revision, scenario: log.text(), script: scenarioScript(log.file(), where) });
     o.onDivergence?.(where, dir);
   };
   const follower = new Follower(

@@ -71,6 +71,7 @@ export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec, call: C
         write(req);
       }
       ctx.report.events += r.events.length;
+      if (r.events.length > 0) ctx.log.add(rpc, undefined, { ok: r }, stream);
       cmp.etcd(late && answered && r.header != null ? { ...r, header: { ...r.header, revision: String(ctx.follower.revision) } } : r);
       ctx.follower.pump();
     },

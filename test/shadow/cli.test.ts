@@ -52,7 +52,7 @@ test('etcdsim shadow: divergences on stderr and in --divergence-dir, the summary
   assert.match(err, /etcdsim shadow: divergence in Watch\.Watch id 0 \(written to .*divergence-0001\)/);
   assert.match(out, /^Watch\.Watch +\d+ +\d+ +1 /m);
   assert.match(out, /^KV\.Put +2 +2 +0 /m);
-  assert.deepEqual(readdirSync(join(dir, 'divergence-0001')).sort(), ['divergence.json', 'request.json', 'scenario.json']);
+  assert.deepEqual(readdirSync(join(dir, 'divergence-0001')).sort(), ['divergence.json', 'request.json', 'scenario.etcdsim', 'scenario.json']);
 });
 
 test('etcdsim shadow: a missing --etcd or a bad --etcd-version is one line and exit 2', async () => {

@@ -7,7 +7,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Buffer } from 'node:buffer';
@@ -66,4 +66,19 @@ test('simulator as 3.6 behind etcd 3.4.23: the tombstone at the compaction revis
   assert.ok(lines.some((l) => /^divergence: Watch\.Watch id 0\b/.test(l)), lines.join('\n'));
   lines.length = 0;
   assert.equal(await runCli(['diff', '--replay', scenario, '--start-etcd', '--etcd-version', '3.4'], io), 0, lines.join('\n'));
+
+  // The same steps as a script `etcdsim run` plays on the simulator alone, etcd's answers its expectations: as
+  // 3.6 the run stops at the watch's events (the divergent step, named by its line), as 3.4 every one holds.
+  const script = join(dir, sub!, 'scenario.etcdsim');
+  const text = readFileSync(script, 'utf8');
+  assert.match(text, /^etcd-version 3\.6$/m);
+  assert.match(text, /^watch W1_0 \/k --rev=3 --stream=S1$/m);
+  lines.length = 0;
+  assert.equal(await runCli(['run', script], io), 1, lines.join('\n'));
+  const failed = lines.find((l) => /expect watch W1_0 events/.test(l) && /line \d+/.test(l)) ?? lines.join('\n');
+  assert.match(failed, /DELETE \/k@3/, lines.join('\n'));
+  const as34 = join(dir, 'as-3.4.etcdsim');
+  writeFileSync(as34, text.replace(/^etcd-version 3\.6$/m, 'etcd-version 3.4'));
+  lines.length = 0;
+  assert.equal(await runCli(['run', as34], io), 0, lines.join('\n'));
 });
