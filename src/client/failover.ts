@@ -37,7 +37,7 @@
  * Here: the unary calls' retries and the token refresh; which member a call goes to is balancer.ts, the
  * streams that reopen resuming_streams.ts, the retry rules retry_policy.ts.
  */
-import { memberCalls, toGrpcError, type CallContext, type EtcdServices, type GrpcError } from '../server/index.js';
+import { SERVICE_CLASSES, serviceMethods, toGrpcError, type CallContext, type EtcdServices, type GrpcError } from '../server/index.js';
 import { clusterErrors } from '../cluster/index.js';
 import type * as M from '../server/messages.js';
 import { isAuthNotEnabled, isContextError, isSafeRetry, retryBackoffMs, retryPolicyOf, shouldRefreshToken, UNARY_MAX_ATTEMPTS, type RetryPolicy } from './retry_policy.js';
@@ -168,28 +168,21 @@ export function failoverServices(t: FailoverTarget): { services: EtcdServices; c
     }
     throw last!;
   };
-  // Every unary call of the member (src/server/member_calls.ts), picked onto a member and retried; every
-  // stream call opened on the member picked now and staying there (Election.Observe), but Watch and
-  // LeaseKeepAlive, which reopen elsewhere (below).
+  // Every call of the member's service classes (src/server/service_classes.ts; test/server/member_calls.test.ts
+  // holds it to etcd's list), picked onto a member and retried — but the stream calls, below: Watch and
+  // LeaseKeepAlive reopen elsewhere, Election.Observe stays on the member it opened on.
   const door: Record<string, Record<string, unknown>> = {};
-  for (const { services: svc, call: method, kind } of memberCalls()) {
-    const s = (door[svc] ??= {});
-    const target = (services: EtcdServices) => (services as unknown as Record<string, Record<string, (...a: unknown[]) => unknown>>)[svc]!;
-    if (kind === 'stream') {
-      s[method] = (...args: unknown[]) => {
-        const m = balancer.pickNow();
-        if (m === undefined) throw clusterErrors.errTransportClosing();
-        const on = target(t.open(m, undefined));
-        return on[method]!.apply(on, args);
-      };
-      continue;
+  for (const [service, cls] of Object.entries(SERVICE_CLASSES)) {
+    const svc = service.toLowerCase();
+    const s: Record<string, unknown> = (door[svc] = {});
+    for (const method of serviceMethods(cls)) {
+      const policy = retryPolicyOf(svc, method);
+      s[method] = (req: unknown, ctx?: CallContext) =>
+        unary(policy, ctx, (services, sent) => {
+          const target = (services as unknown as Record<string, Record<string, (req: unknown, ctx?: CallContext) => unknown>>)[svc]!;
+          return target[method]!.call(target, req, sent);
+        });
     }
-    const policy = retryPolicyOf(svc, method);
-    s[method] = (req: unknown, ctx?: CallContext) =>
-      unary(policy, ctx, (services, sent) => {
-        const on = target(services);
-        return on[method]!.call(on, req, sent);
-      });
   }
   // An Authenticate through this client gives it credentials, as clientv3's Username and Password: the calls
   // that carry the token it got are sent with the newest token of those credentials, refreshed when etcd
@@ -215,6 +208,11 @@ export function failoverServices(t: FailoverTarget): { services: EtcdServices; c
     return k;
   };
   door['lease']!['calls'] = () => [...keepAlives];
+  door['election']!['observe'] = (req: unknown, ctx?: CallContext) => {
+    const m = balancer.pickNow();
+    if (m === undefined) throw clusterErrors.errTransportClosing();
+    return t.open(m, undefined).election.observe(req as M.LeaderRequest, ctx);
+  };
   return {
     // The one place the shapes differ: promises and resuming streams where EtcdServices has plain results.
     services: door as unknown as EtcdServices,

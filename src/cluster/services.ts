@@ -17,10 +17,10 @@ import { ErrNoSpace } from '../server/alarms.js';
 import { LEASE_OVERHEAD, costPut, costTxn, noSpaceAlarm, overQuota } from '../server/quota.js';
 import type { CallContext } from '../server/call_context.js';
 import type { Promised } from '../server/answers.js';
-import type { AuthService } from '../server/auth_service.js';
+import { AuthService } from '../server/auth_service.js';
 import type { KVService } from '../server/kv_service.js';
 import type * as M from '../server/messages.js';
-import { memberCalls, type AppliedCallContext, type EtcdServer } from '../server/index.js';
+import { serviceMethods, type AppliedCallContext, type EtcdServer } from '../server/index.js';
 import type { KeepAliveCall } from '../server/lease_service.js';
 import type { SnapshotStreamOptions } from '../server/maintenance_service.js';
 import type { WatchCall } from '../server/watch_service.js';
@@ -225,13 +225,13 @@ export class ClusterMemberServices {
 
   /**
    * Auth: every request through Raft, each member checking the caller the proposer resolved — every call
-   * of etcd's Auth service the member answers (src/server/member_calls.ts), none listed by hand.
+   * of etcd's Auth service the member's AuthService answers, none listed by hand (not through
+   * src/server/member_calls.ts, which loads the protos: the playground runs this in a browser).
    */
   private authService(): ClusterAuth {
     type AuthCall = (req: unknown, ctx: AppliedCallContext) => unknown;
     const out: Record<string, unknown> = {};
-    for (const { service, call } of memberCalls()) {
-      if (service !== 'Auth') continue;
+    for (const call of serviceMethods(AuthService)) {
       out[call] = (req: unknown, ctx?: CallContext) =>
         this.write(call, ctx, (s, a) => {
           const auth = s.services.auth as unknown as Record<string, AuthCall>;

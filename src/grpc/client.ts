@@ -14,8 +14,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { etcdService, type CallName } from '../proto/index.js';
 import type * as M from '../server/messages.js';
+import { memberCalls, type MemberCall } from '../server/member_calls.js';
 import {
-  memberCalls,
   type AuthService,
   type BidiStream,
   type CallContext,
@@ -27,7 +27,6 @@ import {
   type LeaseService,
   type LockService,
   type MaintenanceService,
-  type MemberCall,
   type Promised,
   type ResponseListener,
 } from '../server/index.js';

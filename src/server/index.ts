@@ -3,11 +3,10 @@ export { EtcdServer, type EtcdServices } from './etcd_server.js';
 // What every door needs of one member (EtcdServer, a cluster's member, a member in a process of its own).
 export type { MemberServices, MemberView } from './member_view.js';
 export { andThen, isPromiseLike, type Awaitable } from './awaitable.js';
-// etcd's calls a member answers: the one list the doors' and clients' tables derive from.
-export { memberCalls, type CallKind, type MemberCall } from './member_calls.js';
 export { DEFAULT_CLUSTER_ID, DEFAULT_MEMBER_ID, type EtcdServerOptions, type MemberInfo } from './member_options.js';
 export type { CompactionCrash, MemberRestart, MemberSnapshot } from './restart.js';
 // A service class's etcd calls by name, and the shapes of a service whose answers may come later.
+export { SERVICE_CLASSES } from './service_classes.js';
 export { serviceMethods, promised, type AwaitableService, type Promised } from './answers.js';
 export { KVService } from './kv_service.js';
 export { WatchService, WatchCall, type ResponseListener, type EndListener } from './watch_service.js';

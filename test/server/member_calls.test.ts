@@ -9,7 +9,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { etcdService, SERVICE_PACKAGES, type EtcdServiceName } from '../../src/proto/index.js';
-import { EtcdServer, memberCalls, type MemberCall, type MemberView } from '../../src/server/index.js';
+import { EtcdServer, type MemberView } from '../../src/server/index.js';
+import { memberCalls, type MemberCall } from '../../src/server/member_calls.js';
 import { ClusterMemberView, EtcdCluster } from '../../src/cluster/index.js';
 import { VirtualClock } from '../../src/sim/index.js';
 import { Handlers, type HandlerHost } from '../../src/grpc/handlers.js';
