@@ -3,7 +3,9 @@
  * against a fresh server process on loopback for a bounded time and count, while an innocent client on its
  * own HTTP/2 connection makes a gRPC Put and a Range every 200 ms. Per attack and server: peak resident set
  * (VmHWM), CPU seconds spent during the attack (/proc/<pid>/stat), the innocent client's median and
- * maximum latency, and what the attacker saw (GOAWAY code, resets, HTTP status, connections closed).
+ * maximum latency, and what the attacker saw (GOAWAY code, resets, HTTP status, connections closed). The
+ * attacks on many connections also run against Node's floor (bench/socket_floor_server.mjs: the same
+ * sockets held by a bare net or node:http server), to tell Node's per-socket cost from etcdsim's own.
  *
  * The issue's goal per row: the server stays up, peak memory ≤ etcd's, CPU ≤ etcd's, and the innocent
  * median within 2× its median with no attack (the first rows). `npm run bench -- --only attacks` runs it;
@@ -15,7 +17,9 @@ import { readFileSync } from 'node:fs';
 import { CLIENT_PREFACE, ErrorCode, Flags, FrameType, SETTINGS_ACK, frame, parseFrames, settingsFrame } from '../src/h2/frames.js';
 import { HpackEncoder } from '../src/h2/hpack.js';
 import type { BenchContext, BenchSection, Row } from './harness.js';
-import { hasBinary } from './server.bench.js';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort, hasBinary, spawnUntil, stopChild } from './server.bench.js';
 import { compileSim, cpuNs, startEtcd, startSim, type Served } from './served.bench.js';
 
 interface Sizes {
@@ -124,7 +128,13 @@ function indexedLiteral(name: string, valueLength: number): Buffer {
   return Buffer.concat([Buffer.from([0x40, ...len(name.length)]), Buffer.from(name), Buffer.from(len(valueLength)), Buffer.alloc(valueLength, 0x61)]);
 }
 
-const ATTACKS: ReadonlyArray<{ name: string; run: Attack }> = [
+/**
+ * Node's floor for an attack on many connections (bench/socket_floor_server.mjs): a bare `net` server, or
+ * node:http as the client port configures it, holding the same sockets with nothing of etcdsim on them.
+ */
+type Floor = 'net' | 'http';
+
+const ATTACKS: ReadonlyArray<{ name: string; run: Attack; floor?: Floor }> = [
   { name: 'no attack', run: async (_a, _s, _z, deadline) => until(deadline) },
   {
     name: 'empty CONTINUATION flood',
@@ -210,6 +220,7 @@ const ATTACKS: ReadonlyArray<{ name: string; run: Attack }> = [
   },
   {
     name: 'half-open connections (half a preface)',
+    floor: 'net',
     run: async (address, seen, sz, deadline) => {
       const conns: net.Socket[] = [];
       for (let i = 0; i < sz.conns && Date.now() < deadline; i++) {
@@ -223,6 +234,7 @@ const ATTACKS: ReadonlyArray<{ name: string; run: Attack }> = [
   },
   {
     name: 'slowloris (HTTP/1.1 headers a byte at a time)',
+    floor: 'http',
     run: async (address, seen, sz, deadline) => {
       const conns: net.Socket[] = [];
       for (let i = 0; i < sz.conns && Date.now() < deadline; i++) {
@@ -342,14 +354,34 @@ interface Outcome {
   readonly up: boolean;
 }
 
-async function runAttack(start: () => Promise<Served>, attack: Attack, sz: Sizes): Promise<Outcome> {
+/** Starts bench/socket_floor_server.mjs of `kind` (see Floor). */
+async function startSocketFloor(kind: Floor): Promise<Served> {
+  const port = await freePort();
+  const script = join(fileURLToPath(new URL('.', import.meta.url)), 'socket_floor_server.mjs');
+  const { child } = await spawnUntil(process.execPath, [script, kind, String(port)], /socket floor on /, () => {});
+  child.removeAllListeners('exit');
+  const kill = (): void => void child.kill('SIGKILL');
+  process.once('exit', kill);
+  return {
+    name: `node ${kind} floor`,
+    pid: child.pid!,
+    address: `127.0.0.1:${port}`,
+    stop: async () => {
+      process.off('exit', kill);
+      await stopChild(child);
+    },
+  };
+}
+
+/** One attack on a fresh server; without `withInnocent` (a floor, which serves no gRPC) no innocent client runs. */
+async function runAttack(start: () => Promise<Served>, attack: Attack, sz: Sizes, withInnocent = true): Promise<Outcome> {
   const server = await start();
   try {
     const seen = new Seen();
     const rest = vmHwm(server.pid);
     const deadline = Date.now() + sz.seconds * 1000;
     const cpu0 = cpuNs(server.pid);
-    const [lat] = await Promise.all([innocent(server.address, deadline + 500), attack(server.address, seen, sz, deadline)]);
+    const [lat] = await Promise.all([withInnocent ? innocent(server.address, deadline + 500) : Promise.resolve([]), attack(server.address, seen, sz, deadline)]);
     const cpuS = (cpuNs(server.pid) - cpu0) / 1e9;
     let up = true;
     try {
@@ -365,7 +397,8 @@ async function runAttack(start: () => Promise<Served>, attack: Attack, sz: Sizes
 }
 
 const mb = (n: number): string => `${(n / 1048576).toFixed(0)} MB`;
-const ms = (n: number): string => (Number.isFinite(n) ? `${n.toFixed(1)} ms` : 'failed');
+/** A latency; '—' where no innocent client ran (a floor row), 'failed' where its calls never ended. */
+const ms = (n: number): string => (Number.isFinite(n) ? `${n.toFixed(1)} ms` : Number.isNaN(n) || n === -Infinity ? '—' : 'failed');
 
 export const attacksSection: BenchSection = {
   name: 'attacks',
@@ -390,13 +423,17 @@ export const attacksSection: BenchSection = {
     for (const a of chosen) {
       const e = await runAttack(startEtcd, a.run, sz);
       const s = await runAttack(() => startSim(js, nodeFlags), a.run, sz);
-      for (const [name, o] of [['etcd 3.4.23', e], ['etcdsim', s]] as const) {
+      const f = a.floor === undefined ? undefined : await runAttack(() => startSocketFloor(a.floor!), a.run, sz, false);
+      const outcomes: Array<readonly [string, Outcome]> = [['etcd 3.4.23', e], ['etcdsim', s]];
+      if (f !== undefined) outcomes.push([`Node's floor (bare ${a.floor === 'net' ? 'net' : 'node:http'} server)`, f]);
+      for (const [name, o] of outcomes) {
         table.push(`| ${a.name} | ${name} | ${mb(o.peak)} (+${mb(o.growth)}) | ${o.cpuS.toFixed(2)} | ${ms(o.p50)} | ${ms(o.max)} | ${o.up ? '' : 'SERVER DOWN; '}${o.seen} |`);
       }
       ctx.log(`attacks: ${a.name}: etcd ${mb(e.peak)} (+${mb(e.growth)}) ${e.cpuS.toFixed(2)} s p50 ${ms(e.p50)} max ${ms(e.max)} (${e.seen}); etcdsim ${mb(s.peak)} (+${mb(s.growth)}) ${s.cpuS.toFixed(2)} s p50 ${ms(s.p50)} max ${ms(s.max)} (${s.seen})`);
       const sample = (x: number): Row['subject'] => ({ nsPerOp: x, rounds: [x], ops: 1 });
       rows.push({ name: `${a.name}: peak RSS`, unit: 'process', measure: 'bytes', subject: sample(s.peak), baselineName: 'etcd 3.4.23', baseline: sample(e.peak), ratio: s.peak / e.peak, note: `growth over rest ${mb(s.growth)} vs ${mb(e.growth)}; attacker saw: ${s.seen} (etcd: ${e.seen})` });
-      rows.push({ name: `${a.name}: RSS growth`, unit: 'process', measure: 'bytes', subject: sample(Math.max(s.growth, 1)), baselineName: 'etcd 3.4.23', baseline: sample(Math.max(e.growth, 1)), ratio: Math.max(s.growth, 1) / Math.max(e.growth, 1), target: { maxRatio: 1 } });
+      const floorNote = f === undefined ? undefined : `Node's floor (bare ${a.floor} server): +${mb(f.growth)}, ${f.cpuS.toFixed(2)} s CPU`;
+      rows.push({ name: `${a.name}: RSS growth`, unit: 'process', measure: 'bytes', subject: sample(Math.max(s.growth, 1)), baselineName: 'etcd 3.4.23', baseline: sample(Math.max(e.growth, 1)), ratio: Math.max(s.growth, 1) / Math.max(e.growth, 1), target: { maxRatio: 1 }, note: floorNote });
       rows.push({ name: `${a.name}: CPU during the attack`, unit: 'attack', subject: sample(s.cpuS * 1e9), baselineName: 'etcd 3.4.23', baseline: sample(e.cpuS * 1e9), ratio: s.cpuS / e.cpuS, target: { maxRatio: 1 } });
       rows.push({ name: `${a.name}: innocent median latency`, unit: 'call', subject: sample(s.p50 * 1e6), baselineName: 'etcd 3.4.23', baseline: sample(e.p50 * 1e6), ratio: s.p50 / e.p50, note: `max ${ms(s.max)} vs ${ms(e.max)}` });
     }

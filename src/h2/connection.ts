@@ -304,14 +304,15 @@ export class Http2ServerConnection {
   private readonly onHandshakeCb: (() => void) | undefined;
 
   /**
-   * Our SETTINGS (and connection WINDOW_UPDATE), until sent: once the client's preface is whole (RFC 9113
+   * Whether our SETTINGS (and connection WINDOW_UPDATE) went out: once the client's preface is whole (RFC 9113
    * §3.4 asks only that it be the first frame we send). A connection that never completes its preface —
    * 2000 of them, half a preface each, in the attack bench — costs no write, as etcd's cmux hands grpc-go a
    * connection only once its first bytes match.
    */
-  private serverPreface: Buffer | null;
+  private prefaceSent = false;
+  private readonly headerTableSize: number;
   /** Unparsed input, and how much of the client preface has been checked. */
-  private buf: Buffer = Buffer.alloc(0);
+  private buf: Buffer = EMPTY;
   private prefaceSeen = 0;
   private settingsSeen = false;
   private readonly streams = new Map<number, H2Stream>();
@@ -414,7 +415,7 @@ export class Http2ServerConnection {
     this.recvWindow = this.connWindow;
     this.recvSlack = Math.max(0, DEFAULT_WINDOW - this.streamWindow);
 
-    this.serverPreface = serverPrefaceFor(this.maxConcurrent, this.streamWindow, this.maxHeaderList, this.maxFrame, tableSize, this.connWindow);
+    this.headerTableSize = tableSize;
 
     const s = socket as Duplex & { setNoDelay?: (noDelay: boolean) => unknown };
     if (typeof s.setNoDelay === 'function') s.setNoDelay(true);
@@ -536,7 +537,7 @@ export class Http2ServerConnection {
         }
       }
     }
-    this.buf = p === buf.length ? Buffer.alloc(0) : buf.subarray(p);
+    this.buf = p === buf.length ? EMPTY : buf.subarray(p);
   }
 
   /**
@@ -555,9 +556,9 @@ export class Http2ServerConnection {
   }
 
   private sendPreface(): void {
-    if (this.serverPreface === null) return;
-    this.writer.raw(this.serverPreface);
-    this.serverPreface = null;
+    if (this.prefaceSent) return;
+    this.prefaceSent = true;
+    this.writer.raw(serverPrefaceFor(this.maxConcurrent, this.streamWindow, this.maxHeaderList, this.maxFrame, this.headerTableSize, this.connWindow));
   }
 
   /** Whether the peer leaves so much of our output unread that its frames wait (see MAX_QUEUED_CONTROL, OUTPUT_PAUSE). */
