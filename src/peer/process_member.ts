@@ -204,6 +204,7 @@ export class ProcessMember {
       {
         id,
         propose: (data) => this.loop.propose(data),
+        proposeConfChange: (conf, data) => this.loop.proposeConfChange(conf, data),
         readIndex: (ctx) => this.loop.readIndex(ctx),
         leader: () => this.node.leader,
         applied: () => this.node.log.applied,
@@ -269,6 +270,20 @@ export class ProcessMember {
     return this.requests.propose(id, data);
   }
 
+  /** Proposes a membership change; resolves once this member applied it. */
+  changeMembership(conf: ConfChange): Promise<unknown> {
+    if (this.stopped) return Promise.reject(errTransportClosing());
+    const id = this.nextRequestId();
+    const data = new Uint8Array(8);
+    new DataView(data.buffer).setBigUint64(0, id);
+    return this.requests.proposeConfChange(id, conf, data);
+  }
+
+  /** A conf change's context for a member (etcd puts the member's JSON there). */
+  memberContextOf(m: { readonly id: NodeId; readonly name: string; readonly peerUrls: readonly string[]; readonly isLearner: boolean }): Uint8Array {
+    return contextOf({ id: m.id.toString(16), name: m.name, peerURLs: m.peerUrls, isLearner: m.isLearner });
+  }
+
   /** Resolves once this member applied up to a read index the leader confirmed (ReadIndex). */
   linearizableRead(): Promise<void> {
     if (this.stopped) return Promise.reject(errTransportClosing());
@@ -289,7 +304,11 @@ export class ProcessMember {
   private apply(entries: readonly Entry[], snap: Snapshot | undefined): void {
     if (snap !== undefined && snap.index > 0) throw new Error('etcdsim: a member cannot install a snapshot yet (the log is never compacted)');
     for (const e of entries) {
-      if (e.type === 'conf' && e.conf !== undefined) this.confChanged(e.conf, true);
+      if (e.type === 'conf' && e.conf !== undefined) {
+        this.confChanged(e.conf, true);
+        // The proposer's request ID, in the entry's data: its caller is answered now.
+        if (e.data.length === 8) this.requests.applied(new DataView(e.data.buffer, e.data.byteOffset, 8).getBigUint64(0), undefined);
+      }
       else if (e.data.length > 0) this.applyRequest(e);
       this.server.resetAppliedIndex(e.index);
       this.requests.appliedTo(e.index);
@@ -420,5 +439,3 @@ export class ProcessMember {
 function contextOf(c: MemberContext): Uint8Array {
   return new TextEncoder().encode(JSON.stringify(c));
 }
-
-export { contextOf as memberContext };

@@ -16,10 +16,10 @@
  * They are the member view's services (MemberServices, src/server/member_view.ts): the doors call them as
  * they call a single member's.
  */
-import { GrpcCode, EtcdError } from '../etcd/index.js';
-import { header, int64ToBigInt, putIn, txnIn, uint64ToBigInt } from '../server/convert.js';
+import { EtcdError } from '../etcd/index.js';
+import { int64ToBigInt, putIn, txnIn, uint64ToBigInt } from '../server/convert.js';
 import { ErrNoSpace } from '../server/alarms.js';
-import { asGrpc, grpcError, type GrpcError } from '../server/errors.js';
+import { asGrpc, type GrpcError } from '../server/errors.js';
 import { LEASE_OVERHEAD, costPut, costTxn, noSpaceAlarm, overQuota } from '../server/quota.js';
 import { ALARM_FIELD, encodeAuthenticate, encodeRaftRequest, type RaftRequestHeader } from '../server/raft_request.js';
 import { LockRules } from '../server/lock_service.js';
@@ -32,6 +32,7 @@ import { requiresLeader } from '../cluster/require_leader.js';
 import { txnKind } from '../cluster/services.js';
 import { NONE } from '../raft/index.js';
 import type { ProcessMember } from './process_member.js';
+import { processMembership } from './process_membership.js';
 
 /** The InternalRaftRequest field of each write the services propose (raft_request.ts' table). */
 const FIELD = {
@@ -54,9 +55,6 @@ const FIELD = {
   roleRevokePermission: 1204,
 } as const;
 
-/** etcd answers these only once membership changes are modelled on processes (not yet). */
-const membershipUnmodelled = (): Promise<never> => Promise.reject(grpcError(GrpcCode.UNIMPLEMENTED, 'etcdsim: membership changes are not modelled on a cluster of processes yet'));
-
 /** How a call reaches member `pm`: at once, after ReadIndex, or as an entry (see the module comment). */
 interface Paths {
   readonly pm: ProcessMember;
@@ -74,7 +72,7 @@ export function processServices(pm: ProcessMember): MemberServices {
   const p = pathsOf(pm);
   const kv = kvOf(p);
   const lease = leaseOf(p);
-  return { kv, watch: watchOf(p), lease, cluster: clusterOf(p), maintenance: maintenanceOf(p), auth: authOf(p), ...concurrencyOf(p, kv, lease) };
+  return { kv, watch: watchOf(p), lease, cluster: processMembership(pm, p.call), maintenance: maintenanceOf(p), auth: authOf(p), ...concurrencyOf(p, kv, lease) };
 }
 
 function pathsOf(pm: ProcessMember): Paths {
@@ -187,25 +185,6 @@ function maintenanceOf({ pm, server, call, local, write }: Paths) {
         return write<M.AlarmResponse>(ALARM_FIELD, req ?? {}, ctx);
       }, ctx),
     moveLeader: (req?: M.MoveLeaderRequest, ctx?: CallContext) => call(() => moveLeader(pm, req ?? {}), ctx),
-  };
-}
-
-function clusterOf({ pm, local }: Paths) {
-  return {
-    memberList: (_req?: M.MemberListRequest, ctx?: CallContext) =>
-      local(
-        (s): M.MemberListResponse => ({
-          header: header(s.identity, 0),
-          members: [...pm.members.values()]
-            .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-            .map((m) => ({ ID: String(m.id), name: m.name, peerURLs: [...m.peerUrls], clientURLs: [...m.clientUrls], isLearner: m.isLearner })),
-        }),
-        ctx,
-      ),
-    memberAdd: membershipUnmodelled,
-    memberRemove: membershipUnmodelled,
-    memberUpdate: membershipUnmodelled,
-    memberPromote: membershipUnmodelled,
   };
 }
 

@@ -6,7 +6,7 @@
  * applying, every `snapshotCount` entries it asks the member for a snapshot of its applied state and lets
  * the log go but for `catchUpEntries` (etcd's --snapshot-count and SnapshotCatchUpEntries).
  */
-import type { Entry, Message, NodeId, RaftNode, RaftPersistence, ReadState, Ready, Role, Snapshot } from '../raft/index.js';
+import type { ConfChange, Entry, Message, NodeId, RaftNode, RaftPersistence, ReadState, Ready, Role, Snapshot } from '../raft/index.js';
 import type { Clock, TimerHandle } from '../sim/index.js';
 
 export interface RaftLoopOptions {
@@ -58,6 +58,12 @@ export class RaftLoop {
 
   propose(data: Uint8Array): boolean {
     const ok = this.opts.node.propose(data);
+    this.handleReady();
+    return ok;
+  }
+
+  proposeConfChange(conf: ConfChange, data: Uint8Array): boolean {
+    const ok = this.opts.node.proposeConfChange(conf, data);
     this.handleReady();
     return ok;
   }

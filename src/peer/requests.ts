@@ -10,7 +10,7 @@
  *    still waiting for an index (ErrLeaderChanged); the request timeout fails the rest (ErrTimeout).
  */
 import { errLeaderChanged, errProposalBlocked, errTimeout, errTimeoutDueToLeaderFail } from '../cluster/errors.js';
-import { NONE, type NodeId, type ReadState } from '../raft/index.js';
+import { NONE, type ConfChange, type NodeId, type ReadState } from '../raft/index.js';
 import type { GrpcError } from '../server/errors.js';
 import type { Clock, TimerHandle } from '../sim/index.js';
 
@@ -18,6 +18,7 @@ import type { Clock, TimerHandle } from '../sim/index.js';
 export interface MemberRaft {
   readonly id: NodeId;
   propose(data: Uint8Array): boolean;
+  proposeConfChange(conf: ConfChange, data: Uint8Array): boolean;
   readIndex(context: string): boolean;
   leader(): NodeId;
   applied(): number;
@@ -32,7 +33,8 @@ interface Waiting {
 }
 
 interface PendingProposal extends Waiting {
-  readonly data: Uint8Array;
+  /** Hands the entry to the Raft node; false when the node dropped it. */
+  readonly submit: () => boolean;
   stage: 'noLeader' | 'proposed';
 }
 
@@ -53,9 +55,18 @@ export class MemberRequests {
 
   /** Proposes `data` under request `id`; resolves with what applying it here gave (see applied()). */
   propose(id: bigint, data: Uint8Array): Promise<unknown> {
+    return this.submit(id, () => this.raft.propose(data));
+  }
+
+  /** Proposes a membership change under request `id` (its entry's data names the ID); resolves as propose() does. */
+  proposeConfChange(id: bigint, conf: ConfChange, data: Uint8Array): Promise<unknown> {
+    return this.submit(id, () => this.raft.proposeConfChange(conf, data));
+  }
+
+  private submit(id: bigint, submit: () => boolean): Promise<unknown> {
     return new Promise((resolve, reject) => {
       const timer = this.clock.setTimer(this.clock.now() + this.requestTimeoutMs, () => this.proposalTimedOut(id), 'peer.request-timeout');
-      const p: PendingProposal = { resolve, reject, timer, data, stage: 'noLeader' };
+      const p: PendingProposal = { resolve, reject, timer, submit, stage: 'noLeader' };
       this.proposals.set(id, p);
       this.tryPropose(p);
     });
@@ -112,7 +123,7 @@ export class MemberRequests {
 
   private tryPropose(p: PendingProposal): void {
     if (this.raft.leader() === NONE) return;
-    if (this.raft.propose(p.data)) p.stage = 'proposed';
+    if (p.submit()) p.stage = 'proposed';
   }
 
   private proposalTimedOut(id: bigint): void {

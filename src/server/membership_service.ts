@@ -55,16 +55,16 @@ export interface ClusterMember {
 const err = (code: GrpcCode, message: string): GrpcError => grpcError(code, message);
 
 /** etcd's cluster errors as its gRPC layer sends them (codes as observed on 3.4.23). */
-const ErrMemberNotFound = { code: GrpcCode.NOT_FOUND, message: 'etcdserver: member not found' } as const;
-const ErrMemberIdExists = { code: GrpcCode.FAILED_PRECONDITION, message: 'etcdserver: member ID already exist' } as const;
-const ErrPeerUrlExists = { code: GrpcCode.FAILED_PRECONDITION, message: 'etcdserver: Peer URLs already exists' } as const;
-const ErrMemberBadUrls = { code: GrpcCode.INVALID_ARGUMENT, message: 'etcdserver: given member URLs are invalid' } as const;
-const ErrTooManyLearners = { code: GrpcCode.FAILED_PRECONDITION, message: 'etcdserver: too many learner members in cluster' } as const;
-const ErrLearnerNotReady = { code: GrpcCode.FAILED_PRECONDITION, message: 'etcdserver: can only promote a learner member which is in sync with leader' } as const;
-const ErrMemberNotLearner = { code: GrpcCode.FAILED_PRECONDITION, message: 'etcdserver: can only promote a learner member' } as const;
+export const ErrMemberNotFound = { code: GrpcCode.NOT_FOUND, message: 'etcdserver: member not found' } as const;
+export const ErrMemberIdExists = { code: GrpcCode.FAILED_PRECONDITION, message: 'etcdserver: member ID already exist' } as const;
+export const ErrPeerUrlExists = { code: GrpcCode.FAILED_PRECONDITION, message: 'etcdserver: Peer URLs already exists' } as const;
+export const ErrMemberBadUrls = { code: GrpcCode.INVALID_ARGUMENT, message: 'etcdserver: given member URLs are invalid' } as const;
+export const ErrTooManyLearners = { code: GrpcCode.FAILED_PRECONDITION, message: 'etcdserver: too many learner members in cluster' } as const;
+export const ErrLearnerNotReady = { code: GrpcCode.FAILED_PRECONDITION, message: 'etcdserver: can only promote a learner member which is in sync with leader' } as const;
+export const ErrMemberNotLearner = { code: GrpcCode.FAILED_PRECONDITION, message: 'etcdserver: can only promote a learner member' } as const;
 /** etcd 3.4 leaves ErrNotEnoughStartedMembers out of its gRPC error map: the client sees Unknown. */
-const ErrNotEnoughStartedMembers = { code: GrpcCode.UNKNOWN, message: 'etcdserver: re-configuration failed due to not enough started members' } as const;
-const ErrUnhealthy = { code: GrpcCode.UNAVAILABLE, message: 'etcdserver: unhealthy cluster' } as const;
+export const ErrNotEnoughStartedMembers = { code: GrpcCode.UNKNOWN, message: 'etcdserver: re-configuration failed due to not enough started members' } as const;
+export const ErrUnhealthy = { code: GrpcCode.UNAVAILABLE, message: 'etcdserver: unhealthy cluster' } as const;
 /**
  * A proposal that cannot commit (quorum lost): etcd's call waits until the client's deadline (forever
  * without one); the simulator answers at once with what the client then sees.
@@ -72,7 +72,7 @@ const ErrUnhealthy = { code: GrpcCode.UNAVAILABLE, message: 'etcdserver: unhealt
 const QUORUM_LOST = { code: GrpcCode.DEADLINE_EXCEEDED, message: 'context deadline exceeded' } as const;
 
 /** etcd's maxLearners. */
-const MAX_LEARNERS = 1;
+export const MAX_LEARNERS = 1;
 
 export class ClusterService {
   private readonly members = new Map<bigint, ClusterMember>();
@@ -276,11 +276,11 @@ export class ClusterService {
   }
 }
 
-function fail(kind: { readonly code: GrpcCode; readonly message: string }): never {
+export function fail(kind: { readonly code: GrpcCode; readonly message: string }): never {
   throw err(kind.code, kind.message);
 }
 
-function validUrl(u: string): boolean {
+export function validUrl(u: string): boolean {
   try {
     parseEtcdUrl(u);
     return true;

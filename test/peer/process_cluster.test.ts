@@ -163,3 +163,35 @@ test('three etcdsim etcd processes form one cluster, lose their leader to SIGKIL
   const st = await back.maintenance.status({});
   assert.equal(String(st.header?.member_id), String(ids[leaderIx]));
 });
+
+test('member remove: the removed process stops as etcd does, the others go on as a cluster of two', { timeout: 120_000 }, async () => {
+  const ports: Ports[] = [];
+  for (let i = 0; i < 3; i++) ports.push({ client: await freePort(), peer: await freePort() });
+  rmSync(join(root, 'p1.etcd'), { recursive: true, force: true });
+  rmSync(join(root, 'p2.etcd'), { recursive: true, force: true });
+  rmSync(join(root, 'p3.etcd'), { recursive: true, force: true });
+  const procs = await Promise.all(NAMES.map((n) => start(n, ports)));
+  const clients = ports.map((p) => connectEtcd(`127.0.0.1:${p.client}`, { deadlineMs: 5000 }));
+  after(() => clients.forEach((c) => c.close()));
+  const ids = ports.map((p) => memberIdOf([`http://127.0.0.1:${p.peer}`], 'tok'));
+  const ss = await eventually('a leader', () => Promise.all(clients.map((c) => c.maintenance.status({}))), (s) => s.every((x) => String(x.leader) !== '0'));
+  const leaderIx = ids.indexOf(BigInt(String(ss[0]!.leader)));
+  const gone = (leaderIx + 1) % 3;
+  const asker = (leaderIx + 2) % 3;
+
+  // Unknown member: etcd's error, nothing changes.
+  await assert.rejects(clients[asker]!.cluster.memberRemove({ ID: '12345' }), /member not found/);
+  const removed = await clients[asker]!.cluster.memberRemove({ ID: String(ids[gone]) });
+  assert.deepEqual((removed.members ?? []).map((m) => String(m.ID)).sort(), ids.filter((_, i) => i !== gone).map(String).sort());
+  const code = await procs[gone]!.exited;
+  assert.equal(code, 0);
+  assert.match(procs[gone]!.stderr(), /the member has been permanently removed from the cluster/);
+  for (const i of [leaderIx, asker]) {
+    const ml = await eventually('the removal applied', () => clients[i]!.cluster.memberList({}), (r) => r.members?.length === 2);
+    assert.ok(!(ml.members ?? []).some((m) => String(m.ID) === String(ids[gone])));
+  }
+  await clients[asker]!.kv.put({ key: Buffer.from('after'), value: Buffer.from('x') });
+  // Two voters left, both up: removing one more would leave one started voter of one, allowed; a quorum holds.
+  const st = await clients[leaderIx]!.maintenance.status({});
+  assert.equal(String(st.leader), String(ids[leaderIx]));
+});

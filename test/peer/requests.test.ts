@@ -61,7 +61,7 @@ function cluster(): { clock: VirtualClock; members: Map<NodeId, Member>; cut: Se
       onSoftState: () => requests!.leaderChanged(),
     });
     requests = new MemberRequests(
-      { id, propose: (d) => loop.propose(d), readIndex: (c) => loop.readIndex(c), leader: () => node.leader, applied: () => node.log.applied, reachable: (p) => !cut.has(p) && !cut.has(id) },
+      { id, propose: (d) => loop.propose(d), proposeConfChange: (c, d) => loop.proposeConfChange(c, d), readIndex: (c) => loop.readIndex(c), leader: () => node.leader, applied: () => node.log.applied, reachable: (p) => !cut.has(p) && !cut.has(id) },
       clock,
       TIMEOUT_MS,
     );

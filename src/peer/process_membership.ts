@@ -1,0 +1,148 @@
+/**
+ * etcd's Cluster service on a member of a cluster of processes (etcd's ClusterServer over RaftCluster):
+ * MemberAdd, MemberRemove and MemberPromote are Raft conf changes, proposed by the member asked and answered
+ * once it applied them, with the membership as it then stands. The checks are etcd's, in its order: the
+ * peer URLs (MemberAdd), the caller (root while auth is enabled), then with --strict-reconfig-check the
+ * cluster's health — a voter is added only while the started voters stay a quorum and every voter is
+ * connected, removed only while the started voters left are a quorum and the connected ones too, a learner
+ * promoted only once it caught up with the leader. A member is "started" once it published its attributes
+ * (it has client URLs), "connected" while its peer stream is up (this member always is). Then the checks
+ * etcd's apply makes (an ID or peer URL taken, a member not found, too many learners, not a learner) are
+ * made before proposing, against the membership this member applied.
+ *
+ * MemberUpdate is not modelled on processes yet (it is no conf change of the Raft model): refused.
+ */
+import { GrpcCode } from '../etcd/index.js';
+import { header, uint64ToBigInt } from '../server/convert.js';
+import { asGrpc, grpcError } from '../server/errors.js';
+import { memberIdOf } from '../server/member_id.js';
+import {
+  ErrLearnerNotReady,
+  ErrMemberBadUrls,
+  ErrMemberIdExists,
+  ErrMemberNotFound,
+  ErrMemberNotLearner,
+  ErrNotEnoughStartedMembers,
+  ErrPeerUrlExists,
+  ErrTooManyLearners,
+  ErrUnhealthy,
+  MAX_LEARNERS,
+  fail,
+  validUrl,
+} from '../server/membership_service.js';
+import type { CallContext } from '../server/index.js';
+import type * as M from '../server/messages.js';
+import type { NodeId } from '../raft/index.js';
+import type { ProcessClusterMember, ProcessMember } from './process_member.js';
+
+/** etcd's readyPercent: a learner is ready for promotion once its log reaches 90% of the leader's. */
+const READY_PERCENT = 0.9;
+
+/** The Cluster service of member `pm`; `call` runs a call as every other call of the member runs. */
+export function processMembership(pm: ProcessMember, call: <T>(f: () => T | PromiseLike<T>, ctx?: CallContext) => Promise<T>) {
+  const server = pm.server;
+  const requireAdmin = (ctx: CallContext | undefined): void => asGrpc(() => server.auth.checkAdmin(server.authInfo(ctx)));
+  const strict = (): boolean => server.strictReconfigCheck;
+  return {
+    memberList: (_req?: M.MemberListRequest, ctx?: CallContext) => call(() => ({ header: header(server.identity, 0), members: list(pm) }), ctx),
+
+    memberAdd: (req?: M.MemberAddRequest, ctx?: CallContext) =>
+      call(async (): Promise<M.MemberAddResponse> => {
+        const urls = [...(req?.peerURLs ?? [])];
+        if (urls.length === 0 || !urls.every(validUrl)) fail(ErrMemberBadUrls);
+        requireAdmin(ctx);
+        const isLearner = req?.isLearner === true;
+        // etcd's mayAddMember (strict reconfiguration check), before proposing.
+        if (!isLearner && strict() && !readyToAddVotingMember(pm)) fail(ErrNotEnoughStartedMembers);
+        if (strict() && !voters(pm).every((m) => connected(pm, m.id))) fail(ErrUnhealthy);
+        const id = memberIdOf(urls, '', Math.floor(server.clock.now() / 1000));
+        if (pm.members.has(id)) fail(ErrMemberIdExists);
+        if ([...pm.members.values()].some((m) => m.peerUrls.some((u) => urls.includes(u)))) fail(ErrPeerUrlExists);
+        if (isLearner && [...pm.members.values()].filter((m) => m.isLearner).length >= MAX_LEARNERS) fail(ErrTooManyLearners);
+        await pm.changeMembership({ type: isLearner ? 'addLearner' : 'add', id, context: pm.memberContextOf({ id, name: '', peerUrls: urls, isLearner }) });
+        const added = pm.members.get(id);
+        return { header: header(server.identity, 0), member: added === undefined ? null : out(added), members: list(pm) } as M.MemberAddResponse;
+      }, ctx),
+
+    memberRemove: (req?: M.MemberRemoveRequest, ctx?: CallContext) =>
+      call(async (): Promise<M.MemberRemoveResponse> => {
+        const id = uint64ToBigInt(req?.ID ?? 0, 'ID');
+        requireAdmin(ctx);
+        const target = pm.members.get(id);
+        // etcd's mayRemoveMember: a learner goes freely; a voter only if the started voters left are a
+        // quorum, and — unless it is down — the connected ones left too.
+        if (strict() && target !== undefined && !target.isLearner) {
+          const rest = voters(pm).filter((m) => m.id !== id);
+          if (rest.filter(started).length < quorum(rest.length)) fail(ErrNotEnoughStartedMembers);
+          if (id === pm.id || connected(pm, id)) {
+            const all = voters(pm);
+            if (all.filter((m) => connected(pm, m.id)).length - 1 < quorum(all.length - 1)) fail(ErrUnhealthy);
+          }
+        }
+        if (target === undefined) fail(ErrMemberNotFound);
+        await pm.changeMembership({ type: 'remove', id });
+        return { header: header(server.identity, 0), members: list(pm) };
+      }, ctx),
+
+    memberUpdate: (_req?: M.MemberUpdateRequest, ctx?: CallContext): Promise<M.MemberUpdateResponse> =>
+      call(() => {
+        throw grpcError(GrpcCode.UNIMPLEMENTED, 'etcdsim: member update is not modelled on a cluster of processes yet');
+      }, ctx),
+
+    memberPromote: (req?: M.MemberPromoteRequest, ctx?: CallContext) =>
+      call(async (): Promise<M.MemberPromoteResponse> => {
+        const id = uint64ToBigInt(req?.ID ?? 0, 'ID');
+        requireAdmin(ctx);
+        const target = pm.members.get(id);
+        if (target === undefined) fail(ErrMemberNotFound);
+        if (!target.isLearner) fail(ErrMemberNotLearner);
+        if (!learnerReady(pm, id)) fail(ErrLearnerNotReady);
+        // IsReadyToPromoteMember: the voters and the promoted member, counted as started, are a quorum.
+        const vs = voters(pm);
+        if (strict() && vs.filter(started).length + 1 < quorum(vs.length + 1)) fail(ErrNotEnoughStartedMembers);
+        await pm.changeMembership({ type: 'add', id });
+        return { header: header(server.identity, 0), members: list(pm) };
+      }, ctx),
+  };
+}
+
+function quorum(n: number): number {
+  return Math.floor(n / 2) + 1;
+}
+
+function voters(pm: ProcessMember): ProcessClusterMember[] {
+  return [...pm.members.values()].filter((m) => !m.isLearner);
+}
+
+/** A member has started once it published its attributes. */
+function started(m: ProcessClusterMember): boolean {
+  return m.clientUrls.length > 0;
+}
+
+function connected(pm: ProcessMember, id: NodeId): boolean {
+  return id === pm.id || pm.peerActive(id);
+}
+
+/** etcd's IsReadyToAddVotingMember, with its special case of growing a one-member cluster. */
+function readyToAddVotingMember(pm: ProcessMember): boolean {
+  const vs = voters(pm);
+  const nstarted = vs.filter(started).length;
+  if (nstarted === 1 && vs.length + 1 === 2) return true;
+  return nstarted >= quorum(vs.length + 1);
+}
+
+/** etcd's isLearnerReady, on the leader (its Raft progress); a follower lets the proposal decide. */
+function learnerReady(pm: ProcessMember, id: NodeId): boolean {
+  if (pm.node.role !== 'leader') return true;
+  const match = pm.node.matchOf(id) ?? 0;
+  return match >= pm.node.log.committed * READY_PERCENT;
+}
+
+function out(m: ProcessClusterMember): M.Member {
+  return { ID: String(m.id), name: m.name, peerURLs: [...m.peerUrls], clientURLs: [...m.clientUrls], isLearner: m.isLearner };
+}
+
+function list(pm: ProcessMember): M.Member[] {
+  return [...pm.members.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map(out);
+}
+
