@@ -7,7 +7,7 @@
  *   etcdsim diff --endpoint HOST:PORT                an etcd you run; it must be empty and on loopback unless
  *                                                    --force / --allow-non-loopback say otherwise
  *   options: --seed N  --ops N (default 1000)  --etcd-version 3.4|3.5|3.6|3.7 (default 3.4)  --json
- *   etcdsim diff --cluster [--sim-only] [--no-faults] [--duration MS] [--keep-faults I,J|none]
+ *   etcdsim diff --cluster [--sim-only] [--processes] [--no-faults] [--duration MS] [--keep-faults I,J|none]
  *                  [--seed N | --seeds A..B [--workers N]] [--etcd-bin PATH]
  *                                                    the cluster differential (cluster_diff.ts): a simulated and
  *                                                    a throwaway real 3-member etcd per seed; a range runs on N
@@ -396,6 +396,7 @@ async function executeClusterDiff(opts: DiffOptions, io: CliIo): Promise<number>
   const options: ClusterSeedOptions = {
     durationMs: opts.duration === undefined ? undefined : int('--duration', opts.duration, 1000),
     simOnly: opts.simOnly === true,
+    processes: opts.processes === true,
     faults: opts.faults !== false,
     etcdBin: opts.etcdBin,
     keepFaults: keepFaultsFlag(opts.keepFaults),
@@ -409,7 +410,8 @@ async function executeClusterDiff(opts: DiffOptions, io: CliIo): Promise<number>
     results = [r];
   } else {
     const w = Math.min(workers, seeds.length);
-    if (!json) io.out(`etcdsim diff --cluster: seeds ${seeds[0]}..${seeds.at(-1)} (${seeds.length}), ${w} worker${w === 1 ? '' : 's'}, ${options.simOnly === true ? 'simulated cluster only' : 'a simulated and a real 3-member etcd per seed'}`);
+    const simulated = options.processes === true ? '3 etcdsim processes' : 'a simulated cluster';
+    if (!json) io.out(`etcdsim diff --cluster: seeds ${seeds[0]}..${seeds.at(-1)} (${seeds.length}), ${w} worker${w === 1 ? '' : 's'}, ${simulated}${options.simOnly === true ? ' only' : ' and a real 3-member etcd per seed'}`);
     try {
       results = await runClusterSeeds({ seeds, workers: w, options, onResult: (r) => json || io.out(clusterSeedLine(r)) });
     } catch (err) {

@@ -173,6 +173,7 @@ function diffCommand(program: Command, io: CliIo, result: { code: number }): voi
     .option('--replay <scenario.json>', "replay the requests of a shadow divergence (etcdsim shadow --divergence-dir) through a fresh shadow on the etcd; exit 1 if they diverge again")
     .option('--cluster', 'the cluster differential: a 3-member simulated cluster and a real 3-member etcd under one seeded workload and faults (docs/differential.md)')
     .option('--sim-only', 'with --cluster: the simulated cluster alone (no etcd)')
+    .option('--processes', 'with --cluster: the simulated side as three etcdsim processes (etcdsim as the etcd binary), hurt by signals as the real etcd is')
     .option('--no-faults', 'with --cluster: no faults (every write outcome known: exact revision count)')
     .option('--duration <ms>', 'with --cluster: how long the clients run (default 6000)')
     .option('--keep-faults <i,j,...|none>', "with --cluster: keep only these of the seed's planned faults (a shrunk failure's replay)")
@@ -254,6 +255,7 @@ export interface DiffOptions {
   /** --cluster and its options (diff_command.ts executeClusterDiff). */
   cluster?: boolean | undefined;
   simOnly?: boolean | undefined;
+  processes?: boolean | undefined;
   faults?: boolean | undefined;
   duration?: string | undefined;
   keepFaults?: string | undefined;

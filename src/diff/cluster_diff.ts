@@ -1,7 +1,8 @@
 /**
  * The cluster differential (issue 18, item 5): one seeded client workload and one seeded fault schedule,
- * run against the simulated cluster (src/cluster, virtual time, deterministic) and against a real
- * 3-member etcd (etcd_cluster.ts, real time), each checked for what etcd promises of a cluster:
+ * run against the simulated cluster (src/cluster, virtual time, deterministic) — or, with `processes`,
+ * etcdsim as the etcd binary in three processes (issue 31) — and against a real 3-member etcd
+ * (etcd_cluster.ts, real time), each checked for what etcd promises of a cluster:
  *
  *  - KV: the history of concurrent clients spread over the members (puts, linearizable gets, deletes,
  *    compare-and-swap txns) is linearizable (linearizability.ts);
@@ -27,10 +28,10 @@
 import { checkHistory, checkKeyspace, checkLease, checkMembers, checkRaft, checkRevision, checkWatches, readKeyspaces, type ClusterCheck } from './cluster_checks.js';
 import { ClusterRun, text } from './cluster_drive.js';
 import { clusterPlan, type ClusterPlan } from './cluster_plan.js';
-import { etcdSide, simSide, type ClusterSide, type SimSideOptions } from './cluster_side.js';
+import { etcdSide, etcdsimProcessSide, simSide, type ClusterSide, type SimSideOptions } from './cluster_side.js';
 
 export { clusterPlan, type ClusterFault, type ClusterPlan } from './cluster_plan.js';
-export { etcdSide, simSide, type ClusterSide, type SimSideOptions } from './cluster_side.js';
+export { etcdSide, etcdsimProcessSide, simSide, type ClusterSide, type SimSideOptions } from './cluster_side.js';
 export type { ClusterCheck } from './cluster_checks.js';
 
 // ---------------------------------------------------------------------------------------------------
@@ -122,6 +123,11 @@ export interface ClusterDiffOptions {
   readonly faults?: boolean | undefined;
   /** Run the simulated side only (no etcd needed). */
   readonly simOnly?: boolean | undefined;
+  /**
+   * The simulated side as etcdsim's own processes (etcdsim as the etcd binary, faults by signals) instead
+   * of the in-process cluster on virtual time; `sim` does not apply to it, and a failure is not shrunk.
+   */
+  readonly processes?: boolean | undefined;
   readonly sim?: SimSideOptions | undefined;
   readonly etcdBin?: string | undefined;
   /**
@@ -137,6 +143,7 @@ export function clusterReplayCommand(seed: number, opts: ClusterDiffOptions = {}
     opts.durationMs === undefined ? '' : ` --duration ${opts.durationMs}`,
     opts.faults === false ? ' --no-faults' : '',
     opts.keepFaults === undefined ? '' : ` --keep-faults ${opts.keepFaults.length === 0 ? 'none' : opts.keepFaults.join(',')}`,
+    opts.processes === true ? ' --processes' : '',
     opts.simOnly === true ? ' --sim-only' : '',
   ];
   return `etcdsim diff --cluster --seed ${seed}${flags.join('')}`;
@@ -151,14 +158,14 @@ export async function runClusterDiff(seed: number, opts: ClusterDiffOptions = {}
   const planned = clusterPlan(seed, opts.durationMs, opts.faults ?? true);
   const keep = opts.keepFaults;
   const plan = keep === undefined ? planned : { ...planned, faults: planned.faults.filter((_, i) => keep.includes(i)) };
-  const sides: ClusterSideResult[] = [await runClusterSide(simSide(plan, opts.sim), plan)];
+  const sides: ClusterSideResult[] = [await runClusterSide(opts.processes === true ? await etcdsimProcessSide(plan) : simSide(plan, opts.sim), plan)];
   if (opts.simOnly !== true) sides.push(await runClusterSide(await etcdSide(plan, { bin: opts.etcdBin }), plan));
   const divergences: string[] = [];
   for (const s of sides) for (const c of s.checks) if (c.status === 'failed') divergences.push(`${s.side}: ${c.name}: ${c.detail}`);
   if (sides.length === 2) {
     const [a, b] = [sides[0]!, sides[1]!];
-    if (a.members !== b.members) divergences.push(`members: simulator ${a.members}, etcd ${b.members}`);
-    if (a.leaders !== b.leaders) divergences.push(`leaders: simulator ${a.leaders}, etcd ${b.leaders}`);
+    if (a.members !== b.members) divergences.push(`members: ${a.side} ${a.members}, ${b.side} ${b.members}`);
+    if (a.leaders !== b.leaders) divergences.push(`leaders: ${a.side} ${a.leaders}, ${b.side} ${b.leaders}`);
   }
   return { seed, plan, sides, divergences, replay: clusterReplayCommand(seed, opts) };
 }

@@ -10,6 +10,7 @@
  * worker_pool.ts; beyond one machine they are split by index across CI jobs (seeds.ts `shardSeeds`).
  */
 import { clusterReplayCommand, formatClusterDiff, runClusterDiff, shrinkClusterFaults, type ClusterDiffOptions, type ClusterDiffResult, type SimSideOptions } from './cluster_diff.js';
+import type { ClusterSide } from './cluster_side.js';
 import { oneLineMessage, runPool } from './worker_pool.js';
 
 /** The cluster differential's options that cross to a worker thread (plain data: no test hooks). */
@@ -17,6 +18,8 @@ export interface ClusterSeedOptions {
   readonly durationMs?: number | undefined;
   readonly faults?: boolean | undefined;
   readonly simOnly?: boolean | undefined;
+  /** The simulated side as etcdsim's own processes (ClusterDiffOptions.processes). */
+  readonly processes?: boolean | undefined;
   readonly etcdBin?: string | undefined;
   readonly keepFaults?: readonly number[] | undefined;
   /** Shrink the fault schedule of a seed whose simulated side failed (default true). */
@@ -25,7 +28,7 @@ export interface ClusterSeedOptions {
 
 /** One side's outcome in plain data (what a worker posts back, and what --json prints). */
 export interface ClusterSeedSide {
-  readonly side: 'simulator' | 'etcd';
+  readonly side: ClusterSide['name'];
   readonly operations: number;
   readonly unknownWrites: number;
   readonly finalRevision: number | null;
@@ -63,7 +66,7 @@ function sidesOf(r: ClusterDiffResult): ClusterSeedSide[] {
 }
 
 function diffOptions(o: ClusterSeedOptions, sim: SimSideOptions | undefined): ClusterDiffOptions {
-  return { durationMs: o.durationMs, faults: o.faults, simOnly: o.simOnly, etcdBin: o.etcdBin, keepFaults: o.keepFaults, sim };
+  return { durationMs: o.durationMs, faults: o.faults, simOnly: o.simOnly, processes: o.processes, etcdBin: o.etcdBin, keepFaults: o.keepFaults, sim };
 }
 
 /**

@@ -1,13 +1,14 @@
 /**
- * The two sides of the cluster differential behind one surface: the simulated cluster (src/cluster) on a
- * virtual clock seeded by the plan, with its Raft invariant checker run after every tick, and a real
- * cluster of etcd processes on loopback (etcd_cluster.ts) in real time.
+ * The sides of the cluster differential behind one surface: the simulated cluster (src/cluster) on a
+ * virtual clock seeded by the plan, with its Raft invariant checker run after every tick; a real cluster
+ * of etcd processes on loopback (etcd_cluster.ts) in real time; and etcdsim as the etcd binary in three
+ * processes, started and hurt by signals through the same launcher as the real etcd (issue 31).
  */
 import type { EtcdGrpcClient } from '../grpc/client.js';
 import type * as M from '../server/messages.js';
 import { EtcdCluster as SimCluster, checkRaftEveryTick } from '../cluster/index.js';
 import { afterHostTime, hostNow, VirtualClock } from '../sim/index.js';
-import { startEtcdCluster, type EtcdCluster as RealCluster, type StartClusterOptions } from './etcd_cluster.js';
+import { etcdsimCommand, startEtcdCluster, type EtcdCluster as RealCluster, type EtcdCommand } from './etcd_cluster.js';
 import type { HistoryKv } from './kv_history.js';
 import { CALL_DEADLINE_MS, ELECTION_MS, HEARTBEAT_MS, type ClusterPlan } from './cluster_plan.js';
 
@@ -31,7 +32,8 @@ export interface MemberApi {
 
 /** One side of the differential. */
 export interface ClusterSide {
-  readonly name: 'simulator' | 'etcd';
+  /** The in-process simulated cluster, the real etcd's processes, or etcdsim's processes. */
+  readonly name: 'simulator' | 'etcd' | 'processes';
   readonly size: number;
   /** The side's time in ms (virtual or host). */
   now(): number;
@@ -116,8 +118,21 @@ export function simSide(plan: ClusterPlan, opts: SimSideOptions = {}): ClusterSi
 }
 
 /** A real cluster of `plan.members` etcd processes on loopback (etcd_cluster.ts), in real time. */
-export async function etcdSide(plan: ClusterPlan, opts: Pick<StartClusterOptions, 'bin'> = {}): Promise<ClusterSide> {
-  const c: RealCluster = await startEtcdCluster({ size: plan.members, bin: opts.bin, heartbeatMs: HEARTBEAT_MS, electionMs: ELECTION_MS, deadlineMs: CALL_DEADLINE_MS });
+export function etcdSide(plan: ClusterPlan, opts: { readonly bin?: string | undefined } = {}): Promise<ClusterSide> {
+  return processSide('etcd', plan, opts.bin);
+}
+
+/**
+ * etcdsim as the etcd binary, `plan.members` processes on loopback (as etcd 3.4, the release the real
+ * side runs), in real time: the same launcher, flags and signals as the real etcd's side. Its Raft
+ * invariants are checked inside each process by its own tests, not here (it has no raftViolations).
+ */
+export function etcdsimProcessSide(plan: ClusterPlan): Promise<ClusterSide> {
+  return processSide('processes', plan, etcdsimCommand('3.4'));
+}
+
+async function processSide(name: 'etcd' | 'processes', plan: ClusterPlan, bin: string | EtcdCommand | undefined): Promise<ClusterSide> {
+  const c: RealCluster = await startEtcdCluster({ size: plan.members, bin, heartbeatMs: HEARTBEAT_MS, electionMs: ELECTION_MS, deadlineMs: CALL_DEADLINE_MS });
   // The member's client changes on restart: resolve it at every call.
   const cl = (i: number): EtcdGrpcClient => c.client(i);
   const api = (i: number): MemberApi => ({
@@ -130,7 +145,7 @@ export async function etcdSide(plan: ClusterPlan, opts: Pick<StartClusterOptions
   });
   const members = Array.from({ length: plan.members }, (_, i) => api(i));
   return {
-    name: 'etcd',
+    name,
     size: plan.members,
     now: hostNow,
     sleep: (ms) => new Promise((resolve) => afterHostTime(ms, resolve)),
