@@ -18,6 +18,8 @@ export const propertyFiles = [
   'test/properties/bad_input.property.test.ts',
   // The Raft model's randomized suite: seeded swarms with the Raft checker after every tick.
   'test/cluster/swarm.test.ts',
+  // The per-member Raft node (src/raft) on a faulty network, with its safety checker after every event.
+  'test/properties/raft_node.property.test.ts',
 ];
 
 /** The tests of those files that kill mutants (name patterns). */
@@ -35,13 +37,15 @@ const propertyTests = [
   'whose link drops',
   'junk-typed calls',
   'swarm',
+  'Raft nodes on a faulty network',
 ];
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
   packageManager: 'npm',
   // The oracles are left out: src/watch/guarantees.ts (the watch checker), src/lease/check.ts and the
-  // Raft checker; a mutant that makes a checker more lenient cannot fail while the code it checks is right.
+  // Raft checkers (src/cluster/raft_checker.ts, src/raft/checker.ts); a mutant that makes a checker more
+  // lenient cannot fail while the code it checks is right.
   // The checkValid() methods inside the engine's classes are fenced off with `Stryker disable` comments.
   mutate: [
     'src/mvcc/**/*.ts',
@@ -49,7 +53,9 @@ export default {
     'src/lease/**/*.ts',
     'src/cluster/raft_log.ts',
     'src/cluster/raft.ts',
+    'src/raft/**/*.ts',
     '!src/**/index.ts',
+    '!src/raft/checker.ts',
     '!src/watch/guarantees.ts',
     '!src/lease/check.ts',
   ],
