@@ -14,10 +14,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, execFileSync, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { GO_ETCD_SOURCE_ROOT } from '../../src/diff/go_build.js';
+import { freePort } from '../../src/diff/etcd_process.js';
 import { findCommand, inCI, requireCommands } from '../support/prerequisites.js';
 
 const E2E_SOURCE = join(GO_ETCD_SOURCE_ROOT, 'src', 'go.etcd.io', 'etcd', 'tests', 'e2e');
@@ -141,6 +142,42 @@ function listTests(bin: string): Promise<string[]> {
   });
 }
 
+/**
+ * What a test pays per member, measured apart from the suite: `DIR/etcd` spawned with the flags the harness
+ * gives a member, the time until both lines the harness waits for (`published`, `enabled capabilities`), and
+ * after SIGINT (the harness's stop) until it has exited. Medians of `times` starts, one at a time.
+ */
+async function startStop(binDir: string, times: number): Promise<{ readyMs: number; exitMs: number }> {
+  const ready: number[] = [];
+  const exit: number[] = [];
+  for (let i = 0; i < times; i++) {
+    const dir = mkdtempSync(join(tmpdir(), 'etcdsim-e2e-start-'));
+    const [client, peer] = [await freePort(), await freePort()];
+    const url = (port: number): string => `http://127.0.0.1:${port}`;
+    const args = ['--name', 'm', '--data-dir', join(dir, 'm.etcd'), '--listen-client-urls', url(client), '--advertise-client-urls', url(client), '--listen-peer-urls', url(peer), '--initial-advertise-peer-urls', url(peer), '--initial-cluster', `m=${url(peer)}`, '--initial-cluster-token', 'new', '--initial-cluster-state', 'new'];
+    const started = performance.now();
+    const child = spawn(join(binDir, 'etcd'), args, { env: { ...process.env, ETCDSIM_ETCD_VERSION: '3.4' } });
+    const exited = new Promise<void>((res) => child.on('close', () => res()));
+    let log = '';
+    const up = await new Promise<boolean>((res) => {
+      child.stderr.on('data', (d: Buffer) => {
+        log += d.toString();
+        if (log.includes('published') && log.includes('enabled capabilities for version')) res(true);
+      });
+      void exited.then(() => res(false));
+    });
+    assert.ok(up, `${binDir}/etcd served:\n${log}`);
+    ready.push(performance.now() - started);
+    const stopping = performance.now();
+    child.kill('SIGINT');
+    await exited;
+    exit.push(performance.now() - stopping);
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const median = (xs: number[]): number => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  return { readyMs: median(ready), exitMs: median(exit) };
+}
+
 /** A few tests run against both binaries, for the wall-time comparison (start-up is most of a test). */
 const TIMED = ['TestCtlV3Put', 'TestCtlV3Get', 'TestCtlV3Del', 'TestCtlV3Watch', 'TestCtlV3LeaseGrantTimeToLive', 'TestCtlV3UserAdd', 'TestCtlV3RoleAdd', 'TestCtlV3AuthEnable', 'TestCtlV3Compact', 'TestV3CurlPutGetNoTLS'];
 
@@ -157,9 +194,13 @@ test("etcd 3.4.23's e2e suite (ctl_v3_*, v3_curl_*, single member) passes with e
   const failed = sim.outcomes.filter((o) => !o.passed);
   const simTimed = await runAll(bin, TIMED, where.simBin, where.root, 1);
   const etcdTimed = await runAll(bin, TIMED, where.etcdBin, where.root, 1);
+  const simStart = await startStop(where.simBin, 5);
+  const etcdStart = await startStop(where.etcdBin, 5);
   console.log(
     `e2e: ${sim.outcomes.length - failed.length}/${sim.outcomes.length} passed with etcdsim in ${(sim.wallMs / 1000).toFixed(1)} s (${failing.size} listed in docs/e2e.md as not yet passing); ` +
-      `the same ${TIMED.length} tests one at a time: etcdsim ${(simTimed.wallMs / 1000).toFixed(1)} s, etcd 3.4.23 ${(etcdTimed.wallMs / 1000).toFixed(1)} s`,
+      `the same ${TIMED.length} tests one at a time: etcdsim ${(simTimed.wallMs / 1000).toFixed(1)} s, etcd 3.4.23 ${(etcdTimed.wallMs / 1000).toFixed(1)} s; ` +
+      `a member from spawn to ready (median of 5): etcdsim ${simStart.readyMs.toFixed(0)} ms, etcd 3.4.23 ${etcdStart.readyMs.toFixed(0)} ms; ` +
+      `from SIGINT to exit: ${simStart.exitMs.toFixed(0)} ms, ${etcdStart.exitMs.toFixed(0)} ms`,
   );
   assert.deepStrictEqual(
     failed.map((o) => `${o.name}:\n${o.output}`),
