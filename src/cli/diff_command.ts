@@ -27,7 +27,7 @@
  */
 import { connectEtcd, type EtcdGrpcClient } from '../grpc/client.js';
 import { isLoopback } from '../grpc/server.js';
-import type { EtcdVersion } from '../etcd/index.js';
+import { ETCD_VERSIONS, isEtcdVersion, type EtcdVersion } from '../etcd/index.js';
 import { freshSeed } from '../sim/random.js';
 import { runDiffCheck, type DiffReport } from '../diff/check.js';
 import { DIFF_ELECTION_MS, DIFF_HEARTBEAT_MS, startEtcd, type EtcdProcess } from '../diff/etcd_process.js';
@@ -69,7 +69,7 @@ function int(name: string, v: string, min: number): number {
 /** The options commander parsed, checked (a CliError, exit 2, names what is wrong). */
 export function diffFlags(o: DiffOptions): DiffFlags {
   const v = o.etcdVersion;
-  if (v !== '3.4' && v !== '3.5' && v !== '3.6' && v !== '3.7') throw new CliError(`--etcd-version must be 3.4, 3.5, 3.6 or 3.7, got ${JSON.stringify(v)}`);
+  if (!isEtcdVersion(v)) throw new CliError(`--etcd-version must be ${ETCD_VERSIONS.slice(0, -1).join(', ')} or ${ETCD_VERSIONS.at(-1)}, got ${JSON.stringify(v)}`);
   let seeds: SeedRange | undefined;
   try {
     seeds = o.seeds === undefined ? undefined : parseSeedRange(o.seeds);

@@ -4,6 +4,7 @@
  */
 // validate.js, not the mvcc index: the limits' one definition, without loading the store.
 import { DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_TXN_OPS } from '../mvcc/validate.js';
+import { DEFAULT_ETCD_VERSION } from '../etcd/index.js';
 
 /**
  * What commander hands the action (option names camel-cased), every value as typed: parseServeFlags
@@ -67,7 +68,7 @@ export const SERVE_FLAG_DEFAULTS: Readonly<ServeFlags> = Object.freeze({
   electionTimeout: '1000',
   seed: '0',
   clockSpeed: '1',
-  etcdVersion: '3.7',
+  etcdVersion: DEFAULT_ETCD_VERSION,
   allowNonLoopback: false,
   authTokenTtl: '300',
 });

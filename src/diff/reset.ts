@@ -83,7 +83,7 @@ export function simAt(rev: number, opts: SimOptions): EtcdSim {
   const sim = createEtcdSim({
     time: 'virtual',
     etcdVersion: opts.etcdVersion,
-    version: opts.version ?? (opts.etcdVersion === '3.4' ? '3.4.23' : undefined),
+    version: opts.version,
     seed: opts.seed ?? 1,
     heartbeatIntervalMs: DIFF_HEARTBEAT_MS,
     electionTicks: DIFF_ELECTION_MS / DIFF_HEARTBEAT_MS,

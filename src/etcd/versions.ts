@@ -8,13 +8,16 @@
 export type EtcdVersion = '3.4' | '3.5' | '3.6' | '3.7';
 
 /**
- * Each rule set and the release its Status reports (unless EtcdServerOptions.version says otherwise); the
- * compiler holds its keys to EtcdVersion, so the list of releases is this one.
+ * Each rule set and the release it is (Status, /version, `etcd --version`, the log; unless
+ * EtcdServerOptions.version says otherwise): the newest patch release whose behaviour the profile models —
+ * 3.5.31 and 3.6.12 carry the last fix the profiles follow (MemberUpdate keeps a learner a learner), after
+ * the 3.5.24 / 3.6.6 ones (docs/version-differences.md). The compiler holds its keys to EtcdVersion, so the
+ * list of releases is this one.
  */
 export const ETCD_RELEASES: Readonly<Record<EtcdVersion, string>> = Object.freeze({
   '3.4': '3.4.23',
-  '3.5': '3.5.24',
-  '3.6': '3.6.6',
+  '3.5': '3.5.31',
+  '3.6': '3.6.12',
   '3.7': '3.7.0',
 });
 

@@ -22,6 +22,7 @@ import { SnapshotFormatError, encodeEtcdBackend, readEtcdSnapshot, writeBolt } f
 import { EtcdServer } from './etcd_server.js';
 import { memberInfoOf, type EtcdServerOptions } from './member_options.js';
 import { LEASE_REVOKE_FIELD, RaftRequestError, applyRaftRequest, decodeRaftRequest, journaledServices } from './raft_request.js';
+import { DEFAULT_ETCD_VERSION } from '../etcd/index.js';
 
 /** What a data dir held when it was read: nothing yet (a new member), or a member's WAL and db. */
 export type KeptState =
@@ -125,7 +126,7 @@ export function startKeptMember(state: KeptState, opts: EtcdServerOptions, snaps
   });
   if (restart === undefined) {
     mkdirSync(state.layout.snapDir, { recursive: true, mode: 0o700 });
-    const info = memberInfoOf(opts, opts.etcdVersion ?? '3.7');
+    const info = memberInfoOf(opts, opts.etcdVersion ?? DEFAULT_ETCD_VERSION);
     wal = Wal.create(state.layout.walDir, { nodeId: info.memberId, clusterId: info.clusterId });
     append(server, wal, []);
     fold(server, wal, state.layout);

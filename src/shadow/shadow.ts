@@ -108,7 +108,6 @@ function followingSim(o: ShadowOptions, version: EtcdVersion, snapshot: Buffer, 
   return createEtcdSim({
     time: 'virtual',
     etcdVersion: version,
-    version: version === '3.4' ? '3.4.23' : undefined,
     seed: 1,
     heartbeatIntervalMs: heartbeatMs,
     electionTicks: Math.max(1, Math.round(electionMs / heartbeatMs)),

@@ -509,7 +509,7 @@ test('3.5+ profiles: /livez and /readyz answer ok; 3.6+ /health carries a reason
   try {
     assert.deepEqual(await bodyOf(h35.address, '/health'), [200, '{"health":"true"}']);
     assert.deepEqual(await bodyOf(h36.address, '/health'), [200, '{"health":"true","reason":""}']);
-    assert.deepEqual(await bodyOf(h35.address, '/version'), [200, '{"etcdserver":"3.5.24","etcdcluster":"3.5.0"}']);
+    assert.deepEqual(await bodyOf(h35.address, '/version'), [200, '{"etcdserver":"3.5.31","etcdcluster":"3.5.0"}']);
     assert.deepEqual(await bodyOf(h36.address, '/livez'), [200, 'ok\n']);
     assert.deepEqual(await bodyOf(h36.address, '/readyz'), [200, 'ok\n']);
     assert.deepEqual(await bodyOf(h36.address, '/readyz?verbose&exclude=linearizable_read'), [200, '[+]data_corruption ok\n[+]serializable_read ok\n[+]non_learner ok\nok\n']);

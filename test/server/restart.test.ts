@@ -30,7 +30,7 @@ function watchFrom(sim: EtcdSim, rev: number): string[] {
   return events;
 }
 
-test('restoreLoneTombstone: on from the 3.5 profile (3.5.24 has the v3.5.18 backport), off for 3.4.23; an option overrides it', () => {
+test('restoreLoneTombstone: on from the 3.5 profile (3.5.31 has the v3.5.18 backport), off for 3.4.23; an option overrides it', () => {
   assert.equal(compatFor('3.4').restoreLoneTombstone, false);
   for (const v of ['3.5', '3.6', '3.7'] as const) assert.equal(compatFor(v).restoreLoneTombstone, true, v);
   assert.equal(createEtcdSim({ time: 'virtual', etcdVersion: '3.4' }).server.restoreLoneTombstone, false);

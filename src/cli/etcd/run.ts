@@ -14,7 +14,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { Clock } from '../../sim/index.js';
 import { CliError, type CliIo } from '../io.js';
 import { SERVE_FLAG_DEFAULTS, type ServeFlags } from '../serve_flags.js';
-import { ETCD_VERSIONS, isEtcdVersion, type EtcdVersion } from '../../etcd/index.js';
+import { DEFAULT_ETCD_VERSION, ETCD_RELEASES, ETCD_VERSIONS, isEtcdVersion, type EtcdVersion } from '../../etcd/index.js';
 import { flagsOf } from './flag_table.js';
 import { EtcdFlagError, applyEnvironment, boolValue, parseEtcdCommandLine, type ParsedFlags } from './flag_set.js';
 import { EtcdLog, LOG_LEVELS, logLevelOf } from './log.js';
@@ -35,7 +35,7 @@ class CliExit extends Error {
 /** The release `ETCDSIM_ETCD_VERSION` names (default 3.7, as `etcdsim serve`). */
 export function etcdVersionFromEnv(env: Readonly<Record<string, string | undefined>>): EtcdVersion {
   const v = env['ETCDSIM_ETCD_VERSION'];
-  if (v === undefined || v === '') return '3.7';
+  if (v === undefined || v === '') return DEFAULT_ETCD_VERSION;
   const short = /^(3\.[4-7])(\.\d+)?$/.exec(v)?.[1];
   if (short === undefined || !isEtcdVersion(short)) {
     throw new EtcdFlagError(`ETCDSIM_ETCD_VERSION=${v}: must be one of ${ETCD_VERSIONS.join(', ')}`, 2);
@@ -67,7 +67,7 @@ export async function runEtcd(argv: readonly string[], io: CliIo, env: Readonly<
       for (const l of USAGE) io.err(l);
       return 2;
     }
-    return fatal(loggerOf(new Map(), version ?? '3.7', io), `error verifying flags, ${err.message}. See 'etcd --help'.`, 1, 'etcdmain');
+    return fatal(loggerOf(new Map(), version ?? DEFAULT_ETCD_VERSION, io), `error verifying flags, ${err.message}. See 'etcd --help'.`, 1, 'etcdmain');
   }
   if (boolValue(parsed.values.get('version'))) {
     for (const l of versionLines(version)) io.out(l);
@@ -204,11 +204,8 @@ function fatal(log: EtcdLog, message: string, code: number, pkg: string): number
 }
 
 function versionLines(version: EtcdVersion): string[] {
-  return [`etcd Version: ${SERVED_VERSIONS[version]}`, 'Git SHA: Not provided (etcdsim)', 'Go Version: go1.19.8', 'Go OS/Arch: linux/amd64'];
+  return [`etcd Version: ${ETCD_RELEASES[version]}`, 'Git SHA: Not provided (etcdsim)', 'Go Version: go1.19.8', 'Go OS/Arch: linux/amd64'];
 }
-
-/** The etcd release each profile reports (/version, Status, the log). */
-const SERVED_VERSIONS: Readonly<Record<EtcdVersion, string>> = { '3.4': '3.4.23', '3.5': '3.5.31', '3.6': '3.6.12', '3.7': '3.7.0' };
 
 function helpText(): string[] {
   return [...USAGE, '', 'etcd\'s flags, 3.4 through 3.7: see docs/etcd-binary.md for what each one does in etcdsim.'];
@@ -281,7 +278,7 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
     name,
     dataDir,
     version,
-    serverVersion: SERVED_VERSIONS[version],
+    serverVersion: ETCD_RELEASES[version],
     heartbeatMs: Number(flags.heartbeatInterval),
     electionMs: Number(flags.electionTimeout),
     snapshotCount: get('snapshot-count') ?? '100000',
