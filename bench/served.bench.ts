@@ -196,8 +196,8 @@ async function startFloor(ownLayer?: string): Promise<Served> {
 }
 
 /** One loadgen run against `s`: its result, and the server CPU (ns) spent during the timed part. */
-export function runLoad(bin: string, s: Served, op: Op, sz: Sizes): Promise<{ res: LoadResult; cpu: number }> {
-  const args = ['-endpoints', s.address, '-op', op, '-clients', String(CLIENTS), '-conns', String(CONNS), '-total', String(sz.requests), '-warmup', String(sz.warmup), '-value-size', '256', '-prefill'];
+export function runLoad(bin: string, s: Served, op: Op, sz: Sizes, shape: { readonly clients: number; readonly conns: number } = { clients: CLIENTS, conns: CONNS }): Promise<{ res: LoadResult; cpu: number }> {
+  const args = ['-endpoints', s.address, '-op', op, '-clients', String(shape.clients), '-conns', String(shape.conns), '-total', String(sz.requests), '-warmup', String(sz.warmup), '-value-size', '256', '-prefill'];
   const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';

@@ -1,7 +1,8 @@
 /**
  * What the shadow (`etcdsim shadow`, issue 34) costs the application behind it: etcd's own Go client
- * (bench/go/loadgen, 64 clients on 8 connections, as in the served section) against a local etcd 3.4.23
- * directly and through the shadow in front of the same etcd, alternating, in the same run. The shadow
+ * (bench/go/loadgen, 64 clients on 8 connections, as in the served section, and 8 and 1 clients that leave
+ * the CPU idle between requests) against a local etcd 3.4.23 directly and through the shadow in front of the
+ * same etcd, alternating, in the same run. The shadow
  * runs as a user runs it (compiled src/, its own process) with a divergence directory; the issue's goal
  * is at most 20% on p50 latency. Also its memory over the run: the shadow's resident set after the last
  * round against after the first (the scenario log, stream comparisons and divergence directory are
@@ -20,6 +21,17 @@ import { buildLoadgen, compileSim, median, rssBytes, runLoad, sampleOf, startEtc
 const FULL: Sizes = { requests: 20_000, warmup: 2_000, rounds: 3, gatewayRequests: 0, idleConnections: 0, idleStreams: 0 };
 const QUICK: Sizes = { requests: 4_000, warmup: 1_000, rounds: 1, gatewayRequests: 0, idleConnections: 0, idleStreams: 0 };
 const LOADS: readonly Op[] = ['put', 'range-serializable'];
+/**
+ * Clients (each sending one request after another) and their connections. 64 saturates the two shared cores
+ * (etcd, the load generator and the shadow compete for them); 1 and 8 leave the CPU idle between requests, the
+ * application's latency the issue's goal is about.
+ */
+const SHAPES: ReadonlyArray<{ readonly clients: number; readonly conns: number }> = [
+  { clients: 64, conns: 8 },
+  { clients: 8, conns: 8 },
+  { clients: 1, conns: 1 },
+];
+const label = (op: Op, clients: number): string => (clients === 64 ? op : `${op}, ${clients} client${clients === 1 ? '' : 's'}`);
 
 /** `etcdsim shadow` (compiled) in front of `etcd`; its last live line of totals is kept. */
 async function startShadowProcess(js: string, etcd: Served, divergenceDir: string): Promise<Served & { totals(): string }> {
@@ -48,7 +60,7 @@ async function startShadowProcess(js: string, etcd: Served, divergenceDir: strin
 
 export const shadowSection: BenchSection = {
   name: 'shadow',
-  title: "etcdsim shadow's overhead under etcd's Go client (bench/go/loadgen: 64 clients on 8 connections): etcd 3.4.23 through the shadow ÷ the same etcd directly",
+  title: "etcdsim shadow's overhead under etcd's Go client (bench/go/loadgen: 64 clients on 8 connections, 8 clients, 1 client): etcd 3.4.23 through the shadow ÷ the same etcd directly",
   async run(ctx: BenchContext): Promise<Row[]> {
     const sz = ctx.quick ? QUICK : FULL;
     const bin = await buildLoadgen(ctx);
@@ -68,30 +80,39 @@ export const shadowSection: BenchSection = {
         const add = (k: string, v: number): void => void figures.set(k, [...(figures.get(k) ?? []), v]);
         let rssFirst = 0;
         for (let r = 0; r < sz.rounds; r++) {
-          for (const op of LOADS) {
-            const order: Served[] = r % 2 === 0 ? [etcd, shadow] : [shadow, etcd];
-            for (const s of order) {
-              const { res } = await runLoad(bin, s, op, sz);
-              add(`${s.name}|${op}|p50`, res.p50Ms * 1e6);
-              add(`${s.name}|${op}|p99`, res.p99Ms * 1e6);
-              add(`${s.name}|${op}|wall`, 1e9 / res.opsPerSec);
-              ctx.log(`shadow: ${op} on ${s.name}: ${Math.round(res.opsPerSec)}/s, p50 ${res.p50Ms.toFixed(2)} ms, p99 ${res.p99Ms.toFixed(2)} ms`);
+          for (const shape of SHAPES) {
+            for (const op of LOADS) {
+              const order: Served[] = r % 2 === 0 ? [etcd, shadow] : [shadow, etcd];
+              for (const s of order) {
+                const { res, cpu } = await runLoad(bin, s, op, sz, shape);
+                const l = label(op, shape.clients);
+                // The CPU of the process served (etcd, or the shadow alone: etcd behind it is not counted).
+                add(`${s.name}|${l}|cpu`, cpu / sz.requests);
+                add(`${s.name}|${l}|p50`, res.p50Ms * 1e6);
+                add(`${s.name}|${l}|p99`, res.p99Ms * 1e6);
+                add(`${s.name}|${l}|wall`, 1e9 / res.opsPerSec);
+                ctx.log(`shadow: ${l} on ${s.name}: ${Math.round(res.opsPerSec)}/s, p50 ${res.p50Ms.toFixed(2)} ms, p99 ${res.p99Ms.toFixed(2)} ms`);
+              }
             }
           }
           if (r === 0) rssFirst = rssBytes(shadow.pid);
         }
         const rssLast = rssBytes(shadow.pid);
-        const pair = (name: string, key: string, op: Op, target: number | undefined, note?: string): void => {
-          const s = figures.get(`${shadow.name}|${op}|${key}`)!;
-          const b = figures.get(`${etcd.name}|${op}|${key}`)!;
+        const pair = (name: string, key: string, l: string, target: number | undefined, note?: string): void => {
+          const s = figures.get(`${shadow.name}|${l}|${key}`)!;
+          const b = figures.get(`${etcd.name}|${l}|${key}`)!;
           rows.push({ name, unit: 'req', subject: sampleOf(s, sz.requests), baselineName: etcd.name, baseline: sampleOf(b, sz.requests), ratio: median(s) / median(b), target: target === undefined ? undefined : { maxRatio: target }, note });
         };
-        for (const op of LOADS) {
-          pair(`${op}: latency p50 through the shadow`, 'p50', op, 1.2);
-          pair(`${op}: latency p99 through the shadow`, 'p99', op, undefined);
-          pair(`${op}: time per request at full load through the shadow`, 'wall', op, undefined);
+        for (const shape of SHAPES) {
+          for (const op of LOADS) {
+            const l = label(op, shape.clients);
+            pair(`${l}: latency p50 through the shadow`, 'p50', l, 1.2);
+            pair(`${l}: latency p99 through the shadow`, 'p99', l, undefined);
+            pair(`${l}: time per request${shape.clients === 64 ? ' at full load' : ''} through the shadow`, 'wall', l, undefined);
+            if (shape.clients === 64) pair(`${l}: the shadow's own CPU per request (÷ etcd's)`, 'cpu', l, undefined);
+          }
         }
-        const requests = sz.rounds * LOADS.length * (sz.requests + sz.warmup);
+        const requests = sz.rounds * SHAPES.length * LOADS.length * (sz.requests + sz.warmup);
         rows.push({
           name: `shadow's resident set after ${sz.rounds} rounds (about ${requests} requests)`,
           unit: 'process',

@@ -16,6 +16,7 @@ import http2 from 'node:http2';
 import * as http from 'node:http';
 import type { Buffer } from 'node:buffer';
 import { listenClientPort } from '../http/index.js';
+import { hostNextTurn } from '../sim/index.js';
 import { MessageTap } from './frames.js';
 import { gatewayUpstream, proxyGatewayRequest, type GatewayTap } from './gateway.js';
 
@@ -125,6 +126,22 @@ export async function startProxy(o: ProxyOptions): Promise<Proxy> {
   };
 }
 
+/**
+ * What the shadow does with a call's bytes (framing, decoding, asking the simulator, comparing) runs off the
+ * answer path: the proxy forwards the bytes first, and the tap's work for everything that arrived in one turn
+ * runs on the host's next turn, in arrival order. An answer's trailers no longer wait for the comparison.
+ */
+const pending: Array<() => void> = [];
+
+function later(fn: () => void): void {
+  pending.push(fn);
+  if (pending.length === 1) hostNextTurn(drain);
+}
+
+function drain(): void {
+  for (const fn of pending.splice(0)) fn();
+}
+
 function proxyStream(ds: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, up: http2.ClientHttp2Session, o: ProxyOptions, scheme: string): void {
   const path = String(headers[':path'] ?? '');
   const call = guarded(o.tap(path, headers));
@@ -132,7 +149,7 @@ function proxyStream(ds: http2.ServerHttp2Stream, headers: http2.IncomingHttpHea
   const end = (status: number | undefined, message: string): void => {
     if (ended) return;
     ended = true;
-    call?.onEnd(status, message);
+    if (call !== undefined) later(() => call.onEnd(status, message));
   };
   const reqTap = call && new MessageTap((m) => call.onRequest(m), o.maxMessageBytes);
   const resTap = call && new MessageTap((m) => call.onResponse(m), o.maxMessageBytes);
@@ -147,8 +164,10 @@ function proxyStream(ds: http2.ServerHttp2Stream, headers: http2.IncomingHttpHea
   let trailers: http2.OutgoingHttpHeaders = {};
   ds.on('data', (chunk: Buffer) => {
     if (reqTap !== undefined) {
-      reqTap.push(chunk);
-      if (reqTap.stopped !== undefined) call?.onUntapped(reqTap.stopped);
+      later(() => {
+        reqTap.push(chunk);
+        if (reqTap.stopped !== undefined) call?.onUntapped(reqTap.stopped);
+      });
     }
   });
   ds.pipe(us);
@@ -164,8 +183,10 @@ function proxyStream(ds: http2.ServerHttp2Stream, headers: http2.IncomingHttpHea
   });
   us.on('data', (chunk: Buffer) => {
     if (resTap !== undefined) {
-      resTap.push(chunk);
-      if (resTap.stopped !== undefined) call?.onUntapped(resTap.stopped);
+      later(() => {
+        resTap.push(chunk);
+        if (resTap.stopped !== undefined) call?.onUntapped(resTap.stopped);
+      });
     }
   });
   us.on('trailers', (t) => {
