@@ -4,8 +4,9 @@
  * own HTTP/2 connection makes a gRPC Put and a Range every 200 ms. Per attack and server: peak resident set
  * (VmHWM), CPU seconds spent during the attack (/proc/<pid>/stat), the innocent client's median and
  * maximum latency, and what the attacker saw (GOAWAY code, resets, HTTP status, connections closed). The
- * attacks on many connections also run against Node's floor (bench/socket_floor_server.mjs: the same
- * sockets held by a bare net or node:http server), to tell Node's per-socket cost from etcdsim's own.
+ * attacks on many connections, and the SETTINGS flood (Node's read buffers), also run against Node's
+ * floor (bench/socket_floor_server.mjs: a bare net or node:http server taking the same input), to tell
+ * Node's own cost from etcdsim's.
  *
  * The issue's goal per row: the server stays up, peak memory ≤ etcd's, CPU ≤ etcd's, and the innocent
  * median within 2× its median with no attack (the first rows). `npm run bench -- --only attacks` runs it;
@@ -19,8 +20,8 @@ import { HpackEncoder } from '../src/h2/hpack.js';
 import type { BenchContext, BenchSection, Row } from './harness.js';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort, hasBinary, spawnUntil, stopChild } from './server.bench.js';
-import { compileSim, cpuNs, startEtcd, startSim, type Served } from './served.bench.js';
+import { freePort, hasBinary, spawnUntil } from './server.bench.js';
+import { compileSim, cpuNs, servedChild, startEtcd, startSim, type Served } from './served.bench.js';
 
 interface Sizes {
   /** Seconds each attack runs (at most). */
@@ -163,6 +164,7 @@ const ATTACKS: ReadonlyArray<{ name: string; run: Attack; floor?: Floor }> = [
   },
   {
     name: 'SETTINGS flood, replies unread',
+    floor: 'net',
     run: async (address, seen, _z, deadline) => {
       const s = await rawConn(address, seen, false);
       s.write(PREFACE);
@@ -359,18 +361,7 @@ async function startSocketFloor(kind: Floor): Promise<Served> {
   const port = await freePort();
   const script = join(fileURLToPath(new URL('.', import.meta.url)), 'socket_floor_server.mjs');
   const { child } = await spawnUntil(process.execPath, [script, kind, String(port)], /socket floor on /, () => {});
-  child.removeAllListeners('exit');
-  const kill = (): void => void child.kill('SIGKILL');
-  process.once('exit', kill);
-  return {
-    name: `node ${kind} floor`,
-    pid: child.pid!,
-    address: `127.0.0.1:${port}`,
-    stop: async () => {
-      process.off('exit', kill);
-      await stopChild(child);
-    },
-  };
+  return servedChild(`node ${kind} floor`, child, `127.0.0.1:${port}`);
 }
 
 /** One attack on a fresh server; without `withInnocent` (a floor, which serves no gRPC) no innocent client runs. */

@@ -15,7 +15,7 @@
  * golang-etcd-server-dev`), and etcd on PATH (`apt-get install etcd-server`); without Go the section says
  * so and is skipped, without etcd the rows show etcdsim alone (baseline = subject, noted).
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as http2 from 'node:http2';
@@ -155,13 +155,18 @@ export async function startSim(js: string, nodeFlags: readonly string[] = []): P
   const port = await freePort();
   const args = [...nodeFlags, join(js, 'src', 'cli', 'main.js'), 'serve', '--etcd-version', '3.4', '--listen-client-urls', `http://127.0.0.1:${port}`];
   const { child } = await spawnUntil(process.execPath, args, /etcdsim serving etcd v3 API on /, () => {});
+  return servedChild('etcdsim serve', child, `127.0.0.1:${port}`);
+}
+
+/** A server process spawned by the bench, as a Served: killed if the bench exits first, else stopped by SIGTERM. */
+export function servedChild(name: string, child: ChildProcess, address: string): Served {
   child.removeAllListeners('exit');
   const kill = (): void => void child.kill('SIGKILL');
   process.once('exit', kill);
   return {
-    name: 'etcdsim serve',
+    name,
     pid: child.pid!,
-    address: `127.0.0.1:${port}`,
+    address,
     stop: async () => {
       process.off('exit', kill);
       await stopChild(child);
@@ -181,18 +186,7 @@ async function startFloor(ownLayer?: string): Promise<Served> {
       ? [join(ROOT, 'bench', 'h2_floor_server.mjs'), String(port)]
       : [join(ownLayer, 'bench', 'h2_lib_floor_server.js'), String(port)];
   const { child } = await spawnUntil(process.execPath, args, ownLayer === undefined ? /h2 floor server on / : /h2 lib floor server on /, () => {});
-  child.removeAllListeners('exit');
-  const kill = (): void => void child.kill('SIGKILL');
-  process.once('exit', kill);
-  return {
-    name: ownLayer === undefined ? 'node:http2 floor' : 'src/h2 floor',
-    pid: child.pid!,
-    address: `127.0.0.1:${port}`,
-    stop: async () => {
-      process.off('exit', kill);
-      await stopChild(child);
-    },
-  };
+  return servedChild(ownLayer === undefined ? 'node:http2 floor' : 'src/h2 floor', child, `127.0.0.1:${port}`);
 }
 
 /** One loadgen run against `s`: its result, and the server CPU (ns) spent during the timed part. */
