@@ -21,7 +21,24 @@ export interface Hello {
   readonly clusterId: bigint;
 }
 
-export type Frame = Hello | { readonly kind: 'msg'; readonly msg: Message };
+/** One member as a members answer lists it. */
+export interface ListedMember {
+  readonly id: NodeId;
+  readonly peerUrls: readonly string[];
+}
+
+/**
+ * A member about to join asks a peer for the cluster (etcd's GET /members on the peer port, with
+ * --initial-cluster-state existing): the first and only frame of its connection. The peer answers with
+ * the cluster's ID and members, then closes.
+ */
+export type MembersQuery = { readonly kind: 'members?' };
+export type MembersAnswer = { readonly kind: 'members'; readonly clusterId: bigint; readonly members: readonly ListedMember[] };
+
+export type Frame = Hello | { readonly kind: 'msg'; readonly msg: Message } | MembersQuery | MembersAnswer;
+
+/** Members a members answer may list (etcd's clusters have a handful). */
+const MAX_LISTED_MEMBERS = 1000;
 
 const MESSAGE_TYPES: ReadonlySet<string> = new Set<MessageType>([
   'MsgApp',
@@ -49,6 +66,8 @@ function b64(b: Uint8Array): string {
 
 function jsonOf(f: Frame): unknown {
   if (f.kind === 'hello') return { kind: 'hello', from: String(f.from), to: String(f.to), clusterId: String(f.clusterId) };
+  if (f.kind === 'members?') return { kind: 'members?' };
+  if (f.kind === 'members') return { kind: 'members', clusterId: String(f.clusterId), members: f.members.map((m) => ({ id: String(m.id), peerUrls: [...m.peerUrls] })) };
   const m = f.msg;
   return {
     kind: 'msg',
@@ -115,6 +134,11 @@ function opt<T>(v: unknown, read: (v: unknown, what: string) => T, what: string)
   return v === undefined ? undefined : read(v, what);
 }
 
+function str(v: unknown, what: string): string {
+  if (typeof v !== 'string') throw new PeerFrameError(`${what}: not a string`);
+  return v;
+}
+
 function list<T>(v: unknown, read: (v: unknown, what: string) => T, what: string): T[] {
   if (!Array.isArray(v)) throw new PeerFrameError(`${what}: not a list`);
   return v.map((x, i) => read(x, `${what}[${i}]`));
@@ -156,6 +180,15 @@ export function decodeFrame(body: Uint8Array): Frame {
   }
   const o = obj(v, 'peer frame');
   if (o['kind'] === 'hello') return { kind: 'hello', from: u64(o['from'], 'from'), to: u64(o['to'], 'to'), clusterId: u64(o['clusterId'], 'clusterId') };
+  if (o['kind'] === 'members?') return { kind: 'members?' };
+  if (o['kind'] === 'members') {
+    const listed = list(o['members'], (x, w) => {
+      const m = obj(x, w);
+      return { id: u64(m['id'], `${w}.id`), peerUrls: list(m['peerUrls'], str, `${w}.peerUrls`) };
+    }, 'members');
+    if (listed.length > MAX_LISTED_MEMBERS) throw new PeerFrameError('members: too many');
+    return { kind: 'members', clusterId: u64(o['clusterId'], 'clusterId'), members: listed };
+  }
   if (o['kind'] !== 'msg') throw new PeerFrameError('peer frame: unknown kind');
   const type = o['type'];
   if (typeof type !== 'string' || !MESSAGE_TYPES.has(type)) throw new PeerFrameError('peer frame: unknown message type');

@@ -81,6 +81,8 @@ export interface ProcessMemberOptions {
   readonly heartbeatMs: number;
   readonly electionMs: number;
   readonly preVote: boolean;
+  /** --initial-cluster-state existing: a new member joins a running cluster (after its MemberAdd). */
+  readonly join?: boolean | undefined;
   readonly seed: number;
   readonly events?: ProcessMemberEvents | undefined;
 }
@@ -91,6 +93,11 @@ interface MemberContext {
   readonly name: string;
   readonly peerURLs: readonly string[];
   readonly isLearner?: boolean;
+}
+
+/** A new member could not join: etcd's words. */
+export class JoinError extends Error {
+  override name = 'JoinError';
 }
 
 /** Never compact the log: a follower always catches up from it (snapshots for far-behind ones: not yet). */
@@ -175,6 +182,7 @@ export class ProcessMember {
       clock,
       ...(opts.peerTls === undefined ? {} : { tls: opts.peerTls }),
       deliver: (m) => this.loop.step(m),
+      members: () => ({ kind: 'members', clusterId, members: [...this.members.values()].map((m) => ({ id: m.id, peerUrls: m.peerUrls })) }),
       peerActive: (peer, on) => {
         if (on) this.active.add(peer);
         else this.active.delete(peer);
@@ -228,6 +236,8 @@ export class ProcessMember {
     if (walExists(opts.layout.walDir)) {
       const { persistence, storage, metadata } = WalPersistence.open(opts.layout);
       member = new ProcessMember(opts, metadata.nodeId, metadata.clusterId, storage, persistence, true);
+    } else if (opts.join === true) {
+      member = await ProcessMember.join(opts);
     } else {
       if (own < 0) throw new Error(`couldn't find local name "${opts.name}" in the initial cluster configuration`);
       const id = ids[own]!;
@@ -240,6 +250,35 @@ export class ProcessMember {
       member = new ProcessMember(opts, id, clusterId, boot, persistence, false);
     }
     await member.transport.start();
+    return member;
+  }
+
+  /**
+   * A new member joining a running cluster (--initial-cluster-state existing), as etcd's does: it asks the
+   * other members of --initial-cluster for the cluster (etcd's GET /members on their peer URLs), finds its
+   * own ID by its peer URLs (given it by MemberAdd), and starts with an empty log, which the leader fills
+   * from the start. Errors: JoinError when no member answers or the cluster does not list it.
+   */
+  private static async join(opts: ProcessMemberOptions): Promise<ProcessMember> {
+    const own = opts.initialCluster.find((m) => m.name === opts.name);
+    if (own === undefined) throw new Error(`couldn't find local name "${opts.name}" in the initial cluster configuration`);
+    let answer;
+    for (const m of opts.initialCluster) {
+      if (m === own) continue;
+      for (const url of m.peerUrls) {
+        answer = await PeerTransport.askMembers(peerAddressOf(url), opts.clock, 2000, opts.peerTls);
+        if (answer !== undefined) break;
+      }
+      if (answer !== undefined) break;
+    }
+    if (answer === undefined) throw new JoinError('cannot fetch cluster info from peer urls: could not retrieve cluster information from the given URLs');
+    const mine = answer.members.find((m) => m.peerUrls.length === own.peerUrls.length && [...m.peerUrls].sort().join() === [...own.peerUrls].sort().join());
+    if (mine === undefined) throw new JoinError(`error validating peerURLs ${JSON.stringify(own.peerUrls)}: member count is unequal`);
+    mkdirSync(opts.layout.snapDir, { recursive: true, mode: 0o700 });
+    const empty: RaftStorage = { hardState: { term: 0n, vote: NONE, commit: 0 }, snapshot: { index: 0, term: 0n, conf: { voters: [], learners: [] }, data: new Uint8Array(0) }, entries: [] };
+    const persistence = WalPersistence.create(opts.layout, { nodeId: mine.id, clusterId: answer.clusterId }, empty);
+    const member = new ProcessMember(opts, mine.id, answer.clusterId, empty, persistence, false);
+    for (const m of answer.members) member.knowMember(m.id, '', m.peerUrls, false);
     return member;
   }
 
@@ -371,6 +410,9 @@ export class ProcessMember {
     if (known !== undefined) {
       // A learner promoted: Raft adds it as a voter (etcd's promote is an AddNode).
       if (cc.type === 'add') known.isLearner = false;
+      // A joining member knew the others from the members answer before it applies their conf changes.
+      if (cc.type === 'addLearner') known.isLearner = true;
+      if (known.name === '' && ctx?.name !== undefined) known.name = ctx.name;
     } else {
       this.knowMember(cc.id, ctx?.name ?? '', ctx?.peerURLs ?? [], cc.type === 'addLearner');
     }

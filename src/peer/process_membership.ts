@@ -131,9 +131,12 @@ function readyToAddVotingMember(pm: ProcessMember): boolean {
   return nstarted >= quorum(vs.length + 1);
 }
 
-/** etcd's isLearnerReady, on the leader (its Raft progress); a follower lets the proposal decide. */
+/**
+ * etcd's isLearnerReady, on the leader (its Raft progress). etcd's follower asks the leader; here a follower
+ * takes a learner that published its attributes — it applied the log up to its own entry — as caught up.
+ */
 function learnerReady(pm: ProcessMember, id: NodeId): boolean {
-  if (pm.node.role !== 'leader') return true;
+  if (pm.node.role !== 'leader') return pm.members.get(id)?.clientUrls.length !== 0;
   const match = pm.node.matchOf(id) ?? 0;
   return match >= pm.node.log.committed * READY_PERCENT;
 }

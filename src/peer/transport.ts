@@ -14,7 +14,7 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import type { Message, NodeId } from '../raft/index.js';
 import type { Clock, TimerHandle } from '../sim/index.js';
-import { FrameReader, PeerFrameError, decodeFrame, encodeFrame } from './codec.js';
+import { FrameReader, PeerFrameError, decodeFrame, encodeFrame, type MembersAnswer } from './codec.js';
 
 /** Messages waiting while a stream is being dialed (rafthttp's streamBufSize). */
 const MAX_QUEUED = 4096;
@@ -48,6 +48,8 @@ export interface PeerTransportOptions {
   peerActive?(id: NodeId, active: boolean): void;
   /** A peer's stream was refused (garbage, another cluster): what etcd would log. */
   refused?(reason: string): void;
+  /** The cluster as a joining member asks for it (its members answer); undefined: such a query is refused. */
+  members?(): MembersAnswer;
 }
 
 interface Outbound {
@@ -124,6 +126,40 @@ export class PeerTransport {
     this.server?.close();
   }
 
+  /**
+   * Asks the member at `address` for its cluster (a joining member's first step): resolves with the answer,
+   * undefined when there is none within `timeoutMs` of `clock` (no member there, a refused query, garbage).
+   */
+  static askMembers(address: PeerAddress, clock: Clock, timeoutMs: number, t?: PeerTls): Promise<MembersAnswer | undefined> {
+    return new Promise((resolve) => {
+      const { host, port } = address;
+      const socket = t === undefined ? net.connect({ host, port }) : tls.connect({ host, port, cert: t.cert, key: t.key, ...(t.ca === undefined ? { rejectUnauthorized: false } : { ca: t.ca, checkServerIdentity: () => undefined }) });
+      const reader = new FrameReader();
+      let done = false;
+      const finish = (a: MembersAnswer | undefined): void => {
+        if (done) return;
+        done = true;
+        clock.cancel(timer);
+        socket.destroy();
+        resolve(a);
+      };
+      const timer = clock.setTimer(clock.now() + timeoutMs, () => finish(undefined), 'peer.ask-members');
+      socket.once(t === undefined ? 'connect' : 'secureConnect', () => socket.write(encodeFrame({ kind: 'members?' })));
+      socket.on('data', (chunk: Buffer) => {
+        try {
+          for (const body of reader.push(chunk)) {
+            const f = decodeFrame(body);
+            finish(f.kind === 'members' ? f : undefined);
+          }
+        } catch {
+          finish(undefined);
+        }
+      });
+      socket.on('error', () => finish(undefined));
+      socket.on('close', () => finish(undefined));
+    });
+  }
+
   private dial(p: Outbound): void {
     if (this.closed || this.peers.get(p.id) !== p) return;
     p.redial = undefined;
@@ -169,6 +205,10 @@ export class PeerTransport {
         for (const body of reader.push(chunk)) {
           const f = decodeFrame(body);
           if (from === undefined) {
+            if (f.kind === 'members?' && this.opts.members !== undefined) {
+              s.end(encodeFrame(this.opts.members()));
+              return;
+            }
             if (f.kind !== 'hello') return refuse('a peer stream must open with a hello');
             if (f.clusterId !== this.opts.clusterId) return refuse(`request cluster ID mismatch (got ${f.clusterId.toString(16)} want ${this.opts.clusterId.toString(16)})`);
             if (f.to !== this.opts.id) return refuse(`stream for member ${f.to.toString(16)}, this is ${this.opts.id.toString(16)}`);

@@ -53,8 +53,8 @@ function args(name: string, ports: readonly Ports[]): string[] {
 }
 
 /** Starts a member and resolves once it logged the line etcd's e2e harness waits for (or exited). */
-async function start(name: string, ports: readonly Ports[]): Promise<Proc> {
-  const child = spawn(process.execPath, [ETCDSIM, ...args(name, ports)], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ETCDSIM_ETCD_VERSION: '3.4' } });
+async function start(name: string, ports: readonly Ports[], argv: readonly string[] = args(name, ports)): Promise<Proc> {
+  const child = spawn(process.execPath, [ETCDSIM, ...argv], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ETCDSIM_ETCD_VERSION: '3.4' } });
   let err = '';
   const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
   const p: Proc = { child, stderr: () => err, exited };
@@ -194,4 +194,41 @@ test('member remove: the removed process stops as etcd does, the others go on as
   // Two voters left, both up: removing one more would leave one started voter of one, allowed; a quorum holds.
   const st = await clients[leaderIx]!.maintenance.status({});
   assert.equal(String(st.leader), String(ids[leaderIx]));
+});
+
+test('member add --learner, a process joining with --initial-cluster-state existing catches up from the log, member promote', { timeout: 120_000 }, async () => {
+  const ports: Ports[] = [];
+  for (let i = 0; i < 4; i++) ports.push({ client: await freePort(), peer: await freePort() });
+  for (const n of [...NAMES, 'p4']) rmSync(join(root, `${n}.etcd`), { recursive: true, force: true });
+  await Promise.all(NAMES.map((n) => start(n, ports)));
+  const clients = ports.map((p) => connectEtcd(`127.0.0.1:${p.client}`, { deadlineMs: 5000 }));
+  after(() => clients.forEach((c) => c.close()));
+  await eventually('a leader', () => Promise.all(clients.slice(0, 3).map((c) => c.maintenance.status({}))), (s) => s.every((x) => String(x.leader) !== '0'));
+  for (let i = 0; i < 5; i++) await clients[i % 3]!.kv.put({ key: Buffer.from(`k${i}`), value: Buffer.from(String(i)) });
+
+  const p4 = ports[3]!;
+  const added = await clients[0]!.cluster.memberAdd({ peerURLs: [`http://127.0.0.1:${p4.peer}`], isLearner: true });
+  const id4 = String(added.member?.ID);
+  assert.equal(added.member?.isLearner, true);
+  assert.equal(added.members?.length, 4);
+  // Not started yet: a learner cannot be promoted before it caught up (etcd's words).
+  await assert.rejects(clients[0]!.cluster.memberPromote({ ID: id4 }), /learner member which is in sync with leader|re-configuration failed/);
+
+  const cluster = [...NAMES, 'p4'].map((n, k) => `${n}=http://127.0.0.1:${ports[k]!.peer}`).join(',');
+  await start('p4', ports, [
+    'etcd', '--name', 'p4', '--data-dir', join(root, 'p4.etcd'),
+    '--listen-client-urls', `http://127.0.0.1:${p4.client}`, '--advertise-client-urls', `http://127.0.0.1:${p4.client}`,
+    '--listen-peer-urls', `http://127.0.0.1:${p4.peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${p4.peer}`,
+    '--initial-cluster', cluster, '--initial-cluster-state', 'existing', '--initial-cluster-token', 'tok', '--logger', 'zap',
+  ]);
+  const got = await eventually('the learner caught up', () => clients[3]!.kv.range({ key: Buffer.from('k'), range_end: Buffer.from('l'), serializable: true }), (r) => r.kvs?.length === 5);
+  assert.deepEqual(got.kvs?.map((kv) => text(kv.value)), ['0', '1', '2', '3', '4']);
+  const st = await clients[3]!.maintenance.status({});
+  assert.equal(String(st.header?.member_id), id4);
+  assert.equal(st.isLearner, true);
+
+  const promoted = await eventually('the promotion', () => clients[0]!.cluster.memberPromote({ ID: id4 }), () => true);
+  assert.equal(promoted.members?.find((m) => String(m.ID) === id4)?.isLearner, false);
+  const ml = await eventually('p4 published', () => clients[3]!.cluster.memberList({}), (r) => r.members?.find((m) => String(m.ID) === id4)?.name === 'p4');
+  assert.equal(ml.members?.length, 4);
 });

@@ -27,11 +27,8 @@ export interface ProcessMemberRun {
 export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
   const { opts, get, log } = r;
   const layout = dataDirLayout(r.member.dataDir, get('wal-dir'));
-  const restarting = walExists(layout.walDir);
-  if (!restarting && get('initial-cluster-state') === 'existing') {
-    throw new CliError('cannot fetch cluster info from peer urls: could not retrieve cluster information from the given URLs', 1);
-  }
-  const { ProcessMember, initialMemberId, peerAddressOf } = await import('../../peer/process_member.js');
+  const join = !walExists(layout.walDir) && get('initial-cluster-state') === 'existing';
+  const { ProcessMember, JoinError, initialMemberId, peerAddressOf } = await import('../../peer/process_member.js');
   const { serveProcessMember } = await import('../../grpc/serve_process.js');
   const own = opts.initialCluster.find((m) => m.name === r.member.name);
   const listenPeer = peerAddressOf(opts.listenPeerUrls?.[0] ?? 'http://localhost:2380');
@@ -73,6 +70,7 @@ export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
         heartbeatMs: r.member.heartbeatMs,
         electionMs: r.member.electionMs,
         preVote: opts.preVote ?? true,
+        join,
         seed: Number(BigInt.asUintN(32, BigInt(opts.seed ?? 0))),
         events: {
           role: (role, term) => log.log(roleLine(started.memberId, role, term)),
@@ -103,7 +101,7 @@ export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
   } catch (err) {
     const host = opts.host ?? '127.0.0.1';
     const { bindError } = await import('../serve.js');
-    if (err instanceof Error && /couldn't find local name/.test(err.message)) throw new CliError(err.message, 1);
+    if (err instanceof JoinError || (err instanceof Error && /couldn't find local name/.test(err.message))) throw new CliError(err.message, 1);
     throw new CliError(bindError(err, `${host.includes(':') ? `[${host}]` : host}:${opts.port ?? 2379}`), 1);
   } finally {
     if (r.quiet) grpc.setLogVerbosity(grpc.logVerbosity.ERROR);
