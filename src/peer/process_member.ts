@@ -207,6 +207,7 @@ export class ProcessMember {
       catchUpEntries: 0,
       onReadState: (r) => this.requests.readState(r),
       onSoftState: (leader, role) => this.softState(leader, role),
+      initialTickAdvance: { ticks: Math.max(0, electionTicks - 2), activePeers: () => this.active.size },
     });
     this.requests = new MemberRequests(
       {

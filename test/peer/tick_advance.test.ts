@@ -1,0 +1,68 @@
+/**
+ * etcd's initial election tick advance in a process member's Raft loop (src/peer/raft_loop.ts
+ * `initialTickAdvance`, etcdserver's adjustTicks): once more than one peer's stream is up — looked at every
+ * 50 ms for 5 s from the start — the election clock moves the election ticks less two ahead, so a fresh
+ * cluster elects a couple of heartbeats after its members found each other rather than a whole election
+ * timeout later. On a virtual clock, one member of three whose messages go nowhere: the same seed gives the
+ * same randomized election timeout, so the first campaign comes exactly (election ticks − 2) heartbeats
+ * earlier with the advance, and not earlier at all without two active peers.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { RaftLoop } from '../../src/peer/raft_loop.js';
+import { MemoryStorage, RaftNode, bootstrapStorage } from '../../src/raft/index.js';
+import { SimRandom, VirtualClock } from '../../src/sim/index.js';
+
+const HEARTBEAT_MS = 100;
+const ELECTION_TICKS = 10;
+
+/** When member 1 first campaigns (ms), and how often the loop asked for the active peers. */
+function firstCampaign(seed: number, activePeers?: (now: number) => number): { at: number; asked: number } {
+  const clock = new VirtualClock();
+  const boot = bootstrapStorage([{ id: 1n }, { id: 2n }, { id: 3n }]);
+  const node = new RaftNode({ id: 1n, random: new SimRandom(seed).fork('raft'), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, preVote: false, checkQuorum: true }, boot);
+  let at: number | undefined;
+  let asked = 0;
+  const loop = new RaftLoop({
+    node,
+    clock,
+    heartbeatMs: HEARTBEAT_MS,
+    persistence: new MemoryStorage(boot),
+    send: () => {},
+    apply: () => {},
+    snapshotData: () => new Uint8Array(0),
+    snapshotCount: Number.MAX_SAFE_INTEGER,
+    catchUpEntries: 0,
+    onSoftState: (_leader, role) => {
+      if (role === 'candidate') at ??= clock.now();
+    },
+    initialTickAdvance: activePeers === undefined ? undefined : { ticks: ELECTION_TICKS - 2, activePeers: () => (asked++, activePeers(clock.now())) },
+  });
+  loop.start();
+  clock.advance(10_000);
+  loop.stop();
+  assert.ok(at !== undefined, 'the member campaigned');
+  return { at, asked };
+}
+
+test('the first campaign comes (election ticks − 2) heartbeats sooner once two peers are up, and only then', () => {
+  const seen = new Set<number>();
+  for (let seed = 1; seed <= 12; seed++) {
+    const plain = firstCampaign(seed).at;
+    // Without an advance the randomized timeout is [10, 20) ticks.
+    assert.ok(plain >= ELECTION_TICKS * HEARTBEAT_MS && plain < 2 * ELECTION_TICKS * HEARTBEAT_MS, `seed ${seed}: ${plain} ms`);
+    seen.add(plain);
+    // Both peers up at the first look (50 ms): eight ticks ahead.
+    assert.equal(firstCampaign(seed, () => 2).at, plain - (ELECTION_TICKS - 2) * HEARTBEAT_MS, `seed ${seed}`);
+    // One peer up is not enough (etcd: more than one active peer).
+    assert.equal(firstCampaign(seed, () => 1).at, plain, `seed ${seed}`);
+    // Both up from 400 ms: the advance comes at that look, after the four ticks due by then — at once
+    // when those and the advance reach the timeout.
+    assert.equal(firstCampaign(seed, (now) => (now >= 400 ? 2 : 0)).at, Math.max(400, plain - (ELECTION_TICKS - 2) * HEARTBEAT_MS), `seed ${seed}`);
+  }
+});
+
+test('the loop looks at the peers every 50 ms for 5 s, then no more; once advanced it stops looking', () => {
+  assert.equal(firstCampaign(1, () => 0).asked, 5000 / 50);
+  assert.equal(firstCampaign(1, () => 2).asked, 1);
+});
