@@ -54,14 +54,16 @@ cpSync(protoSrc, fileURLToPath(new URL('../dist/proto', import.meta.url)), {
   filter: (path) => path.endsWith('.proto') || (statSync(path).isDirectory() && !path.startsWith(`${protoSrc}/generated`)),
 });
 // The `etcd` command in one file, every package it reaches included (src/cli/etcd/main.ts): a harness starts
-// it once per test, and one file compiled from V8's code cache (bin/etcd_bundle.js) starts in well under half
-// the time of ~300 modules resolved and compiled one by one. Each source's `import.meta.url` is the URL its
-// own file has in dist/, so what it finds beside itself (the .proto files) is found as from dist/.
+// it once per test, and one file compiled from V8's code cache (bin/etcd_bundle.js) starts in about half the
+// CPU time of ~300 modules resolved and compiled one by one (docs/e2e.md, "Start-up"). Each source's
+// `import.meta.url` is the URL its own file has in dist/, so what it finds beside itself (the .proto files)
+// is found as from dist/.
 {
   const distUrls = {
     name: 'dist-urls',
     setup(build) {
-      build.onLoad({ filter: /[\\/]src[\\/].*\.ts$/ }, (args) => {
+      const ownSources = new RegExp(`^${join(root, 'src', sep).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.*\\.ts$`);
+      build.onLoad({ filter: ownSources }, (args) => {
         const own = relative(join(root, 'src'), args.path).replace(/\.ts$/, '.js').split(sep).join('/');
         const text = readFileSync(args.path, 'utf8').replaceAll('import.meta.url', `new URL(${JSON.stringify(own)}, __etcdsimDist).href`);
         return { contents: text, loader: 'ts' };
