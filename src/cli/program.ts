@@ -198,6 +198,7 @@ function shadowCommand(program: Command, io: CliIo, result: { code: number }): v
     .addOption(opt('--heartbeat-interval <ms>', "the real etcd's --heartbeat-interval (the minimum lease TTL follows from it)", '100'))
     .addOption(opt('--election-timeout <ms>', "the real etcd's --election-timeout", '1000'))
     .addOption(opt('--stats-interval <s>', 'how often the line of totals goes to stderr, when it changed', '10'))
+    .addOption(opt('--max-seed-bytes <bytes>', "the largest etcd db the simulator takes on at the start (it holds the etcd's state in memory); a larger one is refused", String(512 * 1024 * 1024)))
     .option('--allow-non-loopback', 'allow binding to an interface other than loopback')
     .option('--cert-file <path>', 'the shadow\'s TLS certificate (with an https:// --listen-client-urls), as etcd\'s')
     .option('--key-file <path>', 'its key')

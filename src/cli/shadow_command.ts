@@ -32,6 +32,7 @@ export interface ShadowCommandOptions {
   heartbeatInterval: string;
   electionTimeout: string;
   statsInterval: string;
+  maxSeedBytes: string;
   allowNonLoopback?: boolean | undefined;
   certFile?: string | undefined;
   keyFile?: string | undefined;
@@ -92,6 +93,7 @@ export async function executeShadow(o: ShadowCommandOptions, io: CliIo, signals:
   const heartbeatMs = int('--heartbeat-interval', o.heartbeatInterval, 1);
   const electionMs = int('--election-timeout', o.electionTimeout, 1);
   const statsMs = int('--stats-interval', o.statsInterval, 1) * 1000;
+  const maxSeedBytes = int('--max-seed-bytes', o.maxSeedBytes, 1);
   const { startShadow } = await import('../shadow/index.js');
   let shadow;
   try {
@@ -103,6 +105,7 @@ export async function executeShadow(o: ShadowCommandOptions, io: CliIo, signals:
       heartbeatMs,
       electionMs,
       divergenceDir: o.divergenceDir,
+      maxSeedBytes,
       tls,
       etcdTls,
       onDivergence: (where, dir) => io.err(`etcdsim shadow: divergence in ${where}${dir === undefined ? '' : ` (written to ${dir})`}`),

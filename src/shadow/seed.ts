@@ -4,6 +4,10 @@
  * one (src/snapshot reads etcd's backend: keys with their whole retained history, the compaction point,
  * leases, users and roles, alarms). The snapshot is one consistent read of etcd's backend at a revision; the
  * shadow's own watch then follows every revision after it, so comparisons hold from the first request.
+ *
+ * Bounded: the simulator holds every retained revision in memory (the snapshot file while it is restored, then
+ * the store made from it), so a db larger than `maxBytes` is refused as soon as etcd's first response says how
+ * large it is (its remaining_bytes), with what to do about it, instead of filling the shadow's memory.
  */
 import { Buffer } from 'node:buffer';
 import * as grpc from '@grpc/grpc-js';
@@ -11,17 +15,43 @@ import { etcdService } from '../proto/index.js';
 import type * as M from '../server/messages.js';
 import { hostNow } from '../sim/index.js';
 
-/** etcd's snapshot as one file (`address`: host:port, `creds`: the upstream's credentials). */
-export function snapshotOf(address: string, creds: grpc.ChannelCredentials = grpc.credentials.createInsecure(), deadlineMs = 60_000): Promise<Buffer> {
+/** The largest etcd db the shadow takes on by default (etcd's default space quota is 2 GiB). */
+export const DEFAULT_MAX_SEED_BYTES = 512 * 1024 * 1024;
+
+/** The refusal of a db over the bound. */
+export function seedTooLarge(size: number, maxBytes: number): Error {
+  return new Error(
+    `the etcd's db is ${size} bytes, over the ${maxBytes} bytes the shadow's simulator takes on (it holds the etcd's state in memory): compact and defragment the etcd, or raise --max-seed-bytes`,
+  );
+}
+
+/** etcd's snapshot as one file (`address`: host:port, `creds`: the upstream's credentials), at most `maxBytes`. */
+export function snapshotOf(address: string, creds: grpc.ChannelCredentials = grpc.credentials.createInsecure(), maxBytes = DEFAULT_MAX_SEED_BYTES, deadlineMs = 60_000): Promise<Buffer> {
   const client = new (etcdService('Maintenance'))(address, creds);
   return new Promise<Buffer>((resolve, reject) => {
     const parts: Buffer[] = [];
+    let size = 0;
+    let refused = false;
     const snapshot = (client as unknown as { snapshot(req: M.SnapshotRequest, opts: grpc.CallOptions): grpc.ClientReadableStream<M.SnapshotResponse> }).snapshot;
     const stream = snapshot.call(client, {}, { deadline: hostNow() + deadlineMs });
-    stream.on('data', (r: M.SnapshotResponse) => parts.push(Buffer.from(r.blob)));
+    stream.on('data', (r: M.SnapshotResponse) => {
+      if (refused) return;
+      size += r.blob.length;
+      // The whole db's size: what came so far and what etcd says remains.
+      const whole = size + Number(r.remaining_bytes ?? 0);
+      if (whole > maxBytes) {
+        refused = true;
+        parts.length = 0;
+        stream.cancel();
+        client.close();
+        reject(seedTooLarge(whole, maxBytes));
+        return;
+      }
+      parts.push(Buffer.from(r.blob));
+    });
     stream.on('error', (err) => {
       client.close();
-      reject(err);
+      if (!refused) reject(err);
     });
     stream.on('end', () => {
       client.close();

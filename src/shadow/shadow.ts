@@ -54,6 +54,8 @@ export interface ShadowOptions {
    * shadow's Common Name, not the application's).
    */
   readonly etcdTls?: TlsFiles | undefined;
+  /** The largest etcd db the simulator takes on at the start (default DEFAULT_MAX_SEED_BYTES, 512 MiB; seed.ts). */
+  readonly maxSeedBytes?: number | undefined;
   /** Called on each divergence, with the directory it was written to. */
   readonly onDivergence?: ((where: string, dir: string | undefined) => void) | undefined;
 }
@@ -122,7 +124,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
   const client = connectEtcd(o.etcd, { credentials });
   let sim: EtcdSim;
   try {
-    sim = followingSim(o, version, await snapshotOf(o.etcd, credentials), await identityOf(client));
+    sim = followingSim(o, version, await snapshotOf(o.etcd, credentials, o.maxSeedBytes), await identityOf(client));
   } catch (err) {
     client.close();
     throw err;
