@@ -24,7 +24,18 @@
 import { mkdirSync } from 'node:fs';
 import { EtcdServer, type EtcdServerOptions } from '../server/index.js';
 import { clusterIdOf, memberIdOf } from '../server/member_id.js';
-import { RaftRequestError, applyRaftRequest, decodeRaftRequest, encodeMemberAttributes, encodeRaftRequest, LEASE_REVOKE_FIELD, MEMBER_ATTR_SET_FIELD, type MemberAttributesEntry } from '../server/raft_request.js';
+import {
+  CLUSTER_VERSION_SET_FIELD,
+  LEASE_REVOKE_FIELD,
+  MEMBER_ATTR_SET_FIELD,
+  RaftRequestError,
+  applyRaftRequest,
+  decodeRaftRequest,
+  encodeClusterVersion,
+  encodeMemberAttributes,
+  encodeRaftRequest,
+  type MemberAttributesEntry,
+} from '../server/raft_request.js';
 import { toGrpcError, type GrpcError } from '../server/errors.js';
 import { NONE, RaftNode, bootstrapStorage, type ConfChange, type Entry, type NodeId, type RaftPersistence, type RaftStorage, type Ready, type Role, type Snapshot } from '../raft/index.js';
 import { SimRandom, type Clock } from '../sim/index.js';
@@ -139,6 +150,8 @@ export class ProcessMember {
   private lastRole: Role = 'follower';
   private lastTerm = 0n;
   private published = false;
+  /** The cluster version entry was applied (or, on the leader, proposed). */
+  private clusterVersionSet = false;
   private publishing = false;
   private stopped = false;
 
@@ -367,6 +380,7 @@ export class ProcessMember {
     let result: unknown;
     let error: GrpcError | undefined;
     if (r.field === MEMBER_ATTR_SET_FIELD) this.attributesApplied(r.request as MemberAttributesEntry);
+    if (r.field === CLUSTER_VERSION_SET_FIELD) this.clusterVersionSet = true;
     try {
       result = applyRaftRequest(this.server, r, e.index);
     } catch (err) {
@@ -382,6 +396,11 @@ export class ProcessMember {
     if (m === undefined) return;
     m.name = a.name;
     m.clientUrls = [...a.clientUrls];
+    // etcd's leader sets the cluster version once every member has published itself (monitorVersions).
+    if (this.node.role === 'leader' && !this.clusterVersionSet && [...this.members.values()].every((x) => x.clientUrls.length > 0)) {
+      this.clusterVersionSet = true;
+      this.loop.propose(encodeClusterVersion(`${this.server.member.version.replace(/^(\d+\.\d+).*/, '$1')}.0`));
+    }
     // Its own attributes as this start of the process proposed them (a restart publishes again, as etcd's does).
     if (a.memberId === this.id && this.publishing && !this.published) {
       this.published = true;

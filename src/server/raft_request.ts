@@ -145,6 +145,20 @@ export const AUTHENTICATE_FIELD = 1013;
  */
 export const MEMBER_ATTR_SET_FIELD = 1300;
 
+/**
+ * ClusterVersionSetRequest (field 1301, etcd 3.5's form of 3.4's v2 PUT of /0/version): the leader sets the
+ * cluster version once every member has published itself. One entry; nothing of the store changes.
+ */
+export const CLUSTER_VERSION_SET_FIELD = 1301;
+
+/** The entry setting the cluster version (see CLUSTER_VERSION_SET_FIELD). */
+export function encodeClusterVersion(version: string): Uint8Array {
+  const v = new TextEncoder().encode(version);
+  const w = new WireWriter(varintSize(tag(1, LEN)) + varintSize(v.length) + v.length);
+  w.bytes(1, v);
+  return internalRaftRequest(CLUSTER_VERSION_SET_FIELD, w.buf, undefined);
+}
+
 export interface AuthenticateEntry {
   readonly name: string;
   readonly simpleToken: string;
@@ -219,6 +233,10 @@ function decodeFieldsOf(data: Uint8Array): RaftRequest {
       found = { field: f.field, request: { name, simpleToken } satisfies AuthenticateEntry, header: undefined };
       continue;
     }
+    if (f.field === CLUSTER_VERSION_SET_FIELD) {
+      found = { field: f.field, request: {}, header: undefined };
+      continue;
+    }
     if (f.field === MEMBER_ATTR_SET_FIELD) {
       let memberId = 0n;
       let name = '';
@@ -246,8 +264,8 @@ function decodeFieldsOf(data: Uint8Array): RaftRequest {
  * Applies a decoded entry to `server` as the member first applied it: through the same service call, as
  * the header's user (a request without one is the member's own: a lease expiry revokes the lease, a quota
  * alarm is raised). `index`: the entry's raft index (an Authenticate's token names it). Returns what the
- * call answered; throws what it throws. A member's published attributes are not the services' (the
- * caller applies them to its membership): they answer undefined here.
+ * call answered; throws what it throws. A member's published attributes and the cluster version are not the
+ * services' (the caller applies them to its membership): they answer undefined here.
  */
 export function applyRaftRequest(server: EtcdServer, r: RaftRequest, index = server.raftIndex + 1): unknown {
   if (r.header === undefined && r.field === LEASE_REVOKE_FIELD) {
@@ -256,7 +274,7 @@ export function applyRaftRequest(server: EtcdServer, r: RaftRequest, index = ser
   if (r.header === undefined && r.field === ALARM_FIELD) {
     return server.services.maintenance.applyAlarm(r.request as M.AlarmRequest);
   }
-  if (r.field === MEMBER_ATTR_SET_FIELD) return undefined;
+  if (r.field === MEMBER_ATTR_SET_FIELD || r.field === CLUSTER_VERSION_SET_FIELD) return undefined;
   if (r.field === AUTHENTICATE_FIELD) {
     const a = r.request as AuthenticateEntry;
     const token = asGrpc(() => server.auth.assignToken(a.name, index, a.simpleToken));

@@ -132,6 +132,9 @@ test('three etcdsim etcd processes form one cluster, lose their leader to SIGKIL
     assert.deepEqual(listed, NAMES.map((n, i) => `${n} ${ids[i]} http://127.0.0.1:${ports[i]!.peer} http://127.0.0.1:${ports[i]!.client}`).sort());
   }
 
+  // etcd's first entries: 3 conf changes, the leader's empty entry, 3 published members, the cluster version.
+  for (const c of clients) await eventually('Raft index 8, as a fresh 3-member etcd 3.4.23 shows', () => c.maintenance.status({}), (s) => String(s.raftIndex) === '8' && String(s.raftAppliedIndex) === '8');
+
   // A write at a follower, read linearizably at another member, then serializably from each one's own state.
   const leaderIx = ids.indexOf(leaderId);
   const followers = [0, 1, 2].filter((i) => i !== leaderIx);
