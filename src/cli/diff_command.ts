@@ -28,12 +28,24 @@
 import { connectEtcd, type EtcdGrpcClient } from '../grpc/client.js';
 import { isLoopback } from '../grpc/server.js';
 import { ETCD_VERSIONS, isEtcdVersion, type EtcdVersion } from '../etcd/index.js';
-import { freshSeed } from '../sim/random.js';
-import { runDiffCheck, type DiffReport } from '../diff/check.js';
-import { DIFF_ELECTION_MS, DIFF_HEARTBEAT_MS, startEtcd, type EtcdProcess } from '../diff/etcd_process.js';
-import { keyspaceEmpty } from '../diff/reset.js';
-import { parseSeedRange, runSeeds, seedsOf, type SeedRange, type SeedResult, type SeedTarget } from '../diff/seeds.js';
-import type { ClusterSeedOptions, ClusterSeedResult } from '../diff/cluster_seeds.js';
+import { freshSeed } from '../sim/index.js';
+import {
+  runDiffCheck,
+  type DiffReport,
+  DIFF_ELECTION_MS,
+  DIFF_HEARTBEAT_MS,
+  startEtcd,
+  type EtcdProcess,
+  keyspaceEmpty,
+  parseSeedRange,
+  runSeeds,
+  seedsOf,
+  type SeedRange,
+  type SeedResult,
+  type SeedTarget,
+  type ClusterSeedOptions,
+  type ClusterSeedResult,
+} from '../diff/index.js';
 import { runCli, type DiffOptions } from './program.js';
 import { CliError, type CliIo } from './io.js';
 

@@ -20,7 +20,7 @@ import { parseEtcdUrl } from './go_flags.js';
 import { ETCD_VERSIONS, isEtcdVersion, type EtcdVersion } from '../etcd/index.js';
 import { CliError, type CliIo } from './io.js';
 import type { Buffer } from 'node:buffer';
-import type { TlsFiles } from '../shadow/proxy.js';
+import type { TlsFiles } from '../shadow/index.js';
 
 /** `etcdsim shadow`'s options as commander hands them over. */
 export interface ShadowCommandOptions {

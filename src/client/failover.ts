@@ -38,9 +38,18 @@
  * streams that reopen resuming_streams.ts, the retry rules retry_policy.ts.
  */
 import { SERVICE_CLASSES, serviceMethods, toGrpcError, type CallContext, type EtcdServices, type GrpcError } from '../server/index.js';
-import { clusterErrors } from '../cluster/index.js';
 import type * as M from '../server/messages.js';
-import { isAuthNotEnabled, isContextError, isSafeRetry, retryBackoffMs, retryPolicyOf, shouldRefreshToken, UNARY_MAX_ATTEMPTS, type RetryPolicy } from './retry_policy.js';
+import { clusterErrors } from '../cluster/index.js';
+import {
+  isAuthNotEnabled,
+  isContextError,
+  isSafeRetry,
+  retryBackoffMs,
+  retryPolicyOf,
+  shouldRefreshToken,
+  UNARY_MAX_ATTEMPTS,
+  type RetryPolicy,
+} from './retry_policy.js';
 import { FailoverBalancer, sleep, type FailoverTarget } from './balancer.js';
 import { ResumingWatchCall, ResumingKeepAliveCall } from './resuming_streams.js';
 

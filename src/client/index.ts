@@ -24,3 +24,6 @@ export {
 } from './raw_client.js';
 export { EtcdStream, EtcdWatchStream, EtcdKeepAliveStream, EtcdObserveStream, type StreamEvents } from './raw_streams.js';
 export { prefix, fromKey, type Req } from './text_keys.js';
+
+// For the floors above, which import this folder only through this index (test/layout/index_imports.test.ts).
+export { isSafeRetry, retryBackoffMs, retryPolicyOf, shouldRefreshToken, UNARY_MAX_ATTEMPTS } from './retry_policy.js';

@@ -26,10 +26,9 @@
  *
  * Here: the eight services' clients; the streams are raw_streams.ts, the text keys text_keys.ts.
  */
-import { Buffer } from '../sim/bytes_platform.js';
-import { toGrpcError, type CallContext, type EtcdServices, type WaitingCallContext } from '../server/index.js';
+import { Buffer } from '../sim/index.js';
+import { toGrpcError, type CallContext, type EtcdServices, type WaitingCallContext, tokenApplied } from '../server/index.js';
 import type * as M from '../server/messages.js';
-import { tokenApplied } from '../server/applied_wait.js';
 import { encode, isRecord, type Req } from './text_keys.js';
 import { EtcdWatchStream, EtcdKeepAliveStream, EtcdObserveStream } from './raw_streams.js';
 

@@ -6,8 +6,8 @@
  */
 import { GrpcCode } from '../etcd/index.js';
 import { toGrpcError, type CallContext, type EtcdServices, type GrpcError, type KeepAliveCall, type WatchCall } from '../server/index.js';
-import type { MemberState } from '../cluster/index.js';
 import type * as M from '../server/messages.js';
+import type { MemberState } from '../cluster/index.js';
 import type { TimerHandle } from '../sim/index.js';
 import { FailoverBalancer, type FailoverTarget } from './balancer.js';
 

@@ -5,7 +5,7 @@
  * etcdctl on a cluster (scenario/run/cluster.ts, which steps the virtual clock itself). Only the rule lives
  * here — the table, the predicates and the wait; each caller keeps its own loop.
  */
-import { ErrAuthNotEnabled, ErrInvalidAuthToken, ErrUserEmpty } from '../auth/errors.js';
+import { ErrAuthNotEnabled, ErrInvalidAuthToken, ErrUserEmpty } from '../auth/index.js';
 import { GrpcCode } from '../etcd/index.js';
 import type { GrpcError } from '../server/index.js';
 import type { SimRandom } from '../sim/index.js';

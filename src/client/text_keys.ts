@@ -3,7 +3,7 @@
  * `value`, at any depth) may be strings, sent as UTF-8, and `prefix()` / `fromKey()` build the key ranges
  * clientv3's WithPrefix and WithFromKey build.
  */
-import { Buffer } from '../sim/bytes_platform.js';
+import { Buffer } from '../sim/index.js';
 import { prefixEnd } from '../mvcc/index.js';
 
 /**

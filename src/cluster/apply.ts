@@ -5,7 +5,7 @@
  * apply loop, raftNode → applyAll, behind a slow disk). A member whose next entries were compacted away
  * moves on only by the leader's snapshot. Once every member applied an entry, its request is let go.
  */
-import { toGrpcError, type GrpcError } from '../server/errors.js';
+import { toGrpcError, type GrpcError } from '../server/index.js';
 import type { Clock } from '../sim/index.js';
 import type { MemberState } from './member_state.js';
 import type { Raft } from './raft.js';

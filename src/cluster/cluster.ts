@@ -13,9 +13,7 @@
  * once, by the leader, before an entry is proposed: same seed, same run.
  */
 import { hostNextTurn, SimRandom, VirtualClock, type Clock, type TimerHandle } from '../sim/index.js';
-import type { GrpcError } from '../server/errors.js';
-import type { EtcdServer, EtcdServerOptions } from '../server/index.js';
-import { clusterIdOf, memberIdOf } from '../server/member_id.js';
+import { type GrpcError, type EtcdServer, type EtcdServerOptions, clusterIdOf, memberIdOf } from '../server/index.js';
 import { Applier } from './apply.js';
 import { errTransportClosing } from './errors.js';
 import { LeaseHandoff } from './lease_handoff.js';

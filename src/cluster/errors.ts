@@ -3,7 +3,7 @@
  * code and text etcd 3.4.23 gives them (v3rpc/rpctypes; observed on a real 3-member 3.4.23 on loopback).
  */
 import { GrpcCode } from '../etcd/index.js';
-import { grpcError, type GrpcError } from '../server/errors.js';
+import { grpcError, type GrpcError } from '../server/index.js';
 
 /** etcd's ErrTimeout: a proposal or ReadIndex not done within the request timeout, no leader known. */
 export const errTimeout = (): GrpcError => grpcError(GrpcCode.UNAVAILABLE, 'etcdserver: request timed out');
@@ -32,4 +32,4 @@ export const errLeaderChanged = (): GrpcError => grpcError(GrpcCode.UNAVAILABLE,
 /** A member that is down: the client's connection is refused (grpc-go's transport error). */
 export const errMemberDown = (name: string): GrpcError =>
   grpcError(GrpcCode.UNAVAILABLE, `connection error: desc = "transport: Error while dialing: member ${name} is down"`);
-export { errTransportClosing } from '../server/errors.js';
+export { errTransportClosing } from '../server/index.js';

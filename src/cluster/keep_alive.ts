@@ -6,10 +6,7 @@
  * rules as a single member's — and the answer carries the receiving member's header, as etcd fills it there.
  */
 import type { TimerHandle } from '../sim/index.js';
-import type { CallContext } from '../server/call_context.js';
-import { header, int64ToBigInt } from '../server/convert.js';
-import { toGrpcError, type GrpcError } from '../server/errors.js';
-import { KeepAliveCall } from '../server/lease_service.js';
+import { type CallContext, header, int64ToBigInt, toGrpcError, type GrpcError, KeepAliveCall } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import type { EtcdCluster } from './cluster.js';
 import type { MemberState } from './member_state.js';

@@ -5,7 +5,7 @@
  * dir (crash, restart), `etcdctl move-leader`, and Raft's own log compaction and snapshot sending. Each is
  * deterministic and takes effect at the current instant of the clock.
  */
-import { EtcdServer } from '../server/etcd_server.js';
+import { EtcdServer } from '../server/index.js';
 import { writeEtcdSnapshot } from '../snapshot/index.js';
 import type { Applier } from './apply.js';
 import { errTransportClosing } from './errors.js';

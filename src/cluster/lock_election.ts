@@ -16,11 +16,16 @@
  * that crashes breaks the calls waiting on it (`transport is closing`); what they wrote stays (the keys go
  * with their leases, as in etcd).
  */
-import type { CallContext } from '../server/call_context.js';
-import { type ConcurrencyClient, type WaitingCallContext, untilAborted } from '../server/concurrency_rules.js';
-import type { Awaitable } from '../server/index.js';
-import { ElectionRules, type ObserveCall } from '../server/election_service.js';
-import { LockRules } from '../server/lock_service.js';
+import {
+  type CallContext,
+  type ConcurrencyClient,
+  type WaitingCallContext,
+  untilAborted,
+  type Awaitable,
+  ElectionRules,
+  type ObserveCall,
+  LockRules,
+} from '../server/index.js';
 import type * as M from '../server/messages.js';
 import type { EtcdCluster } from './cluster.js';
 import type { ConnectOptions, MemberState, Reply } from './member_state.js';

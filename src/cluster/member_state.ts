@@ -8,9 +8,7 @@
  */
 import type { TimerHandle } from '../sim/index.js';
 import type { EtcdBackend } from '../snapshot/index.js';
-import type { GrpcError } from '../server/errors.js';
-import { EtcdServer, type EtcdServerOptions } from '../server/index.js';
-import type { KeepAliveCall } from '../server/lease_service.js';
+import { type GrpcError, EtcdServer, type EtcdServerOptions, type KeepAliveCall } from '../server/index.js';
 import type { EtcdCluster } from './cluster.js';
 import type { Entry } from './raft_log.js';
 import { ClusterMemberServices } from './services.js';

@@ -8,7 +8,7 @@
  *    quorum that it still leads and has committed an entry of its term (ReadOnlySafe) — and is served once
  *    the member applied up to it; a leader change fails the reads still waiting for an index.
  */
-import type { GrpcError } from '../server/errors.js';
+import type { GrpcError } from '../server/index.js';
 import type { Clock } from '../sim/index.js';
 import { errLeaderChanged, errProposalBlocked, errTimeout, errTimeoutDueToConnectionLost, errTimeoutDueToLeaderFail, errTransportClosing } from './errors.js';
 import type { EntryBody, MemberState, Proposal, ReadWait, Reply } from './member_state.js';

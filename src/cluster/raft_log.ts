@@ -5,7 +5,7 @@
  * what Raft's log matching property allows, stored without copying: committed entries are the same on every
  * member, only uncommitted suffixes differ.
  */
-import type { EtcdServer } from '../server/etcd_server.js';
+import type { EtcdServer } from '../server/index.js';
 
 /** What kind of Raft entry: a leader's empty entry at the start of its term, a request, a lease expiry or checkpoint. */
 export type EntryKind = 'empty' | 'request' | 'leaseExpire' | 'leaseCheckpoint';

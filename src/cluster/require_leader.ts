@@ -15,9 +15,7 @@
  * stopped does not look (its process does not run), and its count starts over after a crash.
  */
 import type { TimerHandle } from '../sim/index.js';
-import type { CallContext } from '../server/call_context.js';
-import type { GrpcError } from '../server/errors.js';
-import type { StreamCall } from '../server/stream_call.js';
+import type { CallContext, GrpcError, StreamCall } from '../server/index.js';
 import type { EtcdCluster } from './cluster.js';
 import type { MemberState } from './member_state.js';
 import { errNoLeader } from './errors.js';

@@ -5,7 +5,7 @@
  * while it is down (connection refused) — and a client's deadline ends the wait (DEADLINE_EXCEEDED).
  * Streams read the same links as they carry each message (stream_link.ts).
  */
-import { toGrpcError, type GrpcError } from '../server/errors.js';
+import { toGrpcError, type GrpcError } from '../server/index.js';
 import type { Clock, TimerHandle } from '../sim/index.js';
 import { errDeadlineExceeded, errMemberDown } from './errors.js';
 import { DEFAULT_CLIENT, type ConnectOptions, type MemberState, type Reply } from './member_state.js';

@@ -10,25 +10,38 @@
  * too; LeaseLeases, Status, MemberList and the rest of Maintenance are the member's own. A front door
  * serving the cluster (gRPC, a client adapter) calls these instead of a single member's EtcdServices.
  */
-import { isTxnReadOnly } from '../server/kv_service.js';
-import { header, int64ToBigInt, putIn, txnIn, uint64ToBigInt } from '../server/convert.js';
-import { EtcdError } from '../etcd/index.js';
-import { ErrNoSpace } from '../server/alarms.js';
-import { LEASE_OVERHEAD, costPut, costTxn, noSpaceAlarm, overQuota } from '../server/quota.js';
-import type { CallContext } from '../server/call_context.js';
-import type { Promised } from '../server/answers.js';
-import { AuthService } from '../server/auth_service.js';
-import type { KVService } from '../server/kv_service.js';
+import {
+  isTxnReadOnly,
+  header,
+  int64ToBigInt,
+  putIn,
+  txnIn,
+  uint64ToBigInt,
+  ErrNoSpace,
+  LEASE_OVERHEAD,
+  costPut,
+  costTxn,
+  noSpaceAlarm,
+  overQuota,
+  type CallContext,
+  type Promised,
+  AuthService,
+  type KVService,
+  serviceMethods,
+  type AppliedCallContext,
+  type EtcdServer,
+  type KeepAliveCall,
+  type SnapshotStreamOptions,
+  type WatchCall,
+  type StreamCall,
+  type StreamHold,
+} from '../server/index.js';
 import type * as M from '../server/messages.js';
-import { serviceMethods, type AppliedCallContext, type EtcdServer } from '../server/index.js';
-import type { KeepAliveCall } from '../server/lease_service.js';
-import type { SnapshotStreamOptions } from '../server/maintenance_service.js';
-import type { WatchCall } from '../server/watch_service.js';
+import { EtcdError } from '../etcd/index.js';
 import { errBadLeaderTransferee, errMemberDown, errNoLeader, errNotLeader, errTimeout } from './errors.js';
 import { ClusterKeepAliveCall } from './keep_alive.js';
 import { leaderMonitor, requiresLeader } from './require_leader.js';
 import { heldOverClientLink, overClientLink } from './stream_link.js';
-import type { StreamCall, StreamHold } from '../server/stream_call.js';
 import { clusterConcurrency, type ClusterElection, type ClusterLock } from './lock_election.js';
 import type { EtcdCluster } from './cluster.js';
 import type { ConnectOptions, MemberState, Reply } from './member_state.js';

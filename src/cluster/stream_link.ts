@@ -8,7 +8,7 @@
  * does not read makes them); once it is back they go on, each after the link's delay.
  */
 import type { TimerHandle } from '../sim/index.js';
-import { StreamHold, type StreamCall, type StreamLink } from '../server/stream_call.js';
+import { StreamHold, type StreamCall, type StreamLink } from '../server/index.js';
 import type { EtcdCluster } from './cluster.js';
 import { DEFAULT_CLIENT, type ConnectOptions, type MemberState } from './member_state.js';
 

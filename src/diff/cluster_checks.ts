@@ -13,7 +13,7 @@
  * The lease check reads the lease key until it is gone, so it still drives the side's time.
  */
 import type * as M from '../server/messages.js';
-import { checkWatch, formatViolations, type CommittedHistory, type HistoryRevision } from '../watch/guarantees.js';
+import { checkWatch, formatViolations, type CommittedHistory, type HistoryRevision } from '../watch/index.js';
 import { checkLinearizable, type KvOperation } from './linearizability.js';
 import { CALL_DEADLINE_MS, ELECTION_MS, EXPIRY_SLACK_MS, LEASE_KEY, LESSOR_CHECK_MS } from './cluster_plan.js';
 import { ALL, bytes, text, type ClusterRun } from './cluster_drive.js';

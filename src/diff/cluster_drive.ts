@@ -7,10 +7,9 @@
  * recorded here for cluster_checks.ts to judge.
  */
 import { Buffer } from 'node:buffer';
+import { watchResponseIn } from '../server/index.js';
 import type * as M from '../server/messages.js';
-import { watchResponseIn } from '../server/convert.js';
-import type { HistoryRevision } from '../watch/guarantees.js';
-import type { WatchCreateRequest, WatchResponse } from '../watch/types.js';
+import type { HistoryRevision, WatchCreateRequest, WatchResponse } from '../watch/index.js';
 import type { Event } from '../mvcc/index.js';
 import { KvHistory, runKvClients, type HistoryKv } from './kv_history.js';
 import { CALL_DEADLINE_MS, LEASE_KEY, type ClusterFault, type ClusterPlan } from './cluster_plan.js';

@@ -7,10 +7,25 @@
  * keyspace, so revisions are compared as they are, without any offset.
  */
 import { Buffer } from 'node:buffer';
+import type { CallContext } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import { canon, text, ttlWithin, type Canon, type LeaseNames } from './normalise.js';
-import type { CallContext } from '../server/call_context.js';
-import { BOGUS_CALLER, BOGUS_TOKEN, passwordOf, type CompareSpec, type DeleteOp, type EndSpec, type LeaseRef, type Op, type PermSpec, type PutOp, type RangeOp, type RevSpec, type TxnOpSpec, type TxnSpec } from './ops.js';
+import {
+  BOGUS_CALLER,
+  BOGUS_TOKEN,
+  passwordOf,
+  type CompareSpec,
+  type DeleteOp,
+  type EndSpec,
+  type LeaseRef,
+  type Op,
+  type PermSpec,
+  type PutOp,
+  type RangeOp,
+  type RevSpec,
+  type TxnOpSpec,
+  type TxnSpec,
+} from './ops.js';
 import type { DiffStream, DiffTarget } from './target.js';
 import { hostNow } from '../sim/index.js';
 

@@ -15,7 +15,7 @@
  * simulator, with auth disabled and no users or roles. (The auth revision is not reset — nothing in the
  * workload compares it: etcd 3.4 has no AuthStatus.)
  */
-import { createEtcdSim, type EtcdSim } from '../client/create.js';
+import { createEtcdSim, type EtcdSim } from '../client/index.js';
 import type { EtcdGrpcClient } from '../grpc/client.js';
 import type { EtcdVersion } from '../etcd/index.js';
 import { DIFF_ELECTION_MS, DIFF_HEARTBEAT_MS } from './etcd_process.js';

@@ -9,13 +9,10 @@
  * least as many responses as the simulator's (bounded by a timeout); extra responses etcd sends later are
  * caught by the next comparisons and by the end-of-run grace period.
  */
-import type { EtcdSim } from '../client/create.js';
-import { toGrpcError, type GrpcError } from '../server/errors.js';
+import type { EtcdSim } from '../client/index.js';
+import { toGrpcError, type GrpcError, type BidiStream, promised, type CallContext } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import type { GrpcAuthClient, EtcdGrpcClient, GrpcKVClient, GrpcLeaseClient } from '../grpc/client.js';
-import type { BidiStream } from '../server/stream_call.js';
-import { promised } from '../server/answers.js';
-import type { CallContext } from '../server/call_context.js';
 
 export interface DiffStream<Req, Res> {
   write(req: Req): void;

@@ -13,8 +13,6 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { etcdService, type CallName } from '../proto/index.js';
-import type * as M from '../server/messages.js';
-import { memberCalls, type MemberCall } from '../server/member_calls.js';
 import {
   type AuthService,
   type BidiStream,
@@ -30,6 +28,8 @@ import {
   type Promised,
   type ResponseListener,
 } from '../server/index.js';
+import type * as M from '../server/messages.js';
+import { memberCalls, type MemberCall } from '../server/member_calls.js';
 import { hostNow } from '../sim/index.js';
 
 /** A bidirectional call over gRPC: the server layer's own BidiStream shape (one stream abstraction). */

@@ -14,7 +14,7 @@
 import { Buffer } from 'node:buffer';
 import type * as M from '../server/messages.js';
 // The wire primitives are mvcc's, shared with HashKV's KeyValue encoding: one protobuf encoder.
-import { bytesFieldSize, keyValueSize, LEN, tag, VARINT, varintSize, WireWriter as Out, writeBytesField, writeKeyValue } from '../mvcc/wire.js';
+import { bytesFieldSize, keyValueSize, LEN, tag, VARINT, varintSize, WireWriter as Out, writeBytesField, writeKeyValue } from '../mvcc/index.js';
 
 /**
  * An int64/uint64 in message form (a decimal string) as the unsigned 64-bit value its varint encodes.

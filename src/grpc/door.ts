@@ -36,10 +36,7 @@
  */
 import type { Duplex } from 'node:stream';
 import { TLSSocket, type PeerCertificate } from 'node:tls';
-import { Http2ServerConnection, type PingPolicy } from '../h2/connection.js';
-import { ErrorCode } from '../h2/frames.js';
-import { EncodedHeaders, HpackEncoder, headerValue } from '../h2/hpack.js';
-import type { H2Stream } from '../h2/stream.js';
+import { Http2ServerConnection, type PingPolicy, ErrorCode, EncodedHeaders, HpackEncoder, headerValue, type H2Stream } from '../h2/index.js';
 import { afterHostTime, hostNextTurn, hostNow } from '../sim/index.js';
 import type { BidiCall, GrpcMethod, ServerStreamCall, UnaryCall } from './call.js';
 

@@ -5,10 +5,10 @@
  * (stream_pipe.ts), ending when the client cancels, its deadline passes or the server closes. Every call is
  * held by a token's raft index as a KV call is: etcd's election server reads through the member's KV.
  */
+import { toGrpcError, type CallContext, type ObserveCall } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import { GrpcCode } from '../etcd/index.js';
 import { afterHostTime, hostNow } from '../sim/index.js';
-import { toGrpcError, type CallContext, type ObserveCall } from '../server/index.js';
 import { frameMessage, type MethodImpl, type ServerStreamCall } from './call.js';
 import { deadlineExceeded, type Handlers, type MethodTable } from './handlers.js';
 import { MalformedRequest } from './request_decoding.js';

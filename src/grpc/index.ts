@@ -16,9 +16,9 @@ export {
 // etcd's protos for plain grpc-js clients (src/proto).
 export { PROTO_DIR, PROTO_LOADER_OPTIONS, loadEtcdProtos, etcdService, type EtcdServiceName } from '../proto/index.js';
 // serve({ clock }) drives a served member from a test's virtual clock; ServeHandle.server is the member.
-export { VirtualClock, type Clock } from '../sim/clock.js';
+export { VirtualClock, type Clock } from '../sim/index.js';
 export type { EtcdServer, EtcdServerOptions } from '../server/index.js';
 // What ServeOptions' fields take: the rule set (etcd release) and the users and roles to start with.
 export type { EtcdVersion } from '../etcd/index.js';
-export type { AuthSetup } from '../auth/store.js';
-export type { TokenProvider, TokenProviderFactory } from '../auth/simple_token.js';
+export type { AuthSetup } from '../auth/index.js';
+export type { TokenProvider, TokenProviderFactory } from '../auth/index.js';

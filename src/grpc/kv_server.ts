@@ -4,8 +4,8 @@
  * Put, DeleteRange and Txn answer through codec.ts's encoders, straight into one framed buffer — the hot
  * path (docs/performance.md). RangeStream (etcd 3.7) is the Range result cut into chunks.
  */
-import type * as M from '../server/messages.js';
 import { andThen, KVService } from '../server/index.js';
+import type * as M from '../server/messages.js';
 import { framedEncoders } from './codec.js';
 import type { Handlers, MethodTable } from './handlers.js';
 

@@ -3,8 +3,8 @@
  * LeaseService (src/server/lease_service.ts) by name; LeaseKeepAlive a bidirectional stream piped into the
  * member's KeepAliveCall, which a client's half-close ends with OK (etcd's handler returns at EOF).
  */
-import type * as M from '../server/messages.js';
 import { LeaseService } from '../server/index.js';
+import type * as M from '../server/messages.js';
 import type { Handlers, MethodTable } from './handlers.js';
 
 export function leaseServer(h: Handlers): MethodTable {

@@ -6,8 +6,8 @@
  * etcd's v3lock server calls the member's KV with the caller's context, so a token naming a raft index not
  * applied yet holds Lock and Unlock as it holds a KV call (observed on 3.4.23: answered at the deadline).
  */
-import type * as M from '../server/messages.js';
 import type { CallContext } from '../server/index.js';
+import type * as M from '../server/messages.js';
 import type { Handlers, MethodTable } from './handlers.js';
 
 export function lockServer(h: Handlers): MethodTable {

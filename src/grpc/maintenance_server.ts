@@ -4,8 +4,8 @@
  * name; Snapshot streams the member's backend file as it writes it. Downgrade is not modeled: the service
  * has no such method, so the door answers grpc-go's `unknown method`.
  */
-import type * as M from '../server/messages.js';
 import { MaintenanceService } from '../server/index.js';
+import type * as M from '../server/messages.js';
 import { snapshotResponseFrames } from './snapshot_wire.js';
 import type { Handlers, MethodTable } from './handlers.js';
 

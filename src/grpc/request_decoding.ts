@@ -10,7 +10,7 @@ import type * as grpc from '@grpc/grpc-js';
 import type { PackageDefinition } from '@grpc/proto-loader';
 import { etcdPackageDefinition, etcdServiceDefinition, SERVICE_PACKAGES, type EtcdServiceName } from '../proto/loader.js';
 import type { EtcdVersion } from '../etcd/index.js';
-import { serverCompat } from '../server/compat.js';
+import { serverCompat } from '../server/index.js';
 import { compileMessageTables, compileGogoChecks, type GogoCheck, type MessageCheck } from './gogo_check.js';
 import { checkProtobufGo, protoErrorPrefix, type RequestCheck } from './protobuf_go_check.js';
 import { installVarintFix } from './protobuf_varint.js';

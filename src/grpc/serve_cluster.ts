@@ -15,8 +15,7 @@
 import type { EtcdServer, MemberView } from '../server/index.js';
 import { ClusterMemberView, EtcdCluster, type EtcdClusterOptions } from '../cluster/index.js';
 import { hostMicrotask, RealClock, type Clock } from '../sim/index.js';
-import { alarmUnhealthy, answerUnhealthy, createClientHttp, type ClientHttp, type HttpResponse } from '../http/index.js';
-import { handleClusterControl, SERVED_CLIENT } from '../http/cluster_control.js';
+import { alarmUnhealthy, answerUnhealthy, createClientHttp, type ClientHttp, type HttpResponse, handleClusterControl, SERVED_CLIENT } from '../http/index.js';
 import { serveMember, type ServeHandle, type ServeOptions } from './server.js';
 import type { AttachedMember, PortSwitch } from './attached_member.js';
 

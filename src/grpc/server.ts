@@ -17,12 +17,21 @@
  * UNAVAILABLE on the client.
  */
 import { isIP } from 'node:net';
-import { EtcdServer, type EtcdServerOptions, type MemberView } from '../server/index.js';
-import { serverCompat } from '../server/compat.js';
+import { EtcdServer, type EtcdServerOptions, type MemberView, serverCompat } from '../server/index.js';
 import { DEFAULT_MAX_REQUEST_BYTES } from '../mvcc/index.js';
 import { GrpcCode, DEFAULT_ETCD_VERSION, type EtcdVersion } from '../etcd/index.js';
 import { hostMicrotask, RealClock, type Clock } from '../sim/index.js';
-import { canonicalSerial, createClientHttp, listenClientPort, serveHttpOverH2, type ClientHttp, type ClientPort, type HttpRequest, type HttpResponse, type TlsServerOptions } from '../http/index.js';
+import {
+  canonicalSerial,
+  createClientHttp,
+  listenClientPort,
+  serveHttpOverH2,
+  type ClientHttp,
+  type ClientPort,
+  type HttpRequest,
+  type HttpResponse,
+  type TlsServerOptions,
+} from '../http/index.js';
 import { contextOf } from './caller.js';
 import { createGrpcDoor, type GrpcDoor } from './door.js';
 import { Handlers, type StreamEndInfo } from './handlers.js';

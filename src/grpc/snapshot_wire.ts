@@ -13,7 +13,7 @@
  */
 import { Buffer } from 'node:buffer';
 import type * as M from '../server/messages.js';
-import { LEN, tag, VARINT, varintSize, WireWriter } from '../mvcc/wire.js';
+import { LEN, tag, VARINT, varintSize, WireWriter } from '../mvcc/index.js';
 
 /** A uint64 in message form (a decimal string) as the value its varint carries. */
 function uint64(s: string): number | bigint {

@@ -20,12 +20,22 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
-import { grpcError, isPromiseLike, sendResponses, toGrpcError, type Awaitable, type CallContext, type GrpcError, type MemberView, type StreamHold } from '../server/index.js';
+import {
+  grpcError,
+  isPromiseLike,
+  sendResponses,
+  toGrpcError,
+  type Awaitable,
+  type CallContext,
+  type GrpcError,
+  type MemberView,
+  type StreamHold,
+  serverCompat,
+} from '../server/index.js';
 import { routeAt, type BidiCall, type Route } from './gateway_routes.js';
 import { GrpcCode, type EtcdVersion } from '../etcd/index.js';
 import { gatewayBodyLimit, readBody } from './request_body.js';
 import { goString, JsonRequestError, messageFromJson, messageToJson, readJsonValue, type JsonValue } from './json.js';
-import { serverCompat } from '../server/compat.js';
 
 /** What the handler uses of a request: node:http's IncomingMessage and node:http2's compatibility request both have it. */
 export interface HttpRequest {

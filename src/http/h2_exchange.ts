@@ -19,8 +19,7 @@
  * - 'close' fires once when the stream closes: after a complete exchange, or when the client resets it
  *   or the connection goes.
  */
-import { CONNECTION_SPECIFIC } from '../h2/connection.js';
-import type { H2Stream } from '../h2/stream.js';
+import { CONNECTION_SPECIFIC, type H2Stream } from '../h2/index.js';
 import type { HttpRequest, HttpResponse } from './gateway.js';
 import { hostMicrotask } from '../sim/index.js';
 

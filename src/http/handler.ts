@@ -16,9 +16,7 @@
 import { gatewayBodyLimit } from './request_body.js';
 import { createGateway, plainError, type Gateway, type HttpRequest, type HttpResponse } from './gateway.js';
 import { clusterVersionOf, createMemberMetrics, type MemberMetrics } from './metrics.js';
-import type { EtcdServer, MemberView } from '../server/index.js';
-import { serverCompat } from '../server/compat.js';
-import { ALARM_CORRUPT, alarmTypeName } from '../server/alarms.js';
+import { type EtcdServer, type MemberView, serverCompat, ALARM_CORRUPT, alarmTypeName } from '../server/index.js';
 
 /** What serve() needs of the HTTP side: a request handler and a way to stop it. */
 export interface ClientHttp {

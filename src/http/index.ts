@@ -5,3 +5,6 @@ export { httpStatusFromCode, type HttpRequest, type HttpResponse } from './gatew
 export { messageFromJson, messageToJson, readJsonValue, type JsonValue } from './json.js';
 export { routeAt, type Route } from './gateway_routes.js';
 export { serveHttpOverH2 } from './h2_exchange.js';
+
+// For the floors above, which import this folder only through this index (test/layout/index_imports.test.ts).
+export { handleClusterControl, SERVED_CLIENT } from './cluster_control.js';

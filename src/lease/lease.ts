@@ -2,8 +2,8 @@
  * One lease as the lessor holds it (etcd server/lease/lease.go): its ID, granted TTL, expiry instant on
  * the simulator's clock, the last checkpointed remaining TTL, and the keys attached to it.
  */
-import type { KeyString } from '../mvcc/bytes.js';
-import type { HeapItem } from '../sim/heap.js';
+import type { KeyString } from '../mvcc/index.js';
+import type { HeapItem } from '../sim/index.js';
 
 /** etcd's MaxLeaseTTL, in seconds. */
 export const MAX_LEASE_TTL = 9_000_000_000;

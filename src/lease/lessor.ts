@@ -13,16 +13,9 @@
  * expiry is not exact to the millisecond. etcd hands expired leases to the server, which revokes them
  * through raft; here the loop revokes them directly through the same path as {@link Lessor.revoke}.
  */
-import { keyString, type KeyString } from '../mvcc/bytes.js';
-import { ErrLeaseNotFound } from '../mvcc/errors.js';
+import { keyString, type KeyString, ErrLeaseNotFound, MvccStore, type MvccOptions, type LeaseHook, invalidField } from '../mvcc/index.js';
 import { EtcdError, fail, GrpcCode, type EtcdErrorKind } from '../etcd/index.js';
-import { MvccStore, type MvccOptions } from '../mvcc/kv.js';
-import type { LeaseHook } from '../mvcc/types.js';
-import { invalidField } from '../mvcc/shape.js';
-import type { Clock } from '../sim/clock.js';
-import { IndexedHeap, type HeapItem } from '../sim/heap.js';
-import { SimRandom } from '../sim/random.js';
-import { Ticker } from '../sim/ticker.js';
+import { type Clock, IndexedHeap, type HeapItem, SimRandom, Ticker } from '../sim/index.js';
 import { checkLessor } from './check.js';
 import { expiresBefore, Lease, MAX_LEASE_TTL } from './lease.js';
 import { ErrLeaseExist, ErrLeaseTTLTooLarge } from './errors.js';

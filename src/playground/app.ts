@@ -11,9 +11,7 @@
  * Lib "dom" is not part of this project's type-check (the engine must not lean on it), so the few browser
  * objects used here are described by the small interfaces below.
  */
-import { parseScenario } from '../scenario/parser.js';
-import { runScenario } from '../scenario/runner.js';
-import { renderHtml, transcriptHtml } from '../scenario/timeline/index.js';
+import { parseScenario, runScenario, renderHtml, transcriptHtml } from '../scenario/index.js';
 import { decodeFragment, encodeFragment, parseSeed, type PlaygroundState } from './fragment.js';
 
 /** A bundled scenario as the page embeds it (see build_page.ts). */

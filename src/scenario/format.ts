@@ -3,8 +3,8 @@
  * etcdctl 3.4.23 on a real etcd 3.4.23: put/get/del/txn/compact/lease/watch). Input is the services'
  * message form (src/server/messages.ts).
  */
-import { Buffer } from '../sim/bytes_platform.js';
-import type { messages as M } from '../server/index.js';
+import { Buffer } from '../sim/index.js';
+import type * as M from '../server/messages.js';
 
 /** Bytes as etcdctl prints them: raw (UTF-8 here, so a transcript stays text). */
 export function str(b: Uint8Array): string {

@@ -21,7 +21,7 @@
  * checks stay in force. The space quota raises NOSPACE by itself: quota.ts.
  */
 import { EtcdError, GrpcCode, errorKind, type EtcdErrorKind, type EtcdVersion } from '../etcd/index.js';
-import { decodeFields } from '../snapshot/proto_reader.js';
+import { decodeFields } from '../snapshot/index.js';
 import { serverCompat } from './compat.js';
 import { invalidArgument } from './errors.js';
 import type { EtcdServer } from './etcd_server.js';

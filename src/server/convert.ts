@@ -10,7 +10,7 @@
  * Bytes in requests are not copied: the store copies the keys and values it keeps, and lookups only read
  * them. Bytes in responses are fresh Buffers, so a client can never reach the store's own copies.
  */
-import { Buffer } from '../sim/bytes_platform.js';
+import { Buffer } from '../sim/index.js';
 import type * as D from '../mvcc/index.js';
 import type { WatchCreateRequest as DWatchCreate, WatchEvent as DWatchEvent, WatchFilter, WatchResponse as DWatchResponse } from '../watch/index.js';
 import { invalidArgument } from './errors.js';

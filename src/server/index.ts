@@ -28,9 +28,28 @@ export {
   statusName,
   invalidArgument,
   cancelledError,
+  errTransportClosing,
   type GrpcError,
   type GrpcMetadata,
 } from './errors.js';
 export * as convert from './convert.js';
 export type * as messages from './messages.js';
 export { serverCompat, type ServerCompat } from './compat.js';
+
+// For the floors above, which import this folder only through this index (test/layout/index_imports.test.ts).
+export { header, int64ToBigInt, putIn, txnIn, uint64ToBigInt, watchResponseIn } from './convert.js';
+export type { StreamLink } from './stream_call.js';
+export { untilAborted } from './concurrency_rules.js';
+export type { ConcurrencyClient } from './concurrency_rules.js';
+export { ElectionRules } from './election_service.js';
+export { LockRules } from './lock_service.js';
+export { isTxnReadOnly } from './kv_service.js';
+export { ALARM_CORRUPT, alarmText, alarmTypeName, alarmTypeNumber, ErrNoSpace } from './alarms.js';
+export { costPut, costTxn, LEASE_OVERHEAD, noSpaceAlarm, overQuota } from './quota.js';
+export type { SnapshotStreamOptions } from './maintenance_service.js';
+export { clusterIdOf, memberIdOf } from './member_id.js';
+export { tokenApplied } from './applied_wait.js';
+export { EtcdUrlError, parseEtcdUrl } from './urls.js';
+export type { EtcdUrl } from './urls.js';
+export { asGrpc } from './errors.js';
+export type { KeptMemberStart, KeptState } from './kept_member.js';

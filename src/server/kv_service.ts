@@ -28,7 +28,7 @@ import { checkQuota, costPut, costTxn } from './quota.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
 
-export { isTxnReadOnly } from '../mvcc/validate.js';
+export { isTxnReadOnly } from '../mvcc/index.js';
 
 export class KVService {
   private readonly leaseKeys: LeaseKeys;

@@ -9,7 +9,7 @@
  * on them; root may do all three. KeepAlive and TimeToLive without a token are ErrUserEmpty. etcd 3.4.23
  * checks neither KeepAlive nor TimeToLive (AuthStore.checksLeaseAccess).
  */
-import { checkLeaseKeysAuth } from '../auth/index.js';
+import { checkLeaseKeysAuth, ErrUserEmpty } from '../auth/index.js';
 import { keyBytes } from '../mvcc/index.js';
 import { fail } from '../etcd/index.js';
 import type { CallContext } from './call_context.js';
@@ -20,7 +20,6 @@ import { LEASE_OVERHEAD, checkQuota } from './quota.js';
 import { StreamCall, type BidiStream } from './stream_call.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
-import { ErrUserEmpty } from '../auth/errors.js';
 
 export class LeaseService {
   private readonly open = new Set<KeepAliveCall>();

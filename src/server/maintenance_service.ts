@@ -3,21 +3,25 @@
  * alarms.ts), and Snapshot (a bbolt file in etcd's backend layout, alarm bucket included) with its restore.
  * Response shapes follow etcd 3.4.23 as observed (Defragment and, on 3.4, Alarm carry no header at all).
  */
-import { Buffer } from '../sim/bytes_platform.js';
+import { Buffer, createHash } from '../sim/index.js';
 import { header, int64ToNumber, uint64ToBigInt } from './convert.js';
 import { asGrpc, invalidArgument } from './errors.js';
 import { EtcdError, GrpcCode, fail } from '../etcd/index.js';
 import type { CallContext } from './call_context.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
-import { SnapshotFormatError, backendHash, memberOfBackend, readEtcdSnapshot } from '../snapshot/index.js';
-import { layoutEtcdBackend } from '../snapshot/backend_file.js';
-import type { BoltLayout } from '../snapshot/bbolt_writer.js';
-import { createHash } from '../sim/crypto_platform.js';
+import {
+  SnapshotFormatError,
+  backendHash,
+  memberOfBackend,
+  readEtcdSnapshot,
+  layoutEtcdBackend,
+  type BoltLayout,
+  type EtcdBackend,
+} from '../snapshot/index.js';
 import { serverCompat } from './compat.js';
 import { AlarmStore, alarmMemberOut, alarmText, alarmTypeNumber, type RaisedAlarm } from './alarms.js';
-import type { EtcdBackend } from '../snapshot/index.js';
-import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty, ErrUserNotFound } from '../auth/errors.js';
+import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty, ErrUserNotFound } from '../auth/index.js';
 
 export class MaintenanceService {
   /** The member's raised alarms (etcd's alarm store, kept in the backend's alarm bucket). */

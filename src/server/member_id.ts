@@ -6,7 +6,7 @@
  * SHA-1 of the initial members' IDs, sorted, each as 8 big-endian bytes. So `etcd` with no flags is
  * member 8e9e05c52164694d of cluster cdf818194e3a8c32, and these functions give the same for any flags.
  */
-import { createHash } from '../sim/crypto_platform.js';
+import { createHash } from '../sim/index.js';
 
 /** etcd's default --initial-cluster-token. */
 export const DEFAULT_CLUSTER_TOKEN = 'etcd-cluster';

@@ -23,8 +23,8 @@ import type { AuthInfo } from '../auth/index.js';
 import type * as M from './messages.js';
 import { asGrpc } from './errors.js';
 import { header } from './convert.js';
-import { decodeFields, ProtoFormatError } from '../snapshot/proto_reader.js';
-import { LEN, VARINT, WireWriter, tag, varintSize } from '../mvcc/wire.js';
+import { decodeFields, ProtoFormatError } from '../snapshot/index.js';
+import { LEN, VARINT, WireWriter, tag, varintSize } from '../mvcc/index.js';
 
 /** The requests that are entries: which service method, its InternalRaftRequest field, its gRPC method. */
 const CALLS = [

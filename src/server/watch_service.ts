@@ -21,7 +21,7 @@ import { StreamCall, type BidiStream } from './stream_call.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
 import { serverCompat } from './compat.js';
-import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty } from '../auth/errors.js';
+import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty } from '../auth/index.js';
 
 export type { EndListener, ResponseListener } from './stream_call.js';
 

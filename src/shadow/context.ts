@@ -4,9 +4,9 @@
  * simulator, both as an `Outcome` (a message or etcd's gRPC error), compared as canonical text after
  * src/diff/normalise.ts has made what etcd leaves free (cluster and member IDs, raft term) equal.
  */
-import type { EtcdSim } from '../client/create.js';
-import { canon, text, type Canon, type LeaseNames } from '../diff/normalise.js';
-import { toGrpcError } from '../server/errors.js';
+import type { EtcdSim } from '../client/index.js';
+import { canon, text, type Canon, type LeaseNames } from '../diff/index.js';
+import { toGrpcError } from '../server/index.js';
 import type { Follower } from './follower.js';
 import type { ShadowReport } from './report.js';
 import type { ScenarioLog } from './scenario.js';

@@ -16,7 +16,7 @@
  * they are (an expiry's deletes too). Expiry is etcd's decision: the simulator's clock never moves, so its
  * own timers never expire a lease, and a lease etcd reports gone is dropped there too.
  */
-import type { EtcdSim } from '../client/create.js';
+import type { EtcdSim } from '../client/index.js';
 import { afterHostTime } from '../sim/index.js';
 import type * as M from '../server/messages.js';
 

@@ -7,3 +7,6 @@ export { startShadow, type ShadowHandle, type ShadowOptions } from './shadow.js'
 export { ShadowReport, type DivergenceRecord, type RpcCounts } from './report.js';
 export { parseScenario, type ScenarioEntry, type ScenarioFile } from './scenario.js';
 export { replayScenario, type ReplayResult } from './replay.js';
+
+// For the floors above, which import this folder only through this index (test/layout/index_imports.test.ts).
+export type { TlsFiles } from './proxy.js';

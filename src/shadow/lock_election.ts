@@ -17,7 +17,7 @@
  * larger cluster, the others are not the simulator's and its member lists differ.
  */
 import { Buffer } from 'node:buffer';
-import type { Canon } from '../diff/normalise.js';
+import type { Canon } from '../diff/index.js';
 import { prefixEnd } from '../mvcc/index.js';
 import { isObj, type ShadowContext } from './context.js';
 import { byName, simKey, type Msg, type UnaryRule } from './rules.js';

@@ -4,9 +4,9 @@
  * once the simulator is past etcd's revision, and what in the answer is etcd's own (time, its
  * configuration) and so left free.
  */
-import type { EtcdSim } from '../client/create.js';
-import type { Canon } from '../diff/normalise.js';
-import type { CallContext } from '../server/call_context.js';
+import type { EtcdSim } from '../client/index.js';
+import type { Canon } from '../diff/index.js';
+import type { CallContext } from '../server/index.js';
 import { isObj, type Outcome, type ShadowContext } from './context.js';
 
 export type Msg = Record<string, unknown>;

@@ -11,13 +11,12 @@
  */
 import { Buffer } from 'node:buffer';
 import * as grpc from '@grpc/grpc-js';
-import { createEtcdSim, type EtcdSim } from '../client/create.js';
+import { createEtcdSim, type EtcdSim } from '../client/index.js';
 import { connectEtcd, type EtcdGrpcClient } from '../grpc/client.js';
 import type { EtcdVersion } from '../etcd/index.js';
 import { routeAt } from '../http/index.js';
-import { text } from '../diff/normalise.js';
+import { text, simTarget } from '../diff/index.js';
 import { afterHostTime } from '../sim/index.js';
-import { simTarget } from '../diff/target.js';
 import { TokenMap, type ShadowContext } from './context.js';
 import { Follower } from './follower.js';
 import { startProxy, type Proxy, type TappedCall, type TlsFiles } from './proxy.js';

@@ -6,8 +6,8 @@
  * asked for is etcd's timer and not compared. The responses of both sides are compared item by item
  * (streams.ts).
  */
-import { canon, text } from '../diff/normalise.js';
-import type { CallContext } from '../server/call_context.js';
+import { canon, text } from '../diff/index.js';
+import type { CallContext } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import type { Codec } from './codecs.js';
 import { NO_LEASES, type ShadowContext } from './context.js';

@@ -4,7 +4,7 @@
  * batches revisions as its sync loop finds them, so the comparison is per key (a watch ID, a lease ID) and
  * item by item: each event, and each creation, cancel or answer to a progress request as a whole.
  */
-import { canon, text } from '../diff/normalise.js';
+import { canon, text } from '../diff/index.js';
 import type { GrpcBidiCall } from '../grpc/client.js';
 import type * as M from '../server/messages.js';
 import { NO_LEASES } from './context.js';

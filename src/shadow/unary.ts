@@ -7,8 +7,8 @@
  * Lease IDs are the real etcd's: the simulator grants each lease with the ID etcd chose, as a client-chosen
  * ID, so every later request naming it means the same lease on both.
  */
-import { canon, text, type Canon } from '../diff/normalise.js';
-import type { CallContext } from '../server/call_context.js';
+import { canon, text, type Canon } from '../diff/index.js';
+import type { CallContext } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import { isObj, NO_LEASES, outcomeText, simOutcome, type Outcome, type ShadowContext } from './context.js';
 import type { Step } from './follower.js';

@@ -20,3 +20,9 @@ export {
 export { hostEpochMs, hostMicrotask, hostNextTurn } from './host_platform.js';
 export { SimRandom, fnv1a64, freshSeed } from './random.js';
 export { Ticker, type StepInfo, type StepOptions } from './ticker.js';
+
+// For the floors above, which import this folder only through this index (test/layout/index_imports.test.ts).
+export { IndexedHeap } from './heap.js';
+export type { HeapItem } from './heap.js';
+export { Buffer } from './bytes_platform.js';
+export { createHash } from './crypto_platform.js';

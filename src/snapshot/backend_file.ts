@@ -3,10 +3,8 @@
  * backend_records.ts): the bucket tree built from an EtcdBackend and read back, and the snapshot file —
  * that tree plus its SHA-256, as etcd's Snapshot RPC sends it.
  */
-import { Buffer } from '../sim/bytes_platform.js';
-import { createHash } from '../sim/crypto_platform.js';
-import type { KeyValue } from '../mvcc/index.js';
-import { WireWriter, keyValueSize, marshalKeyValue, writeKeyValue } from '../mvcc/wire.js';
+import { Buffer, createHash } from '../sim/index.js';
+import { type KeyValue, WireWriter, keyValueSize, marshalKeyValue, writeKeyValue } from '../mvcc/index.js';
 import { boltKey, childBucket, compareKeys, isBucketEntry, type BoltBucket, type BoltEntry, type BoltEntrySource } from './bbolt.js';
 import { layoutBolt, type BoltLayout } from './bbolt_writer.js';
 import { readBolt } from './bbolt_reader.js';

@@ -3,10 +3,9 @@
  * messages of the lease and auth buckets, the JSON of the membership buckets and big-endian counters —
  * both ways, every decoded record checked.
  */
-import { Buffer } from '../sim/bytes_platform.js';
+import { Buffer } from '../sim/index.js';
 import type { KeyPermission, PermissionType } from '../auth/index.js';
-import type { KeyValue } from '../mvcc/index.js';
-import { LEN, VARINT, WireWriter, bytesFieldSize, int64FieldSize, tag, varintSize, writeBytesField, writeInt64Field } from '../mvcc/wire.js';
+import { type KeyValue, LEN, VARINT, WireWriter, bytesFieldSize, int64FieldSize, tag, varintSize, writeBytesField, writeInt64Field } from '../mvcc/index.js';
 import { boltKey } from './bbolt.js';
 import { asInt64, decodeFields, safeNumber } from './proto_reader.js';
 import { SnapshotFormatError, type StoredConfState, type StoredLease, type StoredMember, type StoredRole, type StoredUser } from './etcd_backend.js';

@@ -21,3 +21,9 @@ export { backendOfMember, memberOfBackend, type LoadedMember, type MemberSnapsho
 export { interruptCompaction, DEFAULT_COMPACTION_BATCH_LIMIT, type InterruptedCompaction } from './compaction.js';
 export { snapshotStatus, type SnapshotStatus } from './status.js';
 export { backendHash } from './backend_hash.js';
+
+// For the floors above, which import this folder only through this index (test/layout/index_imports.test.ts).
+export { decodeFields, ProtoFormatError } from './proto_reader.js';
+export type { ProtoField } from './proto_reader.js';
+export { layoutEtcdBackend } from './backend_file.js';
+export type { BoltLayout } from './bbolt_writer.js';

@@ -3,11 +3,8 @@
  * lessor's leases) and etcd's backend content (etcd_backend.ts): what `etcdctl snapshot save` receives from
  * the simulator, and what a snapshot taken from a real etcd puts into a fresh simulated member.
  */
-import type { AuthSnapshot } from '../auth/index.js';
-import type { PasswordHash } from '../auth/password.js';
-import { keyString, type KeyString, type KeyValue, type StoreSnapshot, type Event } from '../mvcc/index.js';
-import { isTombstone } from '../mvcc/key_index.js';
-import { setSubRevision, subRevision } from '../mvcc/sub_revision.js';
+import type { AuthSnapshot, PasswordHash } from '../auth/index.js';
+import { keyString, type KeyString, type KeyValue, type StoreSnapshot, type Event, isTombstone, setSubRevision, subRevision } from '../mvcc/index.js';
 import type { EtcdBackend, StoredLease, StoredMember, StoredUser } from './etcd_backend.js';
 import { backendWithKeyColumns, type KeyBucketColumns } from './backend_file.js';
 

@@ -15,8 +15,8 @@
  * etcd wrote (e.g. by `etcdctl snapshot restore`) reads here and the other way round.
  */
 import CRC32C from 'crc-32/crc32c.js';
-import { LEN, VARINT, WireWriter, tag, varintSize } from '../mvcc/wire.js';
-import { ProtoFormatError, decodeFields, type ProtoField } from '../snapshot/proto_reader.js';
+import { LEN, VARINT, WireWriter, tag, varintSize } from '../mvcc/index.js';
+import { ProtoFormatError, decodeFields, type ProtoField } from '../snapshot/index.js';
 
 export const RECORD_METADATA = 1;
 export const RECORD_ENTRY = 2;

@@ -3,8 +3,7 @@
  * with two or more events is split into several responses of whole events, all but the last flagged
  * `fragment`. The sizes are protobuf-encoded sizes, estimated field by field.
  */
-import type { KeyValue } from '../mvcc/index.js';
-import { bytesField, intField, messageField } from '../mvcc/request_size.js';
+import { type KeyValue, bytesField, intField, messageField } from '../mvcc/index.js';
 import type { WatchEvent, WatchResponse } from './types.js';
 
 function kvSize(kv: KeyValue): number {

@@ -16,15 +16,7 @@
  *     become victims and later catch up through the victim and unsynced paths, in etcd's batches.
  * Reading is `take()` (everything that can be read now) or `read(n)` (a slow reader's n responses).
  */
-import {
-  ErrCompacted,
-  ErrEmptyWatcherRange,
-  ErrWatcherDuplicateID,
-  keyString,
-  type Event,
-  type KeyString,
-} from '../mvcc/index.js';
-import { rangeEndOf } from '../mvcc/store.js';
+import { ErrCompacted, ErrEmptyWatcherRange, ErrWatcherDuplicateID, keyString, type Event, type KeyString, rangeEndOf } from '../mvcc/index.js';
 import type { TimerHandle } from '../sim/index.js';
 import { fragmentResponse, watchResponseSize } from './fragment.js';
 import type { WatchCreateRequest, WatchEvent, WatchResponse } from './types.js';

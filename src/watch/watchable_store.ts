@@ -9,8 +9,7 @@
  * The periodic steps run on the simulator's Ticker (virtual time), or by hand through syncWatchers()
  * and moveVictims() when no ticker is given.
  */
-import { keyString, type Event, type KeyString, type MvccStore, type StoreSnapshot } from '../mvcc/index.js';
-import type { RangeEnd } from '../mvcc/store.js';
+import { keyString, type Event, type KeyString, type MvccStore, type StoreSnapshot, type RangeEnd } from '../mvcc/index.js';
 import type { Clock, SimRandom, Ticker } from '../sim/index.js';
 import { WatcherGroup } from './watcher_group.js';
 import { EventBatch, Watcher } from './watcher.js';

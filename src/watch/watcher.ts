@@ -2,8 +2,7 @@
  * A watcher (etcd server/storage/mvcc/watchable_store.go `watcher`): a key or range, the next revision
  * it still needs (minRev), the revision it asked to start at, its filters, and the stream it sends to.
  */
-import type { Event, KeyString } from '../mvcc/index.js';
-import type { RangeEnd } from '../mvcc/store.js';
+import type { Event, KeyString, RangeEnd } from '../mvcc/index.js';
 import type { WatchStream } from './watch_stream.js';
 
 export class Watcher {

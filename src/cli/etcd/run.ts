@@ -21,9 +21,9 @@ import { EtcdLog, LOG_LEVELS, logLevelOf } from './log.js';
 import { startupLines, readyLines, shutdownLines, type StartedMember } from './start_log.js';
 import { autoTlsFiles } from './auto_tls.js';
 import { checkPeerTls, tlsFlagOptions } from './tls_flags.js';
-import type { TokenProvider } from '../../auth/simple_token.js';
+import type { TokenProvider } from '../../auth/index.js';
 import { parseGoDuration } from '../go_flags.js';
-import type { KeptMemberStart, KeptState } from '../../server/kept_member.js';
+import type { KeptMemberStart, KeptState } from '../../server/index.js';
 
 /** A start-up failure already logged in etcd's words: the process ends with this code. */
 class CliExit extends Error {

@@ -4,8 +4,9 @@
  * interceptor logs every failed unary call, retried or not: retry_interceptor.go), then `Error: <details>`,
  * as etcdctl 3.4.23 prints them.
  */
-import { shouldRefreshToken } from '../../client/retry_policy.js';
-import { isGrpcError, statusName, type messages as M } from '../../server/index.js';
+import { shouldRefreshToken } from '../../client/index.js';
+import { isGrpcError, statusName } from '../../server/index.js';
+import type * as M from '../../server/messages.js';
 import { procfileClientPort } from '../parse/cluster_directives.js';
 import type { RunState } from './state.js';
 

@@ -13,11 +13,11 @@
  * down, a snapshot sent to a follower), the cluster expectations (`expect leader`, `expect member`) and
  * `etcdctl endpoint status`.
  */
-import type { EtcdClusterSim } from '../../client/index.js';
-import { isSafeRetry, retryBackoffMs, retryPolicyOf, UNARY_MAX_ATTEMPTS } from '../../client/retry_policy.js';
+import { type EtcdClusterSim, isSafeRetry, retryBackoffMs, retryPolicyOf, UNARY_MAX_ATTEMPTS } from '../../client/index.js';
 import type { LessorEvent } from '../../lease/index.js';
 import type { CommitListener } from '../../mvcc/index.js';
-import { isGrpcError, type EtcdServer, type GrpcError, type messages as M } from '../../server/index.js';
+import { isGrpcError, type EtcdServer, type GrpcError } from '../../server/index.js';
+import type * as M from '../../server/messages.js';
 import { clusterErrors, type ClusterMemberServices, type MemberState } from '../../cluster/index.js';
 import type { SimRandom, VirtualClock } from '../../sim/index.js';
 import { showTime } from '../format.js';

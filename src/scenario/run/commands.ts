@@ -6,8 +6,8 @@
 import { delJson, delSimple, getJson, getSimple, putJson, putSimple, str, txnSimple } from '../format.js';
 import type { EtcdCommand } from '../parse/commands.js';
 import { procfileClientPort } from '../parse/cluster_directives.js';
-import { alarmText, alarmTypeNumber } from '../../server/alarms.js';
-import type { messages as M } from '../../server/index.js';
+import { alarmText, alarmTypeNumber } from '../../server/index.js';
+import type * as M from '../../server/messages.js';
 import { callService } from './calls.js';
 import type { RunContext } from './context.js';
 import { echo, echoTxn, kvCommandLine, putStdin } from './echo.js';

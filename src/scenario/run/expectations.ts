@@ -6,7 +6,8 @@
  * `# expect ...   ✓` or `✗ got ...` into the transcript.
  */
 import { isClientLog } from './calls.js';
-import { isGrpcError, type messages as M } from '../../server/index.js';
+import { isGrpcError } from '../../server/index.js';
+import type * as M from '../../server/messages.js';
 import { str } from '../format.js';
 import type { CompareOp, Expectation } from '../parse/expectations.js';
 import { RunError } from '../run_error.js';

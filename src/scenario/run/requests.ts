@@ -4,8 +4,8 @@
  * etcdctl's flags: `--prefix` ends at the key's prefix end (an empty key: the whole keyspace, `\0`),
  * `--from-key` at `\0`; lease IDs are taken in hex, as etcdctl prints them.
  */
-import { Buffer } from '../../sim/bytes_platform.js';
-import type { messages as M } from '../../server/index.js';
+import { Buffer } from '../../sim/index.js';
+import type * as M from '../../server/messages.js';
 import { prefixEnd } from '../../mvcc/index.js';
 import type { DelCmd, GetCmd, KeyRangeArgs, PutCmd, TxnCmd, TxnCompare, TxnOp, WatchCmd } from '../parse/commands.js';
 import { INTEGER_RE, type Word } from '../parse/lexer.js';

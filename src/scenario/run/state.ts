@@ -6,7 +6,8 @@
 import type { EtcdSim } from '../../client/index.js';
 import type { LessorEvent } from '../../lease/index.js';
 import type { CommitListener } from '../../mvcc/index.js';
-import { isGrpcError, type AuthService, type CallContext, type KVService, type LeaseService, type messages as M, type WatchService } from '../../server/index.js';
+import { isGrpcError, type AuthService, type CallContext, type KVService, type LeaseService, type WatchService } from '../../server/index.js';
+import type * as M from '../../server/messages.js';
 import { RunError } from '../run_error.js';
 import { showTime } from '../format.js';
 import { ShellVariables } from '../shell/expand.js';

@@ -6,7 +6,8 @@
  * cut), resume at a revision on a new stream, slow (stop reading: etcd's send window and channel fill)
  * and drain, and a progress request. Each watch is also a lane of the timeline.
  */
-import type { messages as M, WatchCall } from '../../server/index.js';
+import type { WatchCall } from '../../server/index.js';
+import type * as M from '../../server/messages.js';
 import { str, watchEventLines } from '../format.js';
 import type { WatchCmd } from '../parse/commands.js';
 import type { Word } from '../parse/lexer.js';
