@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { startEtcdCluster, type EtcdCluster } from '../../src/diff/etcd_cluster.js';
 import { KvHistory, runKvClients } from '../../src/diff/kv_history.js';
 import { checkLinearizable, formatHistory, type KvOperation } from '../../src/diff/linearizability.js';
-import { skipWithoutEtcd } from './helpers.js';
+import { answerProgress, skipWithoutEtcd } from './helpers.js';
 
 let cluster: EtcdCluster | undefined;
 
@@ -32,11 +32,8 @@ function real(): EtcdCluster {
 test('3 members under concurrent clients, the leader paused and resumed, leadership moved: the history is linearizable', { skip: skipWithoutEtcd, timeout: 60_000 }, async () => {
   const c = real();
   const history = new KvHistory();
-  let answered = 0;
   let stop = false;
-  const waiters: Array<{ at: number; resolve: () => void }> = [];
-  /** Resolves once `n` more requests got an answer (from any member). */
-  const answers = (n: number): Promise<void> => new Promise((resolve) => waiters.push({ at: answered + n, resolve }));
+  const { onOperation, answers } = answerProgress();
   // Six clients, two pinned to each member.
   const clients = runKvClients({
     history,
@@ -44,12 +41,7 @@ test('3 members under concurrent clients, the leader paused and resumed, leaders
     kvFor: (client) => c.client(client % 3).kv,
     seed: 18,
     stop: () => stop,
-    onOperation: (op) => {
-      if (op.ret === 'unknown') return;
-      answered++;
-      for (const w of waiters.splice(0)) if (answered >= w.at) w.resolve();
-      else waiters.push(w);
-    },
+    onOperation,
   });
 
   await answers(40);

@@ -6,6 +6,7 @@
 import { after, before } from 'node:test';
 import { etcdsimCommand, type StartClusterOptions } from '../../src/diff/etcd_cluster.js';
 import { startEtcd, type EtcdProcess } from '../../src/diff/etcd_process.js';
+import type { KvOperation } from '../../src/diff/linearizability.js';
 import { connectEtcd, type EtcdGrpcClient } from '../../src/grpc/client.js';
 import { afterHostTime, hostNow } from '../../src/sim/index.js';
 import { inCI, requireCommand } from '../support/prerequisites.js';
@@ -91,4 +92,22 @@ export async function until<T>(probe: () => Promise<T | undefined>, what: string
     if (hostNow() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}${last === undefined ? '' : ` (last error: ${String(last)})`}`);
     await new Promise((r) => afterHostTime(everyMs, () => r(undefined)));
   }
+}
+
+/**
+ * Faults driven by a workload's progress rather than by time: `onOperation` counts the answered requests
+ * (runKvClients' hook), `answers(n)` resolves once `n` more were answered, from any member.
+ */
+export function answerProgress(): { onOperation(op: KvOperation): void; answers(n: number): Promise<void> } {
+  let answered = 0;
+  const waiters: Array<{ at: number; resolve: () => void }> = [];
+  return {
+    onOperation(op) {
+      if (op.ret === 'unknown') return;
+      answered++;
+      for (const w of waiters.splice(0)) if (answered >= w.at) w.resolve();
+      else waiters.push(w);
+    },
+    answers: (n) => new Promise((resolve) => waiters.push({ at: answered + n, resolve })),
+  };
 }

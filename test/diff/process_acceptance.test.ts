@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import { startEtcdCluster, type EtcdCluster } from '../../src/diff/etcd_cluster.js';
 import { KvHistory, runKvClients, type HistoryKv } from '../../src/diff/kv_history.js';
 import { checkLinearizable, formatHistory } from '../../src/diff/linearizability.js';
-import { PROCESS_BINARIES } from './helpers.js';
+import { answerProgress, PROCESS_BINARIES } from './helpers.js';
 
 const SEED = Number(process.env['ETCDSIM_SEED'] ?? 31);
 /** Answers between two faults. */
@@ -42,9 +42,7 @@ for (const bin of PROCESS_BINARIES) {
 
     const history = new KvHistory();
     let stop = false;
-    let answered = 0;
-    const waiters: Array<{ at: number; resolve: () => void }> = [];
-    const answers = (n: number): Promise<void> => new Promise((resolve) => waiters.push({ at: answered + n, resolve }));
+    const { onOperation, answers } = answerProgress();
     const clients = runKvClients({
       history,
       clients: 6,
@@ -52,12 +50,7 @@ for (const bin of PROCESS_BINARIES) {
       seed: SEED,
       keys: ['a', 'b', 'c'],
       stop: () => stop,
-      onOperation: (op) => {
-        if (op.ret === 'unknown') return;
-        answered++;
-        for (const w of waiters.splice(0)) if (answered >= w.at) w.resolve();
-        else waiters.push(w);
-      },
+      onOperation,
     });
     // The ledger: each writer puts keys no one else writes; an answered put must survive everything.
     const acked = new Set<string>();
