@@ -21,7 +21,7 @@ import { int64ToBigInt, putIn, txnIn, uint64ToBigInt } from '../server/convert.j
 import { ErrNoSpace } from '../server/alarms.js';
 import { asGrpc, type GrpcError } from '../server/errors.js';
 import { LEASE_OVERHEAD, costPut, costTxn, noSpaceAlarm, overQuota } from '../server/quota.js';
-import { ALARM_FIELD, encodeAuthenticate, encodeRaftRequest, type RaftRequestHeader } from '../server/raft_request.js';
+import { ALARM_FIELD, RAFT_REQUEST_FIELDS, encodeAuthenticate, encodeRaftRequest, type RaftRequestHeader } from '../server/raft_request.js';
 import { LockRules } from '../server/lock_service.js';
 import { ElectionRules } from '../server/election_service.js';
 import type { ConcurrencyClient } from '../server/concurrency_rules.js';
@@ -34,26 +34,8 @@ import { NONE } from '../raft/index.js';
 import type { ProcessMember } from './process_member.js';
 import { processMembership } from './process_membership.js';
 
-/** The InternalRaftRequest field of each write the services propose (raft_request.ts' table). */
-const FIELD = {
-  put: 4,
-  deleteRange: 5,
-  txn: 6,
-  compact: 7,
-  leaseGrant: 8,
-  leaseRevoke: 9,
-  authEnable: 1000,
-  authDisable: 1011,
-  userAdd: 1100,
-  userDelete: 1101,
-  userChangePassword: 1103,
-  userGrantRole: 1104,
-  userRevokeRole: 1105,
-  roleAdd: 1200,
-  roleDelete: 1201,
-  roleGrantPermission: 1203,
-  roleRevokePermission: 1204,
-} as const;
+/** The InternalRaftRequest field of each write the services propose. */
+const FIELD = RAFT_REQUEST_FIELDS;
 
 /** How a call reaches member `pm`: at once, after ReadIndex, or as an entry (see the module comment). */
 interface Paths {

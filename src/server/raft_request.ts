@@ -49,6 +49,9 @@ const CALLS = [
 ] as const;
 
 type Journaled = (typeof CALLS)[number];
+
+/** Each request's InternalRaftRequest field, by its service method's name (the names are unique across services). */
+export const RAFT_REQUEST_FIELDS = Object.freeze(Object.fromEntries(CALLS.map((c) => [c[1], c[2]]))) as { readonly [K in Journaled[1]]: Extract<Journaled, readonly [unknown, K, ...unknown[]]>[2] };
 type ServiceName = Journaled[0];
 const HEADER_FIELD = 100;
 const ALARM_FIELD = 10;
