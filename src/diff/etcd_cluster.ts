@@ -92,7 +92,7 @@ export interface EtcdCommand {
   readonly command: string;
   /** Arguments before etcd's flags (`bin/etcdsim.js etcd`). */
   readonly args: readonly string[];
-  /** Environment on top of the parent's (from which every ETCD_* variable is removed). */
+  /** Environment on top of the parent's (from which every ETCD_* and ETCDSIM_* variable is removed). */
   readonly env?: Readonly<Record<string, string>> | undefined;
 }
 
