@@ -11,6 +11,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import { connect as tlsConnect } from 'node:tls';
 import type { Readable } from 'node:stream';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,16 +41,33 @@ interface Ports {
   readonly peer: number;
 }
 
-function args(name: string, ports: readonly Ports[]): string[] {
+/** A member's flags; `peer: 'https'` puts the peer URLs on TLS with --peer-auto-tls. */
+function args(name: string, ports: readonly Ports[], peer: 'http' | 'https' = 'http'): string[] {
   const i = NAMES.indexOf(name);
-  const { client, peer } = ports[i]!;
+  const own = ports[i]!;
   return [
     'etcd', '--name', name, '--data-dir', join(root, `${name}.etcd`),
-    '--listen-client-urls', `http://127.0.0.1:${client}`, '--advertise-client-urls', `http://127.0.0.1:${client}`,
-    '--listen-peer-urls', `http://127.0.0.1:${peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
-    '--initial-cluster', NAMES.map((n, k) => `${n}=http://127.0.0.1:${ports[k]!.peer}`).join(','),
+    '--listen-client-urls', `http://127.0.0.1:${own.client}`, '--advertise-client-urls', `http://127.0.0.1:${own.client}`,
+    '--listen-peer-urls', `${peer}://127.0.0.1:${own.peer}`, '--initial-advertise-peer-urls', `${peer}://127.0.0.1:${own.peer}`,
+    '--initial-cluster', NAMES.map((n, k) => `${n}=${peer}://127.0.0.1:${ports[k]!.peer}`).join(','),
     '--initial-cluster-state', 'new', '--initial-cluster-token', 'tok', '--logger', 'zap',
+    ...(peer === 'https' ? ['--peer-auto-tls'] : []),
   ];
+}
+
+/** Whether the port answers a TLS handshake (a peer port on https peer URLs must; a plain one cannot). */
+function speaksTls(port: number): Promise<boolean> {
+  return new Promise((res) => {
+    const s = tlsConnect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
+      s.destroy();
+      res(true);
+    });
+    s.on('error', () => res(false));
+    s.setTimeout(10_000, () => {
+      s.destroy();
+      res(false);
+    });
+  });
 }
 
 /** Starts a member and resolves once it logged the line etcd's e2e harness waits for (or exited). */
@@ -167,18 +185,20 @@ test('three etcdsim etcd processes form one cluster, lose their leader to SIGKIL
   assert.equal(String(st.header?.member_id), String(ids[leaderIx]));
 });
 
-test('member remove: the removed process stops as etcd does, the others go on as a cluster of two', { timeout: 120_000 }, async () => {
+test('member remove on peer TLS (--peer-auto-tls): the removed process stops as etcd does, the others go on as a cluster of two', { timeout: 120_000 }, async () => {
   const ports: Ports[] = [];
   for (let i = 0; i < 3; i++) ports.push({ client: await freePort(), peer: await freePort() });
   rmSync(join(root, 'p1.etcd'), { recursive: true, force: true });
   rmSync(join(root, 'p2.etcd'), { recursive: true, force: true });
   rmSync(join(root, 'p3.etcd'), { recursive: true, force: true });
-  const procs = await Promise.all(NAMES.map((n) => start(n, ports)));
+  const procs = await Promise.all(NAMES.map((n) => start(n, ports, args(n, ports, 'https'))));
   const clients = ports.map((p) => connectEtcd(`127.0.0.1:${p.client}`, { deadlineMs: 5000 }));
   after(() => clients.forEach((c) => c.close()));
-  const ids = ports.map((p) => memberIdOf([`http://127.0.0.1:${p.peer}`], 'tok'));
+  const ids = ports.map((p) => memberIdOf([`https://127.0.0.1:${p.peer}`], 'tok'));
   const ss = await eventually('a leader', () => Promise.all(clients.map((c) => c.maintenance.status({}))), (s) => s.every((x) => String(x.leader) !== '0'));
   const leaderIx = ids.indexOf(BigInt(String(ss[0]!.leader)));
+  // The members found each other over TLS: the peer ports speak nothing else.
+  assert.deepEqual(await Promise.all(ports.map((p) => speaksTls(p.peer))), [true, true, true]);
   const gone = (leaderIx + 1) % 3;
   const asker = (leaderIx + 2) % 3;
 

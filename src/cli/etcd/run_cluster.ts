@@ -7,12 +7,14 @@
  * roles and leader as they move, `published ... to cluster`, then `ready to serve client requests` and
  * `enabled capabilities for version` (the lines etcd's e2e harness waits for).
  */
+import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { dataDirLayout, walExists } from '../../storage/index.js';
 import { RealClock } from '../../sim/index.js';
 import { CliError } from '../io.js';
 import type { ServeCommandOptions } from '../serve.js';
 import type { EtcdLog } from './log.js';
+import { openError, type PeerTlsFiles } from './tls_flags.js';
 import { addedMemberLine, bannerLines, electedLine, publishedLines, readyLines, removedMemberLine, roleLine, type StartedMember } from './start_log.js';
 
 export interface ProcessMemberRun {
@@ -21,6 +23,8 @@ export interface ProcessMemberRun {
   readonly get: (flag: string) => string | undefined;
   readonly log: EtcdLog;
   readonly quiet: boolean;
+  /** TLS on the peer port and to the peers (https peer URLs), as checkPeerTls found the files. */
+  readonly peerTls?: PeerTlsFiles | undefined;
 }
 
 /** Starts the member and serves it; never settles while it serves (the process exits on a signal). */
@@ -67,6 +71,7 @@ export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
           clientCertAuth: opts.tls?.clientCertAuth === true,
           strictReconfigCheck: opts.strictReconfigCheck,
         },
+        ...(r.peerTls === undefined ? {} : { peerTls: readPeerTls(r.peerTls) }),
         heartbeatMs: r.member.heartbeatMs,
         electionMs: r.member.electionMs,
         preVote: opts.preVote ?? true,
@@ -118,4 +123,16 @@ export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
   serving = true;
   if (publishedEarly) ready();
   return new Promise<number>(() => {});
+}
+
+/** The peer TLS files' contents; a file that cannot be read gets etcd's `open` error. */
+function readPeerTls(f: PeerTlsFiles): { cert: Buffer; key: Buffer; ca?: Buffer } {
+  const read = (path: string): Buffer => {
+    try {
+      return readFileSync(path);
+    } catch (err) {
+      throw openError(path, err);
+    }
+  };
+  return { cert: read(f.certFile), key: read(f.keyFile), ...(f.trustedCaFile === undefined ? {} : { ca: read(f.trustedCaFile) }) };
 }

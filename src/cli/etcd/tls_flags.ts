@@ -116,13 +116,28 @@ async function revokedSerialsOf(file: Buffer, path: string): Promise<string[]> {
   }
 }
 
+/** Go's error for a file that cannot be opened, as etcd stops with it. */
+export function openError(path: string, err: unknown): CliError {
+  return new CliError(`open ${path}: ${(err as { code?: string }).code === 'ENOENT' ? 'no such file or directory' : 'permission denied'}`, 1);
+}
+
+/** The files a member's peer port serves TLS with, and the CA it holds peers to (--peer-client-cert-auth). */
+export interface PeerTlsFiles {
+  readonly certFile: string;
+  readonly keyFile: string;
+  readonly trustedCaFile?: string | undefined;
+}
+
 /**
- * The peer TLS flags, checked as etcd checks them when it sets up its peer listeners (a single member
- * serves no peer, so they change nothing else): an https peer URL needs --peer-cert-file and
- * --peer-key-file, or --peer-auto-tls (which generates them into DATA-DIR/fixtures/peer, as etcd does);
- * a named file must be readable.
+ * The peer TLS flags, checked as etcd checks them when it sets up its peer listeners: an https peer URL
+ * needs --peer-cert-file and --peer-key-file, or --peer-auto-tls (which generates them into
+ * DATA-DIR/fixtures/peer, as etcd does); a named file must be readable. Returns the files a member of a
+ * cluster of processes serves and dials its peers with (a single member serves no peer: for it the check
+ * is all), undefined for plain peer URLs. A peer is held to --peer-trusted-ca-file only with
+ * --peer-client-cert-auth, on both ends of a stream: etcd's dialer also checks the listener's certificate
+ * against the CA without it, which ours leaves to the listener's side (both ends are etcdsim members).
  */
-export async function checkPeerTls(get: (flag: string) => string | undefined, dataDir: string): Promise<void> {
+export async function checkPeerTls(get: (flag: string) => string | undefined, dataDir: string): Promise<PeerTlsFiles | undefined> {
   const listen = (get('listen-peer-urls') ?? 'http://localhost:2380').split(',');
   for (const flag of ['peer-cert-file', 'peer-key-file', 'peer-trusted-ca-file']) {
     const f = get(flag);
@@ -130,16 +145,19 @@ export async function checkPeerTls(get: (flag: string) => string | undefined, da
     try {
       accessSync(f, constants.R_OK);
     } catch (err) {
-      throw new CliError(`open ${f}: ${(err as { code?: string }).code === 'ENOENT' ? 'no such file or directory' : 'permission denied'}`, 1);
+      throw openError(f, err);
     }
   }
   const tlsUrl = listen.find((u) => u.startsWith('https://'));
-  if (tlsUrl === undefined) return;
-  const hasFiles = (get('peer-cert-file') ?? '') !== '' && (get('peer-key-file') ?? '') !== '';
-  if (hasFiles) return;
+  if (tlsUrl === undefined) return undefined;
+  const certFile = get('peer-cert-file') ?? '';
+  const keyFile = get('peer-key-file') ?? '';
+  const ca = get('peer-trusted-ca-file') ?? '';
+  const trustedCaFile = boolValue(get('peer-client-cert-auth')) && ca !== '' ? ca : undefined;
+  if (certFile !== '' && keyFile !== '') return { certFile, keyFile, trustedCaFile };
   if (boolValue(get('peer-auto-tls'))) {
-    await autoTlsFiles(join(dataDir, 'fixtures', 'peer'), listen, Number(get('self-signed-cert-validity') ?? '1'));
-    return;
+    // Self-signed: no CA can vouch for a peer's certificate, as with etcd's --peer-auto-tls.
+    return autoTlsFiles(join(dataDir, 'fixtures', 'peer'), listen, Number(get('self-signed-cert-validity') ?? '1'));
   }
   throw new CliError(`cannot listen on TLS for ${tlsUrl.replace(/^https:\/\//, '').replace(/\/.*$/, '')}: KeyFile and CertFile are not presented`, 1);
 }
