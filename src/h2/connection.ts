@@ -54,7 +54,12 @@
  *   tells the client to stop sending (RFC 9113 §8.1), as grpc-go does; close() sends one GOAWAY with the
  *   last stream id seen (not the two-step shutdown) and ends the socket when the remaining streams finish.
  *
- * Size: over the 600-line budget on purpose — the frame loop, flow control and stream states are one dense hot structure (named in test/layout/budget.test.ts).
+ * Size: over the 600-line budget on purpose (named in test/layout/budget.test.ts). The frame loop, both
+ * directions of flow control, the stream states and the attack bounds all read and write the same private
+ * fields of one connection (windows, the output batch, the open-stream table, the reset counters) on every
+ * frame; split by idea into files, those fields would have to become public or travel as arguments on the
+ * hot path of every call. What does stand alone is already apart: HPACK (hpack.ts), framing (frames.ts),
+ * the output batch (writer.ts) and the stream record (stream.ts).
  */
 import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
