@@ -57,9 +57,6 @@ const EXCEPTIONS: Readonly<Record<string, string>> = {
   // member (`etcdsim` starts in about 0.3 s).
   'cli → src/server/urls.ts': 'flags are read before the member loads',
   'cli → src/mvcc/validate.ts': 'flags are read before the member loads',
-  // src/peer (issue 31's process member) is being built; its index comes with it.
-  'grpc → src/peer/process_member.ts': 'src/peer has no index yet',
-  'grpc → src/peer/process_services.ts': 'src/peer has no index yet',
 };
 
 /**
