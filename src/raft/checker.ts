@@ -8,14 +8,18 @@
  *  - leader completeness: a leader of term T holds every entry known committed in an earlier term;
  *  - state machine safety: every member applies the same entry at an index, and a committed entry never
  *    changes; a member's commit index never moves back (a restart may return it to its persisted value)
- *    and it never applies past it.
+ *    and it never applies past it;
+ *  - snapshots: a member snapshots only what it applied, its log is compacted only up to its snapshot,
+ *    a snapshot's point (index, term) is the committed entry there, the term its log keeps at the
+ *    compaction boundary is that entry's too, every member's snapshot at one index holds the same state,
+ *    and a member's snapshot never moves back (but by a restart, which loses a snapshot not yet saved).
  * It reads nodes and changes nothing; it remembers one record per index it saw (tests' logs are short).
  */
 import { NONE, type Entry, type NodeId } from './messages.js';
 import type { RaftNode } from './node.js';
 
 export interface RaftNodeViolation {
-  readonly invariant: 'election safety' | 'log matching' | 'leader completeness' | 'state machine safety' | 'commit monotonic';
+  readonly invariant: 'election safety' | 'log matching' | 'leader completeness' | 'state machine safety' | 'commit monotonic' | 'snapshot';
   readonly detail: string;
 }
 
@@ -42,6 +46,9 @@ export class RaftNodeChecker {
   private readonly committed = new Map<number, Committed>();
   private readonly applied = new Map<number, string>();
   private readonly commitOf = new Map<NodeId, number>();
+  /** Snapshot index → its term and its state's fingerprint, as the first member seen holding it had them. */
+  private readonly snapshots = new Map<number, { readonly term: bigint; readonly fp: string }>();
+  private readonly snapshotOf = new Map<NodeId, number>();
 
   get found(): readonly RaftNodeViolation[] {
     return this.violations;
@@ -55,6 +62,7 @@ export class RaftNodeChecker {
   /** A member restarted from its storage: its commit index starts again from what it persisted. */
   restarted(id: NodeId): void {
     this.commitOf.delete(id);
+    this.snapshotOf.delete(id);
   }
 
   /** A member applied these entries (from its Ready). */
@@ -76,6 +84,26 @@ export class RaftNodeChecker {
     if (this.violations.length < 20) this.violations.push({ invariant, detail });
   }
 
+  private checkSnapshot(n: RaftNode): void {
+    const log = n.log;
+    const s = log.snapshot;
+    if (s.index > log.applied) this.report('snapshot', `member ${n.id} snapshot at ${s.index} is past its applied ${log.applied}`);
+    const boundary = log.firstIndex() - 1;
+    if (boundary > s.index) this.report('snapshot', `member ${n.id} compacted its log to ${boundary}, past its snapshot at ${s.index}`);
+    const before = this.snapshotOf.get(n.id);
+    if (before !== undefined && s.index < before) this.report('snapshot', `member ${n.id} snapshot ${before} → ${s.index}`);
+    this.snapshotOf.set(n.id, s.index);
+    if (s.index === 0) return;
+    const fp = entryFingerprint({ index: s.index, term: s.term, type: 'normal', data: s.data });
+    const seen = this.snapshots.get(s.index);
+    if (seen === undefined) this.snapshots.set(s.index, { term: s.term, fp });
+    else if (seen.term !== s.term || seen.fp !== fp) this.report('snapshot', `member ${n.id} snapshot at ${s.index}: ${fp}@${s.term}, elsewhere ${seen.fp}@${seen.term}`);
+    for (const [i, t] of [[s.index, s.term], [boundary, log.term(boundary)]] as const) {
+      const c = this.committed.get(i);
+      if (c !== undefined && t !== undefined && i > 0 && c.term !== t) this.report('snapshot', `member ${n.id} holds term ${t} at ${i} (snapshot or compaction point), committed there: ${c.fp}@${c.term}`);
+    }
+  }
+
   private checkNode(n: RaftNode): void {
     const log = n.log;
     if (n.role === 'leader') {
@@ -87,6 +115,7 @@ export class RaftNodeChecker {
     if (before !== undefined && log.committed < before) this.report('commit monotonic', `member ${n.id} commit ${before} → ${log.committed}`);
     this.commitOf.set(n.id, log.committed);
     if (log.applied > log.committed) this.report('state machine safety', `member ${n.id} applied ${log.applied} > commit ${log.committed}`);
+    this.checkSnapshot(n);
     for (const e of log.held()) {
       const key = `${e.index}/${e.term}`;
       const fp = entryFingerprint(e);

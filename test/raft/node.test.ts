@@ -263,6 +263,56 @@ test('a follower behind the compacted log catches up from the snapshot', () => {
   bench.checker.assertHolds();
 });
 
+test('a member restarted after the leader compacted past its log catches up from the snapshot and keeps it', () => {
+  const bench = new Bench([1n, 2n, 3n]);
+  const l = bench.elect();
+  const lag = [1n, 2n, 3n].find((id) => id !== l)!;
+  bench.cut.add(lag);
+  for (let i = 0; i < 10; i++) bench.node(l).propose(b(`v${i}`));
+  bench.flush();
+  const leader = bench.node(l);
+  leader.compact(leader.log.applied, b('state'), 2);
+  bench.disks.get(l)!.snapshotted(leader.log.snapshot);
+  // etcd keeps some entries after its snapshot point for followers just behind: these are still sent as entries.
+  assert.equal(leader.log.firstIndex(), leader.log.snapshot.index - 1);
+  const restarted = bench.start(lag, bench.disks.get(lag)!.storage());
+  bench.checker.restarted(lag);
+  assert.ok(restarted.log.lastIndex() < leader.log.firstIndex() - 1, 'the restarted member is behind the compaction point');
+  bench.cut.clear();
+  bench.tick(2);
+  assert.deepEqual([restarted.log.snapshot.index, restarted.log.committed], [leader.log.snapshot.index, leader.log.committed]);
+  const disk = bench.disks.get(lag)!.storage();
+  assert.deepEqual([disk.snapshot.index, disk.snapshot.data], [leader.log.snapshot.index, b('state')]);
+  assert.ok(disk.entries.every((e) => e.index > disk.snapshot.index), 'the old log is gone from its disk');
+  // Restarted once more from that disk, it is where it was.
+  const again = bench.start(lag, disk);
+  bench.checker.restarted(lag);
+  assert.deepEqual([again.log.snapshot.index, again.log.applied], [disk.snapshot.index, disk.snapshot.index]);
+  bench.tick(2);
+  assert.equal(again.log.applied, leader.log.applied);
+  bench.checker.assertHolds();
+});
+
+test('the checker reports snapshots that disagree: another state at one index, another term than the committed entry', () => {
+  const bench = new Bench([1n, 2n, 3n]);
+  const l = bench.elect();
+  bench.node(l).propose(b('x'));
+  bench.flush();
+  const [f1, f2] = [1n, 2n, 3n].filter((id) => id !== l) as [NodeId, NodeId];
+  const at = bench.node(l).log.applied;
+  bench.node(l).compact(at, b('state'), 0);
+  bench.node(f1).compact(at, b('another state'), 0);
+  bench.checker.check([...bench.nodes.values()]);
+  assert.deepEqual(bench.checker.found.map((v) => v.invariant), ['snapshot']);
+  assert.throws(() => bench.checker.assertHolds(), /Raft invariant broken: snapshot: member .* snapshot at \d+/);
+  // A member restarted from a snapshot whose term is not the committed entry's at its index.
+  const wrong = new RaftNodeChecker();
+  wrong.check([bench.node(f2)]);
+  const bad = bench.start(f2, { hardState: { term: 2n, vote: 0n, commit: at }, snapshot: { index: at, term: 7n, conf: bench.node(l).conf, data: b('state') }, entries: [] });
+  wrong.check([bad]);
+  assert.ok(wrong.found.some((v) => v.invariant === 'snapshot' && v.detail.includes(`term 7 at ${at}`)), JSON.stringify(wrong.found));
+});
+
 test('membership: a learner joins empty, catches up, is promoted and votes; a removed member knows it', () => {
   const bench = new Bench([1n, 2n, 3n]);
   const l = bench.elect();

@@ -1,7 +1,8 @@
 /**
  * N Raft nodes (src/raft) on a simulated network driven by a virtual clock: each member ticks every
  * heartbeat interval (staggered), persists each Ready to its own "disk" before its messages leave, applies
- * committed entries to a tiny state machine (the list of values applied) and snapshots it now and then;
+ * committed entries to a tiny state machine (the list of values applied) and snapshots it every
+ * `snapshotEvery` entries (or when the test says, keeping as many entries as it says);
  * the network delays each message by a random amount (so it also reorders), drops some, duplicates some,
  * and honours partitions; a member can crash (losing everything not persisted, and the messages to it in
  * flight) and restart from its disk. The checker (src/raft/checker.ts) runs after every event.
@@ -44,6 +45,8 @@ export class SimNetwork {
   /** Reads confirmed: the index answered and the highest acknowledged index at the time it was asked. */
   readonly reads: { readonly at: number; readonly floor: number; readonly member: NodeId }[] = [];
   private readonly pendingReads = new Map<string, number>();
+  /** Snapshots members received from a leader and installed. */
+  snapshotsInstalled = 0;
   private readonly net: SimRandom;
   private seq = 0;
   /** Messages sent at one virtual instant (a livelock sends without end). */
@@ -88,7 +91,10 @@ export class SimNetwork {
       const rd = m.node.ready();
       m.disk.save(rd);
       m.tee?.save(rd);
-      if (rd.snapshot !== undefined) m.values = JSON.parse(fromUtf8.decode(rd.snapshot.data)) as string[];
+      if (rd.snapshot !== undefined) {
+        m.values = JSON.parse(fromUtf8.decode(rd.snapshot.data)) as string[];
+        this.snapshotsInstalled++;
+      }
       for (const msg of rd.messages) this.send(msg);
       for (const e of rd.committedEntries) this.apply(m, e);
       this.checker.appliedEntries(m.id, rd.committedEntries);
@@ -98,15 +104,19 @@ export class SimNetwork {
         this.pendingReads.delete(r.context);
       }
       m.node.advance(rd);
-      const applied = m.node.log.applied;
-      if (applied - m.node.log.snapshot.index >= this.snapshotEvery) {
-        const data = utf8.encode(JSON.stringify(m.values));
-        m.node.compact(applied, data, 5);
-        m.disk.snapshotted(m.node.log.snapshot);
-        m.tee?.snapshotted(m.node.log.snapshot);
-      }
+      if (m.node.log.applied - m.node.log.snapshot.index >= this.snapshotEvery) this.snapshot(m, 5);
     }
     this.checker.check([...this.members.values()].filter((x) => x.alive).map((x) => x.node));
+  }
+
+  /** The member snapshots its state machine at its applied index and compacts its log but for `keep` entries. */
+  private snapshot(m: Member, keep: number): void {
+    const applied = m.node.log.applied;
+    if (applied === m.node.log.snapshot.index) return;
+    m.node.compact(applied, utf8.encode(JSON.stringify(m.values)), keep);
+    m.disk.snapshotted(m.node.log.snapshot);
+    m.tee?.snapshotted(m.node.log.snapshot);
+    this.checker.check([m.node]);
   }
 
   private apply(m: Member, e: Entry): void {
@@ -166,6 +176,12 @@ export class SimNetwork {
     if (!m.alive) return;
     m.node.transferLeadership(to);
     this.process(m);
+  }
+
+  /** `id` snapshots now, whatever --snapshot-count says, keeping `keep` entries (a compaction at any point). */
+  compact(id: NodeId, keep: number): void {
+    const m = this.members.get(id)!;
+    if (m.alive) this.snapshot(m, keep);
   }
 
   crash(id: NodeId): void {
