@@ -189,12 +189,16 @@ function proxyStream(ds: http2.ServerHttp2Stream, headers: http2.IncomingHttpHea
       });
     }
   });
+  // etcd's trailers can arrive while its last messages still wait in `us` (the client reads slower than etcd
+  // writes, so the pipe paused it): the call ends for the tap only once every message has been read.
+  let status: [number | undefined, string] | undefined;
   us.on('trailers', (t) => {
     trailers = forwardable(t, false);
-    end(t['grpc-status'] === undefined ? undefined : Number(t['grpc-status']), decodeMessage(t['grpc-message']));
+    status = [t['grpc-status'] === undefined ? undefined : Number(t['grpc-status']), decodeMessage(t['grpc-message'])];
   });
   ds.on('wantTrailers', () => ds.sendTrailers(trailers));
   us.on('end', () => {
+    if (status !== undefined) end(...status);
     if (!ds.headersSent) ds.respond({ ':status': 200 }, { endStream: true });
     else if (!ds.writableEnded) ds.end();
   });
