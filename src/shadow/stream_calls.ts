@@ -26,21 +26,30 @@ function startingAt(req: M.WatchRequest, start: number): M.WatchRequest {
   return { ...req, create_request: { ...c, start_revision: String(start) } };
 }
 
+/** The watch ID of etcd's answer to a progress request (clientv3's InvalidWatchID). */
+const PROGRESS_ID = '-1';
+
+/** Most cancel requests of one stream waiting for etcd's answer. */
+const MAX_CANCELS = 1000;
+
 export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec, call: CallContext | undefined): TappedCall {
   const stream = ctx.nextStream();
   const simCall = ctx.sim.services.watch.watch(call);
   const cmp = new StreamCompare(rpc, simCall, (r) => watchItems(r as M.WatchResponse), ctx.diverge, ctx.report);
   ctx.streams.add(cmp);
-  const creates: unknown[] = [];
-  const cancels: unknown[] = [];
-  const progress: unknown[] = [];
+  const creates: M.WatchRequest[] = [];
+  const cancels: M.WatchRequest[] = [];
+  const progress: M.WatchRequest[] = [];
   return {
     path: '/etcdserverpb.Watch/Watch',
     headers: {},
     onRequest: (m) => {
       const req = codec.req(m) as M.WatchRequest;
       if (req.create_request != null) creates.push(req);
-      else if (req.cancel_request != null) cancels.push(req);
+      else if (req.cancel_request != null) {
+        // Bounded: cancels of watches the stream never had stay unanswered.
+        if (cancels.push(req) > MAX_CANCELS) cancels.shift();
+      }
       else if (req.progress_request != null) progress.push(req);
     },
     onResponse: (m) => {
@@ -60,10 +69,13 @@ export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec, call: C
       if (r.created) {
         const req = creates.shift();
         if (req !== undefined) write(req);
-      } else if (r.canceled && r.compact_revision === '0' && r.cancel_reason === '' && cancels.length > 0) {
-        write(cancels.shift());
+      } else if (r.canceled && r.compact_revision === '0' && r.cancel_reason === '') {
+        // The answer to the cancel of this watch: etcd does not answer a cancel naming no watch of the stream.
+        const i = cancels.findIndex((c) => String(c.cancel_request?.watch_id) === String(r.watch_id));
+        if (i >= 0) write(cancels.splice(i, 1)[0]);
       } else if (!r.canceled && r.events.length === 0) {
-        const req = progress.shift();
+        // A progress request's answer names no watch (-1); one naming a watch is that watch's timer.
+        const req = r.watch_id === PROGRESS_ID ? progress.shift() : undefined;
         if (req === undefined) {
           ctx.report.notCompared(rpc, "progress notification (etcd's timer)");
           return;

@@ -11,6 +11,7 @@ import { Buffer } from 'node:buffer';
 import fc from 'fast-check';
 import { Etcd3 } from 'etcd3';
 import { connectEtcd, type EtcdGrpcClient } from '../../src/grpc/client.js';
+import type * as M from '../../src/server/messages.js';
 import { workloadArb } from '../../src/diff/arbitraries.js';
 import { runWorkload } from '../../src/diff/engine.js';
 import { resetEtcd, simAt } from '../../src/diff/reset.js';
@@ -22,7 +23,7 @@ import { startRig, summary, type ShadowRig } from './helpers.js';
 const skip = requireCommands(['etcd']);
 let rig: ShadowRig;
 before(async () => {
-  if (skip === false) rig = await startRig({ electionMs: DIFF_ELECTION_MS });
+  if (skip === false) rig = await startRig({ electionMs: DIFF_ELECTION_MS, divergenceDir: process.env['ETCDSIM_SHADOW_DIVERGENCES'] });
 });
 after(async () => {
   await rig?.close();
@@ -73,6 +74,7 @@ test('the etcd3 client through the shadow: KV, txn, watch, leases, lock and elec
 /**
  * 12 workloads in CI; a long run behind ETCDSIM_SHADOW_RUNS (and another seed with ETCDSIM_SHADOW_SEED), which
  * also prints the shadow's resident set before and after: its log, stream comparisons and reports are bounded.
+ * ETCDSIM_SHADOW_DIVERGENCES=DIR writes each divergence there (both answers, the replayable scenario).
  */
 const RUNS = Number(process.env['ETCDSIM_SHADOW_RUNS'] ?? 12);
 const SEED = Number(process.env['ETCDSIM_SHADOW_SEED'] ?? 34);
@@ -102,6 +104,47 @@ test('random KV / Watch / Lease workloads through the shadow: no divergence', { 
   }
   if (RUNS !== 12) console.log(`${RUNS} workloads of seed ${seed}, ${ops} ops: resident set ${(rss0 / 2 ** 20).toFixed(1)} MiB before, ${(process.memoryUsage().rss / 2 ** 20).toFixed(1)} MiB after`);
   assert.ok(ops > 100, `ran ${ops} ops`);
+});
+
+/**
+ * etcd answers no cancel that names no watch of the stream, and answers a progress request with watch ID -1
+ * (a watch's own progress timer names the watch): a long shadow run (seed 7) paired a later cancel's answer
+ * with an earlier cancel of a watch not yet created, and the simulator cancelled the wrong watch.
+ */
+test('a watch stream through the shadow: a cancel of no watch goes unanswered, later cancels still match theirs', { skip }, async () => {
+  const before = rig.shadow.report.divergences;
+  const compared = rig.shadow.report.rpcs.get('Watch.Watch')?.compared ?? 0;
+  const c = connectEtcd(rig.shadow.endpoint);
+  const w = c.watch.watch();
+  const got: M.WatchResponse[] = [];
+  const waitFor = async (n: number): Promise<void> => {
+    for (let i = 0; i < 2000 && got.length < n; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(got.length, n, JSON.stringify(got));
+  };
+  w.onResponse((rs) => got.push(...rs));
+  try {
+    const create = (key: string): M.WatchRequest => ({ create_request: { key: Buffer.from(key), range_end: Buffer.alloc(0), start_revision: '0', progress_notify: false, prev_kv: false, watch_id: '0', fragment: false, filters: [] } });
+    w.write({ cancel_request: { watch_id: '1' } });
+    w.write(create('/cancels/a'));
+    w.write(create('/cancels/b'));
+    await waitFor(2);
+    w.write({ cancel_request: { watch_id: '0' } });
+    w.write({ progress_request: {} });
+    await waitFor(4);
+    await c.kv.put({ key: Buffer.from('/cancels/a'), value: Buffer.from('1') });
+    await c.kv.put({ key: Buffer.from('/cancels/b'), value: Buffer.from('2') });
+    await waitFor(5);
+    assert.deepEqual(
+      got.map((r) => [r.watch_id, r.created, r.canceled, r.events.map((e) => e.kv?.key.toString())]),
+      [['0', true, false, []], ['1', true, false, []], ['0', false, true, []], ['-1', false, false, []], ['1', false, false, ['/cancels/b']]],
+    );
+  } finally {
+    w.cancel();
+    c.close();
+  }
+  assert.equal(await rig.shadow.drained(), true);
+  assert.equal(rig.shadow.report.divergences, before, summary(rig));
+  assert.ok((rig.shadow.report.rpcs.get('Watch.Watch')?.compared ?? 0) >= compared + 5, summary(rig));
 });
 
 test('bytes that are no protobuf message: etcd answers them through the shadow, which survives and goes on comparing', { skip }, async () => {
