@@ -9,7 +9,7 @@
 // so the declarations are the ones `npm run build` ships.
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import ts from 'typescript';
 import apiExtractor from '@microsoft/api-extractor';
@@ -29,8 +29,8 @@ export function reportPath(entry) {
   return join(root, 'etc', `${entry.report}.api.md`);
 }
 
-/** Emits the declarations the entry points reach into `outDir` (as tsconfig.build.json would). */
-function emitDeclarations(outDir) {
+/** Emits the declarations the entries reach from `srcRoot` into `outDir` (as tsconfig.build.json would). */
+function emitDeclarations(outDir, entries, srcRoot) {
   const configPath = join(root, 'tsconfig.build.json');
   const read = ts.readConfigFile(configPath, ts.sys.readFile);
   if (read.error) throw new Error(ts.flattenDiagnosticMessageText(read.error.messageText, '\n'));
@@ -38,7 +38,7 @@ function emitDeclarations(outDir) {
   const options = {
     ...parsed.options,
     outDir,
-    rootDir: join(root, 'src'),
+    rootDir: srcRoot,
     declaration: true,
     emitDeclarationOnly: true,
     sourceMap: false,
@@ -46,7 +46,7 @@ function emitDeclarations(outDir) {
     noEmit: false,
   };
   const program = ts.createProgram(
-    ENTRY_POINTS.map((e) => join(root, e.source)),
+    entries.map((e) => join(root, e.source)),
     options,
   );
   const result = program.emit();
@@ -57,16 +57,18 @@ function emitDeclarations(outDir) {
   }
 }
 
-/** The declaration file an entry point's source compiles to, under `outDir`. */
-function declarationOf(outDir, entry) {
-  return join(outDir, entry.source.replace(/^src\//, '').replace(/\.ts$/, '.d.ts'));
+/** The declaration file an entry point's source (under `srcRoot`) compiles to, under `outDir`. */
+function declarationOf(outDir, entry, srcRoot) {
+  return join(outDir, relative(srcRoot, join(root, entry.source)).replace(/\.ts$/, '.d.ts'));
 }
 
 /**
  * Generates every entry point's report and returns them as `{ entry, path, text }` (nothing is written
- * under etc/). Throws with the compiler's or API Extractor's errors when a report cannot be made.
+ * under etc/). Throws with the compiler's or API Extractor's errors when a report cannot be made — an
+ * exported symbol without a release tag (@public, @beta, @internal) among them. `entries` and `srcRoot` (the
+ * folder their sources sit in, src/ by default) let a test run the same check on a fixture.
  */
-export function generateApiReports() {
+export function generateApiReports({ entries = ENTRY_POINTS, srcRoot = join(root, 'src') } = {}) {
   // Not under node_modules (API Extractor takes whatever lies there for another package's), but with a link
   // to the repository's node_modules so the declarations' imports (etcd3, @grpc/grpc-js) resolve.
   const work = mkdtempSync(join(tmpdir(), 'etcdsim-api-'));
@@ -75,18 +77,18 @@ export function generateApiReports() {
     const dts = join(work, 'dts');
     mkdirSync(join(work, 'report'));
     mkdirSync(join(work, 'temp'));
-    emitDeclarations(dts);
-    const configs = ENTRY_POINTS.map((entry) =>
+    emitDeclarations(dts, entries, srcRoot);
+    const configs = entries.map((entry) =>
       ExtractorConfig.prepare({
         configObjectFullPath: join(root, 'scripts', 'api-extractor.json'),
         packageJsonFullPath: join(root, 'package.json'),
         configObject: {
           projectFolder: root,
-          mainEntryPointFilePath: declarationOf(dts, entry),
+          mainEntryPointFilePath: declarationOf(dts, entry, srcRoot),
           compiler: {
             overrideTsconfig: {
               compilerOptions: { target: 'es2022', lib: ['es2022'], module: 'nodenext', moduleResolution: 'nodenext', types: ['node'], skipLibCheck: true, strict: true },
-              files: [declarationOf(dts, entry)],
+              files: [declarationOf(dts, entry, srcRoot)],
             },
           },
           apiReport: {
@@ -108,7 +110,8 @@ export function generateApiReports() {
             extractorMessageReporting: {
               default: { logLevel: 'warning' },
               'ae-forgotten-export': { logLevel: 'none', addToApiReportFile: true },
-              'ae-missing-release-tag': { logLevel: 'none', addToApiReportFile: false },
+              // Every exported symbol says whether users may rely on it: a forgotten tag fails the report.
+              'ae-missing-release-tag': { logLevel: 'error', addToApiReportFile: false },
               'ae-unresolved-link': { logLevel: 'none', addToApiReportFile: false },
               'ae-setter-with-docs': { logLevel: 'none', addToApiReportFile: false },
               'ae-undocumented': { logLevel: 'none', addToApiReportFile: false },
@@ -121,7 +124,7 @@ export function generateApiReports() {
     );
     const compilerState = CompilerState.create(configs[0], { additionalEntryPoints: configs.slice(1).map((c) => c.mainEntryPointFilePath) });
     const reports = [];
-    ENTRY_POINTS.forEach((entry, i) => {
+    entries.forEach((entry, i) => {
       const problems = [];
       const result = Extractor.invoke(configs[i], {
         localBuild: true,
@@ -134,8 +137,11 @@ export function generateApiReports() {
         },
       });
       if (!result.succeeded || problems.length > 0) throw new Error(`api-report: API Extractor failed on ${entry.source}:\n${problems.join('\n')}`);
-      // A warning not tied to one declaration names its file: name it as the built package does (dist/).
-      const text = readFileSync(join(work, 'report', `${entry.report}.api.md`), 'utf8').replaceAll(`${dts}/`, 'dist/');
+      // A warning not tied to one declaration names its file: name it as the built package does (dist/), and
+      // without a line and column, so a comment added above the declaration does not change the report.
+      const text = readFileSync(join(work, 'report', `${entry.report}.api.md`), 'utf8')
+        .replaceAll(`${dts}/`, 'dist/')
+        .replace(/^(\/\/ dist\/[^:\s]+):\d+:\d+ - /gm, '$1 - ');
       reports.push({ entry, path: reportPath(entry), text });
     });
     return reports;

@@ -24,8 +24,10 @@ export interface ByteInterval {
   readonly end: Uint8Array | undefined;
 }
 
+/** @public */
 export type PermissionType = 'READ' | 'WRITE' | 'READWRITE';
 
+/** @public */
 export interface KeyPermission {
   readonly permType: PermissionType;
   readonly key: Uint8Array;

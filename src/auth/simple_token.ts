@@ -10,6 +10,7 @@ import type { Clock, SimRandom } from '../sim/index.js';
 /**
  * What AuthStore needs of a token kind (etcd's TokenProvider): simple tokens here, JWTs in jwt_token.ts
  * (made by whoever starts the member: that module needs Node's crypto, which the browser build has not).
+ * @public
  */
 export interface TokenProvider {
   /** `prefix`: a simple token's random part, drawn by the member that proposed the Authenticate. */
@@ -22,7 +23,7 @@ export interface TokenProvider {
   readonly size: number;
 }
 
-/** Makes a member's token provider on its clock. */
+/** Makes a member's token provider on its clock. @public */
 export type TokenProviderFactory = (clock: Clock) => TokenProvider;
 
 const LETTERS = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';

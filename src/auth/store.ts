@@ -91,7 +91,7 @@ export interface AuthStoreOptions {
   readonly checksLeaseAccess?: boolean | undefined;
 }
 
-/** Users, roles and permissions to start with (applied before any request, auth revision bumps included). */
+/** Users, roles and permissions to start with (applied before any request, auth revision bumps included). @public */
 export interface AuthSetup {
   readonly users?: readonly { name: string; password?: string; noPassword?: boolean; roles?: readonly string[] }[] | undefined;
   readonly roles?: readonly { name: string; permissions?: readonly { permType: PermissionType; key: Uint8Array | string; rangeEnd?: Uint8Array | string }[] }[] | undefined;
@@ -104,6 +104,7 @@ export interface AuthSetup {
  * buckets and therefore ships in a snapshot: the enabled flag, the auth revision, every user (password
  * hash, roles, no_password option) and every role (permissions in stored order). Tokens are not part of it:
  * etcd holds simple tokens in the member's memory only.
+ * @public
  */
 export interface AuthSnapshot {
   readonly enabled: boolean;

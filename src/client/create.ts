@@ -19,11 +19,13 @@ import { EtcdClient } from './raw_client.js';
  * Timers that live outside the simulator but must follow its clock — etcd3's keep-alive interval and
  * reconnect backoff. `node:test`'s `mock.timers` fits: enable it with
  * `{ apis: ['setTimeout', 'setInterval', 'Date'], now: 0 }` (leave setImmediate real).
+ * @public
  */
 export interface TimerDriver {
   tick(ms: number): void;
 }
 
+/** @public */
 export interface Etcd3SimOptions extends SimEtcd3Options {
   /** Drive etcd3's timers from the virtual clock (see TimerDriver). Without it they run on real time. */
   readonly timers?: TimerDriver | undefined;
@@ -37,9 +39,11 @@ export interface Etcd3SimOptions extends SimEtcd3Options {
  *    faster (10: a 60 s lease expires after 6 s).
  *  - 'virtual': a virtual clock that moves only when the test moves it (`await sim.advance(ms)`), so a run
  *    is a pure function of its inputs and seed. Work etcd does on its own clock waits until then.
+ * @public
  */
 export type TimeMode = 'real' | 'virtual';
 
+/** @public */
 export interface EtcdSimOptions extends Omit<EtcdServerOptions, 'clock'> {
   /** 'real' (default) or 'virtual'; see TimeMode. */
   readonly time?: TimeMode | undefined;
@@ -53,6 +57,7 @@ export interface EtcdSimOptions extends Omit<EtcdServerOptions, 'clock'> {
   readonly stallWarningMs?: number | undefined;
 }
 
+/** @public */
 export interface EtcdSim<C extends Clock = Clock> {
   readonly server: EtcdServer;
   /** How time passes for this simulator. */
@@ -119,14 +124,17 @@ export interface EtcdSim<C extends Clock = Clock> {
 }
 
 /** createEtcdSim with time 'virtual': the clock is a VirtualClock. */
-/** createEtcdSim with `members`: a simulated cluster (docs/cluster.md) on a VirtualClock. */
+/** createEtcdSim with `members`: a simulated cluster (docs/cluster.md) on a VirtualClock. @public */
 export function createEtcdSim(options: EtcdClusterSimOptions & { readonly time: 'virtual' }): EtcdClusterSim<VirtualClock>;
-/** createEtcdSim with `members`: a simulated cluster (docs/cluster.md). */
+/** createEtcdSim with `members`: a simulated cluster (docs/cluster.md). @public */
 export function createEtcdSim(options: EtcdClusterSimOptions): EtcdClusterSim;
+/** @public */
 export function createEtcdSim(options: EtcdSimOptions & { readonly time: 'virtual' }): EtcdSim<VirtualClock>;
-/** createEtcdSim with time 'real' (the default): the clock is a RealClock. */
+/** createEtcdSim with time 'real' (the default): the clock is a RealClock. @public */
 export function createEtcdSim(options?: EtcdSimOptions & { readonly time?: 'real' | undefined }): EtcdSim<RealClock>;
+/** @public */
 export function createEtcdSim(options?: EtcdSimOptions): EtcdSim;
+/** @public */
 export function createEtcdSim(options: EtcdSimOptions | EtcdClusterSimOptions = {}): EtcdSim | EtcdClusterSim {
   if ('members' in options && options.members !== undefined) return createClusterSim(options);
   return createMemberSim(options as EtcdSimOptions);
@@ -235,7 +243,7 @@ function createMemberSim(options: EtcdSimOptions): EtcdSim {
 // ---------------------------------------------------------------------------------------------------
 // A simulated cluster (createEtcdSim({ members: N })): docs/cluster.md
 
-/** Options of a simulated cluster: createEtcdSim's, plus the cluster's (members, pre-vote, lags). */
+/** Options of a simulated cluster: createEtcdSim's, plus the cluster's (members, pre-vote, lags). @public */
 export interface EtcdClusterSimOptions extends Omit<EtcdClusterOptions, 'clock' | 'members'> {
   /** Number of members (etcd's --initial-cluster); giving it makes the simulator a cluster, even with 1. */
   readonly members: number;
@@ -245,7 +253,7 @@ export interface EtcdClusterSimOptions extends Omit<EtcdClusterOptions, 'clock' 
   readonly clockSpeed?: number | undefined;
 }
 
-/** Which member a client talks to, and over which link (see EtcdCluster.connect). */
+/** Which member a client talks to, and over which link (see EtcdCluster.connect). @public */
 export interface ClusterClientOptions {
   /** The member (index, name or ID) a pinned client talks to; default 0, the first leader. */
   readonly member?: MemberRef | undefined;
@@ -262,7 +270,7 @@ export interface ClusterClientOptions {
   readonly deadlineMs?: number | undefined;
 }
 
-/** A simulated etcd cluster with clients pinned to its members. */
+/** A simulated etcd cluster with clients pinned to its members. @public */
 export interface EtcdClusterSim<C extends Clock = Clock> {
   /** The cluster: members, leader, term, and the fault levers (pause, partition, crash, moveLeader, ...). */
   readonly cluster: EtcdCluster;

@@ -360,7 +360,7 @@ const CONSTANT_BACKOFF: ConstantBackoff = {
   next: () => CONSTANT_BACKOFF,
 };
 
-/** Options of `sim.etcd3()`: etcd3's own options, minus the hosts (there is no network). */
+/** Options of `sim.etcd3()`: etcd3's own options, minus the hosts (there is no network). @public */
 export type SimEtcd3Options = Omit<IOptions, 'hosts'>;
 
 /** A real `Etcd3` client wired to the simulator in-process. */

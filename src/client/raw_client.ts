@@ -53,14 +53,14 @@ async function unaryAs<T>(services: EtcdServices, session: Session, fn: (ctx: Ca
   return unary(() => fn(ctx));
 }
 
-/** The caller's credentials, shared by an EtcdClient's service clients (what gRPC metadata carries). */
+/** The caller's credentials, shared by an EtcdClient's service clients (what gRPC metadata carries). @public */
 export interface Session {
   token?: string | undefined;
 }
 
 const ctxOf = (session: Session): CallContext => (session.token === undefined ? {} : { token: session.token });
 
-/** etcdserverpb.KV. */
+/** etcdserverpb.KV. @public */
 export class KVClient {
   constructor(
     private readonly services: EtcdServices,
@@ -88,7 +88,7 @@ export class KVClient {
   }
 }
 
-/** etcdserverpb.Lease, with its RPC names (LeaseGrant → leaseGrant), as `sim.services.lease` has them. */
+/** etcdserverpb.Lease, with its RPC names (LeaseGrant → leaseGrant), as `sim.services.lease` has them. @public */
 export class LeaseClient {
   constructor(
     private readonly services: EtcdServices,
@@ -118,7 +118,7 @@ export class LeaseClient {
   }
 }
 
-/** etcdserverpb.Maintenance. */
+/** etcdserverpb.Maintenance. @public */
 export class MaintenanceClient {
   constructor(
     private readonly services: EtcdServices,
@@ -170,7 +170,7 @@ function encodeConcurrency<T>(req: Req<T>): T {
   return out as T;
 }
 
-/** How a waiting call may be stopped: an AbortSignal, as a gRPC client cancels a call. */
+/** How a waiting call may be stopped: an AbortSignal, as a gRPC client cancels a call. @public */
 export interface WaitOptions {
   readonly signal?: AbortSignal | undefined;
 }
@@ -189,7 +189,7 @@ async function waitingAs<T>(services: EtcdServices, session: Session, opts: Wait
   return fn(ctx);
 }
 
-/** v3lockpb.Lock. */
+/** v3lockpb.Lock. @public */
 export class LockClient {
   constructor(
     private readonly services: EtcdServices,
@@ -206,7 +206,7 @@ export class LockClient {
   }
 }
 
-/** v3electionpb.Election. */
+/** v3electionpb.Election. @public */
 export class ElectionClient {
   constructor(
     private readonly services: EtcdServices,
@@ -244,7 +244,7 @@ export class ElectionClient {
   }
 }
 
-/** etcdserverpb.Cluster (a simulated cluster's membership is fixed: its changes answer UNIMPLEMENTED). */
+/** etcdserverpb.Cluster (a simulated cluster's membership is fixed: its changes answer UNIMPLEMENTED). @public */
 export class ClusterClient {
   constructor(
     private readonly services: EtcdServices,
@@ -272,7 +272,7 @@ export class ClusterClient {
   }
 }
 
-/** etcdserverpb.Auth (method names as etcd's, lower camel case). */
+/** etcdserverpb.Auth (method names as etcd's, lower camel case). @public */
 export class AuthClient {
   constructor(
     private readonly services: EtcdServices,
@@ -339,6 +339,7 @@ export class AuthClient {
 /**
  * etcd's v3 API over one simulated member's services. Without `sim.client()`'s event-loop scheduler
  * (e.g. `new EtcdClient(server.services)`), stream responses arrive only at `flush()` / `advance()`.
+ * @public
  */
 export class EtcdClient {
   readonly kv: KVClient;

@@ -11,7 +11,7 @@ import { encode, type Req } from './text_keys.js';
 /** grpc-js's readable high-water mark for a client stream (Node's object-mode default). */
 const STREAM_HIGH_WATER_MARK = 16;
 
-/** Events of a stream: each response, the error that broke the stream, the end (always, once, last). */
+/** Events of a stream: each response, the error that broke the stream, the end (always, once, last). @public */
 export interface StreamEvents<Res> {
   data: (response: Res) => void;
   error: (err: GrpcError) => void;
@@ -29,6 +29,7 @@ export interface StreamEvents<Res> {
  * grpc-js's) responses wait here; then the stream stops reading, and the server's window and watch channel
  * fill — a client that does not iterate is a slow consumer, and etcd's victim handling applies. Iterating
  * (or adding a `data` listener) reads again.
+ * @public
  */
 export abstract class EtcdStream<Res> implements AsyncIterable<Res> {
   private readonly listeners: { [E in keyof StreamEvents<Res>]: StreamEvents<Res>[E][] } = { data: [], error: [], end: [] };
@@ -115,7 +116,7 @@ export abstract class EtcdStream<Res> implements AsyncIterable<Res> {
   }
 }
 
-/** One Watch call (etcd's Watch_WatchClient): create, cancel and progress requests in, WatchResponses out. */
+/** One Watch call (etcd's Watch_WatchClient): create, cancel and progress requests in, WatchResponses out. @public */
 export class EtcdWatchStream extends EtcdStream<M.WatchResponse> {
   /** @internal Use `client.watch()`. */
   constructor(private readonly bidi: BidiStream<M.WatchRequest, M.WatchResponse> & FlowControl) {
@@ -148,7 +149,7 @@ export class EtcdWatchStream extends EtcdStream<M.WatchResponse> {
   }
 }
 
-/** One LeaseKeepAlive call (etcd's Lease_LeaseKeepAliveClient): each send({ID}) renews and is answered {ID, TTL}. */
+/** One LeaseKeepAlive call (etcd's Lease_LeaseKeepAliveClient): each send({ID}) renews and is answered {ID, TTL}. @public */
 export class EtcdKeepAliveStream extends EtcdStream<M.LeaseKeepAliveResponse> {
   /** @internal Use `client.lease.leaseKeepAlive()`. */
   constructor(private readonly bidi: BidiStream<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse> & FlowControl) {
@@ -161,7 +162,7 @@ export class EtcdKeepAliveStream extends EtcdStream<M.LeaseKeepAliveResponse> {
   }
 }
 
-/** One Election.Observe call: LeaderResponses out; close() stops observing. */
+/** One Election.Observe call: LeaderResponses out; close() stops observing. @public */
 export class EtcdObserveStream extends EtcdStream<M.LeaderResponse> {
   /** @internal Use `client.election.observe()`. */
   constructor(call: ResponseStream<M.LeaderResponse> & FlowControl) {

@@ -9,6 +9,7 @@ import { prefixEnd } from '../mvcc/index.js';
 /**
  * A request as EtcdClient accepts it: the message form, where each bytes field may also be a string
  * (sent as its UTF-8 bytes).
+ * @public
  */
 export type Req<T> = T extends Uint8Array
   ? T | string
@@ -50,6 +51,7 @@ const NUL = (): Uint8Array => new Uint8Array([0]);
 /**
  * `{ key, range_end }` for every key starting with `key` (clientv3.WithPrefix); an empty prefix means
  * every key (key and range_end "\0").
+ * @public
  */
 export function prefix(key: Uint8Array | string): { key: Uint8Array; range_end: Uint8Array } {
   const k = bytesOf(key);
@@ -57,7 +59,7 @@ export function prefix(key: Uint8Array | string): { key: Uint8Array; range_end: 
   return { key: k, range_end: prefixEnd(k) };
 }
 
-/** `{ key, range_end }` for every key >= `key` (clientv3.WithFromKey: range_end "\0"; empty key: "\0"). */
+/** `{ key, range_end }` for every key >= `key` (clientv3.WithFromKey: range_end "\0"; empty key: "\0"). @public */
 export function fromKey(key: Uint8Array | string): { key: Uint8Array; range_end: Uint8Array } {
   const k = bytesOf(key);
   return { key: k.byteLength === 0 ? NUL() : k, range_end: NUL() };

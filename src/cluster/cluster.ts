@@ -45,7 +45,7 @@ export interface ClusterMemberConfig {
   readonly peerUrls?: readonly string[] | undefined;
 }
 
-/** Options of {@link EtcdCluster}: etcd's flags where etcd has one. */
+/** Options of {@link EtcdCluster}: etcd's flags where etcd has one. @public */
 export interface EtcdClusterOptions extends SharedServerOptions {
   /** Number of voting members (default 3). */
   readonly members?: number | undefined;
@@ -69,7 +69,7 @@ export interface EtcdClusterOptions extends SharedServerOptions {
   readonly traceProposals?: boolean | undefined;
 }
 
-/** One cluster event, for traces: same seed and same calls give the same list. */
+/** One cluster event, for traces: same seed and same calls give the same list. @public */
 export interface ClusterTraceEvent {
   readonly at: number;
   readonly event: string;
@@ -92,6 +92,7 @@ function defaultConfig(i: number): { name: string; clientUrls: readonly string[]
  * The cluster. Members are addressed by index (0-based), name, member ID, or their state object; the
  * levers take any of these. All of it runs on the shared clock: with a VirtualClock nothing happens until
  * the test moves time (`await cluster.advance(ms)`), and the same seed gives the same run.
+ * @public
  */
 export class EtcdCluster implements ClusterLevers {
   readonly clock: Clock;

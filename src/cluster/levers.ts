@@ -15,7 +15,7 @@ import type { Raft } from './raft.js';
 import type { Requests } from './proposals.js';
 import type { Routing } from './routing.js';
 
-/** The cluster's levers; members by index, name, member ID or state. */
+/** The cluster's levers; members by index, name, member ID or state. @public */
 export interface ClusterLevers {
   /** SIGSTOP: the member stops: it neither sends nor receives, applies nothing, answers nothing until resumed. */
   pause(ref: MemberRef): void;

@@ -14,10 +14,10 @@ import type { Entry } from './raft_log.js';
 import { ClusterMemberServices } from './services.js';
 import type { ClusterStreamLink } from './stream_link.js';
 
-/** A member's Raft role. */
+/** A member's Raft role. @public */
 export type RaftRole = 'leader' | 'follower' | 'candidate';
 
-/** What one member reports about itself (Status and the levers' view). */
+/** What one member reports about itself (Status and the levers' view). @public */
 export interface MemberRaftStatus {
   readonly name: string;
   readonly id: bigint;
@@ -80,6 +80,7 @@ export interface ReadWait {
  * One member of a cluster: its identity (index, id, name, URLs), its current EtcdServer (a new one after each
  * restart) and its Raft state (role, term, leader, log and apply progress). Read it freely; change it only
  * through the cluster's levers — the fields are mutable for the cluster's own bookkeeping.
+ * @public
  */
 export class MemberState {
   server: EtcdServer;
@@ -153,7 +154,7 @@ export class MemberState {
   }
 }
 
-/** A member by index, name, member ID, or its state. */
+/** A member by index, name, member ID, or its state. @public */
 export type MemberRef = number | string | bigint | MemberState;
 
 /**

@@ -10,7 +10,7 @@ import type { Clock, TimerHandle } from '../sim/index.js';
 import { errDeadlineExceeded, errMemberDown } from './errors.js';
 import { DEFAULT_CLIENT, type ConnectOptions, type MemberState, type Reply } from './member_state.js';
 
-/** What a call of a member's services answered: its value or etcd's error (see EtcdCluster.answerOf). */
+/** What a call of a member's services answered: its value or etcd's error (see EtcdCluster.answerOf). @public */
 export type CallAnswer<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: GrpcError };
 
 /** The levers on one client's link to one member. */

@@ -83,7 +83,7 @@ export interface ClusterMembership {
 /** Auth on a cluster member: every request is a Raft proposal (etcd 3.4's raftRequest), reads included. */
 export type ClusterAuth = Promised<AuthService>;
 
-/** One client's view of one member: its services, over the client's link to it. */
+/** One client's view of one member: its services, over the client's link to it. @public */
 export class ClusterMemberServices {
   readonly kv: ClusterKV;
   readonly lease: ClusterLease;

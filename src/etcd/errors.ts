@@ -5,7 +5,7 @@
  * src/lease/errors.ts, src/auth/errors.ts, ...).
  */
 
-/** gRPC status codes (numeric, as on the wire). */
+/** gRPC status codes (numeric, as on the wire). @public */
 export const GrpcCode = {
   OK: 0,
   CANCELLED: 1,
@@ -25,9 +25,10 @@ export const GrpcCode = {
   DATA_LOSS: 15,
   UNAUTHENTICATED: 16,
 } as const;
+/** @public */
 export type GrpcCode = (typeof GrpcCode)[keyof typeof GrpcCode];
 
-/** One kind of etcd error: its gRPC code and the exact message etcd puts in the status details. */
+/** One kind of etcd error: its gRPC code and the exact message etcd puts in the status details. @public */
 export interface EtcdErrorKind {
   readonly code: GrpcCode;
   readonly message: string;
@@ -38,7 +39,7 @@ export function errorKind(code: GrpcCode, message: string): EtcdErrorKind {
   return Object.freeze({ code, message });
 }
 
-/** An error etcd would return: `code` is the gRPC status code, `message` etcd's exact text. */
+/** An error etcd would return: `code` is the gRPC status code, `message` etcd's exact text. @public */
 export class EtcdError extends Error {
   override readonly name = 'EtcdError';
   readonly code: GrpcCode;
@@ -55,7 +56,7 @@ export function fail(kind: EtcdErrorKind): never {
   throw new EtcdError(kind);
 }
 
-/** True when `err` is an EtcdError of exactly this kind (useful in tests and in the error mapping). */
+/** True when `err` is an EtcdError of exactly this kind (useful in tests and in the error mapping). @public */
 export function isEtcdError(err: unknown, kind?: EtcdErrorKind): err is EtcdError {
   return err instanceof EtcdError && (kind === undefined || err.kind === kind);
 }

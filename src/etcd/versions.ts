@@ -4,7 +4,7 @@
  * releases differ, src/mvcc/compat.ts and src/server/compat.ts name the etcd change.
  */
 
-/** The etcd releases whose differing behaviour the model can reproduce. */
+/** The etcd releases whose differing behaviour the model can reproduce. @public */
 export type EtcdVersion = '3.4' | '3.5' | '3.6' | '3.7';
 
 /**

@@ -31,9 +31,11 @@ import { frameMessage, responseSink, type BidiCall, type GrpcMethod, type Method
 import { MalformedRequest, unaryUnmarshalError } from './request_decoding.js';
 import { pipeResponses } from './stream_pipe.js';
 
+/** @public */
 export type StreamMethod = 'Watch' | 'LeaseKeepAlive';
-/** How a stream call ended: the client half-closed, the client canceled or went away, or the server aborted it. */
+/** How a stream call ended: the client half-closed, the client canceled or went away, or the server aborted it. @public */
 export type StreamEndReason = 'end' | 'cancelled' | 'aborted';
+/** @public */
 export interface StreamEndInfo {
   readonly method: StreamMethod;
   readonly reason: StreamEndReason;

@@ -43,6 +43,7 @@ import type { AttachedMember, PortSwitch } from './attached_member.js';
 export { DEFAULT_MAX_REQUEST_BYTES };
 export const GRPC_OVERHEAD_BYTES = 512 * 1024;
 
+/** @public */
 export interface TlsOptions {
   /** PEM server certificate chain. */
   readonly cert: string | Buffer;
@@ -72,6 +73,7 @@ export interface TlsOptions {
   readonly maxVersion?: 'TLSv1' | 'TLSv1.1' | 'TLSv1.2' | 'TLSv1.3' | undefined;
 }
 
+/** @public */
 export interface ServeOptions extends Omit<EtcdServerOptions, 'clock' | 'clientCertAuth'> {
   /** Interface to bind (default 127.0.0.1). Anything but loopback needs `allowNonLoopback`. */
   readonly host?: string | undefined;
@@ -101,6 +103,7 @@ export const DEFAULT_GRPC_KEEPALIVE_MIN_TIME_MS = 5000;
 
 export type { StreamMethod, StreamEndReason, StreamEndInfo } from './handlers.js';
 
+/** @public */
 export interface ServeHandle {
   /** `http://host:port` (or https with TLS): what to give a client as its endpoint. */
   readonly endpoint: string;
@@ -130,7 +133,7 @@ export function isLoopback(host: string): boolean {
   return isIP(host) === 4 && host.startsWith('127.');
 }
 
-/** Starts a simulated etcd member on a gRPC port; resolves once it accepts connections. */
+/** Starts a simulated etcd member on a gRPC port; resolves once it accepts connections. @public */
 export function serve(opts: ServeOptions = {}): Promise<ServeHandle> {
   return serveMember(opts, undefined);
 }

@@ -5,10 +5,10 @@
 import type { KeyString } from '../mvcc/index.js';
 import type { HeapItem } from '../sim/index.js';
 
-/** etcd's MaxLeaseTTL, in seconds. */
+/** etcd's MaxLeaseTTL, in seconds. @public */
 export const MAX_LEASE_TTL = 9_000_000_000;
 
-/** A lease record. Mutated only by the Lessor; read it through the Lessor's API. */
+/** A lease record. Mutated only by the Lessor; read it through the Lessor's API. @public */
 export class Lease implements HeapItem {
   /** Position in the lessor's expiry heap (-1: not queued, e.g. when demoted). */
   heapIndex = -1;

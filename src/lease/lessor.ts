@@ -24,6 +24,7 @@ import { ErrLeaseExist, ErrLeaseTTLTooLarge } from './errors.js';
  * lease.ErrNotPrimary ("not a primary lessor"): Renew on a demoted lessor. etcd never sends this to a
  * client — the server forwards the renew to the leader and answers `etcdserver: request timed out`
  * (Unavailable) when there is none — so the code here is Unavailable, the one a client retries.
+ * @public
  */
 export const ErrNotPrimary: EtcdErrorKind = Object.freeze({ code: GrpcCode.UNAVAILABLE, message: 'not a primary lessor' });
 
@@ -66,12 +67,14 @@ export interface LessorOptions {
   readonly stepRank?: number | undefined;
 }
 
+/** @public */
 export interface GrantResult {
   readonly id: bigint;
   /** Granted TTL in seconds (raised to the minimum if the request asked for less). */
   readonly ttl: number;
 }
 
+/** @public */
 export interface RevokeResult {
   /** The store's revision after the revoke (0 when no store is bound). */
   readonly revision: number;
@@ -79,6 +82,7 @@ export interface RevokeResult {
   readonly deleted: number;
 }
 
+/** @public */
 export interface TimeToLiveResult {
   readonly id: bigint;
   /**
@@ -93,7 +97,7 @@ export interface TimeToLiveResult {
   readonly keys: Uint8Array[];
 }
 
-/** Something the lessor did, for traces and for layers above (keep-alive streams, watch tests). */
+/** Something the lessor did, for traces and for layers above (keep-alive streams, watch tests). @public */
 export type LessorEvent =
   | { readonly type: 'grant'; readonly id: bigint; readonly ttl: number; readonly at: number }
   | {
@@ -108,6 +112,7 @@ export type LessorEvent =
     }
   | { readonly type: 'checkpoint'; readonly id: bigint; readonly remainingTTL: number; readonly at: number };
 
+/** @public */
 export type LessorListener = (ev: LessorEvent) => void;
 
 interface ScheduledCheckpoint extends HeapItem {
@@ -133,7 +138,7 @@ function checkLeaseId(id: bigint): void {
   if (typeof id !== 'bigint' || id < MIN_INT64 || id > MAX_INT64) invalidField('lease ID', 'an int64 bigint', id);
 }
 
-/** etcd's lessor. See the module comment for how time and the store come in. */
+/** etcd's lessor. See the module comment for how time and the store come in. @public */
 export class Lessor implements LeaseHook {
   readonly clock: Clock;
   readonly ticker: Ticker;

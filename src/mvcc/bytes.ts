@@ -84,21 +84,22 @@ export function keyBytes(key: KeyString): Uint8Array {
   return new Uint8Array(Buffer.from(key, 'latin1'));
 }
 
-/** Text → bytes (UTF-8), for tests and examples. */
+/** Text → bytes (UTF-8), for tests and examples. @public */
 export function utf8(text: string): Uint8Array {
   return new Uint8Array(Buffer.from(text, 'utf8'));
 }
 
-/** Bytes → text (UTF-8), for tests and examples. */
+/** Bytes → text (UTF-8), for tests and examples. @public */
 export function text(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
 }
 
-/** bytes.Compare. */
+/** bytes.Compare. @public */
 export function compareBytes(a: Uint8Array, b: Uint8Array): number {
   return Buffer.compare(a, b);
 }
 
+/** @public */
 export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   return a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
 }
@@ -107,6 +108,7 @@ export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
  * The range_end that turns `key` into a prefix query (clientv3.GetPrefixRangeEnd): increment the last
  * byte below 0xff and drop what follows; a key of only 0xff bytes (or empty) has no end, which etcd
  * spells as "\0" (all keys >= key).
+ * @public
  */
 export function prefixEnd(key: Uint8Array): Uint8Array {
   for (let i = key.length - 1; i >= 0; i--) {

@@ -53,13 +53,14 @@ import { historyDigest } from './hash.js';
 import { checkDeleteShape, checkPutShape, checkRangeShape, checkRevisionShape, checkTxnShape } from './shape.js';
 import { hashKV } from './hash_kv.js';
 
-/** What HashKV answers: the hash, the revision it covers and the compaction revision (-1: none yet). */
+/** What HashKV answers: the hash, the revision it covers and the compaction revision (-1: none yet). @public */
 export interface HashKVResult {
   readonly hash: number;
   readonly hashRevision: number;
   readonly compactRevision: number;
 }
 
+/** @public */
 export interface MvccOptions {
   /** --max-txn-ops (etcd default 128). */
   readonly maxTxnOps?: number | undefined;
@@ -71,6 +72,7 @@ export interface MvccOptions {
   readonly etcdVersion?: EtcdVersion | undefined;
 }
 
+/** @public */
 export class MvccStore {
   readonly storage: Storage;
   readonly maxTxnOps: number;

@@ -51,10 +51,10 @@ export interface ReadView {
   get(key: KeyString, atRev: number): KeyValue | undefined;
 }
 
-/** Called after every committed write txn with its revision and its events in sub-revision order. */
+/** Called after every committed write txn with its revision and its events in sub-revision order. @public */
 export type CommitListener = (rev: number, events: readonly Event[]) => void;
 
-/** A store's full state, detached from the live store (what a follower receives as a snapshot). */
+/** A store's full state, detached from the live store (what a follower receives as a snapshot). @public */
 export interface StoreSnapshot {
   readonly currentRev: number;
   readonly compactRev: number;

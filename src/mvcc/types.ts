@@ -5,7 +5,7 @@
  * The server layer converts these to and from the wire's message form.
  */
 
-/** A key-value pair as etcd stores it (mvccpb.KeyValue). A tombstone has createRevision 0 and version 0. */
+/** A key-value pair as etcd stores it (mvccpb.KeyValue). A tombstone has createRevision 0 and version 0. @public */
 export interface KeyValue {
   readonly key: Uint8Array;
   /** Revision of the put that created this generation of the key. */
@@ -19,21 +19,24 @@ export interface KeyValue {
   readonly lease: bigint;
 }
 
-/** mvccpb.Event type. */
+/** mvccpb.Event type. @public */
 export type EventType = 'PUT' | 'DELETE';
 
-/** A committed change, as watchers see it: DELETE events carry the key and the delete's mod revision. */
+/** A committed change, as watchers see it: DELETE events carry the key and the delete's mod revision. @public */
 export interface Event {
   readonly type: EventType;
   readonly kv: KeyValue;
 }
 
+/** @public */
 export type SortOrder = 'NONE' | 'ASCEND' | 'DESCEND';
+/** @public */
 export type SortTarget = 'KEY' | 'VERSION' | 'CREATE' | 'MOD' | 'VALUE';
 
 /**
  * RangeRequest. `rangeEnd` absent or empty: the single key; `[0]`: every key >= key; else [key, rangeEnd).
  * Numeric fields use 0 for "not set", as protobuf does.
+ * @public
  */
 export interface RangeRequest {
   readonly key: Uint8Array;
@@ -53,6 +56,7 @@ export interface RangeRequest {
   readonly maxCreateRevision?: number | undefined;
 }
 
+/** @public */
 export interface RangeResponse {
   /** Header revision: the store's current revision, even for a historical read. */
   readonly revision: number;
@@ -62,6 +66,7 @@ export interface RangeResponse {
   readonly count: number;
 }
 
+/** @public */
 export interface PutRequest {
   readonly key: Uint8Array;
   readonly value?: Uint8Array | undefined;
@@ -72,27 +77,32 @@ export interface PutRequest {
   readonly ignoreLease?: boolean | undefined;
 }
 
+/** @public */
 export interface PutResponse {
   readonly revision: number;
   readonly prevKv?: KeyValue | undefined;
 }
 
+/** @public */
 export interface DeleteRangeRequest {
   readonly key: Uint8Array;
   readonly rangeEnd?: Uint8Array | undefined;
   readonly prevKv?: boolean | undefined;
 }
 
+/** @public */
 export interface DeleteRangeResponse {
   readonly revision: number;
   readonly deleted: number;
   readonly prevKvs: KeyValue[];
 }
 
+/** @public */
 export type CompareTarget = 'VERSION' | 'CREATE' | 'MOD' | 'VALUE' | 'LEASE';
+/** @public */
 export type CompareResult = 'EQUAL' | 'GREATER' | 'LESS' | 'NOT_EQUAL';
 
-/** A txn guard. The field matching `target` is the operand; an absent operand compares as its zero value. */
+/** A txn guard. The field matching `target` is the operand; an absent operand compares as its zero value. @public */
 export interface Compare {
   readonly key: Uint8Array;
   readonly rangeEnd?: Uint8Array | undefined;
@@ -105,7 +115,7 @@ export interface Compare {
   readonly lease?: bigint | undefined;
 }
 
-/** RequestOp: exactly one member set (etcd answers "key not found" when none is). */
+/** RequestOp: exactly one member set (etcd answers "key not found" when none is). @public */
 export interface RequestOp {
   readonly requestRange?: RangeRequest | undefined;
   readonly requestPut?: PutRequest | undefined;
@@ -113,24 +123,28 @@ export interface RequestOp {
   readonly requestTxn?: TxnRequest | undefined;
 }
 
+/** @public */
 export type ResponseOp =
   | { readonly responseRange: RangeResponse }
   | { readonly responsePut: PutResponse }
   | { readonly responseDeleteRange: DeleteRangeResponse }
   | { readonly responseTxn: TxnResponse };
 
+/** @public */
 export interface TxnRequest {
   readonly compare?: readonly Compare[] | undefined;
   readonly success?: readonly RequestOp[] | undefined;
   readonly failure?: readonly RequestOp[] | undefined;
 }
 
+/** @public */
 export interface TxnResponse {
   readonly revision: number;
   readonly succeeded: boolean;
   readonly responses: ResponseOp[];
 }
 
+/** @public */
 export interface CompactResponse {
   readonly revision: number;
 }
@@ -138,6 +152,7 @@ export interface CompactResponse {
 /**
  * What the store needs from a lessor: etcd's mvcc store checks that a lease exists before a put and keeps
  * the lessor's key sets in step with puts and deletes. The lessor plugs in here; the store knows no clock.
+ * @public
  */
 export interface LeaseHook {
   exists(id: bigint): boolean;

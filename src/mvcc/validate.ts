@@ -14,8 +14,9 @@ import { fail } from '../etcd/index.js';
 import { raftRequestSize } from './request_size.js';
 import type { DeleteRangeRequest, PutRequest, RangeRequest, RequestOp, TxnRequest } from './types.js';
 
-/** etcd's defaults for the limits validation enforces (--max-txn-ops, --max-request-bytes). */
+/** etcd's defaults for the limits validation enforces (--max-txn-ops, --max-request-bytes). @public */
 export const DEFAULT_MAX_TXN_OPS = 128;
+/** @public */
 export const DEFAULT_MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
 
 declare const validated: unique symbol;

@@ -8,13 +8,13 @@ import { etcdPackageDefinition, SERVICE_PACKAGES, type EtcdServiceName } from '.
 
 let cachedObject: grpc.GrpcObject | undefined;
 
-/** etcd's API as a grpc-js package object: `.etcdserverpb.KV`, `.v3lockpb.Lock`, ... (loaded once). */
+/** etcd's API as a grpc-js package object: `.etcdserverpb.KV`, `.v3lockpb.Lock`, ... (loaded once). @public */
 export function loadEtcdProtos(): grpc.GrpcObject {
   cachedObject ??= grpc.loadPackageDefinition(etcdPackageDefinition());
   return cachedObject;
 }
 
-/** A service constructor (for plain grpc-js clients): `etcdService('KV')`. */
+/** A service constructor (for plain grpc-js clients): `etcdService('KV')`. @public */
 export function etcdService(name: EtcdServiceName): grpc.ServiceClientConstructor {
   const pkg = loadEtcdProtos()[SERVICE_PACKAGES[name]] as grpc.GrpcObject;
   return pkg[name] as grpc.ServiceClientConstructor;

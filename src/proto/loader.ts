@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 
-/** Where our .proto files live (src/proto; dist/proto once built). rpc.proto imports kv.proto and auth.proto. */
+/** Where our .proto files live (src/proto; dist/proto once built). rpc.proto imports kv.proto and auth.proto. @public */
 export const PROTO_DIR = fileURLToPath(new URL('./', import.meta.url));
 
 /** The protos that declare services; the message-only ones (kv.proto, auth.proto) come in through their imports. */
@@ -20,6 +20,7 @@ export const PROTO_FILES: readonly string[] = Object.freeze(['etcdserverpb/rpc.p
  * The options every etcdsim gRPC peer (server and test clients) loads the protos with: field names as in
  * the .proto (keepCase), 64-bit integers and enums as strings, defaults filled in, a oneof's chosen field
  * named; bytes stay Buffers.
+ * @public
  */
 export const PROTO_LOADER_OPTIONS: protoLoader.Options = Object.freeze({
   keepCase: true,
@@ -30,7 +31,7 @@ export const PROTO_LOADER_OPTIONS: protoLoader.Options = Object.freeze({
   includeDirs: [PROTO_DIR],
 });
 
-/** etcd's eight gRPC services: etcdserverpb's six, v3lockpb.Lock and v3electionpb.Election. */
+/** etcd's eight gRPC services: etcdserverpb's six, v3lockpb.Lock and v3electionpb.Election. @public */
 export type EtcdServiceName = 'KV' | 'Watch' | 'Lease' | 'Cluster' | 'Maintenance' | 'Auth' | 'Lock' | 'Election';
 
 /** The proto package each service is declared in. */

@@ -5,7 +5,7 @@
  * and continues at once when the answer is there, so a single member never waits a microtask it did not.
  */
 
-/** An answer now (a single member) or later (a cluster member, once Raft let it). */
+/** An answer now (a single member) or later (a cluster member, once Raft let it). @public */
 export type Awaitable<T> = T | PromiseLike<T>;
 
 /** Whether `v` is an answer still to come. */

@@ -7,7 +7,7 @@
  */
 import type { AuthInfo } from '../auth/index.js';
 
-/** Who makes a call: the credentials and options a request carries beside its message. */
+/** Who makes a call: the credentials and options a request carries beside its message. @public */
 export interface CallContext {
   /** The simple token from Auth.Authenticate (gRPC metadata `token`). */
   readonly token?: string | undefined;

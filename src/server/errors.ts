@@ -29,17 +29,18 @@ const STATUS_NAMES: readonly string[] = [
   'UNAUTHENTICATED',
 ];
 
+/** @public */
 export function statusName(code: number): string {
   return STATUS_NAMES[code] ?? 'UNKNOWN';
 }
 
-/** The trailing metadata of a failed call: this simulator sends none. */
+/** The trailing metadata of a failed call: this simulator sends none. @public */
 export interface GrpcMetadata {
   get(key: string): unknown[];
   getMap(): Record<string, unknown>;
 }
 
-/** What a rejected gRPC call gives the client: an `Error` (constructor exactly `Error`) with these fields. */
+/** What a rejected gRPC call gives the client: an `Error` (constructor exactly `Error`) with these fields. @public */
 export interface GrpcError extends Error {
   readonly code: number;
   readonly details: string;
@@ -51,7 +52,7 @@ const EMPTY_METADATA: GrpcMetadata = Object.freeze({
   getMap: (): Record<string, unknown> => ({}),
 });
 
-/** A grpc-js-shaped call error; `cause` keeps the error it came from, for debugging. */
+/** A grpc-js-shaped call error; `cause` keeps the error it came from, for debugging. @public */
 export function grpcError(code: number, details: string, cause?: unknown): GrpcError {
   const err = new Error(`${code} ${statusName(code)}: ${details}`) as Error & {
     code: number;
@@ -77,6 +78,7 @@ export function toGrpcError(err: unknown): GrpcError {
   return grpcError(GrpcCode.UNKNOWN, String(err), err);
 }
 
+/** @public */
 export function isGrpcError(err: unknown): err is GrpcError {
   return (
     err instanceof Error &&

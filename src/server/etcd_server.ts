@@ -49,7 +49,7 @@ const INITIAL_DB_SIZE_IN_USE = 16384;
 const DB_BYTES_PER_REVISION = 64;
 const DB_PAGE = 4096;
 
-/** etcd's services over one member, message form in and out (v3rpc's six, plus v3lock and v3election). */
+/** etcd's services over one member, message form in and out (v3rpc's six, plus v3lock and v3election). @public */
 export interface EtcdServices {
   readonly kv: KVService;
   readonly watch: WatchService;
@@ -63,6 +63,7 @@ export interface EtcdServices {
   readonly election: ElectionService;
 }
 
+/** @public */
 export class EtcdServer implements MemberView {
   readonly clock: Clock;
   readonly ticker: Ticker;

@@ -9,7 +9,7 @@ import type { Clock } from '../sim/index.js';
 import type { EtcdServer, EtcdServices } from './etcd_server.js';
 import { DEFAULT_CLUSTER_TOKEN, clusterIdOf, memberIdOf } from './member_id.js';
 
-/** Knobs with etcd's defaults, named after etcd's flags where etcd has one. */
+/** Knobs with etcd's defaults, named after etcd's flags where etcd has one. @public */
 export interface EtcdServerOptions {
   /** Time source; default a VirtualClock starting at 0 (time moves only when the caller advances it). */
   readonly clock?: Clock | undefined;
@@ -120,11 +120,12 @@ export interface EtcdServerOptions {
 /** etcd's default --initial-advertise-peer-urls. */
 const DEFAULT_PEER_URL = 'http://localhost:2380';
 
-/** etcd's IDs for a member started with no flags (name "default", peer URL http://localhost:2380). */
+/** etcd's IDs for a member started with no flags (name "default", peer URL http://localhost:2380). @public */
 export const DEFAULT_CLUSTER_ID = 0xcdf818194e3a8c32n;
+/** @public */
 export const DEFAULT_MEMBER_ID = 0x8e9e05c52164694dn;
 
-/** Who this member is: what headers, Status and MemberList report. */
+/** Who this member is: what headers, Status and MemberList report. @public */
 export interface MemberInfo {
   readonly clusterId: bigint;
   readonly memberId: bigint;

@@ -38,6 +38,7 @@ type Calls<C, N extends EtcdServiceName> = Served<Pick<C, CallName<N> & keyof C>
 /**
  * etcd's v3 services of one member in message form, as the doors call them: each service class's calls
  * that its .proto declares (EtcdServices satisfies it; a cluster member's answer later).
+ * @public
  */
 export interface MemberServices {
   readonly kv: Calls<KVService, 'KV'>;
@@ -63,6 +64,7 @@ export interface MemberServices {
  * One member as every front door calls it. An EtcdServer is one; a simulated cluster's member view
  * (src/cluster/member_view.ts) is another, whose token check happens inside its services (so its
  * tokenWaitIndex answers undefined and the doors hold nothing themselves).
+ * @public
  */
 export interface MemberView {
   /** The release whose rules (and wire texts) the member follows. */

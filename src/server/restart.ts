@@ -8,13 +8,14 @@ import type { KeyValue, StoreSnapshot } from '../mvcc/index.js';
 import type { InterruptedCompaction } from '../snapshot/index.js';
 import type * as M from './messages.js';
 
-/** A member's snapshot (EtcdServer.snapshot()): the store's state plus the auth store's persistent state. */
+/** A member's snapshot (EtcdServer.snapshot()): the store's state plus the auth store's persistent state. @public */
 export interface MemberSnapshot extends StoreSnapshot {
   readonly auth?: AuthSnapshot | undefined;
 }
 
 /**
  * What a restart did (EtcdServer.restart): the member as its backend rebuilt it, and what its clients lost.
+ * @public
  */
 export interface MemberRestart {
   /** The store's revision and compaction point after the rebuild (and after a resumed compaction). */
@@ -35,7 +36,7 @@ export interface MemberRestart {
   readonly brokenStreams: number;
 }
 
-/** A compaction the member was killed in the middle of, and its restart (EtcdServer.crashDuringCompaction). */
+/** A compaction the member was killed in the middle of, and its restart (EtcdServer.crashDuringCompaction). @public */
 export interface CompactionCrash {
   /** The Compact RPC's answer: it returns once the compaction is scheduled, before the deletions. */
   readonly response: M.CompactionResponse;

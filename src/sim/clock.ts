@@ -14,12 +14,13 @@ declare const timerHandleBrand: unique symbol;
 /**
  * Opaque handle to a scheduled timer (one-shot or periodic), used to cancel it — e.g. the lessor
  * cancels a lease's expiry timer when the lease is revoked or renewed by a keepalive.
+ * @public
  */
 export interface TimerHandle {
   readonly [timerHandleBrand]: true;
 }
 
-/** Options of {@link Clock.every}. */
+/** Options of {@link Clock.every}. @public */
 export interface EveryOptions {
   /**
    * Offset of the tick grid in ms: ticks fall at `phase + k * periodMs` (default 0). Lets two
@@ -36,6 +37,7 @@ export interface EveryOptions {
  * Ordering contract (both implementations): a callback never runs before its due time, and
  * callbacks due at the same instant run in the order their timers were created (a periodic timer
  * keeps its creation rank for every tick), so the interleaving of subsystems is reproducible.
+ * @public
  */
 export interface Clock {
   /** Current time in ms. Never decreases. Lease expiry instants are computed from it. */
@@ -100,7 +102,7 @@ class VirtualTimer implements HeapItem {
 const virtualTimerBefore = (a: VirtualTimer, b: VirtualTimer): boolean =>
   a.due < b.due || (a.due === b.due && a.seq < b.seq);
 
-/** A pending timer as reported by {@link VirtualClock.pendingTimers}. */
+/** A pending timer as reported by {@link VirtualClock.pendingTimers}. @public */
 export interface PendingTimer {
   readonly dueMs: number;
   readonly periodMs: number | undefined;
@@ -117,6 +119,7 @@ export interface PendingTimer {
  * that fall inside the window run in the same call. If a callback throws, the exception
  * propagates, `now()` stays at that timer's due time and the rest of the window is left pending
  * (a periodic timer that throws has already been re-armed for its next tick).
+ * @public
  */
 export class VirtualClock implements Clock {
   private nowMs: number;
@@ -230,7 +233,7 @@ class RealTimer implements HeapItem {
 
 const realTimerBefore = (a: RealTimer, b: RealTimer): boolean => a.due < b.due || (a.due === b.due && a.seq < b.seq);
 
-/** Options of {@link RealClock}. */
+/** Options of {@link RealClock}. @public */
 export interface RealClockOptions {
   /** Pending timers do not keep the process alive (default false: they do, as Node's timers do). */
   readonly unref?: boolean;
@@ -251,6 +254,7 @@ export interface RealClockOptions {
  * Timers wait in one queue behind a single host alarm set for the earliest; callbacks never run before
  * their due time, and those due at the same instant run in creation order (the {@link Clock} contract).
  * A periodic timer that falls behind skips the ticks it missed, like Go's time.Ticker.
+ * @public
  */
 export class RealClock implements Clock {
   private readonly originMs = hostEpochMs();

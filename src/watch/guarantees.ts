@@ -22,9 +22,10 @@
 import type { Event, KeyValue } from '../mvcc/index.js';
 import type { WatchCreateRequest, WatchEvent, WatchResponse } from './types.js';
 
-/** The guarantees, named as etcd's robustness validators name them. */
+/** The guarantees, named as etcd's robustness validators name them. @public */
 export type WatchGuarantee = 'Filter' | 'Ordered' | 'Unique' | 'Atomic' | 'Bookmarkable' | 'Reliable' | 'Resumable' | 'IsCreate' | 'PrevKV';
 
+/** @public */
 export interface WatchViolation {
   readonly guarantee: WatchGuarantee;
   readonly message: string;
@@ -32,7 +33,7 @@ export interface WatchViolation {
   readonly responseIndex: number;
 }
 
-/** One committed revision and its events, in the order the revision produced them. */
+/** One committed revision and its events, in the order the revision produced them. @public */
 export interface HistoryRevision {
   readonly revision: number;
   readonly events: readonly Event[];
@@ -43,6 +44,7 @@ export interface HistoryRevision {
  * from `completeFrom` on (a revision with no entry is taken to have changed nothing). Events below
  * `completeFrom` are not judged for Reliable/Resumable, and a key's state before `completeFrom` is known
  * only through `baseline`.
+ * @public
  */
 export interface CommittedHistory {
   readonly revisions: readonly HistoryRevision[];
@@ -52,6 +54,7 @@ export interface CommittedHistory {
   readonly baseline?: readonly KeyValue[] | undefined;
 }
 
+/** @public */
 export interface CheckWatchOptions {
   /**
    * The watch was still open and its client had taken every response once the store reached this
@@ -63,7 +66,7 @@ export interface CheckWatchOptions {
   readonly maxViolations?: number | undefined;
 }
 
-/** The store surface historyFromStore needs (MvccStore fits). */
+/** The store surface historyFromStore needs (MvccStore fits). @public */
 export interface HistorySource {
   readonly currentRevision: number;
   readonly compactRevision: number;
@@ -75,6 +78,7 @@ export interface HistorySource {
 /**
  * The history a store still holds: from its compaction revision (or 2) to its current revision. Watches
  * that reach below that are judged only from there on; record with {@link recordHistory} to keep all of it.
+ * @public
  */
 export function historyFromStore(store: HistorySource): CommittedHistory {
   const c = store.compactRevision;
@@ -87,7 +91,7 @@ export function historyFromStore(store: HistorySource): CommittedHistory {
   return { revisions, completeFrom: from };
 }
 
-/** The store surface recordHistory needs (MvccStore fits). */
+/** The store surface recordHistory needs (MvccStore fits). @public */
 export interface CommitSource {
   readonly currentRevision: number;
   subscribe(listener: (revision: number, events: readonly Event[]) => void): () => void;
@@ -96,6 +100,7 @@ export interface CommitSource {
 /**
  * Records every revision a store commits from now on. Attach it to a fresh store (revision 1) to get a
  * history complete from revision 2 with an empty baseline.
+ * @public
  */
 export function recordHistory(store: CommitSource): { readonly history: CommittedHistory; stop(): void } {
   const revisions: HistoryRevision[] = [];
@@ -112,12 +117,13 @@ export function recordHistory(store: CommitSource): { readonly history: Committe
 /**
  * clientv3's IsProgressNotify: a response with no events that is neither a create, a cancel nor a
  * compaction notice, and carries a revision. Fragments are never progress notifications.
+ * @public
  */
 export function isProgressNotify(r: WatchResponse): boolean {
   return r.events.length === 0 && !r.created && !r.canceled && r.compactRevision === 0 && r.revision !== 0 && !r.fragment;
 }
 
-/** clientv3's Event.IsCreate: a PUT whose key was created at this very revision. */
+/** clientv3's Event.IsCreate: a PUT whose key was created at this very revision. @public */
 export function isCreateEvent(ev: WatchEvent | Event): boolean {
   return ev.type === 'PUT' && ev.kv.createRevision === ev.kv.modRevision;
 }
@@ -154,6 +160,7 @@ export function isCreateEvent(ev: WatchEvent | Event): boolean {
  * - **PrevKV**: with prev_kv, an event's previous key-value, when present, is exactly the key as it was at
  *   the revision before the event; it may be missing (compaction removes it) but is never attached to a
  *   create, nor sent to a watch that did not ask for it.
+ * @public
  */
 export function checkWatch(
   history: CommittedHistory | readonly HistoryRevision[],
@@ -164,7 +171,7 @@ export function checkWatch(
   return new WatchCheck(toHistory(history), request, responses, options).run();
 }
 
-/** Throws an Error listing the violations, if any (for tests). */
+/** Throws an Error listing the violations, if any (for tests). @public */
 export function assertWatchGuarantees(
   history: CommittedHistory | readonly HistoryRevision[],
   request: WatchCreateRequest,
@@ -175,7 +182,7 @@ export function assertWatchGuarantees(
   if (v.length > 0) throw new Error(formatViolations(v));
 }
 
-/** One line per violation. */
+/** One line per violation. @public */
 export function formatViolations(violations: readonly WatchViolation[]): string {
   return violations.map((v) => `${v.guarantee} @response ${v.responseIndex}: ${v.message}`).join('\n');
 }

@@ -4,9 +4,10 @@
  */
 import type { EventType, KeyValue } from '../mvcc/index.js';
 
-/** WatchCreateRequest.FilterType: NOPUT drops PUT events, NODELETE drops DELETE events. */
+/** WatchCreateRequest.FilterType: NOPUT drops PUT events, NODELETE drops DELETE events. @public */
 export type WatchFilter = 'NOPUT' | 'NODELETE';
 
+/** @public */
 export interface WatchCreateRequest {
   /** Empty means "\0", the smallest key. */
   readonly key: Uint8Array;
@@ -22,14 +23,14 @@ export interface WatchCreateRequest {
   readonly fragment?: boolean | undefined;
 }
 
-/** An event as a watcher receives it; prevKv only when the watch asked for it and it is still readable. */
+/** An event as a watcher receives it; prevKv only when the watch asked for it and it is still readable. @public */
 export interface WatchEvent {
   readonly type: EventType;
   readonly kv: KeyValue;
   readonly prevKv?: KeyValue | undefined;
 }
 
-/** A WatchResponse as the client receives it. */
+/** A WatchResponse as the client receives it. @public */
 export interface WatchResponse {
   /** Header revision. */
   readonly revision: number;

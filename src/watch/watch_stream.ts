@@ -23,7 +23,7 @@ import type { WatchCreateRequest, WatchEvent, WatchResponse } from './types.js';
 import type { WatchableStore } from './watchable_store.js';
 import type { Watcher } from './watcher.js';
 
-/** clientv3.InvalidWatchID: the watch ID of stream-wide progress and of failed creates. */
+/** clientv3.InvalidWatchID: the watch ID of stream-wide progress and of failed creates. @public */
 export const INVALID_WATCH_ID = -1;
 
 /** A response waiting to be sent: a control reply already final, or a channel entry still to render. */
@@ -31,6 +31,7 @@ type Pending =
   | { readonly ctrl: WatchResponse }
   | { readonly ctrl?: undefined; readonly watchId: number; readonly events: readonly Event[]; readonly revision: number; readonly compactRevision: number };
 
+/** @public */
 export class WatchStream {
   private readonly watchers = new Map<number, Watcher>();
   private nextId = 0;

@@ -15,7 +15,7 @@ import { WatcherGroup } from './watcher_group.js';
 import { EventBatch, Watcher } from './watcher.js';
 import { WatchStream } from './watch_stream.js';
 
-/** etcd's defaults (watchable_store.go, watcher_group.go, v3rpc/watch.go). */
+/** etcd's defaults (watchable_store.go, watcher_group.go, v3rpc/watch.go). @public */
 export const WATCH_DEFAULTS = {
   syncIntervalMs: 100,
   victimIntervalMs: 10,
@@ -27,6 +27,7 @@ export const WATCH_DEFAULTS = {
   sendWindowBytes: 64 * 1024,
 } as const;
 
+/** @public */
 export interface WatchableStoreOptions {
   /** Drives the sync and victim steps; without one, call syncWatchers()/moveVictims() yourself. */
   readonly ticker?: Ticker | undefined;
@@ -61,6 +62,7 @@ export interface WatchableStoreOptions {
   readonly stepPrefix?: string | undefined;
 }
 
+/** @public */
 export class WatchableStore {
   readonly synced = new WatcherGroup();
   unsynced = new WatcherGroup();
