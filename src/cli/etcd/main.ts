@@ -6,13 +6,13 @@
  * (bin/etcd_bundle.js): etcd starts in a fraction of a second, and so must its stand-in.
  */
 import { consoleIo, exitQuietlyOnClosedPipe } from '../io.js';
-import { runEtcd } from './run.js';
+import { runEtcd, type EtcdRunHooks } from './run.js';
 
 /**
  * Runs `etcd ARGV...` on the console: resolves with the exit code when it stops on its own (a refused flag,
  * `--version`), or never while it serves (SIGINT / SIGTERM end the process).
  */
-export function runEtcdCommand(argv: readonly string[]): Promise<number> {
+export function runEtcdCommand(argv: readonly string[], hooks: EtcdRunHooks = {}): Promise<number> {
   exitQuietlyOnClosedPipe();
-  return runEtcd(argv, consoleIo);
+  return runEtcd(argv, consoleIo, process.env, hooks);
 }

@@ -46,11 +46,17 @@ export function etcdVersionFromEnv(env: Readonly<Record<string, string | undefin
 /** What Go's flag package prints after a usage error (etcd's usage text is long; this names where it is). */
 const USAGE = ['Usage:', '', '  etcd [flags]', '    Start an etcd server (here: etcdsim; `etcdsim etcd --help` lists the flags it serves).'];
 
+/** What the caller of runEtcd hears besides the log. */
+export interface EtcdRunHooks {
+  /** The member logged that it serves (after its ready lines), once. */
+  serving?(): void;
+}
+
 /**
  * Runs `etcdsim etcd ARGV...`; resolves with the exit code when it fails to start, or never settles while it
  * serves (the process exits on SIGINT / SIGTERM).
  */
-export async function runEtcd(argv: readonly string[], io: CliIo, env: Readonly<Record<string, string | undefined>> = process.env): Promise<number> {
+export async function runEtcd(argv: readonly string[], io: CliIo, env: Readonly<Record<string, string | undefined>> = process.env, hooks: EtcdRunHooks = {}): Promise<number> {
   let version: EtcdVersion | undefined;
   let parsed: ParsedFlags;
   try {
@@ -93,7 +99,7 @@ export async function runEtcd(argv: readonly string[], io: CliIo, env: Readonly<
   }
   if (log === undefined) return 1;
   try {
-    return await start(values, version, log, env);
+    return await start(values, version, log, env, hooks);
   } catch (err) {
     if (err instanceof CliExit) return err.exitCode;
     if (err instanceof CliError) return fatal(log, err.message.replace("See 'etcdsim serve --help'", "See 'etcd --help'"), err.exitCode, 'etcdmain');
@@ -212,7 +218,7 @@ function helpText(): string[] {
 }
 
 /** From checked flags to a serving member: etcd's start-up checks, the data dir, TLS, the log lines. */
-async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, log: EtcdLog, env: Readonly<Record<string, string | undefined>>): Promise<number> {
+async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, log: EtcdLog, env: Readonly<Record<string, string | undefined>>, hooks: EtcdRunHooks): Promise<number> {
   const get = (n: string): string | undefined => values.get(n);
   const logger = get('logger') ?? (version === '3.4' ? 'capnslog' : 'zap');
   if (logger !== 'zap' && !(logger === 'capnslog' && version === '3.4')) throw new CliError(`error verifying flags, unknown logger option ${JSON.stringify(logger)}. See 'etcd --help'.`, 1);
@@ -296,7 +302,7 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
   if (opts.initialCluster !== undefined) {
     // One process of a cluster of several members (run_cluster.ts).
     const { runProcessMember } = await import('./run_cluster.js');
-    return runProcessMember({ opts: { ...opts, initialCluster: opts.initialCluster }, member, get, log, quiet, peerTls });
+    return runProcessMember({ opts: { ...opts, initialCluster: opts.initialCluster }, member, get, log, quiet, peerTls, serving: hooks.serving });
   }
   const kept = await import('../../server/kept_member.js');
   const state = readDataDir(kept, dataDir, get('wal-dir'), log);
@@ -327,5 +333,6 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
   process.on('SIGTERM', () => stop('SIGTERM'));
   for (const e of startupLines(started)) log.log(e);
   for (const e of readyLines(started)) log.log(e);
+  hooks.serving?.();
   return new Promise<number>(() => {});
 }

@@ -25,6 +25,8 @@ export interface ProcessMemberRun {
   readonly quiet: boolean;
   /** TLS on the peer port and to the peers (https peer URLs), as checkPeerTls found the files. */
   readonly peerTls?: PeerTlsFiles | undefined;
+  /** Called once, after the ready lines (runEtcd's hook). */
+  readonly serving?: (() => void) | undefined;
 }
 
 /** Starts the member and serves it; never settles while it serves (the process exits on a signal). */
@@ -43,6 +45,7 @@ export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
   const clock = new RealClock({ speed: 1 });
   const ready = (): void => {
     for (const e of readyLines(started)) log.log(e);
+    r.serving?.();
   };
   if (r.quiet) grpc.setLogVerbosity(grpc.logVerbosity.NONE);
   let served;
