@@ -199,6 +199,7 @@ export class ProcessMember {
       peerActive: (peer, on) => {
         if (on) this.active.add(peer);
         else this.active.delete(peer);
+        this.loop.peersChanged();
       },
     });
     const kept: RaftPersistence = {
@@ -220,7 +221,9 @@ export class ProcessMember {
       catchUpEntries: 0,
       onReadState: (r) => this.requests.readState(r),
       onSoftState: (leader, role) => this.softState(leader, role),
-      initialTickAdvance: { ticks: Math.max(0, electionTicks - 2), activePeers: () => this.active.size },
+      initialTickAdvance: firstCandidate(opts, id, storage, restarted)
+        ? { ticks: 2 * electionTicks, untilCampaign: true, activePeers: () => this.active.size }
+        : { ticks: Math.max(0, electionTicks - 2), activePeers: () => this.active.size },
     });
     this.requests = new MemberRequests(
       {
@@ -496,6 +499,20 @@ export class ProcessMember {
       },
     );
   }
+}
+
+/**
+ * Whether this member is a fresh cluster's first candidate: a new member of --initial-cluster (not restarted,
+ * not joining) whose ID is the lowest of the initial members'. It campaigns as soon as its peers' streams
+ * are up; the others advance as etcd does (election ticks less two) and campaign only if it does not. etcd
+ * leaves the first election to the randomized timeouts (2 to 11 ticks after the advance, the lowest of the
+ * members' draws winning); one chosen candidate elects in a round trip and cannot split the vote, and any
+ * member may become etcd's first leader, so no client can tell — only the cluster's start is faster.
+ */
+function firstCandidate(opts: ProcessMemberOptions, id: NodeId, storage: RaftStorage, restarted: boolean): boolean {
+  if (restarted || opts.join === true || storage.hardState.term > 1n) return false;
+  const ids = opts.initialCluster.map((m) => initialMemberId(m, opts.initialClusterToken));
+  return ids.length > 1 && ids.every((other) => other >= id);
 }
 
 function contextOf(c: MemberContext): Uint8Array {

@@ -6,7 +6,7 @@
  * applying, every `snapshotCount` entries it asks the member for a snapshot of its applied state and lets
  * the log go but for `catchUpEntries` (etcd's --snapshot-count and SnapshotCatchUpEntries).
  */
-import type { ConfChange, Entry, Message, NodeId, RaftNode, RaftPersistence, ReadState, Ready, Role, Snapshot } from '../raft/index.js';
+import { NONE, type ConfChange, type Entry, type Message, type NodeId, type RaftNode, type RaftPersistence, type ReadState, type Ready, type Role, type Snapshot } from '../raft/index.js';
 import type { Clock, TimerHandle } from '../sim/index.js';
 
 export interface RaftLoopOptions {
@@ -30,8 +30,11 @@ export interface RaftLoopOptions {
    * peers' streams are up, and once more than one is, moves the election clock `ticks` ahead (etcd: the
    * election ticks less two, leaving a leader's heartbeat time to arrive). A fresh cluster then elects
    * within a few heartbeats of its members finding each other instead of after a whole election timeout.
+   * With `untilCampaign` the advance goes on past the usual ticks until the node campaigns (at most `ticks`
+   * in all, and none once it hears a leader): a fresh cluster's chosen first candidate (process_member.ts)
+   * elects without the randomized rest.
    */
-  readonly initialTickAdvance?: { readonly ticks: number; activePeers(): number } | undefined;
+  readonly initialTickAdvance?: { readonly ticks: number; readonly untilCampaign?: boolean; activePeers(): number } | undefined;
 }
 
 /** How often, and for how long, the initial tick advance looks at the peers (etcd's 50 ms, ConnReadTimeout). */
@@ -56,19 +59,35 @@ export class RaftLoop {
       this.handleReady();
     }, { name: 'raft.tick' });
     this.handleReady();
-    const advance = this.opts.initialTickAdvance;
-    if (advance !== undefined) {
+    if (this.opts.initialTickAdvance !== undefined) {
       let polls = 0;
       this.advancer = this.opts.clock.every(ADVANCE_POLL_MS, () => {
         polls++;
-        const due = advance.activePeers() > 1;
-        if (due || polls >= ADVANCE_WAIT_MS / ADVANCE_POLL_MS) this.stopAdvancer();
-        if (due) for (let i = 0; i < advance.ticks && !this.stopped; i++) {
-          this.opts.node.tick();
-          this.handleReady();
-        }
+        if (!this.maybeAdvance() && polls >= ADVANCE_WAIT_MS / ADVANCE_POLL_MS) this.stopAdvancer();
       }, { name: 'raft.initial-tick-advance' });
     }
+  }
+
+  /**
+   * A peer's stream came up or went down: the initial tick advance looks at once rather than at its next
+   * 50 ms poll (etcd polls; looking sooner only moves the same advance earlier within that poll).
+   */
+  peersChanged(): void {
+    if (this.advancer !== undefined && !this.stopped) this.maybeAdvance();
+  }
+
+  /** The initial tick advance, once more than one peer's stream is up; whether it was made. */
+  private maybeAdvance(): boolean {
+    const advance = this.opts.initialTickAdvance;
+    if (advance === undefined || advance.activePeers() <= 1) return false;
+    this.stopAdvancer();
+    const n = this.opts.node;
+    for (let i = 0; i < advance.ticks && !this.stopped; i++) {
+      if (advance.untilCampaign === true && (n.role !== 'follower' || n.leader !== NONE)) break;
+      n.tick();
+      this.handleReady();
+    }
+    return true;
   }
 
   stop(): void {

@@ -5,7 +5,8 @@
  * cluster elects a couple of heartbeats after its members found each other rather than a whole election
  * timeout later. On a virtual clock, one member of three whose messages go nowhere: the same seed gives the
  * same randomized election timeout, so the first campaign comes exactly (election ticks − 2) heartbeats
- * earlier with the advance, and not earlier at all without two active peers.
+ * earlier with the advance, and not earlier at all without two active peers. A fresh cluster's first
+ * candidate (process_member.ts) advances until it campaigns: at the advance itself, whatever its draw.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,12 +18,18 @@ const HEARTBEAT_MS = 100;
 const ELECTION_TICKS = 10;
 
 /** When member 1 first campaigns (ms), and how often the loop asked for the active peers. */
-function firstCampaign(seed: number, activePeers?: (now: number) => number): { at: number; asked: number } {
+function firstCampaign(seed: number, activePeers?: (now: number) => number, untilCampaign = false): { at: number; asked: number; ticks: number } {
   const clock = new VirtualClock();
   const boot = bootstrapStorage([{ id: 1n }, { id: 2n }, { id: 3n }]);
   const node = new RaftNode({ id: 1n, random: new SimRandom(seed).fork('raft'), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, preVote: false, checkQuorum: true }, boot);
   let at: number | undefined;
   let asked = 0;
+  let ticks = 0;
+  const tick = node.tick.bind(node);
+  node.tick = () => {
+    ticks++;
+    tick();
+  };
   const loop = new RaftLoop({
     node,
     clock,
@@ -36,13 +43,16 @@ function firstCampaign(seed: number, activePeers?: (now: number) => number): { a
     onSoftState: (_leader, role) => {
       if (role === 'candidate') at ??= clock.now();
     },
-    initialTickAdvance: activePeers === undefined ? undefined : { ticks: ELECTION_TICKS - 2, activePeers: () => (asked++, activePeers(clock.now())) },
+    initialTickAdvance:
+      activePeers === undefined
+        ? undefined
+        : { ticks: untilCampaign ? 2 * ELECTION_TICKS : ELECTION_TICKS - 2, untilCampaign, activePeers: () => (asked++, activePeers(clock.now())) },
   });
   loop.start();
   clock.advance(10_000);
   loop.stop();
   assert.ok(at !== undefined, 'the member campaigned');
-  return { at, asked };
+  return { at, asked, ticks };
 }
 
 test('the first campaign comes (election ticks − 2) heartbeats sooner once two peers are up, and only then', () => {
@@ -65,4 +75,82 @@ test('the first campaign comes (election ticks − 2) heartbeats sooner once two
 test('the loop looks at the peers every 50 ms for 5 s, then no more; once advanced it stops looking', () => {
   assert.equal(firstCampaign(1, () => 0).asked, 5000 / 50);
   assert.equal(firstCampaign(1, () => 2).asked, 1);
+});
+
+test("a fresh cluster's first candidate campaigns at the advance itself, whatever its randomized timeout", () => {
+  for (let seed = 1; seed <= 12; seed++) {
+    // Both peers up at the first look (50 ms): it campaigns then, not 2 to 11 ticks later.
+    assert.equal(firstCampaign(seed, () => 2, true).at, 50, `seed ${seed}`);
+    // Up from 400 ms: at that look. One peer is still not enough.
+    assert.equal(firstCampaign(seed, (now) => (now >= 400 ? 2 : 0), true).at, 400, `seed ${seed}`);
+    assert.equal(firstCampaign(seed, () => 1, true).at, firstCampaign(seed).at, `seed ${seed}`);
+  }
+});
+
+test('the advance stops ticking once the node campaigned (no second campaign of its own making)', () => {
+  for (let seed = 1; seed <= 12; seed++) {
+    // Ticks by 10 s: 100 of the ticker, plus the advance's — exactly its randomized timeout (the ticks
+    // without an advance), not the 2 × 10 it may take at most.
+    const { ticks } = firstCampaign(seed, () => 2, true);
+    assert.equal(ticks - 100, firstCampaign(seed).at / HEARTBEAT_MS, `seed ${seed}`);
+  }
+});
+
+test('a peer coming up is looked at once, not at the next 50 ms poll', () => {
+  const clock = new VirtualClock();
+  const boot = bootstrapStorage([{ id: 1n }, { id: 2n }, { id: 3n }]);
+  const node = new RaftNode({ id: 1n, random: new SimRandom(1).fork('raft'), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, preVote: false, checkQuorum: true }, boot);
+  let peers = 0;
+  let at: number | undefined;
+  const loop = new RaftLoop({
+    node,
+    clock,
+    heartbeatMs: HEARTBEAT_MS,
+    persistence: new MemoryStorage(boot),
+    send: () => {},
+    apply: () => {},
+    snapshotData: () => new Uint8Array(0),
+    snapshotCount: Number.MAX_SAFE_INTEGER,
+    catchUpEntries: 0,
+    onSoftState: (_leader, role) => {
+      if (role === 'candidate') at ??= clock.now();
+    },
+    initialTickAdvance: { ticks: 2 * ELECTION_TICKS, untilCampaign: true, activePeers: () => peers },
+  });
+  loop.start();
+  clock.advance(120);
+  peers = 2;
+  loop.peersChanged();
+  assert.equal(at, 120);
+  loop.stop();
+});
+
+test('a first candidate that already hears a leader does not campaign at the advance', () => {
+  const clock = new VirtualClock();
+  const boot = bootstrapStorage([{ id: 1n }, { id: 2n }, { id: 3n }]);
+  const node = new RaftNode({ id: 1n, random: new SimRandom(1).fork('raft'), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, preVote: false, checkQuorum: true }, boot);
+  let peers = 0;
+  const roles: string[] = [];
+  const loop = new RaftLoop({
+    node,
+    clock,
+    heartbeatMs: HEARTBEAT_MS,
+    persistence: new MemoryStorage(boot),
+    send: () => {},
+    apply: () => {},
+    snapshotData: () => new Uint8Array(0),
+    snapshotCount: Number.MAX_SAFE_INTEGER,
+    catchUpEntries: 0,
+    onSoftState: (_leader, role) => {
+      if (role !== 'follower') roles.push(role);
+    },
+    initialTickAdvance: { ticks: 2 * ELECTION_TICKS, untilCampaign: true, activePeers: () => peers },
+  });
+  loop.start();
+  loop.step({ type: 'MsgHeartbeat', from: 2n, to: 1n, term: 2n, commit: 0 });
+  assert.equal(node.leader, 2n);
+  peers = 2;
+  loop.peersChanged();
+  assert.deepEqual(roles, [], 'still a follower of member 2');
+  loop.stop();
 });
