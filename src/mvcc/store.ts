@@ -465,15 +465,15 @@ function rangeIndex(
  * create revision and the next version, appended to the key's index, and the lease moved if it changed.
  */
 function writePut(s: Storage, rev: number, key: KeyString, keyBytes: Uint8Array, value: Uint8Array, lease: bigint): KeyValue {
-  // Insert-if-absent: one B-tree descent for a new key, whose slot then holds its KeyValue directly.
-  const slot = s.index.insert(key);
-  if (slot >= 0) {
+  // One lookup either way: a key that exists gets its next revision; a new key one B-tree descent, and its
+  // slot then holds its KeyValue directly.
+  const ki = s.index.getForWrite(key);
+  if (ki === undefined) {
     const first = s.bytes.firstKeyValue(keyBytes, value, rev, lease);
-    s.index.setFirst(slot, first);
+    s.index.setFirst(s.index.insertAbsent(key), first);
     if (lease !== 0n && s.lessor !== undefined) s.lessor.attach(lease, first.key);
     return first;
   }
-  const ki = s.index.getForWrite(key)!;
   const prev = ki.current();
   const kv: KeyValue = {
     key: ki.keyBytes,

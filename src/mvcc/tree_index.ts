@@ -125,13 +125,13 @@ export class TreeIndex {
   }
 
   /**
-   * Inserts `key` if absent and returns its new slot, or -1 if the key is present. The caller must then
-   * fill the slot with setFirst() before anything else reads the index. One B-tree descent for a new key.
+   * Inserts `key`, which the caller has just looked up and not found, and returns its new slot. The caller
+   * must then fill the slot with setFirst() before anything else reads the index. One B-tree descent; the
+   * caller's lookup is the only one (a put of a key that exists looks it up once, not twice).
    */
-  insert(key: KeyString): number {
+  insertAbsent(key: KeyString): number {
     const free = this.freeSlots;
     const slot = free.length > 0 ? free[free.length - 1]! : this.entries.length;
-    if (this.slots.has(key)) return -1;
     this.tree.set(key, slot);
     this.slots.set(key, slot);
     if (slot === this.entries.length) this.entries.push(undefined);
@@ -139,7 +139,7 @@ export class TreeIndex {
     return slot;
   }
 
-  /** Fills a slot returned by insert() with the key's first revision. */
+  /** Fills a slot returned by insertAbsent() with the key's first revision. */
   setFirst(slot: number, kv: KeyValue): void {
     this.entries[slot] = kv;
   }
