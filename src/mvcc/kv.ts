@@ -37,7 +37,7 @@ import type {
 } from './types.js';
 import {
   checkDeleteRequest,
-  checkIntervals,
+  checkBranchIntervals,
   checkPutRequest,
   checkRangeRequest,
   checkRequestSize,
@@ -158,8 +158,8 @@ export class MvccStore {
   validateTxn(r: TxnRequest): Validated<TxnRequest> {
     checkTxnShape(r);
     checkTxnRequest(r, this.maxTxnOps, !this.compat.sortOrderUnchecked);
-    checkIntervals(r.success ?? []);
-    checkIntervals(r.failure ?? []);
+    checkBranchIntervals(r.success ?? []);
+    checkBranchIntervals(r.failure ?? []);
     return r as Validated<TxnRequest>;
   }
 

@@ -160,6 +160,21 @@ export function checkIntervals(reqs: readonly RequestOp[]): { puts: Set<KeyStrin
   return { puts, dels };
 }
 
+/**
+ * checkIntervals on one top-level branch of a txn. A branch with at most one put, no delete and no nested
+ * txn holds nothing that could collide, so it is not walked (a compare-and-swap's branches: a put and a
+ * get) — the walk would build a set and an interval list per branch only to find nothing.
+ */
+export function checkBranchIntervals(reqs: readonly RequestOp[]): void {
+  let puts = 0;
+  for (const op of reqs) {
+    if (op.requestDeleteRange !== undefined || op.requestTxn !== undefined || (op.requestPut !== undefined && ++puts > 1)) {
+      checkIntervals(reqs);
+      return;
+    }
+  }
+}
+
 /** --max-request-bytes: the proposal etcd would marshal for this request must fit. */
 export function checkRequestSize(innerSize: number, maxRequestBytes: number): void {
   if (raftRequestSize(innerSize) > maxRequestBytes) fail(ErrRequestTooLarge);
