@@ -184,20 +184,24 @@ export function deleteRangeIn(req: M.DeleteRangeRequest): D.DeleteRangeRequest {
   };
 }
 
+/** Whether a compare's target_union is `m`: the oneof's name when the message says it, else the field present. */
+function hasTarget(c: Partial<M.Compare>, m: NonNullable<M.Compare['target_union']>): boolean {
+  const u = c.target_union;
+  return u === undefined ? c[m] !== undefined : u === m;
+}
+
 export function compareIn(cmp: M.Compare): D.Compare {
   const c = msg(cmp);
-  const u = c.target_union;
-  const has = (m: NonNullable<M.Compare['target_union']>): boolean => (u === undefined ? c[m] !== undefined : u === m);
   return {
     key: bytesIn(c.key, 'key'),
     rangeEnd: c.range_end === undefined ? undefined : bytesIn(c.range_end, 'range_end'),
     target: enumIn(c.target, COMPARE_TARGETS) ?? 'VERSION',
     result: enumIn(c.result, COMPARE_RESULTS) ?? 'EQUAL',
-    version: has('version') ? int64ToNumber(c.version, 'version') : undefined,
-    createRevision: has('create_revision') ? int64ToNumber(c.create_revision, 'create_revision') : undefined,
-    modRevision: has('mod_revision') ? int64ToNumber(c.mod_revision, 'mod_revision') : undefined,
-    value: has('value') ? bytesIn(c.value, 'value') : undefined,
-    lease: has('lease') ? int64ToBigInt(c.lease, 'lease') : undefined,
+    version: hasTarget(c, 'version') ? int64ToNumber(c.version, 'version') : undefined,
+    createRevision: hasTarget(c, 'create_revision') ? int64ToNumber(c.create_revision, 'create_revision') : undefined,
+    modRevision: hasTarget(c, 'mod_revision') ? int64ToNumber(c.mod_revision, 'mod_revision') : undefined,
+    value: hasTarget(c, 'value') ? bytesIn(c.value, 'value') : undefined,
+    lease: hasTarget(c, 'lease') ? int64ToBigInt(c.lease, 'lease') : undefined,
   };
 }
 
