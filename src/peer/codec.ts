@@ -2,7 +2,8 @@
  * The peer protocol's frames (the role of etcd's rafthttp message encoding; its wire format is not modelled,
  * only what travels): a 4-byte big-endian length, then one UTF-8 JSON object — either the dialer's hello
  * (which member it is, of which cluster, to which member) or one Raft message (src/raft/messages.ts) with
- * bigints as decimal strings and bytes as base64. Decoding checks every field's type and range and refuses
+ * bigints as decimal strings and bytes as base64 — or, alone on a connection of its own, a question and
+ * its answer (a joining member's members query; a follower's lease renewal or TimeToLive for the leader). Decoding checks every field's type and range and refuses
  * anything else with a PeerFrameError: a peer that sends garbage loses its connection and changes nothing.
  * A frame is bounded (MAX_FRAME_BYTES), so memory per connection is too.
  */
@@ -35,7 +36,30 @@ export interface ListedMember {
 export type MembersQuery = { readonly kind: 'members?' };
 export type MembersAnswer = { readonly kind: 'members'; readonly clusterId: bigint; readonly members: readonly ListedMember[] };
 
-export type Frame = Hello | { readonly kind: 'msg'; readonly msg: Message } | MembersQuery | MembersAnswer;
+/**
+ * A follower forwards a lease renewal or TimeToLive to its leader (etcd's POST /leases and /leases/internal
+ * on the leader's peer URL): the first and only frame of its connection, answered once, then closed.
+ */
+export interface LeaseQuery {
+  readonly kind: 'lease?';
+  readonly op: 'renew' | 'timeToLive';
+  /** The lease ID, a signed int64 as the client sent it. */
+  readonly id: bigint;
+  /** TimeToLive's `keys`: list the attached keys too. */
+  readonly keys: boolean;
+}
+
+/**
+ * The leader's answer: 'ok' with the TTL (a renewal's granted TTL, or TimeToLive's remaining seconds), the
+ * granted TTL and the keys asked for; 'notFound' (etcd's 404); 'refused' with etcd's words (400: not a
+ * primary lessor; 408: the apply did not catch up) — the follower then asks again.
+ */
+export type LeaseAnswer =
+  | { readonly kind: 'lease'; readonly status: 'ok'; readonly ttl: number; readonly grantedTTL: number; readonly keys: readonly Uint8Array[] }
+  | { readonly kind: 'lease'; readonly status: 'notFound' }
+  | { readonly kind: 'lease'; readonly status: 'refused'; readonly reason: string };
+
+export type Frame = Hello | { readonly kind: 'msg'; readonly msg: Message } | MembersQuery | MembersAnswer | LeaseQuery | LeaseAnswer;
 
 /** Members a members answer may list (etcd's clusters have a handful). */
 const MAX_LISTED_MEMBERS = 1000;
@@ -68,6 +92,11 @@ function jsonOf(f: Frame): unknown {
   if (f.kind === 'hello') return { kind: 'hello', from: String(f.from), to: String(f.to), clusterId: String(f.clusterId) };
   if (f.kind === 'members?') return { kind: 'members?' };
   if (f.kind === 'members') return { kind: 'members', clusterId: String(f.clusterId), members: f.members.map((m) => ({ id: String(m.id), peerUrls: [...m.peerUrls] })) };
+  if (f.kind === 'lease?') return { kind: 'lease?', op: f.op, id: String(f.id), keys: f.keys };
+  if (f.kind === 'lease') {
+    if (f.status === 'ok') return { kind: 'lease', status: 'ok', ttl: f.ttl, grantedTTL: f.grantedTTL, keys: f.keys.map(b64) };
+    return f.status === 'notFound' ? { kind: 'lease', status: 'notFound' } : { kind: 'lease', status: 'refused', reason: f.reason };
+  }
   const m = f.msg;
   return {
     kind: 'msg',
@@ -118,6 +147,19 @@ function u64(v: unknown, what: string): bigint {
   const n = BigInt(v);
   if (n >= 1n << 64n) throw new PeerFrameError(`${what}: not a uint64`);
   return n;
+}
+
+function i64(v: unknown, what: string): bigint {
+  if (typeof v !== 'string' || !/^(0|-?[1-9][0-9]{0,18})$/.test(v)) throw new PeerFrameError(`${what}: not an int64`);
+  const n = BigInt(v);
+  if (n >= 1n << 63n || n < -(1n << 63n)) throw new PeerFrameError(`${what}: not an int64`);
+  return n;
+}
+
+/** A TTL in seconds as the lessor answers it (etcd's largest is 9e9 s; -1 for none). */
+function ttl(v: unknown, what: string): number {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < -1) throw new PeerFrameError(`${what}: not a TTL`);
+  return v;
 }
 
 function index(v: unknown, what: string): number {
@@ -188,6 +230,17 @@ export function decodeFrame(body: Uint8Array): Frame {
     }, 'members');
     if (listed.length > MAX_LISTED_MEMBERS) throw new PeerFrameError('members: too many');
     return { kind: 'members', clusterId: u64(o['clusterId'], 'clusterId'), members: listed };
+  }
+  if (o['kind'] === 'lease?') {
+    if (o['op'] !== 'renew' && o['op'] !== 'timeToLive') throw new PeerFrameError('op: unknown');
+    if (typeof o['keys'] !== 'boolean') throw new PeerFrameError('keys: not a boolean');
+    return { kind: 'lease?', op: o['op'], id: i64(o['id'], 'id'), keys: o['keys'] };
+  }
+  if (o['kind'] === 'lease') {
+    if (o['status'] === 'ok') return { kind: 'lease', status: 'ok', ttl: ttl(o['ttl'], 'ttl'), grantedTTL: ttl(o['grantedTTL'], 'grantedTTL'), keys: list(o['keys'], bytes, 'keys') };
+    if (o['status'] === 'notFound') return { kind: 'lease', status: 'notFound' };
+    if (o['status'] === 'refused') return { kind: 'lease', status: 'refused', reason: str(o['reason'], 'reason') };
+    throw new PeerFrameError('status: unknown');
   }
   if (o['kind'] !== 'msg') throw new PeerFrameError('peer frame: unknown kind');
   const type = o['type'];

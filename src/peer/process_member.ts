@@ -41,9 +41,11 @@ import { NONE, RaftNode, bootstrapStorage, type ConfChange, type Entry, type Nod
 import { SimRandom, type Clock } from '../sim/index.js';
 import { walExists, type DataDirLayout } from '../storage/index.js';
 import { errTransportClosing } from '../cluster/errors.js';
+import { answerLease } from './lease_forward.js';
 import { RaftLoop } from './raft_loop.js';
 import { MemberRequests } from './requests.js';
 import { PeerTransport, type PeerAddress, type PeerTls } from './transport.js';
+import type { MembersAnswer } from './codec.js';
 import { WalPersistence } from './wal_persistence.js';
 
 /** One member of the cluster as every member holds it (etcd's membership.Member). */
@@ -137,6 +139,10 @@ export class ProcessMember {
   readonly transport: PeerTransport;
   readonly requests: MemberRequests;
   readonly requestTimeoutMs: number;
+  readonly heartbeatMs: number;
+  readonly electionMs: number;
+  /** The peer TLS it dials with (a forwarded lease call to the leader too). */
+  readonly peerTls: PeerTls | undefined;
   /** The cluster's members as this member applied them, by ID. */
   readonly members = new Map<NodeId, ProcessClusterMember>();
   /** Whether the data dir held a member (restarted from it). */
@@ -187,6 +193,9 @@ export class ProcessMember {
     this.server.lessor.demote();
     const electionTicks = Math.max(1, Math.round(opts.electionMs / opts.heartbeatMs));
     this.requestTimeoutMs = 5000 + 2 * opts.electionMs;
+    this.heartbeatMs = opts.heartbeatMs;
+    this.electionMs = opts.electionMs;
+    this.peerTls = opts.peerTls;
     this.node = new RaftNode({ id, random: new SimRandom(opts.seed).fork(`raft-${id.toString(16)}`), electionTicks, heartbeatTicks: 1, preVote: opts.preVote, checkQuorum: true }, storage);
     this.transport = new PeerTransport({
       id,
@@ -196,6 +205,7 @@ export class ProcessMember {
       ...(opts.peerTls === undefined ? {} : { tls: opts.peerTls }),
       deliver: (m) => this.loop.step(m),
       members: () => ({ kind: 'members', clusterId, members: [...this.members.values()].map((m) => ({ id: m.id, peerUrls: m.peerUrls })) }),
+      lease: (q) => Promise.resolve(answerLease(this, q)),
       peerActive: (peer, on) => {
         if (on) this.active.add(peer);
         else this.active.delete(peer);
@@ -279,11 +289,12 @@ export class ProcessMember {
   private static async join(opts: ProcessMemberOptions): Promise<ProcessMember> {
     const own = opts.initialCluster.find((m) => m.name === opts.name);
     if (own === undefined) throw new Error(`couldn't find local name "${opts.name}" in the initial cluster configuration`);
-    let answer;
+    let answer: MembersAnswer | undefined;
     for (const m of opts.initialCluster) {
       if (m === own) continue;
       for (const url of m.peerUrls) {
-        answer = await PeerTransport.askMembers(peerAddressOf(url), opts.clock, 2000, opts.peerTls);
+        const a = await PeerTransport.ask(peerAddressOf(url), opts.clock, 2000, { kind: 'members?' }, opts.peerTls);
+        if (a?.kind === 'members') answer = a;
         if (answer !== undefined) break;
       }
       if (answer !== undefined) break;

@@ -10,6 +10,8 @@
  *    the call fails with etcd's `database space exceeded`;
  *  - Status is the member's with its Raft node's leader, term, commit and applied index; MemberList is the
  *    membership the member applied; MoveLeader asks the leader's Raft node to transfer leadership;
+ *  - LeaseKeepAlive and LeaseTimeToLive are answered by the leader's lessor, a follower forwarding them
+ *    (lease_forward.ts);
  *  - Watch, LeaseLeases, Hash, HashKV, Defragment and Snapshot are the member's own;
  *  - Lock and Election are etcd's v3lock / v3election servers over the member's own client (these services),
  *    so their requests take the same Raft path.
@@ -33,6 +35,7 @@ import { txnKind } from '../cluster/services.js';
 import { NONE } from '../raft/index.js';
 import type { ProcessMember } from './process_member.js';
 import { processMembership } from './process_membership.js';
+import { ProcessKeepAliveCall, leaseTimeToLive } from './lease_forward.js';
 
 /** The InternalRaftRequest field of each write the services propose. */
 const FIELD = RAFT_REQUEST_FIELDS;
@@ -114,7 +117,7 @@ function kvOf({ local, linearizable, write, quota }: Paths) {
   };
 }
 
-function leaseOf({ pm, server, local, write, quota }: Paths) {
+function leaseOf({ pm, call, local, write, quota }: Paths) {
   return {
     leaseGrant: (req: M.LeaseGrantRequest, ctx?: CallContext): Promise<M.LeaseGrantResponse> =>
       quota(() => LEASE_OVERHEAD, ctx, () => {
@@ -128,12 +131,12 @@ function leaseOf({ pm, server, local, write, quota }: Paths) {
         return write<M.LeaseGrantResponse>(FIELD.leaseGrant, asked === 0n ? { ...req, ID: String(newLeaseId(pm)) } : req, ctx);
       }),
     leaseRevoke: (req: M.LeaseRevokeRequest, ctx?: CallContext) => write<M.LeaseRevokeResponse>(FIELD.leaseRevoke, req, ctx),
-    // Not forwarded to the leader yet: the member's own lessor answers (a follower's counts no expiry).
-    leaseTimeToLive: (req: M.LeaseTimeToLiveRequest, ctx?: CallContext) => local((s) => s.services.lease.leaseTimeToLive(req, ctx), ctx),
+    // The leader's lessor answers, at a follower too (lease_forward.ts).
+    leaseTimeToLive: (req: M.LeaseTimeToLiveRequest, ctx?: CallContext) => call(() => leaseTimeToLive(pm, req, ctx), ctx),
     leaseLeases: (req?: M.LeaseLeasesRequest, ctx?: CallContext) => local((s) => s.services.lease.leaseLeases(req ?? {}, ctx), ctx),
     leaseKeepAlive: (ctx?: CallContext) => {
       if (requiresLeader(ctx) && pm.leader === NONE) throw errNoLeader();
-      return server.services.lease.leaseKeepAlive(ctx);
+      return new ProcessKeepAliveCall(pm, ctx);
     },
   };
 }

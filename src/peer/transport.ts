@@ -14,7 +14,7 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import type { Message, NodeId } from '../raft/index.js';
 import type { Clock, TimerHandle } from '../sim/index.js';
-import { FrameReader, PeerFrameError, decodeFrame, encodeFrame, type MembersAnswer } from './codec.js';
+import { FrameReader, PeerFrameError, decodeFrame, encodeFrame, type Frame, type LeaseAnswer, type LeaseQuery, type MembersAnswer, type MembersQuery } from './codec.js';
 
 /** Messages waiting while a stream is being dialed (rafthttp's streamBufSize). */
 const MAX_QUEUED = 4096;
@@ -50,6 +50,8 @@ export interface PeerTransportOptions {
   refused?(reason: string): void;
   /** The cluster as a joining member asks for it (its members answer); undefined: such a query is refused. */
   members?(): MembersAnswer;
+  /** A follower's lease renewal or TimeToLive, answered by this member's lessor; undefined: refused. */
+  lease?(q: LeaseQuery): Promise<LeaseAnswer>;
 }
 
 interface Outbound {
@@ -127,30 +129,28 @@ export class PeerTransport {
   }
 
   /**
-   * Asks the member at `address` for its cluster (a joining member's first step): resolves with the answer,
-   * undefined when there is none within `timeoutMs` of `clock` (no member there, a refused query, garbage).
+   * Asks the member at `address` one question on a connection of its own (a joining member's members
+   * query, a follower's lease query): resolves with its answer, undefined when there is none within
+   * `timeoutMs` of `clock` (no member there, a refused query, garbage, a paused process).
    */
-  static askMembers(address: PeerAddress, clock: Clock, timeoutMs: number, t?: PeerTls): Promise<MembersAnswer | undefined> {
+  static ask(address: PeerAddress, clock: Clock, timeoutMs: number, query: MembersQuery | LeaseQuery, t?: PeerTls): Promise<Frame | undefined> {
     return new Promise((resolve) => {
       const { host, port } = address;
       const socket = t === undefined ? net.connect({ host, port }) : tls.connect({ host, port, cert: t.cert, key: t.key, ...(t.ca === undefined ? { rejectUnauthorized: false } : { ca: t.ca, checkServerIdentity: () => undefined }) });
       const reader = new FrameReader();
       let done = false;
-      const finish = (a: MembersAnswer | undefined): void => {
+      const finish = (a: Frame | undefined): void => {
         if (done) return;
         done = true;
         clock.cancel(timer);
         socket.destroy();
         resolve(a);
       };
-      const timer = clock.setTimer(clock.now() + timeoutMs, () => finish(undefined), 'peer.ask-members');
-      socket.once(t === undefined ? 'connect' : 'secureConnect', () => socket.write(encodeFrame({ kind: 'members?' })));
+      const timer = clock.setTimer(clock.now() + timeoutMs, () => finish(undefined), 'peer.ask');
+      socket.once(t === undefined ? 'connect' : 'secureConnect', () => socket.write(encodeFrame(query)));
       socket.on('data', (chunk: Buffer) => {
         try {
-          for (const body of reader.push(chunk)) {
-            const f = decodeFrame(body);
-            finish(f.kind === 'members' ? f : undefined);
-          }
+          for (const body of reader.push(chunk)) finish(decodeFrame(body));
         } catch {
           finish(undefined);
         }
@@ -207,6 +207,16 @@ export class PeerTransport {
           if (from === undefined) {
             if (f.kind === 'members?' && this.opts.members !== undefined) {
               s.end(encodeFrame(this.opts.members()));
+              return;
+            }
+            if (f.kind === 'lease?' && this.opts.lease !== undefined) {
+              s.pause(); // one question per connection: nothing more is read
+              void this.opts.lease(f).then(
+                (a) => {
+                  if (!s.destroyed) s.end(encodeFrame(a));
+                },
+                () => s.destroy(),
+              );
               return;
             }
             if (f.kind !== 'hello') return refuse('a peer stream must open with a hello');

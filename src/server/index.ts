@@ -12,7 +12,7 @@ export { KVService } from './kv_service.js';
 export { WatchService, WatchCall, type ResponseListener, type EndListener } from './watch_service.js';
 export type { BidiStream, FlowControl, ResponseSink, ResponseStream, StreamCall } from './stream_call.js';
 export { sendResponses, StreamHold } from './stream_call.js';
-export { LeaseService, KeepAliveCall } from './lease_service.js';
+export { LeaseService, KeepAliveCall, checkLeaseAccess } from './lease_service.js';
 export { MaintenanceService } from './maintenance_service.js';
 export { ClusterService } from './membership_service.js';
 export { AuthService, permissionIn, permissionOut } from './auth_service.js';
@@ -37,7 +37,7 @@ export type * as messages from './messages.js';
 export { serverCompat, type ServerCompat } from './compat.js';
 
 // For the floors above, which import this folder only through this index (test/layout/index_imports.test.ts).
-export { header, int64ToBigInt, putIn, txnIn, uint64ToBigInt, watchResponseIn } from './convert.js';
+export { bytesOut, header, int64ToBigInt, putIn, txnIn, uint64ToBigInt, watchResponseIn } from './convert.js';
 export type { StreamLink } from './stream_call.js';
 export { untilAborted } from './concurrency_rules.js';
 export type { ConcurrencyClient } from './concurrency_rules.js';

@@ -166,8 +166,11 @@ function leaseKeys(server: EtcdServer, id: bigint): Uint8Array[] {
   return server.lessor.keyStringsOf(id).map(keyBytes);
 }
 
-/** checkLeaseRenew / checkLeaseTimeToLive: a token is required; root passes; others need `kind` on every key. */
-function checkLeaseAccess(server: EtcdServer, ctx: CallContext | undefined, id: bigint, kind: 'READ' | 'WRITE'): void {
+/**
+ * checkLeaseRenew / checkLeaseTimeToLive: a token is required; root passes; others need `kind` on every key.
+ * Done by the member asked, also where the leader's lessor answers (a process member's follower).
+ */
+export function checkLeaseAccess(server: EtcdServer, ctx: CallContext | undefined, id: bigint, kind: 'READ' | 'WRITE'): void {
   if (!server.auth.enabled || !server.auth.checksLeaseAccess) return; // 3.4.23: no check at all
   const ai = server.authInfo(ctx);
   if (ai === undefined) fail(ErrUserEmpty);

@@ -208,7 +208,21 @@ test('the frame codec round-trips messages and refuses what is not one', () => {
   const bodies = [...bytes].flatMap((b) => reader.push(Uint8Array.of(b)));
   assert.equal(bodies.length, 1);
   assert.deepEqual(decodeFrame(bodies[0]!), { kind: 'msg', msg });
+  // A follower's lease question and the leader's answers (lease_forward.ts).
+  const lease = [
+    { kind: 'lease?', op: 'renew', id: -(1n << 63n), keys: false },
+    { kind: 'lease?', op: 'timeToLive', id: (1n << 63n) - 1n, keys: true },
+    { kind: 'lease', status: 'ok', ttl: 9_000_000_000, grantedTTL: 9_000_000_000, keys: [utf8.encode('k'), new Uint8Array(0)] },
+    { kind: 'lease', status: 'notFound' },
+    { kind: 'lease', status: 'refused', reason: 'not a primary lessor' },
+  ] as const;
+  for (const f of lease) assert.deepEqual(decodeFrame(encodeFrame(f).subarray(4)), f);
   const bad = [
+    '{"kind":"lease?","op":"renew","id":"9223372036854775808","keys":false}',
+    '{"kind":"lease?","op":"grant","id":"1","keys":false}',
+    '{"kind":"lease?","op":"renew","id":"1"}',
+    '{"kind":"lease","status":"ok","ttl":-2,"grantedTTL":1,"keys":[]}',
+    '{"kind":"lease","status":"maybe"}',
     '{"kind":"msg","type":"MsgNope","from":"1","to":"2","term":"1"}',
     '{"kind":"msg","type":"MsgApp","from":"-1","to":"2","term":"1"}',
     '{"kind":"msg","type":"MsgApp","from":"18446744073709551616","to":"2","term":"1"}',
