@@ -18,8 +18,16 @@ const COPY_LIMIT = 1024;
 /** Payloads at most this long are copied byte by byte. */
 const SMALL_COPY = 64;
 const STAGE_SIZE = 64 * 1024;
+/**
+ * The first staging buffer: enough for the server preface (SETTINGS, WINDOW_UPDATE) and the first answers, and
+ * small enough to come from Node's shared buffer pool. A connection that sends its preface and then little or
+ * nothing (an idle client, or thousands of connections opened to hold the server) so holds no 64 KiB of its own,
+ * whose external memory alone would drive V8's collector once per few hundred connections.
+ */
+const FIRST_STAGE_SIZE = 1024;
 /** A flush of several segments totalling at most this much is concatenated into one buffer for one write. */
 const CONCAT_LIMIT = 64 * 1024;
+const NO_STAGE = Buffer.alloc(0);
 
 export class FrameWriter {
   /** Sealed segments of this batch, in order. */
@@ -27,9 +35,10 @@ export class FrameWriter {
   private segmentBytes = 0;
   /**
    * Staging buffer and the span [start, pos) of it in this batch. Once a span is handed to the socket it is
-   * never written again: later frames go after it, and a full stage is replaced, not reused.
+   * never written again: later frames go after it, and a full stage is replaced, not reused. Made on the
+   * first frame (FIRST_STAGE_SIZE), then STAGE_SIZE each.
    */
-  private stage = Buffer.allocUnsafe(STAGE_SIZE);
+  private stage: Buffer = NO_STAGE;
   private start = 0;
   private pos = 0;
 
@@ -123,7 +132,7 @@ export class FrameWriter {
   private room(n: number): void {
     if (this.pos + n <= this.stage.length) return;
     this.seal();
-    this.stage = Buffer.allocUnsafe(Math.max(STAGE_SIZE, n));
+    this.stage = Buffer.allocUnsafe(Math.max(this.stage === NO_STAGE ? FIRST_STAGE_SIZE : STAGE_SIZE, n));
     this.start = 0;
     this.pos = 0;
   }

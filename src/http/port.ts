@@ -2,7 +2,7 @@
  * One client port for gRPC and HTTP, as etcd serves both on its client URL (cmux in front of grpc-go and
  * Go's http.Server). Our own net.Server accepts every connection and hands it on:
  *
- * - plaintext: the first bytes decide. HTTP/2's prior-knowledge preface (`PRI * HTTP/2.0...`) goes to the
+ * - plaintext: the first bytes decide. HTTP/2's prior-knowledge preface (`PRI * HTTP/2.0...`, all 24 octets of it) goes to the
  *   HTTP/2 side (`http2`: the gRPC door; every h2c stream there is gRPC's, as in etcd 3.4, whose cmux sends
  *   all HTTP/2 to grpc-go), anything else to a node:http server (HTTP/1.1, as etcd's cmux sends it to Go's
  *   http). The bytes read to decide go to their new owner with the socket.
@@ -21,8 +21,11 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import type { Duplex } from 'node:stream';
-import { afterHostTime, hostNextTurn } from '../sim/index.js';
+import { afterHostTime, hostNextTurn, hostNow } from '../sim/index.js';
 import type { HttpRequest, HttpResponse } from './gateway.js';
+import { HandshakeDeadlines, type HostTimers } from './handshake_deadlines.js';
+
+export type { HostTimers } from './handshake_deadlines.js';
 
 /** HTTP/2's connection preface (RFC 9113 §3.4). */
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
@@ -48,13 +51,8 @@ export interface ClientPortOptions {
   readonly handler: (req: HttpRequest, res: HttpResponse) => void;
   /** Time from accept by which a connection's handshake must be done (see the top of this file). Default 120 s. */
   readonly handshakeTimeoutMs?: number | undefined;
-  /** Host-time timers for the port's deadlines (default afterHostTime); a test passes a virtual clock's. */
+  /** Host-time timers for the port's deadlines (default afterHostTime and hostNow); a test passes a virtual clock's. */
   readonly timers?: HostTimers | undefined;
-}
-
-/** Runs `fn` after `ms` unless cancelled (src/sim's afterHostTime, or a test's virtual clock). */
-export interface HostTimers {
-  after(ms: number, fn: () => void): { cancel(): void };
 }
 
 /**
@@ -88,24 +86,32 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
   // open), and a header section of up to 1 MiB (Go's DefaultMaxHeaderBytes; node:http's default is 16 KiB).
   const httpServer = http.createServer({ keepAliveTimeout: 0, requestTimeout: 0, maxHeaderSize: MAX_HEADER_BYTES }, opts.handler);
   const sockets = new Set<net.Socket>();
-  const timers: HostTimers = opts.timers ?? { after: afterHostTime };
-  const handshakeMs = opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
-  // Handshake deadlines by connection. A TLSSocket is known only once its handshake is done, so the key is
-  // the connection's remote address and port, the same on the TCP socket and the TLS socket over it.
-  const deadlines = new Map<string, { cancel(): void }>();
+  const deadlines = new HandshakeDeadlines<net.Socket>(opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS, opts.timers ?? { after: afterHostTime, now: hostNow });
+  // A TLSSocket is known only once its handshake is done: its TCP socket (whose deadline it is) is found by
+  // the connection's remote address and port, the same on both.
+  const tcpOfTls = new Map<string, net.Socket>();
   const connKey = (s: net.Socket): string => `${s.remoteAddress}|${s.remotePort}`;
-  const handshaken = (key: string): void => {
-    deadlines.get(key)?.cancel();
-    deadlines.delete(key);
+  const tcpOf = (s: net.Socket): net.Socket | undefined => (s instanceof tls.TLSSocket ? tcpOfTls.get(connKey(s)) : s);
+  const handshaken = (socket: net.Socket): void => {
+    const tcp = tcpOf(socket);
+    if (tcp !== undefined) deadlines.done(tcp);
   };
   const toHttp2 = (socket: net.Socket, head: Buffer | undefined, secure: boolean): void => {
-    const key = connKey(socket);
-    opts.http2(socket, head, secure, () => handshaken(key));
+    opts.http2(socket, head, secure, () => handshaken(socket));
   };
   const toHttp1 = (socket: net.Socket): void => {
-    handshaken(connKey(socket));
+    handshaken(socket);
     httpServer.emit('connection', socket);
   };
+  // Shared by every connection (this: its TCP socket), rather than a closure each.
+  function forget(this: net.Socket): void {
+    sockets.delete(this);
+    deadlines.done(this);
+    if (tlsServer !== undefined) tcpOfTls.delete(connKey(this));
+  }
+  function destroyOnError(this: net.Socket): void {
+    this.destroy();
+  }
   const tlsServer =
     opts.tls === undefined
       ? undefined
@@ -122,35 +128,15 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
 
   const server = net.createServer((socket) => {
     sockets.add(socket);
-    const key = connKey(socket);
-    deadlines.set(key, timers.after(handshakeMs, () => socket.destroy()));
-    socket.once('close', () => {
-      sockets.delete(socket);
-      handshaken(key);
-    });
-    socket.on('error', () => socket.destroy());
+    deadlines.add(socket);
+    socket.once('close', forget);
+    socket.on('error', destroyOnError);
     if (tlsServer !== undefined) {
+      tcpOfTls.set(connKey(socket), socket);
       tlsServer.emit('connection', socket);
       return;
     }
-    let seen: Buffer | undefined;
-    const onData = (chunk: Buffer): void => {
-      seen = seen === undefined ? chunk : Buffer.concat([seen, chunk]);
-      const n = Math.min(seen.length, PREFACE.length);
-      const isH2 = seen.subarray(0, n).equals(PREFACE.subarray(0, n));
-      // Wait while the bytes so far could still be the preface but are too few to tell it from "PUT ".
-      if (isH2 && n < 4) return;
-      socket.removeListener('data', onData);
-      if (isH2) {
-        toHttp2(socket, seen, false);
-      } else {
-        socket.pause();
-        socket.unshift(seen);
-        toHttp1(socket);
-        socket.resume();
-      }
-    };
-    socket.on('data', onData);
+    sniff(socket, (head) => toHttp2(socket, head, false), () => toHttp1(socket));
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -175,6 +161,7 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
       return new Promise<void>((resolve) => {
         server.close(() => resolve());
         for (const s of sockets) s.destroy();
+        deadlines.clear();
       });
     },
     refuse() {
@@ -202,6 +189,30 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
       });
     },
   };
+}
+
+/**
+ * Reads a plaintext connection's first bytes until they tell its protocol, then hands it on: to `http2` with
+ * the bytes read, or back unread to `http1`.
+ */
+function sniff(socket: net.Socket, http2: (head: Buffer) => void, http1: () => void): void {
+  let seen: Buffer | undefined;
+  const onData = (chunk: Buffer): void => {
+    seen = seen === undefined ? chunk : Buffer.concat([seen, chunk]);
+    const n = Math.min(seen.length, PREFACE.length);
+    const isH2 = seen.compare(PREFACE, 0, n, 0, n) === 0;
+    // Wait while the bytes so far could still be the preface. As etcd's cmux, only the whole preface goes to
+    // the HTTP/2 side, anything else to HTTP/1.1 ("PRI * HTTP/1.1" gets 400 there, as from etcd's net/http): a
+    // connection stalled inside its preface holds only these bytes, no HTTP/2 connection state.
+    if (isH2 && n < PREFACE.length) return;
+    socket.removeListener('data', onData);
+    if (isH2) return http2(seen);
+    socket.pause();
+    socket.unshift(seen);
+    http1();
+    socket.resume();
+  };
+  socket.on('data', onData);
 }
 
 /**

@@ -15,17 +15,31 @@ import { VirtualClock } from '../../src/sim/index.js';
 import { SERVER_EXT, TestPki } from '../grpc/pki.js';
 import { RawClient } from '../h2/helpers.js';
 
-/** A port on a virtual clock whose HTTP/2 connections run on Http2ServerConnection; `accepted` counts deadlines set. */
-async function port(tlsOpts?: tls.TlsOptions): Promise<{ port: ClientPort; clock: VirtualClock; accepted: () => Promise<void> }> {
+/**
+ * A port on a virtual clock whose HTTP/2 connections run on Http2ServerConnection; `accepted` counts deadlines
+ * set (the port reads the clock once per connection it accepts, to date its deadline, and otherwise only when
+ * its timer fires — which these tests let happen only after every connection is in).
+ */
+async function port(tlsOpts?: tls.TlsOptions): Promise<{ port: ClientPort; clock: VirtualClock; accepted: () => Promise<void>; timers: () => { armed: number; live: number } }> {
   const clock = new VirtualClock();
   let armed = 0;
+  let live = 0;
+  let dated = 0;
   let wake: (() => void) | undefined;
   const timers: HostTimers = {
     after(ms, fn) {
       armed++;
+      live++;
+      const h = clock.setTimer(clock.now() + ms, () => {
+        live--;
+        fn();
+      });
+      return { cancel: () => void (clock.cancel(h) && live--) };
+    },
+    now() {
+      dated++;
       wake?.();
-      const h = clock.setTimer(clock.now() + ms, fn);
-      return { cancel: () => void clock.cancel(h) };
+      return clock.now();
     },
   };
   const p = await listenClientPort({
@@ -45,11 +59,12 @@ async function port(tlsOpts?: tls.TlsOptions): Promise<{ port: ClientPort; clock
   return {
     port: p,
     clock,
-    // Resolves once the port has accepted (and armed the deadline of) one more connection.
+    // Resolves once the port has accepted (and dated the deadline of) one more connection.
     accepted: async () => {
       waited++;
-      while (armed < waited) await new Promise<void>((r) => (wake = r));
+      while (dated < waited) await new Promise<void>((r) => (wake = r));
     },
+    timers: () => ({ armed, live }),
   };
 }
 
@@ -143,5 +158,44 @@ test("TLS: a connection silent before or after its TLS handshake is closed at 12
     done?.destroy();
     await p.close();
     pki.remove();
+  }
+});
+
+test('one timer for every deadline: connections accepted together arm one, each is closed at its own 120 s, and a port whose connections are all done holds none', async () => {
+  const { port: p, clock, accepted, timers } = await port();
+  const early: net.Socket[] = [];
+  let late: net.Socket | undefined;
+  let done: RawClient | undefined;
+  try {
+    for (let i = 0; i < 20; i++) {
+      const s = net.connect(p.port, '127.0.0.1');
+      s.on('error', () => {});
+      early.push(s);
+      await accepted();
+    }
+    assert.deepEqual(timers(), { armed: 1, live: 1 }, 'a timer per connection');
+    clock.advance(1000);
+    late = net.connect(p.port, '127.0.0.1');
+    late.on('error', () => {});
+    await accepted();
+    clock.advance(DEFAULT_HANDSHAKE_TIMEOUT_MS - 1000);
+    await Promise.all(early.map(closed));
+    assert.equal(late.destroyed, false);
+    // The one timer now waits for the late connection: closed a second after the others, not before.
+    assert.equal(timers().live, 1);
+    clock.advance(999);
+    done = await RawClient.connect(p.port);
+    await accepted();
+    assert.equal(late.destroyed, false);
+    clock.advance(1);
+    await closed(late);
+    // Only the finished handshake is left, and it holds no timer.
+    assert.equal(timers().live, 0);
+    assert.equal(done.ended, false);
+  } finally {
+    for (const s of early) s.destroy();
+    late?.destroy();
+    done?.destroy();
+    await p.close();
   }
 });
