@@ -50,13 +50,13 @@ export type { CallContext } from './server/call_context.js';
 // Clients on the simulator: etcd's raw v3 API (sim.client()) in etcd's message form.
 export {
   EtcdClient,
-  KVClient,
-  LeaseClient,
-  MaintenanceClient,
-  ClusterClient,
-  AuthClient,
-  LockClient,
-  ElectionClient,
+  type KVClient,
+  type LeaseClient,
+  type MaintenanceClient,
+  type ClusterClient,
+  type AuthClient,
+  type LockClient,
+  type ElectionClient,
   type WaitOptions,
   type Session,
 } from './client/raw_client.js';

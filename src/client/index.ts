@@ -12,14 +12,14 @@ export {
 } from './create.js';
 export {
   EtcdClient,
-  KVClient,
-  LeaseClient,
-  MaintenanceClient,
-  ClusterClient,
-  AuthClient,
+  type KVClient,
+  type LeaseClient,
+  type MaintenanceClient,
+  type ClusterClient,
+  type AuthClient,
   type Session,
-  LockClient,
-  ElectionClient,
+  type LockClient,
+  type ElectionClient,
   type WaitOptions,
 } from './raw_client.js';
 export { EtcdStream, EtcdWatchStream, EtcdKeepAliveStream, EtcdObserveStream, type StreamEvents } from './raw_streams.js';

@@ -24,10 +24,15 @@
  * sets the event-loop scheduler, so they arrive on a later turn of the event loop, as over a network;
  * `await sim.advance(ms)` and `await sim.settle()` deliver too (engine-level: `sim.server.advance()`, `.flush()`).
  *
- * Here: the eight services' clients; the streams are raw_streams.ts, the text keys text_keys.ts.
+ * Here: the eight services' clients, derived rather than written out — each method a .proto declares
+ * (src/proto/generated/services.ts) that the member's service class answers, typed from the class's
+ * signature — so an RPC added to a .proto and its service class reaches the raw client by itself; the streams
+ * are raw_streams.ts, the text keys text_keys.ts.
  */
 import { Buffer } from '../sim/index.js';
-import { toGrpcError, type CallContext, type EtcdServices, type WaitingCallContext, tokenApplied } from '../server/index.js';
+import { toGrpcError, type CallContext, type EtcdServices, type StreamCall, type WaitingCallContext, tokenApplied } from '../server/index.js';
+import type { CallName, EtcdServiceName } from '../proto/index.js';
+import { callNameOf, SERVICE_DECLARATIONS } from '../proto/calls.js';
 import type * as M from '../server/messages.js';
 import { encode, isRecord, type Req } from './text_keys.js';
 import { EtcdWatchStream, EtcdKeepAliveStream, EtcdObserveStream } from './raw_streams.js';
@@ -46,8 +51,7 @@ async function unary<T>(fn: () => T): Promise<T> {
  * the member has not applied yet — then it waits for that index first, as etcd's token check (and serve()'s
  * gRPC door) waits (src/server/applied_wait.ts), and runs with the token it was made with.
  */
-async function unaryAs<T>(services: EtcdServices, session: Session, fn: (ctx: CallContext) => T): Promise<T> {
-  const ctx = ctxOf(session);
+async function unaryAs<T, C extends CallContext>(services: EtcdServices, ctx: C, fn: (ctx: C) => T): Promise<T> {
   const held = tokenApplied(services, ctx);
   if (held !== undefined) await held;
   return unary(() => fn(ctx));
@@ -59,102 +63,6 @@ export interface Session {
 }
 
 const ctxOf = (session: Session): CallContext => (session.token === undefined ? {} : { token: session.token });
-
-/** etcdserverpb.KV. @public */
-export class KVClient {
-  constructor(
-    private readonly services: EtcdServices,
-    private readonly session: Session = {},
-  ) {}
-
-  range(req: Req<M.RangeRequest>): Promise<M.RangeResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.kv.range(encode<M.RangeRequest>(req), ctx));
-  }
-
-  put(req: Req<M.PutRequest>): Promise<M.PutResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.kv.put(encode<M.PutRequest>(req), ctx));
-  }
-
-  deleteRange(req: Req<M.DeleteRangeRequest>): Promise<M.DeleteRangeResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.kv.deleteRange(encode<M.DeleteRangeRequest>(req), ctx));
-  }
-
-  txn(req: Req<M.TxnRequest>): Promise<M.TxnResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.kv.txn(encode<M.TxnRequest>(req), ctx));
-  }
-
-  compact(req: M.CompactionRequest): Promise<M.CompactionResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.kv.compact(req, ctx));
-  }
-}
-
-/** etcdserverpb.Lease, with its RPC names (LeaseGrant → leaseGrant), as `sim.services.lease` has them. @public */
-export class LeaseClient {
-  constructor(
-    private readonly services: EtcdServices,
-    private readonly opened: (s: EtcdKeepAliveStream) => EtcdKeepAliveStream = (s) => s,
-    private readonly session: Session = {},
-  ) {}
-
-  leaseGrant(req: M.LeaseGrantRequest): Promise<M.LeaseGrantResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.lease.leaseGrant(req, ctx));
-  }
-
-  leaseRevoke(req: M.LeaseRevokeRequest): Promise<M.LeaseRevokeResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.lease.leaseRevoke(req, ctx));
-  }
-
-  leaseTimeToLive(req: M.LeaseTimeToLiveRequest): Promise<M.LeaseTimeToLiveResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.lease.leaseTimeToLive(req, ctx));
-  }
-
-  leaseLeases(req: M.LeaseLeasesRequest = {}): Promise<M.LeaseLeasesResponse> {
-    return unary(() => this.services.lease.leaseLeases(req));
-  }
-
-  /** Opens one LeaseKeepAlive call. */
-  leaseKeepAlive(): EtcdKeepAliveStream {
-    return this.opened(new EtcdKeepAliveStream(this.services.lease.leaseKeepAlive(ctxOf(this.session))));
-  }
-}
-
-/** etcdserverpb.Maintenance. @public */
-export class MaintenanceClient {
-  constructor(
-    private readonly services: EtcdServices,
-    private readonly session: Session = {},
-  ) {}
-
-  status(req: M.StatusRequest = {}): Promise<M.StatusResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.maintenance.status(req, ctx));
-  }
-
-  hash(req: M.HashRequest = {}): Promise<M.HashResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.maintenance.hash(req, ctx));
-  }
-
-  /** MoveLeader: answered by the leader (a single member is its own leader). */
-  moveLeader(req: M.MoveLeaderRequest = {}): Promise<M.MoveLeaderResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.maintenance.moveLeader(req, ctx));
-  }
-
-  hashKV(req: M.HashKVRequest = {}): Promise<M.HashKVResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.maintenance.hashKV(req, ctx));
-  }
-
-  defragment(req: M.DefragmentRequest = {}): Promise<M.DefragmentResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.maintenance.defragment(req, ctx));
-  }
-
-  alarm(req: M.AlarmRequest = {}): Promise<M.AlarmResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.maintenance.alarm(req, ctx));
-  }
-
-  /** Snapshot (a server stream), all its responses: the simulator's is one token response (see MaintenanceService). */
-  snapshot(req: M.SnapshotRequest = {}): Promise<M.SnapshotResponse[]> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.maintenance.snapshot(req, ctx));
-  }
-}
 
 /** The bytes fields of the Lock and Election requests (in a LeaderKey too). */
 const CONCURRENCY_BYTES_FIELDS: ReadonlySet<string> = new Set(['name', 'key', 'value']);
@@ -179,161 +87,77 @@ const waitCtxOf = (session: Session, opts: WaitOptions | undefined): WaitingCall
   opts?.signal === undefined ? ctxOf(session) : { ...ctxOf(session), signal: opts.signal };
 
 /**
- * A Lock or Campaign: held first by etcd's token check, as unaryAs holds a unary call (etcd's v3lock and
- * v3election servers call the member's KV with the caller's context), then waiting as the service waits.
+ * A call of the member's service class as the client offers it: the request (optional where the class
+ * gives it a default) with text allowed in its bytes fields, a Promise of the answer; a call that waits (its
+ * context takes an AbortSignal: Lock, Campaign) also takes WaitOptions.
  */
-async function waitingAs<T>(services: EtcdServices, session: Session, opts: WaitOptions | undefined, fn: (ctx: WaitingCallContext) => Promise<T>): Promise<T> {
-  const ctx = waitCtxOf(session, opts);
-  const held = tokenApplied(services, ctx);
-  if (held !== undefined) await held;
-  return fn(ctx);
+type ClientCall<F> = F extends (req: infer Q, ...rest: infer Rest) => infer R
+  ? (...args: [...([] extends Parameters<F> ? [req?: Req<Q>] : [req: Req<Q>]), ...(Rest extends [] ? [] : 'signal' extends keyof NonNullable<Rest[0]> ? [opts?: WaitOptions] : [])]) => Promise<Awaited<R>>
+  : never;
+
+/**
+ * The unary calls of service `N` (`KV`) on its service class `C`: every method its .proto declares that the
+ * class answers (src/proto's CallName), but the streams, which a client opens with a method of its own.
+ */
+type ServiceClient<C, N extends EtcdServiceName> = {
+  readonly [K in CallName<N> & keyof C as C[K] extends (...args: never[]) => StreamCall<infer _> ? never : K]: ClientCall<C[K]>;
+};
+
+/** etcdserverpb.KV. @public */
+export interface KVClient extends ServiceClient<EtcdServices['kv'], 'KV'> {}
+
+/** etcdserverpb.Lease, with its RPC names (LeaseGrant → leaseGrant), as `sim.services.lease` has them. @public */
+export interface LeaseClient extends ServiceClient<EtcdServices['lease'], 'Lease'> {
+  /** Opens one LeaseKeepAlive call. */
+  leaseKeepAlive(): EtcdKeepAliveStream;
 }
 
-/** v3lockpb.Lock. @public */
-export class LockClient {
-  constructor(
-    private readonly services: EtcdServices,
-    private readonly session: Session = {},
-  ) {}
-
-  /** Resolves once the lock is held (`key` is the ownership key); `opts.signal` stops waiting. */
-  lock(req: Req<M.LockRequest>, opts?: WaitOptions): Promise<M.LockResponse> {
-    return waitingAs(this.services, this.session, opts, (ctx) => this.services.lock.lock(encodeConcurrency<M.LockRequest>(req), ctx));
-  }
-
-  unlock(req: Req<M.UnlockRequest>): Promise<M.UnlockResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.lock.unlock(encodeConcurrency<M.UnlockRequest>(req), ctx));
-  }
-}
-
-/** v3electionpb.Election. @public */
-export class ElectionClient {
-  constructor(
-    private readonly services: EtcdServices,
-    private readonly opened: (s: EtcdObserveStream) => EtcdObserveStream = (s) => s,
-    private readonly session: Session = {},
-  ) {}
-
-  /** Resolves once this candidate leads; `opts.signal` stops waiting (the candidate then resigns). */
-  campaign(req: Req<M.CampaignRequest>, opts?: WaitOptions): Promise<M.CampaignResponse> {
-    return waitingAs(this.services, this.session, opts, (ctx) => this.services.election.campaign(encodeConcurrency<M.CampaignRequest>(req), ctx));
-  }
-
-  proclaim(req: Req<M.ProclaimRequest>): Promise<M.ProclaimResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.election.proclaim(encodeConcurrency<M.ProclaimRequest>(req), ctx));
-  }
-
-  leader(req: Req<M.LeaderRequest>): Promise<M.LeaderResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.election.leader(encodeConcurrency<M.LeaderRequest>(req), ctx));
-  }
-
-  resign(req: Req<M.ResignRequest>): Promise<M.ResignResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.election.resign(encodeConcurrency<M.ResignRequest>(req), ctx));
-  }
-
-  /** Opens one Observe call: the leader now (once there is one) and every change after. */
-  observe(req: Req<M.LeaderRequest>): EtcdObserveStream {
-    const call = (() => {
-      try {
-        return this.services.election.observe(encodeConcurrency<M.LeaderRequest>(req), ctxOf(this.session));
-      } catch (err) {
-        throw toGrpcError(err);
-      }
-    })();
-    return this.opened(new EtcdObserveStream(call));
-  }
-}
+/**
+ * etcdserverpb.Maintenance. MoveLeader is answered by the leader (a single member is its own leader);
+ * Snapshot, a server stream, answers all its responses at once: the simulator's is one token response (see
+ * MaintenanceService). @public
+ */
+export interface MaintenanceClient extends ServiceClient<EtcdServices['maintenance'], 'Maintenance'> {}
 
 /** etcdserverpb.Cluster (a simulated cluster's membership is fixed: its changes answer UNIMPLEMENTED). @public */
-export class ClusterClient {
-  constructor(
-    private readonly services: EtcdServices,
-    private readonly session: Session = {},
-  ) {}
-
-  memberList(req: M.MemberListRequest = {}): Promise<M.MemberListResponse> {
-    return unary(() => this.services.cluster.memberList(req));
-  }
-
-  memberAdd(req: M.MemberAddRequest): Promise<M.MemberAddResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.cluster.memberAdd(req, ctx));
-  }
-
-  memberRemove(req: M.MemberRemoveRequest): Promise<M.MemberRemoveResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.cluster.memberRemove(req, ctx));
-  }
-
-  memberUpdate(req: M.MemberUpdateRequest): Promise<M.MemberUpdateResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.cluster.memberUpdate(req, ctx));
-  }
-
-  memberPromote(req: M.MemberPromoteRequest): Promise<M.MemberPromoteResponse> {
-    return unaryAs(this.services, this.session, (ctx) => this.services.cluster.memberPromote(req, ctx));
-  }
-}
+export interface ClusterClient extends ServiceClient<EtcdServices['cluster'], 'Cluster'> {}
 
 /** etcdserverpb.Auth (method names as etcd's, lower camel case). @public */
-export class AuthClient {
-  constructor(
-    private readonly services: EtcdServices,
-    private readonly session: Session = {},
-  ) {}
+export interface AuthClient extends ServiceClient<EtcdServices['auth'], 'Auth'> {}
 
-  private call<R>(fn: (ctx: CallContext) => R): Promise<R> {
-    return unaryAs(this.services, this.session, fn);
-  }
+/** v3lockpb.Lock: `lock` resolves once the lock is held (`key` is the ownership key); `opts.signal` stops waiting. @public */
+export interface LockClient extends ServiceClient<EtcdServices['lock'], 'Lock'> {}
 
-  authEnable(): Promise<M.AuthHeaderResponse> {
-    return this.call((c) => this.services.auth.authEnable({}, c));
+/**
+ * v3electionpb.Election: `campaign` resolves once this candidate leads; `opts.signal` stops waiting (the
+ * candidate then resigns). @public
+ */
+export interface ElectionClient extends ServiceClient<EtcdServices['election'], 'Election'> {
+  /** Opens one Observe call: the leader now (once there is one) and every change after. */
+  observe(req: Req<M.LeaderRequest>): EtcdObserveStream;
+}
+
+/** Calls sent without the session's token, and so never held for its index: etcd reads no token for them. */
+const WITHOUT_TOKEN: ReadonlySet<string> = new Set(['Auth/Authenticate', 'Lease/LeaseLeases', 'Cluster/MemberList']);
+
+/**
+ * Service `name`'s unary calls over `services`, one per method its .proto declares that the member's service
+ * answers (src/proto/generated/services.ts): a stream call among them is replaced by the caller's own method.
+ * Each call holds for the session's token (unaryAs), and sends its bytes fields' text as UTF-8.
+ */
+function serviceClient(services: EtcdServices, session: Session, name: EtcdServiceName): Record<string, unknown> {
+  const key = name.toLowerCase() as keyof EtcdServices;
+  const service = services[key] as unknown as Record<string, (req: unknown, ctx?: WaitingCallContext) => unknown>;
+  const encodeRequest: (req: Req<unknown>) => unknown = key === 'lock' || key === 'election' ? encodeConcurrency : encode;
+  const client: Record<string, unknown> = {};
+  for (const method of Object.keys(SERVICE_DECLARATIONS[name])) {
+    const call = callNameOf(method);
+    if (typeof service[call] !== 'function') continue;
+    client[call] = WITHOUT_TOKEN.has(`${name}/${method}`)
+      ? (req: Req<unknown> = {}) => unary(() => service[call]!(encodeRequest(req)))
+      : (req: Req<unknown> = {}, opts?: WaitOptions) => unaryAs(services, waitCtxOf(session, opts), (ctx) => service[call]!(encodeRequest(req), ctx));
   }
-  authDisable(): Promise<M.AuthHeaderResponse> {
-    return this.call((c) => this.services.auth.authDisable({}, c));
-  }
-  authStatus(): Promise<M.AuthStatusResponse> {
-    return this.call((c) => this.services.auth.authStatus({}, c));
-  }
-  authenticate(req: M.AuthenticateRequest): Promise<M.AuthenticateResponse> {
-    return unary(() => this.services.auth.authenticate(req)); // etcd checks no token for Authenticate
-  }
-  userAdd(req: M.AuthUserAddRequest): Promise<M.AuthHeaderResponse> {
-    return this.call((c) => this.services.auth.userAdd(req, c));
-  }
-  userGet(req: M.AuthUserGetRequest): Promise<M.AuthUserGetResponse> {
-    return this.call((c) => this.services.auth.userGet(req, c));
-  }
-  userList(): Promise<M.AuthUserListResponse> {
-    return this.call((c) => this.services.auth.userList({}, c));
-  }
-  userDelete(req: M.AuthUserDeleteRequest): Promise<M.AuthHeaderResponse> {
-    return this.call((c) => this.services.auth.userDelete(req, c));
-  }
-  userChangePassword(req: M.AuthUserChangePasswordRequest): Promise<M.AuthHeaderResponse> {
-    return this.call((c) => this.services.auth.userChangePassword(req, c));
-  }
-  userGrantRole(req: M.AuthUserGrantRoleRequest): Promise<M.AuthHeaderResponse> {
-    return this.call((c) => this.services.auth.userGrantRole(req, c));
-  }
-  userRevokeRole(req: M.AuthUserRevokeRoleRequest): Promise<M.AuthHeaderResponse> {
-    return this.call((c) => this.services.auth.userRevokeRole(req, c));
-  }
-  roleAdd(req: M.AuthRoleAddRequest): Promise<M.AuthHeaderResponse> {
-    return this.call((c) => this.services.auth.roleAdd(req, c));
-  }
-  roleGet(req: M.AuthRoleGetRequest): Promise<M.AuthRoleGetResponse> {
-    return this.call((c) => this.services.auth.roleGet(req, c));
-  }
-  roleList(): Promise<M.AuthRoleListResponse> {
-    return this.call((c) => this.services.auth.roleList({}, c));
-  }
-  roleDelete(req: M.AuthRoleDeleteRequest): Promise<M.AuthHeaderResponse> {
-    return this.call((c) => this.services.auth.roleDelete(req, c));
-  }
-  roleGrantPermission(req: Req<M.AuthRoleGrantPermissionRequest>): Promise<M.AuthHeaderResponse> {
-    return this.call((c) => this.services.auth.roleGrantPermission(encode<M.AuthRoleGrantPermissionRequest>(req), c));
-  }
-  roleRevokePermission(req: Req<M.AuthRoleRevokePermissionRequest>): Promise<M.AuthHeaderResponse> {
-    return this.call((c) => this.services.auth.roleRevokePermission(encode<M.AuthRoleRevokePermissionRequest>(req), c));
-  }
+  return client;
 }
 
 /**
@@ -355,13 +179,29 @@ export class EtcdClient {
   private readonly session: Session = {};
 
   constructor(private readonly services: EtcdServices) {
-    this.kv = new KVClient(services, this.session);
-    this.lease = new LeaseClient(services, (s) => this.track(s), this.session);
-    this.maintenance = new MaintenanceClient(services, this.session);
-    this.cluster = new ClusterClient(services, this.session);
-    this.auth = new AuthClient(services, this.session);
-    this.lock = new LockClient(services, this.session);
-    this.election = new ElectionClient(services, (s) => this.track(s), this.session);
+    const session = this.session;
+    this.kv = serviceClient(services, session, 'KV') as KVClient;
+    this.lease = {
+      ...serviceClient(services, session, 'Lease'),
+      leaseKeepAlive: () => this.track(new EtcdKeepAliveStream(services.lease.leaseKeepAlive(ctxOf(session)))),
+    } as LeaseClient;
+    this.maintenance = serviceClient(services, session, 'Maintenance') as MaintenanceClient;
+    this.cluster = serviceClient(services, session, 'Cluster') as ClusterClient;
+    this.auth = serviceClient(services, session, 'Auth') as AuthClient;
+    this.lock = serviceClient(services, session, 'Lock') as LockClient;
+    this.election = {
+      ...serviceClient(services, session, 'Election'),
+      observe: (req: Req<M.LeaderRequest>) => {
+        const call = (() => {
+          try {
+            return services.election.observe(encodeConcurrency<M.LeaderRequest>(req), ctxOf(session));
+          } catch (err) {
+            throw toGrpcError(err);
+          }
+        })();
+        return this.track(new EtcdObserveStream(call));
+      },
+    } as ElectionClient;
   }
 
   /**

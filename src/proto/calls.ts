@@ -2,9 +2,11 @@
  * The names of etcd's calls, as the .proto files declare them: each service's methods (proto-loader's
  * generated service definitions), spelled as a member's service classes spell them (`LeaseGrant` →
  * `leaseGrant`). The doors type the member's services through these, so a method added to a .proto is a
- * method every door's type expects.
+ * method every door's type expects. The same list as a value, with each method's streaming sides:
+ * SERVICE_DECLARATIONS (generated from the protos, so it reads none at run time).
  */
 import type { EtcdServiceName } from './loader.js';
+export { SERVICE_DECLARATIONS } from './generated/services.js';
 import type { AuthDefinition } from './generated/etcdserverpb/Auth.js';
 import type { ClusterDefinition } from './generated/etcdserverpb/Cluster.js';
 import type { KVDefinition } from './generated/etcdserverpb/KV.js';

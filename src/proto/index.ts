@@ -15,5 +15,5 @@ export {
   type EtcdServiceName,
 } from './loader.js';
 export { loadEtcdProtos, etcdService } from './clients.js';
-export { callNameOf, type CallName } from './calls.js';
+export { callNameOf, SERVICE_DECLARATIONS, type CallName } from './calls.js';
 export type * from './generated/index.js';

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { Buffer } from 'node:buffer';
 import { EtcdClient, fromKey, prefix, type EtcdSim, type EtcdStream, type GrpcError } from '../../src/index.js';
 import type { messages as M } from '../../src/index.js';
+import type { ElectionClient, EtcdKeepAliveStream, EtcdObserveStream, KVClient, LeaseClient, LockClient, MaintenanceClient, Req, WaitOptions } from '../../src/index.js';
 import { B, hdr, inner, kv, newSim } from '../server/helpers.js';
 
 /** Every response a stream delivers, as it is delivered. */
@@ -408,4 +409,25 @@ test('determinism: same seed, same trace; another seed changes only the generate
   assert.deepEqual(strip(other), strip(first));
   assert.match(first, /DELETE:\/s\/a/);
   assert.match(first, /DELETE:\/s\/b/);
+});
+
+/** Whether two types are the same (not merely assignable to each other). */
+type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+
+test('the derived methods keep the signatures the raw client wrote out by hand (checked by npm run typecheck)', () => {
+  // Each line fails to compile when the derivation from the protos and the service classes changes a call's shape.
+  const same: [
+    Same<Parameters<KVClient['put']>, [req: Req<M.PutRequest>]>,
+    Same<ReturnType<KVClient['put']>, Promise<M.PutResponse>>,
+    Same<Parameters<MaintenanceClient['status']>, [req?: Req<M.StatusRequest> | undefined]>,
+    Same<ReturnType<MaintenanceClient['snapshot']>, Promise<M.SnapshotResponse[]>>,
+    Same<Parameters<LockClient['lock']>, [req: Req<M.LockRequest>, opts?: WaitOptions | undefined]>,
+    Same<ReturnType<LockClient['lock']>, Promise<M.LockResponse>>,
+    Same<Parameters<ElectionClient['proclaim']>, [req: Req<M.ProclaimRequest>]>,
+    Same<ReturnType<LeaseClient['leaseKeepAlive']>, EtcdKeepAliveStream>,
+    Same<ReturnType<ElectionClient['observe']>, EtcdObserveStream>,
+    // The streams are the client's own methods, never a unary wrapper of the service's stream call.
+    Same<Extract<keyof LeaseClient | keyof ElectionClient | keyof KVClient, 'watch'>, never>,
+  ] = [true, true, true, true, true, true, true, true, true, true];
+  assert.equal(same.length, 10);
 });

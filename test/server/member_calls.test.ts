@@ -78,8 +78,8 @@ test('every call is reachable through each member view, the door, and each clien
     assert.deepEqual(missing(grpc), []);
     grpc.close();
 
-    // The raw client writes its typed methods out (the public surface): each call must have one. Its one
-    // Watch is the client's own watch().
+    // The raw client derives its methods from the protos' declarations (src/proto/generated/services.ts)
+    // and the service classes: each call has one. Its one Watch is the client's own watch().
     const raw = new EtcdClient(server.services);
     assert.deepEqual(missing({ ...raw, watch: { watch: raw.watch } }), []);
   } finally {
