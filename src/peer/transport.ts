@@ -188,6 +188,17 @@ export class PeerTransport {
     });
   }
 
+  /**
+   * A peer whose stream to us just opened is listening: a stream of ours to it that failed (it was not up
+   * yet, as at a cluster's start) is dialed now rather than after the rest of its pause.
+   */
+  private redialNow(id: NodeId): void {
+    const p = this.peers.get(id);
+    if (p === undefined || p.redial === undefined) return;
+    this.opts.clock.cancel(p.redial);
+    this.dial(p);
+  }
+
   private accept(s: net.Socket): void {
     if (this.closed) {
       s.destroy();
@@ -223,6 +234,7 @@ export class PeerTransport {
             if (f.clusterId !== this.opts.clusterId) return refuse(`request cluster ID mismatch (got ${f.clusterId.toString(16)} want ${this.opts.clusterId.toString(16)})`);
             if (f.to !== this.opts.id) return refuse(`stream for member ${f.to.toString(16)}, this is ${this.opts.id.toString(16)}`);
             from = f.from;
+            this.redialNow(from);
             continue;
           }
           if (f.kind !== 'msg' || f.msg.from !== from || f.msg.to !== this.opts.id) return refuse('a message not from the stream\'s peer or not for this member');

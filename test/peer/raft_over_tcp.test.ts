@@ -20,7 +20,8 @@ import { join } from 'node:path';
 import { WalPersistence } from '../../src/peer/wal_persistence.js';
 import { RaftNode, RaftNodeChecker, bootstrapStorage, type Message, type NodeId, type RaftStorage } from '../../src/raft/index.js';
 import { dataDirLayout, type DataDirLayout } from '../../src/storage/index.js';
-import { RealClock, SimRandom } from '../../src/sim/index.js';
+import { RealClock, SimRandom, VirtualClock } from '../../src/sim/index.js';
+import { freePort } from '../../src/diff/etcd_process.js';
 
 const clock = new RealClock({ unref: true });
 after(() => clock.close());
@@ -189,6 +190,36 @@ test('a peer stream of another cluster, for another member, or of garbage is dro
   assert.deepEqual(delivered, []);
   assert.equal(refused.length, tries.length);
   assert.match(refused[0]!, /cluster ID mismatch/);
+});
+
+/** Resolves once `cond()` holds, looking every 5 ms; fails after 10 s. */
+async function condition(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; !cond(); i++) {
+    if (i > 2000) assert.fail(`not within 10 s: ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+test('a stream refused because its peer was not up yet is dialed again once that peer dials in, not after the pause', async () => {
+  // The redial pause runs on a virtual clock that never moves: only the peer's own stream can bring ours up.
+  const paused = new VirtualClock();
+  const [pa, pb] = [await freePort(), await freePort()];
+  let up = false;
+  const a = new PeerTransport({ id: 1n, clusterId: CLUSTER, listen: { host: '127.0.0.1', port: pa }, clock: paused, deliver: () => {}, peerActive: (id, on) => (up = id === 2n && on) });
+  await a.start();
+  a.addPeer(2n, { host: '127.0.0.1', port: pb });
+  await condition(() => paused.pending() === 1, 'the refused stream waits out its pause');
+  assert.equal(up, false);
+  const b = new PeerTransport({ id: 2n, clusterId: CLUSTER, listen: { host: '127.0.0.1', port: pb }, clock: paused, deliver: () => {} });
+  await b.start();
+  b.addPeer(1n, { host: '127.0.0.1', port: pa });
+  try {
+    await condition(() => up, "member 1's stream to member 2 up");
+    assert.equal(paused.now(), 0);
+  } finally {
+    a.close();
+    b.close();
+  }
 });
 
 test('the frame codec round-trips messages and refuses what is not one', () => {
