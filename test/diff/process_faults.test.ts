@@ -9,8 +9,11 @@
  * follower outlives its TTL while one not kept alive expires, etcdctl's `lease keep-alive` / `timetolive`
  * at a follower print the leader's figures, and without a leader both fail as etcd's do. Every wait is for
  * a condition, bounded (helpers.ts `until`).
+ *
+ * The three cases of a binary run in order on one cluster (each starts from three running members with a
+ * leader, which the one before leaves): a start of three etcdsim processes costs seconds on a loaded machine.
  */
-import { test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { Etcd3 } from 'etcd3';
@@ -91,10 +94,20 @@ function keepAliveOnce(client: ReturnType<EtcdCluster['client']>, id: string): P
   });
 }
 
-for (const bin of PROCESS_BINARIES) {
-  test(`${bin.name}: SIGKILL a member, the others elect and serve; restarted on its data dir it rejoins as itself and catches up`, { skip: bin.skip, timeout: 90_000 }, async (t) => {
-    const c = await startEtcdCluster({ bin: bin.bin, size: 3 });
-    t.after(() => c.stop());
+for (const bin of PROCESS_BINARIES) describe(bin.name, { skip: bin.skip }, () => {
+  let shared: EtcdCluster | undefined;
+  // Each call may wait out etcd's request timeout (5 s + 2 election timeouts = 7 s) in the no-quorum case: a
+  // longer deadline than the launcher's.
+  before(async () => (shared = await startEtcdCluster({ bin: bin.bin, size: 3, deadlineMs: 20_000 })), { timeout: 90_000 });
+  after(() => shared?.stop());
+  /** The shared cluster (started by `before`). */
+  const cluster = (): EtcdCluster => {
+    assert.ok(shared !== undefined, 'the cluster started');
+    return shared;
+  };
+
+  test(`${bin.name}: SIGKILL a member, the others elect and serve; restarted on its data dir it rejoins as itself and catches up`, { timeout: 90_000 }, async () => {
+    const c = cluster();
     const leader = await c.waitForLeader();
     const id = c.members[leader]!.id;
     await leaseAtFollower(c, (leader + 1) % 3);
@@ -129,9 +142,8 @@ for (const bin of PROCESS_BINARIES) {
     assert.ok(BigInt(rejoined.raftTerm) >= BigInt(after.raftTerm));
   });
 
-  test(`${bin.name}: SIGSTOP the leader, the others elect a new one; on SIGCONT the old leader steps down into the new term`, { skip: bin.skip, timeout: 90_000 }, async (t) => {
-    const c = await startEtcdCluster({ bin: bin.bin, size: 3 });
-    t.after(() => c.stop());
+  test(`${bin.name}: SIGSTOP the leader, the others elect a new one; on SIGCONT the old leader steps down into the new term`, { timeout: 90_000 }, async () => {
+    const c = cluster();
     const old = await c.waitForLeader();
     const oldId = c.members[old]!.id;
     const term = BigInt((await c.client(old).maintenance.status({})).raftTerm);
@@ -161,10 +173,8 @@ for (const bin of PROCESS_BINARIES) {
     assert.equal(await keepAliveOnce(c.client(old), lease), '60');
   });
 
-  test(`${bin.name}: two members killed, the third has no quorum: no leader, writes and linearizable reads time out as etcd's do, serializable reads answer`, { skip: bin.skip, timeout: 90_000 }, async (t) => {
-    // Each call may wait out etcd's request timeout (5 s + 2 election timeouts = 7 s): a longer deadline.
-    const c = await startEtcdCluster({ bin: bin.bin, size: 3, deadlineMs: 20_000 });
-    t.after(() => c.stop());
+  test(`${bin.name}: two members killed, the third has no quorum: no leader, writes and linearizable reads time out as etcd's do, serializable reads answer`, { timeout: 90_000 }, async () => {
+    const c = cluster();
     const leader = await c.waitForLeader();
     const alone = (leader + 1) % 3;
     await c.client(alone).kv.put({ key: b('k'), value: b('1') });
@@ -206,4 +216,4 @@ for (const bin of PROCESS_BINARIES) {
     await cl.kv.put({ key: b('k'), value: b('3') });
     assert.equal((await c.client(leader).kv.range({ key: b('k') })).kvs[0]?.value.toString(), '3');
   });
-}
+});
