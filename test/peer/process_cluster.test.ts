@@ -5,8 +5,10 @@
  * URLs on every member, a write at a follower is read at another member (linearizable through ReadIndex,
  * then serializable from its own state), HashKV agrees. Then the leader is SIGKILLed: the two left elect a
  * new leader and keep serving writes; the killed member started again on its data dir rejoins with its
- * identity and serves what was written meanwhile. A real-time test of processes: every wait is for a
- * condition, with a deadline, re-checked as the processes answer.
+ * identity and serves what was written meanwhile; on the same cluster a learner is added, its process joins
+ * and catches up, and it is promoted. A cluster of its own, on peer TLS, loses a member to member remove.
+ * A real-time test of processes: every wait is for a condition, with a deadline, re-checked as the
+ * processes answer.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -31,7 +33,10 @@ interface Proc {
 }
 
 const running = new Set<Proc>();
+/** The first test's cluster, which the learner test goes on with (a start of three processes costs seconds under load). */
+let first: { ports: readonly Ports[]; procs: Proc[]; clients: readonly EtcdGrpcClient[] } | undefined;
 after(() => {
+  first?.clients.forEach((c) => c.close());
   for (const p of running) p.child.kill('SIGKILL');
   rmSync(root, { recursive: true, force: true });
 });
@@ -114,12 +119,14 @@ async function eventually<T>(what: string, probe: () => Promise<T>, holds: (t: T
 
 const text = (b: unknown): string => Buffer.from(b as Uint8Array).toString();
 
+
 test('three etcdsim etcd processes form one cluster, lose their leader to SIGKILL and take it back', { timeout: 120_000 }, async () => {
   const ports: Ports[] = [];
   for (let i = 0; i < 3; i++) ports.push({ client: await freePort(), peer: await freePort() });
   const procs = await Promise.all(NAMES.map((n) => start(n, ports)));
   const clients: EtcdGrpcClient[] = ports.map((p) => connectEtcd(`127.0.0.1:${p.client}`, { deadlineMs: 5000 }));
-  after(() => clients.forEach((c) => c.close()));
+  // Closed at the end of the file: the learner test goes on with them.
+  first = { ports, procs, clients };
 
   // etcd's IDs: each member's from its peer URL and the token, the cluster's from the three.
   const ids = ports.map((p) => memberIdOf([`http://127.0.0.1:${p.peer}`], 'tok'));
@@ -185,6 +192,47 @@ test('three etcdsim etcd processes form one cluster, lose their leader to SIGKIL
   assert.equal(String(st.header?.member_id), String(ids[leaderIx]));
 });
 
+test('then, on that cluster: member add --learner, a process joining with --initial-cluster-state existing catches up from the log, member promote', { timeout: 120_000 }, async () => {
+  // The first test's cluster, all three members running again (its old leader restarted).
+  assert.ok(first !== undefined, 'the first test left its cluster');
+  const ports: Ports[] = [...first.ports, { client: await freePort(), peer: await freePort() }];
+  const clients = [...first.clients, connectEtcd(`127.0.0.1:${ports[3]!.client}`, { deadlineMs: 5000 })];
+  after(() => clients[3]!.close());
+  await eventually('a leader', () => Promise.all(clients.slice(0, 3).map((c) => c.maintenance.status({}))), (s) => s.every((x) => String(x.leader) !== '0'));
+  for (let i = 0; i < 5; i++) await clients[i % 3]!.kv.put({ key: Buffer.from(`k${i}`), value: Buffer.from(String(i)) });
+
+  const p4 = ports[3]!;
+  const added = await clients[0]!.cluster.memberAdd({ peerURLs: [`http://127.0.0.1:${p4.peer}`], isLearner: true });
+  const id4 = String(added.member?.ID);
+  assert.equal(added.member?.isLearner, true);
+  assert.equal(added.members?.length, 4);
+  // Not started yet: a learner cannot be promoted before it caught up (etcd's words).
+  await assert.rejects(clients[0]!.cluster.memberPromote({ ID: id4 }), /learner member which is in sync with leader|re-configuration failed/);
+
+  const cluster = [...NAMES, 'p4'].map((n, k) => `${n}=http://127.0.0.1:${ports[k]!.peer}`).join(',');
+  await start('p4', ports, [
+    'etcd', '--name', 'p4', '--data-dir', join(root, 'p4.etcd'),
+    '--listen-client-urls', `http://127.0.0.1:${p4.client}`, '--advertise-client-urls', `http://127.0.0.1:${p4.client}`,
+    '--listen-peer-urls', `http://127.0.0.1:${p4.peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${p4.peer}`,
+    '--initial-cluster', cluster, '--initial-cluster-state', 'existing', '--initial-cluster-token', 'tok', '--logger', 'zap',
+  ]);
+  const got = await eventually('the learner caught up', () => clients[3]!.kv.range({ key: Buffer.from('k'), range_end: Buffer.from('l'), serializable: true }), (r) => r.kvs?.length === 5);
+  assert.deepEqual(got.kvs?.map((kv) => text(kv.value)), ['0', '1', '2', '3', '4']);
+  const st = await clients[3]!.maintenance.status({});
+  assert.equal(String(st.header?.member_id), id4);
+  assert.equal(st.isLearner, true);
+
+  const promoted = await eventually('the promotion', () => clients[0]!.cluster.memberPromote({ ID: id4 }), () => true);
+  assert.equal(promoted.members?.find((m) => String(m.ID) === id4)?.isLearner, false);
+  const ml = await eventually('p4 published', () => clients[3]!.cluster.memberList({}), (r) => r.members?.find((m) => String(m.ID) === id4)?.name === 'p4');
+  assert.equal(ml.members?.length, 4);
+  // Done with this cluster: the next test starts its own.
+  for (const p of [...running]) {
+    p.child.kill('SIGKILL');
+    await p.exited;
+  }
+});
+
 test('member remove on peer TLS (--peer-auto-tls): the removed process stops as etcd does, the others go on as a cluster of two', { timeout: 120_000 }, async () => {
   const ports: Ports[] = [];
   for (let i = 0; i < 3; i++) ports.push({ client: await freePort(), peer: await freePort() });
@@ -217,41 +265,4 @@ test('member remove on peer TLS (--peer-auto-tls): the removed process stops as 
   // Two voters left, both up: removing one more would leave one started voter of one, allowed; a quorum holds.
   const st = await clients[leaderIx]!.maintenance.status({});
   assert.equal(String(st.leader), String(ids[leaderIx]));
-});
-
-test('member add --learner, a process joining with --initial-cluster-state existing catches up from the log, member promote', { timeout: 120_000 }, async () => {
-  const ports: Ports[] = [];
-  for (let i = 0; i < 4; i++) ports.push({ client: await freePort(), peer: await freePort() });
-  for (const n of [...NAMES, 'p4']) rmSync(join(root, `${n}.etcd`), { recursive: true, force: true });
-  await Promise.all(NAMES.map((n) => start(n, ports)));
-  const clients = ports.map((p) => connectEtcd(`127.0.0.1:${p.client}`, { deadlineMs: 5000 }));
-  after(() => clients.forEach((c) => c.close()));
-  await eventually('a leader', () => Promise.all(clients.slice(0, 3).map((c) => c.maintenance.status({}))), (s) => s.every((x) => String(x.leader) !== '0'));
-  for (let i = 0; i < 5; i++) await clients[i % 3]!.kv.put({ key: Buffer.from(`k${i}`), value: Buffer.from(String(i)) });
-
-  const p4 = ports[3]!;
-  const added = await clients[0]!.cluster.memberAdd({ peerURLs: [`http://127.0.0.1:${p4.peer}`], isLearner: true });
-  const id4 = String(added.member?.ID);
-  assert.equal(added.member?.isLearner, true);
-  assert.equal(added.members?.length, 4);
-  // Not started yet: a learner cannot be promoted before it caught up (etcd's words).
-  await assert.rejects(clients[0]!.cluster.memberPromote({ ID: id4 }), /learner member which is in sync with leader|re-configuration failed/);
-
-  const cluster = [...NAMES, 'p4'].map((n, k) => `${n}=http://127.0.0.1:${ports[k]!.peer}`).join(',');
-  await start('p4', ports, [
-    'etcd', '--name', 'p4', '--data-dir', join(root, 'p4.etcd'),
-    '--listen-client-urls', `http://127.0.0.1:${p4.client}`, '--advertise-client-urls', `http://127.0.0.1:${p4.client}`,
-    '--listen-peer-urls', `http://127.0.0.1:${p4.peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${p4.peer}`,
-    '--initial-cluster', cluster, '--initial-cluster-state', 'existing', '--initial-cluster-token', 'tok', '--logger', 'zap',
-  ]);
-  const got = await eventually('the learner caught up', () => clients[3]!.kv.range({ key: Buffer.from('k'), range_end: Buffer.from('l'), serializable: true }), (r) => r.kvs?.length === 5);
-  assert.deepEqual(got.kvs?.map((kv) => text(kv.value)), ['0', '1', '2', '3', '4']);
-  const st = await clients[3]!.maintenance.status({});
-  assert.equal(String(st.header?.member_id), id4);
-  assert.equal(st.isLearner, true);
-
-  const promoted = await eventually('the promotion', () => clients[0]!.cluster.memberPromote({ ID: id4 }), () => true);
-  assert.equal(promoted.members?.find((m) => String(m.ID) === id4)?.isLearner, false);
-  const ml = await eventually('p4 published', () => clients[3]!.cluster.memberList({}), (r) => r.members?.find((m) => String(m.ID) === id4)?.name === 'p4');
-  assert.equal(ml.members?.length, 4);
 });
