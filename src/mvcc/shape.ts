@@ -21,100 +21,141 @@ function describe(v: unknown): string {
   return `${typeof v} ${String(v)}`;
 }
 
-function object(at: string, v: unknown): void {
-  if (typeof v !== 'object' || v === null || Array.isArray(v) || ArrayBuffer.isView(v)) invalidField(at, 'an object', v);
+// The checks below run on every request, so a well-formed one builds no strings: a field's name is joined
+// only to refuse it, and a txn's ops and compares are first checked without their paths (`at` undefined):
+// only when that pass finds something does a second pass, which names the paths, find it again and refuse it
+// by name. Fields are read by name, not through a list of names: a keyed read of every field was a visible
+// part of a get's cost.
+
+/** Where the checked message is: its path, or undefined in a txn's first, unnamed pass. */
+type At = string | undefined;
+
+/** What the unnamed pass throws at the first refused field: the named pass then says which one. */
+const REFUSED = Symbol('refused');
+
+function refuse(at: At, field: string, want: string, got: unknown): never {
+  if (at === undefined) throw REFUSED;
+  invalidField(`${at}.${field}`, want, got);
 }
 
-// The checks below run on every request: each takes the request's path and the field's name apart and
-// joins them only to name a refused field, so a well-formed request builds no strings.
+function object(at: At, v: unknown): void {
+  if (typeof v !== 'object' || v === null || Array.isArray(v) || ArrayBuffer.isView(v)) {
+    if (at === undefined) throw REFUSED;
+    invalidField(at, 'an object', v);
+  }
+}
 
 /** A bytes field: a Uint8Array (a Node Buffer is one). */
-function bytes(at: string, field: string, v: unknown, optional: boolean): void {
+function bytes(at: At, field: string, v: unknown, optional: boolean): void {
   if (v instanceof Uint8Array) return;
   if (optional && v === undefined) return;
-  invalidField(fieldName(at, field), 'a Uint8Array', v);
+  refuse(at, field, 'a Uint8Array', v);
 }
 
-function fieldName(at: string, field: string): string {
-  return `${at}.${field}`;
+function integer(at: At, field: string, v: unknown): void {
+  if (v !== undefined && !Number.isSafeInteger(v)) refuse(at, field, 'a safe integer', v);
 }
 
-function integers<K extends string>(at: string, r: { readonly [k in K]?: unknown }, fields: readonly K[]): void {
-  for (let i = 0; i < fields.length; i++) {
-    const v = r[fields[i]!];
-    if (v !== undefined && !Number.isSafeInteger(v)) invalidField(fieldName(at, fields[i]!), 'a safe integer', v);
-  }
+function int64(at: At, field: string, v: unknown): void {
+  if (v !== undefined && (typeof v !== 'bigint' || BigInt.asIntN(64, v) !== v)) refuse(at, field, 'an int64 bigint', v);
 }
 
-function int64(at: string, field: string, v: unknown): void {
-  if (v !== undefined && (typeof v !== 'bigint' || BigInt.asIntN(64, v) !== v)) invalidField(fieldName(at, field), 'an int64 bigint', v);
+function bool(at: At, field: string, v: unknown): void {
+  if (v !== undefined && typeof v !== 'boolean') refuse(at, field, 'a boolean', v);
 }
 
-function bools<K extends string>(at: string, r: { readonly [k in K]?: unknown }, fields: readonly K[]): void {
-  for (let i = 0; i < fields.length; i++) {
-    const v = r[fields[i]!];
-    if (v !== undefined && typeof v !== 'boolean') invalidField(fieldName(at, fields[i]!), 'a boolean', v);
-  }
-}
-
-function list(field: string, v: unknown): readonly unknown[] {
+function list(at: At, field: string, v: unknown): readonly unknown[] {
   if (v === undefined) return [];
-  if (!Array.isArray(v)) invalidField(field, 'an array', v);
+  if (!Array.isArray(v)) refuse(at, field, 'an array', v);
   return v;
 }
 
-const RANGE_INTEGERS = ['limit', 'revision', 'minModRevision', 'maxModRevision', 'minCreateRevision', 'maxCreateRevision'] as const;
-const RANGE_BOOLS = ['serializable', 'keysOnly', 'countOnly'] as const;
-const PUT_BOOLS = ['prevKv', 'ignoreValue', 'ignoreLease'] as const;
-const DELETE_BOOLS = ['prevKv'] as const;
-const COMPARE_INTEGERS = ['version', 'createRevision', 'modRevision'] as const;
-
-export function checkRangeShape(r: RangeRequest, at = 'RangeRequest'): void {
+function rangeShape(r: RangeRequest, at: At): void {
   object(at, r);
   bytes(at, 'key', r.key, false);
   bytes(at, 'rangeEnd', r.rangeEnd, true);
-  integers(at, r, RANGE_INTEGERS);
-  bools(at, r, RANGE_BOOLS);
+  integer(at, 'limit', r.limit);
+  integer(at, 'revision', r.revision);
+  integer(at, 'minModRevision', r.minModRevision);
+  integer(at, 'maxModRevision', r.maxModRevision);
+  integer(at, 'minCreateRevision', r.minCreateRevision);
+  integer(at, 'maxCreateRevision', r.maxCreateRevision);
+  bool(at, 'serializable', r.serializable);
+  bool(at, 'keysOnly', r.keysOnly);
+  bool(at, 'countOnly', r.countOnly);
 }
 
-export function checkPutShape(r: PutRequest, at = 'PutRequest'): void {
+function putShape(r: PutRequest, at: At): void {
   object(at, r);
   bytes(at, 'key', r.key, false);
   bytes(at, 'value', r.value, true);
   int64(at, 'lease', r.lease);
-  bools(at, r, PUT_BOOLS);
+  bool(at, 'prevKv', r.prevKv);
+  bool(at, 'ignoreValue', r.ignoreValue);
+  bool(at, 'ignoreLease', r.ignoreLease);
 }
 
-export function checkDeleteShape(r: DeleteRangeRequest, at = 'DeleteRangeRequest'): void {
+function deleteShape(r: DeleteRangeRequest, at: At): void {
   object(at, r);
   bytes(at, 'key', r.key, false);
   bytes(at, 'rangeEnd', r.rangeEnd, true);
-  bools(at, r, DELETE_BOOLS);
+  bool(at, 'prevKv', r.prevKv);
 }
 
-function checkCompareShape(c: Compare, at: string): void {
+function compareShape(c: Compare, at: At): void {
   object(at, c);
   bytes(at, 'key', c.key, false);
   bytes(at, 'rangeEnd', c.rangeEnd, true);
-  integers(at, c, COMPARE_INTEGERS);
+  integer(at, 'version', c.version);
+  integer(at, 'createRevision', c.createRevision);
+  integer(at, 'modRevision', c.modRevision);
   bytes(at, 'value', c.value, true);
   int64(at, 'lease', c.lease);
 }
 
-function checkOpShape(op: RequestOp, at: string): void {
-  object(at, op);
-  if (op.requestRange !== undefined) checkRangeShape(op.requestRange, `${at}.requestRange`);
-  if (op.requestPut !== undefined) checkPutShape(op.requestPut, `${at}.requestPut`);
-  if (op.requestDeleteRange !== undefined) checkDeleteShape(op.requestDeleteRange, `${at}.requestDeleteRange`);
-  if (op.requestTxn !== undefined) checkTxnShape(op.requestTxn, `${at}.requestTxn`);
+/** `at` joined with a field of it, or still undefined in the unnamed pass. */
+function inner(at: At, field: string): At {
+  return at === undefined ? undefined : `${at}.${field}`;
 }
 
-/** A txn, nested txns and every op and compare in it. */
-export function checkTxnShape(r: TxnRequest, at = 'TxnRequest'): void {
+function opShape(op: RequestOp, at: At): void {
+  object(at, op);
+  if (op.requestRange !== undefined) rangeShape(op.requestRange, inner(at, 'requestRange'));
+  if (op.requestPut !== undefined) putShape(op.requestPut, inner(at, 'requestPut'));
+  if (op.requestDeleteRange !== undefined) deleteShape(op.requestDeleteRange, inner(at, 'requestDeleteRange'));
+  if (op.requestTxn !== undefined) txnShape(op.requestTxn, inner(at, 'requestTxn'));
+}
+
+function txnShape(r: TxnRequest, at: At): void {
   object(at, r);
-  list(`${at}.compare`, r.compare).forEach((c, i) => checkCompareShape(c as Compare, `${at}.compare[${i}]`));
-  list(`${at}.success`, r.success).forEach((op, i) => checkOpShape(op as RequestOp, `${at}.success[${i}]`));
-  list(`${at}.failure`, r.failure).forEach((op, i) => checkOpShape(op as RequestOp, `${at}.failure[${i}]`));
+  const compare = list(at, 'compare', r.compare);
+  for (let i = 0; i < compare.length; i++) compareShape(compare[i] as Compare, inner(at, `compare[${i}]`));
+  const success = list(at, 'success', r.success);
+  for (let i = 0; i < success.length; i++) opShape(success[i] as RequestOp, inner(at, `success[${i}]`));
+  const failure = list(at, 'failure', r.failure);
+  for (let i = 0; i < failure.length; i++) opShape(failure[i] as RequestOp, inner(at, `failure[${i}]`));
+}
+
+export function checkRangeShape(r: RangeRequest, at = 'RangeRequest'): void {
+  rangeShape(r, at);
+}
+
+export function checkPutShape(r: PutRequest, at = 'PutRequest'): void {
+  putShape(r, at);
+}
+
+export function checkDeleteShape(r: DeleteRangeRequest, at = 'DeleteRangeRequest'): void {
+  deleteShape(r, at);
+}
+
+/** A txn, nested txns and every op and compare in it: unnamed first, named only to refuse. */
+export function checkTxnShape(r: TxnRequest, at = 'TxnRequest'): void {
+  try {
+    txnShape(r, undefined);
+  } catch (err) {
+    if (err !== REFUSED) throw err;
+    txnShape(r, at); // finds the same first refused field, and refuses it by name
+  }
 }
 
 /** A revision argument (Compact, HashKV). */
