@@ -188,7 +188,7 @@ function list<T>(v: unknown, read: (v: unknown, what: string) => T, what: string
 
 function confChange(v: unknown, what: string): ConfChange {
   const o = obj(v, what);
-  if (o['type'] !== 'add' && o['type'] !== 'addLearner' && o['type'] !== 'remove') throw new PeerFrameError(`${what}.type: unknown`);
+  if (o['type'] !== 'add' && o['type'] !== 'addLearner' && o['type'] !== 'remove' && o['type'] !== 'update') throw new PeerFrameError(`${what}.type: unknown`);
   const context = opt(o['context'], bytes, `${what}.context`);
   return { type: o['type'], id: u64(o['id'], `${what}.id`), ...(context === undefined ? {} : { context }) };
 }

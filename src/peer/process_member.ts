@@ -36,7 +36,9 @@ import {
   encodeRaftRequest,
   type MemberAttributesEntry,
 } from '../server/raft_request.js';
-import { toGrpcError, type GrpcError } from '../server/errors.js';
+import { grpcError, toGrpcError, type GrpcError } from '../server/errors.js';
+import { ErrMemberNotFound, ErrPeerUrlExists } from '../server/membership_service.js';
+import { serverCompat } from '../server/compat.js';
 import { NONE, RaftNode, bootstrapStorage, type ConfChange, type Entry, type NodeId, type RaftPersistence, type RaftStorage, type Ready, type Role, type Snapshot } from '../raft/index.js';
 import { SimRandom, type Clock } from '../sim/index.js';
 import { walExists, type DataDirLayout } from '../storage/index.js';
@@ -372,9 +374,9 @@ export class ProcessMember {
     if (snap !== undefined && snap.index > 0) throw new Error('etcdsim: a member cannot install a snapshot yet (the log is never compacted)');
     for (const e of entries) {
       if (e.type === 'conf' && e.conf !== undefined) {
-        this.confChanged(e.conf, true);
+        const refused = this.confChanged(e.conf, true);
         // The proposer's request ID, in the entry's data: its caller is answered now.
-        if (e.data.length === 8) this.requests.applied(new DataView(e.data.buffer, e.data.byteOffset, 8).getBigUint64(0), undefined);
+        if (e.data.length === 8) this.requests.applied(new DataView(e.data.buffer, e.data.byteOffset, 8).getBigUint64(0), undefined, refused);
       }
       else if (e.data.length > 0) this.applyRequest(e);
       this.server.resetAppliedIndex(e.index);
@@ -422,8 +424,11 @@ export class ProcessMember {
     }
   }
 
-  /** A conf change applied (or, at start, an initial member known before its entry is applied). */
-  private confChanged(cc: ConfChange, applied: boolean): void {
+  /**
+   * A conf change applied (or, at start, a member known before its entry is applied, so its stream opens);
+   * returns the error an update's apply check gives its caller (etcd's ValidateConfigurationChange).
+   */
+  private confChanged(cc: ConfChange, applied: boolean): GrpcError | undefined {
     let ctx: MemberContext | undefined;
     if (cc.context !== undefined && cc.context.length > 0) {
       try {
@@ -438,8 +443,9 @@ export class ProcessMember {
       this.transport.removePeer(cc.id);
       if (applied) this.opts.events?.membership?.(cc, gone);
       if (applied && cc.id === this.id) this.opts.events?.removed?.();
-      return;
+      return undefined;
     }
+    if (cc.type === 'update') return this.updated(cc, ctx, applied);
     const known = this.members.get(cc.id);
     if (known !== undefined) {
       // A learner promoted: Raft adds it as a voter (etcd's promote is an AddNode).
@@ -451,6 +457,28 @@ export class ProcessMember {
       this.knowMember(cc.id, ctx?.name ?? '', ctx?.peerURLs ?? [], cc.type === 'addLearner');
     }
     if (applied) this.opts.events?.membership?.(cc, this.members.get(cc.id));
+    return undefined;
+  }
+
+  /**
+   * etcd's UpdateNode: checked when applied, on every member alike (the member exists; no other member has
+   * one of the URLs), so a refused update still takes its index, as etcd's does; then the member's peer URLs
+   * are replaced (3.4 replaces its Raft attributes whole: a learner is listed as a voter from then on, while
+   * Raft keeps it a learner) and the stream to it is dialed on the new URL.
+   */
+  private updated(cc: ConfChange, ctx: MemberContext | undefined, applied: boolean): GrpcError | undefined {
+    const target = this.members.get(cc.id);
+    const urls = ctx?.peerURLs ?? [];
+    let refused: GrpcError | undefined;
+    if (target === undefined) refused = grpcError(ErrMemberNotFound.code, ErrMemberNotFound.message);
+    else if ([...this.members.values()].some((m) => m.id !== cc.id && m.peerUrls.some((u) => urls.includes(u)))) refused = grpcError(ErrPeerUrlExists.code, ErrPeerUrlExists.message);
+    if (refused !== undefined || target === undefined) return refused;
+    target.peerUrls = [...urls];
+    if (serverCompat(this.server.etcdVersion).memberUpdateDropsLearner) target.isLearner = false;
+    const url = urls[0];
+    if (cc.id !== this.id && url !== undefined) this.transport.updatePeer(cc.id, peerAddressOf(url));
+    if (applied) this.opts.events?.membership?.(cc, target);
+    return undefined;
   }
 
   private knowMember(id: NodeId, name: string, peerUrls: readonly string[], isLearner: boolean): void {

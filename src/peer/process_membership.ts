@@ -10,11 +10,13 @@
  * etcd's apply makes (an ID or peer URL taken, a member not found, too many learners, not a learner) are
  * made before proposing, against the membership this member applied.
  *
- * MemberUpdate is not modelled on processes yet (it is no conf change of the Raft model): refused.
+ * MemberUpdate is Raft's UpdateNode conf change, checked by every member's apply as etcd's (the member
+ * exists, no other member has one of its new URLs), so a refused update still takes its index; URLs that do
+ * not parse are refused before proposing (etcd's other members panic on them: a deliberate difference, as
+ * on a single member, src/server/membership_service.ts).
  */
-import { GrpcCode } from '../etcd/index.js';
 import { header, uint64ToBigInt } from '../server/convert.js';
-import { asGrpc, grpcError } from '../server/errors.js';
+import { asGrpc } from '../server/errors.js';
 import { memberIdOf } from '../server/member_id.js';
 import {
   ErrLearnerNotReady,
@@ -84,9 +86,17 @@ export function processMembership(pm: ProcessMember, call: <T>(f: () => T | Prom
         return { header: header(server.identity, 0), members: list(pm) };
       }, ctx),
 
-    memberUpdate: (_req?: M.MemberUpdateRequest, ctx?: CallContext): Promise<M.MemberUpdateResponse> =>
-      call(() => {
-        throw grpcError(GrpcCode.UNIMPLEMENTED, 'etcdsim: member update is not modelled on a cluster of processes yet');
+    memberUpdate: (req?: M.MemberUpdateRequest, ctx?: CallContext) =>
+      call(async (): Promise<M.MemberUpdateResponse> => {
+        const id = uint64ToBigInt(req?.ID ?? 0, 'ID');
+        requireAdmin(ctx);
+        const urls = [...(req?.peerURLs ?? [])];
+        // etcd checks no URL: its other members' transports panic on one they cannot parse, and every
+        // restart replays the entry. Refused here instead, before proposing (as on a single member).
+        if (urls.length === 0 || !urls.every(validUrl)) fail(ErrMemberBadUrls);
+        // The rest is checked by every member's apply (process_member.ts), as etcd's apply checks it.
+        await pm.changeMembership({ type: 'update', id, context: pm.memberContextOf({ id, name: '', peerUrls: urls, isLearner: false }) });
+        return { header: header(server.identity, 0), members: list(pm) };
       }, ctx),
 
     memberPromote: (req?: M.MemberPromoteRequest, ctx?: CallContext) =>

@@ -101,6 +101,15 @@ export class PeerTransport {
     this.dial(p);
   }
 
+  /** A member's peer URL changed (etcd's UpdatePeer): its stream is dialed again, on the new address. */
+  updatePeer(id: NodeId, address: PeerAddress): void {
+    const p = this.peers.get(id);
+    if (p === undefined) return this.addPeer(id, address);
+    if (p.address.host === address.host && p.address.port === address.port) return;
+    p.address = address;
+    p.socket?.destroy(); // its close dials again after the pause
+  }
+
   removePeer(id: NodeId): void {
     const p = this.peers.get(id);
     if (p === undefined) return;

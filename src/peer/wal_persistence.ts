@@ -17,7 +17,7 @@ import { decodeFields, type ProtoField } from '../snapshot/proto_reader.js';
 import { Wal, WalError, rollCrc, type DataDirLayout, type WalEntry, type WalMetadata } from '../storage/index.js';
 import { encodeFields } from '../storage/wal_record.js';
 
-const CONF_TYPES: readonly ConfChange['type'][] = ['add', 'remove'];
+const CONF_TYPES: readonly ConfChange['type'][] = ['add', 'remove', 'update'];
 /** raftpb.ConfChangeType: AddNode 0, RemoveNode 1, UpdateNode 2, AddLearnerNode 3. */
 const confTypeNumber = (t: ConfChange['type']): number => (t === 'addLearner' ? 3 : CONF_TYPES.indexOf(t));
 

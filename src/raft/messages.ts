@@ -12,9 +12,12 @@
 export type NodeId = bigint;
 export const NONE: NodeId = 0n;
 
-/** A conf change, as raftpb.ConfChange: which member, and what becomes of it. */
+/**
+ * A conf change, as raftpb.ConfChange: which member, and what becomes of it. 'update' (etcd's UpdateNode,
+ * new peer URLs in the context) leaves Raft's configuration as it is: only the application reads it.
+ */
 export interface ConfChange {
-  readonly type: 'add' | 'addLearner' | 'remove';
+  readonly type: 'add' | 'addLearner' | 'remove' | 'update';
   readonly id: NodeId;
   /** The application's context (etcd puts the member's name and peer URLs there). */
   readonly context?: Uint8Array;

@@ -471,6 +471,7 @@ export class RaftNode extends RaftCore {
   // ---- membership ----
 
   protected applyConfChange(cc: ConfChange): void {
+    if (cc.type === 'update') return; // the configuration stays: nothing to send or commit anew
     const leading = this.roleNow === 'leader';
     this.tracker.applyConfChange(cc, this.log.lastIndex() + 1, leading);
     if (cc.type === 'remove' && cc.id === this.id) this.removed = true;

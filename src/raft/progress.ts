@@ -125,6 +125,8 @@ export class ProgressTracker {
         this.learners.delete(cc.id);
         this.prs.delete(cc.id);
         return;
+      case 'update':
+        return;
     }
     if (leading && !this.prs.has(cc.id)) this.prs.set(cc.id, newProgress(next));
   }

@@ -3,7 +3,8 @@
  * each logs etcd's start-up in etcd's order (elected leader, published, ready, enabled capabilities), the
  * IDs are etcd's, one leader at term 2 that every member names, `member list` names every member with its
  * URLs on every member, a write at a follower is read at another member (linearizable through ReadIndex,
- * then serializable from its own state), HashKV agrees. Then the leader is SIGKILLed: the two left elect a
+ * then serializable from its own state), HashKV agrees, `member update` moves a member's peer URL through
+ * Raft with etcd's errors. Then the leader is SIGKILLed: the two left elect a
  * new leader and keep serving writes; the killed member started again on its data dir rejoins with its
  * identity and serves what was written meanwhile; on the same cluster a learner is added, its process joins
  * and catches up, and it is promoted. A cluster of its own, on peer TLS, loses a member to member remove.
@@ -173,6 +174,26 @@ test('three etcdsim etcd processes form one cluster, lose their leader to SIGKIL
   }
   const hashes = await Promise.all(clients.map((c) => c.maintenance.hashKV({ revision: rev })));
   assert.equal(new Set(hashes.map((h) => h.hash)).size, 1, 'one history');
+
+  // member update (etcd's UpdateNode through Raft): a follower's peer URL named `localhost` (the same port),
+  // applied and listed on every member, logged as etcd logs it; the leader's stream to it is dialed anew.
+  const upd = followers[1]!;
+  const moved = `http://localhost:${ports[upd]!.peer}`;
+  const asker = clients[followers[0]!]!;
+  const applied = async (): Promise<number> => Number((await asker.maintenance.status({})).raftAppliedIndex);
+  const before = await applied();
+  const updated = await asker.cluster.memberUpdate({ ID: String(ids[upd]), peerURLs: [moved] });
+  assert.deepEqual(updated.members?.find((m) => String(m.ID) === String(ids[upd]))?.peerURLs, [moved]);
+  for (const c of clients) await eventually('the update applied', () => c.cluster.memberList({}), (r) => r.members?.find((m) => String(m.ID) === String(ids[upd]))?.peerURLs?.[0] === moved);
+  for (const p of procs) assert.match(p.stderr(), new RegExp(`"msg":"updated member".*"updated-remote-peer-id":"${ids[upd]!.toString(16)}","updated-remote-peer-urls":\\["${moved}"\\]`));
+  // etcd's errors: an unknown member, a URL another member has (both checked by the apply: each takes an
+  // index, as on etcd 3.4.23), URLs that do not parse (refused before proposing: etcd's other members panic).
+  await assert.rejects(asker.cluster.memberUpdate({ ID: '1234', peerURLs: ['http://localhost:1'] }), /etcdserver: member not found/);
+  await assert.rejects(asker.cluster.memberUpdate({ ID: String(ids[upd]), peerURLs: [moved, `http://127.0.0.1:${ports[leaderIx]!.peer}`] }), /etcdserver: Peer URLs already exists/);
+  await assert.rejects(asker.cluster.memberUpdate({ ID: String(ids[upd]), peerURLs: ['not a url'] }), /etcdserver: given member URLs are invalid/);
+  assert.equal(await applied(), before + 3);
+  const put2 = await clients[leaderIx]!.kv.put({ key: Buffer.from('after-update'), value: Buffer.from('1') });
+  await eventually('the updated member still follows', () => clients[upd]!.kv.range({ key: Buffer.from('after-update'), serializable: true }), (r) => Number(r.header?.revision) >= Number(put2.header?.revision));
 
   // SIGKILL the leader: the two left elect another and keep serving writes.
   procs[leaderIx]!.child.kill('SIGKILL');

@@ -15,7 +15,7 @@ import { CliError } from '../io.js';
 import type { ServeCommandOptions } from '../serve.js';
 import type { EtcdLog } from './log.js';
 import { openError, type PeerTlsFiles } from './tls_flags.js';
-import { addedMemberLine, bannerLines, electedLine, publishedLines, readyLines, removedMemberLine, roleLine, type StartedMember } from './start_log.js';
+import { addedMemberLine, bannerLines, electedLine, publishedLines, readyLines, removedMemberLine, roleLine, updatedMemberLine, type StartedMember } from './start_log.js';
 
 export interface ProcessMemberRun {
   readonly opts: ServeCommandOptions & { readonly initialCluster: NonNullable<ServeCommandOptions['initialCluster']> };
@@ -83,7 +83,10 @@ export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
         events: {
           role: (role, term) => log.log(roleLine(started.memberId, role, term)),
           leader: (leader, term) => log.log(electedLine(started.memberId, leader, term)),
-          membership: (cc, m) => log.log(cc.type === 'remove' ? removedMemberLine(started, cc.id) : addedMemberLine(started, cc.id, m?.peerUrls ?? [])),
+          membership: (cc, m) =>
+            log.log(
+              cc.type === 'remove' ? removedMemberLine(started, cc.id) : cc.type === 'update' ? updatedMemberLine(started, cc.id, m?.peerUrls ?? []) : addedMemberLine(started, cc.id, m?.peerUrls ?? []),
+            ),
           published: () => {
             for (const e of publishedLines(started)) log.log(e);
             if (serving) ready();

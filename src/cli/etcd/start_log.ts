@@ -116,6 +116,17 @@ export function removedMemberLine(m: StartedMember, removed: bigint): LogEvent {
   });
 }
 
+/** A member's peer URLs replaced (its UpdateNode conf change applied). */
+export function updatedMemberLine(m: StartedMember, updated: bigint, peerUrls: readonly string[]): LogEvent {
+  const cid = hex(m.clusterId);
+  return info('etcdserver/membership', `updated member ${hex(updated)} [${peerUrls.join(' ')}] in cluster ${cid}`, 'membership/cluster.go:520', 'updated member', {
+    'cluster-id': cid,
+    'local-member-id': hex(m.memberId),
+    'updated-remote-peer-id': hex(updated),
+    'updated-remote-peer-urls': peerUrls,
+  }, true);
+}
+
 /** Raft's role moved (`became follower|pre-candidate|candidate|leader at term N`). */
 export function roleLine(id: bigint, role: string, term: bigint): LogEvent {
   return raft(`${hex(id)} became ${role} at term ${term}`, role === 'leader' ? 'raft/raft.go:771' : role === 'follower' ? 'raft/raft.go:706' : 'raft/raft.go:719');
