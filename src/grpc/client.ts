@@ -27,9 +27,10 @@ import {
   type MaintenanceService,
   type Promised,
   type ResponseListener,
+  memberCalls,
+  type MemberCall,
 } from '../server/index.js';
 import type * as M from '../server/messages.js';
-import { memberCalls, type MemberCall } from '../server/member_calls.js';
 import { hostNow } from '../sim/index.js';
 
 /** A bidirectional call over gRPC: the server layer's own BidiStream shape (one stream abstraction). */

@@ -8,6 +8,7 @@ export type { CompactionCrash, MemberRestart, MemberSnapshot } from './restart.j
 // A service class's etcd calls by name, and the shapes of a service whose answers may come later.
 export { SERVICE_CLASSES } from './service_classes.js';
 export { serviceMethods, promised, type AwaitableService, type Promised } from './answers.js';
+export { memberCalls, type CallKind, type MemberCall } from './member_calls.js';
 export { KVService } from './kv_service.js';
 export { WatchService, WatchCall, type ResponseListener, type EndListener } from './watch_service.js';
 export type { BidiStream, FlowControl, ResponseSink, ResponseStream, StreamCall } from './stream_call.js';

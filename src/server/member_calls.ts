@@ -12,12 +12,11 @@
  * etcd, and the member answers it in full (every piece in one array; its streaming form is
  * MaintenanceService.snapshotStream, which the wire doors use).
  *
- * It loads the protos, so the in-process doors that run in the playground's browser bundle (the failover
- * client, the cluster member's services) read the service classes instead (service_classes.ts); the test
- * holds them to this list.
+ * It reads the protos' declarations as generated (src/proto/generated/services.ts), not the protos, so it
+ * loads nothing a browser lacks: the playground's bundle may hold it.
  */
-import { etcdServiceDefinition, type EtcdServiceName } from '../proto/loader.js';
-import { callNameOf } from '../proto/calls.js';
+import type { EtcdServiceName } from '../proto/index.js';
+import { callNameOf, SERVICE_DECLARATIONS } from '../proto/calls.js';
 import { SERVICE_CLASSES } from './service_classes.js';
 import type { MemberServices } from './member_view.js';
 
@@ -50,7 +49,7 @@ export function memberCalls(): readonly MemberCall[] {
   calls ??= Object.freeze(
     (Object.keys(SERVICE_CLASSES) as EtcdServiceName[]).flatMap((service) => {
       const proto = SERVICE_CLASSES[service].prototype as Record<string, unknown>;
-      return Object.entries(etcdServiceDefinition(service)).flatMap(([method, def]): MemberCall[] => {
+      return Object.entries(SERVICE_DECLARATIONS[service]).flatMap(([method, def]): MemberCall[] => {
         const call = callNameOf(method);
         if (typeof proto[call] !== 'function') return [];
         const { requestStream, responseStream } = def;

@@ -53,9 +53,6 @@ const EXCEPTIONS: Readonly<Record<string, string>> = {
   // The raw client lists etcd's calls from the protos' declarations without loading them or grpc-js: the
   // playground's browser bundle holds it.
   'client → src/proto/calls.ts': 'the playground bundle loads no proto and no grpc-js',
-  // The list of etcd's calls loads the protos; it stays out of server's index, through which the
-  // playground's browser bundle loads the member, so the bundle needs no Node built-in.
-  'grpc → src/server/member_calls.ts': 'the playground bundle stays free of Node',
   // etcd reads its flags before anything else: the command's flag readers load one file each, not the
   // member (`etcdsim` starts in about 0.3 s).
   'cli → src/server/urls.ts': 'flags are read before the member loads',
