@@ -96,6 +96,8 @@ export interface ProcessMemberOptions {
   readonly heartbeatMs: number;
   readonly electionMs: number;
   readonly preVote: boolean;
+  /** --initial-election-tick-advance (etcd's default true); false: the first election waits a whole randomized election timeout. */
+  readonly initialElectionTickAdvance?: boolean | undefined;
   /** --initial-cluster-state existing: a new member joins a running cluster (after its MemberAdd). */
   readonly join?: boolean | undefined;
   readonly seed: number;
@@ -233,9 +235,12 @@ export class ProcessMember {
       catchUpEntries: 0,
       onReadState: (r) => this.requests.readState(r),
       onSoftState: (leader, role) => this.softState(leader, role),
-      initialTickAdvance: firstCandidate(opts, id, storage, restarted)
-        ? { ticks: 2 * electionTicks, untilCampaign: true, activePeers: () => this.active.size }
-        : { ticks: Math.max(0, electionTicks - 2), activePeers: () => this.active.size },
+      initialTickAdvance:
+        opts.initialElectionTickAdvance === false
+          ? undefined
+          : firstCandidate(opts, id, storage, restarted)
+            ? { ticks: 2 * electionTicks, untilCampaign: true, activePeers: () => this.active.size }
+            : { ticks: Math.max(0, electionTicks - 2), activePeers: () => this.active.size },
     });
     this.requests = new MemberRequests(
       {

@@ -38,7 +38,7 @@ export const ETCD_FLAGS: readonly EtcdFlag[] = [
   served('snapshot-count', 'uint'),
   served('heartbeat-interval', 'uint'),
   served('election-timeout', 'uint'),
-  accepted('initial-election-tick-advance', 'bool'),
+  served('initial-election-tick-advance', 'bool'),
   served('listen-peer-urls', 'urls'),
   served('listen-client-urls', 'urls'),
   accepted('listen-client-http-urls', 'urls', '3.5'),

@@ -14,8 +14,9 @@ import { RealClock } from '../../sim/index.js';
 import { CliError } from '../io.js';
 import type { ServeCommandOptions } from '../serve.js';
 import type { EtcdLog } from './log.js';
+import { boolValue } from './flag_set.js';
 import { openError, type PeerTlsFiles } from './tls_flags.js';
-import { addedMemberLine, bannerLines, electedLine, publishedLines, readyLines, removedMemberLine, roleLine, updatedMemberLine, type StartedMember } from './start_log.js';
+import { addedMemberLine, bannerLines, electedLine, publishedLines, readyLines, removedMemberLine, roleLine, tickAdvanceLine, updatedMemberLine, type StartedMember } from './start_log.js';
 
 export interface ProcessMemberRun {
   readonly opts: ServeCommandOptions & { readonly initialCluster: NonNullable<ServeCommandOptions['initialCluster']> };
@@ -48,6 +49,7 @@ export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
     r.serving?.();
   };
   if (r.quiet) grpc.setLogVerbosity(grpc.logVerbosity.NONE);
+  const tickAdvance = get('initial-election-tick-advance') === undefined || boolValue(get('initial-election-tick-advance'));
   let served;
   try {
     served = await serveProcessMember({ ...opts, clock }, async (endpoint) => {
@@ -78,6 +80,7 @@ export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
         heartbeatMs: r.member.heartbeatMs,
         electionMs: r.member.electionMs,
         preVote: opts.preVote ?? true,
+        initialElectionTickAdvance: tickAdvance,
         join,
         seed: Number(BigInt.asUintN(32, BigInt(opts.seed ?? 0))),
         events: {
@@ -106,6 +109,7 @@ export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
         restart: pm.restarted ? { commitIndex: BigInt(pm.restartCommit), term: pm.node.term + 1n } : undefined,
       };
       for (const e of bannerLines(started)) log.log(e);
+      if (log.isZap) log.log(tickAdvanceLine(tickAdvance, Math.round(r.member.electionMs / r.member.heartbeatMs)));
       pm.run();
       return pm;
     });

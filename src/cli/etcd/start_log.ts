@@ -127,6 +127,15 @@ export function updatedMemberLine(m: StartedMember, updated: bigint, peerUrls: r
   }, true);
 }
 
+/**
+ * etcd's adjustTicks on a member of several: whether its first election clock is advanced
+ * (--initial-election-tick-advance). zap logs it; capnslog has no such line.
+ */
+export function tickAdvanceLine(advance: boolean, electionTicks: number): LogEvent {
+  const msg = `${advance ? 'starting' : 'skipping'} initial election tick advance`;
+  return info('etcdserver', msg, advance ? 'etcdserver/server.go:704' : 'etcdserver/server.go:699', msg, { 'election-ticks': electionTicks });
+}
+
 /** Raft's role moved (`became follower|pre-candidate|candidate|leader at term N`). */
 export function roleLine(id: bigint, role: string, term: bigint): LogEvent {
   return raft(`${hex(id)} became ${role} at term ${term}`, role === 'leader' ? 'raft/raft.go:771' : role === 'follower' ? 'raft/raft.go:706' : 'raft/raft.go:719');
