@@ -194,10 +194,15 @@ const ETCD3_OPS: ReadonlyArray<{
   },
 ];
 
-/** sim.client()'s floor: the same EtcdClient on services that only return canned answers. */
+/**
+ * sim.client()'s floor: the same EtcdClient on services that only return canned answers. Every service is
+ * there (the client derives its methods from each one's), only KV answers anything.
+ */
 function doNothingServices(): EtcdServices {
   const smallKv = rangeAnswer([key(0)], false, 1);
-  return { kv: { put: () => ({ header, prev_kv: null }), range: () => smallKv } } as unknown as EtcdServices;
+  const none = {};
+  const kv = { put: () => ({ header, prev_kv: null }), range: () => smallKv };
+  return { kv, watch: none, lease: none, maintenance: none, cluster: none, auth: none, lock: none, election: none } as unknown as EtcdServices;
 }
 
 const CLIENT_OPS: ReadonlyArray<{ name: string; op: (c: EtcdClient, i: number) => Promise<unknown> }> = [
