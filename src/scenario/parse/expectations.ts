@@ -107,152 +107,208 @@ function parseEventPattern(item: string, lineNo: number): EventPattern {
   return { type: m[1] as 'PUT' | 'DELETE', key: key[0]!, rev: rev[0]! };
 }
 
-/** The words after `expect` (`rawAfterExpect`: the rest of the line as written, for bracketed lists). */
-export function parseExpect(words: readonly Word[], rawAfterExpect: string, lineNo: number, members?: number): Expectation {
-  const subject = plain(words[0]);
-  const bad = (): never => {
-    throw new ScenarioSyntaxError(lineNo, `malformed expectation; expected one of:\n  ${EXPECT_FORMS.join('\n  ')}`);
+/** An `expect` line as a parser of one kind reads it: its words after `expect`, the rest of the line as written. */
+interface ExpectLine {
+  readonly words: readonly Word[];
+  /** The rest of the line as written, for bracketed lists. */
+  readonly raw: string;
+  readonly lineNo: number;
+  /** The cluster's size (`members N`), undefined on a single member. */
+  readonly members: number | undefined;
+}
+
+function malformed(lineNo: number): never {
+  throw new ScenarioSyntaxError(lineNo, `malformed expectation; expected one of:\n  ${EXPECT_FORMS.join('\n  ')}`);
+}
+
+/** `expect OP N` after a subject of one word (`revision`, `count`). */
+const compared =
+  (kind: 'revision' | 'count') =>
+  ({ words, lineNo }: ExpectLine): Expectation => {
+    noMore(words, 3, lineNo, `expect ${kind}`);
+    return { kind, op: needOp(words[1], lineNo, `expect ${kind}`), value: needInt(words[2], lineNo, `expect ${kind}`) };
   };
-  switch (subject) {
-    case 'ok':
+
+function parseError({ words, lineNo }: ExpectLine): Expectation {
+  const withOp = words[1] !== undefined && plain(words[1]) === '==';
+  noMore(words, withOp ? 3 : 2, lineNo, 'expect error');
+  return { kind: 'error', message: withOp ? words[2] : words[1] };
+}
+
+function parseOutput({ words, lineNo }: ExpectLine): Expectation {
+  const op = plain(words[1]);
+  if ((op !== '==' && op !== 'contains') || words[2] === undefined) throw new ScenarioSyntaxError(lineNo, 'expect output: expected == "TEXT" or contains "TEXT"');
+  noMore(words, 3, lineNo, 'expect output');
+  return { kind: 'output', op, text: words[2] };
+}
+
+function parseMore({ words, lineNo }: ExpectLine): Expectation {
+  const v = plain(words[2]);
+  if (plain(words[1]) !== '==' || (v !== 'true' && v !== 'false')) throw new ScenarioSyntaxError(lineNo, 'expect more: expected == true or == false');
+  noMore(words, 3, lineNo, 'expect more');
+  return { kind: 'more', value: v === 'true' };
+}
+
+function parseKeys({ words, raw, lineNo }: ExpectLine): Expectation {
+  if (plain(words[1]) !== '==') throw new ScenarioSyntaxError(lineNo, 'expect keys: expected == [K1, K2]');
+  const keys = bracketList(raw, lineNo, 'expect keys').map((item) => {
+    const ws = splitWords(item, lineNo);
+    if (ws.length !== 1) throw new ScenarioSyntaxError(lineNo, `expect keys: expected one key per item, got ${item}`);
+    return ws[0]!;
+  });
+  return { kind: 'keys', keys };
+}
+
+function parseGet({ words, lineNo }: ExpectLine): Expectation {
+  const key = words[1] ?? malformed(lineNo);
+  let i = 2;
+  let rev: Word | undefined;
+  const p = plain(words[i]);
+  if (p !== undefined && p.startsWith('--rev')) {
+    if (p.startsWith('--rev=')) rev = unquotedWord(p.slice(6));
+    else {
+      rev = words[i + 1];
+      i++;
+    }
+    needInt(rev, lineNo, 'expect get --rev');
+    i++;
+  }
+  const what = plain(words[i]);
+  if (what === 'absent') {
+    noMore(words, i + 1, lineNo, 'expect get');
+    return { kind: 'get', key, rev, value: undefined };
+  }
+  if (what !== '==' || words[i + 1] === undefined) throw new ScenarioSyntaxError(lineNo, 'expect get: expected == VALUE or absent after the key');
+  noMore(words, i + 2, lineNo, 'expect get');
+  return { kind: 'get', key, rev, value: words[i + 1]! };
+}
+
+/** `expect watch NAME WHAT OP N` (`count`, `responses`, `last`). */
+const watchCompared =
+  (what: 'count' | 'responses' | 'last') =>
+  ({ words, lineNo }: ExpectLine, name: string): Expectation => {
+    noMore(words, 5, lineNo, `expect watch ${what}`);
+    return { kind: `watch-${what}`, name, op: needOp(words[3], lineNo, `expect watch ${what}`), value: needInt(words[4], lineNo, `expect watch ${what}`) };
+  };
+
+/** `expect watch NAME ...`, by the word after the name. */
+const WATCH_PARSERS: ReadonlyMap<string, (l: ExpectLine, name: string) => Expectation> = new Map([
+  [
+    'events',
+    ({ words, raw, lineNo }: ExpectLine, name: string): Expectation => {
+      if (plain(words[3]) !== '==') throw new ScenarioSyntaxError(lineNo, 'expect watch NAME events: expected == [PUT KEY@REV, ...]');
+      return { kind: 'watch-events', name, events: bracketList(raw, lineNo, 'expect watch events').map((item) => parseEventPattern(item, lineNo)) };
+    },
+  ],
+  ['count', watchCompared('count')],
+  ['responses', watchCompared('responses')],
+  ['last', watchCompared('last')],
+  [
+    'canceled',
+    ({ words, lineNo }: ExpectLine, name: string): Expectation => {
+      if (words.length === 3) return { kind: 'watch-canceled', name, compactRevision: undefined };
+      if (plain(words[3]) !== 'compact_revision' || plain(words[4]) !== '==') throw new ScenarioSyntaxError(lineNo, 'expect watch NAME canceled: expected nothing more, or compact_revision == N');
+      noMore(words, 6, lineNo, 'expect watch canceled');
+      return { kind: 'watch-canceled', name, compactRevision: needInt(words[5], lineNo, 'expect watch canceled compact_revision') };
+    },
+  ],
+  [
+    'open',
+    ({ words, lineNo }: ExpectLine, name: string): Expectation => {
+      noMore(words, 3, lineNo, 'expect watch open');
+      return { kind: 'watch-open', name };
+    },
+  ],
+  [
+    'progress',
+    ({ words, lineNo }: ExpectLine, name: string): Expectation => {
+      if (plain(words[3]) === 'none') {
+        noMore(words, 4, lineNo, 'expect watch progress');
+        return { kind: 'watch-progress', name, value: undefined };
+      }
+      if (plain(words[3]) !== '==') throw new ScenarioSyntaxError(lineNo, 'expect watch NAME progress: expected == N or none');
+      noMore(words, 5, lineNo, 'expect watch progress');
+      return { kind: 'watch-progress', name, value: needInt(words[4], lineNo, 'expect watch progress') };
+    },
+  ],
+]);
+
+function parseWatch(l: ExpectLine): Expectation {
+  const name = needName(l.words[1], l.lineNo, 'a watch name');
+  const parse = WATCH_PARSERS.get(plain(l.words[2]) ?? '');
+  if (parse === undefined) throw new ScenarioSyntaxError(l.lineNo, `expect watch ${name}: expected events, count, last, canceled, open or progress, got ${l.words[2]?.raw ?? 'nothing'}`);
+  return parse(l, name);
+}
+
+function parseLease({ words, lineNo }: ExpectLine): Expectation {
+  const id = words[1] ?? malformed(lineNo);
+  const what = plain(words[2]);
+  if (what === 'alive' || what === 'expired') {
+    noMore(words, 3, lineNo, 'expect lease');
+    return { kind: 'lease-state', id, state: what };
+  }
+  if (what === 'ttl') {
+    noMore(words, 5, lineNo, 'expect lease ttl');
+    return { kind: 'lease-ttl', id, op: needOp(words[3], lineNo, 'expect lease ttl'), value: needInt(words[4], lineNo, 'expect lease ttl') };
+  }
+  throw new ScenarioSyntaxError(lineNo, 'expect lease ID: expected ttl OP N, alive or expired');
+}
+
+/** The cluster's size, or the error of an expectation about members on a single member. */
+function clusterSize({ words, lineNo, members }: ExpectLine): number {
+  if (members === undefined) throw new ScenarioSyntaxError(lineNo, `expect ${plain(words[0])} is about a cluster's members: write members 3 before the first step`);
+  return members;
+}
+
+function parseLeader(l: ExpectLine): Expectation {
+  const members = clusterSize(l);
+  noMore(l.words, 2, l.lineNo, 'expect leader');
+  if (plain(l.words[1]) === 'none') return { kind: 'leader', member: undefined };
+  return { kind: 'leader', member: parseMemberRef(l.words[1], members, l.lineNo, 'expect leader') };
+}
+
+function parseMember(l: ExpectLine): Expectation {
+  const { words, lineNo } = l;
+  const member = parseMemberRef(words[1], clusterSize(l), lineNo, 'expect member');
+  const what = plain(words[2]);
+  if (what === 'role') {
+    const role = plain(words[3]);
+    noMore(words, 4, lineNo, 'expect member role');
+    if (role !== 'leader' && role !== 'follower' && role !== 'candidate') throw new ScenarioSyntaxError(lineNo, `expect member ${words[1]!.raw} role: expected leader, follower or candidate, got ${words[3]?.raw ?? 'nothing'}`);
+    return { kind: 'member-role', member, role };
+  }
+  if (what !== 'revision' && what !== 'applied-index' && what !== 'raft-index' && what !== 'term') {
+    throw new ScenarioSyntaxError(lineNo, `expect member ${words[1]!.raw}: expected revision, applied-index, raft-index, term or role, got ${words[2]?.raw ?? 'nothing'}`);
+  }
+  noMore(words, 5, lineNo, `expect member ${what}`);
+  return { kind: 'member', member, what, op: needOp(words[3], lineNo, `expect member ${what}`), value: needInt(words[4], lineNo, `expect member ${what}`) };
+}
+
+/** The parser of each expectation, by the word after `expect`. */
+const EXPECT_PARSERS: ReadonlyMap<string, (l: ExpectLine) => Expectation> = new Map([
+  [
+    'ok',
+    ({ words, lineNo }: ExpectLine): Expectation => {
       noMore(words, 1, lineNo, 'expect ok');
       return { kind: 'ok' };
-    case 'error': {
-      const msg = words[1] !== undefined && plain(words[1]) === '==' ? words[2] : words[1];
-      noMore(words, words[1] !== undefined && plain(words[1]) === '==' ? 3 : 2, lineNo, 'expect error');
-      return { kind: 'error', message: msg };
-    }
-    case 'revision':
-      noMore(words, 3, lineNo, 'expect revision');
-      return { kind: 'revision', op: needOp(words[1], lineNo, 'expect revision'), value: needInt(words[2], lineNo, 'expect revision') };
-    case 'count':
-      noMore(words, 3, lineNo, 'expect count');
-      return { kind: 'count', op: needOp(words[1], lineNo, 'expect count'), value: needInt(words[2], lineNo, 'expect count') };
-    case 'output': {
-      const op = plain(words[1]);
-      if ((op !== '==' && op !== 'contains') || words[2] === undefined) throw new ScenarioSyntaxError(lineNo, 'expect output: expected == "TEXT" or contains "TEXT"');
-      noMore(words, 3, lineNo, 'expect output');
-      return { kind: 'output', op, text: words[2] };
-    }
-    case 'more': {
-      const v = plain(words[2]);
-      if (plain(words[1]) !== '==' || (v !== 'true' && v !== 'false')) throw new ScenarioSyntaxError(lineNo, 'expect more: expected == true or == false');
-      noMore(words, 3, lineNo, 'expect more');
-      return { kind: 'more', value: v === 'true' };
-    }
-    case 'keys': {
-      if (plain(words[1]) !== '==') throw new ScenarioSyntaxError(lineNo, 'expect keys: expected == [K1, K2]');
-      const items = bracketList(rawAfterExpect, lineNo, 'expect keys');
-      return {
-        kind: 'keys',
-        keys: items.map((s) => {
-          const ws = splitWords(s, lineNo);
-          if (ws.length !== 1) throw new ScenarioSyntaxError(lineNo, `expect keys: expected one key per item, got ${s}`);
-          return ws[0]!;
-        }),
-      };
-    }
-    case 'get': {
-      const key = words[1];
-      if (key === undefined) bad();
-      let i = 2;
-      let rev: Word | undefined;
-      const p = plain(words[i]);
-      if (p !== undefined && p.startsWith('--rev')) {
-        if (p.startsWith('--rev=')) rev = unquotedWord(p.slice(6));
-        else {
-          rev = words[i + 1];
-          i++;
-        }
-        needInt(rev, lineNo, 'expect get --rev');
-        i++;
-      }
-      const what = plain(words[i]);
-      if (what === 'absent') {
-        noMore(words, i + 1, lineNo, 'expect get');
-        return { kind: 'get', key: key!, rev, value: undefined };
-      }
-      if (what !== '==' || words[i + 1] === undefined) throw new ScenarioSyntaxError(lineNo, 'expect get: expected == VALUE or absent after the key');
-      noMore(words, i + 2, lineNo, 'expect get');
-      return { kind: 'get', key: key!, rev, value: words[i + 1]! };
-    }
-    case 'watch': {
-      const name = needName(words[1], lineNo, 'a watch name');
-      const what = plain(words[2]);
-      switch (what) {
-        case 'events': {
-          if (plain(words[3]) !== '==') throw new ScenarioSyntaxError(lineNo, 'expect watch NAME events: expected == [PUT KEY@REV, ...]');
-          const items = bracketList(rawAfterExpect, lineNo, 'expect watch events');
-          return { kind: 'watch-events', name, events: items.map((s) => parseEventPattern(s, lineNo)) };
-        }
-        case 'count':
-          noMore(words, 5, lineNo, 'expect watch count');
-          return { kind: 'watch-count', name, op: needOp(words[3], lineNo, 'expect watch count'), value: needInt(words[4], lineNo, 'expect watch count') };
-        case 'responses':
-          noMore(words, 5, lineNo, 'expect watch responses');
-          return { kind: 'watch-responses', name, op: needOp(words[3], lineNo, 'expect watch responses'), value: needInt(words[4], lineNo, 'expect watch responses') };
-        case 'last':
-          noMore(words, 5, lineNo, 'expect watch last');
-          return { kind: 'watch-last', name, op: needOp(words[3], lineNo, 'expect watch last'), value: needInt(words[4], lineNo, 'expect watch last') };
-        case 'canceled': {
-          if (words.length === 3) return { kind: 'watch-canceled', name, compactRevision: undefined };
-          if (plain(words[3]) !== 'compact_revision' || plain(words[4]) !== '==') throw new ScenarioSyntaxError(lineNo, 'expect watch NAME canceled: expected nothing more, or compact_revision == N');
-          noMore(words, 6, lineNo, 'expect watch canceled');
-          return { kind: 'watch-canceled', name, compactRevision: needInt(words[5], lineNo, 'expect watch canceled compact_revision') };
-        }
-        case 'open':
-          noMore(words, 3, lineNo, 'expect watch open');
-          return { kind: 'watch-open', name };
-        case 'progress': {
-          if (plain(words[3]) === 'none') {
-            noMore(words, 4, lineNo, 'expect watch progress');
-            return { kind: 'watch-progress', name, value: undefined };
-          }
-          if (plain(words[3]) !== '==') throw new ScenarioSyntaxError(lineNo, 'expect watch NAME progress: expected == N or none');
-          noMore(words, 5, lineNo, 'expect watch progress');
-          return { kind: 'watch-progress', name, value: needInt(words[4], lineNo, 'expect watch progress') };
-        }
-        default:
-          throw new ScenarioSyntaxError(lineNo, `expect watch ${name}: expected events, count, last, canceled, open or progress, got ${words[2]?.raw ?? 'nothing'}`);
-      }
-    }
-    case 'lease': {
-      const id = words[1];
-      if (id === undefined) bad();
-      const what = plain(words[2]);
-      if (what === 'alive' || what === 'expired') {
-        noMore(words, 3, lineNo, 'expect lease');
-        return { kind: 'lease-state', id: id!, state: what };
-      }
-      if (what === 'ttl') {
-        noMore(words, 5, lineNo, 'expect lease ttl');
-        return { kind: 'lease-ttl', id: id!, op: needOp(words[3], lineNo, 'expect lease ttl'), value: needInt(words[4], lineNo, 'expect lease ttl') };
-      }
-      throw new ScenarioSyntaxError(lineNo, 'expect lease ID: expected ttl OP N, alive or expired');
-    }
-    case 'leader':
-    case 'member': {
-      if (members === undefined) throw new ScenarioSyntaxError(lineNo, `expect ${subject} is about a cluster's members: write members 3 before the first step`);
-      if (subject === 'leader') {
-        noMore(words, 2, lineNo, 'expect leader');
-        if (plain(words[1]) === 'none') return { kind: 'leader', member: undefined };
-        return { kind: 'leader', member: parseMemberRef(words[1], members, lineNo, 'expect leader') };
-      }
-      const member = parseMemberRef(words[1], members, lineNo, 'expect member');
-      const what = plain(words[2]);
-      if (what === 'role') {
-        const role = plain(words[3]);
-        noMore(words, 4, lineNo, 'expect member role');
-        if (role !== 'leader' && role !== 'follower' && role !== 'candidate') throw new ScenarioSyntaxError(lineNo, `expect member ${words[1]!.raw} role: expected leader, follower or candidate, got ${words[3]?.raw ?? 'nothing'}`);
-        return { kind: 'member-role', member, role };
-      }
-      if (what !== 'revision' && what !== 'applied-index' && what !== 'raft-index' && what !== 'term') {
-        throw new ScenarioSyntaxError(lineNo, `expect member ${words[1]!.raw}: expected revision, applied-index, raft-index, term or role, got ${words[2]?.raw ?? 'nothing'}`);
-      }
-      noMore(words, 5, lineNo, `expect member ${what}`);
-      return { kind: 'member', member, what, op: needOp(words[3], lineNo, `expect member ${what}`), value: needInt(words[4], lineNo, `expect member ${what}`) };
-    }
-    default:
-      return bad();
-  }
+    },
+  ],
+  ['error', parseError],
+  ['revision', compared('revision')],
+  ['count', compared('count')],
+  ['output', parseOutput],
+  ['more', parseMore],
+  ['keys', parseKeys],
+  ['get', parseGet],
+  ['watch', parseWatch],
+  ['lease', parseLease],
+  ['leader', parseLeader],
+  ['member', parseMember],
+]);
+
+/** The words after `expect` (`rawAfterExpect`: the rest of the line as written, for bracketed lists). */
+export function parseExpect(words: readonly Word[], rawAfterExpect: string, lineNo: number, members?: number): Expectation {
+  const parse = EXPECT_PARSERS.get(plain(words[0]) ?? '');
+  if (parse === undefined) return malformed(lineNo);
+  return parse({ words, raw: rawAfterExpect, lineNo, members });
 }
