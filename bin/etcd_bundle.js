@@ -2,9 +2,10 @@
 // cache: etcd's e2e suite starts a member for every test, and compiling some 3 MB of JavaScript anew each
 // time was most of our start-up. Node 20 has no built-in compile cache for this (module.enableCompileCache
 // is Node 22's), so this does what it does: the first run writes the cache once its member serves (not at
-// exit: harnesses often end members with SIGKILL, which runs no exit handler), every later one reads it. The cache is named after the Node that made it and the bundle it was made from, and V8
-// itself refuses one made by another V8 or with other flags — then the bundle compiles as usual and the cache
-// is written again. A cache that cannot be written (a read-only install) only costs the speed.
+// exit: harnesses often end members with SIGKILL, which runs no exit handler), every later one reads it. The
+// cache is named after the Node that made it and the bundle it was made from, and V8 itself refuses one made
+// by another V8 or with other flags — then the bundle compiles as usual and the cache is written again. A
+// cache that cannot be written (a read-only install) only costs the speed.
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
