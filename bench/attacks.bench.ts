@@ -434,7 +434,8 @@ export const attacksSection: BenchSection = {
       rows.push({ name: `${a.name}: peak RSS`, unit: 'process', measure: 'bytes', subject: sample(s.peak), baselineName: 'etcd 3.4.23', baseline: sample(e.peak), ratio: s.peak / e.peak, note: `growth over rest ${mb(s.growth)} vs ${mb(e.growth)}; attacker saw: ${s.seen} (etcd: ${e.seen})` });
       const floorNote = f === undefined ? undefined : `Node's floor (bare ${a.floor} server): +${mb(f.growth)}, ${f.cpuS.toFixed(2)} s CPU`;
       rows.push({ name: `${a.name}: RSS growth`, unit: 'process', measure: 'bytes', subject: sample(Math.max(s.growth, 1)), baselineName: 'etcd 3.4.23', baseline: sample(Math.max(e.growth, 1)), ratio: Math.max(s.growth, 1) / Math.max(e.growth, 1), target: { maxRatio: 1 }, note: floorNote });
-      const cpuNote = a.name === 'no attack' ? undefined : `over no attack: ${over('etcdsim', s).trim() || '—'} vs etcd ${over('etcd 3.4.23', e).trim() || '—'}${f === undefined ? '' : `; Node's floor ${f.cpuS.toFixed(2)} s`}`;
+      const added = (name: string, o: Outcome): string => over(name, o).replace(/[ ()]/g, '') || '—';
+      const cpuNote = a.name === 'no attack' ? undefined : `over no attack: ${added('etcdsim', s)} s vs etcd ${added('etcd 3.4.23', e)} s${f === undefined ? '' : `; Node's floor ${f.cpuS.toFixed(2)} s`}`;
       rows.push({ name: `${a.name}: CPU during the attack`, unit: 'attack', subject: sample(s.cpuS * 1e9), baselineName: 'etcd 3.4.23', baseline: sample(e.cpuS * 1e9), ratio: s.cpuS / e.cpuS, target: { maxRatio: 1 }, note: cpuNote });
       rows.push({ name: `${a.name}: innocent median latency`, unit: 'call', subject: sample(s.p50 * 1e6), baselineName: 'etcd 3.4.23', baseline: sample(e.p50 * 1e6), ratio: s.p50 / e.p50, note: `max ${ms(s.max)} vs ${ms(e.max)}` });
     }
