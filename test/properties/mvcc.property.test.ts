@@ -6,8 +6,12 @@
  * including future and compacted ones) / snapshot-restore run against both, plus txns built to fail
  * mid-apply (where etcd would panic the simulator must reject and undo); keys come from a 4-byte
  * alphabet including 0x00 and 0xff so ranges overlap. After every step the results or errors (gRPC code
- * and message), the current and compact revisions, the store's own invariants and the lessor's key sets
- * must agree; at check points and at the end of every run, every readable revision is compared in full.
+ * and message), the current and compact revisions, the store's own invariants, the lessor's key sets and
+ * what compaction retained (revisions and bytes) must agree; at check points and at the end of every run,
+ * every readable revision is compared in full, and each key's generations with what the reference keeps.
+ * Compactions land at tombstones' revisions and one either side of them, where etcd 3.6's keep rule turns
+ * (issue #35: before, reads alone could not tell a tombstone kept from one dropped, and a keyIndex that
+ * never dropped a tombstone survived every property).
  *
  * Runs: ETCDSIM_NUM_RUNS (default 200). Replay: see harness.ts (ETCDSIM_SEED / _PATH / _REPLAY_PATH).
  */
@@ -87,7 +91,8 @@ type RevSpec =
   | { readonly t: 'zero' }
   | { readonly t: 'back'; readonly n: number } // current - n (n < 0: the future)
   | { readonly t: 'cmp'; readonly n: number } // compact revision + n
-  | { readonly t: 'abs'; readonly n: number };
+  | { readonly t: 'abs'; readonly n: number }
+  | { readonly t: 'tomb'; readonly n: number; readonly d: number }; // the n-th newest tombstone's revision + d
 
 function rev(spec: RevSpec, ref: ReferenceKV): number {
   switch (spec.t) {
@@ -99,6 +104,10 @@ function rev(spec: RevSpec, ref: ReferenceKV): number {
       return ref.compactRev + spec.n;
     case 'abs':
       return spec.n;
+    case 'tomb': {
+      const tombs = ref.log.filter((c) => c.value === undefined);
+      return (tombs[tombs.length - 1 - Math.min(spec.n, tombs.length - 1)]?.rev ?? ref.currentRev) + spec.d;
+    }
   }
 }
 
@@ -116,6 +125,8 @@ const compactRevArb: fc.Arbitrary<RevSpec> = fc.oneof(
   { weight: 4, arbitrary: fc.integer({ min: -1, max: 6 }).map((n): RevSpec => ({ t: 'back', n })) },
   { weight: 2, arbitrary: fc.integer({ min: -1, max: 2 }).map((n): RevSpec => ({ t: 'cmp', n })) },
   { weight: 1, arbitrary: fc.constantFrom<RevSpec>({ t: 'abs', n: 0 }, { t: 'abs', n: -1 }) },
+  // At a tombstone's revision (kept by etcd 3.6+) or one past it (gone): the keep rule's boundary.
+  { weight: 2, arbitrary: fc.record({ n: fc.nat(2), d: fc.constantFrom(0, 0, 1, -1) }).map(({ n, d }): RevSpec => ({ t: 'tomb', n, d })) },
 );
 
 // -------------------------------------------------------------------------------------------------
@@ -413,6 +424,8 @@ function checkStep(m: Model, r: Real): void {
   assert.equal(r.store.currentRevision, m.ref.currentRev, 'currentRevision');
   assert.equal(r.store.compactRevision, m.ref.compactRev, 'compactRevision');
   assert.equal(r.store.checkValid(), undefined, 'store.checkValid()');
+  // The compaction keep rule shows nowhere else: a read sees a tombstone kept and one dropped alike.
+  assert.deepStrictEqual({ revisions: r.store.retainedRevisions, bytes: r.store.retainedBytes }, m.ref.retained(), 'retained revisions and bytes');
   const leases: Record<string, string[]> = {};
   for (const [id, keys] of m.ref.leaseMap()) leases[String(id)] = [...keys].sort();
   assert.deepStrictEqual(r.lessor.view(), leases, 'lease attachments');
@@ -449,6 +462,20 @@ function checkAllRevisions(m: Model, r: Real, ranges: readonly RangeSpec[]): voi
       assert.deepStrictEqual(norm(r.store.kvAt(k, at)), norm(ref.kvAt(k, at)), `kvAt(${show(k)}, ${at})`);
     }
     assert.deepStrictEqual(norm(r.store.eventsAt(at)), norm(ref.eventsAt(at)), `eventsAt(${at})`);
+  }
+  // What compaction kept of each key, as etcd's generations (each life of the key, a tombstone ending it;
+  // the last one empty while the key is deleted): the reference's retained changes, split at tombstones.
+  const kept = ref.retainedChanges();
+  for (const k of ALPHABET_KEYS) {
+    const key = keyString(k);
+    const mine = kept.filter((c) => c.key === key);
+    const want: string[][] = [[]];
+    for (const c of mine) {
+      want[want.length - 1]!.push(c.value === undefined ? `${c.rev}t` : `${c.rev}`);
+      if (c.value === undefined) want.push([]);
+    }
+    const got = r.store.storage.index.get(key)?.generations.map((g) => g.map((kv) => (kv.createRevision === 0 ? `${kv.modRevision}t` : `${kv.modRevision}`)));
+    assert.deepStrictEqual(got, mine.length === 0 ? undefined : want, `generations of ${show(k)}`);
   }
   for (let at = 1; at < ref.compactRev; at++) assert.deepStrictEqual(r.store.eventsAt(at), [], `eventsAt(${at}) below compaction`);
   for (const at of [ref.compactRev - 1, ref.currentRev + 1]) {

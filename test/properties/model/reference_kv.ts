@@ -4,7 +4,8 @@
  * State is just the list of every committed change (revision, sub-revision, key, put value or tombstone,
  * lease) plus the compacted revision. The key-value state at any revision is recomputed from scratch by
  * replaying that list, so there is no index, no generations and no compaction keep rule to get wrong: a
- * read at a revision >= the compact revision must see exactly what the full history says.
+ * read at a revision >= the compact revision must see exactly what the full history says. Only what the
+ * backend retains (retained()) needs the keep rule, as one filter over the history.
  *
  * Written from etcd's behaviour (server/etcdserver/txn, api/v3rpc/key.go, storage/mvcc; see
  * /work/shared/reference/etcd-semantics.md §1.4 and §1.8), independently of src/mvcc: only its types,
@@ -257,6 +258,29 @@ export class ReferenceKV {
 
   // ---------------------------------------------------------------------------------------------
   // Compact
+
+  /**
+   * What etcd's backend still holds after the compactions (its db size, the simulator's retained tally):
+   * every change after the compact revision and, of each key's changes up to it, only the last one, if it
+   * is a put or a tombstone exactly at the compact revision (etcd 3.6+ keeps that one, so a watch from the
+   * compact revision still sees the delete), in log order. Reads cannot tell a tombstone kept from one
+   * dropped, so this is the only place the keep rule shows; written as a filter over the whole history,
+   * with no generations.
+   */
+  retainedChanges(): Change[] {
+    const at = this.compactRev;
+    const lastUpTo = new Map<string, Change>();
+    for (const c of this.log) if (c.rev <= at) lastUpTo.set(c.key, c);
+    return this.log.filter((c) => c.rev > at || (lastUpTo.get(c.key) === c && (c.value !== undefined || c.rev === at)));
+  }
+
+  /** How many revisions retainedChanges() are, and their key and value bytes. */
+  retained(): { revisions: number; bytes: number } {
+    let bytes = 0;
+    const kept = this.retainedChanges();
+    for (const c of kept) bytes += c.key.length + (c.value?.length ?? 0);
+    return { revisions: kept.length, bytes };
+  }
 
   compact(rev: number): CompactResponse {
     if (rev <= this.compactRev) fail(ErrCompacted);
