@@ -50,7 +50,8 @@ const EXPECTED: Array<[string, string]> = [
 test('a cleartext connection whose first bytes were read to sniff the protocol goes on from them (head)', async () => {
   const sniffed: number[] = [];
   const server = net.createServer((socket) => {
-    // As the port's router does: read until the preface's first line is there, then hand the socket over.
+    // A router that hands the socket over after its first four octets (src/http/port.ts waits for the whole
+    // preface; the connection takes any part of it as its head).
     let head = Buffer.alloc(0);
     const sniff = (d: Buffer): void => {
       head = Buffer.concat([head, d]);

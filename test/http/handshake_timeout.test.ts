@@ -186,6 +186,9 @@ test('one timer for every deadline: connections accepted together arm one, each 
     clock.advance(999);
     done = await RawClient.connect(p.port);
     await accepted();
+    // A PING answered: the server has read the SETTINGS before it, so this handshake is done.
+    done.send(PING);
+    await done.waitFor((f) => f.type === FrameType.PING && (f.flags & Flags.ACK) !== 0);
     assert.equal(late.destroyed, false);
     clock.advance(1);
     await closed(late);
