@@ -22,7 +22,9 @@
  *
  * Rounds are timed in CPU time (measurePairAsync's 'cpu' clock): nothing here waits on anything outside the
  * process, and on a machine shared by many jobs wall time mostly measured the wait for a core (spreads of
- * 30-400 % between rounds).
+ * 30-400 % between rounds). Each round follows a forced full GC, after which the next ~20-35 ms of CPU run
+ * slower on both sides: the single-call rows' ratios read lower here than in a steady state (measured in
+ * docs/performance.md, "Third pass").
  */
 import { Etcd3 } from 'etcd3';
 import { EtcdClient, createEtcdSim, type EtcdSim } from '../src/index.js';
