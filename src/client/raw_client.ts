@@ -147,15 +147,16 @@ const WITHOUT_TOKEN: ReadonlySet<string> = new Set(['Auth/Authenticate', 'Lease/
  */
 function serviceClient(services: EtcdServices, session: Session, name: EtcdServiceName): Record<string, unknown> {
   const key = name.toLowerCase() as keyof EtcdServices;
-  const service = services[key] as unknown as Record<string, (req: unknown, ctx?: WaitingCallContext) => unknown>;
+  // Read at each call, as `services.kv.put(...)` would: `services` may hand out another member's services later.
+  const service = (): Record<string, (req: unknown, ctx?: WaitingCallContext) => unknown> => services[key] as unknown as Record<string, (req: unknown, ctx?: WaitingCallContext) => unknown>;
   const encodeRequest: (req: Req<unknown>) => unknown = key === 'lock' || key === 'election' ? encodeConcurrency : encode;
   const client: Record<string, unknown> = {};
   for (const method of Object.keys(SERVICE_DECLARATIONS[name])) {
     const call = callNameOf(method);
-    if (typeof service[call] !== 'function') continue;
+    if (typeof service()[call] !== 'function') continue;
     client[call] = WITHOUT_TOKEN.has(`${name}/${method}`)
-      ? (req: Req<unknown> = {}) => unary(() => service[call]!(encodeRequest(req)))
-      : (req: Req<unknown> = {}, opts?: WaitOptions) => unaryAs(services, waitCtxOf(session, opts), (ctx) => service[call]!(encodeRequest(req), ctx));
+      ? (req: Req<unknown> = {}) => unary(() => service()[call]!(encodeRequest(req)))
+      : (req: Req<unknown> = {}, opts?: WaitOptions) => unaryAs(services, waitCtxOf(session, opts), (ctx) => service()[call]!(encodeRequest(req), ctx));
   }
   return client;
 }
