@@ -8,5 +8,5 @@
 export { CONNECTION_SPECIFIC, Http2ServerConnection } from './connection.js';
 export type { PingPolicy } from './connection.js';
 export { H2Stream } from './stream.js';
-export { ErrorCode } from './frames.js';
-export { EncodedHeaders, headerValue, HpackEncoder } from './hpack.js';
+export { ErrorCode, Flags, FrameType } from './frames.js';
+export { EncodedHeaders, headerValue, HpackDecoder, HpackEncoder } from './hpack.js';

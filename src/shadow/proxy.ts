@@ -1,23 +1,26 @@
 /**
- * The shadow's client port: a gRPC proxy in front of a real etcd. Every HTTP/2 stream a client opens is
- * opened on the etcd (one upstream connection per client connection, so per-connection behaviour — stream
- * limits, keepalive, a dropped connection cancelling its calls — stays the real etcd's), its bytes passed
- * on unchanged both ways, with the response headers and trailers as etcd wrote them: the application's
- * answers are etcd's own. A tap reads the gRPC messages of each direction for the shadow (frames.ts).
+ * The shadow's client port: a proxy in front of a real etcd. Each HTTP/2 connection a client opens is one
+ * TCP (or TLS) connection to the etcd, and its bytes are passed on unchanged both ways, before anything else
+ * is done with them: the application talks HTTP/2 with etcd itself — etcd's SETTINGS, flow control, stream
+ * limits, keepalive and a dropped connection cancelling its calls — and its answers are etcd's own bytes. The
+ * shadow reads a copy of them (h2tap.ts: frames, HPACK, gRPC messages per call) on the host's next turn.
  *
- * Node's HTTP/2 (not src/h2, our model of grpc-go's server) carries the proxy: here the bytes on the wire
- * are etcd's, so only a faithful transport is needed, not a model of one.
+ * Terminating HTTP/2 here (node:http2 in, node:http2 out, a stream object per call on each side) cost the
+ * answer path more than the whole comparison: reading the bytes as a bystander costs it one socket read and
+ * one write per direction (docs/performance.md, "The shadow's overhead").
  *
  * The port is etcd's one client port for both protocols (src/http/port.ts tells them apart as etcd's cmux
- * does): HTTP/2 is gRPC, proxied here; HTTP/1.1 — the JSON gateway, /health, /metrics — goes to etcd's
+ * does): HTTP/2 is gRPC, passed through here; HTTP/1.1 — the JSON gateway, /health, /metrics — goes to etcd's
  * client port as HTTP/1.1 (gateway.ts).
  */
-import http2 from 'node:http2';
+import * as net from 'node:net';
+import * as tls from 'node:tls';
 import * as http from 'node:http';
 import type { Buffer } from 'node:buffer';
+import type { Duplex } from 'node:stream';
 import { listenClientPort } from '../http/index.js';
 import { hostNextTurn } from '../sim/index.js';
-import { MessageTap } from './frames.js';
+import { ConnectionTap } from './h2tap.js';
 import { gatewayUpstream, proxyGatewayRequest, type GatewayTap } from './gateway.js';
 
 /** What the shadow learns of one call. */
@@ -64,34 +67,10 @@ export interface Proxy {
   close(): Promise<void>;
 }
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'http2-settings']);
-
-function forwardable(h: http2.IncomingHttpHeaders, keepStatus: boolean, scheme?: string): http2.OutgoingHttpHeaders {
-  const out: http2.OutgoingHttpHeaders = scheme === undefined ? {} : { ':scheme': scheme };
-  for (const [k, v] of Object.entries(h)) {
-    if (v === undefined || HOP_BY_HOP.has(k)) continue;
-    if (k.startsWith(':') && !(keepStatus && k === ':status') && !(!keepStatus && (k === ':method' || k === ':path' || (k === ':scheme' && scheme === undefined) || k === ':authority'))) continue;
-    out[k] = v;
-  }
-  return out;
-}
-
 export async function startProxy(o: ProxyOptions): Promise<Proxy> {
-  const sessions = new Set<http2.ServerHttp2Session>();
-  const server = http2.createServer({ settings: { maxConcurrentStreams: 1000 } });
+  const sockets = new Set<Duplex>();
   const u = o.etcdTls;
-  server.on('session', (down) => {
-    sessions.add(down);
-    const up = u === undefined ? http2.connect(`http://${o.etcd}`) : http2.connect(`https://${o.etcd}`, { ca: u.ca, cert: u.cert, key: u.key });
-    up.on('error', () => down.destroy());
-    up.on('close', () => down.destroy());
-    down.on('close', () => {
-      sessions.delete(down);
-      up.close();
-    });
-    down.on('error', () => up.destroy());
-    down.on('stream', (ds, headers) => proxyStream(ds, headers, up, o, u === undefined ? 'http' : 'https'));
-  });
+  const { host, port: etcdPort } = hostPort(o.etcd);
   const upstream = gatewayUpstream(o.etcd, u);
   const t = o.tls;
   const port = await listenClientPort({
@@ -100,14 +79,9 @@ export async function startProxy(o: ProxyOptions): Promise<Proxy> {
     // As etcd: a trusted CA requires every client to present a certificate it signed.
     tls: t === undefined ? undefined : { cert: t.cert, key: t.key, ca: t.ca, requestCert: t.ca !== undefined, rejectUnauthorized: t.ca !== undefined },
     http2: (socket, head, _secure, onHandshake) => {
-      // The bytes read to tell the protocol go back into the paused socket, where node:http2's session
-      // takes them when it starts; resumed here, they would be emitted to nobody first.
-      if (head !== undefined) {
-        socket.pause();
-        socket.unshift(head);
-      }
-      server.emit('connection', socket);
       onHandshake();
+      const up = u === undefined ? net.connect({ host, port: etcdPort }) : tls.connect({ host, port: etcdPort, ca: u.ca, cert: u.cert, key: u.key, ALPNProtocols: ['h2'] });
+      passThrough(socket, head, up, new ConnectionTap((path, headers) => guarded(o.tap(path, headers)), o.maxMessageBytes), sockets);
     },
     handler: (req, res) => {
       // listenClientPort's HTTP/1.1 server is node:http's: these are its request and response.
@@ -119,7 +93,7 @@ export async function startProxy(o: ProxyOptions): Promise<Proxy> {
   return {
     port: port.port,
     async close() {
-      for (const s of sessions) s.destroy();
+      for (const s of sockets) s.destroy();
       upstream.close();
       await port.close();
     },
@@ -142,77 +116,43 @@ function drain(): void {
   for (const fn of pending.splice(0)) fn();
 }
 
-function proxyStream(ds: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, up: http2.ClientHttp2Session, o: ProxyOptions, scheme: string): void {
-  const path = String(headers[':path'] ?? '');
-  const call = guarded(o.tap(path, headers));
-  let ended = false;
-  const end = (status: number | undefined, message: string): void => {
-    if (ended) return;
-    ended = true;
-    if (call !== undefined) later(() => call.onEnd(status, message));
-  };
-  const reqTap = call && new MessageTap((m) => call.onRequest(m), o.maxMessageBytes);
-  const resTap = call && new MessageTap((m) => call.onResponse(m), o.maxMessageBytes);
-  let us: http2.ClientHttp2Stream;
-  try {
-    us = up.request(forwardable(headers, false, scheme), { endStream: false });
-  } catch {
-    ds.close(http2.constants.NGHTTP2_REFUSED_STREAM);
-    end(undefined, 'refused');
-    return;
+/**
+ * One client connection and its connection to etcd: bytes go on first (pipe: backpressure end to end, so a
+ * client that does not read slows etcd's writes to it as without the shadow), and a copy of each chunk goes
+ * to the tap on the next turn. Either side closing or failing closes both, as a dropped connection would.
+ */
+function passThrough(down: Duplex, head: Buffer | undefined, up: net.Socket, tap: ConnectionTap, sockets: Set<Duplex>): void {
+  sockets.add(down);
+  sockets.add(up);
+  // The bytes read to tell the protocol go back into the paused socket, to flow on first.
+  if (head !== undefined) {
+    down.pause();
+    down.unshift(head);
   }
-  let trailers: http2.OutgoingHttpHeaders = {};
-  ds.on('data', (chunk: Buffer) => {
-    if (reqTap !== undefined) {
-      later(() => {
-        reqTap.push(chunk);
-        if (reqTap.stopped !== undefined) call?.onUntapped(reqTap.stopped);
-      });
-    }
-  });
-  ds.pipe(us);
-  us.on('response', (h) => {
-    const status = h['grpc-status'];
-    if (status !== undefined) {
-      // Trailers-only: etcd answered with an error before any message.
-      ds.respond(forwardable(h, true), { endStream: true });
-      end(Number(status), decodeMessage(h['grpc-message']));
-      return;
-    }
-    ds.respond(forwardable(h, true), { waitForTrailers: true });
-  });
-  us.on('data', (chunk: Buffer) => {
-    if (resTap !== undefined) {
-      later(() => {
-        resTap.push(chunk);
-        if (resTap.stopped !== undefined) call?.onUntapped(resTap.stopped);
-      });
-    }
-  });
-  // etcd's trailers can arrive while its last messages still wait in `us` (the client reads slower than etcd
-  // writes, so the pipe paused it): the call ends for the tap only once every message has been read.
-  let status: [number | undefined, string] | undefined;
-  us.on('trailers', (t) => {
-    trailers = forwardable(t, false);
-    status = [t['grpc-status'] === undefined ? undefined : Number(t['grpc-status']), decodeMessage(t['grpc-message'])];
-  });
-  ds.on('wantTrailers', () => ds.sendTrailers(trailers));
-  us.on('end', () => {
-    if (status !== undefined) end(...status);
-    if (!ds.headersSent) ds.respond({ ':status': 200 }, { endStream: true });
-    else if (!ds.writableEnded) ds.end();
-  });
-  us.pipe(ds, { end: false });
-  us.on('close', () => {
-    if (!ds.closed && us.rstCode !== undefined && us.rstCode !== http2.constants.NGHTTP2_NO_ERROR) ds.close(us.rstCode);
-    end(undefined, `reset by etcd (${us.rstCode ?? 0})`);
-  });
-  ds.on('close', () => {
-    if (!us.closed) us.close(http2.constants.NGHTTP2_CANCEL);
-    end(undefined, 'closed by the client');
-  });
-  ds.on('error', () => undefined);
-  us.on('error', () => undefined);
+  down.on('data', (chunk: Buffer) => later(() => tap.fromClient(chunk)));
+  up.on('data', (chunk: Buffer) => later(() => tap.fromServer(chunk)));
+  down.pipe(up);
+  up.pipe(down);
+  let closed = false;
+  const close = (why: string): void => {
+    if (closed) return;
+    closed = true;
+    sockets.delete(down);
+    sockets.delete(up);
+    down.destroy();
+    up.destroy();
+    later(() => tap.close(why));
+  };
+  down.on('close', () => close('closed by the client'));
+  up.on('close', () => close('reset by etcd'));
+  down.on('error', () => close('closed by the client'));
+  up.on('error', () => close('reset by etcd'));
+}
+
+/** `host:port` (an IPv6 host in brackets) as net.connect takes it. */
+function hostPort(address: string): { host: string; port: number } {
+  const url = new URL(`http://${address}`);
+  return { host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(url.port || 2379) };
 }
 
 /**
@@ -234,14 +174,4 @@ function guarded(call: TappedCall | undefined): TappedCall | undefined {
       }
     };
   return { path: call.path, headers: call.headers, onRequest: safe(call.onRequest), onResponse: safe(call.onResponse), onEnd: call.onEnd, onUntapped: call.onUntapped };
-}
-
-/** grpc-message is percent-encoded (gRPC over HTTP/2). */
-function decodeMessage(v: string | string[] | undefined): string {
-  const s = Array.isArray(v) ? v.join(',') : (v ?? '');
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    return s;
-  }
 }

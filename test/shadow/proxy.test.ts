@@ -1,79 +1,212 @@
 /**
- * The proxy's tap (src/shadow/proxy.ts) against a plain HTTP/2 server standing in for etcd: what the shadow
- * learns of a call — every message, then its end — arrives in that order, however the application reads.
+ * The proxy's reading of gRPC calls off the bytes it passes on (src/shadow/h2tap.ts, src/shadow/proxy.ts):
+ * what the shadow learns of a call — its path and metadata, every message, then its end — arrives in that
+ * order, however the bytes are cut into reads, and the client gets etcd's bytes whole.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http2 from 'node:http2';
 import { Buffer } from 'node:buffer';
+import fc from 'fast-check';
+import { ConnectionTap } from '../../src/shadow/h2tap.js';
 import { startProxy, type TappedCall } from '../../src/shadow/proxy.js';
+import { CLIENT_PREFACE, Flags, frame, FrameType, settingsFrame } from '../../src/h2/frames.js';
+import { HpackEncoder } from '../../src/h2/hpack.js';
+
+/** A gRPC message: flag 0, 4-byte length, `size` bytes of 'x'. */
+function grpcMessage(size: number): Buffer {
+  const m = Buffer.alloc(5 + size, 0x78);
+  m[0] = 0;
+  m.writeUInt32BE(size, 1);
+  return m;
+}
+
+/** `data` as DATA frames of at most `max` bytes on stream `id`, the last one ending the stream if `end`. */
+function dataFrames(id: number, data: Buffer, max: number, end = false): Buffer[] {
+  const out: Buffer[] = [];
+  for (let at = 0; at < data.length; at += max) {
+    const last = at + max >= data.length;
+    out.push(frame(FrameType.DATA, last && end ? Flags.END_STREAM : 0, id, data.subarray(at, at + max)));
+  }
+  return out;
+}
+
+/** A tap that writes down what it learns, as "request N", "response N", "end STATUS MESSAGE". */
+function recorder(seen: string[]): (path: string, headers: TappedCall['headers']) => TappedCall {
+  return (path, headers) => {
+    seen.push(`call ${path} token=${String(headers['token'])}`);
+    return {
+      path,
+      headers,
+      onRequest: (m) => seen.push(`request ${m.length}`),
+      onResponse: (m) => seen.push(`response ${m.length}`),
+      onEnd: (status, message) => seen.push(`end ${status} ${message}`),
+      onUntapped: (why) => seen.push(`untapped ${why}`),
+    };
+  };
+}
+
+/**
+ * Both directions of one connection with two calls: a Put answered with a 50 kB message in DATA frames
+ * (padded, one of them) and trailers, the request's header block split into HEADERS and CONTINUATION; and a
+ * Range answered trailers-only with an error (grpc-message percent-encoded).
+ */
+function exchange(): { client: Buffer; server: Buffer } {
+  const c = new HpackEncoder();
+  const s = new HpackEncoder();
+  const put = c.encode([':method', 'POST', ':scheme', 'http', ':path', '/etcdserverpb.KV/Put', ':authority', 'etcd', 'content-type', 'application/grpc', 'te', 'trailers', 'token', 'abc']);
+  const range = c.encode([':method', 'POST', ':scheme', 'http', ':path', '/etcdserverpb.KV/Range', ':authority', 'etcd']);
+  const padded = Buffer.concat([Buffer.from([3]), grpcMessage(10), Buffer.alloc(3)]);
+  const client = Buffer.concat([
+    CLIENT_PREFACE,
+    settingsFrame([]),
+    frame(FrameType.HEADERS, 0, 1, put.subarray(0, 5)),
+    frame(FrameType.CONTINUATION, Flags.END_HEADERS, 1, put.subarray(5)),
+    frame(FrameType.DATA, Flags.END_STREAM | Flags.PADDED, 1, padded),
+    frame(FrameType.HEADERS, Flags.END_HEADERS, 3, range),
+    frame(FrameType.DATA, Flags.END_STREAM, 3, grpcMessage(3)),
+  ]);
+  const server = Buffer.concat([
+    settingsFrame([]),
+    frame(FrameType.HEADERS, Flags.END_HEADERS, 1, s.encode([':status', '200', 'content-type', 'application/grpc'])),
+    ...dataFrames(1, grpcMessage(50_000), 16_384),
+    frame(FrameType.HEADERS, Flags.END_HEADERS | Flags.END_STREAM, 3, s.encode([':status', '200', 'grpc-status', '9', 'grpc-message', 'etcdserver%3A no'])),
+    frame(FrameType.HEADERS, Flags.END_HEADERS | Flags.END_STREAM, 1, s.encode(['grpc-status', '0'])),
+  ]);
+  return { client, server };
+}
+
+const EXPECTED = [
+  'call /etcdserverpb.KV/Put token=abc',
+  'request 10',
+  'call /etcdserverpb.KV/Range token=undefined',
+  'request 3',
+  'response 50000',
+  'end 9 etcdserver: no',
+  'end 0 ',
+];
+
+/** `b` cut at the given points (each taken modulo its length). */
+function cut(b: Buffer, points: readonly number[]): Buffer[] {
+  const at = [...new Set(points.map((p) => p % (b.length + 1)))].sort((x, y) => x - y);
+  const out: Buffer[] = [];
+  let prev = 0;
+  for (const p of [...at, b.length]) {
+    out.push(b.subarray(prev, p));
+    prev = p;
+  }
+  return out;
+}
+
+test('the tap reads calls off both directions of a connection, however the bytes are cut into reads', () => {
+  const { client, server } = exchange();
+  fc.assert(
+    fc.property(fc.array(fc.nat(), { maxLength: 20 }), fc.array(fc.nat(), { maxLength: 20 }), (cc, sc) => {
+      const seen: string[] = [];
+      const tap = new ConnectionTap(recorder(seen), 1 << 20);
+      for (const b of cut(client, cc)) tap.fromClient(b);
+      for (const b of cut(server, sc)) tap.fromServer(b);
+      tap.close('closed');
+      assert.equal(tap.stopped, undefined);
+      assert.deepEqual(seen, EXPECTED);
+    }),
+    { numRuns: 200 },
+  );
+});
+
+test('a reset ends the call unanswered; the connection closing ends every call still open', () => {
+  const c = new HpackEncoder();
+  const call = (id: number): Buffer => frame(FrameType.HEADERS, Flags.END_HEADERS, id, c.encode([':method', 'POST', ':path', '/etcdserverpb.Watch/Watch']));
+  const seen: string[] = [];
+  const tap = new ConnectionTap(recorder(seen), 1 << 20);
+  const rst = Buffer.alloc(4);
+  rst.writeUInt32BE(8, 0);
+  tap.fromClient(Buffer.concat([CLIENT_PREFACE, call(1), call(3), frame(FrameType.RST_STREAM, 0, 1, rst)]));
+  tap.fromServer(frame(FrameType.RST_STREAM, 0, 3, rst));
+  tap.fromClient(call(5));
+  tap.close('connection closed');
+  assert.deepEqual(seen, [
+    'call /etcdserverpb.Watch/Watch token=undefined',
+    'call /etcdserverpb.Watch/Watch token=undefined',
+    'end undefined closed by the client',
+    'end undefined reset by etcd (8)',
+    'call /etcdserverpb.Watch/Watch token=undefined',
+    'end undefined connection closed',
+  ]);
+});
+
+test('bytes the tap cannot follow stop it for the connection: its open calls end not compared, nothing is buffered', () => {
+  const c = new HpackEncoder();
+  const seen: string[] = [];
+  const tap = new ConnectionTap(recorder(seen), 1 << 20, 64 * 1024);
+  tap.fromClient(Buffer.concat([CLIENT_PREFACE, frame(FrameType.HEADERS, Flags.END_HEADERS, 1, c.encode([':method', 'POST', ':path', '/etcdserverpb.KV/Put']))]));
+  // A header block referring to a dynamic table entry that does not exist: the tables are out of step.
+  tap.fromServer(frame(FrameType.HEADERS, Flags.END_HEADERS, 1, Buffer.from([0xff, 0x20])));
+  tap.fromServer(frame(FrameType.HEADERS, Flags.END_HEADERS, 1, c.encode(['grpc-status', '0'])));
+  assert.match(tap.stopped ?? '', /^a header block that does not decode/);
+  assert.deepEqual(seen.slice(0, 1), ['call /etcdserverpb.KV/Put token=undefined']);
+  assert.match(seen[1]!, /^untapped a header block that does not decode/);
+  assert.match(seen[2]!, /^end undefined a header block that does not decode/);
+  assert.equal(seen.length, 3);
+  const big = new ConnectionTap(recorder([]), 1 << 20, 64 * 1024);
+  const header = Buffer.from([0x10, 0, 0, FrameType.DATA, 0, 0, 0, 0, 1]); // a 1 MiB frame announced
+  big.fromServer(header);
+  assert.equal(big.stopped, 'a frame of 1048576 bytes (over 65536)');
+});
 
 /** A gRPC answer of one `size`-byte message and grpc-status 0, for any call. */
-async function fakeEtcd(size: number): Promise<{ address: string; sent: Promise<void>; close(): Promise<void> }> {
+async function fakeEtcd(size: number): Promise<{ address: string; close(): Promise<void> }> {
   const server = http2.createServer();
-  let done!: () => void;
-  const sent = new Promise<void>((r) => (done = r));
   server.on('stream', (s) => {
     s.resume();
     s.on('end', () => {
       s.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
       s.on('wantTrailers', () => s.sendTrailers({ 'grpc-status': '0' }));
-      s.on('close', done);
-      const msg = Buffer.alloc(5 + size, 0x78);
-      msg[0] = 0;
-      msg.writeUInt32BE(size, 1);
-      s.end(msg);
+      s.end(grpcMessage(size));
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as { port: number }).port;
-  return { address: `127.0.0.1:${port}`, sent, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return { address: `127.0.0.1:${port}`, close: () => new Promise<void>((r) => server.close(() => r())) };
 }
 
 /**
- * etcd's trailers can reach the proxy while its last messages still wait in the proxy's upstream stream: the
- * client reads slower than etcd writes (here a client window of 1 KiB against a 50 kB answer that fits in the
- * proxy's own window), so the pipe to the client has paused it. A long shadow run (seed 7) compared a Put
- * with a 1.5 MB prev_kv as if etcd had answered nothing, because the call had ended before its message came.
+ * A 1.5 MB answer (a Put's prev_kv of the long shadow run, seed 7, that a proxy terminating HTTP/2 ended for
+ * its tap before the last messages came: etcd's trailers reached it while they still waited in its upstream
+ * stream) to a client reading through a 1 KiB window: the client gets etcd's bytes whole, the tap the whole
+ * message before the call's end.
  */
-test('an answer the client reads slowly: the tap has every message before the call ends', async () => {
-  const size = 50_000;
+test('through the proxy: a large answer to a slow client reaches it whole, and the tap has its message before its end', async () => {
+  const size = 1_572_800;
   const etcd = await fakeEtcd(size);
   const seen: string[] = [];
   let ended!: () => void;
   const end = new Promise<void>((r) => (ended = r));
+  const record = recorder(seen);
   const proxy = await startProxy({
     etcd: etcd.address,
     host: '127.0.0.1',
     port: 0,
     maxMessageBytes: 4 * 1024 * 1024,
-    tap: (path): TappedCall => ({
-      path,
-      headers: {},
-      onRequest: () => seen.push('request'),
-      onResponse: (m) => seen.push(`response ${m.length}`),
-      onEnd: (status) => {
-        seen.push(`end ${status}`);
-        ended();
-      },
-      onUntapped: (why) => seen.push(`untapped ${why}`),
-    }),
+    tap: (path, headers) => {
+      const call = record(path, headers);
+      return { ...call, onEnd: (s, m) => (call.onEnd(s, m), ended()) };
+    },
     tapGateway: () => undefined,
   });
   const session = http2.connect(`http://127.0.0.1:${proxy.port}`, { settings: { initialWindowSize: 1024 } });
   try {
-    const st = session.request({ ':method': 'POST', ':path': '/etcdserverpb.KV/Put', 'content-type': 'application/grpc', te: 'trailers' });
-    st.pause();
-    st.end(Buffer.from([0, 0, 0, 0, 0]));
-    // etcd has written the whole answer and its trailers before the client reads any of it.
-    await etcd.sent;
+    const st = session.request({ ':method': 'POST', ':path': '/etcdserverpb.KV/Put', 'content-type': 'application/grpc', te: 'trailers', token: 't1' });
     let got = 0;
+    let status: unknown;
     st.on('data', (c: Buffer) => (got += c.length));
-    st.resume();
+    st.on('trailers', (t) => (status = t['grpc-status']));
+    st.end(grpcMessage(0));
+    await new Promise<void>((r) => st.on('close', r));
     await end;
-    await new Promise<void>((r) => (st.closed ? r() : st.on('close', r)));
-    assert.equal(got, 5 + size, 'the client got etcd\'s answer whole');
-    assert.deepEqual(seen, ['request', `response ${size}`, 'end 0']);
+    assert.equal(got, 5 + size, "the client got etcd's answer whole");
+    assert.equal(status, '0');
+    assert.deepEqual(seen, ['call /etcdserverpb.KV/Put token=t1', 'request 0', `response ${size}`, 'end 0 ']);
   } finally {
     session.close();
     await proxy.close();
