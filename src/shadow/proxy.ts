@@ -80,7 +80,7 @@ export async function startProxy(o: ProxyOptions): Promise<Proxy> {
     tls: t === undefined ? undefined : { cert: t.cert, key: t.key, ca: t.ca, requestCert: t.ca !== undefined, rejectUnauthorized: t.ca !== undefined },
     http2: (socket, head, _secure, onHandshake) => {
       onHandshake();
-      const up = u === undefined ? net.connect({ host, port: etcdPort }) : tls.connect({ host, port: etcdPort, ca: u.ca, cert: u.cert, key: u.key, ALPNProtocols: ['h2'] });
+      const up = u === undefined ? net.connect({ host, port: etcdPort, noDelay: true }) : tls.connect({ host, port: etcdPort, ca: u.ca, cert: u.cert, key: u.key, ALPNProtocols: ['h2'] });
       passThrough(socket, head, up, new ConnectionTap((path, headers) => guarded(o.tap(path, headers)), o.maxMessageBytes), sockets);
     },
     handler: (req, res) => {
@@ -124,15 +124,22 @@ function drain(): void {
 function passThrough(down: Duplex, head: Buffer | undefined, up: net.Socket, tap: ConnectionTap, sockets: Set<Duplex>): void {
   sockets.add(down);
   sockets.add(up);
+  // Each side's writes go out as they come, as etcd's and its client's own do: with Nagle's algorithm a small
+  // write waits for the peer's delayed acknowledgement (tens of milliseconds) behind an unacknowledged one.
+  if (down instanceof net.Socket) down.setNoDelay(true);
+  up.setNoDelay(true);
   // The bytes read to tell the protocol go back into the paused socket, to flow on first.
   if (head !== undefined) {
     down.pause();
     down.unshift(head);
   }
-  down.on('data', (chunk: Buffer) => later(() => tap.fromClient(chunk)));
-  up.on('data', (chunk: Buffer) => later(() => tap.fromServer(chunk)));
   down.pipe(up);
   up.pipe(down);
+  // A request is read as soon as it went on (after the write to etcd, so not in its way): the shadow must know
+  // a write is in flight before its own watch on etcd can bring the revision the write makes (follower.ts).
+  // Read on a later turn, etcd's event came first now and then, and the simulator applied the write twice.
+  down.on('data', (chunk: Buffer) => tap.fromClient(chunk));
+  up.on('data', (chunk: Buffer) => later(() => tap.fromServer(chunk)));
   let closed = false;
   const close = (why: string): void => {
     if (closed) return;
