@@ -2,10 +2,10 @@
  * One client port for gRPC and HTTP, as etcd serves both on its client URL (cmux in front of grpc-go and
  * Go's http.Server). Our own net.Server accepts every connection and hands it on:
  *
- * - plaintext: the first bytes decide. HTTP/2's prior-knowledge preface (`PRI * HTTP/2.0...`, all 24 octets of it) goes to the
- *   HTTP/2 side (`http2`: the gRPC door; every h2c stream there is gRPC's, as in etcd 3.4, whose cmux sends
- *   all HTTP/2 to grpc-go), anything else to a node:http server (HTTP/1.1, as etcd's cmux sends it to Go's
- *   http). The bytes read to decide go to their new owner with the socket.
+ * - plaintext: the first bytes decide. HTTP/2's prior-knowledge preface (`PRI * HTTP/2.0...`), all 24 octets
+ *   of it, goes to the HTTP/2 side (`http2`: the gRPC door; every h2c stream there is gRPC's, as in etcd 3.4,
+ *   whose cmux sends all HTTP/2 to grpc-go), anything else to a node:http server (HTTP/1.1, as etcd's cmux
+ *   sends it to Go's http). The bytes read to decide go to their new owner with the socket.
  * - TLS: the handshake is ours (node:tls, ALPN offering h2 and http/1.1, as Go's TLS server of etcd's
  *   client port); a connection that negotiates h2 goes to the HTTP/2 side, marked secure (there etcd answers a
  *   request that is not gRPC with its HTTP handler), any other to the node:http server, as Go's TLS server
