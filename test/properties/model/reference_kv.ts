@@ -5,7 +5,7 @@
  * lease) plus the compacted revision. The key-value state at any revision is recomputed from scratch by
  * replaying that list, so there is no index, no generations and no compaction keep rule to get wrong: a
  * read at a revision >= the compact revision must see exactly what the full history says. Only what the
- * backend retains (retained()) needs the keep rule, as one filter over the history.
+ * backend retains (retainedChanges()) needs the keep rule, as one filter over the history.
  *
  * Written from etcd's behaviour (server/etcdserver/txn, api/v3rpc/key.go, storage/mvcc; see
  * /work/shared/reference/etcd-semantics.md §1.4 and §1.8), independently of src/mvcc: only its types,
