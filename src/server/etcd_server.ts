@@ -192,6 +192,8 @@ export class EtcdServer implements MemberView {
     registerTokenWaits(this.services, this);
     // Its alarm bucket too, once the maintenance service that keeps the alarms exists.
     if (fromFile !== undefined) this.services.maintenance.alarms.restore(fromFile.alarms);
+    // And its membership: the members and removed IDs it kept (a restarted member's own backend).
+    if (fromFile !== undefined) this.services.cluster.restore(fromFile.members, fromFile.removedMembers);
   }
 
   /**

@@ -7,8 +7,10 @@
  * Starting: with no WAL in the directory the member is new (a WAL and a db are made for it). With one, it
  * restarts as etcd does: the db (member/snap/db) is loaded — revisions, compaction point, auth, leases —
  * then the WAL's entries past the db's consistent index are applied again in order, as the user each entry
- * names; its leases then count their TTL from now (etcd's lessor Promote on recovery: a restart renews
- * every lease). A single member elects itself again: its term is one above the WAL's, and it appends its
+ * names; its leases then count their TTL from now, plus an election timeout (etcd's lessor Promote when
+ * the restarted member becomes leader: a restart renews every lease). Its membership (members added,
+ * updated, promoted, removed) is kept as etcd keeps it: a conf change entry in the WAL and the members
+ * bucket of the db, written at once. A single member elects itself again: its term is one above the WAL's, and it appends its
  * new term's empty entry and its published attributes, two entries, as etcd's does.
  *
  * The WAL is folded into the db every --snapshot-count entries (and once after a restart that replayed
@@ -17,8 +19,12 @@
  * restored by `etcdctl snapshot restore` (a db and a WAL of conf changes) starts from that db.
  */
 import { mkdirSync } from 'node:fs';
-import { Wal, dataDirLayout, readBackendFile, removeLeftovers, walExists, writeBackendFile, type DataDirLayout, type WalContents, type WalEntry } from '../storage/index.js';
-import { SnapshotFormatError, encodeEtcdBackend, readEtcdSnapshot, writeBolt } from '../snapshot/index.js';
+import { Wal, dataDirLayout, encodeFields, readBackendFile, removeLeftovers, walExists, writeBackendFile, type DataDirLayout, type WalContents, type WalEntry } from '../storage/index.js';
+import { SnapshotFormatError, encodeEtcdBackend, memberJson, readEtcdSnapshot, writeBolt } from '../snapshot/index.js';
+import type { ClusterService } from './membership_service.js';
+import type * as M from './messages.js';
+import type { CallContext } from './call_context.js';
+import { uint64ToBigInt } from './convert.js';
 import { EtcdServer } from './etcd_server.js';
 import { memberInfoOf, type EtcdServerOptions } from './member_options.js';
 import { LEASE_REVOKE_FIELD, RaftRequestError, applyRaftRequest, decodeRaftRequest, journaledServices } from './raft_request.js';
@@ -117,7 +123,14 @@ export function startKeptMember(state: KeptState, opts: EtcdServerOptions, snaps
         }
       });
       internal = j.internal;
-      return j.services;
+      const cluster = keptMembership(s, j.services.cluster, (entry) => {
+        if (replaying || wal === undefined) return;
+        append(s, wal, [{ ...entry, term: s.member.raftTerm, index: BigInt(s.raftIndex) > wal.lastIndex ? BigInt(s.raftIndex) : wal.lastIndex + 1n }]);
+        // The members bucket is written at once (etcd saves a member to its backend as it applies the change).
+        fold(s, wal, state.layout);
+        sinceFold = 0;
+      });
+      return { ...j.services, cluster };
     },
   });
   // The member's own entries: a lease that expired is revoked through Raft in etcd, and so recorded here.
@@ -139,9 +152,63 @@ export function startKeptMember(state: KeptState, opts: EtcdServerOptions, snaps
   const term = server.member.raftTerm;
   const restartEntries: WalEntry[] = [1n, 2n].map((i) => ({ term, index: commitIndex + i, type: 'normal', data: new Uint8Array(0) }));
   server.resetAppliedIndex(Number(commitIndex + RESTART_ENTRIES));
+  // Elected at its new term, the member promotes its lessor as etcd's does on becoming leader: every lease
+  // expires its granted TTL (or checkpointed remainder) plus one election timeout from now (observed on
+  // 3.4.23: a 60 s lease shows remaining(60s) right after a restart, whatever it had left).
+  server.lessor.promote(server.electionTimeoutMs);
   append(server, wal, restartEntries);
   if (replayed > 0) fold(server, wal, state.layout);
   return { server, restarted: true, commitIndex, replayed, replayFailures: failures };
+}
+
+/** raftpb.ConfChangeType. */
+const CONF_CHANGE = { add: 0n, remove: 1n, update: 2n, addLearner: 3n } as const;
+
+/**
+ * The Cluster service of a kept member: each membership change that reached Raft becomes its WAL entry, as
+ * etcd's — a raftpb.ConfChange (type, member ID, the member's JSON as context), or, for one the apply
+ * refused, an empty entry holding its index — and the db's members bucket is written at once, so a restart
+ * lists the members the member had (the WAL's conf changes are not applied again: the db has them).
+ */
+function keptMembership(server: EtcdServer, cluster: ClusterService, save: (e: Omit<WalEntry, 'term' | 'index'>) => void): ClusterService {
+  const conf = (type: bigint, id: bigint, member?: M.Member): Omit<WalEntry, 'term' | 'index'> => {
+    const context = member === undefined ? undefined : new TextEncoder().encode(memberJson({ id, name: member.name ?? '', peerURLs: member.peerURLs ?? [], clientURLs: member.clientURLs ?? [], isLearner: member.isLearner === true }));
+    const fields = [[1, 0n], [2, type], [3, id]] as const;
+    return { type: 'confChange', data: encodeFields(context === undefined ? fields : [...fields, [4, context] as const]) };
+  };
+  const find = (members: readonly M.Member[] | undefined, id: bigint): M.Member | undefined => members?.find((m) => BigInt(m.ID ?? 0) === id);
+  const kept = <Req, Res>(call: (req: Req, ctx?: CallContext) => Res, entry: (req: Req, res: Res) => Omit<WalEntry, 'term' | 'index'>) => (req: Req, ctx?: CallContext): Res => {
+    const before = server.raftIndex;
+    let res: Res;
+    try {
+      res = call.call(cluster, req, ctx);
+    } catch (err) {
+      if (server.raftIndex !== before) save({ type: 'normal', data: new Uint8Array(0) });
+      throw err;
+    }
+    save(entry(req, res));
+    return res;
+  };
+  const idOf = (req: { readonly ID?: M.MemberRemoveRequest['ID'] } | undefined): bigint => uint64ToBigInt(req?.ID ?? 0, 'ID');
+  const overrides: Partial<Record<keyof ClusterService, unknown>> = {
+    memberAdd: kept(cluster.memberAdd, (_req: M.MemberAddRequest | undefined, res: M.MemberAddResponse) => {
+      const id = BigInt(res.member?.ID ?? 0);
+      return conf(res.member?.isLearner === true ? CONF_CHANGE.addLearner : CONF_CHANGE.add, id, res.member ?? undefined);
+    }),
+    memberRemove: kept(cluster.memberRemove, (req: M.MemberRemoveRequest | undefined) => conf(CONF_CHANGE.remove, idOf(req))),
+    memberUpdate: kept(cluster.memberUpdate, (req: M.MemberUpdateRequest | undefined, res: M.MemberUpdateResponse) => conf(CONF_CHANGE.update, idOf(req), find(res.members, idOf(req)))),
+    // etcd's promote is an AddNode with the member, a learner no more.
+    memberPromote: kept(cluster.memberPromote, (req: M.MemberPromoteRequest | undefined, res: M.MemberPromoteResponse) => conf(CONF_CHANGE.add, idOf(req), find(res.members, idOf(req)))),
+  };
+  // Every other method runs on the service itself (its private state stays one).
+  return new Proxy(cluster, {
+    get(t, prop) {
+      const o = overrides[prop as keyof ClusterService];
+      if (o !== undefined) return o;
+      const v: unknown = Reflect.get(t, prop, t);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+    },
+  });
 }
 
 /** Applies the WAL's entries past `after` again, in order; the index of the last entry seen. */

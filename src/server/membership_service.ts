@@ -36,6 +36,7 @@ import type { EtcdServer } from './etcd_server.js';
 import { memberIdOf } from './member_id.js';
 import { EtcdUrlError, parseEtcdUrl } from './urls.js';
 import { serverCompat } from './compat.js';
+import type { StoredMember } from '../snapshot/index.js';
 
 /** One member of the cluster as etcd's RaftCluster holds it. */
 export interface ClusterMember {
@@ -200,6 +201,23 @@ export class ClusterService {
   leaderId(): bigint {
     if (this.quorumLostAt === undefined) return this.server.member.memberId;
     return this.server.clock.now() - this.quorumLostAt >= 2 * this.server.electionTimeoutMs ? 0n : this.server.member.memberId;
+  }
+
+  /**
+   * @internal The membership a restarted member's backend kept (etcd's RaftCluster.Recover from its store):
+   * the other members as they were listed, never started here; this member as its flags now name it (it
+   * publishes itself again). A backend that does not list this member keeps the membership as it is.
+   */
+  restore(members: readonly StoredMember[], removed: readonly bigint[]): void {
+    const self = this.server.member.memberId;
+    const own = this.members.get(self);
+    if (own === undefined || !members.some((m) => m.id === self)) return;
+    this.members.clear();
+    for (const m of members) {
+      this.members.set(m.id, m.id === self ? own : { id: m.id, name: m.name, peerUrls: [...m.peerURLs], clientUrls: [...m.clientURLs], isLearner: m.isLearner, raftLearner: m.isLearner, started: false });
+    }
+    this.removed.splice(0, this.removed.length, ...removed);
+    this.noteQuorum();
   }
 
   /** @internal The members and removed IDs as etcd's backend holds them (for Maintenance.Hash). */

@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { connectEtcd, type EtcdGrpcClient } from '../../src/grpc/client.js';
 import { EtcdServer } from '../../src/server/index.js';
-import { SimRandom, VirtualClock, freshSeed } from '../../src/sim/index.js';
+import { SimRandom, VirtualClock, freshSeed, hostNow } from '../../src/sim/index.js';
 import { freePort } from '../../src/diff/etcd_process.js';
 import { requireCommand, requireCommands } from '../support/prerequisites.js';
 
@@ -354,3 +354,46 @@ test("a real etcd's snapshot, restored by etcdctl snapshot restore, is served wi
     rmSync(base, { recursive: true, force: true });
   }
 });
+
+for (const which of ['etcd', 'etcdsim'] as const) {
+  test(`${which}: a member SIGKILLed keeps its membership (a learner added), and its leases start their TTL anew on restart`, { skip: which === 'etcd' ? requireCommand('etcd') : false, timeout: 60_000 }, async () => {
+    const base = mkdtempSync(join(tmpdir(), 'etcdsim-kept-members-'));
+    const dir = join(base, 'data');
+    const port = await freePort();
+    let m = await start(which, dir, port);
+    try {
+      let c = connectEtcd(`127.0.0.1:${port}`);
+      const lease = (await c.lease.leaseGrant({ ID: '0', TTL: '60' })).ID;
+      const added = await c.cluster.memberAdd({ peerURLs: ['http://127.0.0.1:1'], isLearner: true });
+      const listed = (r: { members?: Array<{ ID?: unknown; name?: string; peerURLs?: string[]; isLearner?: boolean }> | null }): string[] =>
+        (r.members ?? []).map((x) => `${String(x.ID)} ${x.name} ${(x.peerURLs ?? []).join()} ${x.isLearner === true}`).sort();
+      const members = listed(await c.cluster.memberList({}));
+      assert.equal(members.length, 2);
+      const index = Number((await c.maintenance.status({})).raftIndex);
+      // The lease has run a while: its remaining TTL is below the granted one.
+      for (;;) if (Number((await c.lease.leaseTimeToLive({ ID: lease })).TTL) < 59) break;
+      c.close();
+      m.child.kill('SIGKILL');
+      await m.exited;
+      const restartedAt = hostNow();
+      m = await start(which, dir, port);
+      c = connectEtcd(`127.0.0.1:${port}`);
+      // etcd keeps the member in its WAL (a conf change) and its db's members bucket: listed as before.
+      assert.deepEqual(listed(await c.cluster.memberList({})), members);
+      assert.ok(members.some((x) => x.startsWith(`${String(added.member?.ID)} `)));
+      // Two entries more: the new term's empty entry and the published attributes.
+      assert.equal(Number((await c.maintenance.status({})).raftIndex), index + 2);
+      // etcd 3.4 (no lease checkpoints): every lease counts its granted TTL again, from the restart.
+      const ttl = await c.lease.leaseTimeToLive({ ID: lease });
+      assert.equal(ttl.grantedTTL, '60');
+      // (It had less than 59 s left before the kill; the bound allows for a slow restart, not for no reset.)
+      const since = Math.ceil((hostNow() - restartedAt) / 1000);
+      assert.ok(Number(ttl.TTL) >= Math.min(59, 60 - since) && Number(ttl.TTL) <= 60, `remaining ${ttl.TTL}, ${since} s after the restart began`);
+      c.close();
+    } finally {
+      m.child.kill('SIGKILL');
+      await m.exited;
+      rmSync(base, { recursive: true, force: true });
+    }
+  });
+}
