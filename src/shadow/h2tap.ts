@@ -219,7 +219,7 @@ function field(fields: readonly string[], name: string): string | undefined {
 }
 
 /** grpc-message is percent-encoded (gRPC over HTTP/2). */
-export function decodeMessage(v: string | string[] | undefined): string {
+function decodeMessage(v: string | string[] | undefined): string {
   const s = Array.isArray(v) ? v.join(',') : (v ?? '');
   try {
     return decodeURIComponent(s);

@@ -3,7 +3,8 @@
  * TCP (or TLS) connection to the etcd, and its bytes are passed on unchanged both ways, before anything else
  * is done with them: the application talks HTTP/2 with etcd itself — etcd's SETTINGS, flow control, stream
  * limits, keepalive and a dropped connection cancelling its calls — and its answers are etcd's own bytes. The
- * shadow reads a copy of them (h2tap.ts: frames, HPACK, gRPC messages per call) on the host's next turn.
+ * shadow reads a copy of them (h2tap.ts: frames, HPACK, gRPC messages per call): a request once it went on,
+ * etcd's answers on the host's next turn.
  *
  * Terminating HTTP/2 here (node:http2 in, node:http2 out, a stream object per call on each side) cost the
  * answer path more than the whole comparison: reading the bytes as a bystander costs it one socket read and
@@ -118,8 +119,8 @@ function drain(): void {
 
 /**
  * One client connection and its connection to etcd: bytes go on first (pipe: backpressure end to end, so a
- * client that does not read slows etcd's writes to it as without the shadow), and a copy of each chunk goes
- * to the tap on the next turn. Either side closing or failing closes both, as a dropped connection would.
+ * client that does not read slows etcd's writes to it as without the shadow), then the tap reads a copy.
+ * Either side closing or failing closes both, as a dropped connection would.
  */
 function passThrough(down: Duplex, head: Buffer | undefined, up: net.Socket, tap: ConnectionTap, sockets: Set<Duplex>): void {
   sockets.add(down);
