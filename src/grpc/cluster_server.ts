@@ -3,9 +3,8 @@
  * MemberRemove, MemberUpdate and MemberPromote forwarded to the member's ClusterService
  * (src/server/membership_service.ts) by name.
  */
-import { ClusterService } from '../server/index.js';
 import type { Handlers, MethodTable } from './handlers.js';
 
 export function clusterServer(h: Handlers): MethodTable {
-  return h.forwarded('Cluster', ClusterService, (s) => s.cluster);
+  return h.forwarded('Cluster');
 }

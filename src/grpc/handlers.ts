@@ -11,20 +11,18 @@ import {
   cancelledError,
   grpcError,
   isPromiseLike,
+  memberCalls,
   sendResponses,
-  serviceMethods,
   toGrpcError,
   type Awaitable,
   type CallContext,
   type EndListener,
   type GrpcError,
-  type MemberServices,
   type MemberView,
   type ResponseListener,
   type StreamHold,
 } from '../server/index.js';
-import { etcdServiceDefinition, type EtcdServiceName } from '../proto/loader.js';
-import { callNameOf } from '../proto/calls.js';
+import type { EtcdServiceName } from '../proto/index.js';
 import { GrpcCode } from '../etcd/index.js';
 import { afterHostTime, hostNow } from '../sim/index.js';
 import { frameMessage, responseSink, type BidiCall, type GrpcMethod, type MethodCodec, type MethodImpl, type ServerCall, type UnaryCall } from './call.js';
@@ -185,18 +183,17 @@ export class Handlers {
 
   /**
    * The unary methods of `service` that only hand the request and the caller to the member's service of
-   * the same name (`LeaseGrant` → `services.lease.leaseGrant(req, ctx)`): every unary method the .proto
-   * declares that `cls`, the member's service class, answers — so an RPC added to the proto and the class is
-   * served without being listed here. One the class lacks (Downgrade) stays unregistered: the door answers
-   * grpc-go's `unknown method`. A service's file replaces the ones it serves otherwise.
+   * the same name (`LeaseGrant` → `services.lease.leaseGrant(req, ctx)`): every call of the member's list
+   * (src/server/member_calls.ts: what the .proto declares and the member's service class answers) whose
+   * requests and responses do not stream — so an RPC added to the proto and the class is served without
+   * being listed here. One the class lacks (Downgrade) stays unregistered: the door answers grpc-go's
+   * `unknown method`. A service's file replaces the ones it serves otherwise.
    */
-  forwarded(service: EtcdServiceName, cls: { readonly prototype: object }, of: (s: MemberServices) => object): MethodTable {
-    const answered = new Set(serviceMethods(cls));
+  forwarded(service: EtcdServiceName): MethodTable {
     const out: Record<string, MethodImpl> = {};
-    for (const [method, def] of Object.entries(etcdServiceDefinition(service))) {
-      const name = callNameOf(method);
-      if (def.requestStream || def.responseStream || !answered.has(name)) continue;
-      out[method] = this.unary((req: unknown, ctx) => (of(this.host.member().services) as Record<string, (req: unknown, ctx: CallContext) => Awaitable<unknown>>)[name]!(req, ctx));
+    for (const c of memberCalls()) {
+      if (c.service !== service || c.requestStream || c.responseStream) continue;
+      out[c.method] = this.unary((req: unknown, ctx) => (this.host.member().services[c.services] as unknown as Record<string, (req: unknown, ctx: CallContext) => Awaitable<unknown>>)[c.call]!(req, ctx));
     }
     return out;
   }

@@ -4,7 +4,7 @@
  * Put, DeleteRange and Txn answer through codec.ts's encoders, straight into one framed buffer — the hot
  * path (docs/performance.md). RangeStream (etcd 3.7) is the Range result cut into chunks.
  */
-import { andThen, KVService } from '../server/index.js';
+import { andThen } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import { framedEncoders } from './codec.js';
 import type { Handlers, MethodTable } from './handlers.js';
@@ -13,7 +13,7 @@ export function kvServer(h: Handlers): MethodTable {
   const kv = () => h.member().services.kv;
   return {
     // Compact, and any unary method KVService gains: forwarded by name.
-    ...h.forwarded('KV', KVService, (s) => s.kv),
+    ...h.forwarded('KV'),
     Range: h.unary((req: M.RangeRequest, ctx) => kv().range(req, ctx), framedEncoders.range),
     Put: h.unary((req: M.PutRequest, ctx) => kv().put(req, ctx), framedEncoders.put),
     DeleteRange: h.unary((req: M.DeleteRangeRequest, ctx) => kv().deleteRange(req, ctx), framedEncoders.deleteRange),

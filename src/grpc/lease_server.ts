@@ -3,13 +3,12 @@
  * LeaseService (src/server/lease_service.ts) by name; LeaseKeepAlive a bidirectional stream piped into the
  * member's KeepAliveCall, which a client's half-close ends with OK (etcd's handler returns at EOF).
  */
-import { LeaseService } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import type { Handlers, MethodTable } from './handlers.js';
 
 export function leaseServer(h: Handlers): MethodTable {
   return {
-    ...h.forwarded('Lease', LeaseService, (s) => s.lease),
+    ...h.forwarded('Lease'),
     LeaseKeepAlive: h.bidi<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse>('LeaseKeepAlive', (ctx) => h.member().services.lease.leaseKeepAlive(ctx)),
   };
 }

@@ -4,14 +4,13 @@
  * name; Snapshot streams the member's backend file as it writes it. Downgrade is not modeled: the service
  * has no such method, so the door answers grpc-go's `unknown method`.
  */
-import { MaintenanceService } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import { snapshotResponseFrames } from './snapshot_wire.js';
 import type { Handlers, MethodTable } from './handlers.js';
 
 export function maintenanceServer(h: Handlers): MethodTable {
   return {
-    ...h.forwarded('Maintenance', MaintenanceService, (s) => s.maintenance),
+    ...h.forwarded('Maintenance'),
     // The member streams its file as it writes it (snapshotStream; a cluster member once it takes the call),
     // into a few reused buffers: at most 64 KiB of responses wait in the stream, far less than the reuse allows.
     Snapshot: h.serverStream(

@@ -12,8 +12,9 @@ export type Promised<S> = { [K in keyof S]: S[K] extends (...args: infer A) => i
 export type AwaitableService<S> = { [K in keyof S]: S[K] extends (...args: infer A) => infer R ? (...args: A) => R | PromiseLike<R> : never };
 
 /**
- * The names of etcd's calls a service class answers: its prototype's own methods (the classes keep their
- * helpers `#private`, so only etcd's calls are listed), less `except`.
+ * The methods a service class answers: its prototype's own methods, less `except` — etcd's calls, and the
+ * few public helpers some classes keep for the member's own use (MaintenanceService.applyAlarm,
+ * ClusterService.propose, the stream classes' `calls`). etcd's calls alone are memberCalls() (member_calls.ts).
  */
 export function serviceMethods(service: { readonly prototype: object }, except: readonly string[] = []): string[] {
   return Object.getOwnPropertyNames(service.prototype).filter((n) => n !== 'constructor' && !except.includes(n));
