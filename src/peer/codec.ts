@@ -59,7 +59,10 @@ export type LeaseAnswer =
   | { readonly kind: 'lease'; readonly status: 'notFound' }
   | { readonly kind: 'lease'; readonly status: 'refused'; readonly reason: string };
 
-export type Frame = Hello | { readonly kind: 'msg'; readonly msg: Message } | MembersQuery | MembersAnswer | LeaseQuery | LeaseAnswer;
+/** The answer to a stream's hello from a member the cluster removed (etcd's 410 Gone): it stops itself. */
+export type RemovedAnswer = { readonly kind: 'removed' };
+
+export type Frame = Hello | { readonly kind: 'msg'; readonly msg: Message } | MembersQuery | MembersAnswer | LeaseQuery | LeaseAnswer | RemovedAnswer;
 
 /** Members a members answer may list (etcd's clusters have a handful). */
 const MAX_LISTED_MEMBERS = 1000;
@@ -92,6 +95,7 @@ function jsonOf(f: Frame): unknown {
   if (f.kind === 'hello') return { kind: 'hello', from: String(f.from), to: String(f.to), clusterId: String(f.clusterId) };
   if (f.kind === 'members?') return { kind: 'members?' };
   if (f.kind === 'members') return { kind: 'members', clusterId: String(f.clusterId), members: f.members.map((m) => ({ id: String(m.id), peerUrls: [...m.peerUrls] })) };
+  if (f.kind === 'removed') return { kind: 'removed' };
   if (f.kind === 'lease?') return { kind: 'lease?', op: f.op, id: String(f.id), keys: f.keys };
   if (f.kind === 'lease') {
     if (f.status === 'ok') return { kind: 'lease', status: 'ok', ttl: f.ttl, grantedTTL: f.grantedTTL, keys: f.keys.map(b64) };
@@ -223,6 +227,7 @@ export function decodeFrame(body: Uint8Array): Frame {
   const o = obj(v, 'peer frame');
   if (o['kind'] === 'hello') return { kind: 'hello', from: u64(o['from'], 'from'), to: u64(o['to'], 'to'), clusterId: u64(o['clusterId'], 'clusterId') };
   if (o['kind'] === 'members?') return { kind: 'members?' };
+  if (o['kind'] === 'removed') return { kind: 'removed' };
   if (o['kind'] === 'members') {
     const listed = list(o['members'], (x, w) => {
       const m = obj(x, w);

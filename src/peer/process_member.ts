@@ -155,6 +155,8 @@ export class ProcessMember {
   readonly restartCommit: number;
   private readonly random: SimRandom;
   private readonly active = new Set<NodeId>();
+  /** Members the cluster removed (etcd's members_removed): their streams are refused. */
+  private readonly removedIds = new Set<NodeId>();
   private seq = 0n;
   private lastLeader: NodeId = NONE;
   private lastRole: Role = 'follower';
@@ -210,6 +212,10 @@ export class ProcessMember {
       deliver: (m) => this.loop.step(m),
       members: () => ({ kind: 'members', clusterId, members: [...this.members.values()].map((m) => ({ id: m.id, peerUrls: m.peerUrls })) }),
       lease: (q) => Promise.resolve(answerLease(this, q)),
+      isRemoved: (peer) => this.removedIds.has(peer),
+      removedFromCluster: () => {
+        if (!this.stopped) this.opts.events?.removed?.();
+      },
       peerActive: (peer, on) => {
         if (on) this.active.add(peer);
         else this.active.delete(peer);
@@ -445,6 +451,7 @@ export class ProcessMember {
     if (cc.type === 'remove') {
       const gone = this.members.get(cc.id);
       this.members.delete(cc.id);
+      this.removedIds.add(cc.id);
       this.transport.removePeer(cc.id);
       if (applied) this.opts.events?.membership?.(cc, gone);
       if (applied && cc.id === this.id) this.opts.events?.removed?.();

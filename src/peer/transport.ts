@@ -50,6 +50,10 @@ export interface PeerTransportOptions {
   refused?(reason: string): void;
   /** The cluster as a joining member asks for it (its members answer); undefined: such a query is refused. */
   members?(): MembersAnswer;
+  /** Whether the cluster removed member `id`: its stream is answered "removed" and closed (etcd's 410 Gone). */
+  isRemoved?(id: NodeId): boolean;
+  /** A peer answered our stream "removed": this member was removed from the cluster. */
+  removedFromCluster?(): void;
   /** A follower's lease renewal or TimeToLive, answered by this member's lessor; undefined: refused. */
   lease?(q: LeaseQuery): Promise<LeaseAnswer>;
 }
@@ -65,7 +69,8 @@ interface Outbound {
 
 export class PeerTransport {
   private readonly peers = new Map<NodeId, Outbound>();
-  private readonly inbound = new Set<net.Socket>();
+  /** Accepted connections, with the member each stream's hello named (undefined before it). */
+  private readonly inbound = new Map<net.Socket, NodeId | undefined>();
   private server: net.Server | undefined;
   private closed = false;
 
@@ -116,6 +121,8 @@ export class PeerTransport {
     this.peers.delete(id);
     if (p.redial !== undefined) this.opts.clock.cancel(p.redial);
     p.socket?.destroy();
+    // Its streams to us close too: a removed member that dials again is told it was removed.
+    for (const [s, from] of this.inbound) if (from === id) s.destroy();
   }
 
   send(m: Message): void {
@@ -133,7 +140,7 @@ export class PeerTransport {
   close(): void {
     this.closed = true;
     for (const id of [...this.peers.keys()]) this.removePeer(id);
-    for (const s of this.inbound) s.destroy();
+    for (const s of this.inbound.keys()) s.destroy();
     this.server?.close();
   }
 
@@ -185,7 +192,16 @@ export class PeerTransport {
       p.queue = [];
       this.opts.peerActive?.(p.id, true);
     });
-    socket.on('data', () => socket.destroy());
+    // The member dialed answers nothing on our stream but "removed" (etcd's 410 Gone), then closes it.
+    const reader = new FrameReader();
+    socket.on('data', (chunk: Buffer) => {
+      try {
+        for (const body of reader.push(chunk)) if (decodeFrame(body).kind === 'removed' && p.socket === socket) this.opts.removedFromCluster?.();
+      } catch {
+        // garbage from a peer: the stream is dropped below
+      }
+      socket.destroy();
+    });
     socket.on('error', () => socket.destroy());
     socket.once('close', () => {
       if (p.socket !== socket) return;
@@ -213,7 +229,7 @@ export class PeerTransport {
       s.destroy();
       return;
     }
-    this.inbound.add(s);
+    this.inbound.set(s, undefined);
     const reader = new FrameReader();
     let from: NodeId | undefined;
     const refuse = (reason: string): void => {
@@ -242,7 +258,13 @@ export class PeerTransport {
             if (f.kind !== 'hello') return refuse('a peer stream must open with a hello');
             if (f.clusterId !== this.opts.clusterId) return refuse(`request cluster ID mismatch (got ${f.clusterId.toString(16)} want ${this.opts.clusterId.toString(16)})`);
             if (f.to !== this.opts.id) return refuse(`stream for member ${f.to.toString(16)}, this is ${this.opts.id.toString(16)}`);
+            if (this.opts.isRemoved?.(f.from) === true) {
+              this.opts.refused?.(`rejected the stream from peer ${f.from.toString(16)} since it was removed`);
+              s.end(encodeFrame({ kind: 'removed' }));
+              return;
+            }
             from = f.from;
+            this.inbound.set(s, from);
             this.redialNow(from);
             continue;
           }

@@ -276,8 +276,12 @@ test('member remove on peer TLS (--peer-auto-tls): the removed process stops as 
 
   // Unknown member: etcd's error, nothing changes.
   await assert.rejects(clients[asker]!.cluster.memberRemove({ ID: '12345' }), /member not found/);
+  // Removed while SIGSTOPped, the member never gets the entry that removes it (the leader stops sending to
+  // it): on SIGCONT the others refuse its streams as removed (etcd's 410 Gone) and it stops as etcd's does.
+  procs[gone]!.child.kill('SIGSTOP');
   const removed = await clients[asker]!.cluster.memberRemove({ ID: String(ids[gone]) });
   assert.deepEqual((removed.members ?? []).map((m) => String(m.ID)).sort(), ids.filter((_, i) => i !== gone).map(String).sort());
+  procs[gone]!.child.kill('SIGCONT');
   const code = await procs[gone]!.exited;
   assert.equal(code, 0);
   assert.match(procs[gone]!.stderr(), /the member has been permanently removed from the cluster/);
