@@ -11,7 +11,7 @@
  *    reads at R, a historical read, as etcd answered it;
  *  - an answer without a revision (an error) runs as it arrives.
  * Revisions no call accounts for — a lease's keys deleted by etcd's expiry, a write of a client that is not
- * behind the shadow — come from the shadow's own watch on the etcd (every key, prev_kv): once no write is
+ * behind the shadow — come from the shadow's own watch on the etcd (every key): once no write is
  * in flight through the proxy (or `graceMs` after the events came), the revision's events are applied as
  * they are (an expiry's deletes too). Expiry is etcd's decision: the simulator's clock never moves, so its
  * own timers never expire a lease, and a lease etcd reports gone is dropped there too.

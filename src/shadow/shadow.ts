@@ -137,7 +137,8 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
   own.onResponse((rs) => {
     for (const r of rs) ctx.follower.addEvents(r.events);
   });
-  own.write({ create_request: { key: Buffer.from([0]), range_end: Buffer.from([0]), start_revision: String(startRev + 1), prev_kv: true } });
+  // Without prev_kv: an event is applied as what it did (follower.ts), and half the bytes of an update to decode.
+  own.write({ create_request: { key: Buffer.from([0]), range_end: Buffer.from([0]), start_revision: String(startRev + 1) } });
 
   let proxy: Proxy;
   try {
