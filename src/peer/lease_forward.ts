@@ -108,7 +108,6 @@ export async function leaseTimeToLive(pm: ProcessMember, req: M.LeaseTimeToLiveR
  * A renewal the leader cannot be reached for ends the stream with etcd's error.
  */
 export class ProcessKeepAliveCall extends KeepAliveCall {
-  private answers: M.LeaseKeepAliveResponse[] = [];
   private waiting: bigint[] = [];
   private busy = false;
 
@@ -119,34 +118,14 @@ export class ProcessKeepAliveCall extends KeepAliveCall {
     super(pm.server, () => undefined, callCtx);
   }
 
-  override get pending(): number {
-    return this.answers.length;
-  }
-
-  override write(req: M.LeaseKeepAliveRequest): void {
-    if (this.ended) return;
-    let id: bigint;
-    try {
-      id = int64ToBigInt(req.ID, 'ID');
-    } catch (err) {
-      throw toGrpcError(err);
-    }
-    this.arrive(() => {
-      if (this.waiting.length >= MAX_WAITING) return;
-      this.waiting.push(id);
-      void this.drain();
-    });
-  }
-
-  override take(): M.LeaseKeepAliveResponse[] {
-    const q = this.answers;
-    if (q.length === 0) return [];
-    this.answers = [];
-    return q;
+  protected override received(id: bigint): void {
+    if (this.waiting.length >= MAX_WAITING) return;
+    this.waiting.push(id);
+    void this.drain();
   }
 
   protected override release(): void {
-    this.answers = [];
+    super.release();
     this.waiting = [];
   }
 
@@ -154,15 +133,13 @@ export class ProcessKeepAliveCall extends KeepAliveCall {
   private async drain(): Promise<void> {
     if (this.busy) return;
     this.busy = true;
-    const s = this.pm.server;
     try {
       while (!this.ended && this.waiting.length > 0) {
         const id = this.waiting.shift()!;
-        checkLeaseAccess(s, this.callCtx, id, 'WRITE');
+        checkLeaseAccess(this.pm.server, this.callCtx, id, 'WRITE');
         const a = await askLeader(this.pm, { kind: 'lease?', op: 'renew', id, keys: false });
         if (this.ended) return;
-        this.answers.push({ header: header(s.identity, s.mvcc.currentRevision), ID: String(id), TTL: a.status === 'ok' ? String(a.ttl) : '0' });
-        s.delivery.poke();
+        this.answer(id, a.status === 'ok' ? a.ttl : 0);
       }
     } catch (err) {
       this.abort(toGrpcError(err) as GrpcError);

@@ -131,10 +131,22 @@ export class KeepAliveCall extends StreamCall<M.LeaseKeepAliveResponse> implemen
     } catch (err) {
       throw toGrpcError(err);
     }
-    this.arrive(() => this.renew(id));
+    this.arrive(() => this.received(id));
   }
 
-  /** The member reads one renewal. */
+  /** The member reads one renewal: here its own lessor renews it (a process member's follower forwards it). */
+  protected received(id: bigint): void {
+    this.renew(id);
+  }
+
+  /** Queues the answer to one renewal, with this member's header. */
+  protected answer(id: bigint, ttl: number): void {
+    const server = this.server;
+    this.queue.push({ header: header(server.identity, server.mvcc.currentRevision), ID: String(id), TTL: String(ttl) });
+    server.delivery.poke();
+  }
+
+  /** The member renews one lease. */
   private renew(id: bigint): void {
     if (this.ended) return;
     const server = this.server;
@@ -146,8 +158,7 @@ export class KeepAliveCall extends StreamCall<M.LeaseKeepAliveResponse> implemen
       this.abort(toGrpcError(err));
       return;
     }
-    this.queue.push({ header: header(server.identity, server.mvcc.currentRevision), ID: String(id), TTL: String(ttl) });
-    server.delivery.poke();
+    this.answer(id, ttl);
   }
 
   take(): M.LeaseKeepAliveResponse[] {
