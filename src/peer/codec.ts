@@ -5,11 +5,13 @@
  * bigints as decimal strings and bytes as base64 — or, alone on a connection of its own, a question and
  * its answer (a joining member's members query; a follower's lease renewal or TimeToLive for the leader). Decoding checks every field's type and range and refuses
  * anything else with a PeerFrameError: a peer that sends garbage loses its connection and changes nothing.
- * A frame is bounded (MAX_FRAME_BYTES), so memory per connection is too.
+ * A frame is bounded (MAX_FRAME_BYTES), so memory per connection is too. A leader's MsgSnap travels on a
+ * connection of its own (etcd's POST /raft/snapshot): a `snap` frame — the message, its cluster and the
+ * size of the db that follows — then the db's bytes as they are, streamed, never one frame.
  */
 import type { ConfChange, ConfState, Entry, Message, MessageType, NodeId, Snapshot } from '../raft/index.js';
 
-/** Largest frame accepted: a snapshot travels in one, so room for a large backend (etcd's default quota is 2 GiB; ours keeps the frame bounded). */
+/** Largest frame accepted: a MsgApp of many large entries fits (a snapshot's db is streamed after its frame, never in one). */
 export const MAX_FRAME_BYTES = 512 * 1024 * 1024;
 
 export class PeerFrameError extends Error {}
@@ -62,7 +64,14 @@ export type LeaseAnswer =
 /** The answer to a stream's hello from a member the cluster removed (etcd's 410 Gone): it stops itself. */
 export type RemovedAnswer = { readonly kind: 'removed' };
 
-export type Frame = Hello | { readonly kind: 'msg'; readonly msg: Message } | MembersQuery | MembersAnswer | LeaseQuery | LeaseAnswer | RemovedAnswer;
+
+/**
+ * The first and only frame of a snapshot's connection: the leader's MsgSnap for the member dialed, in
+ * this cluster, then `size` bytes of the db (the member's backend file, etcd's merged snapshot message).
+ */
+export type SnapHeader = { readonly kind: 'snap'; readonly clusterId: bigint; readonly msg: Message; readonly size: number };
+
+export type Frame = Hello | { readonly kind: 'msg'; readonly msg: Message } | MembersQuery | MembersAnswer | LeaseQuery | LeaseAnswer | RemovedAnswer | SnapHeader;
 
 /** Members a members answer may list (etcd's clusters have a handful). */
 const MAX_LISTED_MEMBERS = 1000;
@@ -101,9 +110,12 @@ function jsonOf(f: Frame): unknown {
     if (f.status === 'ok') return { kind: 'lease', status: 'ok', ttl: f.ttl, grantedTTL: f.grantedTTL, keys: f.keys.map(b64) };
     return f.status === 'notFound' ? { kind: 'lease', status: 'notFound' } : { kind: 'lease', status: 'refused', reason: f.reason };
   }
-  const m = f.msg;
+  if (f.kind === 'snap') return { kind: 'snap', clusterId: String(f.clusterId), size: f.size, ...messageJson(f.msg) };
+  return { kind: 'msg', ...messageJson(f.msg) };
+}
+
+function messageJson(m: Message): Record<string, unknown> {
   return {
-    kind: 'msg',
     type: m.type,
     from: String(m.from),
     to: String(m.to),
@@ -247,7 +259,16 @@ export function decodeFrame(body: Uint8Array): Frame {
     if (o['status'] === 'refused') return { kind: 'lease', status: 'refused', reason: str(o['reason'], 'reason') };
     throw new PeerFrameError('status: unknown');
   }
+  if (o['kind'] === 'snap') {
+    const msg = messageOf(o);
+    if (msg.type !== 'MsgSnap' || msg.snapshot === undefined) throw new PeerFrameError('snap: not a MsgSnap with its snapshot');
+    return { kind: 'snap', clusterId: u64(o['clusterId'], 'clusterId'), msg, size: index(o['size'], 'size') };
+  }
   if (o['kind'] !== 'msg') throw new PeerFrameError('peer frame: unknown kind');
+  return { kind: 'msg', msg: messageOf(o) };
+}
+
+function messageOf(o: Obj): Message {
   const type = o['type'];
   if (typeof type !== 'string' || !MESSAGE_TYPES.has(type)) throw new PeerFrameError('peer frame: unknown message type');
   if (o['reject'] !== undefined && typeof o['reject'] !== 'boolean') throw new PeerFrameError('reject: not a boolean');
@@ -264,7 +285,7 @@ export function decodeFrame(body: Uint8Array): Frame {
   };
   const msg: Record<string, unknown> = { type, from: u64(o['from'], 'from'), to: u64(o['to'], 'to'), term: u64(o['term'], 'term') };
   for (const [k, val] of Object.entries(fields)) if (val !== undefined) msg[k] = val;
-  return { kind: 'msg', msg: msg as unknown as Message };
+  return msg as unknown as Message;
 }
 
 /**
@@ -280,10 +301,18 @@ export class FrameReader {
   private chunks: Uint8Array[] = [];
   private bodyFill = 0;
 
-  push(chunk: Uint8Array): Uint8Array[] {
+  /** Bytes after the last frame push() was allowed to return (see `max`), not read as frames. */
+  private rest: Uint8Array = new Uint8Array(0);
+
+  /** The frames' bodies `chunk` completes, at most `max` of them: the bytes after the last are kept for takeRest(). */
+  push(chunk: Uint8Array, max = Infinity): Uint8Array[] {
     const out: Uint8Array[] = [];
     let at = 0;
     while (at < chunk.length) {
+      if (out.length >= max) {
+        this.rest = chunk.slice(at);
+        break;
+      }
       if (this.bodyLen < 0) {
         const n = Math.min(4 - this.headerFill, chunk.length - at);
         this.header.set(chunk.subarray(at, at + n), this.headerFill);
@@ -313,5 +342,12 @@ export class FrameReader {
       }
     }
     return out;
+  }
+
+  /** What push() left unread after its last frame (once). */
+  takeRest(): Uint8Array {
+    const r = this.rest;
+    this.rest = new Uint8Array(0);
+    return r;
   }
 }

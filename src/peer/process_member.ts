@@ -17,12 +17,13 @@
  *  - IDs as etcd derives them: each member's from its peer URLs and --initial-cluster-token, the
  *    cluster's from the initial members' (src/server/member_id.ts). A new member's log starts with one
  *    conf change per initial member (bootstrapStorage), so its first leader is elected at term 2, as etcd's.
- *  - Kept in --data-dir: the Raft log and hard state in the WAL (wal_persistence.ts). A restarted member
- *    reads them back and applies its committed entries again from the start of its log, so it serves
- *    what it acknowledged with the identity it had. The log is not compacted (see README.md).
+ *  - Kept in --data-dir: the Raft log and hard state in the WAL (wal_persistence.ts); every --snapshot-count
+ *    entries a snapshot (member_snapshot.ts: the db and the members), the log let go but for the catch-up
+ *    entries. A restart loads the db and applies the WAL's committed entries the db lacks (etcd's consistent
+ *    index check); a member behind the leader's log installs the leader's db (etcd's applySnapshot).
  */
 import { mkdirSync } from 'node:fs';
-import { EtcdServer, type EtcdServerOptions } from '../server/index.js';
+import { EtcdServer } from '../server/index.js';
 import { clusterIdOf, memberIdOf } from '../server/member_id.js';
 import {
   CLUSTER_VERSION_SET_FIELD,
@@ -40,69 +41,19 @@ import { grpcError, toGrpcError, type GrpcError } from '../server/errors.js';
 import { ErrMemberNotFound, ErrPeerUrlExists } from '../server/membership_service.js';
 import { serverCompat } from '../server/compat.js';
 import { NONE, RaftNode, bootstrapStorage, type ConfChange, type Entry, type NodeId, type RaftPersistence, type RaftStorage, type Ready, type Role, type Snapshot } from '../raft/index.js';
-import { SimRandom, type Clock } from '../sim/index.js';
-import { walExists, type DataDirLayout } from '../storage/index.js';
+import { SimRandom } from '../sim/index.js';
+import { readBackendFile, walExists } from '../storage/index.js';
 import { errTransportClosing } from '../cluster/errors.js';
 import { answerLease } from './lease_forward.js';
 import { RaftLoop } from './raft_loop.js';
 import { MemberRequests } from './requests.js';
 import { PeerTransport, type PeerAddress, type PeerTls } from './transport.js';
 import type { MembersAnswer } from './codec.js';
+import { decodeMembers, encodeMembers, openMemberDb, takeReceivedDb, writeMemberDb } from './member_snapshot.js';
 import { WalPersistence } from './wal_persistence.js';
+import type { InitialMember, ProcessClusterMember, ProcessMemberOptions } from './member_options.js';
 
-/** One member of the cluster as every member holds it (etcd's membership.Member). */
-export interface ProcessClusterMember {
-  readonly id: NodeId;
-  /** '' until the member published its attributes (etcd lists an unstarted member without a name). */
-  name: string;
-  peerUrls: readonly string[];
-  clientUrls: readonly string[];
-  isLearner: boolean;
-}
-
-/** What the process logs, as etcd logs it (src/cli/etcd turns these into etcd's lines). */
-export interface ProcessMemberEvents {
-  /** Raft's role or term moved ("became follower/candidate/leader at term N"). */
-  role?(role: Role, term: bigint): void;
-  /** The member learned its leader ("elected leader X at term N"), or lost it (leader NONE). */
-  leader?(leader: NodeId, term: bigint): void;
-  /** This member's attributes were applied (etcd's "published {Name:... ClientURLs:[...]} to cluster"). */
-  published?(): void;
-  /** A conf change was applied ("added member", "removed member"). */
-  membership?(change: ConfChange, member: ProcessClusterMember | undefined): void;
-  /** This member was removed from the cluster: the process stops, as etcd's does. */
-  removed?(): void;
-}
-
-/** --initial-cluster, parsed: each member's name and peer URLs. */
-export interface InitialMember {
-  readonly name: string;
-  readonly peerUrls: readonly string[];
-}
-
-export interface ProcessMemberOptions {
-  readonly name: string;
-  readonly initialCluster: readonly InitialMember[];
-  readonly initialClusterToken: string;
-  /** --advertise-client-urls: published through Raft. */
-  readonly clientUrls: readonly string[];
-  /** --listen-peer-urls' address. */
-  readonly listenPeer: PeerAddress;
-  readonly peerTls?: PeerTls | undefined;
-  readonly layout: DataDirLayout;
-  readonly clock: Clock;
-  /** The EtcdServer's options (limits, auth, release); its identity and clock come from here. */
-  readonly server: Omit<EtcdServerOptions, 'clock' | 'memberId' | 'clusterId' | 'memberName' | 'clientUrls' | 'peerUrls' | 'raftTerm' | 'initialRaftIndex'>;
-  readonly heartbeatMs: number;
-  readonly electionMs: number;
-  readonly preVote: boolean;
-  /** --initial-election-tick-advance (etcd's default true); false: the first election waits a whole randomized election timeout. */
-  readonly initialElectionTickAdvance?: boolean | undefined;
-  /** --initial-cluster-state existing: a new member joins a running cluster (after its MemberAdd). */
-  readonly join?: boolean | undefined;
-  readonly seed: number;
-  readonly events?: ProcessMemberEvents | undefined;
-}
+export type { InitialMember, ProcessClusterMember, ProcessMemberEvents, ProcessMemberOptions } from './member_options.js';
 
 /** The conf change context of a member (etcd puts the member's JSON there). */
 interface MemberContext {
@@ -117,8 +68,9 @@ export class JoinError extends Error {
   override name = 'JoinError';
 }
 
-/** Never compact the log: a follower always catches up from it (snapshots for far-behind ones: not yet). */
-const NO_SNAPSHOTS = Number.MAX_SAFE_INTEGER;
+/** etcd's --snapshot-count default (3.4) and SnapshotCatchUpEntries. */
+const DEFAULT_SNAPSHOT_COUNT = 100_000;
+const DEFAULT_CATCH_UP_ENTRIES = 5000;
 /** How often an unpublished member proposes its attributes again (etcd retries publish). */
 const PUBLISH_RETRY_MS = 500;
 
@@ -166,6 +118,10 @@ export class ProcessMember {
   private clusterVersionSet = false;
   private publishing = false;
   private stopped = false;
+  /** The consistent index of the db the state was last loaded from: entries up to it are in it already. */
+  private dbIndex = 0;
+  /** This member's last snapshot's index (its own or the leader's). */
+  private snapIndex: number;
 
   private constructor(
     private readonly opts: ProcessMemberOptions,
@@ -174,11 +130,13 @@ export class ProcessMember {
     storage: RaftStorage,
     persistence: WalPersistence,
     restarted: boolean,
+    db?: Uint8Array,
   ) {
     this.id = id;
     this.clusterId = clusterId;
     this.restarted = restarted;
     this.restartCommit = restarted ? storage.hardState.commit : 0;
+    this.snapIndex = storage.snapshot.index;
     const { clock } = opts;
     this.random = new SimRandom(opts.seed).fork(`member-${id.toString(16)}-${storage.hardState.commit}-${storage.hardState.term}`);
     this.seq = (id & 0xffffn) << 48n | (this.random.nextUint63() & 0xffffffffffn);
@@ -197,6 +155,7 @@ export class ProcessMember {
     });
     // A follower's lessor expires nothing; the leader's is promoted when it wins (onSoftState).
     this.server.lessor.demote();
+    if (db !== undefined) this.dbIndex = this.server.applySnapshot(db);
     const electionTicks = Math.max(1, Math.round(opts.electionMs / opts.heartbeatMs));
     this.requestTimeoutMs = 5000 + 2 * opts.electionMs;
     this.heartbeatMs = opts.heartbeatMs;
@@ -210,6 +169,8 @@ export class ProcessMember {
       clock,
       ...(opts.peerTls === undefined ? {} : { tls: opts.peerTls }),
       deliver: (m) => this.loop.step(m),
+      snapDir: opts.layout.snapDir,
+      snapshotDb: () => openMemberDb(opts.layout),
       members: () => ({ kind: 'members', clusterId, members: [...this.members.values()].map((m) => ({ id: m.id, peerUrls: m.peerUrls })) }),
       lease: (q) => Promise.resolve(answerLease(this, q)),
       isRemoved: (peer) => this.removedIds.has(peer),
@@ -224,10 +185,17 @@ export class ProcessMember {
     });
     const kept: RaftPersistence = {
       save: (rd: Ready) => {
+        // The leader's db goes in place before the snap file names its snapshot (a crash between the two
+        // leaves a db ahead of the snapshot, which the consistent index check makes harmless).
+        if (rd.snapshot !== undefined) takeReceivedDb(opts.layout, rd.snapshot.index);
         persistence.save(rd);
         if (rd.hardState !== undefined) this.termMoved(rd.hardState.term);
       },
-      snapshotted: (s: Snapshot) => persistence.snapshotted(s),
+      snapshotted: (s: Snapshot) => {
+        writeMemberDb(opts.layout, this.server.etcdBackend(), s.index);
+        persistence.snapshotted(s);
+        this.snapIndex = s.index;
+      },
     };
     this.loop = new RaftLoop({
       node: this.node,
@@ -236,9 +204,9 @@ export class ProcessMember {
       persistence: kept,
       send: (m) => this.transport.send(m),
       apply: (entries, snap) => this.apply(entries, snap),
-      snapshotData: () => new Uint8Array(0),
-      snapshotCount: NO_SNAPSHOTS,
-      catchUpEntries: 0,
+      snapshotData: () => encodeMembers({ members: [...this.members.values()], clusterVersionSet: this.clusterVersionSet }),
+      snapshotCount: opts.snapshotCount ?? DEFAULT_SNAPSHOT_COUNT,
+      catchUpEntries: opts.catchUpEntries ?? DEFAULT_CATCH_UP_ENTRIES,
       onReadState: (r) => this.requests.readState(r),
       onSoftState: (leader, role) => this.softState(leader, role),
       initialTickAdvance:
@@ -261,7 +229,8 @@ export class ProcessMember {
       clock,
       this.requestTimeoutMs,
     );
-    // The initial members are known before the log's conf changes are applied: their streams open now.
+    // The members known before the log's conf changes are applied (the snapshot's, then the log's): their streams open now.
+    this.restoreMembers(storage.snapshot);
     for (const m of storage.entries) if (m.type === 'conf' && m.conf !== undefined) this.confChanged(m.conf, false);
   }
 
@@ -275,7 +244,7 @@ export class ProcessMember {
     let member: ProcessMember;
     if (walExists(opts.layout.walDir)) {
       const { persistence, storage, metadata } = WalPersistence.open(opts.layout);
-      member = new ProcessMember(opts, metadata.nodeId, metadata.clusterId, storage, persistence, true);
+      member = new ProcessMember(opts, metadata.nodeId, metadata.clusterId, storage, persistence, true, readBackendFile(opts.layout));
     } else if (opts.join === true) {
       member = await ProcessMember.join(opts);
     } else {
@@ -380,9 +349,9 @@ export class ProcessMember {
     this.server.close();
   }
 
-  /** Committed entries in log order; a snapshot is not expected (the log is never compacted). */
+  /** The leader's snapshot (its db already in place), then committed entries in log order. */
   private apply(entries: readonly Entry[], snap: Snapshot | undefined): void {
-    if (snap !== undefined && snap.index > 0) throw new Error('etcdsim: a member cannot install a snapshot yet (the log is never compacted)');
+    if (snap !== undefined && snap.index > 0) this.installSnapshot(snap);
     for (const e of entries) {
       if (e.type === 'conf' && e.conf !== undefined) {
         const refused = this.confChanged(e.conf, true);
@@ -390,7 +359,7 @@ export class ProcessMember {
         if (e.data.length === 8) this.requests.applied(new DataView(e.data.buffer, e.data.byteOffset, 8).getBigUint64(0), undefined, refused);
       }
       else if (e.data.length > 0) this.applyRequest(e);
-      this.server.resetAppliedIndex(e.index);
+      if (e.index > this.dbIndex) this.server.resetAppliedIndex(e.index);
       this.requests.appliedTo(e.index);
     }
     this.server.flush();
@@ -408,6 +377,8 @@ export class ProcessMember {
     let error: GrpcError | undefined;
     if (r.field === MEMBER_ATTR_SET_FIELD) this.attributesApplied(r.request as MemberAttributesEntry);
     if (r.field === CLUSTER_VERSION_SET_FIELD) this.clusterVersionSet = true;
+    // The db this member loaded holds the entry already (etcd's consistent index check): only the bookkeeping above.
+    if (e.index <= this.dbIndex) return;
     try {
       result = applyRaftRequest(this.server, r, e.index);
     } catch (err) {
@@ -430,6 +401,42 @@ export class ProcessMember {
     }
     // Its own attributes as this start of the process proposed them (a restart publishes again, as etcd's does).
     if (a.memberId === this.id && this.publishing && !this.published) {
+      this.published = true;
+      this.opts.events?.published?.();
+    }
+  }
+
+  /** etcd's applySnapshot: the leader's db replaces this member's state, the snapshot's members its members. */
+  private installSnapshot(snap: Snapshot): void {
+    const db = readBackendFile(this.opts.layout);
+    if (db === undefined) throw new Error(`etcdsim: snapshot at ${snap.index} installed without its db`);
+    const was = { snapshot: this.snapIndex, applied: this.server.raftIndex };
+    this.dbIndex = this.server.applySnapshot(db);
+    if (this.dbIndex < snap.index) throw new Error(`etcdsim: the db of the snapshot at ${snap.index} holds only up to ${this.dbIndex}`);
+    this.snapIndex = snap.index;
+    this.restoreMembers(snap);
+    this.requests.appliedTo(this.dbIndex);
+    this.opts.events?.snapshotApplied?.(was, snap);
+  }
+
+  /** The members a snapshot names replace the ones known (their peers' streams follow). */
+  private restoreMembers(snap: Snapshot): void {
+    const d = decodeMembers(snap.data);
+    if (d === undefined) return;
+    const listed = new Set(d.members.map((m) => m.id));
+    for (const id of [...this.members.keys()]) {
+      if (listed.has(id)) continue;
+      this.members.delete(id);
+      this.transport.removePeer(id);
+    }
+    for (const m of d.members) {
+      this.knowMember(m.id, m.name, m.peerUrls, m.isLearner);
+      Object.assign(this.members.get(m.id)!, { name: m.name, peerUrls: [...m.peerUrls], clientUrls: [...m.clientUrls], isLearner: m.isLearner });
+    }
+    this.clusterVersionSet ||= d.clusterVersionSet;
+    // This start's publish may be folded into the snapshot: it was applied, then.
+    const own = this.members.get(this.id);
+    if (own !== undefined && this.publishing && !this.published && own.name === this.opts.name && own.clientUrls.join() === this.opts.clientUrls.join()) {
       this.published = true;
       this.opts.events?.published?.();
     }

@@ -15,6 +15,7 @@ import * as tls from 'node:tls';
 import type { Message, NodeId } from '../raft/index.js';
 import type { Clock, TimerHandle } from '../sim/index.js';
 import { FrameReader, PeerFrameError, decodeFrame, encodeFrame, type Frame, type LeaseAnswer, type LeaseQuery, type MembersAnswer, type MembersQuery } from './codec.js';
+import { SnapshotReceiver, streamSnapshot, type SnapshotDb } from './snapshot_stream.js';
 
 /** Messages waiting while a stream is being dialed (rafthttp's streamBufSize). */
 const MAX_QUEUED = 4096;
@@ -56,6 +57,10 @@ export interface PeerTransportOptions {
   removedFromCluster?(): void;
   /** A follower's lease renewal or TimeToLive, answered by this member's lessor; undefined: refused. */
   lease?(q: LeaseQuery): Promise<LeaseAnswer>;
+  /** The db to stream after this MsgSnap; undefined (or no such option): the message goes alone, in one frame. */
+  snapshotDb?(m: Message): SnapshotDb | undefined;
+  /** Where a received snapshot's db is written (member/snap); without it a snapshot connection is refused. */
+  readonly snapDir?: string;
 }
 
 interface Outbound {
@@ -65,6 +70,8 @@ interface Outbound {
   connected: boolean;
   queue: Uint8Array[];
   redial: TimerHandle | undefined;
+  /** The snapshot connection in flight, if any. */
+  snapshot: net.Socket | undefined;
 }
 
 export class PeerTransport {
@@ -101,7 +108,7 @@ export class PeerTransport {
       known.address = address;
       return;
     }
-    const p: Outbound = { id, address, socket: undefined, connected: false, queue: [], redial: undefined };
+    const p: Outbound = { id, address, socket: undefined, connected: false, queue: [], redial: undefined, snapshot: undefined };
     this.peers.set(id, p);
     this.dial(p);
   }
@@ -123,11 +130,16 @@ export class PeerTransport {
     p.socket?.destroy();
     // Its streams to us close too: a removed member that dials again is told it was removed.
     for (const [s, from] of this.inbound) if (from === id) s.destroy();
+    p.snapshot?.destroy();
   }
 
   send(m: Message): void {
     const p = this.peers.get(m.to);
     if (p === undefined || this.closed) return;
+    if (m.type === 'MsgSnap' && this.opts.snapshotDb !== undefined) {
+      this.sendSnapshot(p, m);
+      return;
+    }
     const frame = encodeFrame({ kind: 'msg', msg: m });
     if (p.connected && p.socket !== undefined) {
       if (p.socket.writableLength > MAX_UNSENT_BYTES) return;
@@ -152,7 +164,7 @@ export class PeerTransport {
   static ask(address: PeerAddress, clock: Clock, timeoutMs: number, query: MembersQuery | LeaseQuery, t?: PeerTls): Promise<Frame | undefined> {
     return new Promise((resolve) => {
       const { host, port } = address;
-      const socket = t === undefined ? net.connect({ host, port }) : tls.connect({ host, port, cert: t.cert, key: t.key, ...(t.ca === undefined ? { rejectUnauthorized: false } : { ca: t.ca, checkServerIdentity: () => undefined }) });
+      const socket = dialPeer(address, t);
       const reader = new FrameReader();
       let done = false;
       const finish = (a: Frame | undefined): void => {
@@ -180,8 +192,7 @@ export class PeerTransport {
     if (this.closed || this.peers.get(p.id) !== p) return;
     p.redial = undefined;
     const t = this.opts.tls;
-    const { host, port } = p.address;
-    const socket = t === undefined ? net.connect({ host, port }) : tls.connect({ host, port, cert: t.cert, key: t.key, ...(t.ca === undefined ? { rejectUnauthorized: false } : { ca: t.ca, checkServerIdentity: () => undefined }) });
+    const socket = dialPeer(p.address, t);
     p.socket = socket;
     socket.setNoDelay(true);
     socket.once(t === undefined ? 'connect' : 'secureConnect', () => {
@@ -224,6 +235,18 @@ export class PeerTransport {
     this.dial(p);
   }
 
+  /** A MsgSnap and its db on a connection of their own; while one is in flight to the peer, another is dropped. */
+  private sendSnapshot(p: Outbound, m: Message): void {
+    if (p.snapshot !== undefined) return;
+    const db = this.opts.snapshotDb?.(m);
+    if (db === undefined) return;
+    const socket = dialPeer(p.address, this.opts.tls);
+    p.snapshot = socket;
+    streamSnapshot(socket, this.opts.tls === undefined ? 'connect' : 'secureConnect', { clusterId: this.opts.clusterId, msg: m }, db, () => {
+      if (p.snapshot === socket) p.snapshot = undefined;
+    });
+  }
+
   private accept(s: net.Socket): void {
     if (this.closed) {
       s.destroy();
@@ -236,48 +259,74 @@ export class PeerTransport {
       this.opts.refused?.(reason);
       s.destroy();
     };
+    let receiver: SnapshotReceiver | undefined;
+    const onData = (chunk: Uint8Array): void => {
+      if (receiver !== undefined) {
+        if (!receiver.take(chunk)) s.destroy();
+        return;
+      }
+      // Until the first frame is read, read only it: a snapshot's db follows its frame as raw bytes.
+      for (const body of reader.push(chunk, from === undefined ? 1 : Infinity)) {
+        const f = decodeFrame(body);
+        if (from === undefined) {
+          if (f.kind === 'members?' && this.opts.members !== undefined) {
+            s.end(encodeFrame(this.opts.members()));
+            return;
+          }
+          if (f.kind === 'lease?' && this.opts.lease !== undefined) {
+            s.pause(); // one question per connection: nothing more is read
+            void this.opts.lease(f).then(
+              (a) => {
+                if (!s.destroyed) s.end(encodeFrame(a));
+              },
+              () => s.destroy(),
+            );
+            return;
+          }
+          if (f.kind !== 'hello' && f.kind !== 'snap') return refuse('a peer stream must open with a hello');
+          if (f.clusterId !== this.opts.clusterId) return refuse(`request cluster ID mismatch (got ${f.clusterId.toString(16)} want ${this.opts.clusterId.toString(16)})`);
+          const to = f.kind === 'hello' ? f.to : f.msg.to;
+          if (to !== this.opts.id) return refuse(`stream for member ${to.toString(16)}, this is ${this.opts.id.toString(16)}`);
+          if (f.kind === 'snap') {
+            if (this.opts.snapDir === undefined) return refuse('snapshots are not received here');
+            receiver = new SnapshotReceiver(this.opts.snapDir, f.msg, f.size, (m) => this.opts.deliver(m));
+            const rest = reader.takeRest();
+            if (rest.length > 0) onData(rest);
+            return;
+          }
+          if (this.opts.isRemoved?.(f.from) === true) {
+            this.opts.refused?.(`rejected the stream from peer ${f.from.toString(16)} since it was removed`);
+            s.end(encodeFrame({ kind: 'removed' }));
+            return;
+          }
+          from = f.from;
+          this.inbound.set(s, from);
+          this.redialNow(from);
+          const rest = reader.takeRest();
+          if (rest.length > 0) onData(rest);
+          return;
+        }
+        if (f.kind !== 'msg' || f.msg.from !== from || f.msg.to !== this.opts.id) return refuse('a message not from the stream\'s peer or not for this member');
+        this.opts.deliver(f.msg);
+        if (s.destroyed) return;
+      }
+    };
     s.on('data', (chunk: Buffer) => {
       try {
-        for (const body of reader.push(chunk)) {
-          const f = decodeFrame(body);
-          if (from === undefined) {
-            if (f.kind === 'members?' && this.opts.members !== undefined) {
-              s.end(encodeFrame(this.opts.members()));
-              return;
-            }
-            if (f.kind === 'lease?' && this.opts.lease !== undefined) {
-              s.pause(); // one question per connection: nothing more is read
-              void this.opts.lease(f).then(
-                (a) => {
-                  if (!s.destroyed) s.end(encodeFrame(a));
-                },
-                () => s.destroy(),
-              );
-              return;
-            }
-            if (f.kind !== 'hello') return refuse('a peer stream must open with a hello');
-            if (f.clusterId !== this.opts.clusterId) return refuse(`request cluster ID mismatch (got ${f.clusterId.toString(16)} want ${this.opts.clusterId.toString(16)})`);
-            if (f.to !== this.opts.id) return refuse(`stream for member ${f.to.toString(16)}, this is ${this.opts.id.toString(16)}`);
-            if (this.opts.isRemoved?.(f.from) === true) {
-              this.opts.refused?.(`rejected the stream from peer ${f.from.toString(16)} since it was removed`);
-              s.end(encodeFrame({ kind: 'removed' }));
-              return;
-            }
-            from = f.from;
-            this.inbound.set(s, from);
-            this.redialNow(from);
-            continue;
-          }
-          if (f.kind !== 'msg' || f.msg.from !== from || f.msg.to !== this.opts.id) return refuse('a message not from the stream\'s peer or not for this member');
-          this.opts.deliver(f.msg);
-          if (s.destroyed) return;
-        }
+        onData(chunk);
       } catch (err) {
         if (err instanceof PeerFrameError) return refuse(err.message);
         throw err;
       }
     });
+    s.once('close', () => receiver?.abort());
     s.on('error', () => s.destroy());
     s.once('close', () => this.inbound.delete(s));
   }
+}
+
+/** A connection to a peer's port, on TLS when the member's peer URLs ask (a peer's certificate checked against the CA given). */
+function dialPeer(address: PeerAddress, t: PeerTls | undefined): net.Socket {
+  const { host, port } = address;
+  return t === undefined ? net.connect({ host, port }) : tls.connect({ host, port, cert: t.cert, key: t.key, ...(t.ca === undefined ? { rejectUnauthorized: false } : { ca: t.ca, checkServerIdentity: () => undefined }) });
 }

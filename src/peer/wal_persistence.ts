@@ -126,6 +126,8 @@ export class WalPersistence implements RaftPersistence {
   snapshotted(s: Snapshot): void {
     writeSynced(join(this.layout.snapDir, snapName(s)), encodeSnapFile(s));
     this.wal.saveSnapshot({ index: BigInt(s.index), term: s.term });
+    // The segments wholly before the snapshot are no longer read by a restart (etcd's WAL purge).
+    this.wal.releaseTo(BigInt(s.index));
   }
 }
 

@@ -415,8 +415,8 @@ export class RaftNode extends RaftCore {
       return;
     }
     this.log.restore(s);
+    // A member added after the snapshot was taken is not in its conf: the conf change after it adds it.
     this.tracker.restore(s.conf);
-    if (!this.tracker.voters.has(this.id) && !this.tracker.learners.has(this.id)) this.removed = true;
     this.send({ type: 'MsgAppResp', to: m.from, index: s.index });
   }
 

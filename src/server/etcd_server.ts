@@ -391,6 +391,32 @@ export class EtcdServer implements MemberView {
   }
 
   /**
+   * Replaces this member's state by the leader's (etcd's applySnapshot, after the db a MsgSnap brought was
+   * received): the store from the db's key bucket (watchers move to unsynced and catch up from it, nothing
+   * breaks), auth, the raised alarms, and the leases — the db's are granted (with their checkpointed TTL)
+   * and the member's own that the db lacks dropped, with no keys left to delete since the store is the
+   * db's; the lessor keeps its role (a follower's expires nothing). The applied index becomes the db's
+   * consistent index, which it returns. Errors: SnapshotFormatError for a file that is no db in etcd's layout, before
+   * anything changes.
+   */
+  applySnapshot(db: Uint8Array): number {
+    const backend = readEtcdSnapshot(db);
+    const loaded = memberOfBackend(backend, { restoreLoneTombstone: this.restoreLoneTombstone });
+    this.restore({ ...loaded.store, auth: loaded.auth });
+    if (loaded.pendingCompactRev !== undefined) this.mvcc.compact(loaded.pendingCompactRev);
+    const theirs = new Set(loaded.leases.map((l) => l.id));
+    for (const id of this.lessor.leases()) if (!theirs.has(id)) this.lessor.revoke(id);
+    for (const l of loaded.leases) {
+      if (!this.lessor.exists(l.id)) this.lessor.grant(l.id, l.ttl);
+      this.lessor.checkpoint(l.id, l.remainingTTL);
+    }
+    this.lessor.recoverFromStore();
+    this.services.maintenance.alarms.restore(backend.alarms);
+    this.resetAppliedIndex(Number(backend.consistentIndex));
+    return this.appliedIndex;
+  }
+
+  /**
    * The member as etcd starts from `backend` (mvcc restore): the index rebuilt from the key bucket (see
    * restoreLoneTombstone), the compaction point the finished one, a compaction scheduled but unfinished run
    * again, auth, and the leases, whose expiry counts from now (etcd's lessor promote). A fresh member (the

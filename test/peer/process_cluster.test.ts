@@ -8,6 +8,8 @@
  * new leader and keep serving writes; the killed member started again on its data dir rejoins with its
  * identity and serves what was written meanwhile; on the same cluster a learner is added, its process joins
  * and catches up, and it is promoted. A cluster of its own, on peer TLS, loses a member to member remove.
+ * Another, with --snapshot-count 20, compacts its log: a member added later and one restarted after an
+ * outage catch up from the leader's snapshot.
  * A real-time test of processes: every wait is for a condition, with a deadline, re-checked as the
  * processes answer.
  */
@@ -16,7 +18,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { connect as tlsConnect } from 'node:tls';
 import type { Readable } from 'node:stream';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { connectEtcd, type EtcdGrpcClient } from '../../src/grpc/client.js';
@@ -76,9 +78,9 @@ function speaksTls(port: number): Promise<boolean> {
   });
 }
 
-/** Starts a member and resolves once it logged the line etcd's e2e harness waits for (or exited). */
-async function start(name: string, ports: readonly Ports[], argv: readonly string[] = args(name, ports)): Promise<Proc> {
-  const child = spawn(process.execPath, [ETCDSIM, ...argv], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ETCDSIM_ETCD_VERSION: '3.4' } });
+/** Starts a member (etcd 3.4 unless `version` says) and resolves once it logged the line etcd's e2e harness waits for (or exited). */
+async function start(name: string, ports: readonly Ports[], argv: readonly string[] = args(name, ports), version = '3.4'): Promise<Proc> {
+  const child = spawn(process.execPath, [ETCDSIM, ...argv], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ETCDSIM_ETCD_VERSION: version } });
   let err = '';
   const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
   const p: Proc = { child, stderr: () => err, exited };
@@ -282,7 +284,7 @@ test('member remove on peer TLS (--peer-auto-tls): the removed process stops as 
   const removed = await clients[asker]!.cluster.memberRemove({ ID: String(ids[gone]) });
   assert.deepEqual((removed.members ?? []).map((m) => String(m.ID)).sort(), ids.filter((_, i) => i !== gone).map(String).sort());
   procs[gone]!.child.kill('SIGCONT');
-  const code = await procs[gone]!.exited;
+  const code = await Promise.race([procs[gone]!.exited, new Promise((_, rej) => setTimeout(() => rej(new Error(`the removed member did not exit:\n${procs[gone]!.stderr()}`)), 30_000).unref())]);
   assert.equal(code, 0);
   assert.match(procs[gone]!.stderr(), /the member has been permanently removed from the cluster/);
   for (const i of [leaderIx, asker]) {
@@ -293,4 +295,74 @@ test('member remove on peer TLS (--peer-auto-tls): the removed process stops as 
   // Two voters left, both up: removing one more would leave one started voter of one, allowed; a quorum holds.
   const st = await clients[leaderIx]!.maintenance.status({});
   assert.equal(String(st.leader), String(ids[leaderIx]));
+});
+
+test('--snapshot-count: a member added after the leader compacted its log, and one restarted after a long outage, catch up from the leader\'s snapshot', { timeout: 120_000 }, async () => {
+  // etcd 3.5's --experimental-snapshot-catchup-entries (3.4 keeps 5000 entries after a snapshot, more than this test writes).
+  const snapFlags = ['--snapshot-count', '20', '--experimental-snapshot-catchup-entries', '5'];
+  // The previous test's cluster is done with: never two clusters at once.
+  for (const p of [...running]) {
+    p.child.kill('SIGKILL');
+    await p.exited;
+  }
+  const ports: Ports[] = [];
+  for (let i = 0; i < 4; i++) ports.push({ client: await freePort(), peer: await freePort() });
+  for (const n of [...NAMES, 'p4']) rmSync(join(root, `${n}.etcd`), { recursive: true, force: true });
+  const procs = await Promise.all(NAMES.map((n) => start(n, ports, [...args(n, ports), ...snapFlags], '3.5')));
+  const clients = ports.map((p) => connectEtcd(`127.0.0.1:${p.client}`, { deadlineMs: 5000 }));
+  after(() => clients.forEach((c) => c.close()));
+  const ids = ports.map((p) => memberIdOf([`http://127.0.0.1:${p.peer}`], 'tok'));
+  const ss = await eventually('a leader', () => Promise.all(clients.slice(0, 3).map((c) => c.maintenance.status({}))), (s) => s.every((x) => String(x.leader) !== '0'));
+  const leaderIx = ids.indexOf(BigInt(String(ss[0]!.leader)));
+  const lease = await clients[leaderIx]!.lease.leaseGrant({ TTL: 600, ID: '0' });
+  for (let i = 0; i < 100; i++) await clients[i % 3]!.kv.put({ key: Buffer.from(`k${String(i).padStart(3, '0')}`), value: Buffer.from(String(i)), lease: i === 7 ? lease.ID : '0' });
+  await clients[leaderIx]!.kv.deleteRange({ key: Buffer.from('k050') });
+
+  // Each member snapshotted its state and let the log go: member/snap holds etcd's db and snap files.
+  for (const n of NAMES) {
+    const snaps = await eventually(`${n} snapshotted`, async () => readdirSync(join(root, `${n}.etcd`, 'member', 'snap')), (f) => f.includes('db') && f.some((x) => x.endsWith('.snap')));
+    assert.ok(snaps.length > 0);
+  }
+
+  /** Every member listed answers with one revision and one HashKV at it. */
+  const agree = async (ixs: readonly number[]): Promise<void> => {
+    const heads = await eventually('one revision everywhere', () => Promise.all(ixs.map((i) => clients[i]!.kv.range({ key: Buffer.from('k'), serializable: true }))), (rs) => new Set(rs.map((r) => String(r.header?.revision))).size === 1);
+    const rev = Number(heads[0]!.header?.revision);
+    const hashes = await Promise.all(ixs.map((i) => clients[i]!.maintenance.hashKV({ revision: rev })));
+    assert.equal(new Set(hashes.map((h) => h.hash)).size, 1, `one history at revision ${rev}: ${hashes.map((h) => h.hash).join(' ')}`);
+  };
+
+  // A new member joins: the log it needs from index 1 is gone, so the leader sends its db first.
+  const p4 = ports[3]!;
+  const added = await clients[leaderIx]!.cluster.memberAdd({ peerURLs: [`http://127.0.0.1:${p4.peer}`] });
+  const id4 = String(added.member?.ID);
+  const cluster = [...NAMES, 'p4'].map((n, k) => `${n}=http://127.0.0.1:${ports[k]!.peer}`).join(',');
+  const proc4 = await start('p4', ports, [
+    'etcd', '--name', 'p4', '--data-dir', join(root, 'p4.etcd'),
+    '--listen-client-urls', `http://127.0.0.1:${p4.client}`, '--advertise-client-urls', `http://127.0.0.1:${p4.client}`,
+    '--listen-peer-urls', `http://127.0.0.1:${p4.peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${p4.peer}`,
+    '--initial-cluster', cluster, '--initial-cluster-state', 'existing', '--initial-cluster-token', 'tok', '--logger', 'zap', ...snapFlags,
+  ], '3.5');
+  assert.match(proc4.stderr(), /"msg":"applied snapshot".*"incoming-leader-snapshot-index":\d+/);
+  const got = await eventually('p4 caught up', () => clients[3]!.kv.range({ key: Buffer.from('k'), range_end: Buffer.from('l'), serializable: true, count_only: true }), (r) => String(r.count) === '99');
+  assert.equal(String(got.count), '99');
+  await agree([0, 1, 2, 3]);
+  // What came in the snapshot: the members (names, URLs) and the lease with its key.
+  const ml = await clients[3]!.cluster.memberList({});
+  assert.deepEqual(ml.members?.map((m) => m.name).sort(), ['p1', 'p2', 'p3', 'p4']);
+  const ttl = await clients[3]!.lease.leaseTimeToLive({ ID: lease.ID, keys: true });
+  assert.deepEqual(ttl.keys?.map((k) => text(k)), ['k007']);
+  assert.equal(String((await clients[3]!.maintenance.status({})).header?.member_id), id4);
+
+  // A follower down while the others write and compact past its log: restarted, it installs a snapshot too.
+  const down = [0, 1, 2].find((i) => i !== leaderIx)!;
+  procs[down]!.child.kill('SIGKILL');
+  await procs[down]!.exited;
+  const up = [0, 1, 2, 3].filter((i) => i !== down);
+  for (let i = 0; i < 40; i++) await clients[up[i % up.length]!]!.kv.put({ key: Buffer.from(`late${i}`), value: Buffer.from(String(i)) });
+  procs[down] = await start(NAMES[down]!, ports, [...args(NAMES[down]!, ports), ...snapFlags], '3.5');
+  await eventually('the restarted member installed a snapshot', async () => procs[down]!.stderr(), (e) => e.includes('"msg":"applied snapshot"'));
+  const late = await eventually('it caught up', () => clients[down]!.kv.range({ key: Buffer.from('late'), range_end: Buffer.from('latf'), serializable: true, count_only: true }), (r) => String(r.count) === '40');
+  assert.equal(String(late.count), '40');
+  await agree([0, 1, 2, 3]);
 });

@@ -293,6 +293,30 @@ test('a member restarted after the leader compacted past its log catches up from
   bench.checker.assertHolds();
 });
 
+test('a member added after the leader\'s snapshot joins from it, then proposes and votes like any other', () => {
+  const bench = new Bench([1n, 2n, 3n]);
+  const l = bench.elect();
+  const leader = bench.node(l);
+  for (let i = 0; i < 5; i++) leader.propose(b(`v${i}`));
+  bench.flush();
+  leader.compact(leader.log.applied, b('state'), 0);
+  assert.equal(leader.proposeConfChange({ type: 'add', id: 4n }), true);
+  bench.start(4n, { hardState: { term: 0n, vote: 0n, commit: 0 }, snapshot: { index: 0, term: 0n, conf: { voters: [], learners: [] }, data: empty }, entries: [] });
+  bench.tick(2);
+  const joined = bench.node(4n);
+  // The snapshot's conf predates it; the conf change after the snapshot adds it.
+  assert.deepEqual(joined.log.snapshot.conf.voters.includes(4n), false);
+  assert.equal(joined.removed, false);
+  assert.ok(joined.conf.voters.includes(4n));
+  assert.equal(joined.propose(b('from the new member')), true);
+  bench.tick(1);
+  assert.equal(joined.log.applied, leader.log.applied);
+  bench.cut.add(l);
+  bench.tick(4 * ELECTION);
+  assert.ok(bench.leaders().length === 1, 'the three left, the new member among them, elect a leader');
+  bench.checker.assertHolds();
+});
+
 test('the checker reports snapshots that disagree: another state at one index, another term than the committed entry', () => {
   const bench = new Bench([1n, 2n, 3n]);
   const l = bench.elect();

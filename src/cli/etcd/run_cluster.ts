@@ -16,7 +16,7 @@ import type { ServeCommandOptions } from '../serve.js';
 import type { EtcdLog } from './log.js';
 import { boolValue } from './flag_set.js';
 import { openError, type PeerTlsFiles } from './tls_flags.js';
-import { addedMemberLine, bannerLines, electedLine, publishedLines, readyLines, removedMemberLine, roleLine, tickAdvanceLine, updatedMemberLine, type StartedMember } from './start_log.js';
+import { addedMemberLine, appliedSnapshotLine, bannerLines, electedLine, publishedLines, readyLines, removedMemberLine, roleLine, tickAdvanceLine, updatedMemberLine, type StartedMember } from './start_log.js';
 
 export interface ProcessMemberRun {
   readonly opts: ServeCommandOptions & { readonly initialCluster: NonNullable<ServeCommandOptions['initialCluster']> };
@@ -82,10 +82,13 @@ export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
         preVote: opts.preVote ?? true,
         initialElectionTickAdvance: tickAdvance,
         join,
+        snapshotCount: Number(r.member.snapshotCount),
+        catchUpEntries: catchUpEntriesOf(get),
         seed: Number(BigInt.asUintN(32, BigInt(opts.seed ?? 0))),
         events: {
           role: (role, term) => log.log(roleLine(started.memberId, role, term)),
           leader: (leader, term) => log.log(electedLine(started.memberId, leader, term)),
+          snapshotApplied: (was, snap) => log.log(appliedSnapshotLine(was, snap)),
           membership: (cc, m) =>
             log.log(
               cc.type === 'remove' ? removedMemberLine(started, cc.id) : cc.type === 'update' ? updatedMemberLine(started, cc.id, m?.peerUrls ?? []) : addedMemberLine(started, cc.id, m?.peerUrls ?? []),
@@ -133,6 +136,12 @@ export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
   serving = true;
   if (publishedEarly) ready();
   return new Promise<number>(() => {});
+}
+
+/** etcd 3.5's --experimental-snapshot-catchup-entries, 3.6's --snapshot-catchup-entries; undefined: etcd's 5000. */
+function catchUpEntriesOf(get: (flag: string) => string | undefined): number | undefined {
+  const v = get('snapshot-catchup-entries') ?? get('experimental-snapshot-catchup-entries');
+  return v === undefined ? undefined : Number(v);
 }
 
 /** The peer TLS files' contents; a file that cannot be read gets etcd's `open` error. */

@@ -136,6 +136,16 @@ export function tickAdvanceLine(advance: boolean, electionTicks: number): LogEve
   return info('etcdserver', msg, advance ? 'etcdserver/server.go:704' : 'etcdserver/server.go:699', msg, { 'election-ticks': electionTicks });
 }
 
+/** The leader's snapshot installed (etcd's applySnapshot, its closing line): where the member was, what came. */
+export function appliedSnapshotLine(was: { readonly snapshot: number; readonly applied: number }, incoming: { readonly index: number; readonly term: bigint }): LogEvent {
+  return info('etcdserver', `finished applying incoming snapshot at index ${was.snapshot}`, 'etcdserver/server.go:1177', 'applied snapshot', {
+    'current-snapshot-index': was.snapshot,
+    'current-applied-index': was.applied,
+    'incoming-leader-snapshot-index': incoming.index,
+    'incoming-leader-snapshot-term': Number(incoming.term),
+  });
+}
+
 /** Raft's role moved (`became follower|pre-candidate|candidate|leader at term N`). */
 export function roleLine(id: bigint, role: string, term: bigint): LogEvent {
   return raft(`${hex(id)} became ${role} at term ${term}`, role === 'leader' ? 'raft/raft.go:771' : role === 'follower' ? 'raft/raft.go:706' : 'raft/raft.go:719');
