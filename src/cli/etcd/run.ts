@@ -298,11 +298,10 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
   };
   for (const w of warnings) log.log({ level: 'warn', pkg: 'embed', text: w, caller: 'embed/config.go:600', msg: w });
   const peerTls = await checkPeerTls(get, dataDir);
-  const quiet = env['GRPC_VERBOSITY'] === undefined;
   if (opts.initialCluster !== undefined) {
     // One process of a cluster of several members (run_cluster.ts).
     const { runProcessMember } = await import('./run_cluster.js');
-    return runProcessMember({ opts: { ...opts, initialCluster: opts.initialCluster }, member, get, log, quiet, peerTls, serving: hooks.serving });
+    return runProcessMember({ opts: { ...opts, initialCluster: opts.initialCluster }, member, get, log, peerTls, serving: hooks.serving });
   }
   const kept = await import('../../server/kept_member.js');
   const state = readDataDir(kept, dataDir, get('wal-dir'), log);

@@ -8,7 +8,6 @@
  * `enabled capabilities for version` (the lines etcd's e2e harness waits for).
  */
 import { readFileSync } from 'node:fs';
-import * as grpc from '@grpc/grpc-js';
 import { dataDirLayout, walExists } from '../../storage/index.js';
 import { RealClock } from '../../sim/index.js';
 import { CliError } from '../io.js';
@@ -23,7 +22,6 @@ export interface ProcessMemberRun {
   readonly member: StartedMember;
   readonly get: (flag: string) => string | undefined;
   readonly log: EtcdLog;
-  readonly quiet: boolean;
   /** TLS on the peer port and to the peers (https peer URLs), as checkPeerTls found the files. */
   readonly peerTls?: PeerTlsFiles | undefined;
   /** Called once, after the ready lines (runEtcd's hook). */
@@ -48,7 +46,6 @@ export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
     for (const e of readyLines(started)) log.log(e);
     r.serving?.();
   };
-  if (r.quiet) grpc.setLogVerbosity(grpc.logVerbosity.NONE);
   const tickAdvance = get('initial-election-tick-advance') === undefined || boolValue(get('initial-election-tick-advance'));
   let served;
   try {
@@ -121,8 +118,6 @@ export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
     const { bindError } = await import('../serve.js');
     if (err instanceof JoinError || (err instanceof Error && /couldn't find local name/.test(err.message))) throw new CliError(err.message, 1);
     throw new CliError(bindError(err, `${host.includes(':') ? `[${host}]` : host}:${opts.port ?? 2379}`), 1);
-  } finally {
-    if (r.quiet) grpc.setLogVerbosity(grpc.logVerbosity.ERROR);
   }
   const { member: pm } = served;
   const stop = (signal: 'SIGINT' | 'SIGTERM'): void => {
