@@ -3,7 +3,7 @@
  * flags as the `etcd` command read them — what it tells the command to log, and one member of the cluster
  * as every member holds it (etcd's membership.Member). Apart so the member's file holds its behaviour.
  */
-import type { ConfChange, NodeId, Role, Snapshot } from '../raft/index.js';
+import type { ConfChange, NodeId, RaftNodeViolation, Role, Snapshot } from '../raft/index.js';
 import type { EtcdServerOptions } from '../server/index.js';
 import type { Clock } from '../sim/index.js';
 import type { DataDirLayout } from '../storage/index.js';
@@ -33,6 +33,8 @@ export interface ProcessMemberEvents {
   removed?(): void;
   /** The leader's snapshot was installed (etcd's "applied snapshot"): where this member was, and the snapshot. */
   snapshotApplied?(was: { readonly snapshot: number; readonly applied: number }, incoming: Snapshot): void;
+  /** With `raftCheck`: a Raft invariant broke on this member's node (the process exits with it). */
+  raftViolated?(v: RaftNodeViolation): void;
 }
 
 /** --initial-cluster, parsed: each member's name and peer URLs. */
@@ -65,6 +67,8 @@ export interface ProcessMemberOptions {
   readonly snapshotCount?: number | undefined;
   /** Entries kept after a snapshot for followers just behind (etcd's SnapshotCatchUpEntries, 5000). */
   readonly catchUpEntries?: number | undefined;
+  /** Check Raft's invariants on this member's node after each Ready (ETCDSIM_RAFT_CHECK=1; tests set it). */
+  readonly raftCheck?: boolean | undefined;
   readonly seed: number;
   readonly events?: ProcessMemberEvents | undefined;
 }

@@ -40,7 +40,7 @@ import {
 import { grpcError, toGrpcError, type GrpcError } from '../server/errors.js';
 import { ErrMemberNotFound, ErrPeerUrlExists } from '../server/membership_service.js';
 import { serverCompat } from '../server/compat.js';
-import { NONE, RaftNode, bootstrapStorage, type ConfChange, type Entry, type NodeId, type RaftPersistence, type RaftStorage, type Ready, type Role, type Snapshot } from '../raft/index.js';
+import { NONE, RaftNode, RaftNodeChecker, bootstrapStorage, type ConfChange, type Entry, type NodeId, type RaftPersistence, type RaftStorage, type Ready, type Role, type Snapshot } from '../raft/index.js';
 import { SimRandom } from '../sim/index.js';
 import { readBackendFile, walExists } from '../storage/index.js';
 import { errTransportClosing } from '../cluster/errors.js';
@@ -209,6 +209,7 @@ export class ProcessMember {
       catchUpEntries: opts.catchUpEntries ?? DEFAULT_CATCH_UP_ENTRIES,
       onReadState: (r) => this.requests.readState(r),
       onSoftState: (leader, role) => this.softState(leader, role),
+      check: opts.raftCheck === true ? { checker: new RaftNodeChecker(), violated: (v) => opts.events?.raftViolated?.(v) } : undefined,
       initialTickAdvance:
         opts.initialElectionTickAdvance === false
           ? undefined

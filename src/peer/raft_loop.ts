@@ -7,6 +7,7 @@
  * the log go but for `catchUpEntries` (etcd's --snapshot-count and SnapshotCatchUpEntries).
  */
 import { NONE, type ConfChange, type Entry, type Message, type NodeId, type RaftNode, type RaftPersistence, type ReadState, type Ready, type Role, type Snapshot } from '../raft/index.js';
+import type { RaftNodeChecker, RaftNodeViolation } from '../raft/index.js';
 import type { Clock, TimerHandle } from '../sim/index.js';
 
 export interface RaftLoopOptions {
@@ -34,6 +35,12 @@ export interface RaftLoopOptions {
    * in all, and none once it hears a leader): a fresh cluster's chosen first candidate (process_member.ts)
    * elects without the randomized rest.
    */
+  /**
+   * Raft's invariants checked on this node after each Ready (src/raft/checker.ts: what one member can see
+   * of them — commit never back, applied never past commit, its log and snapshots consistent with what it
+   * committed); the first violation is handed to `violated` (a process member exits with it).
+   */
+  readonly check?: { readonly checker: RaftNodeChecker; violated(v: RaftNodeViolation): void } | undefined;
   readonly initialTickAdvance?: { readonly ticks: number; readonly untilCampaign?: boolean; activePeers(): number } | undefined;
 }
 
@@ -146,10 +153,20 @@ export class RaftLoop {
         n.advance(rd);
         for (const r of rd.readStates) this.opts.onReadState?.(r);
         this.maybeSnapshot();
+        this.checkInvariants(rd);
       }
     } finally {
       this.handling = false;
     }
+  }
+
+  private checkInvariants(rd: Ready): void {
+    const c = this.opts.check;
+    if (c === undefined) return;
+    c.checker.appliedEntries(this.opts.node.id, rd.committedEntries);
+    c.checker.check([this.opts.node]);
+    const v = c.checker.found[0];
+    if (v !== undefined) c.violated(v);
   }
 
   private maybeSnapshot(): void {

@@ -10,7 +10,8 @@
  * and catches up, and it is promoted. A cluster of its own, on peer TLS, loses a member to member remove.
  * Another, with --snapshot-count 20, compacts its log: a member added later and one restarted after an
  * outage catch up from the leader's snapshot.
- * A real-time test of processes: every wait is for a condition, with a deadline, re-checked as the
+ * Every member checks Raft's invariants on its node after each Ready (ETCDSIM_RAFT_CHECK=1: a violation
+ * ends its process). A real-time test of processes: every wait is for a condition, with a deadline, re-checked as the
  * processes answer.
  */
 import { after, test } from 'node:test';
@@ -80,7 +81,7 @@ function speaksTls(port: number): Promise<boolean> {
 
 /** Starts a member (etcd 3.4 unless `version` says) and resolves once it logged the line etcd's e2e harness waits for (or exited). */
 async function start(name: string, ports: readonly Ports[], argv: readonly string[] = args(name, ports), version = '3.4'): Promise<Proc> {
-  const child = spawn(process.execPath, [ETCDSIM, ...argv], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ETCDSIM_ETCD_VERSION: version } });
+  const child = spawn(process.execPath, [ETCDSIM, ...argv], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ETCDSIM_ETCD_VERSION: version, ETCDSIM_RAFT_CHECK: '1' } });
   let err = '';
   const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
   const p: Proc = { child, stderr: () => err, exited };

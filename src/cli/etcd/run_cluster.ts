@@ -81,6 +81,8 @@ export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
         join,
         snapshotCount: Number(r.member.snapshotCount),
         catchUpEntries: catchUpEntriesOf(get),
+        // The tests' Raft invariant check on every member's node (not an etcd variable: etcdsim's own).
+        raftCheck: process.env['ETCDSIM_RAFT_CHECK'] === '1',
         seed: Number(BigInt.asUintN(32, BigInt(opts.seed ?? 0))),
         events: {
           role: (role, term) => log.log(roleLine(started.memberId, role, term)),
@@ -94,6 +96,10 @@ export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
             for (const e of publishedLines(started)) log.log(e);
             if (serving) ready();
             else publishedEarly = true;
+          },
+          raftViolated: (v) => {
+            log.log({ level: 'fatal', pkg: 'raft', text: `Raft invariant broken: ${v.invariant}: ${v.detail}`, caller: 'raft/checker.go', msg: 'Raft invariant broken', fields: { invariant: v.invariant, detail: v.detail } });
+            process.exit(3);
           },
           removed: () => {
             log.log({ level: 'warn', pkg: 'etcdserver', text: 'the member has been permanently removed from the cluster', caller: 'etcdserver/server.go:1072', msg: 'the member has been permanently removed from the cluster' });
