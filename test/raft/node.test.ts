@@ -244,14 +244,19 @@ test('a leader answers no read before it committed an entry of its own term', ()
   assert.deepEqual(bench.reads.get(l), [{ index: 4, context: 'late' }]);
 });
 
-test('a follower behind the compacted log catches up from the snapshot', () => {
+/** A cluster whose leader wrote ten values while one follower (`lag`) was cut off and heard none of them. */
+function lagging(): { bench: Bench; l: NodeId; lag: NodeId; leader: RaftNode } {
   const bench = new Bench([1n, 2n, 3n]);
   const l = bench.elect();
   const lag = [1n, 2n, 3n].find((id) => id !== l)!;
   bench.cut.add(lag);
   for (let i = 0; i < 10; i++) bench.node(l).propose(b(`v${i}`));
   bench.flush();
-  const leader = bench.node(l);
+  return { bench, l, lag, leader: bench.node(l) };
+}
+
+test('a follower behind the compacted log catches up from the snapshot', () => {
+  const { bench, l, lag, leader } = lagging();
   leader.compact(leader.log.applied, b('state'), 0);
   assert.ok(leader.log.firstIndex() > bench.node(lag).log.lastIndex() + 1);
   bench.cut.clear();
@@ -264,13 +269,7 @@ test('a follower behind the compacted log catches up from the snapshot', () => {
 });
 
 test('a member restarted after the leader compacted past its log catches up from the snapshot and keeps it', () => {
-  const bench = new Bench([1n, 2n, 3n]);
-  const l = bench.elect();
-  const lag = [1n, 2n, 3n].find((id) => id !== l)!;
-  bench.cut.add(lag);
-  for (let i = 0; i < 10; i++) bench.node(l).propose(b(`v${i}`));
-  bench.flush();
-  const leader = bench.node(l);
+  const { bench, l, lag, leader } = lagging();
   leader.compact(leader.log.applied, b('state'), 2);
   bench.disks.get(l)!.snapshotted(leader.log.snapshot);
   // etcd keeps some entries after its snapshot point for followers just behind: these are still sent as entries.
