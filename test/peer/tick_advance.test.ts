@@ -17,19 +17,13 @@ import { SimRandom, VirtualClock } from '../../src/sim/index.js';
 const HEARTBEAT_MS = 100;
 const ELECTION_TICKS = 10;
 
-/** When member 1 first campaigns (ms), and how often the loop asked for the active peers. */
-function firstCampaign(seed: number, activePeers?: (now: number) => number, untilCampaign = false): { at: number; asked: number; ticks: number } {
+type LoopOptions = ConstructorParameters<typeof RaftLoop>[0];
+
+/** Member 1 of three on a virtual clock, its messages going nowhere, its loop given the advance and soft-state hook. */
+function memberOfThree(seed: number, onSoftState: NonNullable<LoopOptions['onSoftState']>, initialTickAdvance: LoopOptions['initialTickAdvance']): { clock: VirtualClock; node: RaftNode; loop: RaftLoop } {
   const clock = new VirtualClock();
   const boot = bootstrapStorage([{ id: 1n }, { id: 2n }, { id: 3n }]);
   const node = new RaftNode({ id: 1n, random: new SimRandom(seed).fork('raft'), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, preVote: false, checkQuorum: true }, boot);
-  let at: number | undefined;
-  let asked = 0;
-  let ticks = 0;
-  const tick = node.tick.bind(node);
-  node.tick = () => {
-    ticks++;
-    tick();
-  };
   const loop = new RaftLoop({
     node,
     clock,
@@ -40,14 +34,31 @@ function firstCampaign(seed: number, activePeers?: (now: number) => number, unti
     snapshotData: () => new Uint8Array(0),
     snapshotCount: Number.MAX_SAFE_INTEGER,
     catchUpEntries: 0,
-    onSoftState: (_leader, role) => {
+    onSoftState,
+    initialTickAdvance,
+  });
+  return { clock, node, loop };
+}
+
+/** When member 1 first campaigns (ms), and how often the loop asked for the active peers. */
+function firstCampaign(seed: number, activePeers?: (now: number) => number, untilCampaign = false): { at: number; asked: number; ticks: number } {
+  let at: number | undefined;
+  let asked = 0;
+  let ticks = 0;
+  const { clock, node, loop } = memberOfThree(
+    seed,
+    (_leader, role) => {
       if (role === 'candidate') at ??= clock.now();
     },
-    initialTickAdvance:
-      activePeers === undefined
-        ? undefined
-        : { ticks: untilCampaign ? 2 * ELECTION_TICKS : ELECTION_TICKS - 2, untilCampaign, activePeers: () => (asked++, activePeers(clock.now())) },
-  });
+    activePeers === undefined
+      ? undefined
+      : { ticks: untilCampaign ? 2 * ELECTION_TICKS : ELECTION_TICKS - 2, untilCampaign, activePeers: () => (asked++, activePeers(clock.now())) },
+  );
+  const tick = node.tick.bind(node);
+  node.tick = () => {
+    ticks++;
+    tick();
+  };
   loop.start();
   clock.advance(10_000);
   loop.stop();
@@ -97,26 +108,15 @@ test('the advance stops ticking once the node campaigned (no second campaign of 
 });
 
 test('a peer coming up is looked at once, not at the next 50 ms poll', () => {
-  const clock = new VirtualClock();
-  const boot = bootstrapStorage([{ id: 1n }, { id: 2n }, { id: 3n }]);
-  const node = new RaftNode({ id: 1n, random: new SimRandom(1).fork('raft'), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, preVote: false, checkQuorum: true }, boot);
   let peers = 0;
   let at: number | undefined;
-  const loop = new RaftLoop({
-    node,
-    clock,
-    heartbeatMs: HEARTBEAT_MS,
-    persistence: new MemoryStorage(boot),
-    send: () => {},
-    apply: () => {},
-    snapshotData: () => new Uint8Array(0),
-    snapshotCount: Number.MAX_SAFE_INTEGER,
-    catchUpEntries: 0,
-    onSoftState: (_leader, role) => {
+  const { clock, loop } = memberOfThree(
+    1,
+    (_leader, role) => {
       if (role === 'candidate') at ??= clock.now();
     },
-    initialTickAdvance: { ticks: 2 * ELECTION_TICKS, untilCampaign: true, activePeers: () => peers },
-  });
+    { ticks: 2 * ELECTION_TICKS, untilCampaign: true, activePeers: () => peers },
+  );
   loop.start();
   clock.advance(120);
   peers = 2;
@@ -126,26 +126,15 @@ test('a peer coming up is looked at once, not at the next 50 ms poll', () => {
 });
 
 test('a first candidate that already hears a leader does not campaign at the advance', () => {
-  const clock = new VirtualClock();
-  const boot = bootstrapStorage([{ id: 1n }, { id: 2n }, { id: 3n }]);
-  const node = new RaftNode({ id: 1n, random: new SimRandom(1).fork('raft'), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, preVote: false, checkQuorum: true }, boot);
   let peers = 0;
   const roles: string[] = [];
-  const loop = new RaftLoop({
-    node,
-    clock,
-    heartbeatMs: HEARTBEAT_MS,
-    persistence: new MemoryStorage(boot),
-    send: () => {},
-    apply: () => {},
-    snapshotData: () => new Uint8Array(0),
-    snapshotCount: Number.MAX_SAFE_INTEGER,
-    catchUpEntries: 0,
-    onSoftState: (_leader, role) => {
+  const { node, loop } = memberOfThree(
+    1,
+    (_leader, role) => {
       if (role !== 'follower') roles.push(role);
     },
-    initialTickAdvance: { ticks: 2 * ELECTION_TICKS, untilCampaign: true, activePeers: () => peers },
-  });
+    { ticks: 2 * ELECTION_TICKS, untilCampaign: true, activePeers: () => peers },
+  );
   loop.start();
   loop.step({ type: 'MsgHeartbeat', from: 2n, to: 1n, term: 2n, commit: 0 });
   assert.equal(node.leader, 2n);
