@@ -105,3 +105,37 @@ test('a member that serves a read from before the last write is caught', async (
     close();
   }
 });
+
+test('unknownWritesPerClient: after that many writes of unknown outcome a client only reads, its keys drawn as before', async () => {
+  const { kv, close } = simKv();
+  try {
+    // Client 0's writes all fail (a paused member); client 1 is healthy.
+    const failing: HistoryKv = {
+      ...kv,
+      put: () => Promise.reject(new Error('4 DEADLINE_EXCEEDED')),
+      txn: () => Promise.reject(new Error('4 DEADLINE_EXCEEDED')),
+      deleteRange: () => Promise.reject(new Error('4 DEADLINE_EXCEEDED')),
+    };
+    const record = async (limit: number | undefined): Promise<KvHistory> => {
+      const h = new KvHistory(ticking());
+      let n = 0;
+      await runKvClients({ history: h, clients: 2, kvFor: (c) => (c === 0 ? failing : kv), seed: 5, stop: () => n >= 80, onOperation: () => n++, unknownWritesPerClient: limit });
+      return h;
+    };
+    const unknownWrites = (h: KvHistory, client: number): number => h.operations.filter((o) => o.client === client && o.type !== 'get' && o.ret === 'unknown').length;
+    const limited = await record(2);
+    const free = await record(undefined);
+    assert.equal(unknownWrites(limited, 0), 2);
+    assert.ok(unknownWrites(free, 0) > 2, `without a limit client 0 goes on writing (${unknownWrites(free, 0)} unknown writes)`);
+    // The healthy client is not held back, and client 0 draws the same keys in the same order either way.
+    assert.ok(limited.operations.some((o) => o.client === 1 && o.type !== 'get' && o.ret !== 'unknown'));
+    const keysOf = (h: KvHistory): string => h.operations.filter((o) => o.client === 0).map((o) => o.key).join('');
+    const [a, b] = [keysOf(limited), keysOf(free)];
+    const common = Math.min(a.length, b.length);
+    assert.ok(common > 10);
+    assert.equal(a.slice(0, common), b.slice(0, common));
+    assert.equal(checkLinearizable(limited.operations).verdict, 'linearizable');
+  } finally {
+    close();
+  }
+});

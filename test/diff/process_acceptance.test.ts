@@ -51,6 +51,9 @@ for (const bin of PROCESS_BINARIES) {
       keys: ['a', 'b', 'c'],
       stop: () => stop,
       onOperation,
+      // Two writes of unknown outcome per client, then reads: each such write multiplies the checker's
+      // search, and three kills under load can time out many (the ledger below keeps writing throughout).
+      unknownWritesPerClient: 2,
     });
     // The ledger: each writer puts keys no one else writes; an answered put must survive everything.
     const acked = new Set<string>();
