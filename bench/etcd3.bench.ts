@@ -57,9 +57,9 @@ function nowNs(clock: RoundClock): number {
   return (u.user + u.system) * 1000;
 }
 
-async function timeRound<S>(c: AsyncCase<S>, warmup: boolean, clock: RoundClock): Promise<{ ns: number; ops: number }> {
+async function timeRound<S>(c: AsyncCase<S>, warmup: boolean, clock: RoundClock, forceGc: boolean): Promise<{ ns: number; ops: number }> {
   const state = await c.setup(warmup);
-  collectGarbage();
+  if (forceGc) collectGarbage();
   const t0 = nowNs(clock);
   const ops = await c.run(state);
   const t1 = nowNs(clock);
@@ -74,16 +74,24 @@ function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
-/** harness.measurePair for async cases: baseline first on even rounds, subject first on odd ones. */
+/**
+ * harness.measurePair for async cases: baseline first on even rounds, subject first on odd ones. `forceGc`
+ * (default true) forces a full GC before each round: the rounds then start from the same heap, but V8 shrinks
+ * its young generation on a forced GC, and the next ~20-35 ms of CPU run slower on both sides until it grows
+ * back (docs/performance.md, "Third pass") — which pulls the ratios of short single-call rounds towards 1.
+ * Without it the heap of one round carries into the next (garbage a side left is collected in the other's
+ * round, so alternating the order matters more).
+ */
 export async function measurePairAsync<S, B>(
   subject: AsyncCase<S>,
   baseline: AsyncCase<B>,
-  opts: { rounds: number; warmup: number; clock?: RoundClock | undefined },
+  opts: { rounds: number; warmup: number; clock?: RoundClock | undefined; forceGc?: boolean | undefined },
 ): Promise<{ subject: Sample; baseline: Sample }> {
   const clock = opts.clock ?? 'wall';
+  const forceGc = opts.forceGc ?? true;
   for (let i = 0; i < opts.warmup; i++) {
-    await timeRound(baseline, true, clock);
-    await timeRound(subject, true, clock);
+    await timeRound(baseline, true, clock, forceGc);
+    await timeRound(subject, true, clock, forceGc);
   }
   const s: number[] = [];
   const b: number[] = [];
@@ -92,11 +100,11 @@ export async function measurePairAsync<S, B>(
   for (let i = 0; i < opts.rounds; i++) {
     for (const side of i % 2 === 0 ? ['b', 's'] : ['s', 'b']) {
       if (side === 'b') {
-        const r = await timeRound(baseline, false, clock);
+        const r = await timeRound(baseline, false, clock, forceGc);
         b.push(r.ns / r.ops);
         bOps = r.ops;
       } else {
-        const r = await timeRound(subject, false, clock);
+        const r = await timeRound(subject, false, clock, forceGc);
         s.push(r.ns / r.ops);
         sOps = r.ops;
       }

@@ -22,9 +22,9 @@
  *
  * Rounds are timed in CPU time (measurePairAsync's 'cpu' clock): nothing here waits on anything outside the
  * process, and on a machine shared by many jobs wall time mostly measured the wait for a core (spreads of
- * 30-400 % between rounds). Each round follows a forced full GC, after which the next ~20-35 ms of CPU run
- * slower on both sides: the single-call rows' ratios read lower here than in a steady state (measured in
- * docs/performance.md, "Third pass").
+ * 30-400 % between rounds). Every row is measured twice: with a forced full GC before each round, after
+ * which the next ~20-35 ms of CPU run slower on both sides (the single-call rows' ratios read lower than in a
+ * steady state: docs/performance.md, "Third pass"), and without (", no forced GC").
  */
 import { Etcd3 } from 'etcd3';
 import { EtcdClient, createEtcdSim, type EtcdSim } from '../src/index.js';
@@ -218,6 +218,23 @@ const MODES = [
 ] as const;
 const modeName = (time: 'real' | 'virtual'): string => (time === 'real' ? 'default (real time)' : 'virtual time');
 
+/**
+ * Every row twice: rounds after a forced full GC (the harness's default: each round starts from the same
+ * heap) and rounds without one (the heap carries over; no shrunken young generation to grow back first).
+ * The two bracket the steady state from both sides; neither alone is it (docs/performance.md).
+ */
+const GC_MODES = [
+  [true, ''],
+  [false, ', no forced GC'],
+] as const;
+
+/** Measures one row in both GC modes, the rounds of each mode one after the other. */
+async function bothGcModes<S, B>(spec: Parameters<typeof row>[0], subject: AsyncCase<S>, baseline: AsyncCase<B>, sz: Sizes & { clock: 'cpu' }): Promise<Row[]> {
+  const out: Row[] = [];
+  for (const [forceGc, suffix] of GC_MODES) out.push(row({ ...spec, name: spec.name + suffix }, await measurePairAsync(subject, baseline, { ...sz, forceGc })));
+  return out;
+}
+
 export const floorSection: BenchSection = {
   name: 'floor',
   title: "sim.etcd3() / sim.client() in both time modes against the same client's floor (canned answers)",
@@ -233,14 +250,12 @@ export const floorSection: BenchSection = {
           return { sim: s, client: s.etcd3() };
         };
         rows.push(
-          row(
+          ...(await bothGcModes(
             { name: `${o.name}: ${modeName(time)}`, unit: o.unit, baselineName: o.copies === true ? 'etcd3 mock(), fresh kvs' : 'etcd3 mock() floor', target: { maxRatio } },
-            await measurePairAsync(
-              opCase(sim, o.op, ops, o.inFlight),
-              opCase(() => ({ client: floorClient(o.canned, o.copies), sim: undefined }), o.op, ops * (o.floorScale ?? 1), o.inFlight),
-              sz,
-            ),
-          ),
+            opCase(sim, o.op, ops, o.inFlight),
+            opCase(() => ({ client: floorClient(o.canned, o.copies), sim: undefined }), o.op, ops * (o.floorScale ?? 1), o.inFlight),
+            sz,
+          )),
         );
       }
     }
@@ -248,10 +263,12 @@ export const floorSection: BenchSection = {
       ctx.log(`floor: watch delivery, ${time}`);
       const { subject, baseline } = watchDeliveryCases(() => simOf(time, false), sz.events, IN_FLIGHT);
       rows.push(
-        row(
+        ...(await bothGcModes(
           { name: `watch delivery, ${sz.events / 1000}k events: ${modeName(time)}`, unit: 'event', baselineName: 'etcd3 mock() floor', target: { maxRatio } },
-          await measurePairAsync(subject, baseline, sz),
-        ),
+          subject,
+          baseline,
+          sz,
+        )),
       );
     }
     for (const o of CLIENT_OPS) {
@@ -263,10 +280,12 @@ export const floorSection: BenchSection = {
         };
         const floor = (): World<EtcdClient> => ({ sim: undefined, client: new EtcdClient(doNothingServices()) });
         rows.push(
-          row(
+          ...(await bothGcModes(
             { name: `${o.name}: ${modeName(time)}`, unit: 'op', baselineName: 'EtcdClient on do-nothing services', target: { maxRatio } },
-            await measurePairAsync(opCase(sim, o.op, sz.ops, 1), opCase(floor, o.op, sz.ops, 1), sz),
-          ),
+            opCase(sim, o.op, sz.ops, 1),
+            opCase(floor, o.op, sz.ops, 1),
+            sz,
+          )),
         );
       }
     }

@@ -8,6 +8,7 @@
  * Output: a table on stdout; with --json, exactly one JSON object on stdout instead (progress always goes
  * to stderr). The exit code is 0 even when a target is missed: benchmarks report, tests judge.
  */
+import { cpus, loadavg } from 'node:os';
 import { attacksSection } from './attacks.bench.js';
 import { clusterSection } from './cluster.bench.js';
 import { deliverySection } from './delivery.bench.js';
@@ -67,6 +68,8 @@ interface SectionResult {
   readonly section: BenchSection;
   readonly rows: readonly Row[];
   readonly seconds: number;
+  /** The 1-minute load average when the section started and when it ended: on a shared machine, what the figures ran beside. */
+  readonly load: readonly [number, number];
 }
 
 function ratioText(r: Row): string {
@@ -97,7 +100,7 @@ function printTable(results: readonly SectionResult[], args: Args, totalSeconds:
   out.push('ratio = subject ns/op ÷ baseline ns/op (rows in bytes: subject size ÷ baseline size), both medians of rounds taken in this run; ± = (max-min)/median over rounds');
   for (const res of results) {
     out.push('');
-    out.push(`== ${res.section.name}: ${res.section.title} (${res.seconds.toFixed(1)} s)`);
+    out.push(`== ${res.section.name}: ${res.section.title} (${res.seconds.toFixed(1)} s; load average ${res.load[0].toFixed(1)} → ${res.load[1].toFixed(1)} on ${cpus().length} cores)`);
     const header = ['row', 'subject /op', '±', 'baseline', 'baseline /op', '±', 'ratio', 'target', 'etcd reference'];
     const lines = res.rows.map((r) => [
       r.name,
@@ -138,6 +141,7 @@ function jsonReport(results: readonly SectionResult[], args: Args, totalSeconds:
       name: res.section.name,
       title: res.section.title,
       seconds: res.seconds,
+      loadAverage: res.load,
       rows: res.rows.map((r) => ({
         name: r.name,
         unit: r.unit,
@@ -180,8 +184,9 @@ async function main(): Promise<void> {
   const results: SectionResult[] = [];
   for (const section of chosen) {
     const s0 = process.hrtime.bigint();
+    const load0 = loadavg()[0]!;
     const rows = await section.run(ctx);
-    results.push({ section, rows, seconds: Number(process.hrtime.bigint() - s0) / 1e9 });
+    results.push({ section, rows, seconds: Number(process.hrtime.bigint() - s0) / 1e9, load: [load0, loadavg()[0]!] });
   }
   const totalSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
   if (args.json) process.stdout.write(JSON.stringify(jsonReport(results, args, totalSeconds)) + '\n');
