@@ -10,9 +10,12 @@
  * So one workload object can run against `sim.services` (in-process, synchronous results wrapped in
  * Promises by the caller) or against this client. Like the services, every method takes an optional last
  * CallContext: its token travels as the `token` metadata, as etcd's clients send it.
+ *
+ * The grpc-js service constructors it dials with (etcdService) are exported too, for plain grpc-js clients:
+ * the tests', the differential's and the shadow's.
  */
 import * as grpc from '@grpc/grpc-js';
-import { etcdService, type CallName } from '../proto/index.js';
+import { etcdPackageDefinition, SERVICE_PACKAGES, type CallName, type EtcdServiceName } from '../proto/index.js';
 import {
   type AuthService,
   type BidiStream,
@@ -32,6 +35,24 @@ import {
 } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import { hostNow } from '../sim/index.js';
+
+let cachedObject: grpc.GrpcObject | undefined;
+
+/**
+ * etcd's API as a grpc-js package object: `.etcdserverpb.KV`, `.v3lockpb.Lock`, ... (loaded once). Here,
+ * beside the client, and not in src/proto: it loads grpc-js, which a serving member never needs.
+ * @public
+ */
+export function loadEtcdProtos(): grpc.GrpcObject {
+  cachedObject ??= grpc.loadPackageDefinition(etcdPackageDefinition());
+  return cachedObject;
+}
+
+/** A service constructor (for plain grpc-js clients): `new (etcdService('KV'))(address, creds)`. @public */
+export function etcdService(name: EtcdServiceName): grpc.ServiceClientConstructor {
+  const pkg = loadEtcdProtos()[SERVICE_PACKAGES[name]] as grpc.GrpcObject;
+  return pkg[name] as grpc.ServiceClientConstructor;
+}
 
 /** A bidirectional call over gRPC: the server layer's own BidiStream shape (one stream abstraction). */
 export type GrpcBidiCall<Req, Res> = BidiStream<Req, Res>;

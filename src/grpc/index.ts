@@ -13,8 +13,9 @@ export {
   type StreamEndReason,
   type StreamEndInfo,
 } from './server.js';
-// etcd's protos for plain grpc-js clients (src/proto).
-export { PROTO_DIR, PROTO_LOADER_OPTIONS, loadEtcdProtos, etcdService, type EtcdServiceName } from '../proto/index.js';
+// etcd's protos for plain grpc-js clients (src/proto), and grpc-js's constructors of etcd's services.
+export { PROTO_DIR, PROTO_LOADER_OPTIONS, type EtcdServiceName } from '../proto/index.js';
+export { loadEtcdProtos, etcdService } from './client.js';
 // serve({ clock }) drives a served member from a test's virtual clock; ServeHandle.server is the member.
 export { VirtualClock, type Clock } from '../sim/index.js';
 export type { EtcdServer, EtcdServerOptions } from '../server/index.js';

@@ -1,9 +1,10 @@
 /**
  * etcd's API as declared by its .proto files, in one place: the .proto files themselves, the one loader
- * every door reads them through (loader.ts; grpc-js's client constructors: clients.ts), and the message
- * types proto-loader-gen-types writes from them (generated/, `npm run gen-types`; src/server/messages.ts derives the services' message types from those).
- * A leaf: it imports nothing of etcdsim. The serving side (src/grpc, src/http) imports loader.ts and calls.ts
- * themselves: this index also re-exports clients.ts, which loads grpc-js, and a member never dials.
+ * every door reads them through (loader.ts), the names of their calls (calls.ts), and the message types
+ * proto-loader-gen-types writes from them (generated/, `npm run gen-types`; src/server/messages.ts derives
+ * the services' message types from those). A leaf: it imports nothing of etcdsim, and no grpc-js — a member
+ * serves through its own HTTP/2 door and never dials, so grpc-js's client constructors live with the gRPC
+ * client (src/grpc/client.ts).
  */
 export {
   PROTO_DIR,
@@ -14,6 +15,5 @@ export {
   etcdServiceDefinition,
   type EtcdServiceName,
 } from './loader.js';
-export { loadEtcdProtos, etcdService } from './clients.js';
 export { callNameOf, SERVICE_DECLARATIONS, type CallName } from './calls.js';
 export type * from './generated/index.js';

@@ -57,8 +57,8 @@ export function etcdPackageDefinition(): protoLoader.PackageDefinition {
 /**
  * A service's method definitions (path, streaming, codecs), as a server registers them: the very object
  * grpc-js's `loadPackageDefinition` hangs on a client constructor as `.service`, read here without loading
- * grpc-js, which a member that serves through its own HTTP/2 door (src/h2) never needs (clients.ts has the
- * constructors).
+ * grpc-js, which a member that serves through its own HTTP/2 door (src/h2) never needs (src/grpc/client.ts
+ * has the constructors).
  */
 export function etcdServiceDefinition(name: EtcdServiceName): grpc.ServiceDefinition {
   return etcdPackageDefinition()[`${SERVICE_PACKAGES[name]}.${name}`] as grpc.ServiceDefinition;

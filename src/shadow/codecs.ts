@@ -6,7 +6,8 @@
  * compared, logged and replayed exactly as one that came over gRPC.
  */
 import type { Buffer } from 'node:buffer';
-import { etcdService, type EtcdServiceName } from '../proto/index.js';
+import { etcdService } from '../grpc/client.js';
+import type { EtcdServiceName } from '../proto/index.js';
 import { messageFromJson, readJsonValue, type JsonValue } from '../http/index.js';
 
 /** A method's messages: decoded from the wire, and a response put through the wire form. */

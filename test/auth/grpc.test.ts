@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import { B, nextMessages, withServer, type Msg } from '../grpc/helpers.js';
-import { etcdService } from '../../src/proto/index.js';
+import { etcdService } from '../../src/grpc/index.js';
 import { VirtualClock } from '../../src/sim/index.js';
 
 function client(address: string, service: 'KV' | 'Auth' | 'Watch'): grpc.Client & Record<string, (...a: unknown[]) => unknown> {

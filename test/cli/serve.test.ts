@@ -9,7 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import { startEtcd } from '../../src/diff/etcd_process.js';
 import { requireCommand } from '../support/prerequisites.js';
 import { startServeProcess } from '../support/serve_process.js';
-import { etcdService } from '../../src/proto/index.js';
+import { etcdService } from '../../src/grpc/index.js';
 
 const run = promisify(execFile);
 

@@ -14,7 +14,7 @@
  */
 import { test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
-import { etcdService } from '../../src/proto/index.js';
+import { etcdService } from '../../src/grpc/index.js';
 import { grpcDifferential, prefixEnd, skipWithoutEtcd, type GrpcProgramContext } from './harness.js';
 
 const FILE = 'test/clients/slow_consumer_grpc.test.ts';

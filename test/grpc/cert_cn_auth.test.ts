@@ -2,7 +2,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
-import { etcdService } from '../../src/proto/index.js';
+import { etcdService } from '../../src/grpc/index.js';
 import { ctl, withTlsPair, type CtlResult, type Target } from './etcdctl_helpers.js';
 import { requireCommands } from '../support/prerequisites.js';
 import { CLIENT_EXT, SERVER_EXT, TestPki } from './pki.js';

@@ -13,7 +13,7 @@ import { spawn } from 'node:child_process';
 import * as grpc from '@grpc/grpc-js';
 import { startEtcd, type EtcdProcess } from '../../src/diff/etcd_process.js';
 import { serve, type ServeHandle } from '../../src/grpc/server.js';
-import { etcdService } from '../../src/proto/index.js';
+import { etcdService } from '../../src/grpc/index.js';
 import { memberIdOf } from '../../src/server/member_id.js';
 import { requireCommands } from '../support/prerequisites.js';
 

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { Buffer } from 'node:buffer';
 import fc from 'fast-check';
 import type * as grpc from '@grpc/grpc-js';
-import { etcdService } from '../../src/proto/index.js';
+import { etcdService } from '../../src/grpc/index.js';
 import {
   encodeDeleteRangeResponse,
   encodePutResponse,

@@ -1,7 +1,7 @@
 import { Buffer } from 'node:buffer';
 import * as grpc from '@grpc/grpc-js';
 import { serve, type ServeHandle, type ServeOptions, type StreamEndInfo } from '../../src/grpc/server.js';
-import { etcdService } from '../../src/proto/index.js';
+import { etcdService } from '../../src/grpc/index.js';
 
 export const B = (s: string): Buffer => Buffer.from(s, 'utf8');
 

@@ -15,7 +15,7 @@ import * as grpc from '@grpc/grpc-js';
 import { startEtcd } from '../../src/diff/etcd_process.js';
 import { requireCommand } from '../support/prerequisites.js';
 import { serve } from '../../src/grpc/server.js';
-import { etcdService } from '../../src/proto/index.js';
+import { etcdService } from '../../src/grpc/index.js';
 
 /** The differential test needs a real etcd: skipped without one outside CI, a failure in CI. */
 const skip = requireCommand('etcd');

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import { startEtcd } from '../../src/diff/etcd_process.js';
 import { serve } from '../../src/grpc/server.js';
-import { etcdService } from '../../src/proto/index.js';
+import { etcdService } from '../../src/grpc/index.js';
 import { requireCommand } from '../support/prerequisites.js';
 
 const skip = requireCommand('etcd');

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { startEtcd, type EtcdProcess } from '../../src/diff/etcd_process.js';
 import { serve, type ServeHandle } from '../../src/grpc/server.js';
-import { etcdService } from '../../src/proto/index.js';
+import { etcdService } from '../../src/grpc/index.js';
 import { requireCommands } from '../support/prerequisites.js';
 import { CLIENT_EXT, SERVER_EXT, TestPki } from '../grpc/pki.js';
 

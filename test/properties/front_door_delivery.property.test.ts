@@ -39,7 +39,7 @@ import * as grpc from '@grpc/grpc-js';
 import { createEtcdSim } from '../../src/index.js';
 import { connectEtcd } from '../../src/grpc/client.js';
 import { serve } from '../../src/grpc/server.js';
-import { etcdService } from '../../src/proto/index.js';
+import { etcdService } from '../../src/grpc/index.js';
 import type { WatchCall } from '../../src/server/index.js';
 import type * as M from '../../src/server/messages.js';
 import { VirtualClock } from '../../src/sim/index.js';

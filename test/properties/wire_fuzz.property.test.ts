@@ -65,7 +65,7 @@ import * as grpc from '@grpc/grpc-js';
 
 import { connectEtcd, type EtcdGrpcClient, type GrpcBidiCall } from '../../src/grpc/client.js';
 import { DEFAULT_MAX_REQUEST_BYTES, GRPC_OVERHEAD_BYTES, serve, type ServeHandle } from '../../src/grpc/server.js';
-import { etcdService } from '../../src/proto/index.js';
+import { etcdService } from '../../src/grpc/index.js';
 import * as authErrors from '../../src/auth/errors.js';
 import * as leaseErrors from '../../src/lease/errors.js';
 import * as etcdErrors from '../../src/mvcc/errors.js';

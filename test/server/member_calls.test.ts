@@ -8,7 +8,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { etcdService, SERVICE_PACKAGES, type EtcdServiceName } from '../../src/proto/index.js';
+import { etcdService } from '../../src/grpc/index.js';
+import { SERVICE_PACKAGES, type EtcdServiceName } from '../../src/proto/index.js';
 import { EtcdServer, type MemberView } from '../../src/server/index.js';
 import { memberCalls, type MemberCall } from '../../src/server/member_calls.js';
 import { ClusterMemberView, EtcdCluster } from '../../src/cluster/index.js';
