@@ -40,12 +40,11 @@ import {
 import { grpcError, toGrpcError, type GrpcError } from '../server/errors.js';
 import { ErrMemberNotFound, ErrPeerUrlExists } from '../server/membership_service.js';
 import { serverCompat } from '../server/compat.js';
-import { NONE, RaftNode, RaftNodeChecker, bootstrapStorage, type ConfChange, type Entry, type NodeId, type RaftPersistence, type RaftStorage, type Ready, type Role, type Snapshot } from '../raft/index.js';
+import { NONE, RaftLoop, RaftNode, RaftNodeChecker, bootstrapStorage, type ConfChange, type Entry, type NodeId, type RaftPersistence, type RaftStorage, type Ready, type Role, type Snapshot } from '../raft/index.js';
 import { SimRandom } from '../sim/index.js';
 import { readBackendFile, walExists } from '../storage/index.js';
 import { errTransportClosing } from '../cluster/errors.js';
 import { answerLease } from './lease_forward.js';
-import { RaftLoop } from './raft_loop.js';
 import { MemberRequests } from './requests.js';
 import { PeerTransport, type PeerAddress, type PeerTls } from './transport.js';
 import type { MembersAnswer } from './codec.js';

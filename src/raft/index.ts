@@ -8,3 +8,4 @@ export { MemoryStorage, type RaftPersistence } from './memory_storage.js';
 export * from './messages.js';
 export { RaftNode } from './node.js';
 export { bootstrapStorage, type RaftNodeOptions, type RaftStatus, type RaftStorage, type Ready } from './ready.js';
+export { RaftLoop, type RaftLoopOptions } from './loop.js';

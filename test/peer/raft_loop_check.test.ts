@@ -1,12 +1,12 @@
 /**
- * The Raft loop's invariant check (src/peer/raft_loop.ts `check`, what ETCDSIM_RAFT_CHECK=1 turns on in each
+ * The Raft loop's invariant check (src/raft/loop.ts `check`, what ETCDSIM_RAFT_CHECK=1 turns on in each
  * process member): a single member elected on a virtual clock, checked after every Ready, reports nothing;
  * its node's commit index moved back — a broken model — is reported once the next Ready is handled, with
  * the invariant and the indexes.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RaftLoop } from '../../src/peer/raft_loop.js';
+import { RaftLoop } from '../../src/raft/index.js';
 import { MemoryStorage, RaftNode, RaftNodeChecker, bootstrapStorage, type RaftNodeViolation } from '../../src/raft/index.js';
 import { SimRandom, VirtualClock } from '../../src/sim/index.js';
 

@@ -1,6 +1,6 @@
 /**
  * Three Raft members (src/raft) joined by the peer transport (src/peer/transport.ts) over loopback TCP, each
- * driven by its Raft loop (src/peer/raft_loop.ts) on a real clock: they elect one leader, replicate what any
+ * driven by its Raft loop (src/raft/loop.ts) on a real clock: they elect one leader, replicate what any
  * of them proposes, keep electing and serving when the leader's process is gone (its transport closed, its
  * loop stopped, its unsaved state lost), and the member restarted from its data dir (WAL and snap files,
  * src/peer/wal_persistence.ts) rejoins and catches up — the Raft checker runs after every apply. A real-time test, bounded: each wait is for a condition,
@@ -12,7 +12,7 @@ import * as net from 'node:net';
 import { after, test } from 'node:test';
 
 import { FrameReader, decodeFrame, encodeFrame, PeerFrameError } from '../../src/peer/codec.js';
-import { RaftLoop } from '../../src/peer/raft_loop.js';
+import { RaftLoop } from '../../src/raft/index.js';
 import { PeerTransport } from '../../src/peer/transport.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,5 +1,5 @@
 /**
- * A process member's requests (src/peer/requests.ts) over three Raft loops (src/peer/raft_loop.ts) on a
+ * A process member's requests (src/peer/requests.ts) over three Raft loops (src/raft/loop.ts) on a
  * virtual clock, their messages carried by the test with a 1 ms delay unless a member is cut off: a
  * proposal at a follower is answered with its own apply's result; a linearizable read at a follower waits
  * until it applied what was acknowledged before; with no quorum a proposal and a read fail with etcd's
@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { MemberRequests } from '../../src/peer/requests.js';
-import { RaftLoop } from '../../src/peer/raft_loop.js';
+import { RaftLoop } from '../../src/raft/index.js';
 import { MemoryStorage, NONE, RaftNode, bootstrapStorage, type NodeId } from '../../src/raft/index.js';
 import { SimRandom, VirtualClock } from '../../src/sim/index.js';
 

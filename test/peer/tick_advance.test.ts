@@ -1,5 +1,5 @@
 /**
- * etcd's initial election tick advance in a process member's Raft loop (src/peer/raft_loop.ts
+ * etcd's initial election tick advance in a process member's Raft loop (src/raft/loop.ts
  * `initialTickAdvance`, etcdserver's adjustTicks): once more than one peer's stream is up — looked at every
  * 50 ms for 5 s from the start — the election clock moves the election ticks less two ahead, so a fresh
  * cluster elects a couple of heartbeats after its members found each other rather than a whole election
@@ -10,7 +10,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RaftLoop } from '../../src/peer/raft_loop.js';
+import { RaftLoop } from '../../src/raft/index.js';
 import { MemoryStorage, RaftNode, bootstrapStorage } from '../../src/raft/index.js';
 import { SimRandom, VirtualClock } from '../../src/sim/index.js';
 

@@ -5,10 +5,16 @@
  * a received snapshot to the member's apply, hand confirmed reads to whoever waits, then advance. After
  * applying, every `snapshotCount` entries it asks the member for a snapshot of its applied state and lets
  * the log go but for `catchUpEntries` (etcd's --snapshot-count and SnapshotCatchUpEntries).
+ * Both kinds of member run it: a member in a process of its own (src/peer, its clock a real one, its own
+ * ticker) and a member of the in-process cluster (src/cluster, whose one ticker ticks every member's loop
+ * in turn on the shared virtual clock, and whose members apply behind their commit by an apply lag).
  */
-import { NONE, type ConfChange, type Entry, type Message, type NodeId, type RaftNode, type RaftPersistence, type ReadState, type Ready, type Role, type Snapshot } from '../raft/index.js';
-import type { RaftNodeChecker, RaftNodeViolation } from '../raft/index.js';
 import type { Clock, TimerHandle } from '../sim/index.js';
+import type { RaftNodeChecker, RaftNodeViolation } from './checker.js';
+import type { RaftPersistence } from './memory_storage.js';
+import { NONE, type ConfChange, type Entry, type Message, type NodeId, type ReadState, type Role, type Snapshot } from './messages.js';
+import type { RaftNode } from './node.js';
+import type { Ready } from './ready.js';
 
 export interface RaftLoopOptions {
   readonly node: RaftNode;
@@ -20,6 +26,11 @@ export interface RaftLoopOptions {
   apply(entries: readonly Entry[], snapshot: Snapshot | undefined): void;
   /** The member's state as of its applied index, for a snapshot. */
   snapshotData(): Uint8Array;
+  /**
+   * The index the member's state is at (etcd's appliedi), where a snapshot is taken; by default the node's
+   * applied index (a member that applies committed entries within the Ready, as a process member does).
+   */
+  appliedIndex?(): number;
   readonly snapshotCount: number;
   readonly catchUpEntries: number;
   onReadState?(r: ReadState): void;
@@ -61,10 +72,7 @@ export class RaftLoop {
   }
 
   start(): void {
-    this.ticker = this.opts.clock.every(this.opts.heartbeatMs, () => {
-      this.opts.node.tick();
-      this.handleReady();
-    }, { name: 'raft.tick' });
+    this.ticker = this.opts.clock.every(this.opts.heartbeatMs, () => this.tick(), { name: 'raft.tick' });
     this.handleReady();
     if (this.opts.initialTickAdvance !== undefined) {
       let polls = 0;
@@ -106,6 +114,13 @@ export class RaftLoop {
   private stopAdvancer(): void {
     if (this.advancer !== undefined) this.opts.clock.cancel(this.advancer);
     this.advancer = undefined;
+  }
+
+  /** One heartbeat interval (the loop's own ticker calls it; a cluster that ticks its members in turn does too). */
+  tick(): void {
+    if (this.stopped) return;
+    this.opts.node.tick();
+    this.handleReady();
   }
 
   step(m: Message): void {
@@ -171,8 +186,9 @@ export class RaftLoop {
 
   private maybeSnapshot(): void {
     const n = this.opts.node;
-    if (n.log.applied - n.log.snapshot.index < this.opts.snapshotCount) return;
-    n.compact(n.log.applied, this.opts.snapshotData(), this.opts.catchUpEntries);
+    const applied = this.opts.appliedIndex?.() ?? n.log.applied;
+    if (applied - n.log.snapshot.index < this.opts.snapshotCount) return;
+    n.compact(applied, this.opts.snapshotData(), this.opts.catchUpEntries);
     this.opts.persistence.snapshotted(n.log.snapshot);
   }
 }
