@@ -31,8 +31,7 @@
  */
 import { Buffer } from '../sim/index.js';
 import { toGrpcError, type CallContext, type EtcdServices, type StreamCall, type WaitingCallContext, tokenApplied } from '../server/index.js';
-import type { CallName, EtcdServiceName } from '../proto/index.js';
-import { callNameOf, SERVICE_DECLARATIONS } from '../proto/calls.js';
+import { callNameOf, SERVICE_DECLARATIONS, type CallName, type EtcdServiceName } from '../proto/index.js';
 import type * as M from '../server/messages.js';
 import { encode, isRecord, type Req } from './text_keys.js';
 import { EtcdWatchStream, EtcdKeepAliveStream, EtcdObserveStream } from './raw_streams.js';

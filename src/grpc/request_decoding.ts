@@ -8,7 +8,7 @@
  */
 import type * as grpc from '@grpc/grpc-js';
 import type { PackageDefinition } from '@grpc/proto-loader';
-import { etcdPackageDefinition, etcdServiceDefinition, SERVICE_PACKAGES, type EtcdServiceName } from '../proto/loader.js';
+import { etcdPackageDefinition, etcdServiceDefinition, SERVICE_PACKAGES, type EtcdServiceName } from '../proto/index.js';
 import type { EtcdVersion } from '../etcd/index.js';
 import { serverCompat } from '../server/index.js';
 import { compileMessageTables, compileGogoChecks, type GogoCheck, type MessageCheck } from './gogo_check.js';

@@ -7,8 +7,7 @@
  */
 import { grpcError, type Awaitable, type BidiStream, type CallContext, type FlowControl, type GrpcError, type MemberServices, type MemberView, type StreamHold, type WaitingCallContext } from '../server/index.js';
 import { GrpcCode } from '../etcd/index.js';
-import { etcdServiceDefinition, SERVICE_PACKAGES, type EtcdServiceName } from '../proto/loader.js';
-import { callNameOf } from '../proto/calls.js';
+import { callNameOf, etcdServiceDefinition, SERVICE_PACKAGES, type EtcdServiceName } from '../proto/index.js';
 
 type Unary = (s: MemberView, req: never, ctx: CallContext) => unknown;
 type ServerStream = (s: MemberView, req: never, ctx: CallContext) => Awaitable<Iterable<unknown | StreamHold>>;

@@ -13,7 +13,7 @@
  *
  * The schema comes from the same .proto files the gRPC server loads, through the same loader (src/proto).
  */
-import { etcdPackageDefinition } from '../proto/loader.js';
+import { etcdPackageDefinition } from '../proto/index.js';
 
 type FieldKind = 'message' | 'enum' | 'bytes' | 'int64' | 'int32' | 'bool' | 'string';
 

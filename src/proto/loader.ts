@@ -9,6 +9,7 @@
 import { fileURLToPath } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { SERVICE_PACKAGES, type EtcdServiceName } from './calls.js';
 
 /** Where our .proto files live (src/proto; dist/proto once built). rpc.proto imports kv.proto and auth.proto. @public */
 export const PROTO_DIR = fileURLToPath(new URL('./', import.meta.url));
@@ -29,21 +30,6 @@ export const PROTO_LOADER_OPTIONS: protoLoader.Options = Object.freeze({
   defaults: true,
   oneofs: true,
   includeDirs: [PROTO_DIR],
-});
-
-/** etcd's eight gRPC services: etcdserverpb's six, v3lockpb.Lock and v3electionpb.Election. @public */
-export type EtcdServiceName = 'KV' | 'Watch' | 'Lease' | 'Cluster' | 'Maintenance' | 'Auth' | 'Lock' | 'Election';
-
-/** The proto package each service is declared in. */
-export const SERVICE_PACKAGES: Readonly<Record<EtcdServiceName, string>> = Object.freeze({
-  KV: 'etcdserverpb',
-  Watch: 'etcdserverpb',
-  Lease: 'etcdserverpb',
-  Cluster: 'etcdserverpb',
-  Maintenance: 'etcdserverpb',
-  Auth: 'etcdserverpb',
-  Lock: 'v3lockpb',
-  Election: 'v3electionpb',
 });
 
 let cachedPackage: protoLoader.PackageDefinition | undefined;

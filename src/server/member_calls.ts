@@ -15,8 +15,7 @@
  * It reads the protos' declarations as generated (src/proto/generated/services.ts), not the protos, so it
  * loads nothing a browser lacks: the playground's bundle may hold it.
  */
-import type { EtcdServiceName } from '../proto/index.js';
-import { callNameOf, SERVICE_DECLARATIONS } from '../proto/calls.js';
+import { callNameOf, SERVICE_DECLARATIONS, type EtcdServiceName } from '../proto/index.js';
 import { SERVICE_CLASSES } from './service_classes.js';
 import type { MemberServices } from './member_view.js';
 

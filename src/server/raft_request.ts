@@ -16,7 +16,7 @@
  * Requests are encoded with etcd's own messages (src/proto), bytes as they came off the wire, so an entry
  * etcd wrote decodes here too.
  */
-import { etcdPackageDefinition } from '../proto/loader.js';
+import { etcdPackageDefinition } from '../proto/index.js';
 import type { EtcdServer, EtcdServices } from './etcd_server.js';
 import type { AppliedCallContext, CallContext } from './call_context.js';
 import type { AuthInfo } from '../auth/index.js';

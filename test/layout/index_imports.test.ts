@@ -42,16 +42,6 @@ const EXCEPTIONS: Readonly<Record<string, string>> = {
   'cli → src/grpc/serve_cluster.ts': 'grpc index is a package entry point',
   'diff → src/grpc/client.ts': 'grpc index is a package entry point',
   'shadow → src/grpc/client.ts': 'grpc index is a package entry point',
-  // proto's index also holds grpc-js's client constructors (clients.ts): a member's path (its Raft requests,
-  // the door, the gateway) reads the protos without loading grpc-js, so a member starts without it.
-  'server → src/proto/loader.ts': 'a member starts without grpc-js',
-  'server → src/proto/calls.ts': 'a member starts without grpc-js',
-  'grpc → src/proto/loader.ts': 'a member starts without grpc-js',
-  'http → src/proto/loader.ts': 'a member starts without grpc-js',
-  'http → src/proto/calls.ts': 'a member starts without grpc-js',
-  // The raw client lists etcd's calls from the protos' declarations without loading them or grpc-js: the
-  // playground's browser bundle holds it.
-  'client → src/proto/calls.ts': 'the playground bundle loads no proto and no grpc-js',
   // etcd reads its flags before anything else: the command's flag readers load one file each, not the
   // member (`etcdsim` starts in about 0.3 s).
   'cli → src/server/urls.ts': 'flags are read before the member loads',
