@@ -33,7 +33,7 @@ export class MessageTap {
         return;
       }
       if (len > this.maxMessageBytes) {
-        this.stop(`a message of ${len} bytes (over ${this.maxMessageBytes})`);
+        this.stop(`a message over ${this.maxMessageBytes} bytes`);
         return;
       }
       if (this.pendingBytes < 5 + len) return;

@@ -14,7 +14,10 @@
  * Bounded: a frame longer than the tap reads (`maxFrameBytes`), a header block that does not decode (a size
  * update past the 4096 octets HTTP/2 starts with, which a peer announcing a larger table may send) or a
  * malformed frame stops the tap of the whole connection — its open calls end as not compared, its bytes go
- * on flowing — rather than buffering or guessing.
+ * on flowing — rather than buffering or guessing. A stopped tap still walks the frame headers (nine octets
+ * each, payloads skipped unread), so that every call the client opens later on that connection is still
+ * counted as one the shadow did not compare, with the reason: a report whose counts stop at the first
+ * unreadable frame would say the shadow saw less traffic than it passed on.
  */
 import { Buffer } from 'node:buffer';
 import { Flags, FrameType, HpackDecoder } from '../h2/index.js';
@@ -48,10 +51,15 @@ export class ConnectionTap {
   private readonly server = new Direction(0);
   /** Why this connection is no longer read (undefined while it is). */
   stopped: string | undefined;
+  /** The highest stream the client began a header block on, and the highest whose call was opened. */
+  private lastClientStream = 0;
+  private lastOpened = 0;
 
   constructor(
     /** A new call on the connection; undefined leaves it untapped. */
     private readonly tap: (path: string, headers: TappedCall['headers']) => TappedCall | undefined,
+    /** A call the client began after the tap stopped (or whose headers stopped it): its path is not known. */
+    private readonly unread: (why: string) => void,
     private readonly maxMessageBytes: number,
     private readonly maxFrameBytes = 1 << 20,
   ) {}
@@ -73,7 +81,6 @@ export class ConnectionTap {
   }
 
   private read(d: Direction, chunk: Buffer, fromClient: boolean): void {
-    if (this.stopped !== undefined) return;
     let buf = d.pending.length === 0 ? chunk : Buffer.concat([d.pending, chunk]);
     if (d.skip > 0) {
       const n = Math.min(d.skip, buf.length);
@@ -81,21 +88,32 @@ export class ConnectionTap {
       buf = buf.subarray(n);
     }
     let p = 0;
-    while (this.stopped === undefined && buf.length - p >= FRAME_HEADER) {
+    while (buf.length - p >= FRAME_HEADER) {
       const len = (buf[p]! << 16) | (buf[p + 1]! << 8) | buf[p + 2]!;
-      if (len > this.maxFrameBytes) {
-        this.stop(`a frame of ${len} bytes (over ${this.maxFrameBytes})`);
-        return;
+      const type = buf[p + 3]!;
+      if (this.stopped === undefined && len > this.maxFrameBytes) this.stop(`a frame over ${this.maxFrameBytes} bytes`);
+      if (this.stopped !== undefined) {
+        // Stopped: only the frame headers are read, a payload is skipped as it passes (nothing buffered).
+        const id = buf.readUInt32BE(p + 5) & 0x7fffffff;
+        if (fromClient && type === FrameType.HEADERS && id > this.lastClientStream) {
+          this.lastClientStream = id;
+          this.unread(this.stopped);
+        }
+        const end = p + FRAME_HEADER + len;
+        if (end > buf.length) {
+          d.skip = end - buf.length;
+          p = buf.length;
+        } else p = end;
+        continue;
       }
       if (buf.length - p < FRAME_HEADER + len) break;
-      const type = buf[p + 3]!;
       const flags = buf[p + 4]!;
       const id = buf.readUInt32BE(p + 5) & 0x7fffffff;
       this.frame(d, fromClient, type, flags, id, buf.subarray(p + FRAME_HEADER, p + FRAME_HEADER + len));
       p += FRAME_HEADER + len;
     }
     // The tail is copied: a chunk's memory is not kept alive by the few bytes of its last frame's start.
-    d.pending = this.stopped !== undefined || p === buf.length ? Buffer.alloc(0) : Buffer.from(buf.subarray(p));
+    d.pending = p === buf.length ? Buffer.alloc(0) : Buffer.from(buf.subarray(p));
   }
 
   private frame(d: Direction, fromClient: boolean, type: number, flags: number, id: number, payload: Buffer): void {
@@ -119,6 +137,7 @@ export class ConnectionTap {
       case FrameType.HEADERS:
       case FrameType.PUSH_PROMISE: {
         const promise = type === FrameType.PUSH_PROMISE;
+        if (fromClient && !promise && id > this.lastClientStream) this.lastClientStream = id;
         const fragment = unpadded(flags, payload, promise ? 4 : (flags & Flags.PRIORITY) !== 0 ? 5 : 0);
         if (fragment === undefined) return this.stop('a malformed header block');
         d.block = { streamId: id, flags, parts: [fragment], bytes: fragment.length, promise };
@@ -150,7 +169,8 @@ export class ConnectionTap {
     try {
       fields = d.hpack.decode(block, 0, block.length);
     } catch (err) {
-      this.stop(`a header block that does not decode (${err instanceof Error ? err.message : String(err)})`);
+      // The decoder's words (a table index, a size) stay out of the reason: the report counts calls by it.
+      this.stop('a header block that does not decode');
       return;
     }
     if (b.promise) return; // a pushed request: gRPC has none, but its block kept the table in step
@@ -171,6 +191,7 @@ export class ConnectionTap {
   }
 
   private open(id: number, fields: readonly string[]): void {
+    this.lastOpened = id;
     const headers: Record<string, string | string[]> = {};
     for (let i = 0; i + 1 < fields.length; i += 2) {
       const k = fields[i]!;
@@ -194,13 +215,20 @@ export class ConnectionTap {
     s.call.onEnd(status, message);
   }
 
+  /**
+   * The connection is no longer read: its open calls end not compared, as does a call whose header block
+   * was begun and not read; the bytes of each direction go on being walked frame by frame (read above),
+   * from the frame boundary each stands at.
+   */
   private stop(why: string): void {
     if (this.stopped !== undefined) return;
-    this.stopped = why;
-    this.client.pending = Buffer.alloc(0);
-    this.server.pending = Buffer.alloc(0);
-    for (const s of this.streams.values()) s.call.onUntapped(why);
-    this.close(why);
+    const reason = `connection no longer read: ${why}`;
+    this.stopped = reason;
+    this.client.block = undefined;
+    this.server.block = undefined;
+    if (this.lastClientStream > this.lastOpened) this.unread(reason);
+    for (const s of this.streams.values()) s.call.onUntapped(reason);
+    this.close(reason);
   }
 }
 

@@ -34,7 +34,10 @@ export interface TappedCall {
   onResponse(message: Buffer): void;
   /** The call ended: etcd's grpc-status and grpc-message, or a reset/cancel (status undefined). */
   onEnd(status: number | undefined, message: string): void;
-  /** A direction could not be read (compressed or oversized message): the call is not compared. */
+  /**
+   * A direction could not be read (a compressed or oversized message, bytes that do not decode, a connection
+   * no longer read): the call is not compared. `why` is one of a few fixed reasons — the report counts by it.
+   */
   onUntapped(why: string): void;
 }
 
@@ -59,6 +62,8 @@ export interface ProxyOptions {
   readonly maxMessageBytes: number;
   /** Called for each new call; undefined leaves the call untapped. */
   readonly tap: (path: string, headers: TappedCall['headers']) => TappedCall | undefined;
+  /** Called for each call on a connection the tap no longer reads (h2tap.ts): not compared, its path unknown. */
+  readonly unread: (why: string) => void;
   /** Called for each HTTP/1.1 request (`url` as sent: path and query); undefined leaves it untapped. */
   readonly tapGateway: (url: string, method: string, headers: TappedCall['headers']) => GatewayTap | undefined;
 }
@@ -82,7 +87,7 @@ export async function startProxy(o: ProxyOptions): Promise<Proxy> {
     http2: (socket, head, _secure, onHandshake) => {
       onHandshake();
       const up = u === undefined ? net.connect({ host, port: etcdPort, noDelay: true }) : tls.connect({ host, port: etcdPort, ca: u.ca, cert: u.cert, key: u.key, ALPNProtocols: ['h2'] });
-      passThrough(socket, head, up, new ConnectionTap((path, headers) => guarded(o.tap(path, headers)), o.maxMessageBytes), sockets);
+      passThrough(socket, head, up, new ConnectionTap((path, headers) => guarded(o.tap(path, headers)), o.unread, o.maxMessageBytes), sockets);
     },
     handler: (req, res) => {
       // listenClientPort's HTTP/1.1 server is node:http's: these are its request and response.
@@ -176,9 +181,9 @@ function guarded(call: TappedCall | undefined): TappedCall | undefined {
       if (broken) return;
       try {
         f(...a);
-      } catch (err) {
+      } catch {
         broken = true;
-        call.onUntapped(`not decodable: ${err instanceof Error ? err.message : String(err)}`);
+        call.onUntapped('not decodable');
       }
     };
   return { path: call.path, headers: call.headers, onRequest: safe(call.onRequest), onResponse: safe(call.onResponse), onEnd: call.onEnd, onUntapped: call.onUntapped };

@@ -150,6 +150,10 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
       etcdTls: o.etcdTls,
       maxMessageBytes: 4 * 1024 * 1024,
       tap: (path, headers) => tapCall(ctx, path, headers['token'], grpcCodec(path)),
+      unread: (why) => {
+        ctx.report.call(UNREAD);
+        ctx.report.notCompared(UNREAD, why);
+      },
       tapGateway: (url, method, headers) => tapGateway(ctx, url, method, headers),
     });
   } catch (err) {
@@ -252,6 +256,9 @@ function tapGateway(ctx: ShadowContext, url: string, method: string, headers: Ta
   return call && { call, requestStream: route.bidi !== undefined, responseStream };
 }
 
+/** The report's row for calls on a connection the tap no longer reads: which RPC they were is not known. */
+const UNREAD = '(unread)';
+
 /** `KV.Range` for `/etcdserverpb.KV/Range`. */
 function rpcName(path: string): string {
   return path.replace(/^\/[\w.]*?\.?(\w+)\/(\w+)$/, '$1.$2');
@@ -291,7 +298,7 @@ function tapCall(ctx: ShadowContext, path: string, token: string | string[] | un
       res = codec.res(m);
     },
     onUntapped: (why) => {
-      untapped = why.startsWith('not decodable') ? 'not decodable' : 'message too large or compressed';
+      untapped = why;
     },
     onEnd: (status, message) => {
       if (rule === undefined) report.notCompared(rpc, 'not shadowed');

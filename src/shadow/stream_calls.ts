@@ -87,7 +87,7 @@ export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec, call: C
       cmp.etcd(late && answered && r.header != null ? { ...r, header: { ...r.header, revision: String(ctx.follower.revision) } } : r);
       ctx.follower.pump();
     },
-    onUntapped: () => cmp.stop('message too large or compressed'),
+    onUntapped: (why) => cmp.stop(why),
     onEnd: () => {
       ctx.follower.add(
         at(undefined, () => {
@@ -123,7 +123,7 @@ export function keepAliveCall(ctx: ShadowContext, rpc: string, codec: Codec, cal
         }),
       );
     },
-    onUntapped: () => cmp.stop('message too large or compressed'),
+    onUntapped: (why) => cmp.stop(why),
     onEnd: () => {
       ctx.follower.add(
         at(undefined, () => {

@@ -7,6 +7,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http2 from 'node:http2';
+import net from 'node:net';
 import { Buffer } from 'node:buffer';
 import fc from 'fast-check';
 import { Etcd3 } from 'etcd3';
@@ -18,6 +19,8 @@ import { resetEtcd, simAt } from '../../src/diff/reset.js';
 import { etcdTarget, simTarget } from '../../src/diff/target.js';
 import { DIFF_ELECTION_MS } from '../../src/diff/etcd_process.js';
 import { requireCommands } from '../support/prerequisites.js';
+import { CLIENT_PREFACE, Flags, frame, FrameType, settingsFrame } from '../../src/h2/frames.js';
+import { HpackEncoder } from '../../src/h2/hpack.js';
 import { startRig, summary, type ShadowRig } from './helpers.js';
 
 const skip = requireCommands(['etcd']);
@@ -174,4 +177,32 @@ test('bytes that are no protobuf message: etcd answers them through the shadow, 
   assert.equal(await rig.shadow.drained(), true);
   assert.equal(rig.shadow.report.divergences, 0, summary(rig));
   assert.equal(rig.shadow.report.rpcs.get('KV.Range')?.notCompared.get('not decodable'), 1, summary(rig));
+});
+
+/**
+ * A client whose header block does not decode, with two more calls in the same write: etcd ends the
+ * connection (COMPRESSION_ERROR), the tap stops at the same block — and all three calls the client sent
+ * through the shadow are counted, as not compared and why, though which RPC they were is not known.
+ */
+test('calls on a connection the tap gave up on are counted as not compared, with the reason', { skip }, async () => {
+  const enc = new HpackEncoder();
+  const call = (id: number): Buffer[] => [
+    frame(FrameType.HEADERS, Flags.END_HEADERS, id, enc.encode([':method', 'POST', ':scheme', 'http', ':path', '/etcdserverpb.KV/Range', ':authority', 'etcd', 'content-type', 'application/grpc', 'te', 'trailers'])),
+    frame(FrameType.DATA, Flags.END_STREAM, id, Buffer.from([0, 0, 0, 0, 3, 0x0a, 0x01, 0x61])),
+  ];
+  const bytes = Buffer.concat([CLIENT_PREFACE, settingsFrame([]), frame(FrameType.HEADERS, Flags.END_HEADERS, 1, Buffer.from([0xff, 0x20])), ...call(3), ...call(5)]);
+  const [host, port] = rig.shadow.endpoint.split(':') as [string, string];
+  const requests = (): number => [...rig.shadow.report.rpcs.values()].reduce((n, c) => n + c.calls, 0);
+  const before = requests();
+  await new Promise<void>((resolve) => {
+    const socket = net.connect({ host, port: Number(port) }, () => socket.write(bytes));
+    socket.resume();
+    socket.on('error', () => {});
+    socket.on('close', () => resolve());
+  });
+  const unread = rig.shadow.report.rpcs.get('(unread)');
+  assert.equal(unread?.calls, 3, summary(rig));
+  assert.deepEqual([...unread.notCompared], [['connection no longer read: a header block that does not decode', 3]]);
+  assert.equal(requests(), before + 3);
+  assert.match(rig.shadow.report.summary().join('\n'), /^\(unread\) +3 +0 +0 +3 connection no longer read: a header block that does not decode$/m);
 });
