@@ -33,6 +33,8 @@ export interface ProcessMemberEvents {
   removed?(): void;
   /** The leader's snapshot was installed (etcd's "applied snapshot"): where this member was, and the snapshot. */
   snapshotApplied?(was: { readonly snapshot: number; readonly applied: number }, incoming: Snapshot): void;
+  /** An old snap file, received db or WAL segment was purged (etcd's "purged file PATH successfully"). */
+  purged?(path: string): void;
   /** With `raftCheck`: a Raft invariant broke on this member's node (the process exits with it). */
   raftViolated?(v: RaftNodeViolation): void;
 }
@@ -65,6 +67,9 @@ export interface ProcessMemberOptions {
   readonly join?: boolean | undefined;
   /** --snapshot-count: applied entries between two snapshots (etcd's default 100000). */
   readonly snapshotCount?: number | undefined;
+  /** --max-snapshots, --max-wals: old snap files and WAL segments kept (etcd's 5 each; 0 keeps all). */
+  readonly maxSnapshots?: number | undefined;
+  readonly maxWals?: number | undefined;
   /** Entries kept after a snapshot for followers just behind (etcd's SnapshotCatchUpEntries, 5000). */
   readonly catchUpEntries?: number | undefined;
   /** Check Raft's invariants on this member's node after each Ready (ETCDSIM_RAFT_CHECK=1; tests set it). */

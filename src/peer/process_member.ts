@@ -49,7 +49,7 @@ import { MemberRequests } from './requests.js';
 import { PeerTransport, type PeerAddress, type PeerTls } from './transport.js';
 import type { MembersAnswer } from './codec.js';
 import { decodeMembers, encodeMembers, openMemberDb, takeReceivedDb, writeMemberDb } from './member_snapshot.js';
-import { WalPersistence } from './wal_persistence.js';
+import { DEFAULT_RETENTION, WalPersistence, type Retention } from './wal_persistence.js';
 import type { InitialMember, ProcessClusterMember, ProcessMemberOptions } from './member_options.js';
 
 export type { InitialMember, ProcessClusterMember, ProcessMemberEvents, ProcessMemberOptions } from './member_options.js';
@@ -127,7 +127,7 @@ export class ProcessMember {
     id: NodeId,
     clusterId: bigint,
     storage: RaftStorage,
-    persistence: WalPersistence,
+    private readonly persistence: WalPersistence,
     restarted: boolean,
     db?: Uint8Array,
   ) {
@@ -243,7 +243,7 @@ export class ProcessMember {
     const own = opts.initialCluster.findIndex((m) => m.name === opts.name);
     let member: ProcessMember;
     if (walExists(opts.layout.walDir)) {
-      const { persistence, storage, metadata } = WalPersistence.open(opts.layout);
+      const { persistence, storage, metadata } = WalPersistence.open(opts.layout, retentionOf(opts));
       member = new ProcessMember(opts, metadata.nodeId, metadata.clusterId, storage, persistence, true, readBackendFile(opts.layout));
     } else if (opts.join === true) {
       member = await ProcessMember.join(opts);
@@ -255,7 +255,7 @@ export class ProcessMember {
       const boot = bootstrapStorage(
         opts.initialCluster.map((m, i) => ({ id: ids[i]!, context: contextOf({ id: ids[i]!.toString(16), name: m.name, peerURLs: m.peerUrls }) })),
       );
-      const persistence = WalPersistence.create(opts.layout, { nodeId: id, clusterId }, boot);
+      const persistence = WalPersistence.create(opts.layout, { nodeId: id, clusterId }, boot, retentionOf(opts));
       member = new ProcessMember(opts, id, clusterId, boot, persistence, false);
     }
     await member.transport.start();
@@ -286,7 +286,7 @@ export class ProcessMember {
     if (mine === undefined) throw new JoinError(`error validating peerURLs ${JSON.stringify(own.peerUrls)}: member count is unequal`);
     mkdirSync(opts.layout.snapDir, { recursive: true, mode: 0o700 });
     const empty: RaftStorage = { hardState: { term: 0n, vote: NONE, commit: 0 }, snapshot: { index: 0, term: 0n, conf: { voters: [], learners: [] }, data: new Uint8Array(0) }, entries: [] };
-    const persistence = WalPersistence.create(opts.layout, { nodeId: mine.id, clusterId: answer.clusterId }, empty);
+    const persistence = WalPersistence.create(opts.layout, { nodeId: mine.id, clusterId: answer.clusterId }, empty, retentionOf(opts));
     const member = new ProcessMember(opts, mine.id, answer.clusterId, empty, persistence, false);
     for (const m of answer.members) member.knowMember(m.id, '', m.peerUrls, false);
     return member;
@@ -294,7 +294,10 @@ export class ProcessMember {
 
   /** Starts ticking: the committed entries are applied, elections begin. */
   run(): void {
-    if (!this.stopped) this.loop.start();
+    if (this.stopped) return;
+    // etcd's purge looks at the data dir as the server starts (files a previous run left beyond the limits).
+    this.persistence.purge();
+    this.loop.start();
   }
 
   /** The leader this member knows (NONE without one). */
@@ -571,6 +574,15 @@ function firstCandidate(opts: ProcessMemberOptions, id: NodeId, storage: RaftSto
   if (restarted || opts.join === true || storage.hardState.term > 1n) return false;
   const ids = opts.initialCluster.map((m) => initialMemberId(m, opts.initialClusterToken));
   return ids.length > 1 && ids.every((other) => other >= id);
+}
+
+/** --max-snapshots and --max-wals as the member keeps them (etcd's 5 each when not given). */
+function retentionOf(opts: ProcessMemberOptions): Retention {
+  return {
+    maxSnapshots: opts.maxSnapshots ?? DEFAULT_RETENTION.maxSnapshots,
+    maxWals: opts.maxWals ?? DEFAULT_RETENTION.maxWals,
+    purged: (path) => opts.events?.purged?.(path),
+  };
 }
 
 function contextOf(c: MemberContext): Uint8Array {

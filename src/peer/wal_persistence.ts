@@ -9,8 +9,13 @@
  * term, its vote, its log and its membership. A snapshot received from the leader also cuts the WAL's
  * entries after it (they were the member's old log), so they cannot come back with a restart. A conf change entry is saved as etcd saves one (a
  * raftpb.ConfChange, its context included); the entry's own bytes are not kept.
+ *
+ * Old files are purged as etcd purges them (its purgeFile over `member/snap` and `member/wal`): beyond
+ * --max-snapshots snap files (and as many `.snap.db` files a leader sent) the oldest go, beyond --max-wals
+ * WAL segments the oldest a snapshot released go; 0 keeps them all. etcd looks every 30 s (and at start);
+ * here at start and after each snapshot, so the directory never holds more than etcd's does 30 s later.
  */
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ConfChange, Entry, RaftPersistence, RaftStorage, Ready, Snapshot } from '../raft/index.js';
 import { decodeFields, type ProtoField } from '../snapshot/proto_reader.js';
@@ -82,29 +87,43 @@ function writeSynced(path: string, bytes: Uint8Array): void {
   renameSync(tmp, path);
 }
 
+/** How many old files a member keeps (--max-snapshots, --max-wals: etcd's 5 each; 0 keeps all), and who hears of a purge. */
+export interface Retention {
+  readonly maxSnapshots: number;
+  readonly maxWals: number;
+  /** A file was purged (etcd logs `purged file PATH successfully`). */
+  readonly purged?: ((path: string) => void) | undefined;
+}
+
+/** etcd's defaults: --max-snapshots 5, --max-wals 5. */
+export const DEFAULT_RETENTION: Retention = { maxSnapshots: 5, maxWals: 5 };
+
 export class WalPersistence implements RaftPersistence {
   private constructor(
     private readonly wal: Wal,
     private readonly layout: DataDirLayout,
+    private readonly retention: Retention,
   ) {}
 
   /** A new member's data dir: the WAL, with a new cluster's bootstrap entries (or a joining member's nothing). */
-  static create(layout: DataDirLayout, metadata: WalMetadata, initial: RaftStorage): WalPersistence {
+  static create(layout: DataDirLayout, metadata: WalMetadata, initial: RaftStorage, retention: Retention = DEFAULT_RETENTION): WalPersistence {
     mkdirSync(layout.snapDir, { recursive: true, mode: 0o700 });
-    const p = new WalPersistence(Wal.create(layout.walDir, metadata), layout);
+    const p = new WalPersistence(Wal.create(layout.walDir, metadata), layout, retention);
     const h = initial.hardState;
     p.wal.save({ term: h.term, vote: h.vote, commit: BigInt(h.commit) }, initial.entries.map(walEntryOf));
     return p;
   }
 
   /** A restarting member: its WAL opened for appending, and what its Raft node restarts from. */
-  static open(layout: DataDirLayout): { persistence: WalPersistence; storage: RaftStorage; metadata: WalMetadata } {
+  static open(layout: DataDirLayout, retention: Retention = DEFAULT_RETENTION): { persistence: WalPersistence; storage: RaftStorage; metadata: WalMetadata } {
     const { wal, contents } = Wal.open(layout.walDir);
     const snapshot = newestSnapshot(layout) ?? { index: 0, term: 0n, conf: { voters: [], learners: [] }, data: new Uint8Array(0) };
     const h = contents.hardState ?? { term: 0n, vote: 0n, commit: 0n };
     const entries = contents.entries.filter((e) => Number(e.index) > snapshot.index).map(entryOf);
+    // etcd opens its WAL at the snapshot, holding only the segments from there: older ones may be purged.
+    wal.releaseTo(BigInt(snapshot.index));
     return {
-      persistence: new WalPersistence(wal, layout),
+      persistence: new WalPersistence(wal, layout, retention),
       storage: { hardState: { term: h.term, vote: h.vote, commit: Math.max(Number(h.commit), snapshot.index) }, snapshot, entries },
       metadata: contents.metadata,
     };
@@ -126,9 +145,32 @@ export class WalPersistence implements RaftPersistence {
   snapshotted(s: Snapshot): void {
     writeSynced(join(this.layout.snapDir, snapName(s)), encodeSnapFile(s));
     this.wal.saveSnapshot({ index: BigInt(s.index), term: s.term });
-    // The segments wholly before the snapshot are no longer read by a restart (etcd's WAL purge).
+    // The segments before the snapshot are no longer read by a restart (etcd's ReleaseLockTo).
     this.wal.releaseTo(BigInt(s.index));
+    this.purge();
   }
+
+  /** etcd's purgeFile, once: snap files, received dbs and released WAL segments beyond what is kept. */
+  purge(): void {
+    const { maxSnapshots, maxWals, purged } = this.retention;
+    const gone: string[] = [];
+    if (maxSnapshots > 0) {
+      // etcd's suffixes: "snap.db" (a leader's db, received) and "snap" (the snap files), each counted apart.
+      gone.push(...purgeOldest(this.layout.snapDir, (n) => n.endsWith('snap.db'), maxSnapshots));
+      gone.push(...purgeOldest(this.layout.snapDir, (n) => n.endsWith('snap'), maxSnapshots));
+    }
+    if (maxWals > 0) gone.push(...this.wal.purge(maxWals));
+    for (const p of gone) purged?.(p);
+  }
+}
+
+/** Deletes the oldest (by name) of the files `matches` picks in `dir` while more than `max` remain. */
+function purgeOldest(dir: string, matches: (name: string) => boolean, max: number): string[] {
+  if (!existsSync(dir)) return [];
+  const names = readdirSync(dir).filter(matches).sort();
+  const gone = names.slice(0, Math.max(0, names.length - max)).map((n) => join(dir, n));
+  for (const p of gone) rmSync(p);
+  return gone;
 }
 
 /** The newest snap file that decodes (etcd's snapshotter.Load skips broken ones). */

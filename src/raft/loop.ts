@@ -3,8 +3,9 @@
  * member's clock, steps the messages the transport delivers, and handles each Ready in etcd's order —
  * persist (entries, hard state, snapshot) before the messages leave, send them, hand committed entries and
  * a received snapshot to the member's apply, hand confirmed reads to whoever waits, then advance. After
- * applying, every `snapshotCount` entries it asks the member for a snapshot of its applied state and lets
- * the log go but for `catchUpEntries` (etcd's --snapshot-count and SnapshotCatchUpEntries).
+ * applying, once more than `snapshotCount` entries were applied since the last snapshot (etcd's check:
+ * --snapshot-count 10 snapshots at 11, 22, ..., observed on 3.4.23), it asks the member for a snapshot of its
+ * applied state and lets the log go but for `catchUpEntries` (etcd's SnapshotCatchUpEntries).
  * Both kinds of member run it: a member in a process of its own (src/peer, its clock a real one, its own
  * ticker) and a member of the in-process cluster (src/cluster, whose one ticker ticks every member's loop
  * in turn on the shared virtual clock, and whose members apply behind their commit by an apply lag).
@@ -187,7 +188,7 @@ export class RaftLoop {
   private maybeSnapshot(): void {
     const n = this.opts.node;
     const applied = this.opts.appliedIndex?.() ?? n.log.applied;
-    if (applied - n.log.snapshot.index < this.opts.snapshotCount) return;
+    if (applied - n.log.snapshot.index <= this.opts.snapshotCount) return;
     n.compact(applied, this.opts.snapshotData(), this.opts.catchUpEntries);
     this.opts.persistence.snapshotted(n.log.snapshot);
   }

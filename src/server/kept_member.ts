@@ -251,5 +251,7 @@ function fold(server: EtcdServer, wal: Wal, layout: DataDirLayout): void {
   wal.saveSnapshot({ index, term: server.member.raftTerm });
   wal.cut();
   wal.releaseTo(index);
+  // A single member keeps no released segment: its db holds them all (process members honour --max-wals).
+  wal.purge(0);
 }
 

@@ -20,7 +20,7 @@
  *   }
  *   wal.save(hardState, [entry, ...]);                      // synced when it returns: only then answer
  *   // every so often (--snapshot-count entries): fold the log into the backend, then
- *   writeBackendFile(layout, db); wal.saveSnapshot({ index, term }); wal.cut(); wal.releaseTo(index);
+ *   writeBackendFile(layout, db); wal.saveSnapshot({ index, term }); wal.cut(); wal.releaseTo(index); wal.purge(0);
  *
  * Entries are raftpb.Entry (term, index, type, data): a single member of etcdsim puts etcd's
  * InternalRaftRequest encoding in `data` (src/server/raft_request.ts); conf changes go as type

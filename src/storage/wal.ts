@@ -4,7 +4,9 @@
  * opening with a crc record (the running CRC-32C), the metadata, and the hard state (the first segment: an
  * empty snapshot record instead). save() appends entries and the hard state and syncs the file before it
  * returns — etcd answers a request only after the entry holding it is synced, and so must the caller. A
- * segment over 64 MB is cut into a new one; releaseTo() deletes the segments a snapshot made unneeded.
+ * segment over 64 MB is cut into a new one; releaseTo() lets go of the segments a snapshot made unneeded
+ * (etcd's ReleaseLockTo) and purge() deletes the oldest of those while more than a number remain (etcd's
+ * purge of `member/wal`, which skips a segment the WAL still holds locked).
  *
  * Reading (Wal.open) checks every record's CRC and the metadata of every segment, replays Raft's rule that
  * an entry overwrites any entry at or after its index (a new leader truncating a follower's log), and
@@ -95,6 +97,8 @@ export class Wal {
   #size: number;
   #lastIndex: bigint;
   #state: HardState | undefined;
+  /** Segments below this sequence number are released: no restart reads them, purge() may delete them. */
+  #releasedBelow = 0n;
 
   private constructor(
     readonly dir: string,
@@ -266,14 +270,34 @@ export class Wal {
   }
 
   /**
-   * Deletes the segments whose entries all lie at or below `index` (folded into a snapshot at `index`),
-   * keeping the one that holds `index` and every later one (etcd's ReleaseLockTo and purge).
+   * Lets go of the segments a snapshot at `index` made unneeded, by etcd's rule (ReleaseLockTo): every one
+   * before the segment preceding the first that starts at or after `index` (or, when none does, before the
+   * last one). Nothing is deleted here: purge() does that.
    */
   releaseTo(index: bigint): void {
     const segs = segmentsOf(this.dir);
-    let keepFrom = 0;
-    for (const [i, s] of segs.entries()) if (s.index <= index) keepFrom = i;
-    for (const s of segs.slice(0, keepFrom)) rmSync(join(this.dir, s.name));
+    const after = segs.findIndex((s) => s.index >= index);
+    const keep = after < 0 ? segs.length - 1 : after - 1;
+    if (keep <= 0) return;
+    const seq = segs[keep]!.seq;
+    if (seq > this.#releasedBelow) this.#releasedBelow = seq;
+  }
+
+  /**
+   * Deletes the oldest segments while more than `max` remain, stopping at the first one not released
+   * (etcd's purge of `member/wal`, which stops at a segment whose lock it cannot take). Returns the paths
+   * deleted, oldest first.
+   */
+  purge(max: number): string[] {
+    const segs = segmentsOf(this.dir);
+    const gone: string[] = [];
+    while (segs.length > max && segs[0]!.seq < this.#releasedBelow) {
+      const path = join(this.dir, segs.shift()!.name);
+      rmSync(path);
+      gone.push(path);
+    }
+    if (gone.length > 0) syncDir(this.dir);
+    return gone;
   }
 
   /** Syncs and closes the file. */

@@ -343,6 +343,7 @@ test('--snapshot-count: a member added after the leader compacted its log, and o
     '--listen-client-urls', `http://127.0.0.1:${p4.client}`, '--advertise-client-urls', `http://127.0.0.1:${p4.client}`,
     '--listen-peer-urls', `http://127.0.0.1:${p4.peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${p4.peer}`,
     '--initial-cluster', cluster, '--initial-cluster-state', 'existing', '--initial-cluster-token', 'tok', '--logger', 'zap', ...snapFlags,
+    '--max-snapshots', '1',
   ], '3.5');
   assert.match(proc4.stderr(), /"msg":"applied snapshot".*"incoming-leader-snapshot-index":\d+/);
   const got = await eventually('p4 caught up', () => clients[3]!.kv.range({ key: Buffer.from('k'), range_end: Buffer.from('l'), serializable: true, count_only: true }), (r) => String(r.count) === '99');
@@ -366,4 +367,18 @@ test('--snapshot-count: a member added after the leader compacted its log, and o
   const late = await eventually('it caught up', () => clients[down]!.kv.range({ key: Buffer.from('late'), range_end: Buffer.from('latf'), serializable: true, count_only: true }), (r) => String(r.count) === '40');
   assert.equal(String(late.count), '40');
   await agree([0, 1, 2, 3]);
+
+  // Old snap files purged as etcd purges them: the leader, seven snapshots in (once more than
+  // --snapshot-count entries were applied since the last, as etcd's), keeps the default --max-snapshots 5
+  // and logs each one it deleted; p4, with --max-snapshots 1, keeps only its newest: its own, not the leader's.
+  const snapFiles = (n: string): string[] => readdirSync(join(root, `${n}.etcd`, 'member', 'snap')).filter((f) => f.endsWith('.snap')).sort();
+  const indexOf = (f: string): number => Number(BigInt(`0x${f.slice(17, 33)}`));
+  const leaderSnaps = snapFiles(NAMES[leaderIx]!);
+  assert.equal(leaderSnaps.length, 5, leaderSnaps.join());
+  assert.ok(indexOf(leaderSnaps[0]!) > 42, leaderSnaps.join());
+  assert.match(procs[leaderIx]!.stderr(), /"msg":"purged","path":"[^"]*member\/snap\/[0-9a-f]{16}-[0-9a-f]{16}\.snap"/);
+  for (const n of NAMES) assert.ok(snapFiles(n).length <= 5, n);
+  const received = Number(/"incoming-leader-snapshot-index":(\d+)/.exec(proc4.stderr())![1]);
+  const p4Snaps = await eventually('p4 snapshotted after the leader\'s snapshot', async () => snapFiles('p4'), (f) => f.length === 1 && indexOf(f[0]!) > received);
+  assert.equal(p4Snaps.length, 1);
 });

@@ -45,12 +45,41 @@ test('saved entries, hard state and snapshot marks read back after a reopen, acr
     assert.equal(wal.lastIndex, 3n);
     // Appending after a reopen continues the running CRC; folding releases the first segment.
     wal.save(undefined, [entry(4, 3)]);
-    wal.releaseTo(3n);
+    wal.releaseTo(4n);
+    assert.deepEqual(wal.purge(0), [join(dir, '0000000000000000-0000000000000000.wal')]);
     wal.close();
     assert.deepEqual(readdirSync(dir), ['0000000000000001-0000000000000003.wal']);
     const again = Wal.open(dir);
     again.wal.close();
     assert.deepEqual(texts(again.contents.entries), ['3/3:e3', '3/4:e4']);
+  });
+});
+
+test("purge keeps --max-wals segments and never one a snapshot has not released (etcd's ReleaseLockTo and purge)", () => {
+  withDir((dir) => {
+    const w = Wal.create(dir, META);
+    for (let i = 1; i <= 7; i++) {
+      w.save({ term: 2n, vote: META.nodeId, commit: BigInt(i) }, [entry(i)]);
+      w.cut();
+    }
+    const names = (): string[] => readdirSync(dir).sort();
+    assert.equal(names().length, 8);
+    // Nothing released yet: nothing goes, however many there are.
+    assert.deepEqual(w.purge(2), []);
+    // A snapshot at 3: the segment before the first starting at 3 (it holds entry 2) is kept, as etcd keeps it.
+    w.releaseTo(3n);
+    assert.deepEqual(w.purge(2).map((p) => p.slice(dir.length + 1)), ['0000000000000000-0000000000000000.wal']);
+    // A snapshot at 7: the segments from the one holding entry 6 on are kept; of the rest, five stay.
+    w.releaseTo(7n);
+    assert.deepEqual(w.purge(5).map((p) => p.slice(dir.length + 1)), ['0000000000000001-0000000000000002.wal', '0000000000000002-0000000000000003.wal']);
+    assert.equal(names().length, 5);
+    // However few are asked for, the purge stops at the first segment not released.
+    assert.equal(w.purge(1).length, 2);
+    assert.deepEqual(names(), ['0000000000000005-0000000000000006.wal', '0000000000000006-0000000000000007.wal', '0000000000000007-0000000000000008.wal']);
+    w.close();
+    const { wal, contents } = Wal.open(dir);
+    wal.close();
+    assert.deepEqual(texts(contents.entries), ['2/6:e6', '2/7:e7']);
   });
 });
 

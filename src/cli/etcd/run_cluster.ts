@@ -81,6 +81,8 @@ export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
         join,
         snapshotCount: Number(r.member.snapshotCount),
         catchUpEntries: catchUpEntriesOf(get),
+        maxSnapshots: Number(get('max-snapshots') ?? 5),
+        maxWals: Number(get('max-wals') ?? 5),
         // The tests' Raft invariant check on every member's node (not an etcd variable: etcdsim's own).
         raftCheck: process.env['ETCDSIM_RAFT_CHECK'] === '1',
         seed: Number(BigInt.asUintN(32, BigInt(opts.seed ?? 0))),
@@ -88,6 +90,7 @@ export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
           role: (role, term) => log.log(roleLine(started.memberId, role, term)),
           leader: (leader, term) => log.log(electedLine(started.memberId, leader, term)),
           snapshotApplied: (was, snap) => log.log(appliedSnapshotLine(was, snap)),
+          purged: (path) => log.log({ level: 'info', pkg: 'pkg/fileutil', text: `purged file ${path} successfully`, caller: 'fileutil/purge.go:104', msg: 'purged', fields: { path } }),
           membership: (cc, m) =>
             log.log(
               cc.type === 'remove' ? removedMemberLine(started, cc.id) : cc.type === 'update' ? updatedMemberLine(started, cc.id, m?.peerUrls ?? []) : addedMemberLine(started, cc.id, m?.peerUrls ?? []),
