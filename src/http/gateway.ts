@@ -117,8 +117,11 @@ export function createGateway(member: () => MemberView, maxBodyBytes = gatewayBo
         if (route.bidi !== undefined) serveBidi(s, route, ctx, req, res, open);
         else
           void readBody(req, maxBodyBytes).then((body) => {
-            if (typeof body === 'string') return serveUnary(s, route, ctx, body, res, open);
-            // The rest of the body is not read: the connection closes after the answer.
+            // The rest of a body not read whole is left unread: the connection closes after the answer, as etcd's does.
+            if ('text' in body) {
+              if (!body.whole) res.setHeader('Connection', 'close');
+              return serveUnary(s, route, ctx, body.text, res, open);
+            }
             res.setHeader('Connection', 'close');
             const max = maxBodyBytes / 4;
             callError(res, s.etcdVersion, grpcError(GrpcCode.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${body.over} vs. ${max})`));
