@@ -6,7 +6,7 @@
 // Plain `npm run build` (and `prepack`, before a publish) also writes the .d.ts files a package consumer's
 // TypeScript reads, with tsc: tens of seconds, so it says so first. The stamp records which of the two ran.
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,6 +82,23 @@ cpSync(protoSrc, fileURLToPath(new URL('../dist/proto', import.meta.url)), {
     plugins: [distUrls],
     tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true, useDefineForClassFields: true } },
   });
+}
+// The etcd command's V8 start-up snapshot (bin/etcd_snapshot.cjs, started by bin/etcd_launch.sh): the bundle's
+// modules evaluated and etcd's proto descriptors built once here rather than in every member (about half of a
+// member's CPU to ready, docs/e2e.md "Start-up"). It is this Node's alone, so it gets this Node binary's
+// modification time, by which the launcher knows it; a Node whose builder fails leaves no blob, and the code
+// cache serves instead.
+{
+  const blob = join(root, 'dist', 'etcd.blob');
+  try {
+    execFileSync(process.execPath, ['--snapshot-blob', blob, '--build-snapshot', join(root, 'bin', 'etcd_snapshot.cjs')], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
+    const node = statSync(process.execPath);
+    utimesSync(blob, node.atime, node.mtime);
+  } catch (err) {
+    rmSync(blob, { force: true });
+    const why = String(err.stderr ?? err.message).split('\n').filter((l) => l.trim() !== '' && !l.includes('Warning') && !l.includes('may still work') && !l.includes('issue tracker') && !l.includes('trace-warnings'));
+    say(`no start-up snapshot of the etcd command (it starts from the code cache): ${why.slice(0, 3).join(' / ')}`);
+  }
 }
 // The browser playground: the scenario runner bundled with esbuild into one self-contained page, which
 // `etcdsim playground` writes or serves. Bundling fails (and so does the build) if the page would need a

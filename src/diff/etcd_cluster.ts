@@ -95,11 +95,14 @@ export interface EtcdCommand {
   readonly env?: Readonly<Record<string, string>> | undefined;
 }
 
-/** etcdsim as the etcd binary: this Node running this package's `bin/etcdsim.js etcd`, as release `version`. */
+/**
+ * etcdsim as the etcd binary, as release `version`: this package's launcher (bin/etcd_launch.sh: the start-up
+ * snapshot, or `bin/etcdsim.js etcd`) on this Node, as install-bin's `etcd` starts it.
+ */
 export function etcdsimCommand(version = '3.4'): EtcdCommand {
   // src/diff and dist/diff are both two folders below the package root.
-  const entry = fileURLToPath(new URL('../../bin/etcdsim.js', import.meta.url));
-  return { command: process.execPath, args: [entry, 'etcd'], env: { ETCDSIM_ETCD_VERSION: version } };
+  const launch = fileURLToPath(new URL('../../bin/etcd_launch.sh', import.meta.url));
+  return { command: '/bin/sh', args: [launch], env: { ETCDSIM_ETCD_VERSION: version, ETCDSIM_NODE: process.execPath } };
 }
 
 export interface StartClusterOptions {

@@ -19,6 +19,9 @@
  *  - a microtask: a resolved promise's `then`;
  *  - keeping the process alive: a referenced `MessagePort` (an `Atomics.waitAsync` alone does not).
  * Fake timers patch none of these (fake-timers 15: `timers`, `timers/promises`, `perf_hooks.now`, globals).
+ * The time origin and `Atomics` are read when used, not when this module loads: `etcdsim etcd` starts from a
+ * V8 start-up snapshot in which this module was evaluated while the snapshot was built (bin/etcd_snapshot.cjs)
+ * — in another process, whose time origin is not this one's, and whose builder has no `Atomics` at all.
  * The playground bundle (scripts/build.mjs) resolves this file to src/playground/browser/host_platform.ts,
  * the browser's timers, where no test fakes them.
  */
@@ -27,12 +30,9 @@ import { performance as perfHooks } from 'node:perf_hooks';
 import { setImmediate as timersSetImmediate } from 'node:timers';
 import type { MessagePort } from 'node:worker_threads';
 
-const epochOriginMs = perfHooks.timeOrigin;
-
 /** `Atomics.waitAsync` (ES2024, in Node since 16), typed here as the project's lib is ES2022. */
-const waitAsync = (Atomics as unknown as {
-  waitAsync(cell: Int32Array, index: number, value: number, timeoutMs: number): { async: boolean; value: Promise<string> | string };
-}).waitAsync;
+const waitAsync = (cell: Int32Array, index: number, value: number, timeoutMs: number): { async: boolean; value: Promise<string> | string } =>
+  (Atomics as unknown as { waitAsync: typeof waitAsync }).waitAsync(cell, index, value, timeoutMs);
 
 /** Host monotonic time in ms since the process started; never moved by fake timers. */
 export function hostMonotonicMs(): number {
@@ -41,7 +41,7 @@ export function hostMonotonicMs(): number {
 
 /** Host wall-clock time in ms (epoch), advancing with the monotonic clock; never moved by fake timers. */
 export function hostEpochMs(): number {
-  return epochOriginMs + process.uptime() * 1000;
+  return perfHooks.timeOrigin + process.uptime() * 1000;
 }
 
 const resolved = Promise.resolve();
