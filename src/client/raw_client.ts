@@ -31,7 +31,8 @@
  */
 import { Buffer } from '../sim/index.js';
 import { toGrpcError, type CallContext, type EtcdServices, type StreamCall, type WaitingCallContext, tokenApplied } from '../server/index.js';
-import { callNameOf, SERVICE_DECLARATIONS, type CallName, type EtcdServiceName } from '../proto/index.js';
+// calls.ts, not proto's index: the simulator (and the playground's page) reads no .proto file.
+import { callNameOf, SERVICE_DECLARATIONS, type CallName, type EtcdServiceName } from '../proto/calls.js';
 import type * as M from '../server/messages.js';
 import { encode, isRecord, type Req } from './text_keys.js';
 import { EtcdWatchStream, EtcdKeepAliveStream, EtcdObserveStream } from './raw_streams.js';

@@ -6,9 +6,9 @@
  *
  * The engine reaches Node's byte and hash functions through src/sim/bytes_platform.ts and
  * crypto_platform.ts, the host's time and timers through host_platform.ts; the bundle resolves those to
- * src/playground/browser/, and leaves the Node-only etcd3 client (src/client/etcd3.ts) and the .proto loader
- * (src/proto/loader.ts) out the same way. Any other Node built-in the bundle reaches fails the build, naming
- * the module and its importer: the page must never need Node.
+ * src/playground/browser/, and leaves the Node-only etcd3 client (src/client/etcd3.ts) out the same way. Any
+ * other Node built-in the bundle reaches fails the build, naming the module and its importer: the page must
+ * never need Node.
  */
 import { readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
@@ -26,7 +26,6 @@ const BROWSER_STAND_INS: ReadonlyMap<string, string> = new Map([
   [join(SRC, 'sim', 'crypto_platform.ts'), join(SRC, 'playground', 'browser', 'crypto_platform.ts')],
   [join(SRC, 'sim', 'host_platform.ts'), join(SRC, 'playground', 'browser', 'host_platform.ts')],
   [join(SRC, 'client', 'etcd3.ts'), join(SRC, 'playground', 'browser', 'etcd3_client.ts')],
-  [join(SRC, 'proto', 'loader.ts'), join(SRC, 'playground', 'browser', 'proto_loader.ts')],
 ]);
 
 const NODE_BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));

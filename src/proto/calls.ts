@@ -3,8 +3,8 @@
  * methods (proto-loader's generated service definitions), spelled as a member's service classes spell them
  * (`LeaseGrant` → `leaseGrant`). The doors type the member's services through these, so a method added to a
  * .proto is a method every door's type expects. The same list as a value, with each method's streaming
- * sides: SERVICE_DECLARATIONS (generated from the protos, so it reads none at run time — the playground's
- * page, which reads no .proto, lists its calls from it).
+ * sides: SERVICE_DECLARATIONS (generated from the protos, so it reads none at run time: the in-process
+ * simulator and the playground's page, which read no .proto, list their calls from this file alone).
  */
 export { SERVICE_DECLARATIONS } from './generated/services.js';
 import type { AuthDefinition } from './generated/etcdserverpb/Auth.js';

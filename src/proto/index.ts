@@ -4,8 +4,8 @@
  * proto-loader-gen-types writes from them (generated/, `npm run gen-types`; src/server/messages.ts derives
  * the services' message types from those). A leaf: it imports nothing of etcdsim, and no grpc-js — a member
  * serves through its own HTTP/2 door and never dials, so grpc-js's client constructors live with the gRPC
- * client (src/grpc/client.ts). A page reads no .proto either: the playground's bundle takes a stand-in for
- * loader.ts (src/playground/browser/proto_loader.ts) and lists the calls from calls.ts alone.
+ * client (src/grpc/client.ts). The in-process simulator reads no .proto at all: it lists etcd's calls from
+ * calls.ts alone, without the loader's proto-loader and protobufjs (test/layout/index_imports.test.ts).
  */
 export { PROTO_DIR, PROTO_FILES, PROTO_LOADER_OPTIONS, etcdPackageDefinition, etcdServiceDefinition } from './loader.js';
 export { callNameOf, SERVICE_DECLARATIONS, SERVICE_PACKAGES, type CallName, type EtcdServiceName } from './calls.js';

@@ -15,7 +15,8 @@
  * It reads the protos' declarations as generated (src/proto/generated/services.ts), not the protos, so it
  * loads nothing a browser lacks: the playground's bundle may hold it.
  */
-import { callNameOf, SERVICE_DECLARATIONS, type EtcdServiceName } from '../proto/index.js';
+// calls.ts, not proto's index: the in-process member lists its calls without loading the .proto loader.
+import { callNameOf, SERVICE_DECLARATIONS, type EtcdServiceName } from '../proto/calls.js';
 import { SERVICE_CLASSES } from './service_classes.js';
 import type { MemberServices } from './member_view.js';
 
