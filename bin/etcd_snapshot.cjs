@@ -9,9 +9,12 @@
 // What must not be captured in the snapshot, since it would be the builder's and not the started process's:
 // a clock reading, the environment, a file descriptor, a listener or timer — prepareMember() makes none
 // (src/cli/etcd/main.ts; src/sim/host_platform.ts reads the time origin when used). Node 20's builder
-// cannot hold node:http, node:https, node:tls, node:http2 or node:cluster (it fails or warns that their
-// state may not survive), so the bundle is given a stand-in for each that loads the real module at its
-// first use, which is after the process started; a use while building fails the build instead.
+// cannot hold node:http, node:https, node:tls or node:http2 (it fails on them or warns that their state may
+// not survive), so the bundle is given a stand-in for each that loads the real module at its first use,
+// which is after the process started; a use while building fails the build instead. node:cluster and
+// node:dns are loaded here, though nothing of ours imports them: every `listen` of node:net loads them
+// (about 9 ms of CPU), and the one state node:cluster keeps for a process like ours — that it is not a
+// cluster worker, read from NODE_UNIQUE_ID, which no harness sets for etcd — is the same in every process.
 'use strict';
 const { execFileSync } = require('node:child_process');
 const { readFileSync } = require('node:fs');
@@ -19,7 +22,9 @@ const { join } = require('node:path');
 const v8 = require('node:v8');
 
 const bundle = join(__dirname, '..', 'dist', 'etcd.cjs');
-const DEFERRED = ['http', 'https', 'tls', 'http2', 'cluster'];
+const DEFERRED = ['http', 'https', 'tls', 'http2'];
+require('node:cluster');
+require('node:dns');
 let building = true;
 
 // A stand-in's own keys must be known without loading the module (the bundle copies them into its import
