@@ -23,8 +23,17 @@
  *    index check); a member behind the leader's log installs the leader's db (etcd's applySnapshot).
  */
 import { mkdirSync } from 'node:fs';
-import { EtcdServer } from '../server/index.js';
-import { clusterIdOf, memberIdOf } from '../server/member_id.js';
+import {
+  EtcdServer,
+  ErrMemberNotFound,
+  ErrPeerUrlExists,
+  clusterIdOf,
+  grpcError,
+  memberIdOf,
+  serverCompat,
+  toGrpcError,
+  type GrpcError,
+} from '../server/index.js';
 import {
   CLUSTER_VERSION_SET_FIELD,
   LEASE_REVOKE_FIELD,
@@ -37,13 +46,10 @@ import {
   encodeRaftRequest,
   type MemberAttributesEntry,
 } from '../server/raft_request.js';
-import { grpcError, toGrpcError, type GrpcError } from '../server/errors.js';
-import { ErrMemberNotFound, ErrPeerUrlExists } from '../server/membership_service.js';
-import { serverCompat } from '../server/compat.js';
 import { NONE, RaftLoop, RaftNode, RaftNodeChecker, bootstrapStorage, type ConfChange, type Entry, type NodeId, type RaftPersistence, type RaftStorage, type Ready, type Role, type Snapshot } from '../raft/index.js';
 import { SimRandom } from '../sim/index.js';
 import { readBackendFile, walExists } from '../storage/index.js';
-import { errTransportClosing } from '../cluster/errors.js';
+import { errTransportClosing } from '../cluster/index.js';
 import { answerLease } from './lease_forward.js';
 import { MemberRequests } from './requests.js';
 import { PeerTransport, type PeerAddress, type PeerTls } from './transport.js';

@@ -15,10 +15,12 @@
  * not parse are refused before proposing (etcd's other members panic on them: a deliberate difference, as
  * on a single member, src/server/membership_service.ts).
  */
-import { header, uint64ToBigInt } from '../server/convert.js';
-import { asGrpc } from '../server/errors.js';
-import { memberIdOf } from '../server/member_id.js';
 import {
+  asGrpc,
+  header,
+  memberIdOf,
+  uint64ToBigInt,
+  type CallContext,
   ErrLearnerNotReady,
   ErrMemberBadUrls,
   ErrMemberIdExists,
@@ -31,8 +33,7 @@ import {
   MAX_LEARNERS,
   fail,
   validUrl,
-} from '../server/membership_service.js';
-import type { CallContext } from '../server/index.js';
+} from '../server/index.js';
 import type * as M from '../server/messages.js';
 import type { NodeId } from '../raft/index.js';
 import type { ProcessClusterMember, ProcessMember } from './process_member.js';

@@ -19,19 +19,29 @@
  * they call a single member's.
  */
 import { EtcdError } from '../etcd/index.js';
-import { int64ToBigInt, putIn, txnIn, uint64ToBigInt } from '../server/convert.js';
-import { ErrNoSpace } from '../server/alarms.js';
-import { asGrpc, type GrpcError } from '../server/errors.js';
-import { LEASE_OVERHEAD, costPut, costTxn, noSpaceAlarm, overQuota } from '../server/quota.js';
+import {
+  ElectionRules,
+  ErrNoSpace,
+  LEASE_OVERHEAD,
+  LockRules,
+  asGrpc,
+  costPut,
+  costTxn,
+  int64ToBigInt,
+  noSpaceAlarm,
+  overQuota,
+  putIn,
+  txnIn,
+  uint64ToBigInt,
+  type CallContext,
+  type ConcurrencyClient,
+  type EtcdServer,
+  type GrpcError,
+  type MemberServices,
+} from '../server/index.js';
 import { ALARM_FIELD, RAFT_REQUEST_FIELDS, encodeAuthenticate, encodeRaftRequest, type RaftRequestHeader } from '../server/raft_request.js';
-import { LockRules } from '../server/lock_service.js';
-import { ElectionRules } from '../server/election_service.js';
-import type { ConcurrencyClient } from '../server/concurrency_rules.js';
-import type { CallContext, EtcdServer, MemberServices } from '../server/index.js';
 import type * as M from '../server/messages.js';
-import { errBadLeaderTransferee, errNoLeader, errNotLeader, errTimeout } from '../cluster/errors.js';
-import { requiresLeader } from '../cluster/require_leader.js';
-import { txnKind } from '../cluster/services.js';
+import { errBadLeaderTransferee, errNoLeader, errNotLeader, errTimeout, requiresLeader, txnKind } from '../cluster/index.js';
 import { NONE } from '../raft/index.js';
 import type { ProcessMember } from './process_member.js';
 import { processMembership } from './process_membership.js';

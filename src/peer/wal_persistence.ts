@@ -18,9 +18,8 @@
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ConfChange, Entry, RaftPersistence, RaftStorage, Ready, Snapshot } from '../raft/index.js';
-import { decodeFields, type ProtoField } from '../snapshot/proto_reader.js';
-import { Wal, WalError, rollCrc, type DataDirLayout, type WalEntry, type WalMetadata } from '../storage/index.js';
-import { encodeFields } from '../storage/wal_record.js';
+import { decodeFields, type ProtoField } from '../snapshot/index.js';
+import { Wal, WalError, encodeFields, rollCrc, type DataDirLayout, type WalEntry, type WalMetadata } from '../storage/index.js';
 
 const CONF_TYPES: readonly ConfChange['type'][] = ['add', 'remove', 'update'];
 /** raftpb.ConfChangeType: AddNode 0, RemoveNode 1, UpdateNode 2, AddLearnerNode 3. */

@@ -53,4 +53,19 @@ export { tokenApplied } from './applied_wait.js';
 export { EtcdUrlError, parseEtcdUrl } from './urls.js';
 export type { EtcdUrl } from './urls.js';
 export { asGrpc } from './errors.js';
+// etcd's membership checks, which a process member (src/peer) makes before proposing a conf change.
+export {
+  ErrLearnerNotReady,
+  ErrMemberBadUrls,
+  ErrMemberIdExists,
+  ErrMemberNotFound,
+  ErrMemberNotLearner,
+  ErrNotEnoughStartedMembers,
+  ErrPeerUrlExists,
+  ErrTooManyLearners,
+  ErrUnhealthy,
+  MAX_LEARNERS,
+  fail,
+  validUrl,
+} from './membership_service.js';
 export type { KeptMemberStart, KeptState } from './kept_member.js';
