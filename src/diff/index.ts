@@ -5,7 +5,7 @@
  */
 
 // For the floors above, which import this folder only through this index (test/layout/index_imports.test.ts).
-export { canon, text } from './normalise.js';
+export { canon, sameCanon, text } from './normalise.js';
 export type { Canon, LeaseNames } from './normalise.js';
 export { simTarget } from './target.js';
 export { runDiffCheck } from './check.js';

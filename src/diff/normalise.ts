@@ -52,6 +52,49 @@ export function canon(v: unknown, leases: LeaseNames, parentKey = ''): Canon {
   return String(v);
 }
 
+/**
+ * Whether `canon(a, leases)` and `canon(b, leases)` are equal, read off the two messages in step without
+ * building either form — the shadow compares every answer of an application's traffic, and two equal
+ * answers are the common case, where building and printing both canonical forms was a quarter of its work.
+ * It answers false when it cannot tell cheaply (keys in different orders, a list canon sorts, mixed
+ * representations such as a Buffer against a string): the caller then compares the texts. True only when
+ * the canonical texts are equal.
+ */
+export function sameCanon(a: unknown, b: unknown, leases: LeaseNames, parentKey = ''): boolean {
+  if (a === null || a === undefined) return b === null || b === undefined;
+  if (b === null || b === undefined) return false;
+  if (Buffer.isBuffer(a) || a instanceof Uint8Array) return (Buffer.isBuffer(b) || b instanceof Uint8Array) && Buffer.compare(a, b) === 0;
+  if (typeof a === 'boolean' || typeof a === 'string' || typeof a === 'bigint') return a === b;
+  if (typeof a === 'number') return a === b && Number.isFinite(a);
+  if (typeof a !== 'object' || typeof b !== 'object' || Buffer.isBuffer(b) || b instanceof Uint8Array) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length || parentKey === 'leases' || parentKey === 'keys') return false;
+    for (let i = 0; i < a.length; i++) if (!sameCanon(a[i], b[i], leases, parentKey)) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  if (ka.length !== kb.length) return false;
+  const isHeader = parentKey === 'header';
+  for (let i = 0; i < ka.length; i++) {
+    const k = ka[i]!;
+    if (kb[i] !== k) return false;
+    const x = (a as Record<string, unknown>)[k];
+    const y = (b as Record<string, unknown>)[k];
+    if (isHeader && FREE_HEADER_FIELDS.has(k)) {
+      if ((x !== '0') !== (y !== '0')) return false;
+      if (x !== '0') continue; // '*' on both sides
+    }
+    if (LEASE_FIELDS.has(k) && (typeof x === 'string' || typeof y === 'string')) {
+      if (typeof x !== 'string' || typeof y !== 'string' || (leases.names.get(x) ?? x) !== (leases.names.get(y) ?? y)) return false;
+      continue;
+    }
+    if (!sameCanon(x, y, leases, k)) return false;
+  }
+  return true;
+}
+
 /** Canonical JSON text: equal texts, equal messages. */
 export function text(c: Canon): string {
   return JSON.stringify(c);

@@ -24,7 +24,7 @@ interface MethodForms {
   readonly reqWire: (m: unknown) => unknown;
 }
 
-const methods = new Map<string, MethodForms | null>();
+const methods = new Map<string, MethodForms>();
 
 function formsOf(path: string): MethodForms | undefined {
   if (!methods.has(path)) {
@@ -32,7 +32,8 @@ function formsOf(path: string): MethodForms | undefined {
     let f: MethodForms | null = null;
     if (m !== null) {
       try {
-        const def = etcdService(m[1] as EtcdServiceName).service[m[2]!];
+        const methodsOf = etcdService(m[1] as EtcdServiceName).service;
+        const def = Object.hasOwn(methodsOf, m[2]!) ? methodsOf[m[2]!] : undefined; // not `constructor` or `__proto__`
         if (def !== undefined) {
           f = {
             codec: { req: (b) => def.requestDeserialize(b), res: (b) => def.responseDeserialize(b), wire: (x) => def.responseDeserialize(def.responseSerialize(x)) },
@@ -43,6 +44,8 @@ function formsOf(path: string): MethodForms | undefined {
         f = null;
       }
     }
+    // Only etcd's own methods are kept: any path a client sends would otherwise grow the map without bound.
+    if (f === null) return undefined;
     methods.set(path, f);
   }
   return methods.get(path) ?? undefined;

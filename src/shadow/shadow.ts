@@ -259,9 +259,17 @@ function tapGateway(ctx: ShadowContext, url: string, method: string, headers: Ta
 /** The report's row for calls on a connection the tap no longer reads: which RPC they were is not known. */
 const UNREAD = '(unread)';
 
+/** Names already worked out, per path: a few dozen of etcd's methods in practice, bounded for any client. */
+const rpcNames = new Map<string, string>();
+
 /** `KV.Range` for `/etcdserverpb.KV/Range`. */
 function rpcName(path: string): string {
-  return path.replace(/^\/[\w.]*?\.?(\w+)\/(\w+)$/, '$1.$2');
+  let name = rpcNames.get(path);
+  if (name === undefined) {
+    name = path.replace(/^\/[\w.]*?\.?(\w+)\/(\w+)$/, '$1.$2');
+    if (rpcNames.size < 256) rpcNames.set(path, name);
+  }
+  return name;
 }
 
 /** What the shadow does with one call the proxy carries: compared, or passed through and counted. */

@@ -7,7 +7,7 @@
  * Lease IDs are the real etcd's: the simulator grants each lease with the ID etcd chose, as a client-chosen
  * ID, so every later request naming it means the same lease on both.
  */
-import { canon, text, type Canon } from '../diff/index.js';
+import { canon, sameCanon, text, type Canon } from '../diff/index.js';
 import type { CallContext } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import { isObj, NO_LEASES, outcomeText, simOutcome, type Outcome, type ShadowContext } from './context.js';
@@ -133,11 +133,20 @@ export function unaryStep(ctx: ShadowContext, rule: UnaryRule, rpc: string, req:
       const mine = simOutcome(() => wire(rule.ask(ctx, sreq, ok, call)));
       rule.learn?.(ctx, mine, etcd);
       ctx.log.add(rpc, rule.logged?.(req, ok) ?? req, etcd);
-      const [a, b] = compareTexts(mine, etcd, late ? rev : undefined, rule);
       ctx.report.compared(rpc);
+      if (!late && sameOutcome(mine, etcd, rule)) return;
+      const [a, b] = compareTexts(mine, etcd, late ? rev : undefined, rule);
       if (a !== b) ctx.diverge(rpc, `${rpc} at revision ${rev ?? cur}`, req, b, a, rev);
     },
   };
+}
+
+/**
+ * Two answers that agree as they are — the common case — without printing either (sameCanon); false sends
+ * them to compareTexts, which also decides rules that adjust a side (`free`, `canonical`).
+ */
+function sameOutcome(mine: Outcome, etcd: Outcome, rule: Pick<UnaryRule, 'free' | 'canonical'>): boolean {
+  return 'ok' in mine && 'ok' in etcd && rule.free === undefined && rule.canonical === undefined && sameCanon(mine.ok, etcd.ok, NO_LEASES);
 }
 
 /** Both answers as canonical text: [simulator, etcd]; a late read's header says etcd's revision on both. */
