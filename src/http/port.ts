@@ -193,7 +193,7 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
 
 /**
  * Reads a plaintext connection's first bytes until they tell its protocol, then hands it on: to `http2` with
- * the bytes read, or back unread to `http1`.
+ * the bytes read, or to `http1`, whose data listener gets them.
  */
 function sniff(socket: net.Socket, http2: (head: Buffer) => void, http1: () => void): void {
   let seen: Buffer | undefined;
@@ -207,10 +207,12 @@ function sniff(socket: net.Socket, http2: (head: Buffer) => void, http1: () => v
     if (isH2 && n < PREFACE.length) return;
     socket.removeListener('data', onData);
     if (isH2) return http2(seen);
-    socket.pause();
-    socket.unshift(seen);
+    // node:http reads the socket natively from here on (its parser consumes the handle); the bytes read so
+    // far go to the 'data' listener it has just added, before any later read can. Unshifting them instead
+    // (pause, unshift, resume) sent them through the stream's buffer and a tick: a third of what this port
+    // added per connection to node:http's own cost under slowloris (issue 32's fifth pass).
     http1();
-    socket.resume();
+    socket.emit('data', seen);
   };
   socket.on('data', onData);
 }
