@@ -4,7 +4,6 @@
  * sorted-btree compares such strings much faster than it compares byte arrays.
  */
 import { Buffer } from '../sim/bytes_platform.js';
-import type { KeyValue } from './types.js';
 
 /** A key as the index holds it: one latin1 character per byte. */
 export type KeyString = string;
@@ -26,8 +25,8 @@ const SLAB_SIZE = 64 * 1024;
 const SLAB_MAX_COPY = 1024;
 
 /**
- * Private copies of caller-owned bytes (keys and values must not change when the caller reuses its
- * buffer). Small copies share 64 KiB slabs, as Node's Buffer pool does: one ArrayBuffer per copy would
+ * Private copies of caller-owned bytes (keys must not change when the caller reuses its buffer; a
+ * store's values are kept by history.ts). Small copies share 64 KiB slabs, as Node's Buffer pool does: one ArrayBuffer per copy would
  * dominate the cost of a put through garbage collection. The price: a slab stays alive while any copy in
  * it does. Each store has its own slabs, and a copy's length is the source's own byteLength, so nothing a
  * caller passes can make one copy overlap another — in this store or any other.
@@ -46,25 +45,6 @@ export class ByteSlab {
     this.slab.set(src, start);
     // The constructor skips subarray's species lookup: measurably cheaper, and this runs on every put.
     return new Uint8Array(this.slab.buffer, start, n);
-  }
-
-  /**
-   * A new key's first KeyValue (version 1, created at `rev`), with private copies of its key and value:
-   * what two copy() calls would make, in one reservation when both fit.
-   */
-  firstKeyValue(key: Uint8Array, value: Uint8Array, rev: number, lease: bigint): KeyValue {
-    const nk = key.byteLength;
-    const nv = value.byteLength;
-    if (nk === 0 || nv === 0 || nk > SLAB_MAX_COPY || nv > SLAB_MAX_COPY) {
-      return { key: this.copy(key), createRevision: rev, modRevision: rev, version: 1, value: this.copy(value), lease };
-    }
-    const vAt = (nk + 7) & ~7;
-    const start = this.reserve(vAt + nv);
-    const slab = this.slab;
-    slab.set(key, start);
-    slab.set(value, start + vAt);
-    const buf = slab.buffer;
-    return { key: new Uint8Array(buf, start, nk), createRevision: rev, modRevision: rev, version: 1, value: new Uint8Array(buf, start + vAt, nv), lease };
   }
 
   /** Room for `n` bytes (0 < n <= SLAB_SIZE), 8-byte aligned; a fresh slab when the current one is full. */

@@ -318,7 +318,6 @@ export class MvccStore {
       if (problem !== undefined) return;
       if (ki.key !== key) problem = `index key ${JSON.stringify(key)} holds keyIndex of ${JSON.stringify(ki.key)}`;
       else if (prevKey !== undefined && prevKey >= key) problem = `index out of order at ${JSON.stringify(key)}`;
-      
       else problem = ki.checkValid();
       const newest = ki.current();
       if (problem === undefined && newest !== undefined && newest.modRevision > s.currentRev) {
@@ -327,6 +326,7 @@ export class MvccStore {
       prevKey = key;
     });
     problem ??= s.index.checkLookups();
+    problem ??= s.checkHistory();
     if (problem === undefined && s.compactRev > s.currentRev) problem = `compact revision ${s.compactRev} above current ${s.currentRev}`;
     if (problem === undefined) {
       const held = retainedOf(s.index);

@@ -8,11 +8,12 @@
  * must then revisit. Small integers are not pointers, so the leaves' value arrays cost the collector
  * nothing. At a million puts this is the difference of a good part of a microsecond per put.
  *
- * A slot holds a key's only KeyValue directly while the key has a single revision, and a KeyIndex from its
- * second revision on (or when a writer asks for the keyIndex to change it): most keys of a large store are
- * written once, and for them this saves an object per key and a memory hop per read. Reads never change
- * that form: read-only lookups and walks build a throwaway ReadonlyKeyIndex for such a key, or read its
- * KeyValue directly, so a hash or a snapshot of the store leaves the index as small as it found it.
+ * A slot holds a key's only revision directly (its record number in the store's History, history.ts) while
+ * the key has a single revision, and a KeyIndex from its second revision on (or when a writer asks for the
+ * keyIndex to change it): most keys of a large store are written once, and for them this saves an object per
+ * key. Reads never change that form: read-only lookups and walks build a throwaway ReadonlyKeyIndex for such
+ * a key, or read its record directly, so a hash or a snapshot of the store leaves the index as small as it
+ * found it.
  *
  * Beside the B-tree, a hash map from key to slot answers the lookups of one key (a get, a put of a key that
  * exists, a compare): a B-tree descent compares the key with a dozen others, a hash lookup with one, and the
@@ -21,7 +22,8 @@
  */
 import { BTreeEx as BTree } from 'sorted-btree/extended/index.js';
 import type { KeyString } from './bytes.js';
-import { KeyIndex, compactsAway, count, isTombstone, type ReadonlyKeyIndex, type Tally } from './key_index.js';
+import { NO_RECORD, type History, type Rec } from './history.js';
+import { KeyIndex, compactsAway, drop, type ReadonlyKeyIndex, type Tally } from './key_index.js';
 import type { KeyValue } from './types.js';
 
 /**
@@ -33,24 +35,27 @@ const MAX_NODE_SIZE = 64;
 /** What a callback of sorted-btree's range walks returns to end the walk. */
 const STOP = { break: true } as const;
 
-/** What a slot holds: a keyIndex, or the single KeyValue of a key with one revision. */
-type Entry = KeyIndex | KeyValue;
+/** What a slot holds: a keyIndex, or the record of a key with one revision. */
+type Entry = KeyIndex | Rec;
 
-/** The KeyValue of `e` visible at `atRev` (KeyIndex.get for a single revision), or undefined. */
-function entryAt(e: Entry, atRev: number): KeyValue | undefined {
-  if (e instanceof KeyIndex) return e.get(atRev);
-  return e.modRevision <= atRev && !isTombstone(e) ? e : undefined;
+
+/** The record of `e` visible at `atRev` (KeyIndex.getRec for a single revision), or NO_RECORD. */
+function entryAt(h: History, e: Entry, atRev: number): Rec {
+  if (typeof e !== 'number') return e.getRec(atRev);
+  return h.modRevision(e) <= atRev && !h.isTombstone(e) ? e : NO_RECORD;
 }
 
-/** KeyIndex.compact on one slot's entry, in either form, counting what goes; true when nothing is left of the key. */
-function compactEntry(e: Entry, atRev: number, keepTombstoneAtRev: boolean, dropped: Tally): boolean {
-  if (e instanceof KeyIndex) return e.compact(atRev, keepTombstoneAtRev, dropped);
-  if (!(e.modRevision <= atRev && compactsAway(e, atRev, keepTombstoneAtRev))) return false;
-  count(dropped, e);
+/** KeyIndex.compact on one slot's entry, in either form, dropping what goes; true when nothing is left of the key. */
+function compactEntry(h: History, e: Entry, atRev: number, keepTombstoneAtRev: boolean, dropped: Tally): boolean {
+  if (typeof e !== 'number') return e.compact(atRev, keepTombstoneAtRev, dropped);
+  if (!(h.modRevision(e) <= atRev && compactsAway(h, e, atRev, keepTombstoneAtRev))) return false;
+  drop(dropped, h, e);
   return true;
 }
 
 export class TreeIndex {
+  /** Where the revisions the index names are stored. */
+  readonly history: History;
   /** key → slot in `entries`. */
   private tree: BTree<KeyString, number>;
   /** slot → entry; a freed slot holds undefined until a new key reuses it. */
@@ -60,8 +65,9 @@ export class TreeIndex {
   /** key → slot, the same pairs as `tree`: the lookups of one key. */
   private slots: Map<KeyString, number>;
 
-  /** An index holding `keyIndexes` (sorted by key, no duplicates), built in one pass. */
-  constructor(keyIndexes: readonly KeyIndex[] = []) {
+  /** An index over `history` holding `keyIndexes` (sorted by key, no duplicates), built in one pass. */
+  constructor(history: History, keyIndexes: readonly KeyIndex[] = []) {
+    this.history = history;
     this.entries = keyIndexes.slice();
     this.tree = BTree.bulkLoad<KeyString, number>(
       keyIndexes.map((ki) => ki.key),
@@ -81,7 +87,7 @@ export class TreeIndex {
     const slot = this.slots.get(key);
     if (slot === undefined) return undefined;
     const e = this.entries[slot]!;
-    return e instanceof KeyIndex ? e.oldest()?.modRevision : e.modRevision;
+    return typeof e !== 'number' ? e.oldestModRevision() : this.history.modRevision(e);
   }
 
   /**
@@ -106,20 +112,21 @@ export class TreeIndex {
   getAt(key: KeyString, atRev: number): KeyValue | undefined {
     const slot = this.slots.get(key);
     if (slot === undefined) return undefined;
-    return entryAt(this.entries[slot]!, atRev);
+    const r = entryAt(this.history, this.entries[slot]!, atRev);
+    return r === NO_RECORD ? undefined : this.history.kvRead(r);
   }
 
-  /** The keyIndex in `slot` for reading: the stored one, or a throwaway made from the slot's single KeyValue. */
+  /** The keyIndex in `slot` for reading: the stored one, or a throwaway made from the slot's single record. */
   private readAt(key: KeyString, slot: number): ReadonlyKeyIndex {
     const e = this.entries[slot]!;
-    return e instanceof KeyIndex ? e : new KeyIndex(key, e.key, [e]);
+    return typeof e !== 'number' ? e : new KeyIndex(this.history, key, this.history.key(e), [e]);
   }
 
-  /** The keyIndex in `slot` for writing, made (and stored) from the slot's single KeyValue if needed. */
+  /** The keyIndex in `slot` for writing, made (and stored) from the slot's single record if needed. */
   private keyIndexAt(key: KeyString, slot: number): KeyIndex {
     const e = this.entries[slot]!;
-    if (e instanceof KeyIndex) return e;
-    const ki = new KeyIndex(key, e.key, [e]);
+    if (typeof e !== 'number') return e;
+    const ki = new KeyIndex(this.history, key, this.history.key(e), [e]);
     this.entries[slot] = ki;
     return ki;
   }
@@ -140,8 +147,8 @@ export class TreeIndex {
   }
 
   /** Fills a slot returned by insertAbsent() with the key's first revision. */
-  setFirst(slot: number, kv: KeyValue): void {
-    this.entries[slot] = kv;
+  setFirst(slot: number, r: Rec): void {
+    this.entries[slot] = r;
   }
 
   delete(key: KeyString): void {
@@ -188,9 +195,10 @@ export class TreeIndex {
    */
   forRangeAt(low: KeyString, high: KeyString, includeHigh: boolean, atRev: number, visit: (kv: KeyValue, key: KeyString) => boolean): void {
     const entries = this.entries;
+    const h = this.history;
     this.tree.forRange(low, high, includeHigh, (key, slot) => {
-      const kv = entryAt(entries[slot]!, atRev);
-      if (kv !== undefined && visit(kv, key)) return STOP;
+      const r = entryAt(h, entries[slot]!, atRev);
+      if (r !== NO_RECORD && visit(h.kvRead(r), key)) return STOP;
       return undefined;
     });
   }
@@ -210,11 +218,17 @@ export class TreeIndex {
    * keep): the walk of the hashes and of a snapshot, which need the revisions and not a keyIndex.
    */
   forEachRevs(visit: (key: KeyString, keyBytes: Uint8Array, revs: KeyValue[]) => void): void {
+    this.forEachRecords((key, keyBytes, records) => visit(key, keyBytes, records.map((r) => this.history.kv(r))));
+  }
+
+  /** forEachRevs with the revisions' records instead of KeyValues (a fresh array the callback may keep). */
+  forEachRecords(visit: (key: KeyString, keyBytes: Uint8Array, records: Rec[]) => void): void {
     const entries = this.entries;
+    const h = this.history;
     this.tree.forEachPair((key, slot) => {
       const e = entries[slot]!;
-      if (e instanceof KeyIndex) visit(key, e.keyBytes, e.revs);
-      else visit(key, e.key, [e]);
+      if (typeof e !== 'number') visit(key, e.keyBytes, e.records());
+      else visit(key, h.key(e), [e]);
     });
   }
 
@@ -224,7 +238,7 @@ export class TreeIndex {
    */
   keyIndexCount(): number {
     let n = 0;
-    for (const e of this.entries) if (e instanceof KeyIndex) n++;
+    for (const e of this.entries) if (e !== undefined && typeof e !== 'number') n++;
     return n;
   }
 
@@ -236,7 +250,7 @@ export class TreeIndex {
     const entries = this.entries;
     const emptied: KeyString[] = [];
     this.tree.forEachPair((key, slot) => {
-      if (compactEntry(entries[slot]!, atRev, keepTombstoneAtRev, dropped)) emptied.push(key);
+      if (compactEntry(this.history, entries[slot]!, atRev, keepTombstoneAtRev, dropped)) emptied.push(key);
     });
     if (emptied.length > 0) this.deleteKeys(emptied);
   }
@@ -249,7 +263,7 @@ export class TreeIndex {
     for (const key of keys) {
       const slot = this.slots.get(key);
       if (slot === undefined) continue; // already emptied by an earlier duplicate
-      if (compactEntry(this.entries[slot]!, atRev, keepTombstoneAtRev, dropped)) {
+      if (compactEntry(this.history, this.entries[slot]!, atRev, keepTombstoneAtRev, dropped)) {
         this.tree.delete(key);
         this.release(key, slot);
       }

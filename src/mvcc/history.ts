@@ -1,0 +1,237 @@
+/**
+ * The stored revisions of a store, as columns (what etcd's backend keeps in its key bucket: one record per
+ * revision, {main, sub} → KeyValue). etcd keeps every revision until a compaction, in pages its garbage
+ * collector never sees; a store that kept each revision as a KeyValue object and a Uint8Array view of its
+ * value paid for both on every scavenge that copied them and every mark of the old generation — a build
+ * that kept no history put 38 % faster (docs/performance.md, "Third pass"). So a revision here is a record
+ * number: its revisions and version in number columns (exact: a simulation stays far below 2^53), its sub-revision,
+ * where its value's bytes lie in the store's value slabs, its key (the one Uint8Array its keyIndex shares) and
+ * its lease. The KeyValue a reader gets is built when it reads: `kv(r)`.
+ *
+ * The keyIndex (key_index.ts) and the revision log (store.ts) hold record numbers. A record is referenced by
+ * the keyIndex until compaction drops it there, and by the log until compaction passes it there; it is freed
+ * when neither holds it, and its number reused. A value slab is dropped once no record's value lies in it
+ * (a KeyValue a reader still holds keeps its bytes alive: they are never overwritten).
+ */
+import { EMPTY_BYTES } from './bytes.js';
+import { setSubRevision } from './sub_revision.js';
+import type { KeyValue } from './types.js';
+
+const SLAB_SIZE = 64 * 1024;
+/** A value longer than this gets a slab of its own. */
+const SLAB_MAX_COPY = 1024;
+/** No slab: the value is empty. */
+const NO_SLAB = -1;
+
+/** A record number: one stored revision of one key. */
+export type Rec = number;
+
+/** No record: a key with no revision there, or a cleared entry of a list of records. */
+export const NO_RECORD: Rec = -1;
+
+export class History {
+  private cap = 0;
+  private size = 0;
+  private modRev = new Float64Array(0);
+  private createRev = new Float64Array(0);
+  private ver = new Float64Array(0);
+  private subRev = new Int32Array(0);
+  private valSlab = new Int32Array(0);
+  private valOff = new Int32Array(0);
+  private valLen = new Int32Array(0);
+  /** How many of the keyIndex and the log hold the record (0: free). */
+  private refs = new Uint8Array(0);
+  private keys: (Uint8Array | undefined)[] = [];
+  private leases: bigint[] = [];
+  /**
+   * The KeyValue a read made of a record, kept for the next read while the record is its key's newest: a
+   * key read again and again (a get, a list) costs no new object, and no more are kept than keys.
+   */
+  private read: (KeyValue | undefined)[] = [];
+  /** Freed record numbers, reused first. */
+  private free: Rec[] = [];
+
+  private slabs: (Uint8Array | undefined)[] = [];
+  /** How many live records have their value in each slab. */
+  private slabLive: number[] = [];
+  private freeSlabs: number[] = [];
+  /** The slab small values are appended to, and how much of it is used. */
+  private slab = NO_SLAB;
+  private used = SLAB_SIZE;
+
+  /**
+   * A new record (held by one holder: the keyIndex it is appended to) with a private copy of `value`; `key` is
+   * kept as given (the keyIndex's own copy). A tombstone has createRevision 0 and version 0.
+   */
+  add(key: Uint8Array, createRevision: number, modRevision: number, version: number, value: Uint8Array, lease: bigint): Rec {
+    const r = this.free.length > 0 ? this.free.pop()! : this.grow();
+    this.modRev[r] = modRevision;
+    this.createRev[r] = createRevision;
+    this.ver[r] = version;
+    this.subRev[r] = 0;
+    this.refs[r] = 1;
+    this.keys[r] = key;
+    this.leases[r] = lease;
+    this.storeValue(r, value);
+    return r;
+  }
+
+  /** Another holder takes the record (the log, once its txn commits). */
+  hold(r: Rec): void {
+    this.refs[r]!++;
+  }
+
+  /** A holder lets the record go; the last one frees it. */
+  release(r: Rec): void {
+    if (--this.refs[r]! > 0) return;
+    const s = this.valSlab[r]!;
+    if (s !== NO_SLAB && --this.slabLive[s]! === 0 && s !== this.slab) {
+      this.slabs[s] = undefined;
+      this.freeSlabs.push(s);
+    }
+    this.keys[r] = undefined;
+    this.leases[r] = 0n;
+    this.read[r] = undefined;
+    this.free.push(r);
+  }
+
+  modRevision(r: Rec): number {
+    return this.modRev[r]!;
+  }
+
+  createRevision(r: Rec): number {
+    return this.createRev[r]!;
+  }
+
+  version(r: Rec): number {
+    return this.ver[r]!;
+  }
+
+  lease(r: Rec): bigint {
+    return this.leases[r]!;
+  }
+
+  key(r: Rec): Uint8Array {
+    return this.keys[r]!;
+  }
+
+  /** Whether the record is a delete's tombstone. */
+  isTombstone(r: Rec): boolean {
+    return this.createRev[r] === 0;
+  }
+
+  /** Key and value bytes of the record: what etcd's backend spends on it. */
+  bytes(r: Rec): number {
+    return this.keys[r]!.byteLength + this.valLen[r]!;
+  }
+
+  sub(r: Rec): number {
+    return this.subRev[r]!;
+  }
+
+  /** Records that `r` is change number `sub` of its txn (sub_revision.ts). */
+  setSub(r: Rec, sub: number): void {
+    this.subRev[r] = sub;
+  }
+
+  /** The record as a KeyValue: a fresh object whose value is a view of the stored bytes. */
+  kv(r: Rec): KeyValue {
+    const s = this.valSlab[r]!;
+    const kv: KeyValue = {
+      key: this.keys[r]!,
+      createRevision: this.createRev[r]!,
+      modRevision: this.modRev[r]!,
+      version: this.ver[r]!,
+      value: s === NO_SLAB ? EMPTY_BYTES : new Uint8Array(this.slabs[s]!.buffer, this.valOff[r]!, this.valLen[r]!),
+      lease: this.leases[r]!,
+    };
+    const sub = this.subRev[r]!;
+    if (sub > 0) setSubRevision(kv, sub);
+    return kv;
+  }
+
+  /**
+   * The record as a KeyValue for a read of its key's newest revision: the one an earlier read made, until
+   * `superseded(r)`. The caller must not change it (a server copies what it answers).
+   */
+  kvRead(r: Rec): KeyValue {
+    return (this.read[r] ??= this.kv(r));
+  }
+
+  /** A newer revision of the record's key was appended: later reads of `r` are rare, keep no KeyValue. */
+  superseded(r: Rec): void {
+    this.read[r] = undefined;
+  }
+
+  /** Copies `value` into the slabs for record `r`. */
+  private storeValue(r: Rec, value: Uint8Array): void {
+    const n = value.byteLength;
+    if (n === 0) {
+      this.valSlab[r] = NO_SLAB;
+      this.valLen[r] = 0;
+      return;
+    }
+    let s: number;
+    let at = 0;
+    if (n > SLAB_MAX_COPY) {
+      s = this.newSlab(n);
+    } else {
+      if (this.used + n > SLAB_SIZE) {
+        const old = this.slab;
+        this.slab = this.newSlab(SLAB_SIZE);
+        this.used = 0;
+        if (old !== NO_SLAB && this.slabLive[old] === 0) {
+          this.slabs[old] = undefined;
+          this.freeSlabs.push(old);
+        }
+      }
+      s = this.slab;
+      at = this.used;
+      this.used = (at + n + 7) & ~7;
+    }
+    this.slabs[s]!.set(value, at);
+    this.slabLive[s]!++;
+    this.valSlab[r] = s;
+    this.valOff[r] = at;
+    this.valLen[r] = n;
+  }
+
+  private newSlab(n: number): number {
+    const s = this.freeSlabs.length > 0 ? this.freeSlabs.pop()! : this.slabs.length;
+    this.slabs[s] = new Uint8Array(n);
+    this.slabLive[s] = 0;
+    return s;
+  }
+
+  /** A fresh record number at the end, growing the columns when full. */
+  private grow(): Rec {
+    if (this.size === this.cap) {
+      const cap = Math.max(1024, this.cap * 2);
+      this.modRev = widen(this.modRev, new Float64Array(cap));
+      this.createRev = widen(this.createRev, new Float64Array(cap));
+      this.ver = widen(this.ver, new Float64Array(cap));
+      this.subRev = widen(this.subRev, new Int32Array(cap));
+      this.valSlab = widen(this.valSlab, new Int32Array(cap));
+      this.valOff = widen(this.valOff, new Int32Array(cap));
+      this.valLen = widen(this.valLen, new Int32Array(cap));
+      this.refs = widen(this.refs, new Uint8Array(cap));
+      this.cap = cap;
+    }
+    this.keys.push(undefined);
+    this.leases.push(0n);
+    this.read.push(undefined);
+    return this.size++;
+  }
+
+  // Stryker disable all: an invariant checker is the properties' oracle (docs/mutation.md)
+  /** How many records are held (for the store's invariant check: every one must be reachable). */
+  heldRecords(): number {
+    return this.size - this.free.length;
+  }
+  // Stryker restore all
+}
+
+function widen<T extends Float64Array | Int32Array | Uint8Array>(from: T, to: T): T {
+  to.set(from);
+  return to;
+}
