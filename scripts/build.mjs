@@ -4,13 +4,16 @@
 // `npm ci` runs this (the `prepare` script) with --js: each file of src/ transpiled on its own by esbuild
 // (type-checking is `npm run typecheck`'s job), about a second, so the README's first command serves at once.
 // Plain `npm run build` (and `prepack`, before a publish) also writes the .d.ts files a package consumer's
-// TypeScript reads, with tsc: tens of seconds, so it says so first. The stamp records which of the two ran.
+// TypeScript reads, with tsc: tens of seconds, so it says so first. The stamp records which of the two ran,
+// and its time is when the build began reading src/, so a file edited while it ran makes dist/ stale. One build
+// at a time (bin/build_lock.js): bin/etcdsim.js runs this too when it finds src/ newer than dist/.
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildIsFresh, stampPath as stamp } from '../bin/build_fresh.js';
+import { acquireBuildLock } from '../bin/build_lock.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const jsOnly = process.argv.includes('--js');
@@ -24,9 +27,12 @@ function sources(dir) {
   );
 }
 
+const release = await acquireBuildLock(jsOnly ? 'js' : 'types', say);
+process.on('exit', release);
 // `prepare` again over a build that is still fresh (a second `npm install`, or `npm pack` right after its
-// `prepack` built the types) leaves it as it is.
+// `prepack` built the types, or the build another process was making while this one waited) leaves it as it is.
 if (jsOnly && buildIsFresh()) process.exit(0);
+const begun = new Date();
 
 say(`compiling src/ into dist/${jsOnly ? ' (JavaScript only)' : ' with type declarations (tsc: this takes a while)'}...`);
 rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true });
@@ -110,4 +116,5 @@ cpSync(protoSrc, fileURLToPath(new URL('../dist/proto', import.meta.url)), {
   writeFileSync(new URL('../dist/playground/index.html', import.meta.url), await buildPlaygroundPage(listBundledScenarios()));
 }
 writeFileSync(stamp, jsOnly ? 'built from src/ (JavaScript only)\n' : 'built from src/ with types\n');
+utimesSync(stamp, begun, begun);
 say(`done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
