@@ -111,7 +111,8 @@ export class ProcessMember {
   /** The commit index it restarted at (0 for a new member). */
   readonly restartCommit: number;
   private readonly random: SimRandom;
-  private readonly active = new Set<NodeId>();
+  /** The peers whose stream is up, and since when on the member's clock (etcd's rafthttp ActiveSince). */
+  private readonly active = new Map<NodeId, number>();
   /** Members the cluster removed (etcd's members_removed): their streams are refused. */
   private readonly removedIds = new Set<NodeId>();
   private seq = 0n;
@@ -183,7 +184,7 @@ export class ProcessMember {
         if (!this.stopped) this.opts.events?.removed?.();
       },
       peerActive: (peer, on) => {
-        if (on) this.active.add(peer);
+        if (on) this.active.set(peer, clock.now());
         else this.active.delete(peer);
         this.loop.peersChanged();
       },
@@ -314,6 +315,11 @@ export class ProcessMember {
   /** Whether the transport has an active stream to `peer` (etcd's "peer became active"). */
   peerActive(peer: NodeId): boolean {
     return this.active.has(peer);
+  }
+
+  /** Since when (the member's clock) `peer`'s stream has been up, undefined while it is down (etcd's ActiveSince). */
+  activeSince(peer: NodeId): number | undefined {
+    return this.active.get(peer);
   }
 
   /** A new request ID (etcd's reqIDGen: the member's ID in the top bits, a counter below). */

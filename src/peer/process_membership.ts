@@ -6,7 +6,9 @@
  * cluster's health — a voter is added only while the started voters stay a quorum and every voter is
  * connected, removed only while the started voters left are a quorum and the connected ones too, a learner
  * promoted only once it caught up with the leader. A member is "started" once it published its attributes
- * (it has client URLs), "connected" while its peer stream is up (this member always is). Then the checks
+ * (it has client URLs), "connected" once its peer stream has been up for etcd's HealthInterval (5 s, on the
+ * member's clock; this member always is) — so right after a start etcd 3.4.23 refuses an add or a remove of
+ * a live voter with `unhealthy cluster` for about 5 s, and so does this member. Then the checks
  * etcd's apply makes (an ID or peer URL taken, a member not found, too many learners, not a learner) are
  * made before proposing, against the membership this member applied.
  *
@@ -41,8 +43,11 @@ import type { ProcessClusterMember, ProcessMember } from './process_member.js';
 /** etcd's readyPercent: a learner is ready for promotion once its log reaches 90% of the leader's. */
 const READY_PERCENT = 0.9;
 
+/** What the Cluster service uses of its process member (a test drives it on a virtual clock). */
+export type MembershipHost = Pick<ProcessMember, 'id' | 'server' | 'node' | 'members' | 'peerActive' | 'activeSince' | 'changeMembership' | 'memberContextOf'>;
+
 /** The Cluster service of member `pm`; `call` runs a call as every other call of the member runs. */
-export function processMembership(pm: ProcessMember, call: <T>(f: () => T | PromiseLike<T>, ctx?: CallContext) => Promise<T>) {
+export function processMembership(pm: MembershipHost, call: <T>(f: () => T | PromiseLike<T>, ctx?: CallContext) => Promise<T>) {
   const server = pm.server;
   const requireAdmin = (ctx: CallContext | undefined): void => asGrpc(() => server.auth.checkAdmin(server.authInfo(ctx)));
   const strict = (): boolean => server.strictReconfigCheck;
@@ -57,7 +62,7 @@ export function processMembership(pm: ProcessMember, call: <T>(f: () => T | Prom
         const isLearner = req?.isLearner === true;
         // etcd's mayAddMember (strict reconfiguration check), before proposing.
         if (!isLearner && strict() && !readyToAddVotingMember(pm)) fail(ErrNotEnoughStartedMembers);
-        if (strict() && !voters(pm).every((m) => connected(pm, m.id))) fail(ErrUnhealthy);
+        if (strict() && !voters(pm).every((m) => connectedSince(pm, m.id))) fail(ErrUnhealthy);
         const id = memberIdOf(urls, '', Math.floor(server.clock.now() / 1000));
         if (pm.members.has(id)) fail(ErrMemberIdExists);
         if ([...pm.members.values()].some((m) => m.peerUrls.some((u) => urls.includes(u)))) fail(ErrPeerUrlExists);
@@ -77,9 +82,9 @@ export function processMembership(pm: ProcessMember, call: <T>(f: () => T | Prom
         if (strict() && target !== undefined && !target.isLearner) {
           const rest = voters(pm).filter((m) => m.id !== id);
           if (rest.filter(started).length < quorum(rest.length)) fail(ErrNotEnoughStartedMembers);
-          if (id === pm.id || connected(pm, id)) {
+          if (id === pm.id || pm.peerActive(id)) {
             const all = voters(pm);
-            if (all.filter((m) => connected(pm, m.id)).length - 1 < quorum(all.length - 1)) fail(ErrUnhealthy);
+            if (all.filter((m) => connectedSince(pm, m.id)).length - 1 < quorum(all.length - 1)) fail(ErrUnhealthy);
           }
         }
         if (target === undefined) fail(ErrMemberNotFound);
@@ -121,7 +126,7 @@ function quorum(n: number): number {
   return Math.floor(n / 2) + 1;
 }
 
-function voters(pm: ProcessMember): ProcessClusterMember[] {
+function voters(pm: MembershipHost): ProcessClusterMember[] {
   return [...pm.members.values()].filter((m) => !m.isLearner);
 }
 
@@ -130,12 +135,18 @@ function started(m: ProcessClusterMember): boolean {
   return m.clientUrls.length > 0;
 }
 
-function connected(pm: ProcessMember, id: NodeId): boolean {
-  return id === pm.id || pm.peerActive(id);
+/** etcd's HealthInterval: a peer counts as connected once its stream has been up this long. */
+const HEALTH_INTERVAL_MS = 5000;
+
+/** etcd's isConnectedSince(now - HealthInterval): this member, or a peer whose stream has been up 5 s. */
+function connectedSince(pm: MembershipHost, id: NodeId): boolean {
+  if (id === pm.id) return true;
+  const since = pm.activeSince(id);
+  return since !== undefined && since < pm.server.clock.now() - HEALTH_INTERVAL_MS;
 }
 
 /** etcd's IsReadyToAddVotingMember, with its special case of growing a one-member cluster. */
-function readyToAddVotingMember(pm: ProcessMember): boolean {
+function readyToAddVotingMember(pm: MembershipHost): boolean {
   const vs = voters(pm);
   const nstarted = vs.filter(started).length;
   if (nstarted === 1 && vs.length + 1 === 2) return true;
@@ -146,7 +157,7 @@ function readyToAddVotingMember(pm: ProcessMember): boolean {
  * etcd's isLearnerReady, on the leader (its Raft progress). etcd's follower asks the leader; here a follower
  * takes a learner that published its attributes — it applied the log up to its own entry — as caught up.
  */
-function learnerReady(pm: ProcessMember, id: NodeId): boolean {
+function learnerReady(pm: MembershipHost, id: NodeId): boolean {
   if (pm.node.role !== 'leader') return pm.members.get(id)?.clientUrls.length !== 0;
   const match = pm.node.matchOf(id) ?? 0;
   return match >= pm.node.log.committed * READY_PERCENT;
@@ -156,7 +167,7 @@ function out(m: ProcessClusterMember): M.Member {
   return { ID: String(m.id), name: m.name, peerURLs: [...m.peerUrls], clientURLs: [...m.clientUrls], isLearner: m.isLearner };
 }
 
-function list(pm: ProcessMember): M.Member[] {
+function list(pm: MembershipHost): M.Member[] {
   return [...pm.members.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map(out);
 }
 

@@ -226,7 +226,8 @@ test('then, on that cluster: member add --learner, a process joining with --init
   for (let i = 0; i < 5; i++) await clients[i % 3]!.kv.put({ key: Buffer.from(`k${i}`), value: Buffer.from(String(i)) });
 
   const p4 = ports[3]!;
-  const added = await clients[0]!.cluster.memberAdd({ peerURLs: [`http://127.0.0.1:${p4.peer}`], isLearner: true });
+  // Within 5 s of a peer's stream coming up (the restarted member's) etcd refuses it: unhealthy cluster.
+  const added = await eventually('the learner added', () => clients[0]!.cluster.memberAdd({ peerURLs: [`http://127.0.0.1:${p4.peer}`], isLearner: true }), () => true);
   const id4 = String(added.member?.ID);
   assert.equal(added.member?.isLearner, true);
   assert.equal(added.members?.length, 4);
@@ -282,7 +283,8 @@ test('member remove on peer TLS (--peer-auto-tls): the removed process stops as 
   // Removed while SIGSTOPped, the member never gets the entry that removes it (the leader stops sending to
   // it): on SIGCONT the others refuse its streams as removed (etcd's 410 Gone) and it stops as etcd's does.
   procs[gone]!.child.kill('SIGSTOP');
-  const removed = await clients[asker]!.cluster.memberRemove({ ID: String(ids[gone]) });
+  // (Refused with `unhealthy cluster` until the streams have been up 5 s, as etcd's --strict-reconfig-check does.)
+  const removed = await eventually('the removal', () => clients[asker]!.cluster.memberRemove({ ID: String(ids[gone]) }), () => true);
   assert.deepEqual((removed.members ?? []).map((m) => String(m.ID)).sort(), ids.filter((_, i) => i !== gone).map(String).sort());
   procs[gone]!.child.kill('SIGCONT');
   const code = await Promise.race([procs[gone]!.exited, new Promise((_, rej) => setTimeout(() => rej(new Error(`the removed member did not exit:\n${procs[gone]!.stderr()}`)), 30_000).unref())]);
@@ -335,7 +337,7 @@ test('--snapshot-count: a member added after the leader compacted its log, and o
 
   // A new member joins: the log it needs from index 1 is gone, so the leader sends its db first.
   const p4 = ports[3]!;
-  const added = await clients[leaderIx]!.cluster.memberAdd({ peerURLs: [`http://127.0.0.1:${p4.peer}`] });
+  const added = await eventually('p4 added', () => clients[leaderIx]!.cluster.memberAdd({ peerURLs: [`http://127.0.0.1:${p4.peer}`] }), () => true);
   const id4 = String(added.member?.ID);
   const cluster = [...NAMES, 'p4'].map((n, k) => `${n}=http://127.0.0.1:${ports[k]!.peer}`).join(',');
   const proc4 = await start('p4', ports, [
