@@ -55,7 +55,7 @@ import { MemberRequests } from './requests.js';
 import { PeerTransport, type PeerAddress, type PeerTls } from './transport.js';
 import type { MembersAnswer } from './codec.js';
 import { decodeMembers, encodeMembers, openMemberDb, takeReceivedDb, writeMemberDb } from './member_snapshot.js';
-import { DEFAULT_RETENTION, WalPersistence, type Retention } from './wal_persistence.js';
+import { WalPersistence, retentionOf } from './wal_persistence.js';
 import type { InitialMember, ProcessClusterMember, ProcessMemberOptions } from './member_options.js';
 
 export type { InitialMember, ProcessClusterMember, ProcessMemberEvents, ProcessMemberOptions } from './member_options.js';
@@ -586,15 +586,6 @@ function firstCandidate(opts: ProcessMemberOptions, id: NodeId, storage: RaftSto
   if (restarted || opts.join === true || storage.hardState.term > 1n) return false;
   const ids = opts.initialCluster.map((m) => initialMemberId(m, opts.initialClusterToken));
   return ids.length > 1 && ids.every((other) => other >= id);
-}
-
-/** --max-snapshots and --max-wals as the member keeps them (etcd's 5 each when not given). */
-function retentionOf(opts: ProcessMemberOptions): Retention {
-  return {
-    maxSnapshots: opts.maxSnapshots ?? DEFAULT_RETENTION.maxSnapshots,
-    maxWals: opts.maxWals ?? DEFAULT_RETENTION.maxWals,
-    purged: (path) => opts.events?.purged?.(path),
-  };
 }
 
 function contextOf(c: MemberContext): Uint8Array {

@@ -97,6 +97,15 @@ export interface Retention {
 /** etcd's defaults: --max-snapshots 5, --max-wals 5. */
 export const DEFAULT_RETENTION: Retention = { maxSnapshots: 5, maxWals: 5 };
 
+/** --max-snapshots and --max-wals as a member was started with them (etcd's 5 each when not given). */
+export function retentionOf(opts: { readonly maxSnapshots?: number | undefined; readonly maxWals?: number | undefined; readonly events?: { purged?(path: string): void } | undefined }): Retention {
+  return {
+    maxSnapshots: opts.maxSnapshots ?? DEFAULT_RETENTION.maxSnapshots,
+    maxWals: opts.maxWals ?? DEFAULT_RETENTION.maxWals,
+    purged: (path) => opts.events?.purged?.(path),
+  };
+}
+
 export class WalPersistence implements RaftPersistence {
   private constructor(
     private readonly wal: Wal,
