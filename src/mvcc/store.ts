@@ -24,6 +24,12 @@ export { WriteTxn } from './write_txn.js';
 /** Called after every committed write txn with its revision and its events in sub-revision order. @public */
 export type CommitListener = (rev: number, events: readonly Event[]) => void;
 
+/**
+ * A CommitListener whose events are a function that builds them (once per commit, shared by every listener):
+ * building a KeyValue per change costs a put more than anything else a listener that ignores them does.
+ */
+export type LazyCommitListener = (rev: number, events: () => readonly Event[]) => void;
+
 /** A store's full state, detached from the live store (what a follower receives as a snapshot). @public */
 export interface StoreSnapshot {
   readonly currentRev: number;
@@ -86,7 +92,7 @@ export class Storage implements ReadView {
   private indexFollowsLog = true;
   readonly lessor: LeaseHook | undefined;
   readonly keepTombstoneAtCompactRev: boolean;
-  private readonly listeners: CommitListener[] = [];
+  private readonly listeners: LazyCommitListener[] = [];
   /** Where this store's copies of keys live (its own, never shared with another store; values: history). */
   readonly keyBytes = new ByteSlab();
   /**
@@ -134,20 +140,33 @@ export class Storage implements ReadView {
     this.history.hold(r);
     this.retainedRevisions++;
     this.retainedBytes += keyBytes.byteLength + value.byteLength;
-    if (this.listeners.length > 0) {
-      const events = [eventOf(this.history, r)];
-      for (let i = 0; i < this.listeners.length; i++) this.listeners[i]!(rev, events);
-    }
+    if (this.listeners.length > 0) this.publish(rev, [r]);
     return rev;
   }
 
-  /** Subscribes to committed changes (the watchable store's notify hook). Returns an unsubscribe. */
+  /** Subscribes to committed changes with their events. Returns an unsubscribe. */
   subscribe(listener: CommitListener): () => void {
+    return this.subscribeLazy((rev, events) => listener(rev, events()));
+  }
+
+  /**
+   * Subscribes to committed changes; the events are built only when the listener asks for them (the
+   * watchable store's notify hook, which needs none while no watcher waits). Returns an unsubscribe.
+   */
+  subscribeLazy(listener: LazyCommitListener): () => void {
     this.listeners.push(listener);
     return () => {
       const i = this.listeners.indexOf(listener);
       if (i >= 0) this.listeners.splice(i, 1);
     };
+  }
+
+  /** Tells the listeners of a commit; its events, built on the first ask, are one array shared by all. */
+  private publish(rev: number, changes: readonly Rec[]): void {
+    const h = this.history;
+    let events: Event[] | undefined;
+    const read = (): readonly Event[] => (events ??= changes.map((r) => eventOf(h, r)));
+    for (let i = 0; i < this.listeners.length; i++) this.listeners[i]!(rev, read);
   }
 
   /** Events of one main revision (empty if it was compacted away or never existed); a fresh array. */
@@ -189,9 +208,7 @@ export class Storage implements ReadView {
       this.retainedBytes += h.bytes(r);
     }
     this.retainedRevisions += changes.length;
-    if (this.listeners.length === 0) return;
-    const events = changes.map((r) => eventOf(h, r));
-    for (let i = 0; i < this.listeners.length; i++) this.listeners[i]!(rev, events);
+    if (this.listeners.length > 0) this.publish(rev, changes);
   }
 
   /**

@@ -170,7 +170,7 @@ export class EtcdServer implements MemberView {
     const fromFile = opts.fromSnapshot === undefined ? undefined : this.loadEtcdSnapshot(opts.fromSnapshot);
     // Every commit is one Raft entry and may grow the estimated db file. (Watch responses it queues reach
     // their clients through each stream's onSend hook.)
-    this.mvcc.subscribe(() => {
+    this.mvcc.storage.subscribeLazy(() => {
       this.noteRaftEntry();
       this.growFile();
     });

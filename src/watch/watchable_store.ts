@@ -99,7 +99,10 @@ export class WatchableStore {
     this.progressRespectsStartRev = opts.progressRespectsStartRev ?? true;
     this.clock = opts.clock;
     this.random = opts.random;
-    kv.subscribe((rev, events) => this.notify(rev, events));
+    // A commit's events are built only for a watcher that may want them (notify returns at once without one).
+    kv.storage.subscribeLazy((rev, events) => {
+      if (this.synced.size > 0) this.notify(rev, events());
+    });
     const ticker = opts.ticker;
     if (ticker !== undefined) {
       const prefix = opts.stepPrefix ?? 'watch';
