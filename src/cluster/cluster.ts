@@ -1,16 +1,17 @@
 /**
  * A simulated etcd cluster in one process: N members, each a full EtcdServer (its own MVCC store, watchable
  * store, lessor and auth store), on one shared clock and one seed, kept in step by a model of etcd's Raft
- * at the level a client observes it (see docs/cluster.md). This file assembles the parts, one idea each:
- *  - member_state.ts: one member, its identity, server and Raft state;
- *  - raft.ts: Raft itself (elections, PreVote, CheckQuorum, the replicated log, commit, compaction), moved
- *    by `tick()` every heartbeat interval; raft_checker.ts checks its invariants;
+ * with each member running its own Raft node (src/raft, as a member in a process of its own does; see
+ * docs/cluster.md). This file assembles the parts, one idea each:
+ *  - member_state.ts: one member, its identity, server, Raft node and disk;
+ *  - raft_group.ts: the members' Raft nodes and loops, ticked every heartbeat interval, over the network
+ *    of peer_network.ts; checker.ts checks Raft's invariants (src/raft/checker.ts) and the members' stores;
  *  - apply.ts: every member applies the committed entries through its own server path, at its own pace;
  *  - proposals.ts: proposals and linearizable reads (ReadIndex) waiting for Raft;
  *  - lease_handoff.ts: leases expire only on the leader, whose lessor proposes their revokes;
  *  - routing.ts: calls over each client's link to a member; levers.ts: the faults.
- * Random choices (election timeouts, generated lease IDs) come from the cluster's seeded PRNG and are made
- * once, by the leader, before an entry is proposed: same seed, same run.
+ * Random choices (each node's election timeouts, generated lease IDs) come from the cluster's seeded PRNG,
+ * a lease ID made once, before an entry is proposed: same seed, same run.
  */
 import { hostNextTurn, SimRandom, VirtualClock, type Clock, type TimerHandle } from '../sim/index.js';
 import { type GrpcError, type EtcdServer, type EtcdServerOptions, clusterIdOf, memberIdOf } from '../server/index.js';
@@ -26,8 +27,7 @@ import {
   type MemberRef,
   type Reply,
 } from './member_state.js';
-import { Raft } from './raft.js';
-import type { Entry, RaftLog } from './raft_log.js';
+import { RaftGroup } from './raft_group.js';
 import { Requests } from './proposals.js';
 import { Routing, type CallAnswer, type Link } from './routing.js';
 import { ClusterMemberServices } from './services.js';
@@ -110,7 +110,8 @@ export class EtcdCluster implements ClusterLevers {
   readonly levers: ClusterLevers;
   private readonly traceProposals: boolean;
   private readonly rand: SimRandom;
-  private readonly raft: Raft;
+  /** @internal The members' Raft nodes and the network between them (checker.ts reads them). */
+  readonly raft: RaftGroup;
   private readonly applier: Applier;
   private readonly requests: Requests;
   private readonly routing: Routing;
@@ -147,9 +148,10 @@ export class EtcdCluster implements ClusterLevers {
     this.clusterId = clusterIdOf(ids);
     // A fresh cluster's log before the first request (observed on 3.4.23: 8 for three members, 4 for one):
     // one ConfChange per member, the first leader's empty entry, one attribute publish per member, the
-    // cluster version.
+    // cluster version. Members start with all but the last applied; the first leader's entry is the last.
     const start = 2 * n + 2;
     const lags = opts.applyLagMs;
+    const lagOf: number[] = [];
     const { members: _n, clock: _c, seed, preVote: _p, memberConfigs: _m, applyLagMs: _l, snapshotCount: _s, snapshotCatchUpEntries: _e, requestTimeoutMs: _r, traceProposals: _t, ...shared } = opts;
     this.states = configs.map((c, i) => {
       const lag = typeof lags === 'number' ? lags : (lags?.[i] ?? 0);
@@ -167,13 +169,14 @@ export class EtcdCluster implements ClusterLevers {
         clientUrls: c.clientUrls,
         peerUrls: c.peerUrls,
         raftTerm: INITIAL_TERM,
-        initialRaftIndex: start,
+        initialRaftIndex: start - 1,
       };
-      return new MemberState(this, i, ids[i]!, c.name, c.clientUrls, c.peerUrls, serverOptions, INITIAL_TERM, start, lag);
+      // The lag applies from the first request on: a fresh cluster's own entries are applied before it serves.
+      lagOf.push(lag);
+      return new MemberState(this, i, ids[i]!, c.name, c.clientUrls, c.peerUrls, serverOptions, INITIAL_TERM, start - 1, 0);
     });
     const trace = (event: string): void => this.trace(event);
-    const pump = (): void => this.applier.pump();
-    this.raft = new Raft(
+    this.raft = new RaftGroup(
       this.states,
       {
         clock: this.clock,
@@ -186,7 +189,7 @@ export class EtcdCluster implements ClusterLevers {
       },
       {
         trace,
-        commitMoved: (m) => this.applier.markDirty(m),
+        committed: (m) => this.applier.markDirty(m),
         snapshotInstalled: (m) => {
           this.applier.cancelApplyTimer(m);
           this.applier.markDirty(m);
@@ -196,21 +199,22 @@ export class EtcdCluster implements ClusterLevers {
         leads: (l) => this.handoff.promote(l),
         demoted: (m) => this.handoff.demote(m),
         leaderTick: (l) => this.handoff.leaderTick(l),
+        appended: (_l, entries) => this.requests.appended(entries),
+        readState: (m, r) => this.requests.readState(m, r),
+        pump: () => this.applier.pump(),
       },
       start,
-      INITIAL_TERM,
     );
     this.applier = new Applier(this.raft, this.clock, (m, e, result, error) => this.requests.applied(m, e, result, error));
     this.requests = new Requests(this.raft, {
       clock: this.clock,
       requestTimeoutMs: this.requestTimeoutMs,
-      traceProposal: (e, via) => {
-        if (this.traceProposals) this.traceEvents.push(new ProposalTrace(this.clock.now(), e.label, e.index, via.name));
+      traceProposal: (label, index, via) => {
+        if (this.traceProposals) this.traceEvents.push(new ProposalTrace(this.clock.now(), label, index, via.name));
       },
-      pump,
     });
     this.routing = new Routing(this.clock);
-    this.handoff = new LeaseHandoff(this.raft, { electionTimeoutMs: this.electionTimeoutMs, traceProposals: this.traceProposals, trace, pump });
+    this.handoff = new LeaseHandoff(this.raft, { electionTimeoutMs: this.electionTimeoutMs, traceProposals: this.traceProposals, trace });
     this.levers = new Levers({
       raft: this.raft,
       applier: this.applier,
@@ -225,11 +229,11 @@ export class EtcdCluster implements ClusterLevers {
       },
     });
     for (const m of this.states) this.wireMember(m);
-    // Member 0 won the first election (term 2).
-    const first = this.states[0]!;
-    this.raft.start(first);
-    this.handoff.hook(first);
-    this.trace(`leader ${first.name} term ${INITIAL_TERM}`);
+    // A lessor is primary only on the leader (it is promoted when its member wins an election).
+    for (const m of this.states) m.server.lessor.demote();
+    // Member 0 wins the first election (term 2).
+    this.raft.start();
+    this.states.forEach((m, i) => (m.applyLagMs = lagOf[i]!));
     this.ticker = this.clock.every(this.heartbeatMs, () => this.tick(), { name: 'cluster.raft' });
   }
 
@@ -258,14 +262,13 @@ export class EtcdCluster implements ClusterLevers {
     return t;
   }
 
-  /** The cluster's commit index (the leader's). */
+  /** The cluster's commit index (the leader's; without one, the highest a member knows). */
   get committedIndex(): number {
-    return this.raft.commitIndex;
-  }
-
-  /** @internal The replicated log (raft_checker.ts reads it). */
-  get log(): RaftLog {
-    return this.raft.log;
+    const l = this.raft.leader;
+    if (l !== undefined) return l.commit;
+    let c = 0;
+    for (const m of this.states) c = Math.max(c, m.commit);
+    return c;
   }
 
   /** A member by index, name, member ID or state. */
@@ -292,7 +295,7 @@ export class EtcdCluster implements ClusterLevers {
       role: m.role,
       term: m.term,
       leader: this.knownLeader(m)?.id ?? 0n,
-      raftIndex: applied + Math.max(0, m.commit - m.applied),
+      raftIndex: Math.max(applied, m.commit),
       raftAppliedIndex: applied,
       paused: m.paused,
       crashed: m.crashed,
@@ -404,7 +407,7 @@ export class EtcdCluster implements ClusterLevers {
     for (const m of this.states) if (!m.crashed) fn(m.server, m);
   }
 
-  /** @internal Calls `fn` after every Raft tick (a checker of the cluster's invariants, raft_checker.ts). */
+  /** @internal Calls `fn` after every Raft tick (a checker of the cluster's invariants, checker.ts). */
   afterTick(fn: () => void): void {
     this.tickHooks.push(fn);
   }
@@ -523,11 +526,11 @@ export class EtcdCluster implements ClusterLevers {
     return this.routing.linkOf(client, m);
   }
 
-  /** One heartbeat interval: Raft's tick, then the reads it let go and the entries it made due; then the checkers. */
+  /** One heartbeat interval: every member's Raft tick, then the reads still waiting ask again; then the checkers. */
   private tick(): void {
     this.raft.tick();
     for (const m of this.states) if (m.up && m.reads.length > 0) this.requests.tryReads(m);
-    this.applier.pump();
+    this.raft.settle();
     for (const fn of this.tickHooks) fn();
   }
 

@@ -5,8 +5,8 @@
  * (every expiry extended by an election timeout, lessor.Promote), a former one demoted (lessor.Demote). A
  * paused leader proposes nothing; what its lessor handed over meanwhile is proposed when it runs again.
  */
-import type { MemberState } from './member_state.js';
-import type { Raft } from './raft.js';
+import type { EntryBody, MemberState } from './member_state.js';
+import type { RaftGroup } from './raft_group.js';
 
 /** What the hand-off needs from the cluster. */
 export interface LeaseHandoffContext {
@@ -14,13 +14,12 @@ export interface LeaseHandoffContext {
   /** Whether proposals are traced (EtcdClusterOptions.traceProposals). */
   readonly traceProposals: boolean;
   trace(event: string): void;
-  pump(): void;
 }
 
 /** The leader's lessor, wired to Raft. */
 export class LeaseHandoff {
   constructor(
-    private readonly raft: Raft,
+    private readonly raft: RaftGroup,
     private readonly ctx: LeaseHandoffContext,
   ) {}
 
@@ -37,9 +36,8 @@ export class LeaseHandoff {
       if (l.role !== 'leader' || !l.up) return; // a stopped leader checkpoints nothing; promote reschedules
       for (const { id, remaining } of due) {
         if (this.ctx.traceProposals) this.ctx.trace(`propose leaseCheckpoint ${id} ${remaining} via ${l.name}`);
-        this.raft.append(l, { kind: 'leaseCheckpoint', label: `leaseCheckpoint ${id}`, apply: (s) => s.lessor.checkpoint(id, remaining) });
+        this.propose(l, { kind: 'leaseCheckpoint', label: `leaseCheckpoint ${id}`, apply: (s) => s.lessor.checkpoint(id, remaining) });
       }
-      this.ctx.pump();
     };
   }
 
@@ -76,7 +74,7 @@ export class LeaseHandoff {
     }
     for (const id of ids) {
       if (this.ctx.traceProposals) this.ctx.trace(`propose leaseExpire ${id} via ${l.name}`);
-      this.raft.append(l, {
+      this.propose(l, {
         kind: 'leaseExpire',
         label: `leaseExpire ${id}`,
         apply: (s) => {
@@ -91,6 +89,10 @@ export class LeaseHandoff {
         },
       });
     }
-    this.ctx.pump();
+  }
+
+  /** The leader proposes an entry of its own (no one waits for its answer). */
+  private propose(l: MemberState, body: EntryBody): void {
+    this.raft.propose(l, this.raft.entryData(body));
   }
 }

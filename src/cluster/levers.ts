@@ -11,8 +11,8 @@ import type { Applier } from './apply.js';
 import { errTransportClosing } from './errors.js';
 import type { LeaseHandoff } from './lease_handoff.js';
 import type { MemberRef, MemberState } from './member_state.js';
-import type { Raft } from './raft.js';
 import type { Requests } from './proposals.js';
+import type { RaftGroup } from './raft_group.js';
 import type { Routing } from './routing.js';
 
 /** The cluster's levers; members by index, name, member ID or state. @public */
@@ -73,7 +73,7 @@ export interface ClusterLevers {
 
 /** The parts of the cluster the levers move. */
 export interface LeverContext {
-  readonly raft: Raft;
+  readonly raft: RaftGroup;
   readonly applier: Applier;
   readonly requests: Requests;
   readonly routing: Routing;
@@ -106,6 +106,7 @@ export class Levers implements ClusterLevers {
     if (!m.paused) return;
     m.paused = false;
     this.c.trace(`resume ${m.name}`);
+    this.c.raft.resumed(m);
     this.afterTopologyChange();
     const held = m.held;
     m.held = [];
@@ -122,8 +123,9 @@ export class Levers implements ClusterLevers {
       for (const r of g) of[this.c.member(r).index] = gi;
     });
     let lone = groups.length;
-    raft.partitionOf = of.map((g) => (g >= 0 ? g : lone++));
-    this.c.trace(`partition ${raft.partitionOf.join(',')}`);
+    const net = raft.network;
+    net.partitionOf = of.map((g) => (g >= 0 ? g : lone++));
+    this.c.trace(`partition ${net.partitionOf.join(',')}`);
     this.afterTopologyChange();
   }
 
@@ -133,8 +135,8 @@ export class Levers implements ClusterLevers {
   }
 
   heal(): void {
-    const raft = this.c.raft;
-    raft.partitionOf = raft.partitionOf.map(() => 0);
+    const net = this.c.raft.network;
+    net.partitionOf = net.partitionOf.map(() => 0);
     this.c.trace('heal');
     this.afterTopologyChange();
   }
@@ -189,8 +191,7 @@ export class Levers implements ClusterLevers {
     m.held = [];
     for (const h of held) h.fail(errTransportClosing());
     this.c.requests.memberCrashed(m);
-    m.role = 'follower';
-    m.lead = undefined;
+    this.c.raft.stop(m);
     this.c.trace(`crash ${m.name}${wasLeader ? ' (leader)' : ''}`);
     this.afterTopologyChange();
   }
@@ -205,11 +206,8 @@ export class Levers implements ClusterLevers {
     this.c.serverBuilt(m);
     m.backend = undefined;
     m.crashed = false;
-    m.role = 'follower';
-    m.lead = undefined;
-    m.commit = m.applied;
-    this.c.raft.resetElectionTimer(m);
     this.c.trace(`restart ${m.name} applied ${m.applied}`);
+    this.c.raft.restart(m);
     this.afterTopologyChange();
   }
 
@@ -220,28 +218,21 @@ export class Levers implements ClusterLevers {
     if (leader === undefined || !leader.up) return false;
     if (target === leader) return true;
     if (!target.up || !raft.connected(leader, target)) return false;
-    // The leader first brings the transferee's log up to date (MsgTimeoutNow waits for that).
-    raft.replicate(leader, target);
+    // The leader first brings the transferee's log up to date; MsgTimeoutNow then makes it campaign.
     this.c.trace(`transfer ${leader.name} -> ${target.name}`);
-    raft.campaign(target, true);
-    this.c.applier.pump();
+    raft.transfer(leader, target);
     return raft.leader === target;
   }
 
   forceElection(candidate?: MemberRef): void {
     const raft = this.c.raft;
-    const leader = raft.leader;
-    if (leader !== undefined) raft.stepDown(leader, leader.term, undefined);
     const c = candidate === undefined ? raft.states.find((s) => s.up) : this.c.member(candidate);
-    if (c !== undefined && c.up) raft.campaign(c, true);
-    this.c.applier.pump();
+    if (c !== undefined && c.up) raft.campaignNow(c);
   }
 
   compactLog(keep = 0): number {
-    const raft = this.c.raft;
-    const leader = raft.leader;
-    if (leader !== undefined) raft.compactTo(leader.applied - keep);
-    return raft.log.offset;
+    const leader = this.c.raft.leader;
+    return leader === undefined ? 0 : this.c.raft.compact(leader, keep);
   }
 
   installSnapshot(ref: MemberRef): void {
@@ -250,14 +241,11 @@ export class Levers implements ClusterLevers {
     const leader = raft.leader;
     if (leader === undefined || leader === m || !m.up || !raft.connected(leader, m)) return;
     raft.sendSnapshot(leader, m);
-    this.c.applier.pump();
   }
 
-  /** After a pause, partition, crash or restart: leaders reach who they can now, reads retry. */
+  /** After a pause, partition, crash or restart: what waited may go on (Raft itself catches up at its next heartbeat). */
   private afterTopologyChange(): void {
-    const l = this.c.raft.leader;
-    if (l !== undefined && l.up) this.c.raft.heartbeat(l);
     for (const m of this.c.raft.states) if (m.up && m.reads.length > 0) this.c.requests.tryReads(m);
-    this.c.applier.pump();
+    this.c.raft.settle();
   }
 }

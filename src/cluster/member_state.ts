@@ -2,15 +2,16 @@
  * One member of a simulated etcd cluster: its identity (as etcd's --name, --advertise-client-urls and
  * --initial-advertise-peer-urls give it, and the member ID etcd derives from its peer URLs), its current
  * EtcdServer (a new one after each restart, rebuilt from the backend the crash left, as etcd rebuilds from
- * bbolt) and its Raft state: role, term, vote, leader, how much of the log it holds, its commit and applied
- * indexes. What the member waits on — proposals without a leader, linearizable reads, calls held while it
- * is paused — is kept here too, because a crash loses all of it at once.
+ * bbolt), its Raft node and loop (src/raft, as a member in a process of its own runs them) with the disk
+ * they persist to (what survives a crash: hard state, entries, snapshot), and the committed entries it has
+ * not applied yet. What the member waits on — proposals without a leader, linearizable reads, calls held
+ * while it is paused — is kept here too, because a crash loses all of it at once.
  */
+import type { Entry, MemoryStorage, RaftLoop } from '../raft/index.js';
 import type { TimerHandle } from '../sim/index.js';
 import type { EtcdBackend } from '../snapshot/index.js';
 import { type GrpcError, EtcdServer, type EtcdServerOptions, type KeepAliveCall } from '../server/index.js';
 import type { EtcdCluster } from './cluster.js';
-import type { Entry } from './raft_log.js';
 import { ClusterMemberServices } from './services.js';
 import type { ClusterStreamLink } from './stream_link.js';
 
@@ -51,8 +52,27 @@ export interface Reply<T> {
   fail(err: unknown): void;
 }
 
-/** What a proposal becomes at the leader: an entry without its place in the log yet. */
-export type EntryBody = Omit<Entry, 'index' | 'term' | 'committedAt'>;
+/** What kind of Raft entry: a leader's empty entry at the start of its term, a request, a lease expiry or checkpoint. @public */
+export type EntryKind = 'empty' | 'request' | 'leaseExpire' | 'leaseCheckpoint';
+
+/**
+ * What a proposal's entry does: the request, and how every member applies it through that member's own
+ * server path (its services and lessor) — the same function for every member, so every member reaches the
+ * same state. Returns the response message of that member; throws the error that member answers with. The
+ * entry's bytes name it (raft_group.ts): members of one process share the request instead of encoding it.
+ */
+export interface EntryBody {
+  readonly kind: EntryKind;
+  /** Short description for traces, e.g. `put`, `leaseGrant 7587…`, `leaseExpire 7587…`. */
+  readonly label: string;
+  readonly apply: (server: EtcdServer) => unknown;
+}
+
+/** A committed entry a member has not applied yet, and when it was first known committed (its lag counts from there). */
+export interface CommittedEntry {
+  readonly entry: Entry;
+  readonly at: number;
+}
 
 /** A proposal waiting for its member to apply it (etcd's wait registry, keyed by the entry). */
 export interface Proposal {
@@ -61,8 +81,10 @@ export interface Proposal {
   readonly reply: Reply<unknown>;
   stage: 'noLeader' | 'proposed' | 'done';
   timer: TimerHandle | undefined;
-  /** The entry it became, once appended at a leader. */
-  entry: Entry | undefined;
+  /** Its entry's bytes, once proposed (a leader appends them as an entry, or they are lost on the way). */
+  data: Uint8Array | undefined;
+  /** Its label, for the trace once a leader appended it. */
+  label: string;
 }
 
 /** A ReadIndex waiting for a read index, then for the member to apply up to it. */
@@ -71,6 +93,8 @@ export interface ReadWait {
   readonly incarnation: number;
   readonly serve: () => void;
   readonly reply: Reply<unknown>;
+  /** The ReadIndex request's context (raft's ReadState names it). */
+  readonly context: string;
   index: number | undefined;
   done: boolean;
   timer: TimerHandle | undefined;
@@ -84,21 +108,18 @@ export interface ReadWait {
  */
 export class MemberState {
   server: EtcdServer;
+  /** Its Raft role and term and the leader it knows, as its node last said (raft's SoftState, HardState). */
   role: RaftRole = 'follower';
   term: bigint;
-  vote: MemberState | undefined;
   lead: MemberState | undefined;
-  /** Its log agrees with the cluster log up to here ... */
-  match: number;
-  /** ... and continues with these entries of its own. */
-  tail: Entry[] = [];
-  commit: number;
+  /** The Raft loop around its node; undefined while it is down. */
+  loop: RaftLoop | undefined;
+  /** @internal What its Raft node persisted (its WAL and snap files): a restart starts from it. */
+  disk!: MemoryStorage;
+  /** The index its server applied up to (etcd's appliedi). */
   applied: number;
-  electionElapsed = 0;
-  randomizedTimeout = 0;
-  /** As leader: ms since the last CheckQuorum, and when each member was last heard from. */
-  quorumElapsed = 0;
-  readonly lastHeard = new Map<MemberState, number>();
+  /** Committed entries handed over by its node, applied each once its apply lag has passed. */
+  applyQueue: CommittedEntry[] = [];
   paused = false;
   crashed = false;
   /** Expired leases a paused leader's lessor handed over, proposed when it runs again. */
@@ -138,8 +159,6 @@ export class MemberState {
   ) {
     this.server = new EtcdServer(serverOptions);
     this.term = term;
-    this.match = start;
-    this.commit = start;
     this.applied = start;
     this.applyLagMs = lag;
     this.services = new ClusterMemberServices(cluster, this, { client: DEFAULT_CLIENT });
@@ -149,8 +168,9 @@ export class MemberState {
     return !this.crashed && !this.paused;
   }
 
-  get lastIndex(): number {
-    return this.match + this.tail.length;
+  /** The commit index it knows (its node's; while down, what it applied). */
+  get commit(): number {
+    return this.loop?.node.log.committed ?? this.applied;
   }
 }
 
@@ -158,22 +178,43 @@ export class MemberState {
 export type MemberRef = number | string | bigint | MemberState;
 
 /**
- * Installs a leader's state on a follower's server (etcd's MsgSnap and the member's applySnapshot): the
- * store, the alarm bucket and the lease bucket come with the snapshot, and the applied index is the leader's.
+ * A member's state at its applied index, as a Raft snapshot carries it (etcd's db in the MsgSnap): the
+ * store with the auth state, the alarm bucket and the lease bucket.
  */
-export function installLeaderState(to: EtcdServer, from: EtcdServer): void {
-  to.restore(from.snapshot());
+export interface MemberImage {
+  readonly store: ReturnType<EtcdServer['snapshot']>;
+  readonly alarms: ReturnType<EtcdServer['services']['maintenance']['alarms']['bucketKeys']>;
+  readonly leases: readonly { readonly id: bigint; readonly ttl: number; readonly remaining: number }[];
+  readonly applied: number;
+}
+
+/** Takes a member's state for a snapshot (etcd's triggerSnapshot at its applied index). */
+export function memberImage(from: EtcdServer): MemberImage {
+  const l = from.lessor;
+  return {
+    store: from.snapshot(),
+    alarms: from.services.maintenance.alarms.bucketKeys(),
+    leases: l.leases().map((id) => ({ id, ttl: l.timeToLive(id).grantedTTL, remaining: l.checkpointedTTLOf(id) ?? 0 })),
+    applied: from.raftIndex,
+  };
+}
+
+/**
+ * Installs a snapshot's state on a member's server (etcd's applySnapshot): the store, the alarm bucket and
+ * the lease bucket come with it, and the applied index is the snapshot's.
+ */
+export function installImage(to: EtcdServer, image: MemberImage): void {
+  to.restore(image.store);
   // The alarm bucket comes with the snapshot, and the follower's refusals follow it (etcd's restoreAlarms).
-  to.services.maintenance.alarms.restore(from.services.maintenance.alarms.bucketKeys());
+  to.services.maintenance.alarms.restore(image.alarms);
   // The lease bucket comes with the snapshot: the member's lessor recovers the leader's leases.
-  const theirs = new Set(from.lessor.leases());
+  const theirs = new Set(image.leases.map((x) => x.id));
   for (const id of to.lessor.leases()) if (!theirs.has(id)) to.lessor.revoke(id);
-  for (const id of theirs) {
+  for (const { id, ttl, remaining } of image.leases) {
     if (to.lessor.exists(id)) continue;
-    to.lessor.grant(id, from.lessor.timeToLive(id).grantedTTL);
-    const rem = from.lessor.checkpointedTTLOf(id) ?? 0;
-    if (rem > 0) to.lessor.checkpoint(id, rem);
+    to.lessor.grant(id, ttl);
+    if (remaining > 0) to.lessor.checkpoint(id, remaining);
   }
   to.lessor.recoverFromStore();
-  to.resetAppliedIndex(from.raftIndex);
+  to.resetAppliedIndex(image.applied);
 }

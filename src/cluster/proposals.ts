@@ -8,51 +8,72 @@
  *    quorum that it still leads and has committed an entry of its term (ReadOnlySafe) — and is served once
  *    the member applied up to it; a leader change fails the reads still waiting for an index.
  */
+import type { Entry, ReadState } from '../raft/index.js';
 import type { GrpcError } from '../server/index.js';
 import type { Clock } from '../sim/index.js';
 import { errLeaderChanged, errProposalBlocked, errTimeout, errTimeoutDueToConnectionLost, errTimeoutDueToLeaderFail, errTransportClosing } from './errors.js';
 import type { EntryBody, MemberState, Proposal, ReadWait, Reply } from './member_state.js';
-import type { Raft } from './raft.js';
-import type { Entry } from './raft_log.js';
+import type { RaftGroup } from './raft_group.js';
 
 /** Settings and hooks the requests need from the cluster. */
 export interface RequestsContext {
   readonly clock: Clock;
   readonly requestTimeoutMs: number;
   /** Records a proposal in the trace (`propose <label> at <index> via <member>`). */
-  traceProposal(e: Entry, via: MemberState): void;
-  /** Applies what became due. */
-  pump(): void;
+  traceProposal(label: string, index: number, via: MemberState): void;
 }
 
 /** Every proposal and linearizable read not answered yet. */
 export class Requests {
-  private readonly proposals = new Map<Entry, Proposal>();
-  /** Every proposal not answered yet (also those lost on the way to a leader, which no entry holds). */
+  /** Proposals by their entry's bytes, until answered. */
+  private readonly proposals = new Map<Uint8Array, Proposal>();
+  /** Every proposal not answered yet (also those not proposed yet, which no entry holds). */
   private readonly waiting = new Set<Proposal>();
+  /** Linearizable reads waiting for their read index, by their ReadIndex context. */
+  private readonly readsByContext = new Map<string, ReadWait>();
+  private readSeq = 0;
+  /** Members whose reads tryReads goes over now, and whether it is to go over them again. */
+  private readonly readsBusy = new Map<MemberState, boolean>();
 
   constructor(
-    private readonly raft: Raft,
+    private readonly raft: RaftGroup,
     private readonly ctx: RequestsContext,
   ) {}
 
-  /** Proposes a request at member `m`; `make` builds the entry at the leader, `reply` gets `m`'s apply result. */
+  /** Proposes a request at member `m`; `make` builds the entry (the leader `m` knows picks what it picks), `reply` gets `m`'s apply result. */
   propose(m: MemberState, make: (leader: MemberState) => EntryBody, reply: Reply<unknown>): void {
     const { clock, requestTimeoutMs } = this.ctx;
-    const p: Proposal = { member: m, incarnation: m.incarnation, reply, stage: 'noLeader', timer: undefined, entry: undefined };
+    const p: Proposal = { member: m, incarnation: m.incarnation, reply, stage: 'noLeader', timer: undefined, data: undefined, label: '' };
     p.timer = clock.setTimer(clock.now() + requestTimeoutMs, () => this.proposalTimedOut(p), 'cluster.request-timeout');
     this.waiting.add(p);
     this.forward(m, p, make);
-    this.ctx.pump();
   }
 
   /** A linearizable read at `m`: ReadIndex through the leader, wait until `m` applied up to it, then `serve`. */
   readIndex(m: MemberState, serve: () => void, reply: Reply<unknown>): void {
     const { clock, requestTimeoutMs } = this.ctx;
-    const r: ReadWait = { member: m, incarnation: m.incarnation, serve, reply, index: undefined, done: false, timer: undefined };
+    const context = `${m.name}/${++this.readSeq}`;
+    const r: ReadWait = { member: m, incarnation: m.incarnation, serve, reply, context, index: undefined, done: false, timer: undefined };
     r.timer = clock.setTimer(clock.now() + requestTimeoutMs, () => this.finishRead(r, errTimeout()), 'cluster.read-timeout');
     m.reads.push(r);
+    this.readsByContext.set(context, r);
     this.tryReads(m);
+  }
+
+  /** Leader `l` appended entries: the proposals among them get their index (in the trace). */
+  appended(entries: readonly Entry[]): void {
+    for (const e of entries) {
+      const p = this.proposals.get(e.data);
+      if (p !== undefined) this.ctx.traceProposal(p.label, e.index, p.member);
+    }
+  }
+
+  /** `m`'s node confirmed a read index: the read waits for `m` to apply up to it. */
+  readState(m: MemberState, rs: ReadState): void {
+    const r = this.readsByContext.get(rs.context);
+    if (r === undefined || r.done || r.index !== undefined || r.member !== m) return;
+    r.index = rs.index;
+    this.readsByContext.delete(rs.context);
   }
 
   /** The leader `m` knows and can reach, if any: where keep-alives and TimeToLive are forwarded. */
@@ -70,8 +91,8 @@ export class Requests {
 
   /** `m` applied `e`: the proposal `m` made of it is answered. */
   applied(m: MemberState, e: Entry, result: unknown, error: GrpcError | undefined): void {
-    const p = this.proposals.get(e);
-    if (p !== undefined && p.member === m) this.settle(p, result, error, e);
+    const p = this.proposals.get(e.data);
+    if (p !== undefined && p.member === m) this.settle(p, result, error);
     if (m.reads.length > 0) this.tryReads(m);
   }
 
@@ -90,7 +111,7 @@ export class Requests {
     const dropped = m.noLeader;
     m.noLeader = [];
     for (const d of dropped) this.settle(d.proposal, undefined, errTransportClosing());
-    for (const p of [...this.waiting]) if (p.member === m) this.settle(p, undefined, errTransportClosing(), p.entry);
+    for (const p of [...this.waiting]) if (p.member === m) this.settle(p, undefined, errTransportClosing());
     const reads = m.reads;
     m.reads = [];
     for (const r of reads) this.finishRead(r, errTransportClosing());
@@ -98,38 +119,59 @@ export class Requests {
 
   /** The cluster closes: every request still waiting fails. */
   close(): void {
-    for (const p of [...this.waiting]) this.settle(p, undefined, errTransportClosing(), p.entry);
+    for (const p of [...this.waiting]) this.settle(p, undefined, errTransportClosing());
     for (const m of this.raft.states) {
       m.noLeader = [];
       for (const r of [...m.reads]) this.finishRead(r, errTransportClosing());
     }
   }
 
-  /** Moves the member's waiting reads on: get a read index from the leader, serve those whose index it applied. */
+  /**
+   * Moves the member's waiting reads on: those without a read index ask the leader (again: a request or its
+   * answer lost on the way is asked anew, as etcd 3.5+ retries ReadIndex), those whose index the member
+   * applied are served.
+   */
   tryReads(m: MemberState): void {
     if (!m.up) return;
-    const raft = this.raft;
-    const pending = m.reads;
-    m.reads = [];
-    for (const r of pending) {
-      if (r.done) continue;
-      if (r.index === undefined) {
-        const l = this.reachableLeader(m);
+    if (this.readsBusy.has(m)) {
+      this.readsBusy.set(m, true); // the outer call goes over them again
+      return;
+    }
+    this.readsBusy.set(m, false);
+    try {
+      let ask = true;
+      for (;;) {
+        this.readsOnce(m, ask);
+        if (this.readsBusy.get(m) !== true) break;
+        this.readsBusy.set(m, false);
+        ask = false; // an apply meanwhile: serve what it let go, without asking again
+      }
+    } finally {
+      this.readsBusy.delete(m);
+    }
+  }
+
+  private readsOnce(m: MemberState, ask: boolean): void {
+    {
+      const pending = m.reads;
+      m.reads = [];
+      for (const r of pending) {
+        if (r.done) continue;
         // ReadIndex: the leader confirms with a quorum that it still leads, and has committed an entry of
-        // its term (etcd's ReadOnlySafe); the read index is its commit index.
-        if (l !== undefined && raft.leaderHasQuorum(l) && raft.log.termAt(raft.commitIndex) === l.term) r.index = raft.commitIndex;
-      }
-      if (r.index !== undefined && m.applied >= r.index) {
-        r.done = true;
-        if (r.timer !== undefined) this.ctx.clock.cancel(r.timer);
-        try {
-          r.serve();
-        } catch (err) {
-          r.reply.fail(err);
+        // its term (etcd's ReadOnlySafe); the read index is its commit index then.
+        if (r.index === undefined && ask) this.raft.readIndex(m, r.context);
+        if (r.index !== undefined && m.applied >= r.index) {
+          r.done = true;
+          if (r.timer !== undefined) this.ctx.clock.cancel(r.timer);
+          try {
+            r.serve();
+          } catch (err) {
+            r.reply.fail(err);
+          }
+          continue;
         }
-        continue;
+        m.reads.push(r);
       }
-      m.reads.push(r);
     }
   }
 
@@ -143,17 +185,17 @@ export class Requests {
       return;
     }
     p.stage = 'proposed';
+    const body = make(l);
+    const data = this.raft.entryData(body);
+    p.data = data;
+    p.label = body.label;
+    this.proposals.set(data, p);
     // A proposal to a leader that is down or cut off is lost on the way (the request times out).
-    if (l !== m && !this.raft.connected(m, l)) return;
-    if (l.role !== 'leader' || !l.up) return;
-    const e = this.raft.append(l, make(l));
-    p.entry = e;
-    this.proposals.set(e, p);
-    this.ctx.traceProposal(e, m);
+    this.raft.propose(m, data);
   }
 
-  private settle(p: Proposal, result: unknown, error: GrpcError | undefined, e?: Entry): void {
-    if (e !== undefined) this.proposals.delete(e);
+  private settle(p: Proposal, result: unknown, error: GrpcError | undefined): void {
+    if (p.data !== undefined) this.proposals.delete(p.data);
     if (p.stage === 'done') return;
     p.stage = 'done';
     this.waiting.delete(p);
@@ -178,7 +220,7 @@ export class Requests {
       else if (l === m) err = this.raft.leaderHasQuorum(m) ? errTimeout() : errTimeoutDueToConnectionLost();
       else err = this.raft.connected(m, l) ? errTimeout() : errTimeoutDueToLeaderFail();
     }
-    this.settle(p, undefined, err, p.entry);
+    this.settle(p, undefined, err);
   }
 
   private finishRead(r: ReadWait, err: GrpcError): void {
@@ -186,6 +228,7 @@ export class Requests {
     r.done = true;
     if (r.timer !== undefined) this.ctx.clock.cancel(r.timer);
     r.member.reads = r.member.reads.filter((x) => x !== r);
+    this.readsByContext.delete(r.context);
     r.reply.fail(err);
   }
 }

@@ -49,7 +49,7 @@ export interface ClusterSide {
   restart(i: number): Promise<void>;
   moveLeader(to: number): Promise<void>;
   /**
-   * What the side's own Raft invariant checker found (the simulator runs src/cluster/raft_checker.ts after
+   * What the side's own Raft invariant checker found (the simulator runs src/cluster/checker.ts after
    * every tick); absent on a side that has none to run (a real cluster's Raft is etcd's own).
    */
   raftViolations?(): readonly string[];

@@ -1,7 +1,7 @@
 /**
  * Raft's safety properties (the Raft paper's Figure 3), checked across the nodes of one cluster as a test
- * sees all of them at once — the per-member counterpart of src/cluster/raft_checker.ts for the god-view
- * model. After each step of a simulated network (or on demand) it checks:
+ * sees all of them at once — what src/cluster/checker.ts runs over every member of the in-process cluster
+ * (and a process member on itself). After each step of a simulated network (or on demand) it checks:
  *  - election safety: at most one member leads a term;
  *  - log matching: two logs holding an entry of the same index and term hold the same entry there and
  *    agree on the term of the entry before it (so, by induction, on the whole prefix);

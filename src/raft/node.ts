@@ -64,6 +64,37 @@ export class RaftNode extends RaftCore {
     this.step({ type: 'MsgTransferLeader', from: to, to: this.id, term: 0n });
   }
 
+  /**
+   * Starts an election now, as a MsgTimeoutNow does: past PreVote and the voters' leader lease (an
+   * operator's forced election; a leader campaigns for a new term of its own).
+   */
+  campaignNow(): void {
+    if (this.promotable()) this.campaign('election', true);
+  }
+
+  /** A leader heartbeats `to` now (its connection to a stopped peer just came back). */
+  heartbeatTo(to: NodeId): void {
+    const pr = this.tracker.prs.get(to);
+    if (this.roleNow !== 'leader' || to === this.id || pr === undefined) return;
+    const context = this.reads.lastContext();
+    this.send({ type: 'MsgHeartbeat', to, commit: Math.min(pr.match, this.log.committed), ...(context === undefined ? {} : { context }) });
+  }
+
+  /**
+   * A leader sends its latest snapshot to `to` now, as it does on its own to a follower behind its log; the
+   * follower installs it only when it is past what that follower knows committed.
+   */
+  sendSnapshotTo(to: NodeId): boolean {
+    const pr = this.tracker.prs.get(to);
+    if (this.roleNow !== 'leader' || to === this.id || pr === undefined) return false;
+    const snap = this.log.snapshot;
+    pr.state = 'snapshot';
+    pr.pendingSnapshot = snap.index;
+    pr.snapshotTicks = this.opts.electionTicks;
+    this.send({ type: 'MsgSnap', to, snapshot: snap });
+    return true;
+  }
+
   /** The application snapshotted its applied state at `index`: compact the log, keeping `keep` entries. */
   compact(index: number, data: Uint8Array, keep: number): void {
     const term = this.log.term(index);
@@ -441,11 +472,7 @@ export class RaftNode extends RaftCore {
     const prev = pr.next - 1;
     const prevTerm = this.log.term(prev);
     if (prevTerm === undefined || prev < this.log.firstIndex() - 1) {
-      const snap = this.log.snapshot;
-      pr.state = 'snapshot';
-      pr.pendingSnapshot = snap.index;
-      pr.snapshotTicks = this.opts.electionTicks;
-      this.send({ type: 'MsgSnap', to, snapshot: snap });
+      this.sendSnapshotTo(to);
       return;
     }
     const entries = this.log.slice(pr.next, this.log.lastIndex() + 1, this.maxPerMessage);

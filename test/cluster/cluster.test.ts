@@ -331,6 +331,8 @@ test('crash and restart: the member rebuilds its store from its backend and catc
   await s.kv.put({ key: B('c'), value: B('3') });
   await s.kv.deleteRange({ key: B('a') });
   c.restart(1);
+  // The leader's next heartbeat finds it back; its answer asks for the entries it missed (etcd's probe).
+  await c.advance(c.heartbeatMs);
   const m1 = c.members[1]!;
   assert.equal(m1.server.mvcc.currentRevision, 5, 'after the restart and catch-up it holds every revision');
   assert.ok(m1.server.lessor.exists(BigInt(g.ID)), 'the lease came back from the backend');

@@ -7,7 +7,7 @@ const B = (s: string): Uint8Array => new TextEncoder().encode(s);
 
 /**
  * A seeded swarm of requests on random members with random faults, checking what Raft and etcd promise:
- * Raft's invariants after every tick (raft_checker.ts: one leader per term, a committed prefix never
+ * Raft's invariants after every tick (src/cluster/checker.ts: src/raft/checker.ts on every node — election safety, log matching, a committed prefix never
  * changes, applied <= committed, a member's store equals the committed prefix); every acknowledged write has its own revision; a linearizable read started after a
  * write was acknowledged sees it (its header revision is at least the write's); and once the faults are
  * undone, every member holds the same store.

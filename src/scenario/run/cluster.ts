@@ -422,7 +422,7 @@ export class ScenarioCluster implements ScenarioEngine {
         s.out(
           from === undefined
             ? `# restart ${m.name}: it is running (restart acts on a crashed member)`
-            : `# restart ${m.name}: rebuilt from its backend (revision ${from}); it rejoins as a follower and catches up from the leader: revision ${m.server.mvcc.currentRevision}, applied index ${c.status(m).raftAppliedIndex}`,
+            : `# restart ${m.name}: rebuilt from its backend (revision ${from}, applied index ${c.status(m).raftAppliedIndex}); it rejoins as a follower and catches up from the leader at its next heartbeat`,
         );
         break;
       }
@@ -451,12 +451,15 @@ export class ScenarioCluster implements ScenarioEngine {
         const m = c.members[d.member]!;
         const before = m.server.mvcc.currentRevision;
         const l = c.leader;
+        const traced = c.trace().length;
         c.installSnapshot(d.member);
-        const after = m.server.mvcc.currentRevision;
+        const [after, installed] = [m.server.mvcc.currentRevision, c.trace().slice(traced).some((e) => e.event.startsWith('snapshot ') && e.event.includes(` -> ${m.name} `))];
         s.out(
           l === undefined || l === m
             ? `# install-snapshot ${name(d.member)}: nothing sent (${l === m ? `${m.name} is the leader` : 'no leader'})`
-            : `# install-snapshot ${name(d.member)}: ${l.name} sends its snapshot; ${m.name} applies it (revision ${before} → ${after}); its watchers move to unsynced`,
+            : installed
+              ? `# install-snapshot ${name(d.member)}: ${l.name} sends its snapshot; ${m.name} applies it (revision ${before} → ${after}); its watchers move to unsynced`
+              : `# install-snapshot ${name(d.member)}: ${l.name} sends its snapshot; ${m.name} keeps its state (revision ${after}): it already committed up to the snapshot, and Raft installs one only past that`,
         );
         break;
       }
