@@ -11,37 +11,74 @@
  * etcd 3.4.23 with the same flags; the two alternate round by round. Rows for 3 members (the acceptance)
  * and for 1 (the floor: one process's own start).
  *
+ * Beside each wall-time row, the CPU each member process used by then (Linux's /proc/PID/schedstat, read
+ * once the put is answered): on a machine whose cores are shared, a process's CPU becomes wall time in
+ * proportion to the load, so the CPU ratio is the one the load does not move — and the note gives the CPU of
+ * a bare Node that prints one line (`node -e`, measured in the same run), below which no Node process
+ * starts. 25 rounds a side (a full run) with medians, quartiles and the load average over the rounds: the
+ * spread of a start-up on a loaded machine is wide, and one quiet or busy round must not decide the ratio.
+ *
  * Without an etcd binary the section says so and has no rows; a binary that cannot start the cluster (an
  * etcdsim without multi-member support) leaves its row out with the reason on stderr.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { etcdsimCommand, startEtcdCluster, type EtcdCommand } from '../src/diff/etcd_cluster.js';
 import { hasEtcdBinary } from '../src/diff/etcd_process.js';
 import type { BenchContext, BenchSection, Row, Sample } from './harness.js';
 // @ts-expect-error a plain JavaScript module of the launcher, without declarations
 import { buildIsFresh } from '../bin/build_fresh.js';
 
-const FULL = { rounds: 7 };
+const FULL = { rounds: 25 };
 const QUICK = { rounds: 3 };
 
-/** ms from the first spawn to an answered put through the leader; the cluster is stopped afterwards. */
-async function startOnce(bin: EtcdCommand | undefined, size: number): Promise<number> {
+/** CPU time (ms) process `pid` has run so far, or undefined where /proc does not say. */
+function cpuMs(pid: number): number | undefined {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+  } catch {
+    return undefined;
+  }
+}
+
+/** One start: ms from the first spawn to an answered put through the leader, and each member's CPU by then. */
+async function startOnce(bin: EtcdCommand | undefined, size: number): Promise<{ ms: number; cpu: number[] }> {
   const t0 = process.hrtime.bigint();
   const c = await startEtcdCluster({ bin, size });
   try {
     const leader = await c.waitForLeader();
     await c.client(leader).kv.put({ key: Buffer.from('bench/startup'), value: Buffer.from('1') });
-    return Number(process.hrtime.bigint() - t0) / 1e6;
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    return { ms, cpu: c.members.map((m) => cpuMs(m.pid)).filter((x): x is number => x !== undefined) };
   } finally {
     await c.stop();
   }
 }
 
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+/** CPU (ms) of a bare Node process by the time it has printed one line: the floor of any member. */
+async function nodeFloorMs(): Promise<number | undefined> {
+  const child = spawn(process.execPath, ['-e', "process.stdout.write('up\\n'); setInterval(() => {}, 1000)"], { stdio: ['ignore', 'pipe', 'ignore'] });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.once('data', () => resolve());
+      child.once('error', reject);
+    });
+    return cpuMs(child.pid!);
+  } finally {
+    child.kill('SIGKILL');
+  }
 }
+
+function quantile(xs: readonly number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (s.length - 1) * q;
+  const lo = Math.floor(at);
+  return s[lo]! + (s[Math.min(lo + 1, s.length - 1)]! - s[lo]!) * (at - lo);
+}
+const median = (xs: readonly number[]): number => quantile(xs, 0.5);
+/** `median (p25–p75)` of `xs`, in ms. */
+const quartiles = (xs: readonly number[]): string => `${median(xs).toFixed(0)} (${quantile(xs, 0.25).toFixed(0)}–${quantile(xs, 0.75).toFixed(0)})`;
 
 const sample = (ms: readonly number[]): Sample => ({ nsPerOp: median(ms) * 1e6, rounds: ms.map((x) => x * 1e6), ops: 1 });
 
@@ -65,9 +102,17 @@ export const processesSection: BenchSection = {
     const { rounds } = ctx.quick ? QUICK : FULL;
     const sim = etcdsimCommand('3.4');
     const rows: Row[] = [];
+    const floor: number[] = [];
+    for (let i = 0; i < 5 && existsSync('/proc/self/schedstat'); i++) {
+      const f = await nodeFloorMs();
+      if (f !== undefined) floor.push(f);
+    }
     for (const size of [1, 3]) {
       const simMs: number[] = [];
       const etcdMs: number[] = [];
+      const simCpu: number[] = [];
+      const etcdCpu: number[] = [];
+      const loads: number[] = [];
       let failed: string | undefined;
       // One untimed start of each first (the page cache, the code cache), then alternating rounds.
       for (let r = -1; r < rounds && failed === undefined; r++) {
@@ -75,8 +120,12 @@ export const processesSection: BenchSection = {
         const order = r % 2 === 0 ? (['sim', 'etcd'] as const) : (['etcd', 'sim'] as const);
         for (const which of order) {
           try {
-            const ms = await startOnce(which === 'sim' ? sim : undefined, size);
-            if (r >= 0) (which === 'sim' ? simMs : etcdMs).push(ms);
+            const { ms, cpu } = await startOnce(which === 'sim' ? sim : undefined, size);
+            if (r >= 0) {
+              (which === 'sim' ? simMs : etcdMs).push(ms);
+              (which === 'sim' ? simCpu : etcdCpu).push(...cpu);
+              loads.push(loadavg()[0]!);
+            }
           } catch (err) {
             if (which === 'etcd') throw err;
             // The member's own reason (its fatal log line) rather than the launcher's "exited before ready".
@@ -100,7 +149,17 @@ export const processesSection: BenchSection = {
         baseline: b,
         ratio: s.nsPerOp / b.nsPerOp,
         target: size === 3 ? { maxRatio: 0.5 } : undefined,
-        note: `median of ${rounds}: etcdsim ${median(simMs).toFixed(0)} ms, etcd ${median(etcdMs).toFixed(0)} ms (spawn → ready lines, one leader, a put through it)`,
+        note: `${rounds} rounds a side, median (p25–p75): etcdsim ${quartiles(simMs)} ms, etcd ${quartiles(etcdMs)} ms (spawn → ready lines, one leader, a put through it); load average ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)} over the rounds`,
+      });
+      if (simCpu.length === 0 || etcdCpu.length === 0) continue; // no /proc: no CPU figures
+      rows.push({
+        name: `CPU of each of ${size} member process${size === 1 ? '' : 'es'} by then`,
+        unit: 'member',
+        subject: sample(simCpu),
+        baselineName: 'etcd 3.4.23',
+        baseline: sample(etcdCpu),
+        ratio: median(simCpu) / median(etcdCpu),
+        note: `${simCpu.length} members a side, median (p25–p75): etcdsim ${quartiles(simCpu)} ms, etcd ${quartiles(etcdCpu)} ms; a bare Node printing one line: ${floor.length === 0 ? 'not measured' : `${quartiles(floor)} ms`}`,
       });
     }
     return rows;
