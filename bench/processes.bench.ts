@@ -11,7 +11,7 @@
  * etcd 3.4.23 with the same flags; the two alternate round by round. Rows for 3 members (the acceptance)
  * and for 1 (the floor: one process's own start).
  *
- * Beside each wall-time row, the CPU each member process used by then (Linux's /proc/PID/schedstat, read
+ * Beside each wall-time row, the CPU each member process used by then (Linux's schedstat of its threads, read
  * once the put is answered): on a machine whose cores are shared, a process's CPU becomes wall time in
  * proportion to the load, so the CPU ratio is the one the load does not move — and the note gives the CPU of
  * a bare Node that prints one line (`node -e`, measured in the same run), below which no Node process
@@ -22,25 +22,17 @@
  * etcdsim without multi-member support) leaves its row out with the reason on stderr.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { etcdsimCommand, startEtcdCluster, type EtcdCommand } from '../src/diff/etcd_cluster.js';
 import { hasEtcdBinary } from '../src/diff/etcd_process.js';
+import { processCpuMs as cpuMs } from '../src/diff/process_cpu.js';
 import type { BenchContext, BenchSection, Row, Sample } from './harness.js';
 // @ts-expect-error a plain JavaScript module of the launcher, without declarations
 import { buildIsFresh } from '../bin/build_fresh.js';
 
 const FULL = { rounds: 25 };
 const QUICK = { rounds: 3 };
-
-/** CPU time (ms) process `pid` has run so far, or undefined where /proc does not say. */
-function cpuMs(pid: number): number | undefined {
-  try {
-    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
-  } catch {
-    return undefined;
-  }
-}
 
 /** One start: ms from the first spawn to an answered put through the leader, and each member's CPU by then. */
 async function startOnce(bin: EtcdCommand | undefined, size: number): Promise<{ ms: number; cpu: number[] }> {
