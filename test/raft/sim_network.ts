@@ -52,6 +52,12 @@ export class SimNetwork {
   /** Messages sent at one virtual instant (a livelock sends without end). */
   private sentAt = -1;
   private sentNow = 0;
+  /**
+   * The chance that a client's proposal reaches the leader while it handles a Ready (between ready() and
+   * advance()): etcd's node goroutine takes proposals while a Ready is out, so what advance() marks stable
+   * must be what that Ready carried, not what the log holds by then.
+   */
+  proposeMidReady = 0;
 
   constructor(
     readonly seed: number,
@@ -59,6 +65,8 @@ export class SimNetwork {
     private readonly snapshotEvery = 20,
     /** A second disk per member that sees every save too (a WAL under test). */
     private readonly tee?: (id: NodeId, initial: RaftStorage) => RaftPersistence,
+    /** etcd's --pre-vote (false by default in etcd 3.4, true from 3.5). */
+    private readonly preVote = true,
   ) {
     this.net = new SimRandom(seed).fork('net');
     const disk0 = bootstrapStorage(ids.map((id) => ({ id })));
@@ -73,7 +81,7 @@ export class SimNetwork {
 
   private newNode(id: NodeId, disk: MemoryStorage, incarnation: number): RaftNode {
     return new RaftNode(
-      { id, random: new SimRandom(this.seed).fork(`node-${id}-${incarnation}`), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, preVote: true, checkQuorum: true, maxEntriesPerMessage: 8 },
+      { id, random: new SimRandom(this.seed).fork(`node-${id}-${incarnation}`), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, preVote: this.preVote, checkQuorum: true, maxEntriesPerMessage: 8 },
       disk.storage(),
     );
   }
@@ -96,6 +104,7 @@ export class SimNetwork {
         this.snapshotsInstalled++;
       }
       for (const msg of rd.messages) this.send(msg);
+      if (this.proposeMidReady > 0 && m.node.role === 'leader' && this.net.nextBool(this.proposeMidReady)) m.node.propose(utf8.encode(`v${this.seq++}`));
       for (const e of rd.committedEntries) this.apply(m, e);
       this.checker.appliedEntries(m.id, rd.committedEntries);
       for (const r of rd.readStates) {
@@ -111,9 +120,19 @@ export class SimNetwork {
 
   /** The member snapshots its state machine at its applied index and compacts its log but for `keep` entries. */
   private snapshot(m: Member, keep: number): void {
-    const applied = m.node.log.applied;
-    if (applied === m.node.log.snapshot.index) return;
+    const log = m.node.log;
+    const applied = log.applied;
+    if (applied === log.snapshot.index) return;
+    const before = [...log.held()];
+    const boundary = Math.max(log.firstIndex() - 1, applied - keep);
     m.node.compact(applied, utf8.encode(JSON.stringify(m.values)), keep);
+    // etcd keeps SnapshotCatchUpEntries before the snapshot's point for slow followers: exactly the
+    // entries after `applied - keep` stay (or all, when the log starts later already), none moved.
+    const kept = before.filter((e) => e.index > boundary);
+    const held = log.held();
+    if (log.firstIndex() !== boundary + 1 || held.length !== kept.length || held.some((e, i) => e !== kept[i])) {
+      throw new Error(`member ${m.id} compacted at ${applied} keeping ${keep}: log starts at ${log.firstIndex()} with ${held.length} entries, expected ${boundary + 1} with ${kept.length}`);
+    }
     m.disk.snapshotted(m.node.log.snapshot);
     m.tee?.snapshotted(m.node.log.snapshot);
     this.checker.check([m.node]);
@@ -194,6 +213,12 @@ export class SimNetwork {
     if (m.alive) return;
     m.incarnation++;
     m.node = this.newNode(id, m.disk, m.incarnation);
+    // A member restarts with the term, vote and commit index it persisted (raft's HardState).
+    const { hardState } = m.disk.storage();
+    const st = m.node.status();
+    if (st.term !== hardState.term || st.vote !== hardState.vote || st.commit !== hardState.commit) {
+      throw new Error(`member ${id} restarted at term ${st.term}, vote ${st.vote}, commit ${st.commit}; it persisted ${hardState.term}, ${hardState.vote}, ${hardState.commit}`);
+    }
     const snap = m.disk.storage().snapshot.data;
     m.values = snap.length === 0 ? [] : (JSON.parse(fromUtf8.decode(snap)) as string[]);
     m.alive = true;
