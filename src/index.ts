@@ -38,6 +38,8 @@ export type { SimEtcd3Options } from './client/etcd3.js';
 export type { EtcdServer, EtcdServices } from './server/etcd_server.js';
 // What every door takes of one member: an EtcdServer, a cluster member's view (ClusterMemberView), a member process.
 export type { MemberServices, MemberView } from './server/member_view.js';
+// sim.server: one member, its engine and its levers.
+export type { EtcdServerView } from './server/server_view.js';
 export type { Awaitable } from './server/awaitable.js';
 export { DEFAULT_CLUSTER_ID, DEFAULT_MEMBER_ID, type EtcdServerOptions, type MemberInfo } from './server/member_options.js';
 export type { CompactionCrash, MemberRestart, MemberSnapshot } from './server/restart.js';

@@ -5,7 +5,7 @@
  */
 import { type CompactResponse, type MvccStore, type StoreSnapshot } from '../mvcc/index.js';
 import type { Lessor } from '../lease/index.js';
-import { EtcdServer, type EtcdServerOptions, type EtcdServices, type GrpcError, type MemberSnapshot } from '../server/index.js';
+import { EtcdServer, type EtcdServerOptions, type EtcdServerView, type EtcdServices, type GrpcError, type MemberSnapshot } from '../server/index.js';
 import { ClusterMemberView, EtcdCluster, type ClusterMemberServices, type EtcdClusterOptions, type MemberRef } from '../cluster/index.js';
 import { RealClock, VirtualClock, afterHostTime, hostMicrotask, hostNextTurn, type Clock } from '../sim/index.js';
 import type { WatchableStore, WatchStream } from '../watch/index.js';
@@ -59,7 +59,8 @@ export interface EtcdSimOptions extends Omit<EtcdServerOptions, 'clock'> {
 
 /** @public */
 export interface EtcdSim<C extends Clock = Clock> {
-  readonly server: EtcdServer;
+  /** The member: its engine and its levers (an interface: serverOf(sim) is the EtcdServer, for this package's own floors). */
+  readonly server: EtcdServerView;
   /** How time passes for this simulator. */
   readonly time: TimeMode;
   /** The member's clock: a VirtualClock with time 'virtual', a RealClock with time 'real'. */
@@ -188,7 +189,7 @@ function createMemberSim(options: EtcdSimOptions): EtcdSim {
         tickZero(ZERO_TICK_TURNS);
       }),
     );
-  return {
+  const sim: EtcdSim = {
     server,
     time,
     clock,
@@ -238,6 +239,22 @@ function createMemberSim(options: EtcdSimOptions): EtcdSim {
       real?.close();
     },
   };
+  SERVERS.set(sim, server);
+  return sim;
+}
+
+/** The EtcdServer behind each simulator's `sim.server`. */
+const SERVERS = new WeakMap<EtcdSim, EtcdServer>();
+
+/**
+ * The EtcdServer behind `sim.server`, with the wiring EtcdServerView leaves out of the published types (the
+ * auth store, the delivery queue, the backend's buckets): for the floors above and the tests that reach
+ * into the member.
+ */
+export function serverOf(sim: EtcdSim): EtcdServer {
+  const server = SERVERS.get(sim);
+  if (server === undefined) throw new TypeError('serverOf: not a simulator made by createEtcdSim');
+  return server;
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ export {
   type TimeMode,
   type TimerDriver,
   type Etcd3SimOptions,
+  serverOf,
 } from './create.js';
 export {
   EtcdClient,

@@ -24,7 +24,7 @@ import { AppliedWait, registerTokenWaits, simpleTokenIndex } from './applied_wai
 import { LockService } from './lock_service.js';
 import { ElectionService } from './election_service.js';
 import type { HeaderIdentity } from './convert.js';
-import type { MemberView } from './member_view.js';
+import type { EtcdServerView } from './server_view.js';
 import { DEFAULT_QUOTA_BACKEND_BYTES, memberInfoOf, type EtcdServerOptions, type MemberInfo } from './member_options.js';
 import type { CompactionCrash, MemberRestart, MemberSnapshot } from './restart.js';
 import {
@@ -64,7 +64,7 @@ export interface EtcdServices {
 }
 
 /** @public */
-export class EtcdServer implements MemberView {
+export class EtcdServer implements EtcdServerView {
   readonly clock: Clock;
   readonly ticker: Ticker;
   readonly random: SimRandom;

@@ -2,6 +2,8 @@
 export { EtcdServer, type EtcdServices } from './etcd_server.js';
 // What every door needs of one member (EtcdServer, a cluster's member, a member in a process of its own).
 export type { MemberServices, MemberView } from './member_view.js';
+// What a test holds of one simulated member (sim.server).
+export type { EtcdServerView } from './server_view.js';
 export { andThen, isPromiseLike, type Awaitable } from './awaitable.js';
 export { DEFAULT_CLUSTER_ID, DEFAULT_MEMBER_ID, type EtcdServerOptions, type MemberInfo } from './member_options.js';
 export type { CompactionCrash, MemberRestart, MemberSnapshot } from './restart.js';

@@ -16,7 +16,7 @@
  * they are (an expiry's deletes too). Expiry is etcd's decision: the simulator's clock never moves, so its
  * own timers never expire a lease, and a lease etcd reports gone is dropped there too.
  */
-import type { EtcdSim } from '../client/index.js';
+import { serverOf, type EtcdSim } from '../client/index.js';
 import { afterHostTime } from '../sim/index.js';
 import type * as M from '../server/messages.js';
 
@@ -190,7 +190,7 @@ export class Follower {
    * its own (its clock never moves, so the token never expires; a new one after auth was turned off and on).
    */
   asRoot(): { token: string } | undefined {
-    const auth = this.sim.server.auth;
+    const auth = serverOf(this.sim).auth;
     if (!auth.enabled) return undefined;
     if (this.rootToken === undefined || !this.validToken(this.rootToken)) this.rootToken = auth.tokens.assign('root', this.sim.server.raftIndex, auth.revision);
     return { token: this.rootToken };
@@ -198,7 +198,7 @@ export class Follower {
 
   private validToken(token: string): boolean {
     try {
-      return this.sim.server.auth.authInfo(token) !== undefined;
+      return serverOf(this.sim).auth.authInfo(token) !== undefined;
     } catch {
       return false;
     }

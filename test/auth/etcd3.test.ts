@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EtcdAuthenticationFailedError, EtcdPermissionDeniedError, EtcdUserNotFoundError, EtcdRoleNotGrantedError, GRPCInvalidArgumentError } from 'etcd3';
 import { createEtcdSim } from '../../src/index.js';
+import { serverOf } from '../../src/client/index.js';
 
 test('etcd3: users and roles end to end, then an auth-enabled client is allowed and denied as its role says', async () => {
   const sim = createEtcdSim({ time: 'virtual' });
@@ -55,11 +56,11 @@ test('etcd3: an expired token is renewed by authenticating again, as the real cl
   });
   const client = sim.etcd3({ auth: { username: 'root', password: 'pw' } });
   await client.put('k').value('1');
-  assert.equal(sim.server.auth.tokens.size, 1);
+  assert.equal(serverOf(sim).auth.tokens.size, 1);
   sim.server.advance(301_000);
   // The first call fails with "invalid auth token"; the client authenticates again and retries.
   assert.equal(await client.get('k').string(), '1');
-  assert.equal(sim.server.auth.tokens.size, 1, 'the expired token is gone, a new one was issued');
+  assert.equal(serverOf(sim).auth.tokens.size, 1, 'the expired token is gone, a new one was issued');
   // Another client changes root's password: the old token is dropped and the old password no longer works.
   const other = sim.etcd3({ auth: { username: 'root', password: 'pw' } });
   await other.user('root').setPassword('pw2');

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createEtcdSim, text, utf8, type WatchResponse } from '../../src/index.js';
+import { serverOf } from '../../src/client/index.js';
 
 const b = utf8;
 
@@ -34,6 +35,15 @@ function scenario(seed: number): string {
   trace.push(`rev=${sim.mvcc.currentRevision} hash=${sim.digest()} leases=${sim.lessor.leases().join(',')}`);
   return trace.join('\n');
 }
+
+test('sim.server is published as an interface; serverOf(sim) is the member behind it, and refuses what createEtcdSim did not make', () => {
+  const sim = createEtcdSim({ time: 'virtual' });
+  const server = serverOf(sim);
+  assert.equal(server, sim.server);
+  assert.equal(server.auth.enabled, sim.server.auth.enabled);
+  assert.throws(() => serverOf({ ...sim }), /not a simulator made by createEtcdSim/);
+  sim.close();
+});
 
 test('same seed, same trace, byte for byte; another seed changes only what is random (lease IDs)', () => {
   const first = scenario(42);

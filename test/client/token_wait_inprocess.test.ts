@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createEtcdSim } from '../../src/client/create.js';
+import { createEtcdSim, serverOf } from '../../src/client/create.js';
 import type { EtcdClient } from '../../src/client/raw_client.js';
 
 const INVALID_TOKEN = /etcdserver: invalid auth token/;
@@ -43,7 +43,7 @@ test('raw client: a token naming a raft index not applied yet holds a unary call
     const put = track(c.kv.put({ key: 'held', value: 'x' }));
     await sim.settle();
     assert.deepEqual([range.state, put.state], ['pending', 'pending'], 'held while the index is not applied');
-    assert.equal(sim.server.appliedWait.size, 2);
+    assert.equal(serverOf(sim).appliedWait.size, 2);
     sim.services.kv.put({ key: Buffer.from('w'), value: Buffer.from('1') }, root);
     await sim.settle();
     assert.deepEqual([range.state, put.state], ['pending', 'pending'], 'one write short');
@@ -53,7 +53,7 @@ test('raw client: a token naming a raft index not applied yet holds a unary call
     assert.match(String((range.error as Error).message), INVALID_TOKEN);
     assert.equal((range.error as { code: number }).code, 16);
     assert.equal(sim.services.kv.range({ key: Buffer.from('held') }, root).count, '0', 'the held put was refused, not applied');
-    assert.equal(sim.server.appliedWait.size, 0);
+    assert.equal(serverOf(sim).appliedWait.size, 0);
   } finally {
     c.close();
     sim.close();
@@ -70,14 +70,14 @@ test('raw client: Lock and Campaign with a token naming a raft index not applied
     const campaign = track(c.election.campaign({ name: 'E', value: 'v' }));
     await sim.settle();
     assert.deepEqual([lock.state, campaign.state], ['pending', 'pending'], 'held while the index is not applied');
-    assert.equal(sim.server.appliedWait.size, 2);
+    assert.equal(serverOf(sim).appliedWait.size, 2);
     sim.services.kv.put({ key: Buffer.from('w'), value: Buffer.from('1') }, root);
     sim.services.kv.put({ key: Buffer.from('w'), value: Buffer.from('2') }, root);
     await sim.settle();
     assert.deepEqual([lock.state, campaign.state], ['rejected', 'rejected']);
     assert.match(String((lock.error as Error).message), INVALID_TOKEN);
     assert.match(String((campaign.error as Error).message), INVALID_TOKEN);
-    assert.equal(sim.server.appliedWait.size, 0);
+    assert.equal(serverOf(sim).appliedWait.size, 0);
   } finally {
     c.close();
     sim.close();
@@ -95,7 +95,7 @@ test('raw client: a token naming an applied index, or one that names no index, i
       assert.equal(r.state, 'rejected', token);
       assert.match(String((r.error as Error).message), INVALID_TOKEN);
     }
-    assert.equal(sim.server.appliedWait.size, 0);
+    assert.equal(serverOf(sim).appliedWait.size, 0);
   } finally {
     c.close();
     sim.close();
@@ -125,7 +125,7 @@ test('sim.services is synchronous: a token naming an index not applied yet is an
   const sim = authSim();
   try {
     assert.throws(() => sim.services.kv.range({ key: Buffer.from('a') }, { token: 'abcdefghijklmnop.999999' }), INVALID_TOKEN);
-    assert.equal(sim.server.appliedWait.size, 0);
+    assert.equal(serverOf(sim).appliedWait.size, 0);
   } finally {
     sim.close();
   }

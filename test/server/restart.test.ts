@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createEtcdSim, type EtcdSim, type messages as M } from '../../src/index.js';
+import { serverOf } from '../../src/client/index.js';
 import { compatFor } from '../../src/mvcc/index.js';
 import { interruptCompaction, memberOfBackend } from '../../src/snapshot/index.js';
 import { B } from './helpers.js';
@@ -33,9 +34,9 @@ function watchFrom(sim: EtcdSim, rev: number): string[] {
 test('restoreLoneTombstone: on from the 3.5 profile (3.5.31 has the v3.5.18 backport), off for 3.4.23; an option overrides it', () => {
   assert.equal(compatFor('3.4').restoreLoneTombstone, false);
   for (const v of ['3.5', '3.6', '3.7'] as const) assert.equal(compatFor(v).restoreLoneTombstone, true, v);
-  assert.equal(createEtcdSim({ time: 'virtual', etcdVersion: '3.4' }).server.restoreLoneTombstone, false);
-  assert.equal(createEtcdSim({ time: 'virtual' }).server.restoreLoneTombstone, true);
-  assert.equal(createEtcdSim({ time: 'virtual', restoreLoneTombstone: false }).server.restoreLoneTombstone, false);
+  assert.equal(serverOf(createEtcdSim({ time: 'virtual', etcdVersion: '3.4' })).restoreLoneTombstone, false);
+  assert.equal(serverOf(createEtcdSim({ time: 'virtual' })).restoreLoneTombstone, true);
+  assert.equal(serverOf(createEtcdSim({ time: 'virtual', restoreLoneTombstone: false })).restoreLoneTombstone, false);
   assert.throws(() => createEtcdSim({ time: 'virtual', compactionBatchLimit: 0 }), /compactionBatchLimit must be an integer >= 1/);
 });
 
@@ -44,7 +45,7 @@ test('the index rebuild: a key whose first stored revision is a tombstone is res
   sim.services.kv.put({ key: B('/gone'), value: B('x') }); // 7
   sim.services.kv.deleteRange({ key: B('/gone') }); // 8
   sim.compact(5); // keeps /k's tombstone at 5 (the #18089 rule), drops its puts
-  const backend = sim.server.etcdBackend();
+  const backend = serverOf(sim).etcdBackend();
   assert.deepEqual(
     backend.revisions.map((r) => `${r.main}${r.tombstone ? 't' : ''}`),
     ['5t', '6', '7', '8t'],
@@ -89,9 +90,9 @@ test('a restart after a finished compaction: the lone tombstone stays in the bac
 
 test('interruptCompaction: the walk up to the compaction revision in batches, the kept revisions untouched, the meta keys', () => {
   const sim = deletedKey();
-  const before = sim.server.etcdBackend();
+  const before = serverOf(sim).etcdBackend();
   sim.compact(5);
-  const kept = sim.server.etcdBackend();
+  const kept = serverOf(sim).etcdBackend();
   // Revisions up to 5: 2, 3, 4 (puts, deleted), 5 (the tombstone, kept): batches of 2 → 2 full ones and an empty last.
   const one = interruptCompaction(before, kept, 5, 1, 2);
   assert.deepEqual([one.batches, one.committed, one.finished, one.deleted, one.remaining, one.walkedTo], [3, 1, false, 2, 1, 3]);
@@ -137,7 +138,7 @@ test('etcd #19179: killed after the batches that removed the puts, the member re
     assert.equal(Buffer.from(sim.mvcc.range({ key: B('/k') }).kvs[0]!.value).toString(), 'v5');
     // A snapshot of the member shows what its backend keeps.
     assert.deepEqual(
-      sim.server.etcdBackend().revisions.map((r) => r.main),
+      serverOf(sim).etcdBackend().revisions.map((r) => r.main),
       restoreLoneTombstone ? [5, 6] : [6],
     );
   }
@@ -201,6 +202,6 @@ test('the revision never goes back below a scheduled compaction whose deletions 
   // The resumed compaction deletes the lone tombstone: nothing is stored, yet the revision stays 5.
   assert.equal(sim.mvcc.currentRevision, 5);
   assert.equal(sim.mvcc.compactRevision, 5);
-  assert.deepEqual(sim.server.etcdBackend().revisions, []);
+  assert.deepEqual(serverOf(sim).etcdBackend().revisions, []);
   assert.equal(sim.services.kv.put({ key: B('/k'), value: B('v6') }).header.revision, '6');
 });

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { messages as M } from '../../src/index.js';
 import { B, hdr, kv, newSim } from './helpers.js';
+import { serverOf } from '../../src/client/index.js';
 
 function resp(over: Partial<M.WatchResponse> & { header: M.ResponseHeader }): M.WatchResponse {
   return { watch_id: '0', created: false, canceled: false, compact_revision: '0', cancel_reason: '', fragment: false, events: [], ...over };
@@ -126,7 +127,7 @@ test('listener delivery: at flush, at each instant of sim.advance, through a sch
   ]);
   // A scheduler gets a flush function once per batch; the simulator never calls the event loop itself.
   const scheduled: (() => void)[] = [];
-  sim.server.delivery.setScheduler((flush) => scheduled.push(flush));
+  serverOf(sim).delivery.setScheduler((flush) => scheduled.push(flush));
   sim.services.kv.put({ key: B('k'), value: B('a') });
   sim.services.kv.put({ key: B('k'), value: B('b') });
   assert.equal(scheduled.length, 1);
@@ -137,7 +138,7 @@ test('listener delivery: at flush, at each instant of sim.advance, through a sch
     [10_000, 'PUT@5'],
   ]);
   // A listener may call back into the server: the responses it causes are delivered in the same flush.
-  sim.server.delivery.setScheduler(undefined);
+  serverOf(sim).delivery.setScheduler(undefined);
   const other = sim.services.watch.watch();
   const seen: string[] = [];
   other.onResponse((rs) => {
@@ -167,7 +168,7 @@ test('end, cancel and abort close the stream: no watcher is left behind', () => 
   assert.equal(sim.breakWatchStreams(), 1);
   assert.equal(watchers(), 0);
   assert.deepEqual(ended, ['0:end', '1:1 CANCELLED: Cancelled on client', '2:14 UNAVAILABLE: etcdsim: watch stream broken']);
-  assert.equal(sim.server.delivery.openCalls, 0);
+  assert.equal(serverOf(sim).delivery.openCalls, 0);
   assert.deepEqual(sim.services.watch.calls(), []);
   calls[0]!.write({ create_request: { key: B('late') } }); // ignored after the end
   assert.equal(watchers(), 0);
@@ -227,9 +228,9 @@ test('a create with a simple token naming a raft index not applied yet holds the
   // A token naming an applied index is looked up at once; a call that ends while it waits leaves nothing.
   const held = sim.services.watch.watch({ token: 'abc.999999' });
   held.write({ create_request: { key: B('a') } });
-  assert.equal(sim.server.appliedWait.size, 1);
+  assert.equal(serverOf(sim).appliedWait.size, 1);
   held.cancel();
-  assert.equal(sim.server.appliedWait.size, 0);
-  assert.equal(sim.server.delivery.openCalls, 1);
+  assert.equal(serverOf(sim).appliedWait.size, 0);
+  assert.equal(serverOf(sim).delivery.openCalls, 1);
   call.cancel();
 });

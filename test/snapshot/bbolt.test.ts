@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { BoltFormatError, boltKey, childBucket, isBucketEntry, readBolt, writeBolt, type BoltBucket, type BoltEntry } from '../../src/snapshot/index.js';
 import { SnapshotFormatError, readEtcdSnapshot, writeEtcdSnapshot, type EtcdBackend } from '../../src/snapshot/index.js';
-import { createEtcdSim } from '../../src/client/create.js';
+import { createEtcdSim, serverOf } from '../../src/client/create.js';
 
 const B = (s: string): Uint8Array => new TextEncoder().encode(s);
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
@@ -122,8 +122,8 @@ test('etcd backend: a member written and read back keeps every revision, the com
   assert.deepEqual(loaded.mvcc.range({ key: B('a'), rangeEnd: new Uint8Array([0]), revision: 4 }), sim.mvcc.range({ key: B('a'), rangeEnd: new Uint8Array([0]), revision: 4 }));
   assert.deepEqual(loaded.lessor.timeToLive(77n, true).keys, [B('l')]);
   // Passwords the simulator hashed authenticate after a round trip.
-  assert.ok(loaded.server.auth.authenticate('u', 'pw', 100).length > 0);
-  assert.throws(() => loaded.server.auth.authenticate('u', 'wrong', 101));
+  assert.ok(serverOf(loaded).auth.authenticate('u', 'pw', 100).length > 0);
+  assert.throws(() => serverOf(loaded).auth.authenticate('u', 'wrong', 101));
   // Saved again from the loaded member: the same revisions, leases and auth.
   const again = readEtcdSnapshot(loaded.server.etcdSnapshot());
   assert.deepEqual(again.revisions, b.revisions);

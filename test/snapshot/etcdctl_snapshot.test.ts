@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEtcd } from '../../src/diff/etcd_process.js';
 import { serve } from '../../src/grpc/server.js';
-import { createEtcdSim } from '../../src/client/create.js';
+import { createEtcdSim, serverOf } from '../../src/client/create.js';
 import { readEtcdSnapshot, snapshotStatus, type EtcdBackend } from '../../src/snapshot/index.js';
 import type { KeyValue } from '../../src/mvcc/index.js';
 import { requireCommands } from '../support/prerequisites.js';
@@ -103,7 +103,7 @@ test('a real etcd 3.4.23 snapshot → createEtcdSim({ fromSnapshot }) and serve(
 
     const sim = createEtcdSim({ time: 'virtual', etcdVersion: '3.4', fromSnapshot: bytes });
     try {
-      const m = sim.server;
+      const m = serverOf(sim);
       assert.equal(m.mvcc.currentRevision, realAll.header.revision);
       assert.deepEqual(m.mvcc.range({ key: new Uint8Array([0]), rangeEnd: new Uint8Array([0]) }).kvs.map(asJsonKv), realAll.kvs);
       assert.deepEqual(m.mvcc.range({ key: new Uint8Array([0]), rangeEnd: new Uint8Array([0]), revision: 9 }).kvs.map(asJsonKv), realAt9.kvs);

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { createEtcdSim } from '../../src/client/create.js';
+import { createEtcdSim, serverOf } from '../../src/client/create.js';
 import { readEtcdSnapshot, snapshotStatus } from '../../src/snapshot/index.js';
 import type { KeyValue } from '../../src/mvcc/index.js';
 
@@ -49,7 +49,7 @@ test('a committed snapshot of a real etcd 3.4.23 loads: the same reads, HashKV, 
     assert.throws(() => sim.mvcc.range({ ...all, revision: 3 }), /compacted/);
     assert.deepEqual(sim.lessor.leases().map((id) => id.toString(16)), [want.lease]);
     assert.deepEqual(sim.lessor.timeToLive(BigInt(`0x${want.lease}`), true).keys.map((k) => Buffer.from(k).toString()), ['leased']);
-    const auth = sim.server.auth.snapshot();
+    const auth = serverOf(sim).auth.snapshot();
     assert.equal(auth.enabled, true);
     assert.deepEqual(auth.roles.map((r) => [r.name, r.perms.map((p) => [p.permType, Buffer.from(p.key).toString(), Buffer.from(p.rangeEnd).toString()])]), [['reader', [['READ', 'a', 'b']]]]);
     assert.deepEqual(auth.users.map((u) => [u.name, u.roles]), [['alice', ['reader']], ['root', ['root']]]);

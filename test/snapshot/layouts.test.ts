@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createEtcdSim } from '../../src/client/create.js';
+import { createEtcdSim, serverOf } from '../../src/client/create.js';
 import type { EtcdVersion } from '../../src/etcd/index.js';
 import { childBucket, isBucketEntry, readBolt, writeBolt, type BoltBucket, type BoltEntry } from '../../src/snapshot/index.js';
 import { SnapshotFormatError, backendHash, decodeEtcdBackend, encodeEtcdBackend, readEtcdSnapshot, writeEtcdSnapshot, type EtcdBackend } from '../../src/snapshot/index.js';
@@ -81,7 +81,7 @@ test('a newer layout loads into an older profile: a 3.7 snapshot into a 3.4 memb
 
 /** A backend file put together by hand, bucket by bucket, with the keys the newer releases write. */
 function handCrafted(meta: BoltEntry[], cluster: BoltEntry[]): Uint8Array {
-  const base = populated('3.4').server.etcdBackend();
+  const base = serverOf(populated('3.4')).etcdBackend();
   const tree = encodeEtcdBackend(base);
   const entries = tree.entries.map((e): BoltEntry => {
     if (!isBucketEntry(e)) return e;
@@ -127,7 +127,7 @@ test('bad newer-layout keys are rejected, naming the key', () => {
 });
 
 test('Hash leaves out meta term and storageVersion as etcd does, and covers confState', () => {
-  const b: EtcdBackend = populated('3.5').server.etcdBackend();
+  const b: EtcdBackend = serverOf(populated('3.5')).etcdBackend();
   assert.equal(backendHash({ ...b, term: 99n, storageVersion: '3.6.0' }), backendHash(b));
   assert.notEqual(backendHash({ ...b, confState: { ...b.confState!, voters: [1n] } }), backendHash(b));
 });
@@ -136,7 +136,7 @@ test('the key bucket laid out by index (the fast path) gives the very bytes of t
   const sim = populated('3.5');
   // Enough revisions for branch pages.
   for (let i = 0; i < 3000; i++) sim.services.kv.put({ key: B(`/many/${i % 700}`), value: new Uint8Array(40 + (i % 90)).fill(i & 0xff) });
-  const b = sim.server.etcdBackend();
+  const b = serverOf(sim).etcdBackend();
   const viaEntries = writeBolt(encodeEtcdBackend(b));
   const viaSource = writeEtcdSnapshot(b);
   assert.deepEqual(viaSource.subarray(0, -32), viaEntries);

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { createEtcdSim } from '../../src/client/create.js';
+import { createEtcdSim, serverOf } from '../../src/client/create.js';
 import { layoutBolt, writeBolt } from '../../src/snapshot/bbolt_writer.js';
 import { readBolt } from '../../src/snapshot/bbolt_reader.js';
 import { encodeEtcdBackend, readEtcdSnapshot, writeEtcdSnapshot } from '../../src/snapshot/index.js';
@@ -70,7 +70,7 @@ test('the streamed Snapshot is the in-memory file byte for byte, in 32 KiB blobs
 
 test('a layout gives the same bytes whole (writeTo) and in pieces of any size, and both equal the entry-by-entry writer', () => {
   const sim = varied();
-  const backend = sim.server.etcdBackend();
+  const backend = serverOf(sim).etcdBackend();
   const whole = writeEtcdSnapshot(backend);
   const db = whole.subarray(0, whole.length - 32);
   // The entry-by-entry layout (no source, nothing deferred), from the same backend's revisions.
