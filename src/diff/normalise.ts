@@ -56,8 +56,8 @@ export function canon(v: unknown, leases: LeaseNames, parentKey = ''): Canon {
  * Whether `canon(a, leases)` and `canon(b, leases)` are equal, read off the two messages in step without
  * building either form — the shadow compares every answer of an application's traffic, and two equal
  * answers are the common case, where building and printing both canonical forms was a quarter of its work.
- * It answers false when it cannot tell cheaply (keys in different orders, a list canon sorts, mixed
- * representations such as a Buffer against a string): the caller then compares the texts. True only when
+ * It answers false when it cannot tell cheaply (a list canon sorts, mixed representations such as a Buffer
+ * against a string): the caller then compares the texts. True only when
  * the canonical texts are equal.
  */
 export function sameCanon(a: unknown, b: unknown, leases: LeaseNames, parentKey = ''): boolean {
@@ -73,13 +73,12 @@ export function sameCanon(a: unknown, b: unknown, leases: LeaseNames, parentKey 
     return true;
   }
   if (Array.isArray(b)) return false;
+  // canon sorts the keys: the same set in any order (as many keys, each of a's an enumerable own key of b's).
   const ka = Object.keys(a);
-  const kb = Object.keys(b);
-  if (ka.length !== kb.length) return false;
+  if (ka.length !== Object.keys(b).length) return false;
   const isHeader = parentKey === 'header';
-  for (let i = 0; i < ka.length; i++) {
-    const k = ka[i]!;
-    if (kb[i] !== k) return false;
+  for (const k of ka) {
+    if (!Object.prototype.propertyIsEnumerable.call(b, k)) return false;
     const x = (a as Record<string, unknown>)[k];
     const y = (b as Record<string, unknown>)[k];
     if (isHeader && FREE_HEADER_FIELDS.has(k)) {

@@ -32,12 +32,12 @@ const { msg } = fc.letrec<{ msg: unknown }>((tie) => ({
   ),
 }));
 
-/** A deep copy: new objects, arrays and Buffers, the same keys in the same order. */
+/** A deep copy: new objects, arrays and Buffers, each object's keys in reverse order (canon sorts them). */
 function copy(v: unknown): unknown {
   if (Buffer.isBuffer(v)) return Buffer.from(v);
   if (v instanceof Uint8Array) return new Uint8Array(v);
   if (Array.isArray(v)) return v.map(copy);
-  if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, copy(x)]));
+  if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).reverse().map(([k, x]) => [k, copy(x)]));
   return v;
 }
 
@@ -66,4 +66,7 @@ test('sameCanon reads free header fields and lease names as canon does', () => {
   assert.equal(sameCanon(at({ raft_term: '0', revision: '5' }, '7'), at({ raft_term: '2', revision: '5' }, '7'), leases), false);
   assert.equal(sameCanon(at({ revision: '5' }, '7'), at({ revision: '5' }, '9'), leases), false);
   assert.equal(sameCanon({ kvs: [{ key: Buffer.from('a') }] }, { kvs: [{ key: Buffer.from('b') }] }, leases), false);
+  // The same number of keys, one of them not b's own enumerable key (canon would print b's other one).
+  const hidden = Object.defineProperty({ other: 1 }, 'x', { value: 1, enumerable: false });
+  assert.equal(sameCanon({ x: 1 }, hidden, leases), false);
 });
