@@ -190,9 +190,17 @@ async function startFloor(ownLayer?: string): Promise<Served> {
 }
 
 /** One loadgen run against `s`: its result, and the server CPU (ns) spent during the timed part. */
-export function runLoad(bin: string, s: Served, op: Op, sz: Sizes, shape: { readonly clients: number; readonly conns: number } = { clients: CLIENTS, conns: CONNS }): Promise<{ res: LoadResult; cpu: number }> {
+export function runLoad(
+  bin: string,
+  s: Served,
+  op: Op,
+  sz: Sizes,
+  shape: { readonly clients: number; readonly conns: number } = { clients: CLIENTS, conns: CONNS },
+  /** A taskset CPU list the load generator runs on (undefined: anywhere). */
+  cpus?: string,
+): Promise<{ res: LoadResult; cpu: number }> {
   const args = ['-endpoints', s.address, '-op', op, '-clients', String(shape.clients), '-conns', String(shape.conns), '-total', String(sz.requests), '-warmup', String(sz.warmup), '-value-size', '256', '-prefill'];
-  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = cpus === undefined ? spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] }) : spawn('taskset', ['-c', cpus, bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   let cpu0: number | undefined;

@@ -1,24 +1,30 @@
 /**
  * What the shadow (`etcdsim shadow`, issue 34) costs the application behind it: etcd's own Go client
  * (bench/go/loadgen, 64 clients on 8 connections, as in the served section, and 8 and 1 clients that leave
- * the CPU idle between requests) against a local etcd 3.4.23 directly and through the shadow in front of the
- * same etcd, alternating, in the same run. The shadow
- * runs as a user runs it (compiled src/, its own process) with a divergence directory; the issue's goal
- * is at most 20% on p50 latency. Also its memory over the run: the shadow's resident set after the last
- * round against after the first (the scenario log, stream comparisons and divergence directory are
- * bounded, so a long run should not grow it), and the divergences the run produced (0 expected).
+ * the CPU idle between requests) against a local etcd 3.4.23 directly, through a bare TCP relay
+ * (bench/relay_server.mjs: a second process and two more socket hops, nothing read — the floor of any proxy)
+ * and through the shadow in front of the same etcd, in the same run, the order rotated each round. The
+ * shadow runs as a user runs it (compiled src/, its own process) with a divergence directory; the issue's
+ * goal is at most 20% on p50 latency against etcd, and the rows against the relay say how much of what is
+ * left is the shadow's own work rather than the hop. Where `taskset` is on PATH and there are four cores or
+ * more, both proxies share the last core and etcd and the load generator the others, so the proxy's work does not take etcd's core (on a
+ * machine whose other load is not pinned, it still shares its core with that). Also its memory over the
+ * run: the shadow's resident set after the last round against after the first (the scenario log, stream
+ * comparisons and divergence directory are bounded, so a long run should not grow it), and the divergences
+ * the run produced (0 expected).
  *
  * Needs Go with Debian's etcd client sources (the load generator) and etcd on PATH; without them the
  * section says so and is skipped.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BenchContext, BenchSection, Row } from './harness.js';
 import { freePort, hasBinary, spawnUntil, stopChild } from './server.bench.js';
 import { buildLoadgen, compileSim, median, rssBytes, runLoad, sampleOf, startEtcd, type Op, type Served, type Sizes } from './served.bench.js';
 
-const FULL: Sizes = { requests: 20_000, warmup: 2_000, rounds: 3, gatewayRequests: 0, idleConnections: 0, idleStreams: 0 };
+const FULL: Sizes = { requests: 5_000, warmup: 1_000, rounds: 5, gatewayRequests: 0, idleConnections: 0, idleStreams: 0 };
 const QUICK: Sizes = { requests: 4_000, warmup: 1_000, rounds: 1, gatewayRequests: 0, idleConnections: 0, idleStreams: 0 };
 const LOADS: readonly Op[] = ['put', 'range-serializable'];
 /**
@@ -33,11 +39,10 @@ const SHAPES: ReadonlyArray<{ readonly clients: number; readonly conns: number }
 ];
 const label = (op: Op, clients: number): string => (clients === 64 ? op : `${op}, ${clients} client${clients === 1 ? '' : 's'}`);
 
-/** `etcdsim shadow` (compiled) in front of `etcd`; its last live line of totals is kept. */
-async function startShadowProcess(js: string, etcd: Served, divergenceDir: string): Promise<Served & { totals(): string }> {
+/** A proxy process in front of `etcd` (the shadow, or the bare relay), once it says it is ready; its last live line of totals is kept. */
+async function startProxyProcess(name: string, args: (port: number) => string[], ready: RegExp): Promise<Served & { totals(): string }> {
   const port = await freePort();
-  const args = [join(js, 'src', 'cli', 'main.js'), 'shadow', '--etcd', etcd.address, '--listen-client-urls', `http://127.0.0.1:${port}`, '--divergence-dir', divergenceDir, '--stats-interval', '1'];
-  const { child } = await spawnUntil(process.execPath, args, /etcdsim shadowing the etcd at /, () => {});
+  const { child } = await spawnUntil(process.execPath, args(port), ready, () => {});
   child.removeAllListeners('exit');
   let totals = '';
   child.stderr?.on('data', (d: Buffer) => {
@@ -47,7 +52,7 @@ async function startShadowProcess(js: string, etcd: Served, divergenceDir: strin
   const kill = (): void => void child.kill('SIGKILL');
   process.once('exit', kill);
   return {
-    name: 'etcd 3.4.23 behind etcdsim shadow',
+    name,
     pid: child.pid!,
     address: `127.0.0.1:${port}`,
     totals: () => totals,
@@ -58,9 +63,37 @@ async function startShadowProcess(js: string, etcd: Served, divergenceDir: strin
   };
 }
 
+/** `etcdsim shadow` (compiled) in front of `etcd`. */
+function startShadowProcess(js: string, etcd: Served, divergenceDir: string): Promise<Served & { totals(): string }> {
+  const args = (port: number): string[] => [join(js, 'src', 'cli', 'main.js'), 'shadow', '--etcd', etcd.address, '--listen-client-urls', `http://127.0.0.1:${port}`, '--divergence-dir', divergenceDir, '--stats-interval', '1'];
+  return startProxyProcess('etcd 3.4.23 behind etcdsim shadow', args, /etcdsim shadowing the etcd at /);
+}
+
+function startRelayProcess(etcd: Served): Promise<Served> {
+  return startProxyProcess('etcd 3.4.23 behind a bare TCP relay', (port) => [join('bench', 'relay_server.mjs'), String(port), etcd.address], /relay ready/);
+}
+
+/**
+ * The CPUs for the proxies (the last core) and for etcd and the load generator (the others), when taskset is
+ * on PATH and there are at least four cores (ETCDSIM_BENCH_PIN=1 pins on two or three, =0 never): on a
+ * machine of two cores whose other load is not pinned, confining each side to one core made every target
+ * slower and the figures noisier (docs/performance.md, "The shadow's overhead").
+ */
+function pinning(): { readonly proxies: string; readonly rest: string } | undefined {
+  const n = cpus().length;
+  const asked = process.env['ETCDSIM_BENCH_PIN'];
+  if (asked === '0' || n < 2 || (n < 4 && asked !== '1') || !hasBinary('taskset')) return undefined;
+  return { proxies: String(n - 1), rest: n === 2 ? '0' : `0-${n - 2}` };
+}
+
+/** Every thread of process `pid` onto `list` (threads it starts later inherit it). */
+function pin(pid: number, list: string): void {
+  execFileSync('taskset', ['-a', '-cp', list, String(pid)], { stdio: 'ignore' });
+}
+
 export const shadowSection: BenchSection = {
   name: 'shadow',
-  title: "etcdsim shadow's overhead under etcd's Go client (bench/go/loadgen: 64 clients on 8 connections, 8 clients, 1 client): etcd 3.4.23 through the shadow ÷ the same etcd directly",
+  title: "etcdsim shadow's overhead under etcd's Go client (bench/go/loadgen: 64 clients on 8 connections, 8 clients, 1 client): etcd 3.4.23 through the shadow ÷ the same etcd directly, and ÷ through a bare TCP relay",
   async run(ctx: BenchContext): Promise<Row[]> {
     const sz = ctx.quick ? QUICK : FULL;
     const bin = await buildLoadgen(ctx);
@@ -72,44 +105,58 @@ export const shadowSection: BenchSection = {
     const js = await compileSim(ctx);
     const dir = mkdtempSync(join(tmpdir(), 'etcdsim-bench-shadow-'));
     const etcd = await startEtcd();
+    const pins = pinning();
     const rows: Row[] = [];
     try {
+      const relay = await startRelayProcess(etcd);
       const shadow = await startShadowProcess(js, etcd, dir);
+      if (pins !== undefined) {
+        pin(etcd.pid, pins.rest);
+        pin(relay.pid, pins.proxies);
+        pin(shadow.pid, pins.proxies);
+      }
+      ctx.log(pins === undefined ? 'shadow: processes not pinned (taskset, and four cores or ETCDSIM_BENCH_PIN=1, pin them)' : `shadow: the proxies pinned to CPU ${pins.proxies}, etcd and the load generator to ${pins.rest}`);
+      const pinned = pins === undefined ? 'not pinned' : `proxies on CPU ${pins.proxies}, etcd and the load generator on ${pins.rest}`;
       try {
         const figures = new Map<string, number[]>();
         const add = (k: string, v: number): void => void figures.set(k, [...(figures.get(k) ?? []), v]);
         let rssFirst = 0;
+        const targets: Served[] = [etcd, relay, shadow];
         for (let r = 0; r < sz.rounds; r++) {
+          // Each target goes first, second and third in turn: a drift in the machine's load over a round is spread over all three.
+          const order = [...targets.slice(r % 3), ...targets.slice(0, r % 3)];
           for (const shape of SHAPES) {
             for (const op of LOADS) {
-              const order: Served[] = r % 2 === 0 ? [etcd, shadow] : [shadow, etcd];
               for (const s of order) {
-                const { res, cpu } = await runLoad(bin, s, op, sz, shape);
+                const { res, cpu } = await runLoad(bin, s, op, sz, shape, pins?.rest);
                 const l = label(op, shape.clients);
-                // The CPU of the process served (etcd, or the shadow alone: etcd behind it is not counted).
+                // The CPU of the process served (etcd, or the proxy alone: etcd behind it is not counted).
                 add(`${s.name}|${l}|cpu`, cpu / sz.requests);
                 add(`${s.name}|${l}|p50`, res.p50Ms * 1e6);
                 add(`${s.name}|${l}|p99`, res.p99Ms * 1e6);
                 add(`${s.name}|${l}|wall`, 1e9 / res.opsPerSec);
-                ctx.log(`shadow: ${l} on ${s.name}: ${Math.round(res.opsPerSec)}/s, p50 ${res.p50Ms.toFixed(2)} ms, p99 ${res.p99Ms.toFixed(2)} ms`);
+                ctx.log(`shadow: ${l} on ${s.name}: ${Math.round(res.opsPerSec)}/s, p50 ${res.p50Ms.toFixed(3)} ms, p99 ${res.p99Ms.toFixed(2)} ms`);
               }
             }
           }
           if (r === 0) rssFirst = rssBytes(shadow.pid);
         }
         const rssLast = rssBytes(shadow.pid);
-        const pair = (name: string, key: string, l: string, target: number | undefined, note?: string): void => {
-          const s = figures.get(`${shadow.name}|${l}|${key}`)!;
-          const b = figures.get(`${etcd.name}|${l}|${key}`)!;
-          rows.push({ name, unit: 'req', subject: sampleOf(s, sz.requests), baselineName: etcd.name, baseline: sampleOf(b, sz.requests), ratio: median(s) / median(b), target: target === undefined ? undefined : { maxRatio: target }, note });
+        const pair = (name: string, key: string, l: string, target: number | undefined, subject: Served = shadow, base: Served = etcd, note?: string): void => {
+          const a = figures.get(`${subject.name}|${l}|${key}`)!;
+          const b = figures.get(`${base.name}|${l}|${key}`)!;
+          rows.push({ name, unit: 'req', subject: sampleOf(a, sz.requests), baselineName: base.name, baseline: sampleOf(b, sz.requests), ratio: median(a) / median(b), target: target === undefined ? undefined : { maxRatio: target }, note });
         };
         for (const shape of SHAPES) {
           for (const op of LOADS) {
             const l = label(op, shape.clients);
-            pair(`${l}: latency p50 through the shadow`, 'p50', l, 1.2);
+            pair(`${l}: latency p50 through the shadow`, 'p50', l, 1.2, shadow, etcd, pinned);
+            pair(`${l}: latency p50 through a bare relay (the floor of any proxy)`, 'p50', l, undefined, relay, etcd);
+            pair(`${l}: latency p50 through the shadow ÷ through the relay (the shadow's own work)`, 'p50', l, undefined, shadow, relay);
             pair(`${l}: latency p99 through the shadow`, 'p99', l, undefined);
             pair(`${l}: time per request${shape.clients === 64 ? ' at full load' : ''} through the shadow`, 'wall', l, undefined);
             if (shape.clients === 64) pair(`${l}: the shadow's own CPU per request (÷ etcd's)`, 'cpu', l, undefined);
+            if (shape.clients === 64) pair(`${l}: the shadow's own CPU per request (÷ the relay's)`, 'cpu', l, undefined, shadow, relay);
           }
         }
         const requests = sz.rounds * SHAPES.length * LOADS.length * (sz.requests + sz.warmup);
@@ -125,6 +172,7 @@ export const shadowSection: BenchSection = {
         });
       } finally {
         await shadow.stop();
+        await relay.stop();
       }
     } finally {
       await etcd.stop();
