@@ -34,7 +34,7 @@ const GRPC_GO_OVERHEAD_BYTES = 512 * 1024;
  */
 export type BodyRead = { readonly text: string; readonly whole: boolean } | { readonly over: number };
 
-/** Counts the octets the gateway's bodies hold, now and at most (tests read it; the gateway keeps one). */
+/** Counts the octets bodies being read hold, now and at most (a test passes one to check the bound). */
 export interface BodyMeter {
   held: number;
   peak: number;
