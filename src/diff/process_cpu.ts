@@ -9,11 +9,19 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 /** ms of CPU process `pid` has run so far (its live threads' schedstat), or undefined where /proc does not say. */
 export function processCpuMs(pid: number): number | undefined {
+  let tasks: string[];
   try {
-    let ns = 0;
-    for (const task of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
-    return ns / 1e6;
+    tasks = readdirSync(`/proc/${pid}/task`);
   } catch {
     return undefined;
   }
+  let ns = 0;
+  for (const task of tasks) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // a thread that ended meanwhile (its time is lost with it: a few threads of a start, rarely)
+    }
+  }
+  return ns / 1e6;
 }
