@@ -70,4 +70,4 @@ export {
   fail,
   validUrl,
 } from './membership_service.js';
-export type { KeptMemberStart, KeptState } from './kept_member.js';
+export type { KeptMemberHooks, KeptMemberStart, KeptState } from './kept_member.js';

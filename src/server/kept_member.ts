@@ -9,8 +9,9 @@
  * then the WAL's entries past the db's consistent index are applied again in order, as the user each entry
  * names; its leases then count their TTL from now, plus an election timeout (etcd's lessor Promote when
  * the restarted member becomes leader: a restart renews every lease). Its membership (members added,
- * updated, promoted, removed) is kept as etcd keeps it: a conf change entry in the WAL and the members
- * bucket of the db, written at once. A single member elects itself again: its term is one above the WAL's, and it appends its
+ * updated, promoted, removed) is kept as etcd keeps it: a conf change entry in the WAL, synced first, then
+ * the members bucket of the db; a crash between the two leaves the entry past the db's consistent index,
+ * and the restart applies it again, as etcd's replay of its WAL does. A single member elects itself again: its term is one above the WAL's, and it appends its
  * new term's empty entry and its published attributes, two entries, as etcd's does.
  *
  * The WAL is folded into the db every --snapshot-count entries (and once after a restart that replayed
@@ -20,7 +21,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { Wal, dataDirLayout, encodeFields, readBackendFile, removeLeftovers, walExists, writeBackendFile, type DataDirLayout, type WalContents, type WalEntry } from '../storage/index.js';
-import { SnapshotFormatError, encodeEtcdBackend, memberJson, readEtcdSnapshot, writeBolt } from '../snapshot/index.js';
+import { SnapshotFormatError, decodeFields, encodeEtcdBackend, memberJson, parseMember, readEtcdSnapshot, writeBolt, type StoredMember } from '../snapshot/index.js';
 import type { ClusterService } from './membership_service.js';
 import type * as M from './messages.js';
 import type { CallContext } from './call_context.js';
@@ -88,6 +89,12 @@ export interface KeptMemberStart {
   readonly replayFailures: number;
 }
 
+/** Test hooks: points of a member's work where a test kills the process (etcd's gofail points). */
+export interface KeptMemberHooks {
+  /** A membership change's conf change entry is synced in the WAL; the db does not hold it yet. */
+  readonly confChangeLogged?: (() => void) | undefined;
+}
+
 /** Raft entries a restarted single member appends: its new term's empty entry and its published attributes. */
 const RESTART_ENTRIES = 2n;
 
@@ -95,7 +102,7 @@ const RESTART_ENTRIES = 2n;
  * Starts the member `state` describes with `opts` (the member's flags; its IDs, term and state come from the
  * data dir when it restarts) and keeps it there from now on. `snapshotCount`: entries between two folds.
  */
-export function startKeptMember(state: KeptState, opts: EtcdServerOptions, snapshotCount: number): KeptMemberStart {
+export function startKeptMember(state: KeptState, opts: EtcdServerOptions, snapshotCount: number, hooks: KeptMemberHooks = {}): KeptMemberStart {
   let wal: Wal | undefined;
   let replaying = false;
   let sinceFold = 0;
@@ -126,6 +133,7 @@ export function startKeptMember(state: KeptState, opts: EtcdServerOptions, snaps
       const cluster = keptMembership(s, j.services.cluster, (entry) => {
         if (replaying || wal === undefined) return;
         append(s, wal, [{ ...entry, term: s.member.raftTerm, index: BigInt(s.raftIndex) > wal.lastIndex ? BigInt(s.raftIndex) : wal.lastIndex + 1n }]);
+        hooks.confChangeLogged?.();
         // The members bucket is written at once (etcd saves a member to its backend as it applies the change).
         fold(s, wal, state.layout);
         sinceFold = 0;
@@ -211,6 +219,30 @@ function keptMembership(server: EtcdServer, cluster: ClusterService, save: (e: O
   });
 }
 
+/** A conf change entry (raftpb.ConfChange: type, member ID, the member's JSON) applied to the membership again. */
+function replayConfChange(server: EtcdServer, data: Uint8Array): void {
+  const fields = decodeFields(data, 'raftpb.ConfChange');
+  let type = 0n;
+  let id = 0n;
+  let context: Uint8Array | undefined;
+  for (const f of fields) {
+    if (f.field === 2 && 'varint' in f) type = f.varint;
+    if (f.field === 3 && 'varint' in f) id = f.varint;
+    if (f.field === 4 && 'bytes' in f) context = f.bytes;
+  }
+  const kind = (['add', 'remove', 'update', 'addLearner'] as const)[Number(type)];
+  if (kind === undefined) return;
+  let member: StoredMember | undefined;
+  if (context !== undefined && context.length > 0) {
+    try {
+      member = parseMember(new TextEncoder().encode(id.toString(16)), context, 'conf change');
+    } catch {
+      member = undefined;
+    }
+  }
+  server.services.cluster.replayConfChange(kind, id, member);
+}
+
 /** Applies the WAL's entries past `after` again, in order; the index of the last entry seen. */
 function replay(server: EtcdServer, entries: readonly WalEntry[], after: bigint, setReplaying: (on: boolean) => void): { replayed: number; failures: number; last: bigint } {
   let replayed = 0;
@@ -220,7 +252,14 @@ function replay(server: EtcdServer, entries: readonly WalEntry[], after: bigint,
   try {
     for (const e of entries) {
       if (e.index > last) last = e.index;
-      if (e.index <= after || e.type !== 'normal' || e.data.length === 0) continue;
+      if (e.index <= after) continue;
+      if (e.type === 'confChange') {
+        // Counted, so that the restart folds it into the db (its members bucket).
+        replayConfChange(server, e.data);
+        replayed++;
+        continue;
+      }
+      if (e.type !== 'normal' || e.data.length === 0) continue;
       replayed++;
       try {
         applyRaftRequest(server, decodeRaftRequest(e.data));

@@ -220,6 +220,30 @@ export class ClusterService {
     this.noteQuorum();
   }
 
+  /**
+   * @internal A conf change the WAL holds past the db's consistent index, applied again on a restart as
+   * etcd's apply would (its ValidateConfigurationChange skipping what no longer applies): an add of a known
+   * member promotes a learner and is otherwise skipped, a remove of an unknown member is skipped, an update
+   * takes the member's listed URLs and learner flag from the entry's member. `member`: the entry's context.
+   */
+  replayConfChange(type: 'add' | 'addLearner' | 'remove' | 'update', id: bigint, member: StoredMember | undefined): void {
+    const known = this.members.get(id);
+    if (type === 'remove') {
+      if (known === undefined) return;
+      this.members.delete(id);
+      this.removed.push(id);
+    } else if (type === 'update') {
+      if (known === undefined || member === undefined) return;
+      this.members.set(id, { ...known, peerUrls: [...member.peerURLs], isLearner: member.isLearner });
+    } else if (known !== undefined) {
+      if (type === 'add' && known.raftLearner) this.members.set(id, { ...known, isLearner: false, raftLearner: false });
+    } else if (!this.removed.includes(id)) {
+      const isLearner = type === 'addLearner';
+      this.members.set(id, { id, name: member?.name ?? '', peerUrls: [...(member?.peerURLs ?? [])], clientUrls: [...(member?.clientURLs ?? [])], isLearner, raftLearner: isLearner, started: false });
+    }
+    this.noteQuorum();
+  }
+
   /** @internal The members and removed IDs as etcd's backend holds them (for Maintenance.Hash). */
   backendState(): { members: ClusterMember[]; removed: bigint[] } {
     return { members: this.list(true), removed: [...this.removed] };

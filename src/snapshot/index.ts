@@ -7,7 +7,7 @@ export { BoltFormatError, childBucket, isBucketEntry, boltKey, type BoltBucket, 
 export { writeBolt, type BoltWriteOptions } from './bbolt_writer.js';
 export { readBolt } from './bbolt_reader.js';
 export { readEtcdSnapshot, writeEtcdSnapshot, encodeEtcdBackend, decodeEtcdBackend } from './backend_file.js';
-export { memberJson, revisionKey } from './backend_records.js';
+export { memberJson, parseMember, revisionKey } from './backend_records.js';
 export {
   SnapshotFormatError,
   type EtcdBackend,

@@ -44,9 +44,9 @@ const memberArgs = (dir: string, port: number): string[] => [
 ];
 
 /** Starts `etcd` (etcdsim's, or the real one) and resolves once it logged the line harnesses wait for, or exited. */
-async function start(which: 'etcdsim' | 'etcd', dir: string, port: number): Promise<Member> {
+async function start(which: 'etcdsim' | 'etcd', dir: string, port: number, env: Record<string, string> = {}): Promise<Member> {
   const [cmd, argv] = which === 'etcd' ? ['etcd', memberArgs(dir, port)] : [process.execPath, [ETCDSIM, 'etcd', ...memberArgs(dir, port)]];
-  const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ETCDSIM_ETCD_VERSION: '3.4' } });
+  const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ETCDSIM_ETCD_VERSION: '3.4', ...env } });
   let err = '';
   const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
   await new Promise<void>((res) => {
@@ -397,3 +397,39 @@ for (const which of ['etcd', 'etcdsim'] as const) {
     }
   });
 }
+
+test('etcdsim: a member killed after a membership change reached its WAL, before its db, applies the change again on restart (etcd replays its WAL)', { timeout: 60_000 }, async () => {
+  const base = mkdtempSync(join(tmpdir(), 'etcdsim-conf-crash-'));
+  const dir = join(base, 'data');
+  const port = await freePort();
+  // ETCDSIM_TEST_CRASH: etcdsim's hook, a SIGKILL of its own once the conf change is synced in the WAL.
+  let m = await start('etcdsim', dir, port, { ETCDSIM_TEST_CRASH: 'conf-change-logged' });
+  try {
+    let c = connectEtcd(`127.0.0.1:${port}`, { deadlineMs: 5000 });
+    await c.kv.put({ key: Buffer.from('a'), value: Buffer.from('1') });
+    const index = Number((await c.maintenance.status({})).raftIndex);
+    await assert.rejects(c.cluster.memberAdd({ peerURLs: ['http://127.0.0.1:1'], isLearner: true }));
+    assert.equal(await m.exited, null, 'killed by its signal');
+    c.close();
+    m = await start('etcdsim', dir, port);
+    c = connectEtcd(`127.0.0.1:${port}`, { deadlineMs: 5000 });
+    // The learner was never answered, yet the WAL holds it: listed, as etcd lists a change its WAL replayed.
+    const members = (await c.cluster.memberList({})).members ?? [];
+    assert.deepEqual(members.map((x) => `${(x.peerURLs ?? []).join()} ${x.isLearner === true}`).sort(), ['http://127.0.0.1:1 true', `http://127.0.0.1:${port + 1} false`].sort());
+    // Its entry, then the restart's two (the new term's empty entry, the published attributes).
+    assert.equal(Number((await c.maintenance.status({})).raftIndex), index + 3);
+    assert.equal(text((await c.kv.range({ key: Buffer.from('a') })).kvs?.[0]?.value ?? new Uint8Array(0)), '1');
+    c.close();
+    // Folded into the db by that restart: a restart after a clean stop lists it too.
+    m.child.kill('SIGTERM');
+    await m.exited;
+    m = await start('etcdsim', dir, port);
+    c = connectEtcd(`127.0.0.1:${port}`, { deadlineMs: 5000 });
+    assert.equal(((await c.cluster.memberList({})).members ?? []).length, 2);
+    c.close();
+  } finally {
+    m.child.kill('SIGKILL');
+    await m.exited;
+    rmSync(base, { recursive: true, force: true });
+  }
+});

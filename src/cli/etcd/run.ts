@@ -23,7 +23,7 @@ import { autoTlsFiles } from './auto_tls.js';
 import { checkPeerTls, tlsFlagOptions } from './tls_flags.js';
 import type { TokenProvider } from '../../auth/index.js';
 import { parseGoDuration } from '../go_flags.js';
-import type { KeptMemberStart, KeptState } from '../../server/index.js';
+import type { KeptMemberHooks, KeptMemberStart, KeptState } from '../../server/index.js';
 
 /** A start-up failure already logged in etcd's words: the process ends with this code. */
 class CliExit extends Error {
@@ -315,7 +315,7 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
   let handle;
   let keptStart: KeptMemberStart | undefined;
   try {
-    handle = await serveMember(opts, undefined, (o) => (keptStart = kept.startKeptMember(state, o, Number(member.snapshotCount))).server);
+    handle = await serveMember(opts, undefined, (o) => (keptStart = kept.startKeptMember(state, o, Number(member.snapshotCount), crashHooks())).server);
   } catch (err) {
     const host = opts.host ?? '127.0.0.1';
     throw new CliError(bindError(err, `${host.includes(':') ? `[${host}]` : host}:${opts.port ?? 2379}`), 1);
@@ -334,4 +334,13 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
   for (const e of readyLines(started)) log.log(e);
   hooks.serving?.();
   return new Promise<number>(() => {});
+}
+
+/**
+ * etcdsim's own test hook (etcd has gofail points for this): ETCDSIM_TEST_CRASH=conf-change-logged kills the
+ * process (SIGKILL, nothing flushed) once a membership change's WAL entry is synced, before the db holds it.
+ */
+function crashHooks(): KeptMemberHooks {
+  if (process.env['ETCDSIM_TEST_CRASH'] !== 'conf-change-logged') return {};
+  return { confChangeLogged: () => process.kill(process.pid, 'SIGKILL') };
 }
