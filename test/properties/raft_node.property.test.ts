@@ -14,11 +14,12 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 
-import { SimNetwork } from '../raft/sim_network.js';
+import { ELECTION_TICKS, HEARTBEAT_MS, SimNetwork } from '../raft/sim_network.js';
 import { checkProperty, recordFailure } from './harness.js';
 
 const FILE = 'test/properties/raft_node.property.test.ts';
 const IDS = [1n, 2n, 3n] as const;
+const ELECTION_MS = ELECTION_TICKS * HEARTBEAT_MS;
 
 type Step =
   | { readonly t: 'run'; readonly ms: number }
@@ -96,6 +97,9 @@ function staleLeader(net: SimNetwork, s: Extract<Step, { t: 'staleLeader' }>): v
   const old = net.leaders()[0]!;
   net.partition(new Map([[old, 1]]));
   for (let i = 0; i < s.long; i++) net.propose(old);
+  // CheckQuorum: a leader that hears from no quorum steps down within two election timeouts (one check
+  // may still count answers from before the cut).
+  assert.ok(net.runUntil(() => net.members.get(old)!.node.role !== 'leader', 2 * ELECTION_MS + 5 * HEARTBEAT_MS), 'a leader cut off from a quorum kept leading');
   assert.ok(net.runUntil(() => net.leaders().some((l) => l !== old), 3_000), 'the majority elects no leader');
   const fresh = net.leaders().find((l) => l !== old)!;
   for (let i = 0; i < s.short; i++) net.propose(fresh);
@@ -196,6 +200,18 @@ function runScenario(setup: Setup, seed: number, steps: readonly Step[]): number
   for (const m of members) assert.deepEqual(m.values, values, `member ${m.id} applied other values`);
   assert.equal(new Set(values).size, values.length, 'a value applied twice');
   for (const v of net.acked.keys()) assert.ok(values.includes(v), `acknowledged value ${v} lost`);
+  // One member down: the two left are a quorum, so the leader keeps leading (CheckQuorum counts itself)
+  // and a read at either is confirmed by one heartbeat round (the leader's own ack counts).
+  const leader = net.leaders()[0]!;
+  const term = net.members.get(leader)!.node.term;
+  const [down, other] = IDS.filter((id) => id !== leader) as [bigint, bigint];
+  net.crash(down);
+  net.run(10 * ELECTION_MS);
+  assert.deepEqual([net.leaders(), net.members.get(leader)!.node.term], [[leader], term], 'a leader with a quorum stepped down');
+  const confirmed = net.reads.length;
+  net.read(leader);
+  net.read(other);
+  assert.ok(net.runUntil(() => net.reads.length === confirmed + 2, 10 * HEARTBEAT_MS), 'a read was not confirmed with a quorum up');
   for (const r of net.reads) assert.ok(r.at >= r.floor, `member ${r.member} read at ${r.at}, before acknowledged index ${r.floor}`);
   return net.snapshotsInstalled;
 }

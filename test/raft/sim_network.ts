@@ -11,7 +11,7 @@ import { MemoryStorage, RaftNode, RaftNodeChecker, bootstrapStorage, type Entry,
 import { SimRandom, VirtualClock } from '../../src/sim/index.js';
 
 export const HEARTBEAT_MS = 10;
-const ELECTION_TICKS = 10;
+export const ELECTION_TICKS = 10;
 const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder();
 
