@@ -199,7 +199,7 @@ export class EtcdCluster implements ClusterLevers {
         leads: (l) => this.handoff.promote(l),
         demoted: (m) => this.handoff.demote(m),
         leaderTick: (l) => this.handoff.leaderTick(l),
-        appended: (_l, entries) => this.requests.appended(entries),
+        appended: (entries) => this.requests.appended(entries),
         readState: (m, r) => this.requests.readState(m, r),
         pump: () => this.applier.pump(),
       },

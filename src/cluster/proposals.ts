@@ -152,26 +152,24 @@ export class Requests {
   }
 
   private readsOnce(m: MemberState, ask: boolean): void {
-    {
-      const pending = m.reads;
-      m.reads = [];
-      for (const r of pending) {
-        if (r.done) continue;
-        // ReadIndex: the leader confirms with a quorum that it still leads, and has committed an entry of
-        // its term (etcd's ReadOnlySafe); the read index is its commit index then.
-        if (r.index === undefined && ask) this.raft.readIndex(m, r.context);
-        if (r.index !== undefined && m.applied >= r.index) {
-          r.done = true;
-          if (r.timer !== undefined) this.ctx.clock.cancel(r.timer);
-          try {
-            r.serve();
-          } catch (err) {
-            r.reply.fail(err);
-          }
-          continue;
+    const pending = m.reads;
+    m.reads = [];
+    for (const r of pending) {
+      if (r.done) continue;
+      // ReadIndex: the leader confirms with a quorum that it still leads, and has committed an entry of
+      // its term (etcd's ReadOnlySafe); the read index is its commit index then.
+      if (r.index === undefined && ask) this.raft.readIndex(m, r.context);
+      if (r.index !== undefined && m.applied >= r.index) {
+        r.done = true;
+        if (r.timer !== undefined) this.ctx.clock.cancel(r.timer);
+        try {
+          r.serve();
+        } catch (err) {
+          r.reply.fail(err);
         }
-        m.reads.push(r);
+        continue;
       }
+      m.reads.push(r);
     }
   }
 

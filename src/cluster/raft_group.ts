@@ -38,8 +38,8 @@ export interface RaftEffects {
   demoted(m: MemberState): void;
   /** A leader's own step at each tick, before its node's (the lease hand-off of a paused leader). */
   leaderTick(l: MemberState): void;
-  /** Leader `l` appended these entries to its log (proposals get their index). */
-  appended(l: MemberState, entries: readonly Entry[]): void;
+  /** A leader appended these entries to its log (proposals get their index). */
+  appended(entries: readonly Entry[]): void;
   /** `m`'s node confirmed a read (ReadIndex). */
   readState(m: MemberState, r: ReadState): void;
   /** Applies what became due (apply.ts). */
@@ -294,7 +294,7 @@ export class RaftGroup {
             m.term = rd.hardState.term;
             m.server.setRaftTerm(m.term);
           }
-          if (rd.entries.length > 0 && node.role === 'leader') this.effects.appended(m, rd.entries);
+          if (rd.entries.length > 0 && node.role === 'leader') this.effects.appended(rd.entries);
         },
         snapshotted: (s) => m.disk.snapshotted(s),
       },

@@ -14,6 +14,9 @@
  *    compaction boundary is that entry's too, every member's snapshot at one index holds the same state,
  *    and a member's snapshot never moves back (but by a restart, which loses a snapshot not yet saved).
  * It reads nodes and changes nothing; it remembers one record per index it saw (tests' logs are short).
+ * Run after every tick of a long run, it does not look again at what cannot have changed: a committed
+ * entry it checked in a node's log (the very same object: entries are immutable values) and, for a leader
+ * of a term, the committed indexes it already found in that leader's log.
  */
 import { NONE, type Entry, type NodeId } from './messages.js';
 import type { RaftNode } from './node.js';
@@ -49,6 +52,11 @@ export class RaftNodeChecker {
   /** Snapshot index → its term and its state's fingerprint, as the first member seen holding it had them. */
   private readonly snapshots = new Map<number, { readonly term: bigint; readonly fp: string }>();
   private readonly snapshotOf = new Map<NodeId, number>();
+  /** Per node, the committed entries of its log already checked. */
+  private readonly checkedEntries = new WeakMap<RaftNode, WeakSet<Entry>>();
+  /** Per leader node, the term and the committed index up to which its log was found complete. */
+  private readonly completeUpTo = new WeakMap<RaftNode, { readonly term: bigint; readonly upTo: number }>();
+  private highestCommitted = 0;
 
   get found(): readonly RaftNodeViolation[] {
     return this.violations;
@@ -116,7 +124,10 @@ export class RaftNodeChecker {
     this.commitOf.set(n.id, log.committed);
     if (log.applied > log.committed) this.report('state machine safety', `member ${n.id} applied ${log.applied} > commit ${log.committed}`);
     this.checkSnapshot(n);
+    let checked = this.checkedEntries.get(n);
+    if (checked === undefined) this.checkedEntries.set(n, (checked = new WeakSet()));
     for (const e of log.held()) {
+      if (checked.has(e)) continue;
       const key = `${e.index}/${e.term}`;
       const fp = entryFingerprint(e);
       const prevTerm = log.term(e.index - 1);
@@ -126,15 +137,23 @@ export class RaftNodeChecker {
         this.report('log matching', `member ${n.id} at ${key}: ${fp} after term ${prevTerm}, elsewhere ${seen.fp} after term ${seen.prevTerm}`);
       }
       if (e.index > log.committed) continue;
+      checked.add(e);
       const c = this.committed.get(e.index);
-      if (c === undefined) this.committed.set(e.index, { term: e.term, fp, knownAt: n.term });
-      else if (c.term !== e.term || c.fp !== fp) this.report('state machine safety', `member ${n.id} committed ${fp}@${e.term} at ${e.index}, before ${c.fp}@${c.term}`);
+      if (c === undefined) {
+        this.committed.set(e.index, { term: e.term, fp, knownAt: n.term });
+        if (e.index > this.highestCommitted) this.highestCommitted = e.index;
+      } else if (c.term !== e.term || c.fp !== fp) this.report('state machine safety', `member ${n.id} committed ${fp}@${e.term} at ${e.index}, before ${c.fp}@${c.term}`);
     }
     if (n.role !== 'leader' || n.leader === NONE) return;
-    for (const [i, c] of this.committed) {
-      if (c.knownAt >= n.term || i < log.firstIndex()) continue;
+    // A leader never changes its own log but by appending: what it held at its term stays held.
+    const done = this.completeUpTo.get(n);
+    const from = done !== undefined && done.term === n.term ? done.upTo + 1 : 0;
+    for (let i = Math.max(from, log.firstIndex()); i <= this.highestCommitted; i++) {
+      const c = this.committed.get(i);
+      if (c === undefined || c.knownAt >= n.term) continue;
       const t = log.term(i);
       if (t !== c.term) this.report('leader completeness', `leader ${n.id} of term ${n.term} lacks ${i}@${c.term} committed by term ${c.knownAt}`);
     }
+    this.completeUpTo.set(n, { term: n.term, upTo: Math.min(this.highestCommitted, log.lastIndex()) });
   }
 }

@@ -86,8 +86,8 @@ export abstract class RaftCore {
       this.msgs.length > 0 ||
       this.readStates.length > 0 ||
       this.log.pendingSnapshot !== undefined ||
-      this.log.unstable().length > 0 ||
-      this.log.toApply().length > 0 ||
+      this.log.hasUnstable() ||
+      this.log.hasToApply() ||
       !sameHard(this.hardState(), this.prevHard) ||
       this.prevSoft.leader !== this.lead ||
       this.prevSoft.role !== this.roleNow

@@ -107,6 +107,16 @@ export class RaftLog {
     return this.slice(this.stableTo + 1, this.lastIndex() + 1);
   }
 
+  /** Whether unstable() has anything, without building it (asked after every step). */
+  hasUnstable(): boolean {
+    return this.stableTo < this.lastIndex();
+  }
+
+  /** Whether toApply() has anything, without building it. */
+  hasToApply(): boolean {
+    return Math.min(this.committed, this.stableTo) > Math.max(this.applied, this.firstIndex() - 1);
+  }
+
   stableUpTo(i: number): void {
     this.stableTo = Math.max(this.stableTo, Math.min(i, this.lastIndex()));
   }
