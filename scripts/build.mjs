@@ -86,6 +86,10 @@ cpSync(protoSrc, fileURLToPath(new URL('../dist/proto', import.meta.url)), {
     logLevel: 'warning',
     banner: { js: "const __etcdsimDist = require('node:url').pathToFileURL(__dirname + '/').href;" },
     plugins: [distUrls],
+    // Without comments (names and syntax kept): esbuild escapes non-ASCII in strings but keeps the
+    // comments it carries along, whose dashes and arrows made V8 hold the whole 2.7 MB source as a two-byte
+    // string — in every member's heap and in the start-up snapshot (12 MB → 8.3 MB, ~9 ms of CPU a start).
+    minifyWhitespace: true,
     tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true, useDefineForClassFields: true } },
   });
 }
