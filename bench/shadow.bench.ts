@@ -7,8 +7,9 @@
  * shadow runs as a user runs it (compiled src/, its own process) with a divergence directory; the issue's
  * goal is at most 20% on p50 latency against etcd, and the rows against the relay say how much of what is
  * left is the shadow's own work rather than the hop. Where `taskset` is on PATH and there are four cores or
- * more, both proxies share the last core and etcd and the load generator the others, so the proxy's work does not take etcd's core (on a
- * machine whose other load is not pinned, it still shares its core with that). Also its memory over the
+ * more, both proxies share the last core and etcd and the load generator the others, so the proxy's work
+ * does not take etcd's core (on a machine whose other load is not pinned, it still shares its core with
+ * that). Also its memory over the
  * run: the shadow's resident set after the last round against after the first (the scenario log, stream
  * comparisons and divergence directory are bounded, so a long run should not grow it), and the divergences
  * the run produced (0 expected).

@@ -57,8 +57,7 @@ export function canon(v: unknown, leases: LeaseNames, parentKey = ''): Canon {
  * building either form — the shadow compares every answer of an application's traffic, and two equal
  * answers are the common case, where building and printing both canonical forms was a quarter of its work.
  * It answers false when it cannot tell cheaply (a list canon sorts, mixed representations such as a Buffer
- * against a string): the caller then compares the texts. True only when
- * the canonical texts are equal.
+ * against a string): the caller then compares the texts. True only when the canonical texts are equal.
  */
 export function sameCanon(a: unknown, b: unknown, leases: LeaseNames, parentKey = ''): boolean {
   if (a === null || a === undefined) return b === null || b === undefined;
