@@ -6,7 +6,8 @@
  * that kept no history put 38 % faster (docs/performance.md, "Third pass"). So a revision here is a record
  * number: its revisions and version in number columns (exact: a simulation stays far below 2^53), its sub-revision,
  * where its value's bytes lie in the store's value slabs, its key (the one Uint8Array its keyIndex shares) and
- * its lease. The KeyValue a reader gets is built when it reads: `kv(r)`.
+ * its lease. The KeyValue a reader gets is built when it reads: `kv(r)`, or `kvRead(r)`, which keeps the one
+ * it built while the record is its key's newest revision.
  *
  * The keyIndex (key_index.ts) and the revision log (store.ts) hold record numbers. A record is referenced by
  * the keyIndex until compaction drops it there, and by the log until compaction passes it there; it is freed
@@ -48,6 +49,8 @@ export class History {
    * key read again and again (a get, a list) costs no new object, and no more are kept than keys.
    */
   private read: (KeyValue | undefined)[] = [];
+  /** 1 once a newer revision of the record's key exists: reads of it keep nothing. */
+  private old = new Uint8Array(0);
   /** Freed record numbers, reused first. */
   private free: Rec[] = [];
 
@@ -69,6 +72,7 @@ export class History {
     this.createRev[r] = createRevision;
     this.ver[r] = version;
     this.subRev[r] = 0;
+    this.old[r] = 0;
     this.refs[r] = 1;
     this.keys[r] = key;
     this.leases[r] = lease;
@@ -155,12 +159,17 @@ export class History {
    * `superseded(r)`. The caller must not change it (a server copies what it answers).
    */
   kvRead(r: Rec): KeyValue {
-    return (this.read[r] ??= this.kv(r));
+    const kept = this.read[r];
+    if (kept !== undefined) return kept;
+    const kv = this.kv(r);
+    if (this.old[r] === 0) this.read[r] = kv;
+    return kv;
   }
 
-  /** A newer revision of the record's key was appended: later reads of `r` are rare, keep no KeyValue. */
+  /** A newer revision of the record's key was appended: reads of `r` (historical, rare) keep nothing from now on. */
   superseded(r: Rec): void {
     this.read[r] = undefined;
+    this.old[r] = 1;
   }
 
   /** Copies `value` into the slabs for record `r`. */
@@ -215,6 +224,7 @@ export class History {
       this.valOff = widen(this.valOff, new Int32Array(cap));
       this.valLen = widen(this.valLen, new Int32Array(cap));
       this.refs = widen(this.refs, new Uint8Array(cap));
+      this.old = widen(this.old, new Uint8Array(cap));
       this.cap = cap;
     }
     this.keys.push(undefined);

@@ -1,9 +1,9 @@
 /**
  * The MVCC store (etcd server/storage/mvcc/kvstore.go, kvstore_txn.go): a B-tree revision index over
  * keyIndexes, the current and compacted revisions, and write transactions that take one main revision and
- * number their changes with sub-revisions (write_txn.ts; reads: read_view.ts). This file holds the storage primitives; the request semantics
- * (options, txns, validation) live in range.ts, txn.ts and validate.ts, and MvccStore in kv.ts ties them
- * together.
+ * number their changes with sub-revisions (write_txn.ts; reads: read_view.ts). This file holds the storage
+ * primitives; the request semantics (options, txns, validation) live in range.ts, txn.ts and validate.ts,
+ * and MvccStore in kv.ts ties them together.
  */
 import { ByteSlab, keyString, type KeyString } from './bytes.js';
 import { ErrCompacted, ErrFutureRev } from './errors.js';
@@ -16,7 +16,6 @@ import { TreeIndex } from './tree_index.js';
 import { rangeIndex, readRevision, type IndexRange, type RangeEnd, type ReadView } from './read_view.js';
 import { WriteTxn, writePut } from './write_txn.js';
 import type { Event, KeyValue, LeaseHook } from './types.js';
-
 
 export { rangeEndOf, type IndexRange, type RangeEnd, type ReadView } from './read_view.js';
 export { WriteTxn } from './write_txn.js';

@@ -1,8 +1,9 @@
 /**
  * etcd numbers the changes of one write txn 0, 1, 2, … (the sub part of a revision {main, sub}); the
  * backend key of every stored revision carries it, so etcd's HashKV depends on it. Nearly every change is a
- * txn's only one (sub 0), so the store records the others here, once, when it commits them. KeyValues are
- * immutable and shared by snapshots, so the fact travels with them; a weak map forgets what compaction drops.
+ * txn's only one (sub 0). The store keeps it in its history's columns (history.ts) and records it here on
+ * each KeyValue it builds of such a change, so the fact travels with the KeyValues a snapshot hands out and
+ * takes back; a weak map forgets them with their KeyValues.
  */
 import type { KeyValue } from './types.js';
 

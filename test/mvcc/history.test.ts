@@ -34,7 +34,7 @@ test('a KeyValue once read stays as it was through later puts, compaction and th
   assert.equal(s.checkValid(), undefined);
 });
 
-test('a read of the newest revision is made once and kept until the key changes; a historical read sees the old revision', () => {
+test('a read of the newest revision is made once and kept until the key changes; a historical read sees the old revision and keeps nothing', () => {
   const s = new MvccStore();
   s.put({ key: b('k'), value: b('v1') });
   const one = s.range({ key: b('k') }).kvs[0]!;
@@ -44,7 +44,9 @@ test('a read of the newest revision is made once and kept until the key changes;
   const two = s.range({ key: b('k') }).kvs[0]!;
   assert.equal(text(two.value), 'v2');
   assert.equal(two.version, 2);
-  assert.deepEqual(s.range({ key: b('k'), revision: 2 }).kvs[0], one);
+  const old = s.range({ key: b('k'), revision: 2 }).kvs[0]!;
+  assert.deepEqual(old, one);
+  assert.notEqual(s.range({ key: b('k'), revision: 2 }).kvs[0], old, 'a superseded revision keeps no KeyValue: no more are kept than keys');
   assert.equal(text(one.value), 'v1');
 });
 
