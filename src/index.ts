@@ -3,8 +3,10 @@
  *
  * What a test author needs, listed name by name so the public surface is a decision, not an accident:
  * the simulator and its options, the clients on it, etcd's errors, the byte helpers, the engine (MvccStore)
- * and the types its API returns, the watch-guarantee checker and the clocks. Classes a user reaches through
- * `sim.server`, `sim.lessor`, `sim.watchable` or `sim.clock` but never constructs are exported as types only.
+ * and the types its API returns, the watch-guarantee checker and the clocks. `sim.server` and `sim.cluster`
+ * are interfaces (EtcdServerView, EtcdClusterView): what a user may rely on, not the classes' wiring. Classes
+ * a user reaches through `sim.lessor`, `sim.watchable` or `sim.clock` but never constructs are exported as
+ * types only.
  * The other entry point is `etcdsim/grpc` (server mode: serve()). etc/*.api.md records each surface;
  * `npm run api-report` regenerates them.
  */
@@ -25,8 +27,8 @@ export {
 export type {
   CallAnswer,
   ClusterLevers,
-  EtcdCluster,
-  MemberState,
+  EtcdClusterView,
+  SimulatedMember,
   ClusterMemberServices,
   ClusterTraceEvent,
   EtcdClusterOptions,
@@ -35,7 +37,7 @@ export type {
   RaftRole,
 } from './cluster/index.js';
 export type { SimEtcd3Options } from './client/etcd3.js';
-export type { EtcdServer, EtcdServices } from './server/etcd_server.js';
+export type { EtcdServices } from './server/etcd_server.js';
 // What every door takes of one member: an EtcdServer, a cluster member's view (ClusterMemberView), a member process.
 export type { MemberServices, MemberView } from './server/member_view.js';
 // sim.server: one member, its engine and its levers.

@@ -6,7 +6,7 @@
 import { type CompactResponse, type MvccStore, type StoreSnapshot } from '../mvcc/index.js';
 import type { Lessor } from '../lease/index.js';
 import { EtcdServer, type EtcdServerOptions, type EtcdServerView, type EtcdServices, type GrpcError, type MemberSnapshot } from '../server/index.js';
-import { ClusterMemberView, EtcdCluster, type ClusterMemberServices, type EtcdClusterOptions, type MemberRef } from '../cluster/index.js';
+import { ClusterMemberView, EtcdCluster, type EtcdClusterView, type ClusterMemberServices, type EtcdClusterOptions, type MemberRef } from '../cluster/index.js';
 import { RealClock, VirtualClock, afterHostTime, hostMicrotask, hostNextTurn, type Clock } from '../sim/index.js';
 import type { WatchableStore, WatchStream } from '../watch/index.js';
 import type { Etcd3 } from 'etcd3';
@@ -289,8 +289,8 @@ export interface ClusterClientOptions {
 
 /** A simulated etcd cluster with clients pinned to its members. @public */
 export interface EtcdClusterSim<C extends Clock = Clock> {
-  /** The cluster: members, leader, term, and the fault levers (pause, partition, crash, moveLeader, ...). */
-  readonly cluster: EtcdCluster;
+  /** The cluster: members, leader, term, and the fault levers (pause, partition, crash, moveLeader, ...). An interface: clusterOf(sim) is the EtcdCluster, for this package's own floors. */
+  readonly cluster: EtcdClusterView;
   readonly time: TimeMode;
   readonly clock: C;
   /** A member's services in message form, asynchronous (writes through Raft, ReadIndex for linearizable reads). */
@@ -357,7 +357,7 @@ function createClusterSim(options: EtcdClusterSimOptions): EtcdClusterSim {
       open: (m, deadlineMs) => clusterDoor(cluster.connect(m, { client, deadlineMs })),
     };
   };
-  return {
+  const sim: EtcdClusterSim = {
     cluster,
     time,
     clock,
@@ -403,6 +403,22 @@ function createClusterSim(options: EtcdClusterSimOptions): EtcdClusterSim {
       real?.close();
     },
   };
+  CLUSTERS.set(sim, cluster);
+  return sim;
+}
+
+/** The EtcdCluster behind each cluster simulator's `sim.cluster`. */
+const CLUSTERS = new WeakMap<EtcdClusterSim, EtcdCluster>();
+
+/**
+ * The EtcdCluster behind `sim.cluster`, with the wiring EtcdClusterView leaves out of the published types
+ * (each member's MemberState and EtcdServer, the hook on a restarted member's server, the clock's
+ * synchronous advance): for the floors above and the tests that reach into the cluster.
+ */
+export function clusterOf(sim: EtcdClusterSim): EtcdCluster {
+  const cluster = CLUSTERS.get(sim);
+  if (cluster === undefined) throw new TypeError('clusterOf: not a cluster simulator made by createEtcdSim');
+  return cluster;
 }
 
 /**

@@ -10,6 +10,7 @@ export {
   type TimerDriver,
   type Etcd3SimOptions,
   serverOf,
+  clusterOf,
 } from './create.js';
 export {
   EtcdClient,

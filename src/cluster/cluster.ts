@@ -19,6 +19,7 @@ import { Applier } from './apply.js';
 import { errTransportClosing } from './errors.js';
 import { LeaseHandoff } from './lease_handoff.js';
 import { Levers, checkLag, type ClusterLevers } from './levers.js';
+import type { EtcdClusterView } from './cluster_view.js';
 import {
   MemberState,
   type ConnectOptions,
@@ -94,7 +95,7 @@ function defaultConfig(i: number): { name: string; clientUrls: readonly string[]
  * the test moves time (`await cluster.advance(ms)`), and the same seed gives the same run.
  * @public
  */
-export class EtcdCluster implements ClusterLevers {
+export class EtcdCluster implements EtcdClusterView {
   readonly clock: Clock;
   readonly random: SimRandom;
   readonly preVote: boolean;
@@ -274,6 +275,7 @@ export class EtcdCluster implements ClusterLevers {
   /** A member by index, name, member ID or state. */
   member(ref: MemberRef): MemberState {
     if (ref instanceof MemberState) return ref;
+    if (typeof ref === 'object') return this.member(ref.id);
     const m =
       typeof ref === 'number' ? this.states[ref] : typeof ref === 'bigint' ? this.states.find((s) => s.id === ref) : this.states.find((s) => s.name === ref);
     if (m === undefined) throw new RangeError(`EtcdCluster: no member ${String(ref)}`);

@@ -14,6 +14,7 @@ import { type GrpcError, EtcdServer, type EtcdServerOptions, type KeepAliveCall 
 import type { EtcdCluster } from './cluster.js';
 import { ClusterMemberServices } from './services.js';
 import type { ClusterStreamLink } from './stream_link.js';
+import type { SimulatedMember } from './cluster_view.js';
 
 /** A member's Raft role. @public */
 export type RaftRole = 'leader' | 'follower' | 'candidate';
@@ -106,7 +107,7 @@ export interface ReadWait {
  * through the cluster's levers — the fields are mutable for the cluster's own bookkeeping.
  * @public
  */
-export class MemberState {
+export class MemberState implements SimulatedMember {
   server: EtcdServer;
   /** Its Raft role and term and the leader it knows, as its node last said (raft's SoftState, HardState). */
   role: RaftRole = 'follower';
@@ -175,7 +176,7 @@ export class MemberState {
 }
 
 /** A member by index, name, member ID, or its state. @public */
-export type MemberRef = number | string | bigint | MemberState;
+export type MemberRef = number | string | bigint | SimulatedMember;
 
 /**
  * A member's state at its applied index, as a Raft snapshot carries it (etcd's db in the MsgSnap): the

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createEtcdSim, text, utf8, type WatchResponse } from '../../src/index.js';
-import { serverOf } from '../../src/client/index.js';
+import { clusterOf, serverOf } from '../../src/client/index.js';
 
 const b = utf8;
 
@@ -42,6 +42,17 @@ test('sim.server is published as an interface; serverOf(sim) is the member behin
   assert.equal(server, sim.server);
   assert.equal(server.auth.enabled, sim.server.auth.enabled);
   assert.throws(() => serverOf({ ...sim }), /not a simulator made by createEtcdSim/);
+  sim.close();
+});
+
+test('sim.cluster is published as an interface; clusterOf(sim) is the cluster behind it; a member given as a plain object is found by its ID', () => {
+  const sim = createEtcdSim({ time: 'virtual', members: 3 });
+  const cluster = clusterOf(sim);
+  assert.equal(cluster, sim.cluster);
+  const second = sim.cluster.members[1]!;
+  assert.equal(sim.cluster.member({ ...second }), second, 'a copy of a member names the member with its ID');
+  assert.throws(() => sim.cluster.member({ ...second, id: 99n }), /no member 99/);
+  assert.throws(() => clusterOf({ ...sim }), /not a cluster simulator made by createEtcdSim/);
   sim.close();
 });
 

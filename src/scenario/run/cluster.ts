@@ -13,12 +13,12 @@
  * down, a snapshot sent to a follower), the cluster expectations (`expect leader`, `expect member`) and
  * `etcdctl endpoint status`.
  */
-import { type EtcdClusterSim, isSafeRetry, retryBackoffMs, retryPolicyOf, UNARY_MAX_ATTEMPTS } from '../../client/index.js';
+import { clusterOf, type EtcdClusterSim, isSafeRetry, retryBackoffMs, retryPolicyOf, UNARY_MAX_ATTEMPTS } from '../../client/index.js';
 import type { LessorEvent } from '../../lease/index.js';
 import type { CommitListener } from '../../mvcc/index.js';
 import { isGrpcError, type EtcdServer, type GrpcError } from '../../server/index.js';
 import type * as M from '../../server/messages.js';
-import { clusterErrors, type ClusterMemberServices, type MemberState } from '../../cluster/index.js';
+import { clusterErrors, type ClusterMemberServices, type EtcdCluster, type MemberState } from '../../cluster/index.js';
 import type { SimRandom, VirtualClock } from '../../sim/index.js';
 import { showTime } from '../format.js';
 import { procfileClientPort, type ClusterDirective } from '../parse/cluster_directives.js';
@@ -43,7 +43,7 @@ const ETCDCTL_ENDPOINTS = 1;
 /** The Raft events the transcript notes as they happen (the cluster's trace has them; proposals are left out). */
 const RAFT_EVENT = /^leader |steps down|^snapshot /;
 
-/** A cluster run's engine and etcdctl's view of the members. */
+/** A cluster run's engine and etcdctl's view of the members; `cluster` (clusterOf): the EtcdCluster behind cs.cluster. */
 export class ScenarioCluster implements ScenarioEngine {
   /** The member commands go to (`use`): etcdctl's default endpoint 127.0.0.1:2379 is infra1. */
   private current = 0;
@@ -61,9 +61,9 @@ export class ScenarioCluster implements ScenarioEngine {
   /** The member commands go to, as a script's steps see a member (run/state.ts). */
   readonly sim: ScenarioSim;
 
-  constructor(readonly cs: EtcdClusterSim<VirtualClock>) {
-    this.retryRandom = cs.cluster.random.fork('etcdctl/retry');
-    this.views = cs.cluster.members.map((m) => this.syncServices(m.index));
+  constructor(readonly cs: EtcdClusterSim<VirtualClock>, private readonly cluster: EtcdCluster = clusterOf(cs)) {
+    this.retryRandom = this.cluster.random.fork('etcdctl/retry');
+    this.views = this.cluster.members.map((m) => this.syncServices(m.index));
     const self = this;
     const singleOnly = (what: string): never => {
       throw new RunError('error', `${what} acts on the single member; on a cluster use install-snapshot MEMBER`);
@@ -88,8 +88,8 @@ export class ScenarioCluster implements ScenarioEngine {
       snapshot: () => singleOnly('snapshot'),
       restore: () => singleOnly('restore'),
     };
-    this.traceSeen = cs.cluster.trace().length;
-    cs.cluster.onServer((server, m) => {
+    this.traceSeen = this.cluster.trace().length;
+    this.cluster.onServer((server, m) => {
       this.revisions.set(m.index, server.mvcc.currentRevision);
       server.mvcc.subscribe((rev) => this.revisions.set(m.index, rev));
     });
@@ -99,7 +99,7 @@ export class ScenarioCluster implements ScenarioEngine {
   attach(s: RunState): void {
     this.state = s;
     // The timeline's member rows, and who leads when the run starts (elected before the first step).
-    const c = this.cs.cluster;
+    const c = this.cluster;
     s.timeline.members.push(...c.members.map((m) => m.name));
     const l = c.leader;
     if (l !== undefined) this.record(s, 'leader', l.name, `${l.name} is the leader (term ${l.term}) when the run starts`, { term: Number(l.term) });
@@ -116,7 +116,7 @@ export class ScenarioCluster implements ScenarioEngine {
 
   /** The member the running command goes to. */
   get member(): MemberState {
-    return this.cs.cluster.members[this.index]!;
+    return this.cluster.members[this.index]!;
   }
 
   // ---------------------------------------------------------------------------------------------------
@@ -127,13 +127,13 @@ export class ScenarioCluster implements ScenarioEngine {
   }
 
   flush(): void {
-    this.cs.cluster.flush();
+    this.cluster.flush();
     this.noteRaftEvents();
   }
 
   onWrite(fn: CommitListener): void {
     // Every member applies the same revisions: each is recorded once, when the first member applies it.
-    this.cs.cluster.onServer((server) =>
+    this.cluster.onServer((server) =>
       server.mvcc.subscribe((rev, events) => {
         if (this.seenRevisions.has(rev)) return;
         this.seenRevisions.add(rev);
@@ -143,7 +143,7 @@ export class ScenarioCluster implements ScenarioEngine {
   }
 
   onLeaseRevoked(fn: (ev: Extract<LessorEvent, { type: 'revoke' }>) => void): void {
-    this.cs.cluster.onServer((server) =>
+    this.cluster.onServer((server) =>
       server.lessor.subscribe((ev) => {
         if (ev.type !== 'revoke') return;
         const key = `${ev.id}@${ev.revision}`;
@@ -160,12 +160,12 @@ export class ScenarioCluster implements ScenarioEngine {
     while (!done()) {
       const due = clock.nextDue();
       if (due === undefined || due > end) {
-        if (Number.isFinite(end) && end > clock.now()) this.cs.cluster.advanceSync(end - clock.now());
+        if (Number.isFinite(end) && end > clock.now()) this.cluster.advanceSync(end - clock.now());
         this.noteRaftEvents();
         return done();
       }
       // One instant: every timer due then runs (Raft ticks, applies, watch sync, lease expiry), then delivery.
-      this.cs.cluster.advanceSync(Math.max(0, due - clock.now()));
+      this.cluster.advanceSync(Math.max(0, due - clock.now()));
       this.noteRaftEvents();
     }
     return true;
@@ -199,7 +199,7 @@ export class ScenarioCluster implements ScenarioEngine {
    * leaves etcdctl retrying the connection until then, and it prints `context deadline exceeded`.
    */
   private answer<T>(call: Promise<T>, start = this.cs.clock.now()): T {
-    const c = this.cs.cluster;
+    const c = this.cluster;
     // The answer is read through answerOf; the promise itself is never awaited, so it must not count as unhandled.
     call.then(undefined, () => undefined);
     let a = c.answerOf(call);
@@ -246,7 +246,7 @@ export class ScenarioCluster implements ScenarioEngine {
         this.waitUntil(() => false, wait);
       }
       try {
-        return this.answer(issue(this.cs.cluster.connect(member, { client: ETCDCTL_CLIENT, deadlineMs: endAt - clock.now() })), start);
+        return this.answer(issue(this.cluster.connect(member, { client: ETCDCTL_CLIENT, deadlineMs: endAt - clock.now() })), start);
       } catch (err) {
         if (!isGrpcError(err)) throw err;
         last = err;
@@ -258,7 +258,7 @@ export class ScenarioCluster implements ScenarioEngine {
 
   /** Member `i`'s services answering synchronously (see answer and call), over etcdctl's link, with its deadline. */
   private syncServices(i: number): ScenarioServices {
-    const v = this.cs.cluster.connect(i, { client: ETCDCTL_CLIENT, deadlineMs: ETCDCTL_COMMAND_TIMEOUT_MS });
+    const v = this.cluster.connect(i, { client: ETCDCTL_CLIENT, deadlineMs: ETCDCTL_COMMAND_TIMEOUT_MS });
     const down = (): void => {
       if (v.member.crashed) throw new RunError('error', `${v.member.name} is down (crash): etcdctl would keep dialing it; restart it first (restart ${v.member.name})`);
     };
@@ -295,7 +295,7 @@ export class ScenarioCluster implements ScenarioEngine {
   /** Notes Raft's events since the last look (a new leader, a step-down, a snapshot sent), each at its instant. */
   private noteRaftEvents(): void {
     const s = this.state;
-    const trace = this.cs.cluster.trace();
+    const trace = this.cluster.trace();
     for (; this.traceSeen < trace.length; this.traceSeen++) {
       const ev = trace[this.traceSeen]!;
       if (s === undefined || !RAFT_EVENT.test(ev.event)) continue;
@@ -314,7 +314,7 @@ export class ScenarioCluster implements ScenarioEngine {
       else if (sent !== null) this.record(s, 'snapshot', sent[2], text, {}, ev.at);
       // A snapshot installed on a follower is drawn as the single member's `restore` is: its store jumps.
       const snap = /^snapshot (\S+) -> (\S+) at \d+$/.exec(ev.event);
-      const to = snap === null ? undefined : this.cs.cluster.members.find((x) => x.name === snap[2]);
+      const to = snap === null ? undefined : this.cluster.members.find((x) => x.name === snap[2]);
       if (to !== undefined) {
         const toRev = to.server.mvcc.currentRevision;
         s.timeline.restores.push({ name: `${snap![1]}'s snapshot on ${to.name}`, fromRev: this.revisions.get(to.index) ?? toRev, toRev, line: s.line, atMs: ev.at, kind: 'snapshot-install', member: to.name });
@@ -328,7 +328,7 @@ export class ScenarioCluster implements ScenarioEngine {
    * that lessor now holds, so the deadline they draw is the cluster's, not the TTL counted from the grant.
    */
   private notePromotions(s: RunState, leader: string, term: number, at: number): void {
-    const lessor = this.cs.cluster.members.find((x) => x.name === leader)?.server.lessor;
+    const lessor = this.cluster.members.find((x) => x.name === leader)?.server.lessor;
     if (lessor === undefined) return;
     for (const l of s.timeline.leases) {
       if (l.end !== undefined) continue;
@@ -340,7 +340,7 @@ export class ScenarioCluster implements ScenarioEngine {
 
   /** Who leads, as one phrase. */
   private leaderPhrase(): string {
-    const l = this.cs.cluster.leader;
+    const l = this.cluster.leader;
     return l === undefined ? 'no leader' : `leader ${l.name} (term ${l.term})`;
   }
 
@@ -349,7 +349,7 @@ export class ScenarioCluster implements ScenarioEngine {
 
   /** Runs a cluster directive, noting it in the transcript. */
   run(s: RunState, d: ClusterDirective): void {
-    const c = this.cs.cluster;
+    const c = this.cluster;
     const name = (i: number): string => c.members[i]!.name;
     this.noteRaftEvents();
     // The lever goes on the timeline with what the transcript says about it, at the moment it was pulled.
@@ -370,7 +370,7 @@ export class ScenarioCluster implements ScenarioEngine {
 
   /** The directive itself, noted in the transcript. */
   private directive(s: RunState, d: ClusterDirective, name: (i: number) => string): void {
-    const c = this.cs.cluster;
+    const c = this.cluster;
     switch (d.kind) {
       case 'use':
         this.current = d.member;
@@ -483,7 +483,7 @@ export class ScenarioCluster implements ScenarioEngine {
 
   /** The leader's server (where LeaseTimeToLive is answered), or the current member's without one. */
   leaseServer(): EtcdServer {
-    return (this.cs.cluster.leader ?? this.member).server;
+    return (this.cluster.leader ?? this.member).server;
   }
 
   /**
@@ -491,7 +491,7 @@ export class ScenarioCluster implements ScenarioEngine {
    * expectation's number.
    */
   check(e: Extract<Expectation, { kind: 'leader' | 'member' | 'member-role' }>, int: (w: Extract<Expectation, { kind: 'member' }>['value']) => number): string | undefined {
-    const c = this.cs.cluster;
+    const c = this.cluster;
     switch (e.kind) {
       case 'leader': {
         const l = c.leader;
@@ -520,7 +520,7 @@ export class ScenarioCluster implements ScenarioEngine {
    * retries them (repeatable).
    */
   endpointStatus(s: RunState, table: boolean, all: boolean): void {
-    const c = this.cs.cluster;
+    const c = this.cluster;
     const cmd = `$ etcdctl ${this.endpointFlag()}endpoint status${all ? ' --cluster' : ''}${table ? ' -w table' : ''}`;
     let targets: { endpoint: string; member: number }[];
     if (all) {
