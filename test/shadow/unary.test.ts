@@ -2,7 +2,8 @@
  * A unary call's comparison (src/shadow/unary.ts), without an etcd: the simulator's answer to a Range is
  * compared with an "etcd answer" made here. An answer equal to the simulator's — as etcd's decoder gives it,
  * its keys in the decoder's order — agrees on the quick path; one whose value or count differs is reported
- * as a divergence naming both answers (the quick path never hides one).
+ * as a divergence naming both answers (the quick path never hides one). And the report that counts them
+ * stays bounded whatever method paths a client names.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,7 +11,7 @@ import { Buffer } from 'node:buffer';
 import { createEtcdSim } from '../../src/client/index.js';
 import { grpcCodec } from '../../src/shadow/codecs.js';
 import type { ShadowContext } from '../../src/shadow/context.js';
-import { ShadowReport } from '../../src/shadow/report.js';
+import { OTHER_RPCS, ShadowReport } from '../../src/shadow/report.js';
 import { ScenarioLog } from '../../src/shadow/scenario.js';
 import { UNARY, unaryStep } from '../../src/shadow/unary.js';
 
@@ -44,4 +45,16 @@ test('a unary answer equal to the simulator agrees; a different value or count d
   } finally {
     sim.close();
   }
+});
+
+test("the report's rows are bounded: a client naming ever new paths fills one shared row past the bound", () => {
+  const report = new ShadowReport(undefined, 100, 10);
+  for (let i = 0; i < 50; i++) {
+    report.call(`Nope.M${i}`);
+    report.notCompared(`Nope.M${i}`, 'unknown method');
+  }
+  assert.equal(report.rpcs.size, 11);
+  assert.equal(report.rpcs.get(OTHER_RPCS)?.calls, 40);
+  assert.equal(report.rpcs.get(OTHER_RPCS)?.notCompared.get('unknown method'), 40);
+  assert.match(report.line(), /50 requests/);
 });
