@@ -38,7 +38,6 @@ const STOP = { break: true } as const;
 /** What a slot holds: a keyIndex, or the record of a key with one revision. */
 type Entry = KeyIndex | Rec;
 
-
 /** The record of `e` visible at `atRev` (KeyIndex.getRec for a single revision), or NO_RECORD. */
 function entryAt(h: History, e: Entry, atRev: number): Rec {
   if (typeof e !== 'number') return e.getRec(atRev);
