@@ -67,6 +67,8 @@ export interface ProcessMemberOptions {
   readonly join?: boolean | undefined;
   /** --snapshot-count: applied entries between two snapshots (etcd's default 100000). */
   readonly snapshotCount?: number | undefined;
+  /** Lease checkpoints kept in the db (3.6+, or --experimental-enable-lease-checkpoint-persist): a restart keeps the remaining TTLs. */
+  readonly leaseCheckpointPersist?: boolean | undefined;
   /** --max-snapshots, --max-wals: old snap files and WAL segments kept (etcd's 5 each; 0 keeps all). */
   readonly maxSnapshots?: number | undefined;
   readonly maxWals?: number | undefined;

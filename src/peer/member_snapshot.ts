@@ -34,9 +34,14 @@ export function decodeMembers(data: Uint8Array): MembersData | undefined {
   };
 }
 
-/** The member's state written as its db at `index` (before the snap file names that snapshot). */
-export function writeMemberDb(layout: DataDirLayout, backend: EtcdBackend, index: number): void {
-  writeBackendFile(layout, writeBolt(encodeEtcdBackend({ ...backend, consistentIndex: BigInt(index) })));
+/**
+ * The member's state written as its db at `index` (before the snap file names that snapshot); the leases'
+ * checkpointed remaining TTLs only with `persistCheckpoints` (etcd persists them from 3.6, or with 3.4.23's
+ * and 3.5's --experimental-enable-lease-checkpoint-persist).
+ */
+export function writeMemberDb(layout: DataDirLayout, backend: EtcdBackend, index: number, persistCheckpoints: boolean): void {
+  const leases = persistCheckpoints ? backend.leases : backend.leases.map((l) => ({ ...l, remainingTTL: 0 }));
+  writeBackendFile(layout, writeBolt(encodeEtcdBackend({ ...backend, leases, consistentIndex: BigInt(index) })));
 }
 
 /** The db to stream with a MsgSnap: the member's member/snap/db, open, or undefined when it has none. */

@@ -36,12 +36,14 @@ import {
 } from '../server/index.js';
 import {
   CLUSTER_VERSION_SET_FIELD,
+  LEASE_CHECKPOINT_FIELD,
   LEASE_REVOKE_FIELD,
   MEMBER_ATTR_SET_FIELD,
   RaftRequestError,
   applyRaftRequest,
   decodeRaftRequest,
   encodeClusterVersion,
+  encodeLeaseCheckpoint,
   encodeMemberAttributes,
   encodeRaftRequest,
   type MemberAttributesEntry,
@@ -198,7 +200,7 @@ export class ProcessMember {
         if (rd.hardState !== undefined) this.termMoved(rd.hardState.term);
       },
       snapshotted: (s: Snapshot) => {
-        writeMemberDb(opts.layout, this.server.etcdBackend(), s.index);
+        writeMemberDb(opts.layout, this.server.etcdBackend(), s.index, opts.leaseCheckpointPersist === true);
         persistence.snapshotted(s);
         this.snapIndex = s.index;
       },
@@ -394,6 +396,8 @@ export class ProcessMember {
     if (r.field === CLUSTER_VERSION_SET_FIELD) this.clusterVersionSet = true;
     // The db this member loaded holds the entry already (etcd's consistent index check): only the bookkeeping above.
     if (e.index <= this.dbIndex) return;
+    // Unpersisted (3.4, 3.5 without --experimental-enable-lease-checkpoint-persist), etcd's db had no remaining TTL to restart with.
+    if (r.field === LEASE_CHECKPOINT_FIELD && this.opts.leaseCheckpointPersist !== true && e.index <= this.restartCommit) return;
     try {
       result = applyRaftRequest(this.server, r, e.index);
     } catch (err) {
@@ -535,8 +539,10 @@ export class ProcessMember {
       if (role === 'leader') {
         lessor.promote(this.opts.electionMs);
         lessor.onExpired = (ids) => this.proposeExpiries(ids);
+        lessor.onCheckpoint = (due) => this.loop.propose(encodeLeaseCheckpoint({ checkpoints: due }));
       } else if (this.lastRole === 'leader') {
         lessor.onExpired = undefined;
+        lessor.onCheckpoint = undefined;
         lessor.demote();
       }
       this.lastRole = role;

@@ -154,6 +154,33 @@ export const MEMBER_ATTR_SET_FIELD = 1300;
  */
 export const CLUSTER_VERSION_SET_FIELD = 1301;
 
+/**
+ * LeaseCheckpointRequest (field 11): the leader's lessor records each lease's remaining TTL through Raft
+ * (--experimental-enable-lease-checkpoint), so a later leader's lessor starts it from there. No header.
+ */
+export const LEASE_CHECKPOINT_FIELD = 11;
+
+export interface LeaseCheckpointEntry {
+  readonly checkpoints: ReadonlyArray<{ readonly id: bigint; readonly remaining: number }>;
+}
+
+/** The entry of a batch of lease checkpoints (see LEASE_CHECKPOINT_FIELD): each a LeaseCheckpoint {ID, remaining_TTL}. */
+export function encodeLeaseCheckpoint(e: LeaseCheckpointEntry): Uint8Array {
+  const items = e.checkpoints.map((c) => {
+    const id = BigInt.asUintN(64, c.id);
+    const ttl = BigInt(c.remaining);
+    const w = new WireWriter(varintSize(tag(1, VARINT)) + varintSize(id) + varintSize(tag(2, VARINT)) + varintSize(ttl));
+    w.varint(tag(1, VARINT));
+    w.varint(id);
+    w.varint(tag(2, VARINT));
+    w.varint(ttl);
+    return w.buf;
+  });
+  const w = new WireWriter(items.reduce((n, b) => n + varintSize(tag(1, LEN)) + varintSize(b.length) + b.length, 0));
+  for (const b of items) w.bytes(1, b);
+  return internalRaftRequest(LEASE_CHECKPOINT_FIELD, w.buf, undefined);
+}
+
 /** The entry setting the cluster version (see CLUSTER_VERSION_SET_FIELD). */
 export function encodeClusterVersion(version: string): Uint8Array {
   const v = new TextEncoder().encode(version);
@@ -240,6 +267,21 @@ function decodeFieldsOf(data: Uint8Array): RaftRequest {
       found = { field: f.field, request: {}, header: undefined };
       continue;
     }
+    if (f.field === LEASE_CHECKPOINT_FIELD) {
+      const checkpoints: { id: bigint; remaining: number }[] = [];
+      for (const c of decodeFields(f.bytes, 'LeaseCheckpointRequest')) {
+        if (c.field !== 1 || !('bytes' in c)) continue;
+        let id = 0n;
+        let remaining = 0;
+        for (const x of decodeFields(c.bytes, 'LeaseCheckpoint')) {
+          if (x.field === 1 && 'varint' in x) id = BigInt.asIntN(64, x.varint);
+          if (x.field === 2 && 'varint' in x) remaining = Number(BigInt.asIntN(64, x.varint));
+        }
+        checkpoints.push({ id, remaining });
+      }
+      found = { field: f.field, request: { checkpoints } satisfies LeaseCheckpointEntry, header: undefined };
+      continue;
+    }
     if (f.field === MEMBER_ATTR_SET_FIELD) {
       let memberId = 0n;
       let name = '';
@@ -278,6 +320,11 @@ export function applyRaftRequest(server: EtcdServer, r: RaftRequest, index = ser
     return server.services.maintenance.applyAlarm(r.request as M.AlarmRequest);
   }
   if (r.field === MEMBER_ATTR_SET_FIELD || r.field === CLUSTER_VERSION_SET_FIELD) return undefined;
+  if (r.field === LEASE_CHECKPOINT_FIELD) {
+    // etcd's apply of a checkpoint (lessor.Checkpoint); a negative remaining TTL no lessor wrote is skipped.
+    for (const c of (r.request as LeaseCheckpointEntry).checkpoints) if (Number.isSafeInteger(c.remaining) && c.remaining >= 0) server.lessor.checkpoint(c.id, c.remaining);
+    return undefined;
+  }
   if (r.field === AUTHENTICATE_FIELD) {
     const a = r.request as AuthenticateEntry;
     const token = asGrpc(() => server.auth.assignToken(a.name, index, a.simpleToken));

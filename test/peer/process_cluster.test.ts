@@ -81,7 +81,7 @@ function speaksTls(port: number): Promise<boolean> {
 
 /** Starts a member (etcd 3.4 unless `version` says) and resolves once it logged the line etcd's e2e harness waits for (or exited). */
 async function start(name: string, ports: readonly Ports[], argv: readonly string[] = args(name, ports), version = '3.4'): Promise<Proc> {
-  const child = spawn(process.execPath, [ETCDSIM, ...argv], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ETCDSIM_ETCD_VERSION: version, ETCDSIM_RAFT_CHECK: '1' } });
+  const child = spawn(process.execPath, [ETCDSIM, ...argv], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ETCDSIM_ETCD_VERSION: version, ETCDSIM_RAFT_CHECK: '1', ETCDSIM_TEST_LEASE_CHECKPOINT_INTERVAL_MS: '2000' } });
   let err = '';
   const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
   const p: Proc = { child, stderr: () => err, exited };
@@ -302,7 +302,9 @@ test('member remove on peer TLS (--peer-auto-tls): the removed process stops as 
 
 test('--snapshot-count: a member added after the leader compacted its log, and one restarted after a long outage, catch up from the leader\'s snapshot', { timeout: 120_000 }, async () => {
   // etcd 3.5's --experimental-snapshot-catchup-entries (3.4 keeps 5000 entries after a snapshot, more than this test writes).
-  const snapFlags = ['--snapshot-count', '20', '--experimental-snapshot-catchup-entries', '5'];
+  // Lease checkpoints too, kept in the db (every 2 s: the test's ETCDSIM_TEST_LEASE_CHECKPOINT_INTERVAL_MS; etcd's first check of a lease
+  // finding its whole TTL left, rounded up, would skip it for good).
+  const snapFlags = ['--snapshot-count', '20', '--experimental-snapshot-catchup-entries', '5', '--experimental-enable-lease-checkpoint', '--experimental-enable-lease-checkpoint-persist'];
   // The previous test's cluster is done with: never two clusters at once.
   for (const p of [...running]) {
     p.child.kill('SIGKILL');
@@ -318,6 +320,7 @@ test('--snapshot-count: a member added after the leader compacted its log, and o
   const ss = await eventually('a leader', () => Promise.all(clients.slice(0, 3).map((c) => c.maintenance.status({}))), (s) => s.every((x) => String(x.leader) !== '0'));
   const leaderIx = ids.indexOf(BigInt(String(ss[0]!.leader)));
   const lease = await clients[leaderIx]!.lease.leaseGrant({ TTL: 600, ID: '0' });
+  const grantedAt = Date.now();
   for (let i = 0; i < 100; i++) await clients[i % 3]!.kv.put({ key: Buffer.from(`k${String(i).padStart(3, '0')}`), value: Buffer.from(String(i)), lease: i === 7 ? lease.ID : '0' });
   await clients[leaderIx]!.kv.deleteRange({ key: Buffer.from('k050') });
 
@@ -383,4 +386,14 @@ test('--snapshot-count: a member added after the leader compacted its log, and o
   const received = Number(/"incoming-leader-snapshot-index":(\d+)/.exec(proc4.stderr())![1]);
   const p4Snaps = await eventually('p4 snapshotted after the leader\'s snapshot', async () => snapFiles('p4'), (f) => f.length === 1 && indexOf(f[0]!) > received);
   assert.equal(p4Snaps.length, 1);
+
+  // Lease checkpoints: leadership moved to the restarted member (its lease state from the leader's db and
+  // the log since), whose lessor starts the lease from its checkpointed remaining TTL (plus an election
+  // timeout), not from the granted 600 s as without checkpoints.
+  await eventually('leadership moved to the restarted member', () => clients[leaderIx]!.maintenance.moveLeader({ targetID: String(ids[down]) }), () => true);
+  const elapsed = Math.floor((Date.now() - grantedAt) / 1000);
+  assert.ok(elapsed >= 5, `the test ran ${elapsed} s since the grant: too short to tell a checkpoint from a reset`);
+  const left = await eventually('the new leader answers', () => clients[down]!.lease.leaseTimeToLive({ ID: lease.ID }), (r) => Number(r.TTL) > 0);
+  // (An election timeout on top, and up to 2 s since the last checkpoint.)
+  assert.ok(Number(left.TTL) <= 600 - elapsed + 4, `remaining ${left.TTL} s, ${elapsed} s after the grant`);
 });

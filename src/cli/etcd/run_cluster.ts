@@ -72,7 +72,9 @@ export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
           authTokenProvider: opts.authTokenProvider,
           clientCertAuth: opts.tls?.clientCertAuth === true,
           strictReconfigCheck: opts.strictReconfigCheck,
+          ...leaseCheckpointOf(get),
         },
+        leaseCheckpointPersist: leaseCheckpointOf(get).leaseCheckpoint && (boolValue(get('experimental-enable-lease-checkpoint-persist')) || r.member.version >= '3.6'),
         ...(r.peerTls === undefined ? {} : { peerTls: readPeerTls(r.peerTls) }),
         heartbeatMs: r.member.heartbeatMs,
         electionMs: r.member.electionMs,
@@ -140,6 +142,17 @@ export async function runProcessMember(r: ProcessMemberRun): Promise<number> {
   serving = true;
   if (publishedEarly) ready();
   return new Promise<number>(() => {});
+}
+
+/**
+ * --experimental-enable-lease-checkpoint: the leader's lessor checkpoints remaining TTLs through Raft, every
+ * 5 min (etcd's LeaseCheckpointInterval, which no flag sets; etcd's integration tests set it, and etcdsim's
+ * tests through ETCDSIM_TEST_LEASE_CHECKPOINT_INTERVAL_MS).
+ */
+function leaseCheckpointOf(get: (flag: string) => string | undefined): { leaseCheckpoint: boolean; leaseCheckpointIntervalMs?: number } {
+  const on = boolValue(get('experimental-enable-lease-checkpoint'));
+  const interval = Number(process.env['ETCDSIM_TEST_LEASE_CHECKPOINT_INTERVAL_MS'] ?? 0);
+  return { leaseCheckpoint: on, ...(interval > 0 ? { leaseCheckpointIntervalMs: interval } : {}) };
 }
 
 /** etcd 3.5's --experimental-snapshot-catchup-entries, 3.6's --snapshot-catchup-entries; undefined: etcd's 5000. */
