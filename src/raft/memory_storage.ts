@@ -31,7 +31,13 @@ export class MemoryStorage implements RaftPersistence {
       this.entries = [];
     }
     const first = rd.entries[0];
-    if (first !== undefined) this.entries = this.entries.filter((e) => e.index < first.index).concat(rd.entries);
+    if (first !== undefined) {
+      // The entries held run contiguously: those at and after the first new index give way (a new leader's
+      // entries replace an old one's), without copying the rest — a member's disk sees every Ready.
+      const start = this.entries[0]?.index ?? first.index;
+      this.entries.length = Math.max(0, Math.min(this.entries.length, first.index - start));
+      for (const e of rd.entries) this.entries.push(e);
+    }
     if (rd.hardState !== undefined) this.hard = rd.hardState;
   }
 
