@@ -239,12 +239,18 @@ function createMemberSim(options: EtcdSimOptions): EtcdSim {
       real?.close();
     },
   };
-  SERVERS.set(sim, server);
+  BEHIND.set(sim, server);
   return sim;
 }
 
-/** The EtcdServer behind each simulator's `sim.server`. */
-const SERVERS = new WeakMap<EtcdSim, EtcdServer>();
+/** What each simulator createEtcdSim made holds behind its published interfaces: its EtcdServer or EtcdCluster. */
+const BEHIND = new WeakMap<EtcdSim | EtcdClusterSim, EtcdServer | EtcdCluster>();
+
+function behind<T extends EtcdServer | EtcdCluster>(sim: EtcdSim | EtcdClusterSim, kind: abstract new (...args: never[]) => T, caller: string): T {
+  const held = BEHIND.get(sim);
+  if (!(held instanceof kind)) throw new TypeError(`${caller}: not a simulator made by createEtcdSim`);
+  return held;
+}
 
 /**
  * The EtcdServer behind `sim.server`, with the wiring EtcdServerView leaves out of the published types (the
@@ -252,9 +258,7 @@ const SERVERS = new WeakMap<EtcdSim, EtcdServer>();
  * into the member.
  */
 export function serverOf(sim: EtcdSim): EtcdServer {
-  const server = SERVERS.get(sim);
-  if (server === undefined) throw new TypeError('serverOf: not a simulator made by createEtcdSim');
-  return server;
+  return behind(sim, EtcdServer, 'serverOf');
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -403,12 +407,9 @@ function createClusterSim(options: EtcdClusterSimOptions): EtcdClusterSim {
       real?.close();
     },
   };
-  CLUSTERS.set(sim, cluster);
+  BEHIND.set(sim, cluster);
   return sim;
 }
-
-/** The EtcdCluster behind each cluster simulator's `sim.cluster`. */
-const CLUSTERS = new WeakMap<EtcdClusterSim, EtcdCluster>();
 
 /**
  * The EtcdCluster behind `sim.cluster`, with the wiring EtcdClusterView leaves out of the published types
@@ -416,9 +417,7 @@ const CLUSTERS = new WeakMap<EtcdClusterSim, EtcdCluster>();
  * synchronous advance): for the floors above and the tests that reach into the cluster.
  */
 export function clusterOf(sim: EtcdClusterSim): EtcdCluster {
-  const cluster = CLUSTERS.get(sim);
-  if (cluster === undefined) throw new TypeError('clusterOf: not a cluster simulator made by createEtcdSim');
-  return cluster;
+  return behind(sim, EtcdCluster, 'clusterOf');
 }
 
 /**

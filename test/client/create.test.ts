@@ -41,7 +41,7 @@ test('sim.server is published as an interface; serverOf(sim) is the member behin
   const server = serverOf(sim);
   assert.equal(server, sim.server);
   assert.equal(server.auth.enabled, sim.server.auth.enabled);
-  assert.throws(() => serverOf({ ...sim }), /not a simulator made by createEtcdSim/);
+  assert.throws(() => serverOf({ ...sim }), /serverOf: not a simulator made by createEtcdSim/);
   sim.close();
 });
 
@@ -52,7 +52,7 @@ test('sim.cluster is published as an interface; clusterOf(sim) is the cluster be
   const second = sim.cluster.members[1]!;
   assert.equal(sim.cluster.member({ ...second }), second, 'a copy of a member names the member with its ID');
   assert.throws(() => sim.cluster.member({ ...second, id: 99n }), /no member 99/);
-  assert.throws(() => clusterOf({ ...sim }), /not a cluster simulator made by createEtcdSim/);
+  assert.throws(() => clusterOf({ ...sim }), /clusterOf: not a simulator made by createEtcdSim/);
   sim.close();
 });
 
