@@ -1,7 +1,7 @@
 /**
  * A simulated cluster as a test holds it (`sim.cluster`): its members as an operator sees them (name, ID,
  * URLs, Raft role and term, up, paused or crashed, the member's services and its server), what etcd's Status
- * reports of each, the proposal trace, a client's connection to one member, and the fault levers
+ * reports of each, the cluster's trace of events, a client's connection to one member, and the fault levers
  * (ClusterLevers). Interfaces, so that the published types say what a user may rely on: an EtcdCluster and
  * its MemberStates implement them, and their wiring (Raft nodes, apply queues, held calls, links) stays
  * with the floors and tests that reach for it (src/client's clusterOf).
@@ -51,12 +51,13 @@ export interface EtcdClusterView extends ClusterLevers {
   /** The members in order. */
   readonly members: readonly SimulatedMember[];
   readonly size: number;
+  /** Votes needed: a majority of the voting members. */
   readonly quorum: number;
-  /** The leader every up member follows, if there is one. */
+  /** The member that currently acts as leader (up, in the leader role, highest term), if any. */
   readonly leader: SimulatedMember | undefined;
-  /** The highest term a member holds. */
+  /** The highest term any member has seen. */
   readonly term: bigint;
-  /** The highest commit index a member knows. */
+  /** The cluster's commit index (the leader's; without one, the highest a member knows). */
   readonly committedIndex: number;
   /** A member by index, name, member ID or itself. */
   member(ref: MemberRef): SimulatedMember;
