@@ -6,7 +6,10 @@
  * before it was asked; and once the faults stop, the cluster elects one leader, commits a new value and
  * every member applies the same values, none acknowledged lost, none twice. Members snapshot every few
  * entries (a random --snapshot-count) and at random points, and a member down while the others compact
- * past its log catches up from a snapshot; the checker holds the snapshot invariants too.
+ * past its log catches up from a snapshot; the checker holds the snapshot invariants too. Runs have PreVote
+ * on or off, and proposals that reach a leader between ready() and advance(); a stale-leader step pins
+ * the up-to-date rule and CheckQuorum; after the faults, with one member down, the leader must keep
+ * leading and confirm reads. These steps came from surviving mutants of src/raft (docs/mutation.md).
  *
  * Runs: ETCDSIM_NUM_RUNS (default 40). Replay: ETCDSIM_SEED=<seed> ETCDSIM_PATH=<path> (see harness.ts).
  */
