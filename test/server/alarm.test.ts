@@ -222,6 +222,9 @@ test('cluster: an Alarm request goes through Raft and every member applies it; w
   // A member that crashes and restarts raises the alarms of its backend again.
   c.crash(1);
   c.restart(1);
+  // The restarted member learns its leader from the leader's next heartbeat (as etcd's does, within one
+  // heartbeat interval); until then its Alarm list, which goes through Raft, has no leader to go to.
+  await c.advance(c.heartbeatMs);
   assert.deepStrictEqual((await c.member(1).services.maintenance.alarm({})).alarms, [{ memberID: id, alarm: 'NOSPACE' }]);
   assert.deepStrictEqual((await m0.maintenance.alarm({ action: 'DEACTIVATE', memberID: id, alarm: 'NOSPACE' })).alarms, [{ memberID: id, alarm: 'NOSPACE' }]);
   await m0.kv.put({ key: B('b'), value: B('2') });
