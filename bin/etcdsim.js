@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The etcdsim command. `npm ci` / `npm install` compile src/ into dist/ (the `prepare` script, ~1 s), and a
+// The etcdsim command. `npm ci` / `npm install` compile src/ into dist/ (the `prepare` script, ~2 s with the member's start-up snapshot), and a
 // compiled CLI starts in a fraction of the time: that is what runs. In a development checkout, after an edit
 // under src/ (dist/ older than src/), the command first builds dist/ again (scripts/build.mjs --js, a few
 // seconds, one build at a time however many processes start together) rather than run stale code — or, as
