@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // The etcdsim command. `npm ci` / `npm install` compile src/ into dist/ (the `prepare` script, ~2 s with the
 // member's start-up snapshot), and a compiled CLI starts in a fraction of the time: that is what runs. In a
-// development checkout, after an edit under src/ (dist/ older than src/), the command first builds dist/ again (scripts/build.mjs --js, a few
-// seconds, one build at a time however many processes start together) rather than run stale code — or, as
-// before, compile src/ through tsx at every start (~0.8 s of CPU each: a harness that starts a member per
-// test paid it silently for every member). Only when that build fails, or a build with type declarations is
-// under way, does tsx run src/. An installed package has no src/ and never builds.
+// development checkout, after an edit under src/ (dist/ older than src/), the command first builds dist/ again
+// (scripts/build.mjs --js, a few seconds, one build at a time however many processes start together) rather than
+// run stale code — or, as before, compile src/ through tsx at every start (~0.8 s of CPU each: a harness that
+// starts a member per test paid it silently for every member). Only when that build fails, or a build with type
+// declarations is under way, does tsx run src/. An installed package has no src/ and never builds.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
