@@ -5,10 +5,10 @@
  * snapshots, opening it for a leader's MsgSnap, putting a received one in its place (etcd's
  * openSnapshotBackend), and the members' encoding.
  */
-import { closeSync, existsSync, fsyncSync, fstatSync, openSync, renameSync } from 'node:fs';
+import { existsSync, fstatSync, openSync, renameSync } from 'node:fs';
 import type { EtcdBackend } from '../snapshot/index.js';
 import { encodeEtcdBackend, writeBolt } from '../snapshot/index.js';
-import { writeBackendFile, type DataDirLayout } from '../storage/index.js';
+import { syncDir, writeBackendFile, type DataDirLayout } from '../storage/index.js';
 import type { ProcessClusterMember } from './process_member.js';
 import { receivedDbPath, type SnapshotDb } from './snapshot_stream.js';
 
@@ -56,10 +56,5 @@ export function takeReceivedDb(layout: DataDirLayout, index: number): void {
   const received = receivedDbPath(layout.snapDir, index);
   if (!existsSync(received)) throw new Error(`etcdsim: snapshot at ${index} installed without its db (${received})`);
   renameSync(received, layout.backendPath);
-  const dir = openSync(layout.snapDir, 'r');
-  try {
-    fsyncSync(dir);
-  } finally {
-    closeSync(dir);
-  }
+  syncDir(layout.snapDir);
 }

@@ -10,6 +10,7 @@
  */
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { syncDir } from './wal.js';
 
 /** Where etcd keeps each part of a member's state under its --data-dir. */
 export interface DataDirLayout {
@@ -47,12 +48,7 @@ export function writeBackendFile(layout: DataDirLayout, bytes: Uint8Array): void
     closeSync(fd);
   }
   renameSync(tmp, layout.backendPath);
-  const dir = openSync(layout.snapDir, 'r');
-  try {
-    fsyncSync(dir);
-  } finally {
-    closeSync(dir);
-  }
+  syncDir(layout.snapDir);
 }
 
 /** Removes what an interrupted write left behind (a `db.tmp` never renamed). */

@@ -35,7 +35,7 @@ export {
   type WalMetadata,
   type WalSnapshot,
 } from './wal_record.js';
-export { Wal, walExists, SEGMENT_BYTES, type WalContents } from './wal.js';
+export { Wal, walExists, syncDir, SEGMENT_BYTES, type WalContents } from './wal.js';
 export { dataDirLayout, readBackendFile, writeBackendFile, removeLeftovers, type DataDirLayout } from './data_dir.js';
 
 // For the floors above, which import this folder only through this index (test/layout/index_imports.test.ts).

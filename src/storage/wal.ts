@@ -80,7 +80,7 @@ export function walExists(dir: string): boolean {
 }
 
 /** Syncs a directory, so that a file created or renamed in it survives a crash. */
-function syncDir(dir: string): void {
+export function syncDir(dir: string): void {
   const fd = openSync(dir, 'r');
   try {
     fsyncSync(fd);
