@@ -25,9 +25,9 @@ import {
   overQuota,
   type CallContext,
   type Promised,
-  AuthService,
+  type AuthService,
   type KVService,
-  serviceMethods,
+  memberCalls,
   type AppliedCallContext,
   type EtcdServer,
   type KeepAliveCall,
@@ -238,13 +238,13 @@ export class ClusterMemberServices {
 
   /**
    * Auth: every request through Raft, each member checking the caller the proposer resolved — every call
-   * of etcd's Auth service the member's AuthService answers, none listed by hand (not through
-   * src/server/member_calls.ts, which loads the protos: the playground runs this in a browser).
+   * of etcd's Auth service the member's AuthService answers, none listed by hand: memberCalls() reads the
+   * protos' generated declarations only (no loader), so this runs in the playground's browser bundle too.
    */
   private authService(): ClusterAuth {
     type AuthCall = (req: unknown, ctx: AppliedCallContext) => unknown;
     const out: Record<string, unknown> = {};
-    for (const call of serviceMethods(AuthService)) {
+    for (const { call } of memberCalls().filter((c) => c.service === 'Auth')) {
       out[call] = (req: unknown, ctx?: CallContext) =>
         this.write(call, ctx, (s, a) => {
           const auth = s.services.auth as unknown as Record<string, AuthCall>;
