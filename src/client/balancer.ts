@@ -4,7 +4,7 @@
  * member cannot finish its handshake, or failed until its next reconnect; a round-robin picker over the
  * ready ones in a seeded order; calls wait for one until their deadline (failover.ts has the whole picture).
  */
-import type { EtcdServices } from '../server/index.js';
+import { errTransportClosing, type EtcdServices } from '../server/index.js';
 import { clusterErrors, type EtcdCluster, type MemberRef, type MemberState } from '../cluster/index.js';
 import type { SimRandom, TimerHandle } from '../sim/index.js';
 
@@ -85,7 +85,7 @@ export class FailoverBalancer {
     for (;;) {
       const m = this.pickNow();
       if (m !== undefined) return m;
-      if (this.closed) throw clusterErrors.errTransportClosing();
+      if (this.closed) throw errTransportClosing();
       const clock = this.t.cluster.clock;
       await waitUntil(this.t.cluster, deadlineAt, (wake) => {
         this.waiters.push(wake);

@@ -37,9 +37,8 @@
  * Here: the unary calls' retries and the token refresh; which member a call goes to is balancer.ts, the
  * streams that reopen resuming_streams.ts, the retry rules retry_policy.ts.
  */
-import { SERVICE_CLASSES, serviceMethods, toGrpcError, type CallContext, type EtcdServices, type GrpcError } from '../server/index.js';
+import { SERVICE_CLASSES, errTransportClosing, serviceMethods, toGrpcError, type CallContext, type EtcdServices, type GrpcError } from '../server/index.js';
 import type * as M from '../server/messages.js';
-import { clusterErrors } from '../cluster/index.js';
 import {
   isAuthNotEnabled,
   isContextError,
@@ -219,7 +218,7 @@ export function failoverServices(t: FailoverTarget): { services: EtcdServices; c
   door['lease']!['calls'] = () => [...keepAlives];
   door['election']!['observe'] = (req: unknown, ctx?: CallContext) => {
     const m = balancer.pickNow();
-    if (m === undefined) throw clusterErrors.errTransportClosing();
+    if (m === undefined) throw errTransportClosing();
     return t.open(m, undefined).election.observe(req as M.LeaderRequest, ctx);
   };
   return {

@@ -14,9 +14,8 @@
  * a lease ID made once, before an entry is proposed: same seed, same run.
  */
 import { hostNextTurn, SimRandom, VirtualClock, type Clock, type TimerHandle } from '../sim/index.js';
-import { type GrpcError, type EtcdServer, type EtcdServerOptions, clusterIdOf, memberIdOf } from '../server/index.js';
+import { errTransportClosing, type GrpcError, type EtcdServer, type EtcdServerOptions, clusterIdOf, memberIdOf } from '../server/index.js';
 import { Applier } from './apply.js';
-import { errTransportClosing } from './errors.js';
 import { LeaseHandoff } from './lease_handoff.js';
 import { Levers, checkLag, type ClusterLevers } from './levers.js';
 import type { EtcdClusterView } from './cluster_view.js';

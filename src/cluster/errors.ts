@@ -1,35 +1,13 @@
 /**
- * The errors a member of a cluster answers with when Raft cannot do what a request needs, with the gRPC
- * code and text etcd 3.4.23 gives them (v3rpc/rpctypes; observed on a real 3-member 3.4.23 on loopback).
+ * What a client of the simulated cluster sees of its network rather than of a member (a member's own
+ * errors — no leader, request timed out, … — are etcdserver's: src/server/raft_errors.ts): grpc-go's
+ * errors for a member it cannot reach and for its own deadline.
  */
 import { GrpcCode } from '../etcd/index.js';
 import { grpcError, type GrpcError } from '../server/index.js';
 
-/** etcd's ErrTimeout: a proposal or ReadIndex not done within the request timeout, no leader known. */
-export const errTimeout = (): GrpcError => grpcError(GrpcCode.UNAVAILABLE, 'etcdserver: request timed out');
-/** ErrTimeoutDueToLeaderFail: the member's leader is not reachable from it. */
-export const errTimeoutDueToLeaderFail = (): GrpcError =>
-  grpcError(GrpcCode.UNAVAILABLE, 'etcdserver: request timed out, possibly due to previous leader failure');
-/** ErrTimeoutDueToConnectionLost: the member is leader but not connected to a quorum. */
-export const errTimeoutDueToConnectionLost = (): GrpcError =>
-  grpcError(GrpcCode.UNAVAILABLE, 'etcdserver: request timed out, possibly due to connection lost');
-/**
- * A proposal made while the member knows no leader: etcd 3.4's raft node holds it until a leader appears,
- * and the request's own deadline ends it with the bare context error, which the gRPC layer maps to Unknown
- * (observed: `rpc error: code = Unknown desc = context deadline exceeded` after 7 s).
- */
-export const errProposalBlocked = (): GrpcError => grpcError(GrpcCode.UNKNOWN, 'context deadline exceeded');
 /** What a client sees when its own deadline passes first. */
 export const errDeadlineExceeded = (): GrpcError => grpcError(GrpcCode.DEADLINE_EXCEEDED, 'context deadline exceeded');
-/** ErrGRPCNoLeader, for calls that require a leader (a watch with WithRequireLeader, MoveLeader). */
-export const errNoLeader = (): GrpcError => grpcError(GrpcCode.UNAVAILABLE, 'etcdserver: no leader');
-/** ErrGRPCNotLeader: MoveLeader sent to a member that is not the leader. */
-export const errNotLeader = (): GrpcError => grpcError(GrpcCode.FAILED_PRECONDITION, 'etcdserver: not leader');
-/** ErrGRPCBadLeaderTransferee: MoveLeader to a member that is not a voting member. */
-export const errBadLeaderTransferee = (): GrpcError => grpcError(GrpcCode.FAILED_PRECONDITION, 'etcdserver: bad leader transferee');
-/** ErrLeaderChanged: a ReadIndex in flight when the leader changed. */
-export const errLeaderChanged = (): GrpcError => grpcError(GrpcCode.UNAVAILABLE, 'etcdserver: leader changed');
 /** A member that is down: the client's connection is refused (grpc-go's transport error). */
 export const errMemberDown = (name: string): GrpcError =>
   grpcError(GrpcCode.UNAVAILABLE, `connection error: desc = "transport: Error while dialing: member ${name} is down"`);
-export { errTransportClosing } from '../server/index.js';

@@ -11,17 +11,3 @@ export { MEMBER_INTERNAL_CLIENT, type ClusterElection, type ClusterLock } from '
 export { MAX_NO_LEADER_COUNT } from './require_leader.js';
 export * as clusterErrors from './errors.js';
 export { RaftChecker, checkRaftEveryTick, type RaftViolation } from './checker.js';
-
-// For the floors above, which import this folder only through this index (test/layout/index_imports.test.ts).
-export {
-  errBadLeaderTransferee,
-  errLeaderChanged,
-  errNoLeader,
-  errNotLeader,
-  errProposalBlocked,
-  errTimeout,
-  errTimeoutDueToLeaderFail,
-  errTransportClosing,
-} from './errors.js';
-export { requiresLeader } from './require_leader.js';
-export { txnKind } from './services.js';

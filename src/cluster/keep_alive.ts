@@ -6,11 +6,10 @@
  * rules as a single member's — and the answer carries the receiving member's header, as etcd fills it there.
  */
 import type { TimerHandle } from '../sim/index.js';
-import { type CallContext, header, int64ToBigInt, toGrpcError, type GrpcError, KeepAliveCall } from '../server/index.js';
+import { errNoLeader, type CallContext, header, int64ToBigInt, toGrpcError, type GrpcError, KeepAliveCall } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import type { EtcdCluster } from './cluster.js';
 import type { MemberState } from './member_state.js';
-import { errNoLeader } from './errors.js';
 
 /** A keep-alive stream on one member whose renewals go to the leader; a KeepAliveCall to its users. */
 export class ClusterKeepAliveCall extends KeepAliveCall {

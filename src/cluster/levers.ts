@@ -5,10 +5,9 @@
  * dir (crash, restart), `etcdctl move-leader`, and Raft's own log compaction and snapshot sending. Each is
  * deterministic and takes effect at the current instant of the clock.
  */
-import { EtcdServer } from '../server/index.js';
+import { errTransportClosing, EtcdServer } from '../server/index.js';
 import { writeEtcdSnapshot } from '../snapshot/index.js';
 import type { Applier } from './apply.js';
-import { errTransportClosing } from './errors.js';
 import type { LeaseHandoff } from './lease_handoff.js';
 import type { MemberRef, MemberState } from './member_state.js';
 import type { Requests } from './proposals.js';

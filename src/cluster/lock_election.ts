@@ -17,6 +17,7 @@
  * with their leases, as in etcd).
  */
 import {
+  errNoLeader,
   type CallContext,
   type ConcurrencyClient,
   type WaitingCallContext,
@@ -25,12 +26,13 @@ import {
   ElectionRules,
   type ObserveCall,
   LockRules,
+  requiresLeader,
 } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import type { EtcdCluster } from './cluster.js';
 import type { ConnectOptions, MemberState, Reply } from './member_state.js';
-import { errMemberDown, errNoLeader } from './errors.js';
-import { leaderMonitor, requiresLeader } from './require_leader.js';
+import { errMemberDown } from './errors.js';
+import { leaderMonitor } from './require_leader.js';
 import { overClientLink } from './stream_link.js';
 
 /** The link name of a member's own in-process client (etcd's v3client): no link lever is meant to act on it. */

@@ -11,7 +11,7 @@
 import type { Entry, ReadState } from '../raft/index.js';
 import type { GrpcError } from '../server/index.js';
 import type { Clock } from '../sim/index.js';
-import { errLeaderChanged, errProposalBlocked, errTimeout, errTimeoutDueToConnectionLost, errTimeoutDueToLeaderFail, errTransportClosing } from './errors.js';
+import { errLeaderChanged, errProposalBlocked, errTimeout, errTimeoutDueToConnectionLost, errTimeoutDueToLeaderFail, errTransportClosing } from '../server/index.js';
 import type { EntryBody, MemberState, Proposal, ReadWait, Reply } from './member_state.js';
 import type { RaftGroup } from './raft_group.js';
 

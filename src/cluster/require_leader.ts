@@ -1,6 +1,6 @@
 /**
  * Calls that require a leader (clientv3's WithRequireLeader: gRPC metadata `hasleader: true`, here
- * `CallContext.requireLeader`), as etcd 3.4.23's v3rpc interceptors treat them:
+ * `CallContext.requireLeader`, read by src/server's requiresLeader), as etcd 3.4.23's v3rpc interceptors treat them:
  *  - a unary call or a stream opened on a member that knows no leader is refused at once with
  *    `Unavailable: etcdserver: no leader` (ErrGRPCNoLeader);
  *  - an open stream (Watch, LeaseKeepAlive) that required a leader is canceled once its member has gone
@@ -15,18 +15,12 @@
  * stopped does not look (its process does not run), and its count starts over after a crash.
  */
 import type { TimerHandle } from '../sim/index.js';
-import type { CallContext, GrpcError, StreamCall } from '../server/index.js';
+import { errNoLeader, type GrpcError, type StreamCall } from '../server/index.js';
 import type { EtcdCluster } from './cluster.js';
 import type { MemberState } from './member_state.js';
-import { errNoLeader } from './errors.js';
 
 /** etcd's maxNoLeaderCnt: election timeouts in a row without a leader before require-leader streams are canceled. */
 export const MAX_NO_LEADER_COUNT = 3;
-
-/** Whether a call asked for a leader (clientv3.WithRequireLeader). */
-export function requiresLeader(ctx: CallContext | undefined): boolean {
-  return ctx?.requireLeader === true;
-}
 
 /** One member's monitorLeader: the streams that required a leader, canceled after too long without one. */
 class LeaderMonitor {

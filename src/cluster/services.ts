@@ -11,7 +11,12 @@
  * serving the cluster (gRPC, a client adapter) calls these instead of a single member's EtcdServices.
  */
 import {
-  isTxnReadOnly,
+  requiresLeader,
+  errBadLeaderTransferee,
+  errNoLeader,
+  errNotLeader,
+  errTimeout,
+  txnKind,
   header,
   int64ToBigInt,
   putIn,
@@ -38,9 +43,9 @@ import {
 } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import { EtcdError } from '../etcd/index.js';
-import { errBadLeaderTransferee, errMemberDown, errNoLeader, errNotLeader, errTimeout } from './errors.js';
+import { errMemberDown } from './errors.js';
 import { ClusterKeepAliveCall } from './keep_alive.js';
-import { leaderMonitor, requiresLeader } from './require_leader.js';
+import { leaderMonitor } from './require_leader.js';
 import { heldOverClientLink, overClientLink } from './stream_link.js';
 import { clusterConcurrency, type ClusterElection, type ClusterLock } from './lock_election.js';
 import type { EtcdCluster } from './cluster.js';
@@ -382,19 +387,6 @@ export class ClusterMemberServices {
     };
     attempt();
   }
-}
-
-/** How a Txn is served: a write (proposal), a serializable read, or a linearizable one (etcd's isTxnReadonly / isTxnSerializable). */
-export function txnKind(req: M.TxnRequest): 'write' | 'serializable' | 'linearizable' {
-  let readOnly: boolean;
-  try {
-    readOnly = isTxnReadOnly(txnIn(req));
-  } catch {
-    return 'write'; // a malformed txn fails the same way on every member when applied
-  }
-  if (!readOnly) return 'write';
-  const ops = [...(req.success ?? []), ...(req.failure ?? [])];
-  return ops.every((op) => op.request_range?.serializable === true) ? 'serializable' : 'linearizable';
 }
 
 function safeBigInt(v: M.Int64Input): bigint {

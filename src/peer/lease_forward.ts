@@ -19,10 +19,9 @@
 import { EtcdError } from '../etcd/index.js';
 import { ErrLeaseNotFound } from '../mvcc/index.js';
 import { ErrNotPrimary } from '../lease/index.js';
-import { KeepAliveCall, bytesOut, checkLeaseAccess, header, int64ToBigInt, toGrpcError, type CallContext, type GrpcError } from '../server/index.js';
+import { errNoLeader, errTimeout, KeepAliveCall, bytesOut, checkLeaseAccess, header, int64ToBigInt, toGrpcError, type CallContext, type GrpcError } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import { NONE } from '../raft/index.js';
-import { errNoLeader, errTimeout } from '../cluster/index.js';
 import type { LeaseAnswer, LeaseQuery } from './codec.js';
 import { peerAddressOf, type ProcessMember } from './process_member.js';
 import { PeerTransport } from './transport.js';

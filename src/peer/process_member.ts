@@ -24,6 +24,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import {
+  errTransportClosing,
   EtcdServer,
   ErrMemberNotFound,
   ErrPeerUrlExists,
@@ -51,7 +52,6 @@ import {
 import { NONE, RaftLoop, RaftNode, RaftNodeChecker, bootstrapStorage, type ConfChange, type Entry, type NodeId, type RaftPersistence, type RaftStorage, type Ready, type Role, type Snapshot } from '../raft/index.js';
 import { SimRandom } from '../sim/index.js';
 import { readBackendFile, walExists } from '../storage/index.js';
-import { errTransportClosing } from '../cluster/index.js';
 import { answerLease } from './lease_forward.js';
 import { MemberRequests } from './requests.js';
 import { PeerTransport, type PeerAddress, type PeerTls } from './transport.js';

@@ -20,6 +20,12 @@
  */
 import { EtcdError } from '../etcd/index.js';
 import {
+  errBadLeaderTransferee,
+  errNoLeader,
+  errNotLeader,
+  errTimeout,
+  requiresLeader,
+  txnKind,
   ElectionRules,
   ErrNoSpace,
   LEASE_OVERHEAD,
@@ -41,7 +47,6 @@ import {
 } from '../server/index.js';
 import { ALARM_FIELD, RAFT_REQUEST_FIELDS, encodeAuthenticate, encodeRaftRequest, type RaftRequestHeader } from '../server/raft_request.js';
 import type * as M from '../server/messages.js';
-import { errBadLeaderTransferee, errNoLeader, errNotLeader, errTimeout, requiresLeader, txnKind } from '../cluster/index.js';
 import { NONE } from '../raft/index.js';
 import type { ProcessMember } from './process_member.js';
 import { processMembership } from './process_membership.js';

@@ -9,7 +9,7 @@
  *    a heartbeat round) and is served once the member applied up to it; a leader change fails the reads
  *    still waiting for an index (ErrLeaderChanged); the request timeout fails the rest (ErrTimeout).
  */
-import { errLeaderChanged, errProposalBlocked, errTimeout, errTimeoutDueToLeaderFail } from '../cluster/index.js';
+import { errLeaderChanged, errProposalBlocked, errTimeout, errTimeoutDueToLeaderFail } from '../server/index.js';
 import { NONE, type ConfChange, type NodeId, type ReadState } from '../raft/index.js';
 import type { GrpcError } from '../server/index.js';
 import type { Clock, TimerHandle } from '../sim/index.js';

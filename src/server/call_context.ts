@@ -26,6 +26,11 @@ export interface CallContext {
   readonly requireLeader?: boolean | undefined;
 }
 
+/** Whether a call asked for a leader (clientv3.WithRequireLeader). */
+export function requiresLeader(ctx: CallContext | undefined): boolean {
+  return ctx?.requireLeader === true;
+}
+
 /**
  * The context of a request applied from a Raft entry: the caller the proposing member resolved before it
  * proposed (etcd puts the user name in the entry's header), so every member checks the same user's

@@ -22,7 +22,7 @@ export { AuthService, permissionIn, permissionOut } from './auth_service.js';
 export { LockService } from './lock_service.js';
 export { ElectionService, ObserveCall, ErrElectionNotLeader, ErrElectionNoLeader, ErrMissingLeaderKey } from './election_service.js';
 export { SESSION_TTL, type WaitingCallContext } from './concurrency_rules.js';
-export type { AppliedCallContext, CallContext } from './call_context.js';
+export { requiresLeader, type AppliedCallContext, type CallContext } from './call_context.js';
 export { Delivery, type Deliverable, type DeliveryScheduler } from './delivery.js';
 export {
   grpcError,
@@ -46,7 +46,7 @@ export { untilAborted } from './concurrency_rules.js';
 export type { ConcurrencyClient } from './concurrency_rules.js';
 export { ElectionRules } from './election_service.js';
 export { LockRules } from './lock_service.js';
-export { isTxnReadOnly } from './kv_service.js';
+export { isTxnReadOnly, txnKind } from './kv_service.js';
 export { ALARM_CORRUPT, alarmText, alarmTypeName, alarmTypeNumber, ErrNoSpace } from './alarms.js';
 export { costPut, costTxn, LEASE_OVERHEAD, noSpaceAlarm, overQuota } from './quota.js';
 export type { SnapshotStreamOptions } from './maintenance_service.js';
@@ -55,6 +55,17 @@ export { tokenApplied } from './applied_wait.js';
 export { EtcdUrlError, parseEtcdUrl } from './urls.js';
 export type { EtcdUrl } from './urls.js';
 export { asGrpc } from './errors.js';
+// A member's errors when Raft cannot serve a request (etcdserver's), for every floor that runs its Raft.
+export {
+  errBadLeaderTransferee,
+  errLeaderChanged,
+  errNoLeader,
+  errNotLeader,
+  errProposalBlocked,
+  errTimeout,
+  errTimeoutDueToConnectionLost,
+  errTimeoutDueToLeaderFail,
+} from './raft_errors.js';
 // etcd's membership checks, which a process member (src/peer) makes before proposing a conf change.
 export {
   ErrLearnerNotReady,

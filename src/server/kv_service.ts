@@ -19,7 +19,7 @@
  * (AuthStore.checksTokens), so a stale one fails there too.
  */
 import { checkDeleteRangeAuth, checkPutAuth, checkRangeAuth, checkTxnAuth, type AuthInfo, type LeaseKeys } from '../auth/index.js';
-import { keyBytes } from '../mvcc/index.js';
+import { isTxnReadOnly, keyBytes } from '../mvcc/index.js';
 import type { CallContext } from './call_context.js';
 import { deleteRangeIn, deleteRangeOut, header, int64ToNumber, putIn, putOut, rangeIn, rangeOut, txnIn, txnOut } from './convert.js';
 import { asGrpc } from './errors.js';
@@ -28,7 +28,24 @@ import { checkQuota, costPut, costTxn } from './quota.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
 
-export { isTxnReadOnly } from '../mvcc/index.js';
+export { isTxnReadOnly };
+
+/**
+ * How a Txn is served: a write (proposal), a serializable read, or a linearizable one (etcd's isTxnReadonly
+ * and isTxnSerializable) — what a member that runs Raft (a cluster's, a process's) decides before it
+ * proposes or reads.
+ */
+export function txnKind(req: M.TxnRequest): 'write' | 'serializable' | 'linearizable' {
+  let readOnly: boolean;
+  try {
+    readOnly = isTxnReadOnly(txnIn(req));
+  } catch {
+    return 'write'; // a malformed txn fails the same way on every member when applied
+  }
+  if (!readOnly) return 'write';
+  const ops = [...(req.success ?? []), ...(req.failure ?? [])];
+  return ops.every((op) => op.request_range?.serializable === true) ? 'serializable' : 'linearizable';
+}
 
 export class KVService {
   private readonly leaseKeys: LeaseKeys;

@@ -1,7 +1,7 @@
 /**
  * Imports point down only: each folder of src/ is one floor of etcd's architecture, and a floor may import
- * only floors below it — the doors (cli, grpc, http, client, diff, scenario, shadow, peer) above the
- * simulated cluster, the cluster above one member (server), the member above watch, lease and auth, and
+ * only floors below it — the doors (cli, grpc, http, client, diff, scenario, shadow) above the simulated
+ * cluster, the cluster and a member in a process of its own (peer) side by side above one member (server), the member above watch, lease and auth, and
  * those above mvcc, with the leaves (sim, etcd's shared error contract and releases, the HTTP/2 layer, the
  * proto tables, the per-member Raft) at the bottom. A new folder must be given its floor here, so the
  * architecture is decided when the folder is made, not discovered later in a cycle.
@@ -27,9 +27,11 @@ const FLOOR: Readonly<Record<string, number>> = {
   storage: 4,
   server: 5,
   cluster: 6,
+  // A member in a process of its own runs Raft as a cluster's member does, with none of the simulated
+  // cluster: a floor beside it, so neither loads the other (a member's Raft errors are src/server's).
+  peer: 6,
   client: 7,
   http: 7,
-  peer: 7,
   grpc: 8,
   scenario: 8,
   diff: 9,
