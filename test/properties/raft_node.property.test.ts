@@ -1,15 +1,21 @@
 /**
- * Property: three Raft nodes (src/raft) on a lossy, reordering, duplicating, partitioning network, with
- * members crashing and restarting from their disks, proposals, ReadIndex reads and leader transfers at
+ * Property: three or five Raft nodes (src/raft) on a lossy, reordering, duplicating, partitioning network,
+ * with members crashing and restarting from their disks, proposals, ReadIndex reads and leader transfers at
  * random, keep Raft's safety properties at every event (src/raft/checker.ts: election safety, log
  * matching, leader completeness, state machine safety); a confirmed read covers every value acknowledged
  * before it was asked; and once the faults stop, the cluster elects one leader, commits a new value and
  * every member applies the same values, none acknowledged lost, none twice. Members snapshot every few
  * entries (a random --snapshot-count) and at random points, and a member down while the others compact
- * past its log catches up from a snapshot; the checker holds the snapshot invariants too. Runs have PreVote
- * on or off, and proposals that reach a leader between ready() and advance(); a stale-leader step pins
- * the up-to-date rule and CheckQuorum; after the faults, with one member down, the leader must keep
- * leading and confirm reads. These steps came from surviving mutants of src/raft (docs/mutation.md).
+ * past its log catches up from a snapshot (some lost on the way, so resent); the checker holds the snapshot
+ * invariants too. Runs have PreVote on or off, and proposals that reach a leader between ready() and
+ * advance(); a stale-leader step pins the up-to-date rule and CheckQuorum.
+ * Membership changes go through the log (add a voter, add a learner, promote it, make a voter a learner
+ * (ignored), remove a member, the leader too, down to two voters): only a voter in its own configuration
+ * campaigns or leads, and no member is both voter and learner. At the end, on a clean network, every
+ * member catches up within ten election timeouts; with a bare quorum of voters up the leader keeps leading
+ * and confirms reads; with one voter fewer, and every learner answering, it steps down (CheckQuorum counts
+ * voters), confirms no read and commits nothing: learners never count. These steps came from surviving
+ * mutants of src/raft (docs/mutation.md).
  *
  * Runs: ETCDSIM_NUM_RUNS (default 40). Replay: ETCDSIM_SEED=<seed> ETCDSIM_PATH=<path> (see harness.ts).
  */
@@ -17,12 +23,14 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 
+import type { NodeId } from '../../src/raft/index.js';
 import { ELECTION_TICKS, HEARTBEAT_MS, SimNetwork } from '../raft/sim_network.js';
 import { checkProperty, recordFailure } from './harness.js';
 
 const FILE = 'test/properties/raft_node.property.test.ts';
-const IDS = [1n, 2n, 3n] as const;
 const ELECTION_MS = ELECTION_TICKS * HEARTBEAT_MS;
+/** Members (voters and learners) a run may grow to. */
+const MAX_MEMBERS = 6;
 
 type Step =
   | { readonly t: 'run'; readonly ms: number }
@@ -34,13 +42,15 @@ type Step =
   | { readonly t: 'crash'; readonly at: number }
   | { readonly t: 'restart'; readonly at: number }
   | { readonly t: 'compact'; readonly at: number; readonly keep: number }
-  | { readonly t: 'outage'; readonly at: number; readonly n: number }
+  | { readonly t: 'outage'; readonly at: number; readonly n: number; readonly loseSnapshots: number }
+  | { readonly t: 'member'; readonly change: 'add' | 'addLearner' | 'promote' | 'demote' | 'remove'; readonly at: number; readonly who: number }
   | { readonly t: 'partition'; readonly alone: number }
   | { readonly t: 'heal' }
   | { readonly t: 'staleLeader'; readonly long: number; readonly short: number; readonly restart: boolean }
   | { readonly t: 'faults'; readonly drop: number; readonly duplicate: number; readonly maxDelayMs: number };
 
-const member = fc.integer({ min: 0, max: IDS.length - 1 });
+/** A member by its place among those present (modulo their number). */
+const member = fc.integer({ min: 0, max: MAX_MEMBERS - 1 });
 const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 6, arbitrary: fc.record({ t: fc.constant('run' as const), ms: fc.integer({ min: 1, max: 400 }) }) },
   { weight: 6, arbitrary: fc.record({ t: fc.constant('propose' as const), at: member, n: fc.integer({ min: 1, max: 5 }) }) },
@@ -52,7 +62,14 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ t: fc.constant('restart' as const), at: member }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('partition' as const), alone: member }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('compact' as const), at: member, keep: fc.integer({ min: 0, max: 5 }) }) },
-  { weight: 3, arbitrary: fc.record({ t: fc.constant('outage' as const), at: member, n: fc.integer({ min: 1, max: 30 }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({ t: fc.constant('outage' as const), at: member, n: fc.integer({ min: 1, max: 30 }), loseSnapshots: fc.constantFrom(0, 0, 1, 2) }),
+  },
+  {
+    weight: 5,
+    arbitrary: fc.record({ t: fc.constant('member' as const), change: fc.constantFrom('add' as const, 'addLearner' as const, 'addLearner' as const, 'promote' as const, 'promote' as const, 'demote' as const, 'remove' as const), at: member, who: member }),
+  },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('heal' as const) }) },
   {
     weight: 1,
@@ -69,16 +86,74 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   },
 );
 
-/** Members snapshot every few entries; etcd 3.4 runs without PreVote by default, 3.5 on with it. */
-const setup = fc.record({ snapshotEvery: fc.integer({ min: 3, max: 60 }), preVote: fc.boolean(), proposeMidReady: fc.constantFrom(0, 0, 0.2) });
+/**
+ * Three members, or five (a quorum of three: one answer besides the leader's is not enough); members
+ * snapshot every few entries; etcd 3.4 runs without PreVote by default, 3.5 on with it.
+ */
+const setup = fc.record({ size: fc.constantFrom(3, 3, 5), snapshotEvery: fc.integer({ min: 3, max: 60 }), preVote: fc.boolean(), proposeMidReady: fc.constantFrom(0, 0, 0.2) });
 
 interface Setup {
+  readonly size: number;
   readonly snapshotEvery: number;
   readonly preVote: boolean;
   readonly proposeMidReady: number;
 }
 
 const CLEAN = { drop: 0, duplicate: 0, maxDelayMs: 2 };
+
+/** A member by its place among those present (not removed). */
+function pick(net: SimNetwork, at: number): NodeId {
+  const ids = net.present();
+  return ids[at % ids.length]!;
+}
+
+/** The configuration as the leader (or, without one, the first member alive) has applied it. */
+function confOf(net: SimNetwork): { readonly voters: readonly NodeId[]; readonly learners: readonly NodeId[] } {
+  const at = net.leaders()[0] ?? net.present().find((id) => net.members.get(id)!.alive);
+  return at === undefined ? { voters: [], learners: [] } : net.members.get(at)!.node.conf;
+}
+
+/**
+ * Raft's roles: only a voter in its own configuration campaigns or leads; a learner only follows; no
+ * member is both.
+ */
+function assertRoles(net: SimNetwork): void {
+  for (const m of net.members.values()) {
+    const { voters, learners } = m.node.conf;
+    if (learners.some((id) => voters.includes(id))) assert.fail(`member ${m.id}'s configuration has a member both voter and learner`);
+    if (m.alive && m.node.role !== 'follower' && !m.node.conf.voters.includes(m.id)) {
+      assert.fail(`member ${m.id} is ${m.node.role} but no voter in its own configuration ${JSON.stringify(m.node.conf, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`);
+    }
+  }
+}
+
+/**
+ * A membership change proposed at the leader (or a member that forwards it): a new voter or learner (a
+ * fresh ID: etcd never reuses one), a learner promoted, a voter made a learner (ignored), a member removed — the leader too. Removals keep
+ * two voters at least, so the final quorum checks stay possible (a stale leader's step needs three).
+ */
+function changeMembership(net: SimNetwork, s: Extract<Step, { t: 'member' }>, freshId: () => NodeId): void {
+  // An operator retries `member add` until a leader answers: wait for one a while.
+  net.runUntil(() => net.leaders().length > 0, 500);
+  const at = net.leaders()[0] ?? pick(net, s.at);
+  const conf = net.members.get(at)!.node.conf;
+  switch (s.change) {
+    case 'add':
+    case 'addLearner':
+      if (net.present().length < MAX_MEMBERS) net.changeMembership(at, { type: s.change, id: freshId() });
+      return;
+    case 'promote':
+      if (conf.learners.length > 0) net.changeMembership(at, { type: 'add', id: conf.learners[s.who % conf.learners.length]! });
+      return;
+    case 'demote':
+      // etcd's server refuses to add an existing member again; raft ignores a voter made a learner.
+      net.changeMembership(at, { type: 'addLearner', id: conf.voters[s.who % conf.voters.length]! });
+      return;
+    case 'remove':
+      if (conf.voters.length > 2) net.changeMembership(at, { type: 'remove', id: conf.voters[s.who % conf.voters.length]! });
+      return;
+  }
+}
 
 /**
  * The leader, cut off, takes proposals it cannot commit: a longer log of an older term. The others elect a
@@ -91,7 +166,7 @@ function staleLeader(net: SimNetwork, s: Extract<Step, { t: 'staleLeader' }>): v
   const faults = net.faults;
   net.faults = CLEAN;
   net.heal();
-  for (const id of IDS) net.restart(id);
+  for (const id of net.present()) net.restart(id);
   const followed = (): boolean => {
     const ls = net.leaders();
     return ls.length === 1 && [...net.members.values()].every((m) => !m.alive || m.node.leader === ls[0]);
@@ -110,7 +185,7 @@ function staleLeader(net: SimNetwork, s: Extract<Step, { t: 'staleLeader' }>): v
   const freshTerm = net.members.get(fresh)!.node.term;
   net.crash(fresh);
   net.heal();
-  assert.ok(net.runUntil(() => followed() && net.members.get(net.leaders()[0]!)!.node.term > freshTerm, 3_000), 'the stale leader and the third member elect no leader');
+  assert.ok(net.runUntil(() => followed() && net.members.get(net.leaders()[0]!)!.node.term > freshTerm, 3_000), 'the stale leader and the others elect no leader');
   if (s.restart) {
     net.run(200);
     net.crash(old);
@@ -119,16 +194,20 @@ function staleLeader(net: SimNetwork, s: Extract<Step, { t: 'staleLeader' }>): v
   net.faults = faults;
 }
 
+
 function runScenario(setup: Setup, seed: number, steps: readonly Step[]): number {
-  const net = new SimNetwork(seed, IDS, setup.snapshotEvery, undefined, setup.preVote);
+  const initial = Array.from({ length: setup.size }, (_, i) => BigInt(i + 1));
+  const net = new SimNetwork(seed, initial, setup.snapshotEvery, undefined, setup.preVote);
   net.proposeMidReady = setup.proposeMidReady;
+  let lastId = BigInt(setup.size);
+  const freshId = (): NodeId => ++lastId;
   for (const s of steps) {
     switch (s.t) {
       case 'run':
         net.run(s.ms);
         break;
       case 'propose':
-        for (let i = 0; i < s.n; i++) net.propose(IDS[s.at]!);
+        for (let i = 0; i < s.n; i++) net.propose(pick(net, s.at));
         break;
       case 'crashLeader':
         // With a heal at the same moment, a member that missed commits meets a leaderless cluster.
@@ -141,50 +220,55 @@ function runScenario(setup: Setup, seed: number, steps: readonly Step[]): number
         break;
       }
       case 'read':
-        net.read(IDS[s.at]!);
+        net.read(pick(net, s.at));
         break;
       case 'transfer':
-        net.transfer(IDS[s.at]!, IDS[s.to]!);
+        net.transfer(pick(net, s.at), pick(net, s.to));
         break;
       case 'crash':
-        net.crash(IDS[s.at]!);
+        net.crash(pick(net, s.at));
         break;
       case 'restart':
-        net.restart(IDS[s.at]!);
+        net.restart(pick(net, s.at));
         break;
       case 'partition':
-        net.partition(new Map([[IDS[s.alone]!, 1]]));
+        net.partition(new Map([[pick(net, s.alone), 1]]));
         break;
       case 'heal':
         net.heal();
         break;
       case 'compact':
-        net.compact(IDS[s.at]!, s.keep);
+        net.compact(pick(net, s.at), s.keep);
         break;
       case 'outage': {
         // A member down while the others go on and compact past everything it holds: it comes back to a
-        // log that starts after its own ends, and catches up from a snapshot.
-        const down = IDS[s.at]!;
+        // log that starts after its own ends, and catches up from a snapshot (some of which are lost).
+        const down = pick(net, s.at);
         net.crash(down);
         for (let i = 0; i < s.n; i++) for (const l of net.leaders()) net.propose(l);
         net.run(200);
-        for (const id of IDS) if (id !== down) net.compact(id, 0);
+        for (const id of net.present()) if (id !== down) net.compact(id, 0);
+        net.loseSnapshots = s.loseSnapshots;
         net.restart(down);
         break;
       }
+      case 'member':
+        changeMembership(net, s, freshId);
+        break;
       case 'staleLeader':
-        staleLeader(net, s);
+        if (confOf(net).voters.length >= 3) staleLeader(net, s);
         break;
       case 'faults':
         net.faults = { drop: s.drop, duplicate: s.duplicate, maxDelayMs: s.maxDelayMs };
         break;
     }
     net.checker.assertHolds();
+    assertRoles(net);
   }
   // The faults stop: everyone back, a clean network.
   net.heal();
   net.faults = CLEAN;
-  for (const id of IDS) net.restart(id);
+  for (const id of net.present()) net.restart(id);
   assert.ok(net.runUntil(() => net.leaders().length === 1, 5_000), 'no single leader within 5 s of healing');
   // A client retries a proposal dropped meanwhile (a leader transfer under way drops them, as in etcd).
   let last = '';
@@ -195,28 +279,60 @@ function runScenario(setup: Setup, seed: number, steps: readonly Step[]): number
     net.runUntil(committed, 500);
   }
   assert.ok(committed(), 'the cluster did not commit a new value within 5 s of healing');
-  const members = [...net.members.values()];
-  const settled = (): boolean => members.every((m) => m.node.log.applied === members[0]!.node.log.applied && m.node.log.applied >= net.acked.get(last)!);
-  assert.ok(net.runUntil(settled, 5_000), 'the members did not apply the same prefix within 5 s');
+  // Every member still in the cluster (a removal applied stops its member) applies the same prefix.
+  const present = (): { readonly id: NodeId; readonly node: { readonly log: { readonly applied: number } }; readonly values: readonly string[] }[] =>
+    net.present().map((id) => net.members.get(id)!);
+  const settled = (): boolean => {
+    const ms = present();
+    return ms.every((m) => m.node.log.applied === ms[0]!.node.log.applied && m.node.log.applied >= net.acked.get(last)!);
+  };
+  // On a clean network a member behind catches up within ten election timeouts, a lost snapshot resent
+  // (over 300 runs it took at most 470 ms: the bound leaves room, and catches a follower left waiting).
+  assert.ok(net.runUntil(settled, 10 * ELECTION_MS), 'the members did not apply the same prefix within ten election timeouts');
   net.checker.assertHolds();
+  assertRoles(net);
+  const members = present();
   const values = members[0]!.values;
   for (const m of members) assert.deepEqual(m.values, values, `member ${m.id} applied other values`);
   assert.equal(new Set(values).size, values.length, 'a value applied twice');
   for (const v of net.acked.keys()) assert.ok(values.includes(v), `acknowledged value ${v} lost`);
-  // One member down: the two left are a quorum, so the leader keeps leading (CheckQuorum counts itself)
-  // and a read at either is confirmed by one heartbeat round (the leader's own ack counts).
+  quorumChecks(net);
+  return net.snapshotsInstalled;
+}
+
+/**
+ * A quorum of voters up: the leader keeps leading (CheckQuorum counts itself) and a read at any member is
+ * confirmed by one heartbeat round. One voter fewer: only learners answer besides those, and learners
+ * never count: the leader steps down within two election timeouts, the read asked then is not confirmed
+ * and the value proposed then is not committed. A learner is added first when the run left none.
+ */
+function quorumChecks(net: SimNetwork): void {
   const leader = net.leaders()[0]!;
+  if (confOf(net).learners.length === 0 && net.present().length < MAX_MEMBERS + 1) {
+    const learner = BigInt(Math.max(...net.present().map(Number)) + 100);
+    assert.ok(net.changeMembership(leader, { type: 'addLearner', id: learner }), 'the leader refused a learner');
+    assert.ok(net.runUntil(() => net.members.get(learner)?.node.log.applied === net.members.get(leader)!.node.log.applied, 2_000), 'the learner did not catch up within 2 s');
+  }
   const term = net.members.get(leader)!.node.term;
-  const [down, other] = IDS.filter((id) => id !== leader) as [bigint, bigint];
-  net.crash(down);
+  const { voters, learners } = confOf(net);
+  const quorum = Math.floor(voters.length / 2) + 1;
+  const others = voters.filter((id) => id !== leader);
+  for (const id of others.slice(0, voters.length - quorum)) net.crash(id);
+  const up = others.slice(voters.length - quorum);
   net.run(10 * ELECTION_MS);
   assert.deepEqual([net.leaders(), net.members.get(leader)!.node.term], [[leader], term], 'a leader with a quorum stepped down');
   const confirmed = net.reads.length;
-  net.read(leader);
-  net.read(other);
-  assert.ok(net.runUntil(() => net.reads.length === confirmed + 2, 10 * HEARTBEAT_MS), 'a read was not confirmed with a quorum up');
+  const readers = [leader, ...up, ...learners];
+  for (const id of readers) net.read(id);
+  assert.ok(net.runUntil(() => net.reads.length === confirmed + readers.length, 10 * HEARTBEAT_MS), 'a read was not confirmed with a quorum up');
   for (const r of net.reads) assert.ok(r.at >= r.floor, `member ${r.member} read at ${r.at}, before acknowledged index ${r.floor}`);
-  return net.snapshotsInstalled;
+  net.crash(up[0]!);
+  const before = net.reads.length;
+  net.read(leader);
+  const v = net.propose(leader);
+  assert.ok(net.runUntil(() => net.members.get(leader)!.node.role !== 'leader', 2 * ELECTION_MS + 5 * HEARTBEAT_MS), 'a leader kept leading with voters one short of a quorum (learners answering)');
+  assert.equal(net.reads.length, before, 'a read was confirmed without a quorum of voters');
+  assert.ok(!net.acked.has(v), 'a value committed without a quorum of voters');
 }
 
 test('Raft nodes on a faulty network keep Raft safety, read linearizably and lose no acknowledged value', () => {

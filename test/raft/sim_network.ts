@@ -5,9 +5,13 @@
  * `snapshotEvery` entries (or when the test says, keeping as many entries as it says);
  * the network delays each message by a random amount (so it also reorders), drops some, duplicates some,
  * and honours partitions; a member can crash (losing everything not persisted, and the messages to it in
- * flight) and restart from its disk. The checker (src/raft/checker.ts) runs after every event.
+ * flight) and restart from its disk. Membership changes go through the log as etcd's do: once a member
+ * applies an add, the new member starts with an empty disk (as an operator starts etcd after `member add`
+ * returned); once one applies a removal, the removed member is gone for good (etcd stops a member that
+ * applied its own removal, and its peers stop talking to it). The checker (src/raft/checker.ts) runs after
+ * every event.
  */
-import { MemoryStorage, RaftNode, RaftNodeChecker, bootstrapStorage, type Entry, type Message, type NodeId, type RaftPersistence, type RaftStorage } from '../../src/raft/index.js';
+import { MemoryStorage, NONE, RaftNode, RaftNodeChecker, bootstrapStorage, type ConfChange, type Entry, type Message, type NodeId, type RaftPersistence, type RaftStorage } from '../../src/raft/index.js';
 import { SimRandom, VirtualClock } from '../../src/sim/index.js';
 
 export const HEARTBEAT_MS = 10;
@@ -25,6 +29,8 @@ interface Member {
   incarnation: number;
   /** The state machine: values applied, in order. */
   values: string[];
+  /** The index of the last snapshot this member saved. */
+  savedSnapshot: number;
 }
 
 export interface NetFaults {
@@ -47,6 +53,10 @@ export class SimNetwork {
   private readonly pendingReads = new Map<string, number>();
   /** Snapshots members received from a leader and installed. */
   snapshotsInstalled = 0;
+  /** Members removed from the cluster: stopped, never restarted. */
+  readonly gone = new Set<NodeId>();
+  /** Snapshot messages still to lose, whatever the faults (a MsgSnap lost must be sent again). */
+  loseSnapshots = 0;
   private readonly net: SimRandom;
   private seq = 0;
   /** Messages sent at one virtual instant (a livelock sends without end). */
@@ -70,13 +80,26 @@ export class SimNetwork {
   ) {
     this.net = new SimRandom(seed).fork('net');
     const disk0 = bootstrapStorage(ids.map((id) => ({ id })));
-    ids.forEach((id, i) => {
-      const disk = new MemoryStorage(disk0);
-      const m: Member = { id, node: this.newNode(id, disk, 0), disk, tee: tee?.(id, disk0), alive: true, incarnation: 0, values: [] };
-      this.members.set(id, m);
-      this.side.set(id, 0);
-      this.clock.every(HEARTBEAT_MS, () => this.tick(m), { phase: i + 1 });
-    });
+    for (const id of ids) this.start(id, disk0);
+  }
+
+  private start(id: NodeId, disk0: RaftStorage): void {
+    const disk = new MemoryStorage(disk0);
+    const m: Member = { id, node: this.newNode(id, disk, 0), disk, tee: this.tee?.(id, disk0), alive: true, incarnation: 0, values: [], savedSnapshot: disk0.snapshot.index };
+    this.side.set(id, 0);
+    this.clock.every(HEARTBEAT_MS, () => this.tick(m), { phase: (this.members.size % (HEARTBEAT_MS - 1)) + 1 });
+    this.members.set(id, m);
+  }
+
+  /** A conf change was applied somewhere: an added member starts empty, a removed one stops for good. */
+  private confApplied(cc: ConfChange): void {
+    if ((cc.type === 'add' || cc.type === 'addLearner') && !this.members.has(cc.id)) {
+      this.start(cc.id, { hardState: { term: 0n, vote: NONE, commit: 0 }, snapshot: { index: 0, term: 0n, conf: { voters: [], learners: [] }, data: new Uint8Array(0) }, entries: [] });
+    } else if (cc.type === 'remove' && !this.gone.has(cc.id)) {
+      this.gone.add(cc.id);
+      const m = this.members.get(cc.id);
+      if (m !== undefined) m.alive = false;
+    }
   }
 
   private newNode(id: NodeId, disk: MemoryStorage, incarnation: number): RaftNode {
@@ -100,6 +123,7 @@ export class SimNetwork {
       m.disk.save(rd);
       m.tee?.save(rd);
       if (rd.snapshot !== undefined) {
+        m.savedSnapshot = rd.snapshot.index;
         m.values = JSON.parse(fromUtf8.decode(rd.snapshot.data)) as string[];
         this.snapshotsInstalled++;
       }
@@ -107,12 +131,14 @@ export class SimNetwork {
       if (this.proposeMidReady > 0 && m.node.role === 'leader' && this.net.nextBool(this.proposeMidReady)) m.node.propose(utf8.encode(`v${this.seq++}`));
       for (const e of rd.committedEntries) this.apply(m, e);
       this.checker.appliedEntries(m.id, rd.committedEntries);
+      for (const e of rd.committedEntries) if (e.conf !== undefined) this.confApplied(e.conf);
       for (const r of rd.readStates) {
         const floor = this.pendingReads.get(r.context);
         if (floor !== undefined) this.reads.push({ at: r.index, floor, member: m.id });
         this.pendingReads.delete(r.context);
       }
       m.node.advance(rd);
+      if (!m.alive) break; // it applied its own removal
       if (m.node.log.applied - m.node.log.snapshot.index >= this.snapshotEvery) this.snapshot(m, 5);
     }
     this.checker.check([...this.members.values()].filter((x) => x.alive).map((x) => x.node));
@@ -134,6 +160,7 @@ export class SimNetwork {
       throw new Error(`member ${m.id} compacted at ${applied} keeping ${keep}: log starts at ${log.firstIndex()} with ${held.length} entries, expected ${boundary + 1} with ${kept.length}`);
     }
     m.disk.snapshotted(m.node.log.snapshot);
+    m.savedSnapshot = m.node.log.snapshot.index;
     m.tee?.snapshotted(m.node.log.snapshot);
     this.checker.check([m.node]);
   }
@@ -152,6 +179,10 @@ export class SimNetwork {
     }
     if (++this.sentNow > 20_000) throw new Error(`a message storm at ${this.sentAt} ms: ${msg.type} ${msg.from}→${msg.to} ${JSON.stringify(msg, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`);
     if (this.side.get(msg.from) !== this.side.get(msg.to) || this.net.nextBool(this.faults.drop)) return;
+    if (msg.type === 'MsgSnap' && this.loseSnapshots > 0) {
+      this.loseSnapshots--;
+      return;
+    }
     // Raft's own messages are idempotent, a forwarded proposal is not (etcd's TCP streams never repeat one).
     const copies = msg.type !== 'MsgProp' && this.net.nextBool(this.faults.duplicate) ? 2 : 1;
     for (let c = 0; c < copies; c++) {
@@ -159,7 +190,8 @@ export class SimNetwork {
       if (to === undefined) return;
       const inc = to.incarnation;
       this.clock.setTimer(this.clock.now() + this.net.nextInt(0, this.faults.maxDelayMs), () => {
-        if (!to.alive || to.incarnation !== inc || this.side.get(msg.from) !== this.side.get(msg.to)) return;
+        // A removed member's peers no longer listen to it.
+        if (!to.alive || to.incarnation !== inc || this.gone.has(msg.from) || this.side.get(msg.from) !== this.side.get(msg.to)) return;
         to.node.step(msg);
         this.process(to);
       });
@@ -190,6 +222,20 @@ export class SimNetwork {
     this.process(m);
   }
 
+  /** `id` proposes a membership change (a follower forwards it); false when it was dropped at once. */
+  changeMembership(id: NodeId, cc: ConfChange): boolean {
+    const m = this.members.get(id)!;
+    if (!m.alive) return false;
+    const ok = m.node.proposeConfChange(cc);
+    this.process(m);
+    return ok;
+  }
+
+  /** The members not removed, in the order they joined. */
+  present(): NodeId[] {
+    return [...this.members.keys()].filter((id) => !this.gone.has(id));
+  }
+
   transfer(id: NodeId, to: NodeId): void {
     const m = this.members.get(id)!;
     if (!m.alive) return;
@@ -210,7 +256,7 @@ export class SimNetwork {
 
   restart(id: NodeId): void {
     const m = this.members.get(id)!;
-    if (m.alive) return;
+    if (m.alive || this.gone.has(id)) return;
     m.incarnation++;
     m.node = this.newNode(id, m.disk, m.incarnation);
     // A member restarts with the term, vote and commit index it persisted (raft's HardState).
@@ -219,6 +265,8 @@ export class SimNetwork {
     if (st.term !== hardState.term || st.vote !== hardState.vote || st.commit !== hardState.commit) {
       throw new Error(`member ${id} restarted at term ${st.term}, vote ${st.vote}, commit ${st.commit}; it persisted ${hardState.term}, ${hardState.vote}, ${hardState.commit}`);
     }
+    // ...and from the last snapshot it saved (one it made, or one a leader sent), not an older one.
+    if (m.node.log.snapshot.index !== m.savedSnapshot) throw new Error(`member ${id} restarted from its snapshot at ${m.node.log.snapshot.index}; it saved one at ${m.savedSnapshot}`);
     const snap = m.disk.storage().snapshot.data;
     m.values = snap.length === 0 ? [] : (JSON.parse(fromUtf8.decode(snap)) as string[]);
     m.alive = true;
@@ -226,7 +274,7 @@ export class SimNetwork {
   }
 
   partition(sides: ReadonlyMap<NodeId, number>): void {
-    for (const id of this.ids) this.side.set(id, sides.get(id) ?? 0);
+    for (const id of this.members.keys()) this.side.set(id, sides.get(id) ?? 0);
   }
 
   heal(): void {
