@@ -4,13 +4,15 @@
  * trusted — a finished build, no file under src/ newer than it, the blob made by this very Node binary — and
  * otherwise hands over to bin/etcdsim.js. The choice is tested on a package of its own with a stand-in Node
  * that prints what it was asked to run; then the real snapshot of this checkout's build starts a member that
- * serves, with today's time in its log (what the snapshot's builder saw must not leak into the process).
+ * serves, with today's time in its log and in the certificate --peer-auto-tls makes (the builder made one
+ * too, to have x509's schemas in the snapshot: what it saw must not leak into the process).
  * The second test needs a fresh build with a snapshot (`npm ci` makes one); without it the test skips, in
  * CI it fails.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -76,7 +78,7 @@ function snapshotPrerequisites(): string | false {
   return 'dist/ is older than src/ or has no start-up snapshot (run `npm run build`)';
 }
 
-test('a member started from the snapshot serves, and logs the time of its own process', { skip: snapshotPrerequisites(), timeout: 60_000 }, async () => {
+test("a member started from the snapshot serves, and its log and self-signed peer certificate have its own process's time", { skip: snapshotPrerequisites(), timeout: 60_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'etcdsim-snapshot-'));
   const cmd = etcdsimCommand('3.4');
   const port = await freePort();
@@ -84,8 +86,8 @@ test('a member started from the snapshot serves, and logs the time of its own pr
   const args = [
     '--name', 's', '--data-dir', join(dir, 'data'),
     '--listen-client-urls', `http://127.0.0.1:${port}`, '--advertise-client-urls', `http://127.0.0.1:${port}`,
-    '--listen-peer-urls', `http://127.0.0.1:${peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
-    '--initial-cluster', `s=http://127.0.0.1:${peer}`,
+    '--listen-peer-urls', `https://127.0.0.1:${peer}`, '--initial-advertise-peer-urls', `https://127.0.0.1:${peer}`,
+    '--initial-cluster', `s=https://127.0.0.1:${peer}`, '--peer-auto-tls',
   ];
   const spawnedAt = Date.now();
   const child = spawn(cmd.command, [...cmd.args, ...args], { env: { ...process.env, ...cmd.env } });
@@ -112,6 +114,10 @@ test('a member started from the snapshot serves, and logs the time of its own pr
     const [y, mo, d, h, mi, s] = stamp.slice(1).map(Number) as [number, number, number, number, number, number];
     const logged = new Date(y, mo - 1, d, h, mi, s).getTime();
     assert.ok(logged >= spawnedAt - 1_000 && logged <= Date.now(), `logged at ${stamp[0]}, started at ${new Date(spawnedAt).toString()}`);
+    const cert = new X509Certificate(readFileSync(join(dir, 'data', 'fixtures', 'peer', 'cert.pem')));
+    const from = new Date(cert.validFrom).getTime(); // to the second
+    assert.ok(from >= spawnedAt - 1_000 && from <= Date.now(), `the peer certificate is valid from ${cert.validFrom}, the member started at ${new Date(spawnedAt).toString()}`);
+    assert.equal(cert.subjectAltName, 'IP Address:127.0.0.1');
   } finally {
     child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });

@@ -26,15 +26,35 @@ export async function autoTlsFiles(dir: string, urls: readonly string[], validit
   const keyFile = join(dir, 'key.pem');
   if (existsSync(certFile) && existsSync(keyFile)) return { certFile, keyFile };
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  // Loaded only here: @peculiar/x509's dependency injection needs the Reflect metadata polyfill first.
+  // Wall time from src/sim, the one owner of host time: a certificate's validity is the host's calendar.
+  const { cert, pkcs8 } = await selfSignedCertificate(urls, validityYears, new Date(hostEpochMs()));
+  writeFileSync(keyFile, pem('PRIVATE KEY', pkcs8), { mode: 0o600 });
+  writeFileSync(certFile, cert);
+  return { certFile, keyFile };
+}
+
+/** @peculiar/x509, with the Reflect metadata polyfill its dependency injection needs loaded first. */
+export async function loadX509(): Promise<typeof X509> {
   await import('reflect-metadata');
-  const x509: typeof X509 = await import('@peculiar/x509');
+  return import('@peculiar/x509');
+}
+
+/**
+ * What a member started with --auto-tls / --peer-auto-tls does whatever its flags, done once ahead of it
+ * (src/cli/etcd/main.ts prepareMember, while the start-up snapshot is built): the x509 modules evaluated and a
+ * certificate made, which builds the ASN.1 schemas they keep for every later one. It writes nothing.
+ */
+export async function prepareAutoTls(): Promise<void> {
+  await selfSignedCertificate(['https://localhost:2380', 'https://127.0.0.1:2380'], 1, new Date(0));
+}
+
+/** A self-signed certificate for the listen URLs' hosts, as etcd's transport.SelfCert makes it, valid from `notBefore`. */
+async function selfSignedCertificate(urls: readonly string[], validityYears: number, notBefore: Date): Promise<{ cert: string; pkcs8: ArrayBuffer }> {
+  const x509 = await loadX509();
   x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof X509.cryptoProvider.set>[0]);
   const alg = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
   const keys = await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify']);
   const hosts = [...new Set(urls.map((u) => new URL(u).hostname.replace(/^\[|\]$/g, '')))];
-  // Wall time from src/sim, the one owner of host time: a certificate's validity is the host's calendar.
-  const notBefore = new Date(hostEpochMs());
   const notAfter = new Date(notBefore.getTime() + Math.max(1, validityYears) * 365 * 24 * 3600 * 1000);
   const serial = Buffer.from(webcrypto.getRandomValues(new Uint8Array(16)));
   serial[0] = serial[0]! & 0x7f;
@@ -52,7 +72,5 @@ export async function autoTlsFiles(dir: string, urls: readonly string[], validit
     ],
   });
   const pkcs8 = await webcrypto.subtle.exportKey('pkcs8', keys.privateKey);
-  writeFileSync(keyFile, pem('PRIVATE KEY', pkcs8), { mode: 0o600 });
-  writeFileSync(certFile, cert.toString('pem') + '\n');
-  return { certFile, keyFile };
+  return { cert: cert.toString('pem') + '\n', pkcs8 };
 }

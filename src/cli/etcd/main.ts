@@ -36,6 +36,7 @@ export async function prepareMember(): Promise<void> {
     import('../../grpc/server.js'),
     import('../../peer/process_member.js'),
     import('../../grpc/serve_process.js'),
+    import('./auto_tls.js').then((m) => m.prepareAutoTls()),
   ]);
   for (const version of ['3.4', '3.7'] as const) for (const name of Object.keys(SERVICE_PACKAGES) as EtcdServiceName[]) checkedService(name, requestDecodingOf(version, 0));
 }

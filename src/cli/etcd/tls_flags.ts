@@ -10,7 +10,7 @@
  */
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { autoTlsFiles } from './auto_tls.js';
+import { autoTlsFiles, loadX509 } from './auto_tls.js';
 import { boolValue } from './flag_set.js';
 import { CliError } from '../io.js';
 import { canonicalSerial } from '../../http/index.js';
@@ -104,9 +104,7 @@ export async function tlsFlagOptions(get: (flag: string) => string | undefined):
 
 /** The serial numbers a CRL (PEM or DER, as Go's x509.ParseCRL reads) revokes. */
 async function revokedSerialsOf(file: Buffer, path: string): Promise<string[]> {
-  // Loaded only here: @peculiar/x509's dependency injection needs the Reflect metadata polyfill first.
-  await import('reflect-metadata');
-  const { X509Crl } = await import('@peculiar/x509');
+  const { X509Crl } = await loadX509();
   try {
     const text = file.toString('latin1');
     const crl = new X509Crl(text.includes('-----BEGIN') ? text : new Uint8Array(file));
