@@ -29,11 +29,11 @@ export interface RaftNodeOptions {
 
 /** Everything the member has to act on after a step (raft's Ready). */
 export interface Ready {
-  readonly softState?: SoftState;
-  readonly hardState?: HardState;
+  readonly softState?: SoftState | undefined;
+  readonly hardState?: HardState | undefined;
   /** Persist these (and `snapshot`) before sending `messages`. */
   readonly entries: readonly Entry[];
-  readonly snapshot?: Snapshot;
+  readonly snapshot?: Snapshot | undefined;
   readonly committedEntries: readonly Entry[];
   readonly messages: readonly Message[];
   readonly readStates: readonly ReadState[];
@@ -67,10 +67,4 @@ export function bootstrapStorage(members: readonly { readonly id: NodeId; readon
     snapshot: { index: 0, term: 0n, conf: { voters: members.map((m) => m.id), learners: [] }, data: new Uint8Array(0) },
     entries,
   };
-}
-
-
-/** Two hard states are the same: nothing new to persist. */
-export function sameHard(a: HardState, b: HardState): boolean {
-  return a.term === b.term && a.vote === b.vote && a.commit === b.commit;
 }
