@@ -11,6 +11,12 @@
 # otherwise bin/etcdsim.js runs the command, which also deals with a stale dist/.
 # All of it is sh builtins but one `find` in a development checkout: a millisecond against the ~100 ms of
 # CPU the snapshot saves.
+# NODE_EXTRA_CA_CERTS is Node's, not etcd's (Go reads neither it nor Node's root store), and Node 20 parses the
+# whole file at every start, before any of our code runs: with a system bundle in it, as some CI images and
+# sandboxes set (144 certificates), that is ~50 ms of CPU per member, more than etcd needs to serve. A member
+# never consults the default roots — its TLS clients (the peer dials, src/peer/transport.ts) take the CA of
+# its flags or, with auto-TLS, skip verification as etcd does — so the member runs without it.
+unset NODE_EXTRA_CA_CERTS
 etcdsim_node=${ETCDSIM_NODE:-$(command -v node)}
 case $0 in */*) etcdsim_root=${ETCDSIM_ROOT:-${0%/*}/..} ;; *) etcdsim_root=${ETCDSIM_ROOT:-..} ;; esac
 etcdsim_dist=$etcdsim_root/dist

@@ -2,7 +2,8 @@
  * How `etcd` (etcdsim as the etcd binary) starts: bin/etcd_launch.sh, which install-bin's DIR/etcd and the
  * process tests run, starts the member from the build's V8 start-up snapshot only when that snapshot can be
  * trusted — a finished build, no file under src/ newer than it, the blob made by this very Node binary — and
- * otherwise hands over to bin/etcdsim.js. The choice is tested on a package of its own with a stand-in Node
+ * otherwise hands over to bin/etcdsim.js; either way without NODE_EXTRA_CA_CERTS, which etcd does not read and
+ * Node would parse at every start. The choice is tested on a package of its own with a stand-in Node
  * that prints what it was asked to run; then the real snapshot of this checkout's build starts a member that
  * serves, with today's time in its log and in the certificate --peer-auto-tls makes (the builder made one
  * too, to have x509's schemas in the snapshot: what it saw must not leak into the process).
@@ -31,7 +32,8 @@ test('the launcher starts the snapshot only from a finished, fresh build made by
     mkdirSync(join(root, 'src'));
     cpSync(LAUNCH, join(root, 'bin', 'etcd_launch.sh'));
     const node = join(root, 'node');
-    writeFileSync(node, '#!/bin/sh\necho "$@"\n');
+    const extraCa = join(root, 'extra-ca');
+    writeFileSync(node, `#!/bin/sh\necho "$@"\nprintf %s "\${NODE_EXTRA_CA_CERTS-unset}" > '${extraCa}'\n`);
     chmodSync(node, 0o755);
     const at = (path: string, seconds: number): void => utimesSync(path, seconds, seconds);
     const blob = join(root, 'dist', 'etcd.blob');
@@ -45,13 +47,15 @@ test('the launcher starts the snapshot only from a finished, fresh build made by
     at(source, 2_000_000);
     at(stamp, 2_000_000);
     const started = (): string =>
-      execFileSync('/bin/sh', [join(root, 'bin', 'etcd_launch.sh'), '--name', "a b'c"], { env: { PATH: process.env['PATH'], ETCDSIM_NODE: node }, encoding: 'utf8' }).trim();
+      execFileSync('/bin/sh', [join(root, 'bin', 'etcd_launch.sh'), '--name', "a b'c"], { env: { PATH: process.env['PATH'], ETCDSIM_NODE: node, NODE_EXTRA_CA_CERTS: '/etc/ssl/certs/ca-certificates.crt' }, encoding: 'utf8' }).trim();
     const fromSnapshot = `--snapshot-blob ${root}/bin/../dist/etcd.blob -- --name a b'c`;
     const fromCommand = `${root}/bin/../bin/etcdsim.js etcd --name a b'c`;
 
     assert.equal(started(), fromSnapshot);
+    assert.equal(readFileSync(extraCa, 'utf8'), 'unset', "the member's Node does not parse NODE_EXTRA_CA_CERTS");
     at(source, 2_000_001);
     assert.equal(started(), fromCommand, 'a source newer than the build');
+    assert.equal(readFileSync(extraCa, 'utf8'), 'unset', 'nor on the way through bin/etcdsim.js');
     rmSync(join(root, 'src'), { recursive: true });
     assert.equal(started(), fromSnapshot, 'an installed package has no src/');
     at(node, 1_000_001);
