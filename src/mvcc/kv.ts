@@ -41,6 +41,7 @@ import {
   checkPutRequest,
   checkRangeRequest,
   checkRequestSize,
+  requestFits,
   checkTxnRequest,
   DEFAULT_MAX_REQUEST_BYTES,
   DEFAULT_MAX_TXN_OPS,
@@ -189,6 +190,17 @@ export class MvccStore {
   /** Serves a validated Range (applierV3.Range): the revision checks, then the read. */
   applyRange(r: Validated<RangeRequest>): RangeResponse {
     return executeRange(this.storage, r);
+  }
+
+  /**
+   * The common Put — a key and a value, no lease, no flag — in one pass instead of validatePut →
+   * checkPutSize → applyPut: of their checks only two can refuse such a request, an empty key and a
+   * proposal over --max-request-bytes, so only those are made. Undefined when one would refuse it: the
+   * caller then takes the steps one by one, which refuse it with etcd's error.
+   */
+  tryPlainPut(key: Uint8Array, value: Uint8Array): PutResponse | undefined {
+    if (key.length === 0 || !requestFits(putSize({ key, value }), this.maxRequestBytes)) return undefined;
+    return { revision: this.storage.putOne(keyString(key), key, value, 0n) };
   }
 
   /** Applies a validated Put: the lease must exist, ignore_* needs the key; then the write. */

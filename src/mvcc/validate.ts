@@ -177,5 +177,10 @@ export function checkBranchIntervals(reqs: readonly RequestOp[]): void {
 
 /** --max-request-bytes: the proposal etcd would marshal for this request must fit. */
 export function checkRequestSize(innerSize: number, maxRequestBytes: number): void {
-  if (raftRequestSize(innerSize) > maxRequestBytes) fail(ErrRequestTooLarge);
+  if (!requestFits(innerSize, maxRequestBytes)) fail(ErrRequestTooLarge);
+}
+
+/** Whether the proposal of a request of `innerSize` bytes fits --max-request-bytes. */
+export function requestFits(innerSize: number, maxRequestBytes: number): boolean {
+  return raftRequestSize(innerSize) <= maxRequestBytes;
 }

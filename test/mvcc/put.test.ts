@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ErrEmptyKey, ErrKeyNotFound, ErrLeaseNotFound, ErrLeaseProvided, ErrValueProvided, GrpcCode, MvccStore, prefixEnd, text } from '../../src/index.js';
+import { ErrEmptyKey, ErrKeyNotFound, ErrLeaseNotFound, ErrLeaseProvided, ErrRequestTooLarge, ErrValueProvided, GrpcCode, MvccStore, prefixEnd, text } from '../../src/index.js';
 import { assertUnchanged, b, FakeLessor, get, kv } from './helpers.js';
 
 test('put creates and updates a key, returning the new revision', () => {
@@ -168,4 +168,29 @@ test('keys and values given as Node Buffers are copied too (Buffer#slice would o
   const end = prefixEnd(k);
   assert.equal(k.toString(), 'a/');
   assert.equal(Buffer.from(end).toString(), 'a0');
+});
+
+test("tryPlainPut writes what put() writes, and declines (changing nothing) exactly where put()'s checks refuse", () => {
+  const max = 200;
+  const plain = new MvccStore({ maxRequestBytes: max });
+  const steps = new MvccStore({ maxRequestBytes: max });
+  // Every value size from fitting to refused: the decline must fall on put()'s own size limit.
+  for (let n = 100; n < 220; n++) {
+    const key = b(`k${n % 3}`);
+    const value = new Uint8Array(n).fill(n & 0xff);
+    let stepped: number | undefined;
+    try {
+      stepped = steps.put({ key, value }).revision;
+    } catch (err) {
+      assert.equal((err as { kind?: unknown }).kind, ErrRequestTooLarge);
+    }
+    const before = plain.currentRevision;
+    const got = plain.tryPlainPut(key, value);
+    assert.equal(got?.revision, stepped, `a value of ${n} bytes`);
+    if (got === undefined) assert.equal(plain.currentRevision, before);
+  }
+  assert.equal(plain.tryPlainPut(new Uint8Array(0), b('v')), undefined, 'an empty key is for put() to refuse');
+  assert.equal(plain.hash(), steps.hash());
+  assert.deepStrictEqual(get(plain, 'k1'), get(steps, 'k1'));
+  assert.equal(plain.checkValid(), undefined);
 });

@@ -1,6 +1,8 @@
 // Validation once: KVService takes each request through the MvccStore's steps one by one (validate → token →
 // size → permissions → apply), never through the engine's all-in-one put/range/txn/deleteRange, which would
-// validate it again; and the server and the engine refuse the same inputs with the same errors.
+// validate it again — or, for a put of key and value alone on a member checking no token, through the one
+// pass that makes only the checks such a put can fail (tryPlainPut); and the server and the engine refuse
+// the same inputs with the same errors.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { Buffer } from 'node:buffer';
@@ -52,6 +54,7 @@ const STEPS = [
   'put',
   'deleteRange',
   'txn',
+  'tryPlainPut',
 ] as const;
 type Step = (typeof STEPS)[number];
 
@@ -76,6 +79,10 @@ test('each KV call is validated, sized and applied exactly once, auth on or off,
       const steps = spy(t, s.mvcc);
       const at = `${v}, auth ${authOn ? 'on' : 'off'}`;
       kv.put({ key: b('k'), value: b('v') }, root);
+      // Without tokens to check (auth off; 3.4 checks them even then) a plain put takes the one pass.
+      const onePass = !authOn && v !== '3.4';
+      assert.deepEqual(steps(), onePass ? { tryPlainPut: 1 } : { validatePut: 1, checkPutSize: 1, applyPut: 1 }, at);
+      kv.put({ key: b('k'), value: b('v'), prev_kv: true }, root);
       assert.deepEqual(steps(), { validatePut: 1, checkPutSize: 1, applyPut: 1 }, at);
       kv.range({ key: b('k') }, root);
       assert.deepEqual(steps(), { validateRange: 1, applyRange: 1 }, at);
@@ -86,9 +93,9 @@ test('each KV call is validated, sized and applied exactly once, auth on or off,
       // A read-only txn is served like a Range: never proposed, so never sized.
       kv.txn({ compare: [{ key: b('k'), target: 'VERSION', result: 'EQUAL', version: '1' }], failure: [{ request_range: { key: b('k') } }] }, root);
       assert.deepEqual(steps(), { validateTxn: 1, applyTxn: 1 }, at);
-      // A request refused by validation goes no further.
+      // A request refused by validation goes no further (a plain one is declined by the one pass first).
       assert.throws(() => kv.put({ key: b('') }, root));
-      assert.deepEqual(steps(), { validatePut: 1 }, at);
+      assert.deepEqual(steps(), onePass ? { tryPlainPut: 1, validatePut: 1 } : { validatePut: 1 }, at);
       // The engine's own API runs the same steps, each once, behind its public methods.
       s.mvcc.put({ key: b('k'), value: b('v') });
       assert.deepEqual(steps(), { put: 1, validatePut: 1, checkPutSize: 1, applyPut: 1 }, at);
