@@ -48,13 +48,13 @@ export class AppliedWait implements Deliverable {
     const w: Waiter = { index, fn };
     this.waits.add(w);
     if (this.waits.size === 1) this.delivery.add(this);
-    this.delivery.poke();
+    this.delivery.poke(this);
     return { cancel: () => this.drop(w) };
   }
 
   /** The member's applied index moved: waiters it reached are released at the next delivery point. */
   moved(): void {
-    if (this.waits.size > 0) this.delivery.poke();
+    if (this.waits.size > 0) this.delivery.poke(this);
   }
 
   /** @internal Delivery point: releases the waiters whose index is applied. */

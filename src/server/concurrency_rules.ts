@@ -300,7 +300,7 @@ export class DeletesWait implements Deliverable {
 
   private openStream(): WatchStream {
     const stream = this.server.watchable.newWatchStream();
-    stream.onSend = () => this.server.delivery.poke();
+    stream.onSend = () => this.server.delivery.poke(this);
     return stream;
   }
 

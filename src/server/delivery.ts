@@ -11,6 +11,13 @@
  *    that reads keeps up with a burst of writes even when the event loop never turns in between, as it
  *    keeps up with etcd over a socket; the simulator itself never touches the event loop.
  * Without a listener, responses simply wait for `take()`.
+ *
+ * A scheduled flush visits only the calls poked since the last one (`poke(call)`), so a call whose client
+ * stopped reading costs nothing while others deliver: etcd's send loop of a blocked stream sits in gRPC's
+ * Send and no other stream's write touches it. Hundreds of watch streams that never read (the attack bench's
+ * slow readers) would otherwise be looked at on every put that some other watcher receives. A poke that
+ * names no call (something somewhere may be pending) makes the next flush visit every open call, as
+ * `flush()` always does.
  */
 
 /** A stream call that can push its queued responses; returns how many it pushed. */
@@ -23,14 +30,19 @@ export type DeliveryScheduler = (flush: () => void) => void;
 
 export class Delivery {
   private readonly calls = new Set<Deliverable>();
+  /** Calls poked by name since the last flush; `sweep`: a poke named none, so every call is visited. */
+  private ready = new Set<Deliverable>();
+  private sweep = false;
   private scheduler: DeliveryScheduler | undefined;
   private scheduled = false;
   private flushing = false;
   private again = false;
   private deliveredTotal = 0;
+  private visitedTotal = 0;
   private readonly scheduledFlush = (): void => {
     this.scheduled = false;
-    this.flush();
+    if (this.sweep) this.flush();
+    else this.flushReady();
   };
 
   /** Open calls (watch and keep-alive streams). */
@@ -49,12 +61,18 @@ export class Delivery {
     return this.deliveredTotal;
   }
 
+  /** Calls looked at by flushes so far: what delivering costs, whatever it delivered (tests count it). */
+  get visited(): number {
+    return this.visitedTotal;
+  }
+
   add(call: Deliverable): void {
     this.calls.add(call);
     this.onOpenChange?.(this.calls.size);
   }
 
   remove(call: Deliverable): void {
+    this.ready.delete(call);
     if (this.calls.delete(call)) this.onOpenChange?.(this.calls.size);
   }
 
@@ -64,8 +82,13 @@ export class Delivery {
     this.scheduled = false;
   }
 
-  /** Something may be pending: asks the scheduler for a flush (once until it runs). Cheap when idle. */
-  poke(): void {
+  /**
+   * Something may be pending — on `call` (an open call), or anywhere when none is named: asks the scheduler
+   * for a flush (once until it runs) that visits it. Cheap when idle.
+   */
+  poke(call?: Deliverable): void {
+    if (call === undefined) this.sweep = true;
+    else if (this.calls.has(call)) this.ready.add(call);
     if (this.scheduler === undefined || this.scheduled || this.calls.size === 0) return;
     this.scheduled = true;
     this.scheduler(this.scheduledFlush);
@@ -87,8 +110,11 @@ export class Delivery {
       let pass: number;
       do {
         this.again = false;
+        this.sweep = false;
+        this.ready.clear();
         pass = 0;
         for (const c of this.calls) pass += c.deliver();
+        this.visitedTotal += this.calls.size;
         n += pass;
       } while (pass > 0 || this.again);
     } finally {
@@ -96,5 +122,31 @@ export class Delivery {
       this.deliveredTotal += n;
     }
     return n;
+  }
+
+  /**
+   * The scheduled flush: delivers the calls poked since the last flush, and those poked meanwhile (a
+   * listener's request may queue responses elsewhere), until none is left; a poke naming no call, or a
+   * flush() asked for from inside a listener, turns it into a full flush.
+   */
+  private flushReady(): void {
+    if (this.flushing) {
+      this.again = true;
+      return;
+    }
+    this.flushing = true;
+    let n = 0;
+    try {
+      while (this.ready.size > 0 && !this.sweep && !this.again) {
+        const batch = this.ready;
+        this.ready = new Set();
+        for (const c of batch) if (this.calls.has(c)) n += c.deliver();
+        this.visitedTotal += batch.size;
+      }
+    } finally {
+      this.flushing = false;
+      this.deliveredTotal += n;
+    }
+    if (this.sweep || this.again) this.flush();
   }
 }

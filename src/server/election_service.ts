@@ -337,7 +337,7 @@ export class ObserveCall extends StreamCall<M.LeaderResponse> {
   private watch(req: { key: Uint8Array; rangeEnd?: Uint8Array; startRevision: number }): void {
     if (this.stream === undefined) {
       this.stream = this.server.watchable.newWatchStream();
-      this.stream.onSend = () => this.server.delivery.poke();
+      this.stream.onSend = () => this.server.delivery.poke(this);
     }
     if (this.watchId !== undefined) this.stream.cancel(this.watchId);
     this.watchId = this.stream.watch(req).watchId;
@@ -345,7 +345,7 @@ export class ObserveCall extends StreamCall<M.LeaderResponse> {
 
   private emit(r: M.LeaderResponse): void {
     this.queue.push(r);
-    this.server.delivery.poke();
+    this.server.delivery.poke(this);
   }
 
   /** Handles every watch response received so far. */

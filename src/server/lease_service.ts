@@ -143,7 +143,7 @@ export class KeepAliveCall extends StreamCall<M.LeaseKeepAliveResponse> implemen
   protected answer(id: bigint, ttl: number): void {
     const server = this.server;
     this.queue.push({ header: header(server.identity, server.mvcc.currentRevision), ID: String(id), TTL: String(ttl) });
-    server.delivery.poke();
+    server.delivery.poke(this);
   }
 
   /** The member renews one lease. */

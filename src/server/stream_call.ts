@@ -140,7 +140,7 @@ export abstract class StreamCall<Res> implements Deliverable, FlowControl {
    */
   onResponse(listener: ResponseListener<Res> | undefined): void {
     this.responseListener = listener;
-    if (listener !== undefined) this.server.delivery.poke();
+    if (listener !== undefined) this.server.delivery.poke(this);
   }
 
   /** Delivers this call's queued responses to its listener now. */
@@ -160,7 +160,7 @@ export abstract class StreamCall<Res> implements Deliverable, FlowControl {
   resume(): void {
     if (!this.paused) return;
     this.paused = false;
-    this.server.delivery.poke();
+    this.server.delivery.poke(this);
   }
 
   /** Whether the client has stopped reading (see pause()). */

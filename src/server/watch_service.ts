@@ -73,7 +73,7 @@ export class WatchCall extends StreamCall<M.WatchResponse> implements BidiStream
     this.stream = server.watchable.newWatchStream();
     // Responses a timer step sends (catch-up, victims, progress) must reach the client too, not only
     // those caused by a request or a commit.
-    this.stream.onSend = () => server.delivery.poke();
+    this.stream.onSend = () => server.delivery.poke(this);
   }
 
   /** Number of responses queued and not yet taken or delivered. */
@@ -236,7 +236,7 @@ export class WatchCall extends StreamCall<M.WatchResponse> implements BidiStream
       fragment: false,
       events: [],
     });
-    this.server.delivery.poke();
+    this.server.delivery.poke(this);
   }
 
   protected release(): void {
