@@ -21,7 +21,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 /** package.json export path → its source file and report name. */
 export const ENTRY_POINTS = Object.freeze([
   { subpath: '.', source: 'src/index.ts', report: 'etcdsim' },
-  { subpath: './grpc', source: 'src/grpc/index.ts', report: 'etcdsim-grpc' },
+  { subpath: './grpc', source: 'src/grpc.ts', report: 'etcdsim-grpc' },
 ]);
 
 /** Where the checked-in report of an entry point lives. */

@@ -25,8 +25,7 @@
  * Exit codes: 0 nothing diverged; 1 a divergence; 2 usage error or the etcd could not be used. The report
  * goes to stdout, errors to stderr. The options are declared in program.ts (commander).
  */
-import { connectEtcd, type EtcdGrpcClient } from '../grpc/client.js';
-import { isLoopback } from '../grpc/server.js';
+import { connectEtcd, isLoopback, type EtcdGrpcClient } from '../grpc/index.js';
 import { ETCD_VERSIONS, isEtcdVersion, type EtcdVersion } from '../etcd/index.js';
 import { freshSeed } from '../sim/index.js';
 import {

@@ -5,8 +5,7 @@
  * same way. docs/cli-errors.md has the table.
  */
 import { readFileSync } from 'node:fs';
-import { isLoopback, serve, type ServeOptions } from '../grpc/server.js';
-import type { ServedClusterMember } from '../grpc/serve_cluster.js';
+import { isLoopback, serve, type ServedClusterMember, type ServeOptions } from '../grpc/index.js';
 import { SnapshotFormatError, readEtcdSnapshot } from '../snapshot/index.js';
 import { FlagValueError, parseEtcdUrl, parseGoDuration, parseGoInt, parseGoUint, type EtcdUrl } from './go_flags.js';
 import { CliError, consoleIo, type CliIo } from './io.js';

@@ -5,7 +5,7 @@
  * sequence's transcript (re-run once more after shrinking), the seed and the replay path.
  */
 import fc from 'fast-check';
-import type { EtcdGrpcClient } from '../grpc/client.js';
+import type { EtcdGrpcClient } from '../grpc/index.js';
 import type { EtcdVersion } from '../etcd/index.js';
 import { authWorkloadArb, workloadArb } from './arbitraries.js';
 import { runWorkload, type Divergence, type RunResult } from './engine.js';

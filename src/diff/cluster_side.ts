@@ -4,7 +4,7 @@
  * of etcd processes on loopback (etcd_cluster.ts) in real time; and etcdsim as the etcd binary in three
  * processes, started and hurt by signals through the same launcher as the real etcd (issue 31).
  */
-import type { EtcdGrpcClient } from '../grpc/client.js';
+import type { EtcdGrpcClient } from '../grpc/index.js';
 import type * as M from '../server/messages.js';
 import { EtcdCluster as SimCluster, checkRaftEveryTick } from '../cluster/index.js';
 import { afterHostTime, hostNow, VirtualClock } from '../sim/index.js';

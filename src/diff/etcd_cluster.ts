@@ -27,7 +27,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import { connectEtcd, etcdService, type EtcdGrpcClient } from '../grpc/client.js';
+import { connectEtcd, etcdService, type EtcdGrpcClient } from '../grpc/index.js';
 import type * as M from '../server/messages.js';
 import { hostNow } from '../sim/index.js';
 import { findEtcdBinary, freePort } from './etcd_process.js';

@@ -11,7 +11,7 @@
  * failed read is recorded as unanswered, and says nothing.
  */
 import { Buffer } from 'node:buffer';
-import type { GrpcKVClient } from '../grpc/client.js';
+import type { GrpcKVClient } from '../grpc/index.js';
 import { hostNow, SimRandom } from '../sim/index.js';
 import type { KvOperation } from './linearizability.js';
 

@@ -16,7 +16,7 @@
  * workload compares it: etcd 3.4 has no AuthStatus.)
  */
 import { createEtcdSim, type EtcdSim } from '../client/index.js';
-import type { EtcdGrpcClient } from '../grpc/client.js';
+import type { EtcdGrpcClient } from '../grpc/index.js';
 import type { EtcdVersion } from '../etcd/index.js';
 import { DIFF_ELECTION_MS, DIFF_HEARTBEAT_MS } from './etcd_process.js';
 import { passwordOf } from './ops.js';

@@ -4,7 +4,7 @@
  * sent as one differential check and posts the result, until told to stop — then stops the etcd it
  * started and exits.
  */
-import { connectEtcd, type EtcdGrpcClient } from '../grpc/client.js';
+import { connectEtcd, type EtcdGrpcClient } from '../grpc/index.js';
 import { runDiffCheck } from './check.js';
 import { startEtcd, type EtcdProcess } from './etcd_process.js';
 import type { SeedResult, SeedWorkerData, SeedWorkerReady } from './seeds.js';

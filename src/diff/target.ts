@@ -12,7 +12,7 @@
 import type { EtcdSim } from '../client/index.js';
 import { toGrpcError, type GrpcError, type BidiStream, promised, type CallContext } from '../server/index.js';
 import type * as M from '../server/messages.js';
-import type { GrpcAuthClient, EtcdGrpcClient, GrpcKVClient, GrpcLeaseClient } from '../grpc/client.js';
+import type { GrpcAuthClient, EtcdGrpcClient, GrpcKVClient, GrpcLeaseClient } from '../grpc/index.js';
 
 export interface DiffStream<Req, Res> {
   write(req: Req): void;

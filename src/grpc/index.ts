@@ -1,11 +1,16 @@
 /**
- * The `etcdsim/grpc` entry point: server mode. serve() puts one simulated member on a real port with
- * etcd's v3 gRPC API, so any etcd client (etcdctl, etcd3, Go's clientv3, jetcd, grpc-js) talks to it as to a
- * single-member etcd. The proto helpers let a test build plain grpc-js clients from etcd's own protos.
- * Kept apart from the root entry point because it loads @grpc/grpc-js and the .proto files.
+ * What the floors above (the command, the differential, the shadow) use of the gRPC floor: serve() and its
+ * options — one member on a real port as etcd's v3rpc serves it — and the gRPC client of a real etcd
+ * (connectEtcd, etcd's services as grpc-js constructors). The package's `etcdsim/grpc` entry is another
+ * file (src/grpc.ts), which picks what users may import, so this index can offer the floors above what is
+ * not published.
+ *
+ * A served cluster (serve_cluster.ts) is offered by its types only: it loads the simulated cluster and its
+ * Raft, which `etcdsim serve` with one member never needs, so the command imports it when it runs.
  */
 export {
   serve,
+  isLoopback,
   type ServeOptions,
   type ServeHandle,
   type TlsOptions,
@@ -13,13 +18,15 @@ export {
   type StreamEndReason,
   type StreamEndInfo,
 } from './server.js';
-// etcd's protos for plain grpc-js clients (src/proto), and grpc-js's constructors of etcd's services.
-export { PROTO_DIR, PROTO_LOADER_OPTIONS, type EtcdServiceName } from '../proto/index.js';
-export { loadEtcdProtos, etcdService } from './client.js';
-// serve({ clock }) drives a served member from a test's virtual clock; ServeHandle.server is the member.
-export { VirtualClock, type Clock } from '../sim/index.js';
-export type { EtcdServer, EtcdServerOptions } from '../server/index.js';
-// What ServeOptions' fields take: the rule set (etcd release) and the users and roles to start with.
-export type { EtcdVersion } from '../etcd/index.js';
-export type { AuthSetup } from '../auth/index.js';
-export type { TokenProvider, TokenProviderFactory } from '../auth/index.js';
+export {
+  connectEtcd,
+  etcdService,
+  loadEtcdProtos,
+  type ConnectOptions,
+  type EtcdGrpcClient,
+  type GrpcAuthClient,
+  type GrpcBidiCall,
+  type GrpcKVClient,
+  type GrpcLeaseClient,
+} from './client.js';
+export type { ServedClusterMember, ServeClusterOptions, ServeClusterHandle } from './serve_cluster.js';

@@ -6,7 +6,7 @@
  * compared, logged and replayed exactly as one that came over gRPC.
  */
 import type { Buffer } from 'node:buffer';
-import { etcdService } from '../grpc/client.js';
+import { etcdService } from '../grpc/index.js';
 import type { EtcdServiceName } from '../proto/index.js';
 import { messageFromJson, readJsonValue, type JsonValue } from '../http/index.js';
 

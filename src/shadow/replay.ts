@@ -8,7 +8,7 @@
  * writes and deletes a padding key to get there (`R - current` must then be 0 or at least 2).
  */
 import { Buffer } from 'node:buffer';
-import { connectEtcd, type GrpcBidiCall } from '../grpc/client.js';
+import { connectEtcd, type GrpcBidiCall } from '../grpc/index.js';
 import type { EtcdVersion } from '../etcd/index.js';
 import { afterHostTime } from '../sim/index.js';
 import { startShadow } from './shadow.js';

@@ -11,7 +11,7 @@
  */
 import { Buffer } from 'node:buffer';
 import * as grpc from '@grpc/grpc-js';
-import { etcdService } from '../grpc/client.js';
+import { etcdService } from '../grpc/index.js';
 import type * as M from '../server/messages.js';
 import { hostNow } from '../sim/index.js';
 

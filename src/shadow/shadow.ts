@@ -12,7 +12,7 @@
 import { Buffer } from 'node:buffer';
 import * as grpc from '@grpc/grpc-js';
 import { createEtcdSim, type EtcdSim } from '../client/index.js';
-import { connectEtcd, type EtcdGrpcClient } from '../grpc/client.js';
+import { connectEtcd, type EtcdGrpcClient } from '../grpc/index.js';
 import type { EtcdVersion } from '../etcd/index.js';
 import { routeAt } from '../http/index.js';
 import { text, simTarget } from '../diff/index.js';

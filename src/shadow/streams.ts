@@ -5,7 +5,7 @@
  * item by item: each event, and each creation, cancel or answer to a progress request as a whole.
  */
 import { canon, text } from '../diff/index.js';
-import type { GrpcBidiCall } from '../grpc/client.js';
+import type { GrpcBidiCall } from '../grpc/index.js';
 import type * as M from '../server/messages.js';
 import { NO_LEASES } from './context.js';
 import type { ShadowReport } from './report.js';

@@ -11,7 +11,8 @@
  * (a minute before the deadline, a minute of TTL) leave a loaded machine room; a fake jump goes well past both.
  */
 import assert from 'node:assert/strict';
-import { etcdService, type EtcdServiceName } from '../../src/grpc/index.js';
+import { etcdService } from '../../src/grpc/index.js';
+import type { EtcdServiceName } from '../../src/proto/index.js';
 import type { ServeHandle } from '../../src/grpc/server.js';
 import { WireClient, frame } from './raw_h2.js';
 

@@ -17,8 +17,8 @@ const ENTRY_POINTS: ReadonlySet<string> = new Set([
   // The root entry picks the public surface name by name from the files that define them, so a folder's
   // index (which serves the floors above) never decides what is published.
   'src/index.ts',
-  // The `etcdsim/grpc` entry, likewise.
-  'src/grpc/index.ts',
+  // The `etcdsim/grpc` entry, likewise (src/grpc/index.ts is the gRPC floor's index, for the floors above).
+  'src/grpc.ts',
 ]);
 
 /** Imports of a folder's file (not its index) that are allowed, as `importer folder → imported file`. */
@@ -29,13 +29,6 @@ const EXCEPTIONS: Readonly<Record<string, string>> = {
   'server → src/proto/generated/index.ts': 'one namespace of message types in the published types',
   // mvcc reads no clock (test/layout/layers.test.ts): sim's index loads the clocks, its bytes platform does not.
   'mvcc → src/sim/bytes_platform.ts': 'mvcc loads no clock',
-  // src/grpc's index is the `etcdsim/grpc` entry point: what the floors above use of server mode (the gRPC
-  // client, serve() and the served cluster) would be published if it went through there.
-  'cli → src/grpc/client.ts': 'grpc index is a package entry point',
-  'cli → src/grpc/server.ts': 'grpc index is a package entry point',
-  'cli → src/grpc/serve_cluster.ts': 'grpc index is a package entry point',
-  'diff → src/grpc/client.ts': 'grpc index is a package entry point',
-  'shadow → src/grpc/client.ts': 'grpc index is a package entry point',
   // proto's index also holds the .proto loader, which loads proto-loader and protobufjs (53 modules): the
   // in-process simulator (the root entry, the playground's page) never reads a .proto and lists etcd's calls
   // from their generated declarations alone (held below: it reaches no loader).

@@ -10,5 +10,5 @@ export default {
   globalSetup: './global-setup.mjs',
   globalTeardown: './global-teardown.mjs',
   // Only because these examples live inside etcdsim's own repository; your project resolves 'etcdsim' itself.
-  moduleNameMapper: { '^etcdsim$': `${repo}/dist/index.js`, '^etcdsim/grpc$': `${repo}/dist/grpc/index.js` },
+  moduleNameMapper: { '^etcdsim$': `${repo}/dist/index.js`, '^etcdsim/grpc$': `${repo}/dist/grpc.js` },
 };

@@ -7,5 +7,5 @@ export default defineConfig({
   root: fileURLToPath(new URL('.', import.meta.url)),
   test: { include: ['*.test.mjs'], globalSetup: ['./global-setup.mjs'] },
   // Only because these examples live inside etcdsim's own repository; your project resolves 'etcdsim' itself.
-  resolve: { alias: { 'etcdsim/grpc': `${repo}/dist/grpc/index.js`, etcdsim: `${repo}/dist/index.js` } },
+  resolve: { alias: { 'etcdsim/grpc': `${repo}/dist/grpc.js`, etcdsim: `${repo}/dist/index.js` } },
 });
