@@ -14,7 +14,8 @@
  * The grpc-js service constructors it dials with (etcdService) are exported too, for plain grpc-js clients:
  * the tests', the differential's and the shadow's.
  */
-import * as grpc from '@grpc/grpc-js';
+import { createRequire } from 'node:module';
+import type * as grpc from '@grpc/grpc-js';
 import { etcdPackageDefinition, SERVICE_PACKAGES, type CallName, type EtcdServiceName } from '../proto/index.js';
 import {
   type AuthService,
@@ -36,6 +37,18 @@ import {
 import type * as M from '../server/messages.js';
 import { hostNow } from '../sim/index.js';
 
+let loaded: typeof grpc | undefined;
+
+/**
+ * grpc-js, loaded on the first dial rather than with this file: the gRPC floor's index holds this client,
+ * and `etcdsim serve` loads that index for serve() — a serving member never dials, and grpc-js would add
+ * some 0.3 s to its start-up. (The same module object an `import` would give: Node loads a CommonJS package once.)
+ */
+function grpcJs(): typeof grpc {
+  loaded ??= createRequire(import.meta.url)('@grpc/grpc-js') as typeof grpc;
+  return loaded;
+}
+
 let cachedObject: grpc.GrpcObject | undefined;
 
 /**
@@ -44,7 +57,7 @@ let cachedObject: grpc.GrpcObject | undefined;
  * @public
  */
 export function loadEtcdProtos(): grpc.GrpcObject {
-  cachedObject ??= grpc.loadPackageDefinition(etcdPackageDefinition());
+  cachedObject ??= grpcJs().loadPackageDefinition(etcdPackageDefinition());
   return cachedObject;
 }
 
@@ -120,7 +133,7 @@ type BidiFn = (md: grpc.Metadata) => grpc.ClientDuplexStream<unknown, unknown>;
  */
 export function connectEtcd(address: string, opts: ConnectOptions = {}): EtcdGrpcClient {
   const deadlineMs = opts.deadlineMs ?? 10_000;
-  const creds = opts.credentials ?? grpc.credentials.createInsecure();
+  const creds = opts.credentials ?? grpcJs().credentials.createInsecure();
   const open = new Set<GrpcBidiCall<unknown, unknown>>();
   // One channel for every service: grpc-js shares the subchannel when the address and options match.
   const clients = new Map<string, grpc.Client>();
@@ -175,7 +188,7 @@ export function connectEtcd(address: string, opts: ConnectOptions = {}): EtcdGrp
 
 /** The call's metadata: the caller's simple token as `token`, as etcd's clients send it. */
 function metadata(ctx: CallContext | undefined): grpc.Metadata {
-  const md = new grpc.Metadata();
+  const md = new (grpcJs().Metadata)();
   if (ctx?.token !== undefined) md.set('token', ctx.token);
   return md;
 }
@@ -194,7 +207,7 @@ class BidiCall<Req, Res> implements GrpcBidiCall<Req, Res> {
       else this.buffered.push(res);
     });
     call.on('error', (err: grpc.ServiceError) => {
-      this.finish(this.cancelled && err.code === grpc.status.CANCELLED ? undefined : (err as unknown as GrpcError));
+      this.finish(this.cancelled && err.code === grpcJs().status.CANCELLED ? undefined : (err as unknown as GrpcError));
     });
     call.on('end', () => this.finish(undefined));
   }
