@@ -42,7 +42,7 @@ let loaded: typeof grpc | undefined;
 /**
  * grpc-js, loaded on the first dial rather than with this file: the gRPC floor's index holds this client,
  * and `etcdsim serve` loads that index for serve() — a serving member never dials, and grpc-js would add
- * some 0.3 s to its start-up. (The same module object an `import` would give: Node loads a CommonJS package once.)
+ * some 0.3 s to its start-up. The same module object an `import` would give: Node loads a package once.
  */
 function grpcJs(): typeof grpc {
   loaded ??= createRequire(import.meta.url)('@grpc/grpc-js') as typeof grpc;
