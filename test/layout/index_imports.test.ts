@@ -100,6 +100,11 @@ test('the in-process simulator (the root entry) reaches no .proto loader, which 
   assert.ok(!reached.has('src/proto/loader.ts'), 'the root entry now loads the .proto loader: the calls.ts exceptions lost their reason');
 });
 
+test('a process member’s raft_request.ts loads the .proto loader, which is why it is not exported through server’s index', () => {
+  assert.ok(reachedFrom('src/server/raft_request.ts').has('src/proto/loader.ts'), 'raft_request.ts no longer loads the loader: export it through server’s index and drop its exception');
+  assert.ok(reachedFrom('src/server/index.ts').has('src/server/raft_request.ts') === false, 'server’s index loads raft_request.ts: peer may import it from there');
+});
+
 test('imports between src/ folders go through the imported folder’s index.ts', () => {
   const { found, excepted } = pastTheIndex();
   assert.deepEqual(found, [], 'import it from the folder’s index.ts (export it there), or name a justified exception here');
