@@ -8,6 +8,8 @@
 /** The property files that kill mutants: every engine-level property (the served-door ones are too slow). */
 export const propertyFiles = [
   'test/properties/mvcc.property.test.ts',
+  // The store's record columns alone, past the sizes the store's property reaches (column growth, slabs).
+  'test/properties/history.property.test.ts',
   'test/properties/list_then_watch.property.test.ts',
   'test/properties/watch_guarantees.property.test.ts',
   'test/properties/catch_up_pace.property.test.ts',
@@ -25,6 +27,7 @@ export const propertyFiles = [
 /** The tests of those files that kill mutants (name patterns). */
 const propertyTests = [
   'MvccStore agrees',
+  'History agrees',
   'gives up on txns',
   'correct informer',
   'every watch keeps',

@@ -64,7 +64,35 @@ export interface ReferenceOptions {
   readonly maxTxnOps: number;
   /** Which lease IDs exist (the lessor is outside this model). */
   readonly leaseExists: (id: bigint) => boolean;
+  /** Which release's rules, where releases differ (default: the newest's). */
+  readonly rules?: ReleaseRules | undefined;
 }
+
+/**
+ * What the releases the simulator models do differently here (docs/version-differences.md), written down
+ * from etcd's changes, not taken from src/mvcc/compat.ts.
+ */
+export interface ReleaseRules {
+  /**
+   * Compaction keeps a tombstone exactly at the compaction revision (etcd PR #18274, 3.6; backported after
+   * 3.4.23, which drops it: a watch from the compaction revision missed the delete).
+   */
+  readonly keepTombstoneAtCompactRev: boolean;
+  /** A txn's pre-checks run every put check before any range check (before 3.6's txn package); else in op order. */
+  readonly txnChecksPutsFirst: boolean;
+  /**
+   * An unknown sort_order passes validation (3.4 checked the key only) and then sorts nothing: key order,
+   * read in full (no early limit).
+   */
+  readonly sortOrderUnchecked: boolean;
+}
+
+export const RELEASE_RULES: Readonly<Record<'3.4' | '3.5' | '3.6' | '3.7', ReleaseRules>> = {
+  '3.4': { keepTombstoneAtCompactRev: false, txnChecksPutsFirst: true, sortOrderUnchecked: true },
+  '3.5': { keepTombstoneAtCompactRev: true, txnChecksPutsFirst: true, sortOrderUnchecked: false },
+  '3.6': { keepTombstoneAtCompactRev: true, txnChecksPutsFirst: false, sortOrderUnchecked: false },
+  '3.7': { keepTombstoneAtCompactRev: true, txnChecksPutsFirst: false, sortOrderUnchecked: false },
+};
 
 const NO_BYTES = new Uint8Array(0);
 
@@ -138,9 +166,11 @@ export class ReferenceKV {
   currentRev = 1;
   compactRev = -1;
   readonly opts: ReferenceOptions;
+  readonly rules: ReleaseRules;
 
   constructor(opts: ReferenceOptions) {
     this.opts = opts;
+    this.rules = opts.rules ?? RELEASE_RULES['3.7'];
   }
 
   /** Live keys at `rev` (no compaction check), as KeyValues in key order. */
@@ -155,8 +185,17 @@ export class ReferenceKV {
     return l === undefined ? undefined : toKv(k, l);
   }
 
-  /** The watch events of revision `rev` (DELETE events carry a tombstone KeyValue). */
+  /**
+   * The watch events of revision `rev` (DELETE events carry a tombstone KeyValue) as the store still has
+   * them: at the compaction revision, a release that drops tombstones there has lost its DELETEs.
+   */
   eventsAt(rev: number): Event[] {
+    const events = this.allEventsAt(rev);
+    return rev === this.compactRev && !this.rules.keepTombstoneAtCompactRev ? events.filter((e) => e.type === 'PUT') : events;
+  }
+
+  /** Every event revision `rev` made. */
+  private allEventsAt(rev: number): Event[] {
     const before = replay(this.log, rev - 1);
     const out: Event[] = [];
     for (const c of this.log) {
@@ -200,7 +239,7 @@ export class ReferenceKV {
   // Range
 
   range(r: RangeRequest): RangeResponse {
-    validateRange(r);
+    validateRange(r, this.rules);
     return doRange(this.view(), r);
   }
 
@@ -247,7 +286,7 @@ export class ReferenceKV {
 
   /** Validation, compares and pre-checks: everything etcd does before the first write. */
   private prepareTxn(t: TxnRequest): TxnWriter {
-    validateTxn(t, this.opts.maxTxnOps);
+    validateTxn(t, this.opts.maxTxnOps, this.rules);
     overlapCheck(t.success ?? []);
     overlapCheck(t.failure ?? []);
     const w = new TxnWriter(this);
@@ -263,7 +302,7 @@ export class ReferenceKV {
    * What etcd's backend still holds after the compactions (its db size, the simulator's retained tally):
    * every change after the compact revision and, of each key's changes up to it, only the last one, if it
    * is a put or a tombstone exactly at the compact revision (etcd 3.6+ keeps that one, so a watch from the
-   * compact revision still sees the delete), in log order. Reads cannot tell a tombstone kept from one
+   * compact revision still sees the delete; keepTombstoneAtCompactRev), in log order. Reads cannot tell a tombstone kept from one
    * dropped, so this is the only place the keep rule shows; written as a filter over the whole history,
    * with no generations.
    */
@@ -271,7 +310,8 @@ export class ReferenceKV {
     const at = this.compactRev;
     const lastUpTo = new Map<string, Change>();
     for (const c of this.log) if (c.rev <= at) lastUpTo.set(c.key, c);
-    return this.log.filter((c) => c.rev > at || (lastUpTo.get(c.key) === c && (c.value !== undefined || c.rev === at)));
+    const keepAt = this.rules.keepTombstoneAtCompactRev;
+    return this.log.filter((c) => c.rev > at || (lastUpTo.get(c.key) === c && (c.value !== undefined || (keepAt && c.rev === at))));
   }
 
   /** How many revisions retainedChanges() are, and their key and value bytes. */
@@ -296,9 +336,9 @@ export class ReferenceKV {
 const ORDERS = ['NONE', 'ASCEND', 'DESCEND'];
 const TARGETS = ['KEY', 'VERSION', 'CREATE', 'MOD', 'VALUE'];
 
-function validateRange(r: RangeRequest): void {
+function validateRange(r: RangeRequest, rules: ReleaseRules): void {
   if (r.key.length === 0) fail(ErrEmptyKey);
-  if (r.sortOrder !== undefined && !ORDERS.includes(r.sortOrder)) fail(ErrInvalidSortOption);
+  if (!rules.sortOrderUnchecked && r.sortOrder !== undefined && !ORDERS.includes(r.sortOrder)) fail(ErrInvalidSortOption);
   if (r.sortTarget !== undefined && !TARGETS.includes(r.sortTarget)) fail(ErrInvalidSortOption);
 }
 
@@ -308,24 +348,24 @@ function validatePut(r: PutRequest): void {
   if (r.ignoreLease === true && (r.lease ?? 0n) !== 0n) fail(ErrLeaseProvided);
 }
 
-function validateOp(op: RequestOp, budget: number): void {
-  if (op.requestRange !== undefined) validateRange(op.requestRange);
+function validateOp(op: RequestOp, budget: number, rules: ReleaseRules): void {
+  if (op.requestRange !== undefined) validateRange(op.requestRange, rules);
   else if (op.requestPut !== undefined) validatePut(op.requestPut);
   else if (op.requestDeleteRange !== undefined) {
     if (op.requestDeleteRange.key.length === 0) fail(ErrEmptyKey);
-  } else if (op.requestTxn !== undefined) validateTxn(op.requestTxn, budget);
+  } else if (op.requestTxn !== undefined) validateTxn(op.requestTxn, budget, rules);
   else fail(ErrKeyNotFound);
 }
 
-function validateTxn(t: TxnRequest, maxOps: number): void {
+function validateTxn(t: TxnRequest, maxOps: number, rules: ReleaseRules): void {
   const cmps = t.compare ?? [];
   const succ = t.success ?? [];
   const fails = t.failure ?? [];
   const widest = Math.max(cmps.length, succ.length, fails.length);
   if (widest > maxOps) fail(ErrTooManyOps);
   if (cmps.some((c) => c.key.length === 0)) fail(ErrEmptyKey);
-  for (const op of succ) validateOp(op, maxOps - widest);
-  for (const op of fails) validateOp(op, maxOps - widest);
+  for (const op of succ) validateOp(op, maxOps - widest, rules);
+  for (const op of fails) validateOp(op, maxOps - widest, rules);
 }
 
 /**
@@ -401,7 +441,8 @@ function doRange(v: View, r: RangeRequest): RangeResponse {
       (minCreate === 0 || l.create >= minCreate),
   );
   const effective = target !== 'KEY' && order === 'NONE' ? 'ASCEND' : order;
-  if (!(effective === 'NONE' || (target === 'KEY' && effective === 'ASCEND'))) {
+  // An order no release knows (only 3.4 lets one through) sorts nothing: key order.
+  if ((effective === 'ASCEND' && target !== 'KEY') || effective === 'DESCEND') {
     const by = SORT_KEY[target];
     // Stable: ties keep key order in both directions.
     const indexed = kvs.map((e, i) => [e, i] as const);
@@ -485,19 +526,30 @@ class TxnWriter {
     walk(t);
   }
 
-  /** checkTxn: range revisions and put preconditions on the chosen path, against the pre-txn state. */
+  /**
+   * checkTxn: range revisions and put preconditions on the chosen path, against the pre-txn state; in op
+   * order, or every put's before any range's (txnChecksPutsFirst).
+   */
   precheck(t: TxnRequest): void {
+    if (!this.ref.rules.txnChecksPutsFirst) return this.precheckOps(t, 'all');
+    this.precheckOps(t, 'puts');
+    this.precheckOps(t, 'ranges');
+  }
+
+  private precheckOps(t: TxnRequest, which: 'all' | 'puts' | 'ranges'): void {
     const before = replay(this.ref.log, this.begin);
     let i = 0;
     const walk = (tx: TxnRequest): void => {
       const ok = this.path[i++]!;
       for (const op of (ok ? tx.success : tx.failure) ?? []) {
         if (op.requestRange !== undefined) {
+          if (which === 'puts') continue;
           const rev = op.requestRange.revision ?? 0;
           if (rev === 0) continue;
           if (rev > this.begin) fail(ErrFutureRev);
           if (rev < this.ref.compactRev) fail(ErrCompacted);
         } else if (op.requestPut !== undefined) {
+          if (which === 'ranges') continue;
           const p = op.requestPut;
           if ((p.ignoreValue === true || p.ignoreLease === true) && !before.has(keyString(p.key))) fail(ErrKeyNotFound);
           const lease = p.lease ?? 0n;
