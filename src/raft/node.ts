@@ -263,7 +263,7 @@ export class RaftNode extends RaftCore {
 
   private proposeEntry(e: { type: 'normal' | 'conf'; data: Uint8Array; conf?: ConfChange }): boolean {
     if (this.removed) return false;
-    const entry = { index: 0, term: 0n, ...e };
+    const entry: Entry = e.conf === undefined ? { index: 0, term: 0n, type: e.type, data: e.data } : { index: 0, term: 0n, type: e.type, data: e.data, conf: e.conf };
     if (this.roleNow === 'leader') return this.leaderPropose([entry]);
     if (this.lead === NONE || this.roleNow !== 'follower') return false;
     this.send({ type: 'MsgProp', to: this.lead, term: 0n, entries: [entry] });
@@ -272,21 +272,24 @@ export class RaftNode extends RaftCore {
 
   private leaderPropose(entries: readonly Entry[]): boolean {
     if (this.leadTransferee !== NONE || !this.tracker.prs.has(this.id)) return false;
-    const out: { type: 'normal' | 'conf'; data: Uint8Array; conf?: ConfChange }[] = [];
-    for (const e of entries) {
-      if (e.type === 'conf') {
-        if (this.pendingConfIndex > this.log.applied) return false;
-        this.pendingConfIndex = this.log.lastIndex() + out.length + 1;
-      }
-      out.push(e.conf === undefined ? { type: e.type, data: e.data } : { type: e.type, data: e.data, conf: e.conf });
+    for (let k = 0; k < entries.length; k++) {
+      if (entries[k]!.type !== 'conf') continue;
+      if (this.pendingConfIndex > this.log.applied) return false;
+      this.pendingConfIndex = this.log.lastIndex() + k + 1;
     }
-    this.appendEntries(out);
+    this.appendEntries(entries);
     return true;
   }
 
+  /** Appends entries stamped with their index and this term (each a new literal of one shape: no spread). */
   private appendEntries(es: readonly { type: 'normal' | 'conf'; data: Uint8Array; conf?: ConfChange }[]): void {
     let i = this.log.lastIndex();
-    const stamped: Entry[] = es.map((e) => ({ ...e, index: ++i, term: this.termNow }));
+    const term = this.termNow;
+    const stamped: Entry[] = [];
+    for (const e of es) {
+      i++;
+      stamped.push(e.conf === undefined ? { index: i, term, type: e.type, data: e.data } : { index: i, term, type: e.type, data: e.data, conf: e.conf });
+    }
     this.log.append(stamped);
     const self = this.tracker.prs.get(this.id);
     if (self !== undefined) {
