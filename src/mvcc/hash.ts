@@ -21,18 +21,25 @@ function mixNumber(h: number, n: number): number {
 
 export function historyDigest(s: Storage, revision: number): number {
   let h = mixNumber(FNV_OFFSET, s.compactRev);
-  s.index.forEachRevs((_key, _keyBytes, revs) => {
-    for (const kv of revs) {
-      if (kv.modRevision > revision) break; // revisions are in order
-      h = mixBytes(h, kv.key);
-      h = mixNumber(h, kv.key.length);
-      h = mixNumber(h, kv.modRevision);
-      h = mixNumber(h, kv.createRevision);
-      h = mixNumber(h, kv.version);
-      h = mixBytes(h, kv.value);
-      h = mixNumber(h, kv.value.length);
-      h = mixNumber(h, Number(kv.lease & 0xffffffffn));
-      h = mixNumber(h, Number(kv.lease >> 32n));
+  // Read from the records, not from KeyValues built for the purpose: the cluster checker digests every
+  // member's store after each apply.
+  const hist = s.history;
+  s.index.forEachRecords((_key, _keyBytes, records) => {
+    for (const r of records) {
+      const modRevision = hist.modRevision(r);
+      if (modRevision > revision) break; // revisions are in order
+      const key = hist.key(r);
+      const value = hist.value(r);
+      const lease = hist.lease(r);
+      h = mixBytes(h, key);
+      h = mixNumber(h, key.length);
+      h = mixNumber(h, modRevision);
+      h = mixNumber(h, hist.createRevision(r));
+      h = mixNumber(h, hist.version(r));
+      h = mixBytes(h, value);
+      h = mixNumber(h, value.length);
+      h = mixNumber(h, Number(lease & 0xffffffffn));
+      h = mixNumber(h, Number(lease >> 32n));
     }
   });
   return h >>> 0;

@@ -139,14 +139,19 @@ export class History {
   }
 
   /** The record as a KeyValue: a fresh object whose value is a view of the stored bytes. */
-  kv(r: Rec): KeyValue {
+  /** The record's value (a view of its slab: not to be changed). */
+  value(r: Rec): Uint8Array {
     const s = this.valSlab[r]!;
+    return s === NO_SLAB ? EMPTY_BYTES : new Uint8Array(this.slabs[s]!.buffer, this.valOff[r]!, this.valLen[r]!);
+  }
+
+  kv(r: Rec): KeyValue {
     const kv: KeyValue = {
       key: this.keys[r]!,
       createRevision: this.createRev[r]!,
       modRevision: this.modRev[r]!,
       version: this.ver[r]!,
-      value: s === NO_SLAB ? EMPTY_BYTES : new Uint8Array(this.slabs[s]!.buffer, this.valOff[r]!, this.valLen[r]!),
+      value: this.value(r),
       lease: this.leases[r]!,
     };
     const sub = this.subRev[r]!;

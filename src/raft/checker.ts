@@ -15,8 +15,9 @@
  *    and a member's snapshot never moves back (but by a restart, which loses a snapshot not yet saved).
  * It reads nodes and changes nothing; it remembers one record per index it saw (tests' logs are short).
  * Run after every tick of a long run, it does not look again at what cannot have changed: a committed
- * entry it checked in a node's log (the very same object: entries are immutable values) and, for a leader
- * of a term, the committed indexes it already found in that leader's log.
+ * entry it checked in a node's log (the very same object at its index: entries are immutable values; one
+ * identity comparison each, so a committed entry replaced by another is checked again), a snapshot's
+ * digest, and, for a leader of a term, the committed indexes it already found in that leader's log.
  */
 import { NONE, type Entry, type NodeId } from './messages.js';
 import type { RaftNode } from './node.js';
@@ -53,7 +54,9 @@ export class RaftNodeChecker {
   private readonly snapshots = new Map<number, { readonly term: bigint; readonly fp: string }>();
   private readonly snapshotOf = new Map<NodeId, number>();
   /** Per node, the committed entries of its log already checked. */
-  private readonly checkedEntries = new WeakMap<RaftNode, WeakSet<Entry>>();
+  private readonly checkedEntries = new WeakMap<RaftNode, CheckedEntries>();
+  /** A snapshot's digest, by its bytes (every check looks at each node's snapshot). */
+  private readonly snapshotDigests = new WeakMap<Uint8Array, string>();
   /** Per leader node, the term and the committed index up to which its log was found complete. */
   private readonly completeUpTo = new WeakMap<RaftNode, { readonly term: bigint; readonly upTo: number }>();
   private highestCommitted = 0;
@@ -102,7 +105,8 @@ export class RaftNodeChecker {
     if (before !== undefined && s.index < before) this.report('snapshot', `member ${n.id} snapshot ${before} → ${s.index}`);
     this.snapshotOf.set(n.id, s.index);
     if (s.index === 0) return;
-    const fp = entryFingerprint({ index: s.index, term: s.term, type: 'normal', data: s.data });
+    let fp = this.snapshotDigests.get(s.data);
+    if (fp === undefined) this.snapshotDigests.set(s.data, (fp = entryFingerprint({ index: s.index, term: s.term, type: 'normal', data: s.data })));
     const seen = this.snapshots.get(s.index);
     if (seen === undefined) this.snapshots.set(s.index, { term: s.term, fp });
     else if (seen.term !== s.term || seen.fp !== fp) this.report('snapshot', `member ${n.id} snapshot at ${s.index}: ${fp}@${s.term}, elsewhere ${seen.fp}@${seen.term}`);
@@ -125,7 +129,8 @@ export class RaftNodeChecker {
     if (log.applied > log.committed) this.report('state machine safety', `member ${n.id} applied ${log.applied} > commit ${log.committed}`);
     this.checkSnapshot(n);
     let checked = this.checkedEntries.get(n);
-    if (checked === undefined) this.checkedEntries.set(n, (checked = new WeakSet()));
+    if (checked === undefined) this.checkedEntries.set(n, (checked = new CheckedEntries()));
+    checked.dropBefore(log.firstIndex());
     for (const e of log.held()) {
       if (checked.has(e)) continue;
       const key = `${e.index}/${e.term}`;
@@ -155,5 +160,36 @@ export class RaftNodeChecker {
       if (t !== c.term) this.report('leader completeness', `leader ${n.id} of term ${n.term} lacks ${i}@${c.term} committed by term ${c.knownAt}`);
     }
     this.completeUpTo.set(n, { term: n.term, upTo: Math.min(this.highestCommitted, log.lastIndex()) });
+  }
+}
+
+/**
+ * The committed entries of one node's log already checked, by index from `first`: what a WeakSet of them
+ * told, with an array slot compared by identity instead of a hash lookup per entry per check.
+ */
+class CheckedEntries {
+  private first = 0;
+  private entries: (Entry | undefined)[] = [];
+
+  has(e: Entry): boolean {
+    return this.entries[e.index - this.first] === e;
+  }
+
+  add(e: Entry): void {
+    const at = e.index - this.first;
+    if (at >= 0 && at <= this.entries.length) this.entries[at] = e;
+    else {
+      // Not next to what was checked (a log that restarted from a later snapshot): start again from it.
+      this.first = e.index;
+      this.entries = [e];
+    }
+  }
+
+  /** The log now starts at `firstIndex` (compacted, or restored from a snapshot): forget what was before. */
+  dropBefore(firstIndex: number): void {
+    const n = firstIndex - this.first;
+    if (n <= 0) return;
+    this.entries = n >= this.entries.length ? [] : this.entries.slice(n);
+    this.first = firstIndex;
   }
 }
