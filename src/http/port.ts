@@ -84,14 +84,19 @@ export interface ClientPort {
 export async function listenClientPort(opts: ClientPortOptions): Promise<ClientPort> {
   // Go's http.Server as etcd configures it: no idle, request or body timeouts (a watch's request body may stay
   // open), and a header section of up to 1 MiB (Go's DefaultMaxHeaderBytes; node:http's default is 16 KiB).
-  const httpServer = http.createServer({ keepAliveTimeout: 0, requestTimeout: 0, maxHeaderSize: MAX_HEADER_BYTES }, opts.handler);
+  // Made at the first HTTP/1.1 connection: a member whose clients all speak gRPC (etcdctl, every client
+  // library) never loads node:http, which the etcd command's start-up snapshot cannot hold (~5 ms of CPU).
+  let httpServer: http.Server | undefined;
+  const http1 = (): http.Server => (httpServer ??= http.createServer({ keepAliveTimeout: 0, requestTimeout: 0, maxHeaderSize: MAX_HEADER_BYTES }, opts.handler));
   const sockets = new Set<net.Socket>();
   const deadlines = new HandshakeDeadlines<net.Socket>(opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS, opts.timers ?? { after: afterHostTime, now: hostNow });
   // A TLSSocket is known only once its handshake is done: its TCP socket (whose deadline it is) is found by
   // the connection's remote address and port, the same on both.
   const tcpOfTls = new Map<string, net.Socket>();
   const connKey = (s: net.Socket): string => `${s.remoteAddress}|${s.remotePort}`;
-  const tcpOf = (s: net.Socket): net.Socket | undefined => (s instanceof tls.TLSSocket ? tcpOfTls.get(connKey(s)) : s);
+  // A TLS port's sockets are all TLSSockets, a plain one's none (asking `instanceof tls.TLSSocket` would load
+  // node:tls on a plain port's first connection).
+  const tcpOf = (s: net.Socket): net.Socket | undefined => (tlsServer === undefined ? s : tcpOfTls.get(connKey(s)));
   const handshaken = (socket: net.Socket): void => {
     const tcp = tcpOf(socket);
     if (tcp !== undefined) deadlines.done(tcp);
@@ -101,7 +106,7 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
   };
   const toHttp1 = (socket: net.Socket): void => {
     handshaken(socket);
-    httpServer.emit('connection', socket);
+    http1().emit('connection', socket);
   };
   // Shared by every connection (this: its TCP socket), rather than a closure each.
   function forget(this: net.Socket): void {
@@ -155,7 +160,7 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
     port,
     dropConnections() {
       for (const s of sockets) s.destroy();
-      httpServer.closeAllConnections();
+      httpServer?.closeAllConnections();
     },
     close() {
       return new Promise<void>((resolve) => {
@@ -172,7 +177,7 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
       const dropped = new Promise<void>((resolve) =>
         hostNextTurn(() => {
           for (const s of sockets) s.destroy();
-          httpServer.closeAllConnections();
+          httpServer?.closeAllConnections();
           resolve();
         }),
       );
