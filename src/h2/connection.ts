@@ -169,6 +169,15 @@ class ConnectionError extends Error {
  */
 const MAX_QUEUED_CONTROL = 50;
 
+/**
+ * Control replies a read gathers before they go out while the socket takes all we write: past
+ * MAX_QUEUED_CONTROL they are written at once only when the socket already holds output (the throttle above
+ * must then see them queued), else once they fill this many octets. Each socket write costs Node a request
+ * object and its callbacks; a SETTINGS flood written 50 ACKs at a time filled the young generation with
+ * them (the attack bench's growth) before the peer's unread replies stopped the reading.
+ */
+const CONTROL_BATCH_BYTES = 16 * 1024;
+
 /** Output (batch and socket buffer) past which DATA waits in its stream's queue, under the write quota. */
 const OUTPUT_LIMIT = 64 * 1024;
 
@@ -564,7 +573,8 @@ export class Http2ServerConnection {
         });
         break;
       }
-      if (this.controlBatch >= MAX_QUEUED_CONTROL || this.writer.pendingBytes >= OUTPUT_PAUSE) {
+      const pending = this.writer.pendingBytes;
+      if (pending >= OUTPUT_PAUSE || (this.controlBatch >= MAX_QUEUED_CONTROL && (pending >= CONTROL_BATCH_BYTES || this.socket.writableLength > 0))) {
         this.flush();
         if (this.replyBacklog()) {
           // The peer does not read our replies: read no more of its frames until they are taken.
@@ -847,6 +857,7 @@ export class Http2ServerConnection {
         case Setting.INITIAL_WINDOW_SIZE: {
           if (v > MAX_WINDOW) throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'SETTINGS_INITIAL_WINDOW_SIZE over 2^31-1');
           const delta = v - this.peerInitialWindow;
+          if (delta === 0) break; // a SETTINGS flood repeating the value walks (and allocates) nothing
           this.peerInitialWindow = v;
           // Every stream's send window moves by the difference (RFC 9113 §6.9.2), possibly below zero.
           for (const st of this.streams.values()) {
