@@ -50,8 +50,11 @@ class Seen {
   resets = 0;
   statuses = new Map<string, number>();
   closed = 0;
+  /** Octets of the attack the server's side took (the kernel's buffers included), where an attack counts them. */
+  taken = 0;
   text(): string {
     const parts: string[] = [];
+    if (this.taken > 0) parts.push(`${(this.taken / 1048576).toFixed(1)} MB taken`);
     for (const [c, n] of this.goaways) parts.push(`GOAWAY ${ERROR_NAMES[c] ?? c}${n > 1 ? ` ×${n}` : ''}`);
     if (this.resets > 0) parts.push(`${this.resets} RST_STREAM`);
     for (const [s, n] of this.statuses) parts.push(`HTTP ${s}${n > 1 ? ` ×${n}` : ''}`);
@@ -132,6 +135,27 @@ const WATCH_HEADERS = new HpackEncoder().encode([':method', 'POST', ':scheme', '
 
 type Attack = (address: string, seen: Seen, sz: Sizes, deadline: number) => Promise<void>;
 
+/** The slow-read attacker's writer: 64 KiB values put under /big one after another, on one connection, until the deadline. */
+async function bigPuts(address: string, deadline: number): Promise<void> {
+  const writer = http2.connect(`http://${address}`);
+  writer.on('error', () => {});
+  const value = Buffer.alloc(64 * 1024, 0x76);
+  const put = Buffer.concat([Buffer.from([0x0a, 0x04]), Buffer.from('/big'), Buffer.from([0x12, 0x80, 0x80, 0x04]), value]);
+  const message = Buffer.alloc(5 + put.length);
+  message.writeUInt32BE(put.length, 1);
+  put.copy(message, 5);
+  while (Date.now() < deadline) {
+    await new Promise<void>((resolve) => {
+      const req = writer.request({ ':method': 'POST', ':path': '/etcdserverpb.KV/Put', 'content-type': 'application/grpc', te: 'trailers' });
+      req.on('error', () => resolve());
+      req.on('close', () => resolve());
+      req.resume();
+      req.end(message);
+    });
+  }
+  writer.destroy();
+}
+
 /** An HPACK literal with incremental indexing (RFC 7541 §6.2.1), new name; lengths under 2^14. */
 function indexedLiteral(name: string, valueLength: number): Buffer {
   const len = (n: number): number[] => (n < 127 ? [n] : n < 127 + 128 * 128 ? [127, ((n - 127) & 0x7f) | 0x80, (n - 127) >> 7] : []);
@@ -179,6 +203,8 @@ const ATTACKS: ReadonlyArray<{ name: string; run: Attack; floor?: Floor }> = [
       s.write(PREFACE);
       const batch = Buffer.concat(Array.from({ length: 4096 }, () => settingsFrame([[0x4, 65535]])));
       await flood(s, () => batch, deadline);
+      // What the server read is what the kernel took: its growth is mostly Node's buffers for these reads.
+      seen.taken = s.bytesWritten - s.writableLength;
       drop(s);
     },
   },
@@ -273,25 +299,14 @@ const ATTACKS: ReadonlyArray<{ name: string; run: Attack; floor?: Floor }> = [
         s.write(Buffer.concat(parts));
         conns.push(s);
       }
-      const writer = http2.connect(`http://${address}`);
-      writer.on('error', () => {});
-      const value = Buffer.alloc(64 * 1024, 0x76);
-      const put = Buffer.concat([Buffer.from([0x0a, 0x04]), Buffer.from('/big'), Buffer.from([0x12, 0x80, 0x80, 0x04]), value]);
-      const message = Buffer.alloc(5 + put.length);
-      message.writeUInt32BE(put.length, 1);
-      put.copy(message, 5);
-      while (Date.now() < deadline) {
-        await new Promise<void>((resolve) => {
-          const req = writer.request({ ':method': 'POST', ':path': '/etcdserverpb.KV/Put', 'content-type': 'application/grpc', te: 'trailers' });
-          req.on('error', () => resolve());
-          req.on('close', () => resolve());
-          req.resume();
-          req.end(message);
-        });
-      }
-      writer.destroy();
+      await bigPuts(address, deadline);
       for (const s of conns) drop(s);
     },
+  },
+  {
+    // The slow-read row's puts alone: what its readers add is the difference between the two rows.
+    name: '64 KiB puts, no watchers (the slow-read row without its readers)',
+    run: (address, _seen, _z, deadline) => bigPuts(address, deadline),
   },
   {
     name: 'HTTP/1.1 200 MiB POST to the gateway',
