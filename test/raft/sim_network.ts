@@ -31,6 +31,8 @@ interface Member {
   values: string[];
   /** The index of the last snapshot this member saved. */
   savedSnapshot: number;
+  /** The leader and role as the Readies told them (a Ready carries them when they changed). */
+  soft: { leader: NodeId; role: string };
 }
 
 export interface NetFaults {
@@ -85,7 +87,7 @@ export class SimNetwork {
 
   private start(id: NodeId, disk0: RaftStorage): void {
     const disk = new MemoryStorage(disk0);
-    const m: Member = { id, node: this.newNode(id, disk, 0), disk, tee: this.tee?.(id, disk0), alive: true, incarnation: 0, values: [], savedSnapshot: disk0.snapshot.index };
+    const m: Member = { id, node: this.newNode(id, disk, 0), disk, tee: this.tee?.(id, disk0), alive: true, incarnation: 0, values: [], savedSnapshot: disk0.snapshot.index, soft: { leader: NONE, role: 'follower' } };
     this.side.set(id, 0);
     this.clock.every(HEARTBEAT_MS, () => this.tick(m), { phase: (this.members.size % (HEARTBEAT_MS - 1)) + 1 });
     this.members.set(id, m);
@@ -122,6 +124,7 @@ export class SimNetwork {
       const rd = m.node.ready();
       m.disk.save(rd);
       m.tee?.save(rd);
+      if (rd.softState !== undefined) m.soft = { ...rd.softState };
       if (rd.snapshot !== undefined) {
         m.savedSnapshot = rd.snapshot.index;
         m.values = JSON.parse(fromUtf8.decode(rd.snapshot.data)) as string[];
@@ -142,6 +145,30 @@ export class SimNetwork {
       if (m.node.log.applied - m.node.log.snapshot.index >= this.snapshotEvery) this.snapshot(m, 5);
     }
     this.checker.check([...this.members.values()].filter((x) => x.alive).map((x) => x.node));
+    if (m.alive) this.checkViews(m);
+  }
+
+  /**
+   * What a member shows of its node once its Readies are handled: the leader and role the Readies said,
+   * a status that is the node's own state (the vote as persisted), and, from a leader, a match index per
+   * member of its term that the member's log reaches (a follower acknowledges only what it persisted).
+   */
+  private checkViews(m: Member): void {
+    const n = m.node;
+    if (m.soft.leader !== n.leader || m.soft.role !== n.role) throw new Error(`member ${m.id}: its Readies said leader ${m.soft.leader} as ${m.soft.role}; it is ${n.role} under ${n.leader}`);
+    const st = n.status();
+    const own = { id: m.id, role: n.role, term: n.term, vote: m.disk.storage().hardState.vote, leader: n.leader, commit: n.log.committed, applied: n.log.applied, lastIndex: n.log.lastIndex() };
+    for (const [k, v] of Object.entries(own)) if (st[k as keyof typeof own] !== v) throw new Error(`member ${m.id}: status says ${k} ${String(st[k as keyof typeof own])}, the node ${String(v)}`);
+    const conf = n.conf;
+    if (String(st.conf.voters) !== String(conf.voters) || String(st.conf.learners) !== String(conf.learners)) throw new Error(`member ${m.id}: status shows another configuration`);
+    for (const [id, other] of this.members) {
+      const match = n.matchOf(id);
+      if (n.role !== 'leader') {
+        if (match !== undefined) throw new Error(`member ${m.id}, ${n.role}, tells a match index for ${id}`);
+      } else if (match !== undefined && other.node.term === n.term && match > other.node.log.lastIndex()) {
+        throw new Error(`leader ${m.id} counts ${id} as holding ${match}; its log ends at ${other.node.log.lastIndex()}`);
+      }
+    }
   }
 
   /** The member snapshots its state machine at its applied index and compacts its log but for `keep` entries. */
@@ -259,6 +286,7 @@ export class SimNetwork {
     if (m.alive || this.gone.has(id)) return;
     m.incarnation++;
     m.node = this.newNode(id, m.disk, m.incarnation);
+    m.soft = { leader: NONE, role: 'follower' };
     // A member restarts with the term, vote and commit index it persisted (raft's HardState).
     const { hardState } = m.disk.storage();
     const st = m.node.status();
