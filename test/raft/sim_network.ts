@@ -149,12 +149,17 @@ export class SimNetwork {
   }
 
   /**
-   * What a member shows of its node once its Readies are handled: the leader and role the Readies said,
-   * a status that is the node's own state (the vote as persisted), and, from a leader, a match index per
-   * member of its term that the member's log reaches (a follower acknowledges only what it persisted).
+   * What a member shows of its node once its Readies are handled: no Ready left behind, the leader and role
+   * the Readies said, a status that is the node's own state (the vote as persisted), and, from a leader, a
+   * match index per member of its term that the member's log reaches (a follower acknowledges only what it
+   * persisted).
    */
   private checkViews(m: Member): void {
     const n = m.node;
+    // hasReady() said nothing is left: a Ready now must carry nothing (raft's HasReady and containsUpdates).
+    const rd = n.ready();
+    const left = rd.messages.length + rd.readStates.length + rd.entries.length + rd.committedEntries.length;
+    if (left > 0 || rd.snapshot !== undefined || rd.hardState !== undefined || rd.softState !== undefined) throw new Error(`member ${m.id}: hasReady() said no, but a Ready holds ${JSON.stringify(Object.keys(rd))} (${left} items)`);
     if (m.soft.leader !== n.leader || m.soft.role !== n.role) throw new Error(`member ${m.id}: its Readies said leader ${m.soft.leader} as ${m.soft.role}; it is ${n.role} under ${n.leader}`);
     const st = n.status();
     const own = { id: m.id, role: n.role, term: n.term, vote: m.disk.storage().hardState.vote, leader: n.leader, commit: n.log.committed, applied: n.log.applied, lastIndex: n.log.lastIndex() };
