@@ -30,6 +30,13 @@ export type {
   EtcdClusterView,
   SimulatedMember,
   ClusterMemberServices,
+  ClusterKV,
+  ClusterLease,
+  ClusterMaintenance,
+  ClusterMembership,
+  ClusterAuth,
+  ClusterLock,
+  ClusterElection,
   ClusterTraceEvent,
   EtcdClusterOptions,
   MemberRaftStatus,
@@ -38,6 +45,16 @@ export type {
 } from './cluster/index.js';
 export type { SimEtcd3Options } from './client/etcd3.js';
 export type { EtcdServices } from './server/etcd_server.js';
+// sim.services, service by service: etcd's calls in message form (the classes' wiring is not published).
+export type { KVService } from './server/kv_service.js';
+export type { WatchService, WatchCall } from './server/watch_service.js';
+export type { LeaseService, KeepAliveCall } from './server/lease_service.js';
+export type { MaintenanceService } from './server/maintenance_service.js';
+export type { ClusterService } from './server/membership_service.js';
+export type { AuthService } from './server/auth_service.js';
+export type { LockService } from './server/lock_service.js';
+export type { ElectionService, ObserveCall } from './server/election_service.js';
+export type { StreamCall, ResponseStream, BidiStream, FlowControl, ResponseListener, EndListener } from './server/stream_call.js';
 // What every door takes of one member: an EtcdServer, a cluster member's view (ClusterMemberView), a member process.
 export type { MemberServices, MemberView } from './server/member_view.js';
 // sim.server: one member, its engine and its levers.

@@ -38,7 +38,7 @@ import { overClientLink } from './stream_link.js';
 /** The link name of a member's own in-process client (etcd's v3client): no link lever is meant to act on it. */
 export const MEMBER_INTERNAL_CLIENT = 'etcdsim:v3client';
 
-/** v3lockpb.Lock on a cluster member: LockService's methods, answering once Raft let them. */
+/** v3lockpb.Lock on a cluster member: LockService's methods, answering once Raft let them. @public */
 export interface ClusterLock {
   /** Lock.Lock: resolves once the lock is held; `ctx.signal` stops waiting (the key is then released). */
   lock(req: M.LockRequest, ctx?: WaitingCallContext): Promise<M.LockResponse>;
@@ -46,7 +46,7 @@ export interface ClusterLock {
   unlock(req: M.UnlockRequest, ctx?: CallContext): Promise<M.UnlockResponse>;
 }
 
-/** v3electionpb.Election on a cluster member: ElectionService's methods, answering once Raft let them. */
+/** v3electionpb.Election on a cluster member: ElectionService's methods, answering once Raft let them. @public */
 export interface ClusterElection {
   /** Election.Campaign: resolves once this candidate leads; `ctx.signal` stops waiting (it then resigns). */
   campaign(req: M.CampaignRequest, ctx?: WaitingCallContext): Promise<M.CampaignResponse>;

@@ -51,10 +51,10 @@ import { clusterConcurrency, type ClusterElection, type ClusterLock } from './lo
 import type { EtcdCluster } from './cluster.js';
 import type { ConnectOptions, MemberState, Reply } from './member_state.js';
 
-/** KV on a cluster member: KVService's methods, answering once Raft (or ReadIndex) let them. */
+/** KV on a cluster member: KVService's methods, answering once Raft (or ReadIndex) let them. @public */
 export type ClusterKV = Promised<KVService>;
 
-/** Lease on a cluster member. */
+/** Lease on a cluster member. @public */
 export interface ClusterLease {
   leaseGrant(req: M.LeaseGrantRequest, ctx?: CallContext): Promise<M.LeaseGrantResponse>;
   leaseRevoke(req: M.LeaseRevokeRequest, ctx?: CallContext): Promise<M.LeaseRevokeResponse>;
@@ -67,7 +67,7 @@ export interface ClusterLease {
   leaseKeepAlive(ctx?: CallContext): KeepAliveCall;
 }
 
-/** Maintenance on a cluster member (Status reports the member's Raft state). */
+/** Maintenance on a cluster member (Status reports the member's Raft state). @public */
 export interface ClusterMaintenance {
   status(req?: M.StatusRequest, ctx?: CallContext): Promise<M.StatusResponse>;
   moveLeader(req?: M.MoveLeaderRequest, ctx?: CallContext): Promise<M.MoveLeaderResponse>;
@@ -76,16 +76,16 @@ export interface ClusterMaintenance {
   defragment(req?: M.DefragmentRequest, ctx?: CallContext): Promise<M.DefragmentResponse>;
   alarm(req?: M.AlarmRequest, ctx?: CallContext): Promise<M.AlarmResponse>;
   snapshot(req?: M.SnapshotRequest, ctx?: CallContext): Promise<M.SnapshotResponse[]>;
-  /** snapshot() as MaintenanceService.snapshotStream: the member's backend once the call reaches it, its file written as the responses are asked for. */
+  /** @internal snapshot() as MaintenanceService.snapshotStream: the member's backend once the call reaches it, its file written as the responses are asked for. */
   snapshotStream(req?: M.SnapshotRequest, ctx?: CallContext, opts?: SnapshotStreamOptions): Promise<Iterable<M.SnapshotResponse | StreamHold>>;
 }
 
-/** Cluster (membership) on a cluster member. */
+/** Cluster (membership) on a cluster member. @public */
 export interface ClusterMembership {
   memberList(req?: M.MemberListRequest, ctx?: CallContext): Promise<M.MemberListResponse>;
 }
 
-/** Auth on a cluster member: every request is a Raft proposal (etcd 3.4's raftRequest), reads included. */
+/** Auth on a cluster member: every request is a Raft proposal (etcd 3.4's raftRequest), reads included. @public */
 export type ClusterAuth = Promised<AuthService>;
 
 /** One client's view of one member: its services, over the client's link to it. @public */
@@ -100,6 +100,7 @@ export class ClusterMemberServices {
   /** v3election on the member, likewise. */
   readonly election: ClusterElection;
 
+  /** @internal Made by the cluster (EtcdCluster.connect), not by a user. */
   constructor(
     private readonly c: EtcdCluster,
     private readonly m: MemberState,
@@ -262,7 +263,7 @@ export class ClusterMemberServices {
     return out as ClusterAuth;
   }
 
-  /** The member this view talks to. */
+  /** @internal The member this view talks to (the cluster's own state of it). */
   get member(): MemberState {
     return this.m;
   }

@@ -44,7 +44,7 @@ export class Lease implements HeapItem {
     return this.expiry - now <= 0;
   }
 
-  /** Attached key strings in byte order (latin1 strings compare as bytes). */
+  /** @internal Attached key strings in byte order (latin1 strings compare as bytes). */
   sortedKeyStrings(): KeyString[] {
     return [...this.keys.keys()].sort();
   }

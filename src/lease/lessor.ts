@@ -141,6 +141,7 @@ function checkLeaseId(id: bigint): void {
 /** etcd's lessor. See the module comment for how time and the store come in. @public */
 export class Lessor implements LeaseHook {
   readonly clock: Clock;
+  /** @internal */
   readonly ticker: Ticker;
   readonly minLeaseTTL: number;
   readonly loopIntervalMs: number;
@@ -171,6 +172,7 @@ export class Lessor implements LeaseHook {
    */
   onCheckpoint: ((due: ReadonlyArray<{ readonly id: bigint; readonly remaining: number }>) => void) | undefined;
 
+  /** @internal */
   constructor(opts: LessorOptions) {
     this.clock = opts.clock;
     this.ticker = opts.ticker ?? new Ticker(opts.clock);

@@ -75,9 +75,11 @@ export interface MvccOptions {
 
 /** @public */
 export class MvccStore {
+  /** @internal The tree index and revisions the steps below work on: the member's, not a user's. */
   readonly storage: Storage;
   readonly maxTxnOps: number;
   readonly maxRequestBytes: number;
+  /** @internal The release's rules (etcdVersion), read by the floors above. */
   readonly compat: Compat;
 
   constructor(opts: MvccOptions = {}) {
@@ -134,28 +136,28 @@ export class MvccStore {
   // -------------------------------------------------------------------------------------------------
   // The steps one by one (see the file comment): validate → size → apply.
 
-  /** v3rpc checkRangeRequest (on etcd 3.4 the key only: Compat.sortOrderUnchecked). */
+  /** @internal v3rpc checkRangeRequest (on etcd 3.4 the key only: Compat.sortOrderUnchecked). */
   validateRange(r: RangeRequest): Validated<RangeRequest> {
     checkRangeShape(r);
     checkRangeRequest(r, !this.compat.sortOrderUnchecked);
     return r as Validated<RangeRequest>;
   }
 
-  /** v3rpc checkPutRequest: a key; no value with ignore_value, no lease with ignore_lease. */
+  /** @internal v3rpc checkPutRequest: a key; no value with ignore_value, no lease with ignore_lease. */
   validatePut(r: PutRequest): Validated<PutRequest> {
     checkPutShape(r);
     checkPutRequest(r);
     return r as Validated<PutRequest>;
   }
 
-  /** v3rpc checkDeleteRequest: a key. */
+  /** @internal v3rpc checkDeleteRequest: a key. */
   validateDeleteRange(r: DeleteRangeRequest): Validated<DeleteRangeRequest> {
     checkDeleteShape(r);
     checkDeleteRequest(r);
     return r as Validated<DeleteRangeRequest>;
   }
 
-  /** v3rpc's Txn checks: checkTxnRequest (--max-txn-ops, keys, ops), then checkIntervals on each branch. */
+  /** @internal v3rpc's Txn checks: checkTxnRequest (--max-txn-ops, keys, ops), then checkIntervals on each branch. */
   validateTxn(r: TxnRequest): Validated<TxnRequest> {
     checkTxnShape(r);
     checkTxnRequest(r, this.maxTxnOps, !this.compat.sortOrderUnchecked);
@@ -164,36 +166,36 @@ export class MvccStore {
     return r as Validated<TxnRequest>;
   }
 
-  /** The txn as a read (etcd's isTxnReadonly: ranges only, nested txns included), or undefined if it writes. */
+  /** @internal The txn as a read (etcd's isTxnReadonly: ranges only, nested txns included), or undefined if it writes. */
   readOnlyTxn(r: Validated<TxnRequest>): ReadOnlyTxn | undefined {
     return isTxnReadOnly(r) ? (r as ReadOnlyTxn) : undefined;
   }
 
-  /** The Put's proposal must fit --max-request-bytes (etcd: ErrRequestTooLarge before proposing). */
+  /** @internal The Put's proposal must fit --max-request-bytes (etcd: ErrRequestTooLarge before proposing). */
   checkPutSize(r: Validated<PutRequest>): Proposable<PutRequest> {
     checkRequestSize(putSize(r), this.maxRequestBytes);
     return r as Proposable<PutRequest>;
   }
 
-  /** The DeleteRange's proposal must fit --max-request-bytes. */
+  /** @internal The DeleteRange's proposal must fit --max-request-bytes. */
   checkDeleteRangeSize(r: Validated<DeleteRangeRequest>): Proposable<DeleteRangeRequest> {
     checkRequestSize(deleteRangeSize(r), this.maxRequestBytes);
     return r as Proposable<DeleteRangeRequest>;
   }
 
-  /** A writing Txn's proposal must fit --max-request-bytes. */
+  /** @internal A writing Txn's proposal must fit --max-request-bytes. */
   checkTxnSize(r: Validated<TxnRequest>): Proposable<TxnRequest> {
     checkRequestSize(txnSize(r), this.maxRequestBytes);
     return r as Proposable<TxnRequest>;
   }
 
-  /** Serves a validated Range (applierV3.Range): the revision checks, then the read. */
+  /** @internal Serves a validated Range (applierV3.Range): the revision checks, then the read. */
   applyRange(r: Validated<RangeRequest>): RangeResponse {
     return executeRange(this.storage, r);
   }
 
   /**
-   * The common Put — a key and a value, no lease, no flag — in one pass instead of validatePut →
+   * @internal The common Put — a key and a value, no lease, no flag — in one pass instead of validatePut →
    * checkPutSize → applyPut: of their checks only two can refuse such a request, an empty key and a
    * proposal over --max-request-bytes, so only those are made. Undefined when one would refuse it: the
    * caller then takes the steps one by one, which refuse it with etcd's error.
@@ -203,7 +205,7 @@ export class MvccStore {
     return { revision: this.storage.putOne(keyString(key), key, value, 0n) };
   }
 
-  /** Applies a validated Put: the lease must exist, ignore_* needs the key; then the write. */
+  /** @internal Applies a validated Put: the lease must exist, ignore_* needs the key; then the write. */
   applyPut(r: Proposable<PutRequest>): PutResponse {
     checkPut(this.storage, r, false);
     if (r.prevKv !== true && r.ignoreValue !== true && r.ignoreLease !== true) {
@@ -217,7 +219,7 @@ export class MvccStore {
     }
   }
 
-  /** Applies a validated DeleteRange. */
+  /** @internal Applies a validated DeleteRange. */
   applyDeleteRange(r: Proposable<DeleteRangeRequest>): DeleteRangeResponse {
     const tw = this.storage.write();
     try {
@@ -227,7 +229,7 @@ export class MvccStore {
     }
   }
 
-  /** Applies a validated Txn: the guards pick the branches, their ops are checked, then run as one revision. */
+  /** @internal Applies a validated Txn: the guards pick the branches, their ops are checked, then run as one revision. */
   applyTxn(r: Proposable<TxnRequest> | ReadOnlyTxn): TxnResponse {
     const s = this.storage;
     const path = compareToPath(s, r);
@@ -250,7 +252,7 @@ export class MvccStore {
   }
 
   /**
-   * Deletes the given keys in one write txn, in the order given (etcd's lessor RangeDeleter: a lease revoke
+   * @internal Deletes the given keys in one write txn, in the order given (etcd's lessor RangeDeleter: a lease revoke
    * is one revision and is not subject to request validation such as --max-txn-ops).
    */
   deleteKeys(keys: readonly KeyString[]): { revision: number; deleted: number } {

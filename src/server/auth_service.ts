@@ -34,7 +34,9 @@ export function permissionOut(p: KeyPermission): M.Permission {
   return { permType: p.permType, key: bytesOut(p.key), range_end: bytesOut(p.rangeEnd) };
 }
 
+/** @public */
 export class AuthService {
+  /** @internal */
   constructor(private readonly server: EtcdServer) {}
 
   #hdr(): M.ResponseHeader {

@@ -193,10 +193,11 @@ export class ElectionRules {
   }
 }
 
-/** v3electionpb.Election on a single member: its requests answer at once, so Proclaim, Resign and Leader do too. */
+/** v3electionpb.Election on a single member: its requests answer at once, so Proclaim, Resign and Leader do too. @public */
 export class ElectionService {
   private readonly rules: ElectionRules;
 
+  /** @internal */
   constructor(server: EtcdServer) {
     this.rules = new ElectionRules(memberClient(server));
   }
@@ -229,7 +230,7 @@ export class ElectionService {
     return this.rules.observe(req, ctx);
   }
 
-  /** The open Observe calls, oldest first. */
+  /** @internal The open Observe calls, oldest first. */
   calls(): ObserveCall[] {
     return this.rules.calls();
   }
@@ -248,6 +249,7 @@ function leadershipIn(l: M.LeaderKeyInput | null | undefined): Leadership {
  * a new read. Responses are taken or delivered like a WatchCall's (delivery.ts); end/cancel/abort behave
  * as there. A read that fails, or a watch canceled by compaction, ends the stream without an error, as
  * etcd's does.
+ * @public
  */
 export class ObserveCall extends StreamCall<M.LeaderResponse> {
   private queue: M.LeaderResponse[] = [];
@@ -258,6 +260,7 @@ export class ObserveCall extends StreamCall<M.LeaderResponse> {
 
   private offDown: (() => void) | undefined;
 
+  /** @internal */
   constructor(
     private readonly client: ConcurrencyClient,
     private readonly pfx: Uint8Array,

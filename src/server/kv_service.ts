@@ -48,9 +48,11 @@ export function txnKind(req: M.TxnRequest): 'write' | 'serializable' | 'lineariz
   return ops.every((op) => op.request_range?.serializable === true) ? 'serializable' : 'linearizable';
 }
 
+/** @public */
 export class KVService {
   private readonly leaseKeys: LeaseKeys;
 
+  /** @internal */
   constructor(private readonly server: EtcdServer) {
     this.leaseKeys = (id) => server.lessor.keyStringsOf(id).map(keyBytes);
   }

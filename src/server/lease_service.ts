@@ -21,9 +21,11 @@ import { StreamCall, type BidiStream } from './stream_call.js';
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
 
+/** @public */
 export class LeaseService {
   private readonly open = new Set<KeepAliveCall>();
 
+  /** @internal */
   constructor(private readonly server: EtcdServer) {}
 
   /** Lease.LeaseGrant: ID "0" lets the server pick a positive 63-bit ID (from the seeded PRNG). */
@@ -96,7 +98,7 @@ export class LeaseService {
     return call;
   }
 
-  /** The open keep-alive calls, oldest first (fault hooks break them). */
+  /** @internal The open keep-alive calls, oldest first (fault hooks break them). */
   calls(): KeepAliveCall[] {
     return [...this.open];
   }
@@ -107,10 +109,12 @@ export class LeaseService {
  * lease's TTL, or "0" when it is unknown or already expired. Responses are taken or delivered like a
  * WatchCall's (delivery.ts); end/cancel/abort/onEnd behave as there. A lessor that is not primary makes
  * etcd fail the stream: the call is aborted with that error.
+ * @public
  */
 export class KeepAliveCall extends StreamCall<M.LeaseKeepAliveResponse> implements BidiStream<M.LeaseKeepAliveRequest, M.LeaseKeepAliveResponse> {
   private queue: M.LeaseKeepAliveResponse[] = [];
 
+  /** @internal */
   constructor(
     server: EtcdServer,
     onClose: (call: KeepAliveCall) => void,

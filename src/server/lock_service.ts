@@ -94,10 +94,11 @@ export class LockRules {
   }
 }
 
-/** v3lockpb.Lock on a single member: its requests answer at once, so Unlock does too. */
+/** v3lockpb.Lock on a single member: its requests answer at once, so Unlock does too. @public */
 export class LockService {
   private readonly rules: LockRules;
 
+  /** @internal */
   constructor(server: EtcdServer) {
     this.rules = new LockRules(memberClient(server));
   }

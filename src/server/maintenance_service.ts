@@ -23,10 +23,12 @@ import { serverCompat } from './compat.js';
 import { AlarmStore, alarmMemberOut, alarmText, alarmTypeNumber, type RaisedAlarm } from './alarms.js';
 import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty, ErrUserNotFound } from '../auth/index.js';
 
+/** @public */
 export class MaintenanceService {
-  /** The member's raised alarms (etcd's alarm store, kept in the backend's alarm bucket). */
+  /** @internal The member's raised alarms (etcd's alarm store, kept in the backend's alarm bucket). */
   readonly alarms: AlarmStore;
 
+  /** @internal */
   constructor(private readonly server: EtcdServer) {
     this.alarms = new AlarmStore(server.etcdVersion);
   }
@@ -123,7 +125,7 @@ export class MaintenanceService {
     return this.applyAlarm(req);
   }
 
-  /** Alarm's permission check, made by the member the client called before it proposes (authMaintenanceServer). */
+  /** @internal Alarm's permission check, made by the member the client called before it proposes (authMaintenanceServer). */
   checkAlarmCaller(req: M.AlarmRequest, ctx: CallContext | undefined): void {
     const action = req.action ?? 0;
     if (action === 0 || action === 'GET') requireAuthInfo(this.server, ctx);
@@ -131,7 +133,7 @@ export class MaintenanceService {
   }
 
   /**
-   * An Alarm request as every member applies it (etcd's applierV3backend.Alarm), the caller already checked:
+   * @internal An Alarm request as every member applies it (etcd's applierV3backend.Alarm), the caller already checked:
    * one Raft entry, then the store's change. 3.5+ fill a header; 3.4 answers none.
    */
   applyAlarm(req: M.AlarmRequest): M.AlarmResponse {
@@ -162,7 +164,7 @@ export class MaintenanceService {
     return { header: compat.alarmResponseHeader ? header(s.identity, s.mvcc.currentRevision) : null, alarms: alarms.map(alarmMemberOut) };
   }
 
-  /** Status.errors' line for each raised alarm (etcd appends them after "no leader"). */
+  /** @internal Status.errors' line for each raised alarm (etcd appends them after "no leader"). */
   alarmErrors(): string[] {
     return this.alarms.list().map((a) => alarmText(a, this.server.etcdVersion));
   }
@@ -180,7 +182,7 @@ export class MaintenanceService {
   }
 
   /**
-   * snapshot()'s responses one at a time, the file written as they are asked for: the backend is taken and
+   * @internal snapshot()'s responses one at a time, the file written as they are asked for: the backend is taken and
    * its pages planned now (the state of this moment, as etcd's snapshot reads one backend transaction), the
    * key bucket's leaves written a piece at a time as the stream asks for more, and the SHA-256 computed over
    * what was sent — as etcd pipes its bbolt file while sending, so a save costs the larger of writing and
@@ -195,7 +197,7 @@ export class MaintenanceService {
   }
 
   /**
-   * Restores the store, auth state and alarms of a snapshot in etcd's format — the concatenated blobs of
+   * @internal Restores the store, auth state and alarms of a snapshot in etcd's format — the concatenated blobs of
    * snapshot(), or a snapshot a real etcd wrote — as a follower applies a leader's snapshot (see
    * EtcdServer.restore). A file that is not one is rejected with InvalidArgument naming what is wrong.
    */

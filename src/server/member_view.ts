@@ -52,6 +52,7 @@ export interface MemberServices {
    * (StreamHold) while the member is paused or the link is dropped.
    */
   readonly maintenance: Calls<MaintenanceService, 'Maintenance'> & {
+    /** @internal The doors' streaming Snapshot (above). */
     snapshotStream(req?: M.SnapshotRequest, ctx?: CallContext, opts?: SnapshotStreamOptions): Awaitable<Iterable<M.SnapshotResponse | StreamHold>>;
   };
   readonly auth: Calls<AuthService, 'Auth'>;

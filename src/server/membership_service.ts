@@ -75,12 +75,14 @@ const QUORUM_LOST = { code: GrpcCode.DEADLINE_EXCEEDED, message: 'context deadli
 /** etcd's maxLearners. */
 export const MAX_LEARNERS = 1;
 
+/** @public */
 export class ClusterService {
   private readonly members = new Map<bigint, ClusterMember>();
   private readonly removed: bigint[] = [];
   /** When quorum was lost (member clock, ms), or undefined while the started voters are a quorum. */
   private quorumLostAt: number | undefined;
 
+  /** @internal */
   constructor(private readonly server: EtcdServer) {
     const m = server.member;
     this.members.set(m.memberId, { id: m.memberId, name: m.name, peerUrls: [...m.peerUrls], clientUrls: [...m.clientUrls], isLearner: false, raftLearner: false, started: true });
@@ -193,7 +195,7 @@ export class ClusterService {
   }
 
   /**
-   * The leader Status and MoveLeader see: this member, or 0n once it stepped down for want of a quorum.
+   * @internal The leader Status and MoveLeader see: this member, or 0n once it stepped down for want of a quorum.
    * etcd's Raft (CheckQuorum) steps down at the first quorum check that finds too few voters recently active;
    * a member just added counts as active until one check has passed, so that is between one and two election
    * timeouts after the MemberAdd, by the leader's tick phase: the simulator takes the later bound.

@@ -10,7 +10,9 @@ import type { Deliverable } from './delivery.js';
 import { cancelledError, grpcError, toGrpcError, type GrpcError } from './errors.js';
 import type { EtcdServer } from './etcd_server.js';
 
+/** @public */
 export type ResponseListener<T> = (responses: T[]) => void;
+/** @public */
 export type EndListener = (err: GrpcError | undefined) => void;
 
 /**
@@ -18,6 +20,7 @@ export type EndListener = (err: GrpcError | undefined) => void;
  * process (WatchCall, KeepAliveCall, ObserveCall), a call over gRPC to etcd or etcdsim (grpc/client.ts).
  * Responses come out to the listener, in arrays as a transport batch brings them; the call ends once,
  * cleanly (undefined) or with the error that ended it.
+ * @public
  */
 export interface ResponseStream<Res> {
   readonly ended: boolean;
@@ -29,7 +32,7 @@ export interface ResponseStream<Res> {
   cancel(): void;
 }
 
-/** A bidirectional call (Watch, LeaseKeepAlive): a ResponseStream the client also writes requests to. */
+/** A bidirectional call (Watch, LeaseKeepAlive): a ResponseStream the client also writes requests to. @public */
 export interface BidiStream<Req, Res> extends ResponseStream<Res> {
   write(req: Req): void;
 }
@@ -37,6 +40,7 @@ export interface BidiStream<Req, Res> extends ResponseStream<Res> {
 /**
  * A client's reading of a server-side call: pause() when it stops reading, resume() when it reads again —
  * what front doors and in-process clients use to give a slow client etcd's flow control.
+ * @public
  */
 export interface FlowControl {
   pause(): void;
@@ -61,11 +65,12 @@ export interface StreamLink {
   toClient(fn: () => void): void;
 }
 
+/** @public */
 export abstract class StreamCall<Res> implements Deliverable, FlowControl {
   private responseListener: ResponseListener<Res> | undefined;
   private paused = false;
   /**
-   * Responses handed to the listener per call (default: a whole transport batch). A front door whose own
+   * @internal Responses handed to the listener per call (default: a whole transport batch). A front door whose own
    * transport pushes back per message (gRPC's write()) takes them one at a time, so that it stops taking
    * the moment the transport is full and the rest stays in the stream's window and channel, as in etcd.
    */
@@ -77,6 +82,7 @@ export abstract class StreamCall<Res> implements Deliverable, FlowControl {
   /** The link the call runs over, on a cluster member (undefined: the client is in the member's process). */
   private link: StreamLink | undefined;
 
+  /** @internal */
   protected constructor(
     protected readonly server: EtcdServer,
     private readonly onClose: (call: StreamCall<Res>) => void,
@@ -115,7 +121,7 @@ export abstract class StreamCall<Res> implements Deliverable, FlowControl {
   }
 
   /**
-   * Runs `read` (the member reading one request of the client) at once, or when the link brings it. A
+   * @internal Runs `read` (the member reading one request of the client) at once, or when the link brings it. A
    * request the member cannot read ends the call with its error, as a front door ends it.
    */
   protected arrive(read: () => void): void {
@@ -143,7 +149,7 @@ export abstract class StreamCall<Res> implements Deliverable, FlowControl {
     if (listener !== undefined) this.server.delivery.poke(this);
   }
 
-  /** Delivers this call's queued responses to its listener now. */
+  /** @internal Delivers this call's queued responses to its listener now. */
   flush(): number {
     return this.deliver();
   }
@@ -213,7 +219,7 @@ export abstract class StreamCall<Res> implements Deliverable, FlowControl {
     this.link.toMember(() => this.finish(cancelledError()));
   }
 
-  /** The server or the network breaks the call, e.g. to inject a fault. */
+  /** @internal The server or the network breaks the call, e.g. to inject a fault. */
   abort(err: GrpcError = grpcError(GrpcCode.UNAVAILABLE, this.brokenDetails)): void {
     this.finish(err);
   }

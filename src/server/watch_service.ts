@@ -25,9 +25,11 @@ import { ErrInvalidAuthToken, ErrPermissionDenied, ErrUserEmpty } from '../auth/
 
 export type { EndListener, ResponseListener } from './stream_call.js';
 
+/** @public */
 export class WatchService {
   private readonly open = new Set<WatchCall>();
 
+  /** @internal */
   constructor(private readonly server: EtcdServer) {}
 
   /** Watch: opens one bidirectional stream; `ctx` is the caller (checked on every create while auth is on). */
@@ -37,12 +39,13 @@ export class WatchService {
     return call;
   }
 
-  /** The open Watch calls, oldest first (fault hooks break them). */
+  /** @internal The open Watch calls, oldest first (fault hooks break them). */
   calls(): WatchCall[] {
     return [...this.open];
   }
 }
 
+/** @public */
 export class WatchCall extends StreamCall<M.WatchResponse> implements BidiStream<M.WatchRequest, M.WatchResponse> {
   readonly stream: WatchStream;
   /**
@@ -64,6 +67,7 @@ export class WatchCall extends StreamCall<M.WatchResponse> implements BidiStream
    */
   private held: { readonly requests: M.WatchRequest[]; readonly wait: { cancel(): void } } | undefined;
 
+  /** @internal */
   constructor(
     server: EtcdServer,
     onClose: (call: WatchCall) => void,

@@ -64,9 +64,11 @@ export interface WatchableStoreOptions {
 
 /** @public */
 export class WatchableStore {
+  /** @internal */
   readonly synced = new WatcherGroup();
+  /** @internal */
   unsynced = new WatcherGroup();
-  /** Batches that could not be delivered, each retried as a whole (etcd watcherBatch list). */
+  /** @internal Batches that could not be delivered, each retried as a whole (etcd watcherBatch list). */
   victims: Map<Watcher, EventBatch>[] = [];
   readonly chanBufLen: number;
   readonly sendWindowBytes: number;
@@ -77,6 +79,7 @@ export class WatchableStore {
   readonly restoreKeepsFutureMinRev: boolean;
   readonly progressRespectsStartRev: boolean;
   readonly clock: Clock | undefined;
+  /** @internal */
   readonly random: SimRandom | undefined;
   /**
    * A sync step made progress but left work: etcd yields for as long as the step took, then syncs again.
@@ -85,6 +88,7 @@ export class WatchableStore {
   private syncAgain: 'no' | 'pending' | 'armed' = 'no';
   private streamSeq = 0;
 
+  /** @internal */
   constructor(
     readonly kv: MvccStore,
     opts: WatchableStoreOptions = {},
@@ -130,7 +134,7 @@ export class WatchableStore {
   }
 
   /**
-   * Registers a watcher (watchableStore.watch). Start revision 0 or in the future: synced, waiting for
+   * @internal Registers a watcher (watchableStore.watch). Start revision 0 or in the future: synced, waiting for
    * minRev = max(current+1, startRev). A past start revision: unsynced, to be replayed by the sync step.
    */
   watch(stream: WatchStream, id: number, key: KeyString, end: RangeEnd, startRev: number, noPut: boolean, noDelete: boolean): Watcher {
@@ -145,7 +149,7 @@ export class WatchableStore {
     return w;
   }
 
-  /** Removes a watcher wherever it is (cancelWatcher). */
+  /** @internal Removes a watcher wherever it is (cancelWatcher). */
   cancelWatcher(w: Watcher): void {
     if (this.unsynced.delete(w) || this.synced.delete(w)) return;
     if (w.victim) for (const batch of this.victims) if (batch.delete(w)) return;
@@ -310,7 +314,7 @@ export class WatchableStore {
   }
 
   /**
-   * progressIfSync: a progress notification (no events, current revision) goes out only if every given
+   * @internal progressIfSync: a progress notification (no events, current revision) goes out only if every given
    * watcher is synced and the current revision has reached each one's start revision (PR #20229).
    */
   progressIfSync(watchers: Iterable<Watcher>, responseWatchId: number): boolean {
