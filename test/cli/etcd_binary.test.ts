@@ -74,6 +74,8 @@ const ROWS: ReadonlyArray<{ args: string[]; env?: Record<string, string>; code: 
   { args: ['--name', 'y'], env: { ETCD_NAME: 'x' }, code: 1 },
   { args: [], env: { ETCD_MAX_TXN_OPS: 'x' }, code: 1 },
   { args: ['--logger', 'foo'], code: 1 },
+  { args: ['--experimental-enable-lease-checkpoint-persist'], code: 1 },
+  { args: ['--experimental-enable-lease-checkpoint-persist=true', '--experimental-enable-lease-checkpoint=false'], code: 1 },
   { args: ['--listen-client-urls', 'http://127.0.0.1:41999'], code: 1 },
   { args: ['--data-dir', '/proc/nope/x'], code: 1 },
   { args: ['--cipher-suites', 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_BOGUS'], code: 1 },

@@ -209,6 +209,27 @@ function fatal(log: EtcdLog, message: string, code: number, pkg: string): number
   return code;
 }
 
+/**
+ * etcd's last configuration check on lease checkpoints (embed.Config.Validate, before anything is made):
+ * persisting checkpoints needs checkpoints (3.4.23: `--experimental-enable-lease-checkpoint-persist` alone
+ * exits 1, observed). From 3.6 both are feature gates, LeaseCheckpoint and LeaseCheckpointPersist, which
+ * `--feature-gates` or the old flags set, and the refusal names the gates.
+ */
+function leaseCheckpointRefusal(get: (flag: string) => string | undefined, version: EtcdVersion): string | undefined {
+  const persistFlag = boolValue(get('experimental-enable-lease-checkpoint-persist'));
+  const checkpointFlag = boolValue(get('experimental-enable-lease-checkpoint'));
+  if (version === '3.4' || version === '3.5') {
+    return persistFlag && !checkpointFlag ? 'setting experimental-enable-lease-checkpoint-persist requires experimental-enable-lease-checkpoint' : undefined;
+  }
+  const gates = new Map<string, string>();
+  for (const pair of (get('feature-gates') ?? '').split(',')) {
+    const at = pair.indexOf('=');
+    if (at > 0) gates.set(pair.slice(0, at).trim(), pair.slice(at + 1).trim());
+  }
+  const gate = (name: string, flag: boolean): boolean => (gates.has(name) ? boolValue(gates.get(name)) : flag);
+  return gate('LeaseCheckpointPersist', persistFlag) && !gate('LeaseCheckpoint', checkpointFlag) ? 'enabling feature gate LeaseCheckpointPersist requires enabling feature gate LeaseCheckpoint' : undefined;
+}
+
 function versionLines(version: EtcdVersion): string[] {
   return [`etcd Version: ${ETCD_RELEASES[version]}`, 'Git SHA: Not provided (etcdsim)', 'Go Version: go1.19.8', 'Go OS/Arch: linux/amd64'];
 }
@@ -228,6 +249,8 @@ async function start(values: ReadonlyMap<string, string>, version: EtcdVersion, 
     fatal(log, "error verifying flags, --advertise-client-urls is required when --listen-client-urls is set explicitly. See 'etcd --help'.", 1, 'etcdmain');
     throw new CliError('When listening on specific address(es), this etcd process must advertise accessible url(s) to each connected client.', 1);
   }
+  const leaseRefusal = leaseCheckpointRefusal(get, version);
+  if (leaseRefusal !== undefined) return fatal(log, `error verifying flags, ${leaseRefusal}. See 'etcd --help'.`, 1, 'etcdmain');
   const name = get('name') ?? SERVE_FLAG_DEFAULTS.name;
   const dataDir = get('data-dir') ?? `${name}.etcd`;
   if (get('data-dir') === undefined) {
