@@ -34,6 +34,8 @@ export interface ShadowContext {
   readonly tokens: TokenMap;
   /** Members added through the shadow: etcd's ID → the simulator's (each side chose its own). */
   readonly memberIds: Map<string, string>;
+  /** etcd refused a read as compacted that the simulator answers: ask etcd for its compaction (compaction.ts). */
+  compactionSeen(): void;
 }
 
 /**

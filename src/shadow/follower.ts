@@ -50,6 +50,8 @@ export class Follower {
   private readonly events = new Map<number, M.Event[]>();
   /** Write calls in flight through the proxy (their revision may be among `events`). */
   inflightWrites = 0;
+  /** Compact calls in flight through the proxy (a compaction compaction.ts finds may be one of them). */
+  inflightCompactions = 0;
   private graceTimer: { cancel(): void } | undefined;
   /** Recent revisions applied from events while a write was in flight: a step that made one must not run again. */
   private readonly fromEvents = new Set<number>();
@@ -71,6 +73,11 @@ export class Follower {
   /** Steps waiting for the simulator to reach their revision. */
   get waiting(): number {
     return this.queue.length;
+  }
+
+  /** Revisions of the own watch's events the simulator has not reached yet. */
+  get eventRevisions(): number {
+    return this.events.size;
   }
 
   add(step: Step): void {

@@ -3,7 +3,7 @@
  * etcd. A door at the level of grpc / http / diff: it uses the cluster's member, the gRPC protos and the
  * differential's normalisation; only the cli imports it.
  */
-export { startShadow, type ShadowHandle, type ShadowOptions } from './shadow.js';
+export { startShadow, type ShadowHandle, type ShadowOptions, type ShadowRetained } from './shadow.js';
 export { ShadowReport, type DivergenceRecord, type RpcCounts } from './report.js';
 export { parseScenario, type ScenarioEntry, type ScenarioFile } from './scenario.js';
 export { replayScenario, type ReplayResult } from './replay.js';

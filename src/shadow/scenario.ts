@@ -56,6 +56,11 @@ export class ScenarioLog {
     }
   }
 
+  /** Entries held (at most `max`). */
+  get size(): number {
+    return this.entries.length;
+  }
+
   file(): ScenarioFile {
     return { format: 'etcdsim-shadow-scenario/1', etcdVersion: this.etcdVersion, startRevision: this.startRevision, complete: this.dropped === 0 && !this.seeded, steps: this.entries };
   }

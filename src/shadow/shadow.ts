@@ -18,6 +18,7 @@ import { routeAt } from '../http/index.js';
 import { text, simTarget } from '../diff/index.js';
 import { afterHostTime } from '../sim/index.js';
 import { TokenMap, type ShadowContext } from './context.js';
+import { CompactionFollower } from './compaction.js';
 import { Follower } from './follower.js';
 import { startProxy, type Proxy, type TappedCall, type TlsFiles } from './proxy.js';
 import { ShadowReport } from './report.js';
@@ -57,6 +58,29 @@ export interface ShadowOptions {
   readonly maxSeedBytes?: number | undefined;
   /** Called on each divergence, with the directory it was written to. */
   readonly onDivergence?: ((where: string, dir: string | undefined) => void) | undefined;
+  /**
+   * How often etcd is asked whether it compacted beyond the simulator (compaction.ts; default 10 000 ms of
+   * host time, 0 never: then only drained() and a read etcd refused as compacted ask).
+   */
+  readonly compactionProbeMs?: number | undefined;
+}
+
+/** What a shadow holds now: each is bounded, or follows what the real etcd keeps (ShadowHandle.retained). */
+export interface ShadowRetained {
+  /** The simulator's revisions (tombstones included) and their key and value bytes: what etcd's db keeps. */
+  readonly revisions: number;
+  readonly bytes: number;
+  /** The simulator's compaction revision (-1: none yet). */
+  readonly compactRevision: number;
+  /** Steps and revisions of events waiting for the simulator to reach them. */
+  readonly waitingSteps: number;
+  readonly waitingEvents: number;
+  /** Entries of the replayable log (bounded: scenario.ts). */
+  readonly logEntries: number;
+  /** Stream comparisons open. */
+  readonly streams: number;
+  /** Compactions found by asking etcd (not sent through the shadow). */
+  readonly compactionsFound: number;
 }
 
 export interface ShadowHandle {
@@ -68,6 +92,8 @@ export interface ShadowHandle {
   drained(timeoutMs?: number): Promise<boolean>;
   /** Stream responses the simulator sent that etcd's have not matched yet (etcd's may still be on the way). */
   unmatched(): number;
+  /** What the shadow holds now: a long run against an etcd that compacts keeps it flat. */
+  retained(): ShadowRetained;
   close(): Promise<void>;
 }
 
@@ -131,7 +157,10 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
   const startRev = sim.mvcc.currentRevision;
   // An etcd past its first revision has a history (kept or compacted) that a fresh etcd replaying the log would lack.
   const held = startRev > 1 || sim.lessor.leases().length > 0;
-  const ctx = shadowContext(o, sim, new ScenarioLog(startRev, version, undefined, held));
+  let compactions: CompactionFollower | undefined;
+  const ctx = shadowContext(o, sim, new ScenarioLog(startRev, version, undefined, held), () => void compactions?.probe());
+  compactions = new CompactionFollower(client, ctx, o.compactionProbeMs ?? 10_000);
+  const following = compactions;
   // The shadow's own watch: every revision etcd makes, for those no answer through the proxy accounts for.
   const own = client.watch.watch();
   own.onResponse((rs) => {
@@ -157,6 +186,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
       tapGateway: (url, method, headers) => tapGateway(ctx, url, method, headers),
     });
   } catch (err) {
+    following.close();
     own.cancel();
     client.close();
     sim.close();
@@ -167,6 +197,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
     report: ctx.report,
     sim,
     async drained(timeoutMs = 5000) {
+      await following.probe();
       // One read of etcd's revision marks "now": once the simulator reaches it, every earlier answer is in.
       const target = Number((await client.kv.range({ key: Buffer.from([0]), count_only: true })).header.revision);
       for (let waited = 0; ; waited += 10) {
@@ -177,7 +208,18 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
       }
     },
     unmatched: () => [...ctx.streams].reduce((n, s) => n + s.unmatched(), 0),
+    retained: () => ({
+      revisions: sim.mvcc.retainedRevisions,
+      bytes: sim.mvcc.retainedBytes,
+      compactRevision: sim.mvcc.compactRevision,
+      waitingSteps: ctx.follower.waiting,
+      waitingEvents: ctx.follower.eventRevisions,
+      logEntries: ctx.log.size,
+      streams: ctx.streams.size,
+      compactionsFound: following.found,
+    }),
     async close() {
+      following.close();
       await proxy.close();
       own.cancel();
       ctx.follower.close();
@@ -188,7 +230,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
 }
 
 /** The report, the follower and the stream comparisons of one shadow, around its simulator. */
-function shadowContext(o: ShadowOptions, sim: EtcdSim, log: ScenarioLog): ShadowContext {
+function shadowContext(o: ShadowOptions, sim: EtcdSim, log: ScenarioLog, compactionSeen: () => void): ShadowContext {
   const report = new ShadowReport(o.divergenceDir);
   const settle = simTarget(sim);
   const streams = new Set<StreamCompare>();
@@ -226,6 +268,7 @@ function shadowContext(o: ShadowOptions, sim: EtcdSim, log: ScenarioLog): Shadow
     nextStream: () => ++streamCount,
     tokens: new TokenMap(),
     memberIds: new Map(),
+    compactionSeen,
   };
 }
 
@@ -296,6 +339,8 @@ function tapCall(ctx: ShadowContext, path: string, token: string | string[] | un
   let untapped: string | undefined;
   if (writes) follower.inflightWrites++;
   let counted = writes;
+  let compacting = path === '/etcdserverpb.KV/Compact';
+  if (compacting) follower.inflightCompactions++;
   return {
     path,
     headers: {},
@@ -315,6 +360,10 @@ function tapCall(ctx: ShadowContext, path: string, token: string | string[] | un
       else {
         if (call !== undefined && call.token === undefined) report.notCompared(rpc, 'a token from before the shadow');
         else follower.add(unaryStep(ctx, rule, rpc, (req ?? {}) as Record<string, unknown>, status === 0 ? { ok: res } : { err: { code: status, details: message } }, call, codec.wire));
+      }
+      if (compacting) {
+        compacting = false;
+        follower.inflightCompactions--;
       }
       if (counted) {
         counted = false;

@@ -1,0 +1,110 @@
+/**
+ * etcd's compactions, followed into the simulator. A Compact an application sends through the shadow is a
+ * step like any other call (unary.ts). A compaction that does not pass through the shadow — etcd's own
+ * `--auto-compaction-retention`, a client or operator beside the shadow — reaches no call and no watch
+ * event, so it is asked for: etcd refuses a read below its compaction revision ("required revision has been
+ * compacted") and answers one at or above it, so one read at the simulator's compaction revision says
+ * whether etcd compacted further, and a bisection between there and etcd's current revision finds the exact
+ * revision (about log2 of the revisions between, each a count-only read of one key).
+ *
+ * Why it matters: the simulator keeps every revision etcd keeps, and etcd keeps what it has not compacted —
+ * a simulator that missed etcd's compactions grows without bound under a long run etcd itself holds flat,
+ * and would answer reads etcd refuses. The simulator compacts at etcd's revision once it has reached the
+ * revision etcd was at when the compaction was seen, after the steps answered before it (follower.ts).
+ */
+import { Buffer } from 'node:buffer';
+import type { EtcdGrpcClient } from '../grpc/index.js';
+import { afterHostTime } from '../sim/index.js';
+import type { ShadowContext } from './context.js';
+
+const COMPACTED = 'etcdserver: mvcc: required revision has been compacted';
+/** A key no read of the probe finds: only the revision it is read at matters. */
+const PROBE_KEY = Buffer.from([0]);
+
+/** Whether `err` is etcd's refusal of a read below its compaction revision. */
+export function isCompactedError(details: string | undefined): boolean {
+  return details === COMPACTED;
+}
+
+export class CompactionFollower {
+  private timer: { cancel(): void } | undefined;
+  private running: Promise<void> | undefined;
+  private closed = false;
+  /** Compactions found by asking (not through the shadow) and handed to the follower. */
+  found = 0;
+
+  constructor(
+    private readonly client: EtcdGrpcClient,
+    private readonly ctx: ShadowContext,
+    /** How often etcd is asked (host time); 0: only when `probe` is called. */
+    private readonly intervalMs: number,
+  ) {
+    this.arm();
+  }
+
+  /** Asks etcd now (one probe at a time: a caller during one waits for it) and follows what it finds. */
+  probe(): Promise<void> {
+    this.running ??= this.ask().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  close(): void {
+    this.closed = true;
+    this.timer?.cancel();
+  }
+
+  private arm(): void {
+    if (this.intervalMs <= 0 || this.closed) return;
+    this.timer = afterHostTime(this.intervalMs, () => {
+      void this.probe().finally(() => this.arm());
+    });
+  }
+
+  /** The read at `rev`: true answered, false compacted; any other error (etcd gone, a future revision) throws. */
+  private async readable(rev: number): Promise<boolean> {
+    try {
+      await this.client.kv.range({ key: PROBE_KEY, revision: String(rev), count_only: true });
+      return true;
+    } catch (err) {
+      if (isCompactedError((err as { details?: string }).details)) return false;
+      throw err;
+    }
+  }
+
+  private async ask(): Promise<void> {
+    const sim = this.ctx.sim.mvcc;
+    let below = Math.max(sim.compactRevision, 1);
+    try {
+      if (await this.readable(below)) return;
+      // etcd compacted past the simulator: its current revision is readable, `below` is not.
+      const now = Number((await this.client.kv.range({ key: PROBE_KEY, count_only: true })).header.revision);
+      let readable = now;
+      while (readable - below > 1) {
+        const mid = below + Math.floor((readable - below) / 2);
+        if (await this.readable(mid)) readable = mid;
+        else below = mid;
+      }
+      // A Compact through the shadow may be the one found: its own step applies it, in its order.
+      if (this.closed || this.ctx.follower.inflightCompactions > 0) return;
+      this.found++;
+      this.follow(readable, now);
+    } catch {
+      // etcd unreachable or closing: the next probe asks again.
+    }
+  }
+
+  /** The simulator compacts at `rev` once it reached `seenAt`, etcd's revision when the compaction was seen. */
+  private follow(rev: number, seenAt: number): void {
+    const { ctx } = this;
+    ctx.follower.add({
+      rev: seenAt,
+      makesRevision: () => false,
+      skip: () => {},
+      run: () => {
+        if (ctx.sim.mvcc.compactRevision >= rev) return;
+        ctx.sim.services.kv.compact({ revision: String(rev), physical: false }, ctx.follower.asRoot());
+        ctx.log.add('KV.Compact', { revision: String(rev), physical: false }, { ok: { header: { revision: String(seenAt) } } });
+      },
+    });
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * The shadow's memory under a long run (src/shadow/compaction.ts): the simulator keeps every revision etcd
+ * keeps, so what it retains stays flat exactly when it follows etcd's compactions — those an application
+ * sends through the shadow, and those it never sees (an operator's or etcd's own auto-compaction, here a
+ * client talking to etcd directly). Retained revisions and bytes are counted, not the resident set.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Buffer } from 'node:buffer';
+import { connectEtcd, type EtcdGrpcClient } from '../../src/grpc/client.js';
+import type { ShadowRetained } from '../../src/shadow/index.js';
+import { requireCommands } from '../support/prerequisites.js';
+import { startRig, summary, type ShadowRig } from './helpers.js';
+
+const skip = requireCommands(['etcd']);
+const KEYS = 20;
+const PUTS = 100;
+const ROUNDS = 4;
+
+let rig: ShadowRig;
+before(async () => {
+  // No timer: etcd is asked for its compactions only by drained() and by a read it refused as compacted.
+  if (skip === false) rig = await startRig({ compactionProbeMs: 0 });
+});
+after(async () => {
+  await rig?.close();
+});
+
+test("a long run of puts: the shadow follows etcd's compactions, through it or beside it, and what it retains stays flat", { skip }, async () => {
+  const app = connectEtcd(rig.shadow.endpoint);
+  const beside: EtcdGrpcClient = connectEtcd(rig.etcd.address);
+  const value = Buffer.alloc(200, 'v');
+  const compacted: ShadowRetained[] = [];
+  try {
+    for (let round = 1; round <= ROUNDS; round++) {
+      let rev = 0;
+      for (let i = 0; i < PUTS; i++) rev = Number((await app.kv.put({ key: Buffer.from(`/long/${i % KEYS}`), value })).header.revision);
+      assert.equal(await rig.shadow.drained(), true, summary(rig));
+      const grown = rig.shadow.retained();
+      assert.ok(grown.revisions >= PUTS, `before the compaction the simulator holds every put: ${JSON.stringify(grown)}`);
+      if (round % 2 === 1) {
+        await app.kv.compact({ revision: String(rev) });
+      } else {
+        // Beside the shadow: a read below the compaction through it is refused by etcd and not yet by the
+        // simulator — not a divergence, a compaction to follow.
+        await beside.kv.compact({ revision: String(rev) });
+        await assert.rejects(app.kv.range({ key: Buffer.from('/long/0'), revision: String(rev - 1) }), /required revision has been compacted/);
+      }
+      assert.equal(await rig.shadow.drained(), true, summary(rig));
+      // The same read again: now both refuse it, and it is compared.
+      await assert.rejects(app.kv.range({ key: Buffer.from('/long/0'), revision: String(rev - 1) }), /required revision has been compacted/);
+      assert.equal(await rig.shadow.drained(), true, summary(rig));
+      const held = rig.shadow.retained();
+      assert.equal(held.compactRevision, rev, JSON.stringify(held));
+      compacted.push(held);
+    }
+  } finally {
+    app.close();
+    beside.close();
+  }
+  assert.deepEqual(rig.divergences, [], summary(rig));
+  const first = compacted[0]!;
+  const last = compacted.at(-1)!;
+  // One revision per key after each compaction, the same bytes, nothing waiting: flat from the first round to the last.
+  assert.equal(first.revisions, KEYS, JSON.stringify(first));
+  assert.equal(last.revisions, first.revisions, JSON.stringify(compacted));
+  assert.equal(last.bytes, first.bytes, JSON.stringify(compacted));
+  assert.equal(last.waitingSteps + last.waitingEvents, 0, JSON.stringify(last));
+  assert.equal(last.compactionsFound, ROUNDS / 2, JSON.stringify(last));
+  const range = rig.shadow.report.rpcs.get('KV.Range');
+  assert.equal(range?.notCompared.get('etcd compacted beyond the simulator'), ROUNDS / 2, summary(rig));
+  assert.equal(range?.compared, ROUNDS, summary(rig));
+});
