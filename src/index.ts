@@ -38,6 +38,9 @@ export type {
   ClusterLock,
   ClusterElection,
   ClusterTraceEvent,
+  ClusterMemberConfig,
+  ConnectOptions,
+  SharedServerOptions,
   EtcdClusterOptions,
   MemberRaftStatus,
   MemberRef,
@@ -60,10 +63,14 @@ export type { MemberServices, MemberView } from './server/member_view.js';
 // sim.server: one member, its engine and its levers.
 export type { EtcdServerView } from './server/server_view.js';
 export type { Awaitable } from './server/awaitable.js';
+export type { Promised } from './server/answers.js';
+export type { WaitingCallContext } from './server/concurrency_rules.js';
 export { DEFAULT_CLUSTER_ID, DEFAULT_MEMBER_ID, type EtcdServerOptions, type MemberInfo } from './server/member_options.js';
 export type { CompactionCrash, MemberRestart, MemberSnapshot } from './server/restart.js';
+export type { InterruptedCompaction } from './snapshot/compaction.js';
 export type { EtcdVersion } from './etcd/index.js';
 export type { AuthSetup, AuthSnapshot } from './auth/store.js';
+export type { PasswordHash } from './auth/password.js';
 export type { TokenProvider, TokenProviderFactory } from './auth/simple_token.js';
 export type { KeyPermission, PermissionType } from './auth/range_perm.js';
 export type { CallContext } from './server/call_context.js';
@@ -80,7 +87,10 @@ export {
   type ElectionClient,
   type WaitOptions,
   type Session,
+  type ServiceClient,
+  type ClientCall,
 } from './client/raw_client.js';
+export type { EtcdServiceName } from './proto/calls.js';
 export { EtcdStream, EtcdWatchStream, EtcdKeepAliveStream, EtcdObserveStream, type StreamEvents } from './client/raw_streams.js';
 export { prefix, fromKey, type Req } from './client/text_keys.js';
 // An import and export rather than `export type * as`: the same namespace the client's own signatures name.
@@ -119,6 +129,7 @@ export { utf8, text, prefixEnd, compareBytes, bytesEqual } from './mvcc/bytes.js
 
 // The engine (sim.mvcc, or a bare store) and the types of its API.
 export { MvccStore, type HashKVResult, type MvccOptions } from './mvcc/kv.js';
+export type { KeyString } from './mvcc/bytes.js';
 export type { CommitListener, StoreSnapshot } from './mvcc/store.js';
 export { DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_TXN_OPS } from './mvcc/validate.js';
 export type {

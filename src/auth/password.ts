@@ -19,6 +19,7 @@ import type { SimRandom } from '../sim/index.js';
 /**
  * A stored password hash: the bytes of etcd's authpb.User.password, one character per byte (latin1), so a
  * hash loaded from a snapshot is kept byte for byte even when it is not one bcrypt can read.
+ * @public
  */
 export type PasswordHash = string;
 

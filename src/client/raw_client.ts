@@ -90,16 +90,18 @@ const waitCtxOf = (session: Session, opts: WaitOptions | undefined): WaitingCall
  * A call of the member's service class as the client offers it: the request (optional where the class
  * gives it a default) with text allowed in its bytes fields, a Promise of the answer; a call that waits (its
  * context takes an AbortSignal: Lock, Campaign) also takes WaitOptions.
+ * @public
  */
-type ClientCall<F> = F extends (req: infer Q, ...rest: infer Rest) => infer R
+export type ClientCall<F> = F extends (req: infer Q, ...rest: infer Rest) => infer R
   ? (...args: [...([] extends Parameters<F> ? [req?: Req<Q>] : [req: Req<Q>]), ...(Rest extends [] ? [] : 'signal' extends keyof NonNullable<Rest[0]> ? [opts?: WaitOptions] : [])]) => Promise<Awaited<R>>
   : never;
 
 /**
  * The unary calls of service `N` (`KV`) on its service class `C`: every method its .proto declares that the
  * class answers (src/proto's CallName), but the streams, which a client opens with a method of its own.
+ * @public
  */
-type ServiceClient<C, N extends EtcdServiceName> = {
+export type ServiceClient<C, N extends EtcdServiceName> = {
   readonly [K in CallName<N> & keyof C as C[K] extends (...args: never[]) => StreamCall<infer _> ? never : K]: ClientCall<C[K]>;
 };
 

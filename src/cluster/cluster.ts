@@ -32,13 +32,13 @@ import { Requests } from './proposals.js';
 import { Routing, type CallAnswer, type Link } from './routing.js';
 import { ClusterMemberServices } from './services.js';
 
-/** Server options every member shares; identity (name, URLs, IDs) is per member, see `memberConfigs`. */
+/** Server options every member shares; identity (name, URLs, IDs) is per member, see `memberConfigs`. @public */
 export type SharedServerOptions = Omit<
   EtcdServerOptions,
   'clock' | 'seed' | 'memberId' | 'clusterId' | 'memberName' | 'clientUrls' | 'peerUrls' | 'raftTerm' | 'fromSnapshot' | 'initialRaftIndex'
 >;
 
-/** One member's identity, as its etcd flags give it (--name, --advertise-client-urls, --initial-advertise-peer-urls). */
+/** One member's identity, as its etcd flags give it (--name, --advertise-client-urls, --initial-advertise-peer-urls). @public */
 export interface ClusterMemberConfig {
   readonly name?: string | undefined;
   readonly clientUrls?: readonly string[] | undefined;

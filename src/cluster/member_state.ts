@@ -39,7 +39,7 @@ export interface MemberRaftStatus {
 /** The client name of calls that name none. */
 export const DEFAULT_CLIENT = 'client';
 
-/** Options of a client's connection to a member (see EtcdCluster.connect). */
+/** Options of a client's connection to a member (see EtcdCluster.connect). @public */
 export interface ConnectOptions {
   /** Name of the client whose link to the member the link levers act on (default 'client'). */
   readonly client?: string | undefined;

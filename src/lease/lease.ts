@@ -3,14 +3,16 @@
  * the simulator's clock, the last checkpointed remaining TTL, and the keys attached to it.
  */
 import type { KeyString } from '../mvcc/index.js';
-import type { HeapItem } from '../sim/index.js';
 
 /** etcd's MaxLeaseTTL, in seconds. @public */
 export const MAX_LEASE_TTL = 9_000_000_000;
 
 /** A lease record. Mutated only by the Lessor; read it through the Lessor's API. @public */
-export class Lease implements HeapItem {
-  /** Position in the lessor's expiry heap (-1: not queued, e.g. when demoted). */
+export class Lease {
+  /**
+   * Position in the lessor's expiry heap (-1: not queued, e.g. when demoted): a HeapItem, which the heap's
+   * type checks (IndexedHeap<Lease>) rather than an `implements` that would publish sim's HeapItem.
+   */
   heapIndex = -1;
   /** Expiry instant in clock ms; Infinity is etcd's `forever` (a secondary lessor never expires leases). */
   expiry: number;

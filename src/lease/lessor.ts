@@ -344,7 +344,7 @@ export class Lessor implements LeaseHook {
     return this.leaseMap.get(id)?.remainingTTL;
   }
 
-  /** Attached key strings (latin1) of a lease in byte order; empty if unknown. */
+  /** @internal Attached key strings (latin1) of a lease in byte order; empty if unknown. */
   keyStringsOf(id: bigint): KeyString[] {
     return this.leaseMap.get(id)?.sortedKeyStrings() ?? [];
   }

@@ -5,7 +5,7 @@
  */
 import { Buffer } from '../sim/bytes_platform.js';
 
-/** A key as the index holds it: one latin1 character per byte. */
+/** A key as the index holds it: one latin1 character per byte. @public */
 export type KeyString = string;
 
 export const EMPTY_BYTES: Uint8Array = new Uint8Array(0);

@@ -5,7 +5,7 @@
  * etcd's methods is written once (the class) and every door follows it.
  */
 
-/** `S`'s methods, each answering with a Promise of what `S` answers (a cluster member's services). */
+/** `S`'s methods, each answering with a Promise of what `S` answers (a cluster member's services). @public */
 export type Promised<S> = { [K in keyof S]: S[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never };
 
 /** `S`'s methods, each answering now or later (what a front door can call: a member or a cluster member). */

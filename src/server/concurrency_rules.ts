@@ -35,7 +35,7 @@ import { cancelledError, grpcError, isGrpcError, toGrpcError, type GrpcError } f
 import type * as M from './messages.js';
 import type { EtcdServer } from './etcd_server.js';
 
-/** The caller of a call that may wait (Lock, Campaign, Observe), and what ends its wait early. */
+/** The caller of a call that may wait (Lock, Campaign, Observe), and what ends its wait early. @public */
 export interface WaitingCallContext extends CallContext {
   /**
    * Aborted when the client stops waiting (cancel, deadline, disconnect): what etcd releases then is

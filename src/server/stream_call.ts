@@ -6,7 +6,6 @@
  * fire once; nothing is delivered after the end and writes are ignored.
  */
 import { GrpcCode } from '../etcd/index.js';
-import type { Deliverable } from './delivery.js';
 import { cancelledError, grpcError, toGrpcError, type GrpcError } from './errors.js';
 import type { EtcdServer } from './etcd_server.js';
 
@@ -65,8 +64,12 @@ export interface StreamLink {
   toClient(fn: () => void): void;
 }
 
-/** @public */
-export abstract class StreamCall<Res> implements Deliverable, FlowControl {
+/**
+ * A Deliverable too (the member's Delivery takes it, which checks its shape there): not named here, so the
+ * published types keep the delivery queue's interface out.
+ * @public
+ */
+export abstract class StreamCall<Res> implements FlowControl {
   private responseListener: ResponseListener<Res> | undefined;
   private paused = false;
   /**
@@ -84,6 +87,7 @@ export abstract class StreamCall<Res> implements Deliverable, FlowControl {
 
   /** @internal */
   protected constructor(
+    /** @internal */
     protected readonly server: EtcdServer,
     private readonly onClose: (call: StreamCall<Res>) => void,
     /** Details of the default abort error, naming the stream. */

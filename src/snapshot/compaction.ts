@@ -15,7 +15,7 @@ import type { EtcdBackend, StoredRevision } from './etcd_backend.js';
 /** etcd's default --experimental-compaction-batch-limit: key-bucket entries per compaction batch. */
 export const DEFAULT_COMPACTION_BATCH_LIMIT = 1000;
 
-/** Where a compaction stood when its member died, and the backend it left. */
+/** Where a compaction stood when its member died, and the backend it left. @public */
 export interface InterruptedCompaction {
   /** The compaction revision (meta scheduledCompactRev). */
   readonly rev: number;
@@ -30,7 +30,7 @@ export interface InterruptedCompaction {
   readonly remaining: number;
   /** The revision of the last key-bucket entry the committed batches walked (0: none). */
   readonly walkedTo: number;
-  /** The backend after the crash. */
+  /** @internal The backend after the crash (a member restarts from it: CompactionCrash.restart). */
   readonly backend: EtcdBackend;
 }
 

@@ -29,11 +29,11 @@ export const WATCH_DEFAULTS = {
 
 /** @public */
 export interface WatchableStoreOptions {
-  /** Drives the sync and victim steps; without one, call syncWatchers()/moveVictims() yourself. */
+  /** @internal Drives the sync and victim steps; without one, call syncWatchers()/moveVictims() yourself. */
   readonly ticker?: Ticker | undefined;
   /** Needed for periodic progress notifications (per stream, like etcd's sendLoop ticker). */
   readonly clock?: Clock | undefined;
-  /** Jitter of the progress interval (etcd adds up to 10%); without it there is no jitter. */
+  /** @internal Jitter of the progress interval (etcd adds up to 10%); without it there is no jitter. */
   readonly random?: SimRandom | undefined;
   readonly syncIntervalMs?: number | undefined;
   readonly victimIntervalMs?: number | undefined;
