@@ -380,7 +380,7 @@ export class Http2ServerConnection {
    * leaves it when it closes: a peer that resets streams while not reading would otherwise keep every
    * closed one here until the socket drains (the rapid-reset growth of issue 32).
    */
-  private blocked = new Set<H2Stream>();
+  private readonly blocked = new Set<H2Stream>();
 
   private inRead = false;
   private flushScheduled = false;
@@ -1091,18 +1091,17 @@ export class Http2ServerConnection {
     return this.writer.pendingBytes + this.socket.writableLength >= OUTPUT_LIMIT;
   }
 
-  /** The connection window grew, or the socket drained: streams waiting for either go on, first come first. */
+  /**
+   * The connection window grew, or the socket drained: streams waiting for either go on, first come first.
+   * It stops at the first that cannot — the socket full again or the window gone, which holds for every
+   * stream after it too — so a drain costs the streams it lets write, not a walk over every stream a slow
+   * reader keeps waiting (a stream that blocks again goes to the end, and the next check stops there).
+   */
   private pumpBlocked(): void {
-    const list = this.blocked;
-    this.blocked = new Set();
-    for (const st of list) {
-      if (st.closed) continue; // closed by a callback of this very loop
+    for (const st of this.blocked) {
+      if (this.sendWindow <= 0 || this.outputFull()) return;
+      this.blocked.delete(st);
       st.blocked = false;
-      if (this.sendWindow <= 0 || this.outputFull()) {
-        st.blocked = true;
-        this.blocked.add(st);
-        continue;
-      }
       this.pump(st);
     }
   }
