@@ -11,7 +11,11 @@
  * every readable revision is compared in full, and each key's generations with what the reference keeps.
  * Compactions land at tombstones' revisions and one either side of them, where etcd 3.6's keep rule turns
  * (issue #35: before, reads alone could not tell a tombstone kept from one dropped, and a keyIndex that
- * never dropped a tombstone survived every property).
+ * never dropped a tombstone survived every property). At check points etcd's HashKV value and the
+ * simulator's history digest are compared at every revision they answer with naive references
+ * (model/reference_hash.ts): sub-revisions and the tombstones kept below the compaction show only there.
+ * Each run follows one release's rules where releases differ (reference_kv.ts's ReleaseRules: 3.4's keep
+ * rule and unchecked sort order, 3.5's puts-first txn checks).
  *
  * Runs: ETCDSIM_NUM_RUNS (default 200). Replay: see harness.ts (ETCDSIM_SEED / _PATH / _REPLAY_PATH).
  */

@@ -302,9 +302,9 @@ export class ReferenceKV {
    * What etcd's backend still holds after the compactions (its db size, the simulator's retained tally):
    * every change after the compact revision and, of each key's changes up to it, only the last one, if it
    * is a put or a tombstone exactly at the compact revision (etcd 3.6+ keeps that one, so a watch from the
-   * compact revision still sees the delete; keepTombstoneAtCompactRev), in log order. Reads cannot tell a tombstone kept from one
-   * dropped, so this is the only place the keep rule shows; written as a filter over the whole history,
-   * with no generations.
+   * compact revision still sees the delete; keepTombstoneAtCompactRev), in log order. Reads cannot tell a
+   * tombstone kept from one dropped, so this is (with the hashes and the compaction revision's events) where
+   * the keep rule shows; written as a filter over the whole history, with no generations.
    */
   retainedChanges(): Change[] {
     const at = this.compactRev;
