@@ -205,6 +205,18 @@ export class MvccStore {
     return { revision: this.storage.putOne(keyString(key), key, value, 0n) };
   }
 
+  /**
+   * @internal The common Range — one key at the current revision, no option that changes the answer — in one pass
+   * instead of validateRange → applyRange: of their checks only an empty key can refuse it. Undefined
+   * then: the caller takes the steps, which refuse it with etcd's error.
+   */
+  tryPlainRange(key: Uint8Array): RangeResponse | undefined {
+    if (key.length === 0) return undefined;
+    const s = this.storage;
+    const kv = s.get(keyString(key), 0);
+    return { revision: s.currentRev, kvs: kv === undefined ? [] : [kv], more: false, count: kv === undefined ? 0 : 1 };
+  }
+
   /** @internal Applies a validated Put: the lease must exist, ignore_* needs the key; then the write. */
   applyPut(r: Proposable<PutRequest>): PutResponse {
     checkPut(this.storage, r, false);

@@ -176,6 +176,25 @@ export function putIn(req: M.PutRequest): D.PutRequest {
 }
 
 /**
+ * The key of a Range that asks for one key's current revision and nothing that could change the answer —
+ * no range end, revision, sort, filter, keys_only or count_only; any limit, which one key's answer never
+ * reaches; a gRPC decoder's defaults count as unset — or undefined for any other request (which rangeIn
+ * converts and the store's checks judge). The KV service serves such a get in one pass (kv_service.ts).
+ */
+export function plainRangeIn(req: M.RangeRequest | null | undefined): Uint8Array | undefined {
+  if (req == null) return undefined;
+  const { key, range_end: end, limit } = req;
+  if (!(key instanceof Uint8Array) || !(end == null || (end instanceof Uint8Array && end.length === 0))) return undefined;
+  if (!(unsetInt(limit) || limit === 1 || limit === '1' || (typeof limit === 'number' && Number.isSafeInteger(limit)))) return undefined;
+  if (!unsetInt(req.revision) || !unsetInt(req.min_mod_revision) || !unsetInt(req.max_mod_revision)) return undefined;
+  if (!unsetInt(req.min_create_revision) || !unsetInt(req.max_create_revision)) return undefined;
+  if (!(req.sort_order == null || req.sort_order === 'NONE' || req.sort_order === 0)) return undefined;
+  if (!(req.sort_target == null || req.sort_target === 'KEY' || req.sort_target === 0)) return undefined;
+  if (!unset(req.keys_only) || !unset(req.count_only) || !(unset(req.serializable) || req.serializable === true)) return undefined;
+  return key;
+}
+
+/**
  * The key and value of a Put that sets nothing else — no lease, no flag, both as bytes; a gRPC decoder's
  * defaults ('0', false) count as unset — or undefined for any other request (which putIn converts and the
  * store's checks judge). The KV service writes such a put in one pass (kv_service.ts).
@@ -184,7 +203,7 @@ export function plainPutIn(req: M.PutRequest | null | undefined): { key: Uint8Ar
   if (req == null) return undefined;
   const { key, value, lease } = req;
   if (!(key instanceof Uint8Array) || !(value instanceof Uint8Array || value == null)) return undefined;
-  if (!(lease == null || lease === '0' || lease === 0 || lease === 0n)) return undefined;
+  if (!unsetInt(lease)) return undefined;
   if (!unset(req.prev_kv) || !unset(req.ignore_value) || !unset(req.ignore_lease)) return undefined;
   return { key, value: value ?? EMPTY };
 }
@@ -192,6 +211,11 @@ export function plainPutIn(req: M.PutRequest | null | undefined): { key: Uint8Ar
 /** A bool field left at its default. */
 function unset(v: boolean | null | undefined): boolean {
   return v == null || v === false;
+}
+
+/** An int64 field left at its default. */
+function unsetInt(v: M.Int64Input | null | undefined): boolean {
+  return v == null || v === '0' || v === 0 || v === 0n;
 }
 
 export function deleteRangeIn(req: M.DeleteRangeRequest): D.DeleteRangeRequest {

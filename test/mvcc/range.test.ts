@@ -295,3 +295,14 @@ test('deleted keys are not counted', () => {
   assert.deepStrictEqual(keysOf(s.range({ key: NUL, rangeEnd: NUL }).kvs), ['a', 'c', 'd']);
   assert.deepStrictEqual(keysOf(s.range({ key: NUL, rangeEnd: NUL, revision: 8 }).kvs), ['a', 'b', 'c', 'd']);
 });
+
+test('tryPlainRange answers what range() answers for one key at the current revision, and declines an empty key', () => {
+  const s = new MvccStore();
+  s.put({ key: b('k'), value: b('1') });
+  s.put({ key: b('k'), value: b('2') });
+  s.deleteRange({ key: b('gone') });
+  s.put({ key: b('gone'), value: b('x') });
+  s.deleteRange({ key: b('gone') });
+  for (const k of ['k', 'gone', 'never']) assert.deepStrictEqual(s.tryPlainRange(b(k)), s.range({ key: b(k) }), k);
+  assert.equal(s.tryPlainRange(new Uint8Array(0)), undefined);
+});
