@@ -5,8 +5,10 @@
  * the simulator and its options, the clients on it, etcd's errors, the byte helpers, the engine (MvccStore)
  * and the types its API returns, the watch-guarantee checker and the clocks. `sim.server` and `sim.cluster`
  * are interfaces (EtcdServerView, EtcdClusterView): what a user may rely on, not the classes' wiring. Classes
- * a user reaches through `sim.lessor`, `sim.watchable` or `sim.clock` but never constructs are exported as
- * types only.
+ * a user reaches through `sim.lessor`, `sim.watchable`, `sim.services` or `sim.clock` but never constructs
+ * are exported as types only, and what of them is the member's wiring (constructors, the engine's
+ * step-by-step pipeline, helpers the floors above call) is marked @internal: tsconfig.build.json's
+ * stripInternal leaves it out of the published types, so each shows a user only what they may call.
  * The other entry point is `etcdsim/grpc` (server mode: serve()). etc/*.api.md records each surface;
  * `npm run api-report` regenerates them.
  */

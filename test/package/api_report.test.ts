@@ -7,6 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -51,4 +53,61 @@ test('the API report refuses an export without a release tag, and names it', () 
   assert.equal(tagged?.error, undefined);
   assert.match(tagged?.report ?? '', /\/\/ @public\s+export const tagged = 1;/);
   assert.match(tagged?.report ?? '', /\/\/ @beta\s+export interface TaggedShape/);
+});
+
+/**
+ * Types a published declaration names that its entry point does not export (API Extractor's
+ * ae-forgotten-export, kept in the report): each is either exported and tagged, or stripped from the
+ * published types with @internal (tsconfig.build.json's stripInternal), or named here with the reason it
+ * stays. A new one fails, so an internal type does not leak into the published surface unnoticed.
+ */
+const UNEXPORTED: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  'etcdsim.api.md': {
+    // The `messages` namespace is written over proto-loader's generated declarations (src/proto/generated):
+    // publishing those would list etcd's messages twice, once in their generated form.
+    pb: 'the generated declarations behind `messages`',
+    RequestOf: '`messages`: a request type made lenient from its generated form',
+    WithLaterFields: '`messages`: the fields a later release added, optional',
+    // proto's mapping of a service to its methods' names, over the generated service definitions.
+    CallName: 'derived from the generated service definitions (ServiceClient, MemberServices)',
+    Calls: 'MemberServices: one service of a member as the doors call it, derived from CallName',
+  },
+  // serve()'s handle holds the member as its class (ServeHandle.server: EtcdServer), whose wiring is still
+  // published through this entry: an interface there (the root entry's EtcdServerView) is the next step.
+  'etcdsim-grpc.api.md': Object.fromEntries(
+    [
+      'AppliedWait',
+      'AuthInfo',
+      'AuthStore',
+      'CallContext',
+      'CompactionCrash',
+      'Delivery',
+      'EtcdBackend',
+      'EtcdServerView',
+      'EtcdServices',
+      'EveryOptions',
+      'HeaderIdentity',
+      'Lessor',
+      'MemberInfo',
+      'MemberRestart',
+      'MemberSnapshot',
+      'MvccStore',
+      'PendingTimer',
+      'PermissionType',
+      'SimRandom',
+      'StoreSnapshot',
+      'Ticker',
+      'TimerHandle',
+      'WatchableStore',
+    ].map((name) => [name, 'ServeHandle.server is the EtcdServer class']),
+  ),
+};
+
+test('the published types name no internal type beyond the listed ones (etc/*.api.md’s ae-forgotten-export)', () => {
+  for (const [report, allowed] of Object.entries(UNEXPORTED)) {
+    const text = readFileSync(join(root, 'etc', report), 'utf8');
+    const named = [...new Set([...text.matchAll(/ae-forgotten-export\) The symbol "([^"]+)"/g)].map((m) => m[1]!))].sort();
+    assert.ok(named.length > 0 || Object.keys(allowed).length === 0, `${report}: the check reads the warnings it judges`);
+    assert.deepEqual(named, Object.keys(allowed).sort(), `${report}: export the new type (tagged), strip it with @internal, or name it here with why`);
+  }
 });
