@@ -157,10 +157,9 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
   const startRev = sim.mvcc.currentRevision;
   // An etcd past its first revision has a history (kept or compacted) that a fresh etcd replaying the log would lack.
   const held = startRev > 1 || sim.lessor.leases().length > 0;
-  let compactions: CompactionFollower | undefined;
-  const ctx = shadowContext(o, sim, new ScenarioLog(startRev, version, undefined, held), () => void compactions?.probe());
-  compactions = new CompactionFollower(client, ctx, o.compactionProbeMs ?? 10_000);
-  const following = compactions;
+  // A read etcd refused as compacted (unary.ts) asks for the compaction; only calls through the proxy, started below, do.
+  const ctx = shadowContext(o, sim, new ScenarioLog(startRev, version, undefined, held), () => void following.probe());
+  const following = new CompactionFollower(client, ctx, o.compactionProbeMs ?? 10_000);
   // The shadow's own watch: every revision etcd makes, for those no answer through the proxy accounts for.
   const own = client.watch.watch();
   own.onResponse((rs) => {
