@@ -542,6 +542,7 @@ function checkHashes(m: Model, r: Real): void {
 type Step =
   | { readonly kind: 'range'; readonly spec: RangeSpec }
   | { readonly kind: 'put'; readonly req: PutRequest }
+  | { readonly kind: 'rewrite'; readonly req: PutRequest; readonly times: number }
   | { readonly kind: 'delete'; readonly req: DeleteRangeRequest }
   | { readonly kind: 'txn'; readonly spec: TxnSpec }
   | { readonly kind: 'undo'; readonly spec: UndoSpec }
@@ -590,6 +591,12 @@ class KvCommand implements fc.Command<Model, Real> {
       case 'put':
         this.shown = show(s.req);
         same(actual(() => store.put(s.req)), expected(() => ref.put(s.req)), `put ${this.shown}`);
+        break;
+      case 'rewrite':
+        // One key put again and again, one revision each: a long history for compaction to cut into
+        // (dropping fewer of a key's older revisions than it keeps takes a path of its own).
+        this.shown = `${s.times} × ${show(s.req)}`;
+        for (let i = 0; i < s.times; i++) same(actual(() => store.put(s.req)), expected(() => ref.put(s.req)), `put ${show(s.req)}`);
         break;
       case 'delete':
         this.shown = show(s.req);
@@ -656,6 +663,7 @@ const commandArbs: fc.Arbitrary<fc.Command<Model, Real>>[] = [
   fc.oneof(
     { weight: 10, arbitrary: putArb.map((req): Step => ({ kind: 'put', req })) },
     { weight: 2, arbitrary: deleteArb.map((req): Step => ({ kind: 'delete', req })) },
+    { weight: 1, arbitrary: fc.tuple(keyArb, valueArb, fc.integer({ min: 3, max: 6 })).map(([key, value, times]): Step => ({ kind: 'rewrite', req: { key, value }, times })) },
     { weight: 5, arbitrary: txnArb(1).map((spec): Step => ({ kind: 'txn', spec })) },
     { weight: 1, arbitrary: undoArb.map((spec): Step => ({ kind: 'undo', spec })) },
     { weight: 1, arbitrary: twoFaultsArb.map((spec): Step => ({ kind: 'txn', spec })) },
