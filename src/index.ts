@@ -7,8 +7,9 @@
  * are interfaces (EtcdServerView, EtcdClusterView): what a user may rely on, not the classes' wiring. Classes
  * a user reaches through `sim.lessor`, `sim.watchable`, `sim.services` or `sim.clock` but never constructs
  * are exported as types only, and what of them is the member's wiring (constructors, the engine's
- * step-by-step pipeline, helpers the floors above call) is marked @internal: tsconfig.build.json's
- * stripInternal leaves it out of the published types, so each shows a user only what they may call.
+ * step-by-step pipeline, helpers the floors above call) carries the internal release tag, which
+ * tsconfig.build.json's stripInternal leaves out of the published types (this comment must not spell the
+ * tag: it would strip the declaration below it), so each shows a user only what they may call.
  * The other entry point is `etcdsim/grpc` (server mode: serve()). etc/*.api.md records each surface;
  * `npm run api-report` regenerates them.
  */
