@@ -11,7 +11,7 @@
  * applied its own removal, and its peers stop talking to it). The checker (src/raft/checker.ts) runs after
  * every event.
  */
-import { MemoryStorage, NONE, RaftNode, RaftNodeChecker, bootstrapStorage, type ConfChange, type Entry, type Message, type NodeId, type RaftPersistence, type RaftStorage } from '../../src/raft/index.js';
+import { MemoryStorage, NONE, RaftNode, RaftNodeChecker, bootstrapStorage, type ConfChange, type ConfState, type Entry, type Message, type NodeId, type RaftPersistence, type RaftStorage } from '../../src/raft/index.js';
 import { SimRandom, VirtualClock } from '../../src/sim/index.js';
 
 export const HEARTBEAT_MS = 10;
@@ -140,12 +140,38 @@ export class SimNetwork {
         if (floor !== undefined) this.reads.push({ at: r.index, floor, member: m.id });
         this.pendingReads.delete(r.context);
       }
+      const confBefore = m.node.conf;
       m.node.advance(rd);
+      if (rd.snapshot === undefined) this.checkConf(m, confBefore, rd.committedEntries);
       if (!m.alive) break; // it applied its own removal
       if (m.node.log.applied - m.node.log.snapshot.index >= this.snapshotEvery) this.snapshot(m, 5);
     }
     this.checker.check([...this.members.values()].filter((x) => x.alive).map((x) => x.node));
     if (m.alive) this.checkViews(m);
+  }
+
+  /**
+   * The configuration after applying conf changes, against a naive reading of them: an add makes a voter
+   * (a learner promoted), a learner is added only when no voter, a removal leaves neither.
+   */
+  private checkConf(m: Member, before: ConfState, applied: readonly Entry[]): void {
+    const voters = new Set(before.voters);
+    const learners = new Set(before.learners);
+    for (const e of applied) {
+      const cc = e.conf;
+      if (cc === undefined) continue;
+      if (cc.type === 'add') {
+        learners.delete(cc.id);
+        voters.add(cc.id);
+      } else if (cc.type === 'addLearner' && !voters.has(cc.id)) learners.add(cc.id);
+      else if (cc.type === 'remove') {
+        voters.delete(cc.id);
+        learners.delete(cc.id);
+      }
+    }
+    const now = m.node.conf;
+    const same = (a: ReadonlySet<NodeId>, b: readonly NodeId[]): boolean => a.size === b.length && b.every((id) => a.has(id));
+    if (!same(voters, now.voters) || !same(learners, now.learners)) throw new Error(`member ${m.id}: conf changes applied gave voters ${String(now.voters)} learners ${String(now.learners)}, expected ${String([...voters])} and ${String([...learners])}`);
   }
 
   /**
