@@ -86,7 +86,7 @@ export class Applier {
     try {
       // A leader's empty entry (and a conf change) moves the applied index and nothing else.
       if (body === undefined) m.server.noteRaftEntry();
-      else result = body.apply(m.server);
+      else result = body.apply(m.server, m);
     } catch (err) {
       error = toGrpcError(err);
     }

@@ -228,7 +228,11 @@ export class EtcdCluster implements EtcdClusterView {
         for (const fn of this.serverHooks) fn(m.server, m);
       },
     });
-    for (const m of this.states) this.wireMember(m);
+    for (const m of this.states) {
+      this.wireMember(m);
+      // Every member starts out listing every member as --initial-cluster names them, all started.
+      for (const x of this.states) m.members.set(x.id, { id: x.id, name: x.name, peerUrls: [...x.peerUrls], clientUrls: [...x.clientUrls], isLearner: false });
+    }
     // A lessor is primary only on the leader (it is promoted when its member wins an election).
     for (const m of this.states) m.server.lessor.demote();
     // Member 0 wins the first election (term 2).

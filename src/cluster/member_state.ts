@@ -7,10 +7,10 @@
  * not applied yet. What the member waits on — proposals without a leader, linearizable reads, calls held
  * while it is paused — is kept here too, because a crash loses all of it at once.
  */
-import type { Entry, MemoryStorage, RaftLoop } from '../raft/index.js';
+import type { ConfChange, Entry, MemoryStorage, RaftLoop } from '../raft/index.js';
 import type { TimerHandle } from '../sim/index.js';
 import type { EtcdBackend } from '../snapshot/index.js';
-import { type GrpcError, EtcdServer, type EtcdServerOptions, type KeepAliveCall } from '../server/index.js';
+import { type GrpcError, EtcdServer, type EtcdServerOptions, type KeepAliveCall, type ListedMember } from '../server/index.js';
 import type { EtcdCluster } from './cluster.js';
 import { ClusterMemberServices } from './services.js';
 import type { ClusterStreamLink } from './stream_link.js';
@@ -66,7 +66,10 @@ export interface EntryBody {
   readonly kind: EntryKind;
   /** Short description for traces, e.g. `put`, `leaseGrant 7587…`, `leaseExpire 7587…`. */
   readonly label: string;
-  readonly apply: (server: EtcdServer) => unknown;
+  /** `member`: the member applying it (a membership change applies to its list of members). */
+  readonly apply: (server: EtcdServer, member: MemberState) => unknown;
+  /** A membership change: proposed as Raft's conf change entry (etcd's ConfChange), not a normal one. */
+  readonly conf?: ConfChange;
 }
 
 /** A committed entry a member has not applied yet, and when it was first known committed (its lag counts from there). */
@@ -119,6 +122,11 @@ export class MemberState implements SimulatedMember {
   disk!: MemoryStorage;
   /** The index its server applied up to (etcd's appliedi). */
   applied: number;
+  /**
+   * @internal The cluster's members as this member applied them (etcd's RaftCluster, kept in its backend:
+   * a crash keeps it, a snapshot brings the leader's): MemberList answers from it, MemberUpdate changes it.
+   */
+  members: Map<bigint, ListedMember> = new Map();
   /** Committed entries handed over by its node, applied each once its apply lag has passed. */
   applyQueue: CommittedEntry[] = [];
   paused = false;
@@ -184,19 +192,21 @@ export type MemberRef = number | string | bigint | SimulatedMember;
  */
 export interface MemberImage {
   readonly store: ReturnType<EtcdServer['snapshot']>;
+  readonly members: readonly ListedMember[];
   readonly alarms: ReturnType<EtcdServer['services']['maintenance']['alarms']['bucketKeys']>;
   readonly leases: readonly { readonly id: bigint; readonly ttl: number; readonly remaining: number }[];
   readonly applied: number;
 }
 
 /** Takes a member's state for a snapshot (etcd's triggerSnapshot at its applied index). */
-export function memberImage(from: EtcdServer): MemberImage {
-  const l = from.lessor;
+export function memberImage(from: MemberState): MemberImage {
+  const l = from.server.lessor;
   return {
-    store: from.snapshot(),
-    alarms: from.services.maintenance.alarms.bucketKeys(),
+    store: from.server.snapshot(),
+    members: [...from.members.values()].map((x) => ({ ...x })),
+    alarms: from.server.services.maintenance.alarms.bucketKeys(),
     leases: l.leases().map((id) => ({ id, ttl: l.timeToLive(id).grantedTTL, remaining: l.checkpointedTTLOf(id) ?? 0 })),
-    applied: from.raftIndex,
+    applied: from.server.raftIndex,
   };
 }
 
@@ -204,7 +214,9 @@ export function memberImage(from: EtcdServer): MemberImage {
  * Installs a snapshot's state on a member's server (etcd's applySnapshot): the store, the alarm bucket and
  * the lease bucket come with it, and the applied index is the snapshot's.
  */
-export function installImage(to: EtcdServer, image: MemberImage): void {
+export function installImage(member: MemberState, image: MemberImage): void {
+  member.members = new Map(image.members.map((x) => [x.id, { ...x }]));
+  const to = member.server;
   to.restore(image.store);
   // The alarm bucket comes with the snapshot, and the follower's refusals follow it (etcd's restoreAlarms).
   to.services.maintenance.alarms.restore(image.alarms);

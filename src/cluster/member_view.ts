@@ -2,8 +2,8 @@
  * One member of the simulated cluster as every front door takes a member (src/server/member_view.ts): the
  * gRPC door of its client port, the JSON gateway, the in-process clients. Its services are the member's
  * ClusterMemberServices (services.ts: writes through Raft, ReadIndex for linearizable reads, over one
- * client's link); etcd's membership changes are not modelled on a simulated cluster (its membership is
- * fixed), so MemberAdd, MemberRemove, MemberUpdate and MemberPromote are refused UNIMPLEMENTED. The
+ * client's link). Its membership is fixed: MemberUpdate (new peer URLs, through Raft: member_update.ts) is
+ * served, while MemberAdd, MemberRemove and MemberPromote are refused UNIMPLEMENTED. The
  * simple-token wait happens inside the services (each call waits for its token's raft index on the member
  * it reaches), so the doors hold nothing themselves.
  */
@@ -11,7 +11,7 @@ import { GrpcCode, type EtcdVersion } from '../etcd/index.js';
 import { grpcError, type CallContext, type MemberServices, type MemberView } from '../server/index.js';
 import type { ClusterMemberServices } from './services.js';
 
-/** A membership change, refused: the simulated cluster's membership is fixed. */
+/** A change of who is a member, refused: the simulated cluster's membership is fixed. */
 const notModelled =
   (method: string) =>
   (): never => {
@@ -32,7 +32,7 @@ export class ClusterMemberView implements MemberView {
         memberList: s.cluster.memberList,
         memberAdd: notModelled('MemberAdd'),
         memberRemove: notModelled('MemberRemove'),
-        memberUpdate: notModelled('MemberUpdate'),
+        memberUpdate: s.cluster.memberUpdate,
         memberPromote: notModelled('MemberPromote'),
       },
       maintenance: s.maintenance,

@@ -188,8 +188,10 @@ export class Requests {
     p.data = data;
     p.label = body.label;
     this.proposals.set(data, p);
-    // A proposal to a leader that is down or cut off is lost on the way (the request times out).
-    this.raft.propose(m, data);
+    // A proposal to a leader that is down or cut off is lost on the way (the request times out), as is a
+    // second membership change while one is pending (etcd's leader turns it into an empty entry).
+    if (body.conf === undefined) this.raft.propose(m, data);
+    else this.raft.proposeConfChange(m, body.conf, data);
   }
 
   private settle(p: Proposal, result: unknown, error: GrpcError | undefined): void {

@@ -16,7 +16,7 @@
  * before the first leader's are one snapshot here (index 2n+1, term 1), and the first election is held at
  * once: member 0 campaigns as etcd's first candidate does after its initial tick advance.
  */
-import { MemoryStorage, NONE, RaftLoop, RaftNode, type Entry, type Message, type NodeId, type ReadState, type Role, type Snapshot } from '../raft/index.js';
+import { MemoryStorage, NONE, RaftLoop, RaftNode, type ConfChange, type Entry, type Message, type NodeId, type ReadState, type Role, type Snapshot } from '../raft/index.js';
 import type { Clock, SimRandom } from '../sim/index.js';
 import { installImage, memberImage, type EntryBody, type MemberImage, type MemberState, type RaftRole } from './member_state.js';
 import { PeerNetwork } from './peer_network.js';
@@ -147,7 +147,7 @@ export class RaftGroup {
 
   /** What an entry does; undefined for a leader's empty entry and a conf change. */
   bodyOf(e: Entry): EntryBody | undefined {
-    if (e.type !== 'normal' || e.data.length === 0) return undefined;
+    if (e.data.length === 0) return undefined;
     const body = this.bodies.get(e.data);
     if (body === undefined) throw new Error(`etcdsim: internal error: the Raft entry at ${e.index} was applied again after every member applied it`);
     return body;
@@ -156,6 +156,13 @@ export class RaftGroup {
   /** `m` proposes `data` (forwarded to its leader); false when its node dropped it. */
   propose(m: MemberState, data: Uint8Array): boolean {
     const ok = m.loop?.propose(data) ?? false;
+    this.settle();
+    return ok;
+  }
+
+  /** `m` proposes a membership change (a conf change entry whose `data` names its body); false when dropped. */
+  proposeConfChange(m: MemberState, conf: ConfChange, data: Uint8Array): boolean {
+    const ok = m.loop?.proposeConfChange(conf, data) ?? false;
     this.settle();
     return ok;
   }
@@ -264,7 +271,7 @@ export class RaftGroup {
   private image(m: MemberState): Uint8Array {
     const data = new Uint8Array(8);
     new DataView(data.buffer).setFloat64(0, ++this.seq);
-    this.images.set(data, memberImage(m.server));
+    this.images.set(data, memberImage(m));
     return data;
   }
 
@@ -328,7 +335,7 @@ export class RaftGroup {
   private install(m: MemberState, s: Snapshot): void {
     const image = this.images.get(s.data);
     if (image === undefined || s.index <= m.applied) return;
-    installImage(m.server, image);
+    installImage(m, image);
     m.applied = s.index;
     m.applyQueue = m.applyQueue.filter((c) => c.entry.index > s.index);
     const from = m.lead?.name ?? 'the leader';

@@ -33,6 +33,8 @@ import {
   type AuthService,
   type KVService,
   memberCalls,
+  listedOut,
+  memberUpdateAsked,
   type AppliedCallContext,
   type EtcdServer,
   type KeepAliveCall,
@@ -48,6 +50,7 @@ import { ClusterKeepAliveCall } from './keep_alive.js';
 import { leaderMonitor } from './require_leader.js';
 import { heldOverClientLink, overClientLink } from './stream_link.js';
 import { clusterConcurrency, type ClusterElection, type ClusterLock } from './lock_election.js';
+import { proposeMemberUpdate } from './member_update.js';
 import type { EtcdCluster } from './cluster.js';
 import type { ConnectOptions, MemberState, Reply } from './member_state.js';
 
@@ -83,6 +86,8 @@ export interface ClusterMaintenance {
 /** Cluster (membership) on a cluster member. @public */
 export interface ClusterMembership {
   memberList(req?: M.MemberListRequest, ctx?: CallContext): Promise<M.MemberListResponse>;
+  /** New peer URLs for a member: a conf change through Raft, answered once this member applied it (member_update.ts). */
+  memberUpdate(req?: M.MemberUpdateRequest, ctx?: CallContext): Promise<M.MemberUpdateResponse>;
 }
 
 /** Auth on a cluster member: every request is a Raft proposal (etcd 3.4's raftRequest), reads included. @public */
@@ -228,17 +233,12 @@ export class ClusterMemberServices {
   }
 
   /** Cluster (membership): every member, as the member asked knows them. */
+  /** Cluster: MemberList from the members this member applied; MemberUpdate through Raft (member_update.ts). */
   private membershipService(): ClusterMembership {
-    const { c } = this;
-    const local = this.local.bind(this);
+    const { c, m } = this;
     return {
-      memberList: () =>
-        local((s) => ({
-          header: header(s.identity, 0),
-          members: [...c.members]
-            .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-            .map((x) => ({ ID: String(x.id), name: x.name, peerURLs: [...x.peerUrls], clientURLs: [...x.clientUrls], isLearner: false })),
-        })),
+      memberList: () => this.local((s) => ({ header: header(s.identity, 0), members: listedOut(m.members) })),
+      memberUpdate: (req, ctx) => this.send((reply) => proposeMemberUpdate(c, m, memberUpdateAsked(m.server, req, ctx), reply), ctx),
     };
   }
 

@@ -23,18 +23,7 @@
  *    index check); a member behind the leader's log installs the leader's db (etcd's applySnapshot).
  */
 import { mkdirSync } from 'node:fs';
-import {
-  errTransportClosing,
-  EtcdServer,
-  ErrMemberNotFound,
-  ErrPeerUrlExists,
-  clusterIdOf,
-  grpcError,
-  memberIdOf,
-  serverCompat,
-  toGrpcError,
-  type GrpcError,
-} from '../server/index.js';
+import { applyMemberUpdate, errTransportClosing, EtcdServer, clusterIdOf, memberIdOf, toGrpcError, type GrpcError } from '../server/index.js';
 import {
   CLUSTER_VERSION_SET_FIELD,
   LEASE_CHECKPOINT_FIELD,
@@ -505,14 +494,10 @@ export class ProcessMember {
    * Raft keeps it a learner) and the stream to it is dialed on the new URL.
    */
   private updated(cc: ConfChange, ctx: MemberContext | undefined, applied: boolean): GrpcError | undefined {
-    const target = this.members.get(cc.id);
     const urls = ctx?.peerURLs ?? [];
-    let refused: GrpcError | undefined;
-    if (target === undefined) refused = grpcError(ErrMemberNotFound.code, ErrMemberNotFound.message);
-    else if ([...this.members.values()].some((m) => m.id !== cc.id && m.peerUrls.some((u) => urls.includes(u)))) refused = grpcError(ErrPeerUrlExists.code, ErrPeerUrlExists.message);
+    const refused = applyMemberUpdate(this.members, cc.id, urls, this.server.etcdVersion);
+    const target = this.members.get(cc.id);
     if (refused !== undefined || target === undefined) return refused;
-    target.peerUrls = [...urls];
-    if (serverCompat(this.server.etcdVersion).memberUpdateDropsLearner) target.isLearner = false;
     const url = urls[0];
     if (cc.id !== this.id && url !== undefined) this.transport.updatePeer(cc.id, peerAddressOf(url));
     if (applied) this.opts.events?.membership?.(cc, target);

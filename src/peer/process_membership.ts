@@ -34,6 +34,8 @@ import {
   ErrUnhealthy,
   MAX_LEARNERS,
   fail,
+  listedOut,
+  memberUpdateAsked,
   validUrl,
 } from '../server/index.js';
 import type * as M from '../server/messages.js';
@@ -94,14 +96,9 @@ export function processMembership(pm: MembershipHost, call: <T>(f: () => T | Pro
 
     memberUpdate: (req?: M.MemberUpdateRequest, ctx?: CallContext) =>
       call(async (): Promise<M.MemberUpdateResponse> => {
-        const id = uint64ToBigInt(req?.ID ?? 0, 'ID');
-        requireAdmin(ctx);
-        const urls = [...(req?.peerURLs ?? [])];
-        // etcd checks no URL: its other members' transports panic on one they cannot parse, and every
-        // restart replays the entry. Refused here instead, before proposing (as on a single member).
-        if (urls.length === 0 || !urls.every(validUrl)) fail(ErrMemberBadUrls);
-        // The rest is checked by every member's apply (process_member.ts), as etcd's apply checks it.
-        await pm.changeMembership({ type: 'update', id, context: pm.memberContextOf({ id, name: '', peerUrls: urls, isLearner: false }) });
+        // The URLs are checked here, the rest by every member's apply (process_member.ts): src/server/member_update.ts.
+        const { id, peerUrls } = memberUpdateAsked(server, req, ctx);
+        await pm.changeMembership({ type: 'update', id, context: pm.memberContextOf({ id, name: '', peerUrls, isLearner: false }) });
         return { header: header(server.identity, 0), members: list(pm) };
       }, ctx),
 
@@ -168,6 +165,6 @@ function out(m: ProcessClusterMember): M.Member {
 }
 
 function list(pm: MembershipHost): M.Member[] {
-  return [...pm.members.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map(out);
+  return listedOut(pm.members);
 }
 

@@ -81,4 +81,6 @@ export {
   fail,
   validUrl,
 } from './membership_service.js';
+// MemberUpdate on a member of a cluster of several (src/peer, src/cluster): the checks and the apply.
+export { applyMemberUpdate, listedOut, memberUpdateAsked, type ListedMember } from './member_update.js';
 export type { KeptMemberHooks, KeptMemberStart, KeptState } from './kept_member.js';
