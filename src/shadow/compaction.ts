@@ -84,8 +84,9 @@ export class CompactionFollower {
         if (await this.readable(mid)) readable = mid;
         else below = mid;
       }
-      // A Compact through the shadow may be the one found: its own step applies it, in its order.
-      if (this.closed || this.ctx.follower.inflightCompactions > 0) return;
+      // A Compact through the shadow may be the one found: its own step applies it, in its order (it may
+      // have done so while the probe asked, from the revision read before it).
+      if (this.closed || this.ctx.follower.inflightCompactions > 0 || sim.compactRevision >= readable) return;
       this.found++;
       this.follow(readable, now);
     } catch {
