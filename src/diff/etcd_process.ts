@@ -122,8 +122,10 @@ async function startEtcdOnce(opts: StartEtcdOptions): Promise<EtcdProcess> {
       '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
       '--initial-cluster', `default=${peer}`,
       '--heartbeat-interval', String(opts.heartbeatMs ?? DIFF_HEARTBEAT_MS), '--election-timeout', String(opts.electionMs ?? DIFF_ELECTION_MS),
-      // Over TLS readiness is its log line (the /health probe would need the CA), so keep info lines then.
-      '--log-level', opts.tls === undefined ? 'warn' : 'info',
+      // Info lines always: over TLS readiness is its log line (the /health probe would need the CA), and an
+      // etcd that never turns healthy shows in them how far it got (publish, ready to serve) — one elected
+      // leader and then answered no health probe for 27 s in a CI run, at warn with nothing to say why.
+      '--log-level', 'info',
       ...tlsFlags(opts.tls),
       ...(opts.flags ?? []),
     ],
