@@ -18,9 +18,10 @@ export {
 // etcd's protos for plain grpc-js clients (src/proto), and grpc-js's constructors of etcd's services.
 export { PROTO_DIR, PROTO_LOADER_OPTIONS, type EtcdServiceName } from './proto/index.js';
 export { loadEtcdProtos, etcdService } from './grpc/client.js';
-// serve({ clock }) drives a served member from a test's virtual clock; ServeHandle.server is the member.
+// serve({ clock }) drives a served member from a test's virtual clock; ServeHandle.server is the member, as
+// the interface the root entry publishes for `sim.server` (EtcdServerView: the types it names come from 'etcdsim').
 export { VirtualClock, type Clock } from './sim/index.js';
-export type { EtcdServer, EtcdServerOptions } from './server/index.js';
+export type { EtcdServerView, EtcdServerOptions } from './server/index.js';
 // What ServeOptions' fields take: the rule set (etcd release) and the users and roles to start with.
 export type { EtcdVersion } from './etcd/index.js';
 export type { AuthSetup } from './auth/index.js';

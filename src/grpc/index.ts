@@ -10,6 +10,7 @@
  */
 export {
   serve,
+  servedServerOf,
   isLoopback,
   type ServeOptions,
   type ServeHandle,

@@ -17,7 +17,7 @@
  * UNAVAILABLE on the client.
  */
 import { isIP } from 'node:net';
-import { EtcdServer, type EtcdServerOptions, type MemberView, serverCompat } from '../server/index.js';
+import { EtcdServer, type EtcdServerOptions, type EtcdServerView, type MemberView, serverCompat } from '../server/index.js';
 import { DEFAULT_MAX_REQUEST_BYTES } from '../mvcc/index.js';
 import { GrpcCode, DEFAULT_ETCD_VERSION, type EtcdVersion } from '../etcd/index.js';
 import { hostMicrotask, RealClock, type Clock } from '../sim/index.js';
@@ -111,7 +111,7 @@ export interface ServeHandle {
   readonly address: string;
   readonly port: number;
   /** The simulated member: its clock, store, lessor, watchable store and services (fault hooks: services.watch.calls()). */
-  readonly server: EtcdServer;
+  readonly server: EtcdServerView;
   /** Watch and keep-alive calls currently open over the network. */
   readonly openStreams: number;
   /**
@@ -161,6 +161,16 @@ export async function serveMember(
   const server = new GrpcServer(opts);
   await server.start(host, port, attach, make);
   return server;
+}
+
+/**
+ * @internal The EtcdServer behind `handle.server`, with the wiring EtcdServerView leaves out of the published
+ * types (the delivery queue, the applied-index waits, TLS settings): for the floors above and the tests that
+ * reach into the member, as serverOf is for `sim.server`.
+ */
+export function servedServerOf(handle: ServeHandle): EtcdServer {
+  if (!(handle instanceof GrpcServer)) throw new TypeError('servedServerOf: not a handle made by serve()');
+  return handle.server;
 }
 
 /** One client port serving one member: the port, the door, the member and their close, in that order. */

@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Buffer } from 'node:buffer';
 import * as net from 'node:net';
-import { serve, type ServeHandle } from '../../src/grpc/server.js';
+import { serve, servedServerOf, type ServeHandle } from '../../src/grpc/server.js';
 import { CLIENT_PREFACE, Flags, FrameType, frame, settingsFrame } from '../../src/h2/frames.js';
 import { HpackEncoder } from '../../src/h2/hpack.js';
 import { B, RawClient, nextMessages, type Msg } from './helpers.js';
@@ -75,14 +75,14 @@ async function visitsPerPut(puts: number): Promise<number> {
   try {
     w.write({ create_request: { key: B('k') } });
     await nextMessages(w, 1);
-    const before = door.server.delivery.visited;
+    const before = servedServerOf(door).delivery.visited;
     for (let i = 0; i < puts; i++) {
       const event = nextMessages(w, 1);
       await kv.unary('put', { key: B('k'), value: B(`innocent ${i}`) });
       const [m] = (await event) as [Msg & { events: unknown[] }];
       assert.equal(m.events.length, 1);
     }
-    return (door.server.delivery.visited - before) / puts;
+    return (servedServerOf(door).delivery.visited - before) / puts;
   } finally {
     w.cancel();
   }

@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Buffer } from 'node:buffer';
 import { isDeepStrictEqual } from 'node:util';
-import { serve, type ServeHandle } from '../../src/grpc/server.js';
+import { serve, servedServerOf, type ServeHandle } from '../../src/grpc/server.js';
 import { connectEtcd, type EtcdGrpcClient } from '../../src/grpc/client.js';
 import { startEtcd, type EtcdProcess } from '../../src/diff/etcd_process.js';
 import { skipWithoutEtcd } from '../diff/helpers.js';
@@ -386,7 +386,7 @@ test('a Watch create with a simple token naming a raft index not applied yet is 
     assert.deepEqual([a.dataBytes, a.timedOut], [0, false], name);
     assert.ok(a.elapsedMs >= 250, `${name}: answered after ${a.elapsedMs} ms`);
   });
-  assert.equal(sim.server.appliedWait.size, 0);
+  assert.equal(servedServerOf(sim).appliedWait.size, 0);
 });
 
 test('a stream past its deadline ends with the context error (etcd: code 2 or 4, a race in its handler)', async () => {
