@@ -44,12 +44,12 @@ import {
   type EtcdServer,
   type GrpcError,
   type MemberServices,
+  membershipChanges,
 } from '../server/index.js';
 import { ALARM_FIELD, RAFT_REQUEST_FIELDS, encodeAuthenticate, encodeRaftRequest, type RaftRequestHeader } from '../server/raft_request.js';
 import type * as M from '../server/messages.js';
 import { NONE } from '../raft/index.js';
 import type { ProcessMember } from './process_member.js';
-import { processMembership } from './process_membership.js';
 import { ProcessKeepAliveCall, leaseTimeToLive } from './lease_forward.js';
 
 /** The InternalRaftRequest field of each write the services propose. */
@@ -72,7 +72,7 @@ export function processServices(pm: ProcessMember): MemberServices {
   const p = pathsOf(pm);
   const kv = kvOf(p);
   const lease = leaseOf(p);
-  return { kv, watch: watchOf(p), lease, cluster: processMembership(pm, p.call), maintenance: maintenanceOf(p), auth: authOf(p), ...concurrencyOf(p, kv, lease) };
+  return { kv, watch: watchOf(p), lease, cluster: membershipChanges(pm, p.call), maintenance: maintenanceOf(p), auth: authOf(p), ...concurrencyOf(p, kv, lease) };
 }
 
 function pathsOf(pm: ProcessMember): Paths {

@@ -83,4 +83,6 @@ export {
 } from './membership_service.js';
 // MemberUpdate on a member of a cluster of several (src/peer, src/cluster): the checks and the apply.
 export { applyMemberUpdate, listedOut, memberUpdateAsked, type ListedMember } from './member_update.js';
+// MemberAdd, MemberRemove, MemberPromote, MemberUpdate on a member of a cluster of several: etcd's checks, in its order.
+export { confChangeRefusal, membershipChanges, type MemberChange, type MembershipHost } from './member_changes.js';
 export type { KeptMemberHooks, KeptMemberStart, KeptState } from './kept_member.js';

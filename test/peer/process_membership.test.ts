@@ -1,5 +1,5 @@
 /**
- * --strict-reconfig-check's health rule on a process member (src/peer/process_membership.ts), on a virtual
+ * --strict-reconfig-check's health rule on a process member (src/server/member_changes.ts, as a process member's Cluster service runs it), on a virtual
  * clock: a peer counts as connected only once its stream has been up for etcd's HealthInterval (5 s), so
  * right after a start a member add, and a remove of a live voter, are refused with `unhealthy cluster` —
  * as etcd 3.4.23 refuses them (observed: a fresh 3-member cluster accepted `member add` 5.5 s after its
@@ -9,16 +9,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { processMembership, type MembershipHost } from '../../src/peer/process_membership.js';
 import type { ProcessClusterMember } from '../../src/peer/process_member.js';
 import { RaftNode, bootstrapStorage, type ConfChange, type NodeId } from '../../src/raft/index.js';
-import { EtcdServer } from '../../src/server/index.js';
+import { EtcdServer, membershipChanges, type MembershipHost } from '../../src/server/index.js';
 import { SimRandom, VirtualClock } from '../../src/sim/index.js';
 
 const IDS = [1n, 2n, 3n];
 
 /** Member 1 of three started voters; `up` sets a peer's stream up (now) or down. */
-function host(): { clock: VirtualClock; service: ReturnType<typeof processMembership>; up(peer: NodeId, on: boolean): void; proposed: ConfChange[] } {
+function host(): { clock: VirtualClock; service: ReturnType<typeof membershipChanges>; up(peer: NodeId, on: boolean): void; proposed: ConfChange[] } {
   const clock = new VirtualClock();
   const server = new EtcdServer({ clock, memberId: 1n, clusterId: 9n, strictReconfigCheck: true });
   const members = new Map<NodeId, ProcessClusterMember>(IDS.map((id) => [id, { id, name: `m${id}`, peerUrls: [`http://127.0.0.1:${7000 + Number(id)}`], clientUrls: [`http://127.0.0.1:${8000 + Number(id)}`], isLearner: false }]));
@@ -42,7 +41,7 @@ function host(): { clock: VirtualClock; service: ReturnType<typeof processMember
     if (on) active.set(peer, clock.now());
     else active.delete(peer);
   };
-  return { clock, service: processMembership(h, async (f) => f()), up, proposed };
+  return { clock, service: membershipChanges(h, async (f) => f()), up, proposed };
 }
 
 test('right after its peers came up a member refuses member add and the remove of a live voter (unhealthy cluster) until 5 s passed', async () => {
