@@ -38,6 +38,7 @@ import type { Duplex } from 'node:stream';
 import { TLSSocket, type PeerCertificate } from 'node:tls';
 import { Http2ServerConnection, type PingPolicy, ErrorCode, EncodedHeaders, HpackEncoder, headerValue, type H2Stream } from '../h2/index.js';
 import { afterHostTime, hostNextTurn, hostNow } from '../sim/index.js';
+import { handOver } from '../mvcc/index.js';
 import type { BidiCall, GrpcMethod, ServerStreamCall, UnaryCall } from './call.js';
 
 export interface GrpcDoorOptions {
@@ -338,7 +339,14 @@ class GrpcStream implements UnaryCall, ServerStreamCall, BidiCall {
   /** A whole message is in: false when reading stops here (refused, or the one message of a unary / server-streaming call). */
   private complete(): boolean {
     const parts = this.parts;
-    const msg = parts.length === 0 ? EMPTY : parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+    let msg: Buffer = EMPTY;
+    if (parts.length === 1) msg = parts[0]!;
+    else if (parts.length > 1) {
+      // A message of several DATA frames is assembled here; when in a buffer of its own (not Node's pool), no one
+      // else holds or changes it: the store may keep a large value of it as it is, not a copy (mvcc handOver).
+      msg = Buffer.concat(parts);
+      if (msg.byteLength === msg.buffer.byteLength) handOver(msg);
+    }
     this.parts = [];
     if (this.flag === 1) {
       this.refuse(13, 'grpc: compressed flag set with identity or empty encoding');

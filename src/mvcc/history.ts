@@ -14,7 +14,7 @@
  * when neither holds it, and its number reused. A value slab is dropped once no record's value lies in it
  * (a KeyValue a reader still holds keeps its bytes alive: they are never overwritten).
  */
-import { EMPTY_BYTES } from './bytes.js';
+import { EMPTY_BYTES, keepsAsGiven } from './bytes.js';
 import { setSubRevision } from './sub_revision.js';
 import type { KeyValue } from './types.js';
 
@@ -63,7 +63,7 @@ export class History {
   private used = SLAB_SIZE;
 
   /**
-   * A new record (held by one holder: the keyIndex it is appended to) with a private copy of `value`; `key` is
+   * A new record (held by one holder: the keyIndex it is appended to) with a private copy of `value` (or `value` itself, when its owner handed it over: bytes.ts); `key` is
    * kept as given (the keyIndex's own copy). A tombstone has createRevision 0 and version 0.
    */
   add(key: Uint8Array, createRevision: number, modRevision: number, version: number, value: Uint8Array, lease: bigint): Rec {
@@ -177,7 +177,7 @@ export class History {
     this.old[r] = 1;
   }
 
-  /** Copies `value` into the slabs for record `r`. */
+  /** Copies `value` into the slabs for record `r` (or keeps it as it is, when its owner handed it over). */
   private storeValue(r: Rec, value: Uint8Array): void {
     const n = value.byteLength;
     if (n === 0) {
@@ -187,12 +187,21 @@ export class History {
     }
     let s: number;
     let at = 0;
+    if (n > SLAB_MAX_COPY && keepsAsGiven(value)) {
+      // Bytes their owner handed over (bytes.ts): the record keeps a view of them, in a slab of their own.
+      s = this.newSlab(new Uint8Array(value.buffer));
+      this.slabLive[s]!++;
+      this.valSlab[r] = s;
+      this.valOff[r] = value.byteOffset;
+      this.valLen[r] = n;
+      return;
+    }
     if (n > SLAB_MAX_COPY) {
-      s = this.newSlab(n);
+      s = this.newSlab(new Uint8Array(n));
     } else {
       if (this.used + n > SLAB_SIZE) {
         const old = this.slab;
-        this.slab = this.newSlab(SLAB_SIZE);
+        this.slab = this.newSlab(new Uint8Array(SLAB_SIZE));
         this.used = 0;
         if (old !== NO_SLAB && this.slabLive[old] === 0) {
           this.slabs[old] = undefined;
@@ -210,9 +219,9 @@ export class History {
     this.valLen[r] = n;
   }
 
-  private newSlab(n: number): number {
+  private newSlab(bytes: Uint8Array): number {
     const s = this.freeSlabs.length > 0 ? this.freeSlabs.pop()! : this.slabs.length;
-    this.slabs[s] = new Uint8Array(n);
+    this.slabs[s] = bytes;
     this.slabLive[s] = 0;
     return s;
   }

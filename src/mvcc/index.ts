@@ -3,7 +3,7 @@ export { MvccStore, type HashKVResult, type MvccOptions } from './kv.js';
 export { compatFor, type Compat } from './compat.js';
 export * from './errors.js';
 export * from './types.js';
-export { keyString, keyBytes, utf8, text, compareBytes, bytesEqual, prefixEnd, type KeyString } from './bytes.js';
+export { keyString, keyBytes, utf8, text, compareBytes, bytesEqual, prefixEnd, handOver, type KeyString } from './bytes.js';
 export type { CommitListener, StoreSnapshot } from './store.js';
 export { DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_TXN_OPS, isTxnReadOnly } from './validate.js';
 

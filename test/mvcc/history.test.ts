@@ -79,3 +79,29 @@ test('a txn that fails midway gives its records back, and a snapshot restored ke
   assert.equal(copy.storage.history.heldRecords(), s.storage.history.heldRecords());
   assert.equal(copy.checkValid(), undefined);
 });
+
+test('a large value whose owner handed its buffer over is kept as it is; any other value is copied', async () => {
+  const { handOver } = await import('../../src/mvcc/index.js');
+  const s = new MvccStore();
+  // Handed over and at least half of its buffer: kept, no copy (what the gRPC door does with a request message).
+  const message = new Uint8Array(70_000).fill(1);
+  handOver(message);
+  const kept = message.subarray(10);
+  s.put({ key: b('kept'), value: kept });
+  const got = s.range({ key: b('kept') }).kvs[0]!;
+  assert.equal(got.value.buffer, message.buffer, 'a view of the handed-over buffer');
+  assert.deepEqual([got.value.byteOffset, got.value.byteLength], [10, 69_990]);
+  // A small part of a handed-over buffer is copied: a record keeps alive at most twice its value.
+  s.put({ key: b('small part'), value: message.subarray(0, 20_000) });
+  assert.notEqual(s.range({ key: b('small part') }).kvs[0]!.value.buffer, message.buffer);
+  // Bytes not handed over are the caller's: copied, so changing them later changes nothing stored.
+  const own = new Uint8Array(70_000).fill(2);
+  s.put({ key: b('own'), value: own });
+  own.fill(3);
+  assert.deepEqual(s.range({ key: b('own') }).kvs[0]!.value, new Uint8Array(70_000).fill(2));
+  // Compaction frees a kept record as any other.
+  s.put({ key: b('kept'), value: b('small') });
+  s.compact(s.currentRevision);
+  assert.equal(text(s.range({ key: b('kept') }).kvs[0]!.value), 'small');
+  assert.equal(s.checkValid(), undefined);
+});
