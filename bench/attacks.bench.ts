@@ -5,8 +5,10 @@
  * (VmHWM), CPU seconds spent during the attack (/proc/<pid>/stat), the innocent client's median and
  * maximum latency, and what the attacker saw (GOAWAY code, resets, HTTP status, connections closed). The
  * attacks on many connections, and the SETTINGS flood (Node's read buffers), also run against Node's
- * floor (bench/socket_floor_server.mjs: a bare net or node:http server taking the same input), to tell
- * Node's own cost from etcdsim's.
+ * floor (bench/socket_floor_server.mjs: a bare net or node:http server taking the same input) and Go's
+ * (bench/go/socket_floor: the same in Go, built offline when Go is installed): a row's "over the floor"
+ * holds etcdsim less Node's floor against etcd less Go's, so what is the runtime's and what is the server's
+ * own are told apart with data.
  *
  * What an attack added is measured in the same process: before the attack, the server serves the innocent
  * client alone for as long as the attack will last, and the attack's CPU less that window's is what the
@@ -31,6 +33,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, hasBinary, spawnUntil } from './server.bench.js';
 import { compileSim, cpuNs, servedChild, startEtcd, startSim, type Served } from './served.bench.js';
+import { buildEtcdGoProgram } from '../src/diff/go_build.js';
 
 interface Sizes {
   /** Seconds each attack runs (at most). */
@@ -163,10 +166,16 @@ function indexedLiteral(name: string, valueLength: number): Buffer {
 }
 
 /**
- * Node's floor for an attack on many connections (bench/socket_floor_server.mjs): a bare `net` server, or
- * node:http as the client port configures it, holding the same sockets with nothing of etcdsim on them.
+ * A runtime's floor for an attack (bench/socket_floor_server.mjs for Node, bench/go/socket_floor for Go): a
+ * bare `net` server, the runtime's HTTP/1.1 server as the client port configures it, or a bare server
+ * answering SETTINGS with their ACKs under the 50-reply throttle — the same input with no etcd on it.
  */
-type Floor = 'net' | 'http';
+type Floor = 'net' | 'http' | 'settings';
+const FLOOR_NAMES: Record<Floor, readonly [node: string, go: string]> = {
+  net: ['bare net server', 'bare net.Listener'],
+  http: ['bare node:http server', 'bare net/http server'],
+  settings: ['bare net server, SETTINGS ACKs throttled at 50', 'bare net.Listener, SETTINGS ACKs throttled at 50'],
+};
 
 const ATTACKS: ReadonlyArray<{ name: string; run: Attack; floor?: Floor }> = [
   { name: 'no attack', run: async (_a, _s, _z, deadline) => until(deadline) },
@@ -197,7 +206,7 @@ const ATTACKS: ReadonlyArray<{ name: string; run: Attack; floor?: Floor }> = [
   },
   {
     name: 'SETTINGS flood, replies unread',
-    floor: 'net',
+    floor: 'settings',
     run: async (address, seen, _z, deadline) => {
       const s = await rawConn(address, seen, false);
       s.write(PREFACE);
@@ -384,16 +393,29 @@ interface Outcome {
   readonly up: boolean;
 }
 
-/** Starts bench/socket_floor_server.mjs of `kind` (see Floor). */
-async function startSocketFloor(kind: Floor): Promise<Served> {
+const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
+
+/** Starts Node's floor of `kind` (bench/socket_floor_server.mjs), or Go's (`goFloor`, the built bench/go/socket_floor). */
+async function startSocketFloor(kind: Floor, goFloor?: string): Promise<Served> {
   const port = await freePort();
-  const script = join(fileURLToPath(new URL('.', import.meta.url)), 'socket_floor_server.mjs');
-  const { child } = await spawnUntil(process.execPath, [script, kind, String(port)], /socket floor on /, () => {});
-  return servedChild(`node ${kind} floor`, child, `127.0.0.1:${port}`);
+  const [cmd, args] = goFloor === undefined ? [process.execPath, [join(BENCH_DIR, 'socket_floor_server.mjs'), kind, String(port)]] : [goFloor, [kind, String(port)]];
+  const { child } = await spawnUntil(cmd, args, /socket floor on /, () => {});
+  return servedChild(`${goFloor === undefined ? 'node' : 'go'} ${kind} floor`, child, `127.0.0.1:${port}`);
+}
+
+/** bench/go/socket_floor built offline (GOPATH mode, stdlib only), or undefined with the reason logged when Go is missing. */
+async function buildGoFloor(ctx: BenchContext): Promise<string | undefined> {
+  if (!hasBinary('go')) {
+    ctx.log("attacks: Go's floor skipped — needs Go (`apt-get install golang-go`)");
+    return undefined;
+  }
+  return buildEtcdGoProgram(join(BENCH_DIR, 'go', 'socket_floor', 'main.go'), join(BENCH_DIR, '..', 'node_modules', '.cache', 'etcdsim-socket-floor'), 'socket_floor');
 }
 
 /** Below this many CPU seconds, what an attack added is not told from a window's noise (see the top). */
 const NOISE_S = 0.05;
+/** Below this much, a growth is not told from a run's spread (a read buffer or two, a collection's timing). */
+const NOISE_BYTES = 1 << 20;
 
 /**
  * One attack on a fresh server, after a window as long with the innocent client alone; without
@@ -429,6 +451,14 @@ async function runAttack(start: () => Promise<Served>, attack: Attack, sz: Sizes
 }
 
 const mb = (n: number): string => `${(n / 1048576).toFixed(0)} MB`;
+/** A difference with its sign: +0.12, -0.03. */
+const signed = (x: number, digits = 2): string => `${x >= 0 ? '+' : ''}${x.toFixed(digits)}`;
+
+/** A server's CPU and growth over its runtime's floor on the same attack (see runAttack's caller). */
+interface Over {
+  readonly cpuS: number;
+  readonly growth: number;
+}
 /** A latency; '—' where no innocent client ran (a floor row), 'failed' where its calls never ended. */
 const ms = (n: number): string => (Number.isFinite(n) ? `${n.toFixed(1)} ms` : Number.isNaN(n) || n === -Infinity ? '—' : 'failed');
 
@@ -451,26 +481,45 @@ export const attacksSection: BenchSection = {
     const profile = process.env['ETCDSIM_ATTACK_PROFILE'];
     const nodeFlags = profile === undefined || profile === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${profile}`];
     const rows: Row[] = [];
-    const table: string[] = ['| attack | server | peak RSS (growth) | CPU s (added) | innocent p50 | innocent max | attacker saw |', '|---|---|---|---|---|---|---|'];
+    const goFloor = chosen.some((a) => a.floor !== undefined) ? await buildGoFloor(ctx) : undefined;
+    const table: string[] = [
+      "| attack | server | peak RSS (growth) | CPU s (added) | over its runtime's floor: CPU, growth | innocent p50 | innocent max | attacker saw |",
+      '|---|---|---|---|---|---|---|---|',
+    ];
     for (const a of chosen) {
       const e = await runAttack(startEtcd, a.run, sz);
       const s = await runAttack(() => startSim(js, nodeFlags), a.run, sz);
       const f = a.floor === undefined ? undefined : await runAttack(() => startSocketFloor(a.floor!), a.run, sz, false);
-      const outcomes: Array<readonly [string, Outcome]> = [['etcd 3.4.23', e], ['etcdsim', s]];
-      if (f !== undefined) outcomes.push([`Node's floor (bare ${a.floor === 'net' ? 'net' : 'node:http'} server)`, f]);
+      const g = a.floor === undefined || goFloor === undefined ? undefined : await runAttack(() => startSocketFloor(a.floor!, goFloor), a.run, sz, false);
+      // What a server spends over its runtime's floor on the same input: what the attack added, less the floor's.
+      const over = (o: Outcome, floor: Outcome | undefined): Over | undefined => (floor === undefined ? undefined : { cpuS: o.addedS - floor.cpuS, growth: o.growth - floor.growth });
+      const [eo, so] = [over(e, g), over(s, f)];
+      const outcomes: Array<readonly [string, Outcome, Over | undefined]> = [['etcd 3.4.23', e, eo], ['etcdsim', s, so]];
+      if (g !== undefined) outcomes.push([`Go's floor (${FLOOR_NAMES[a.floor!][1]})`, g, undefined]);
+      if (f !== undefined) outcomes.push([`Node's floor (${FLOOR_NAMES[a.floor!][0]})`, f, undefined]);
       // A floor has no innocent window: all it spends is the attack's.
-      const added = (o: Outcome): string => (Number.isNaN(o.addedS) ? '' : ` (${o.addedS >= 0 ? '+' : ''}${o.addedS.toFixed(2)})`);
-      for (const [name, o] of outcomes) {
-        table.push(`| ${a.name} | ${name} | ${mb(o.peak)} (+${mb(o.growth)}) | ${o.cpuS.toFixed(2)}${added(o)} | ${ms(o.p50)} | ${ms(o.max)} | ${o.up ? '' : 'SERVER DOWN; '}${o.seen} |`);
+      const added = (o: Outcome): string => (Number.isNaN(o.addedS) ? '' : ` (${signed(o.addedS)})`);
+      const overText = (v: Over | undefined): string => (v === undefined ? '' : `${signed(v.cpuS)} s, ${signed(v.growth / 1048576, 0)} MB`);
+      for (const [name, o, v] of outcomes) {
+        table.push(`| ${a.name} | ${name} | ${mb(o.peak)} (+${mb(o.growth)}) | ${o.cpuS.toFixed(2)}${added(o)} | ${overText(v)} | ${ms(o.p50)} | ${ms(o.max)} | ${o.up ? '' : 'SERVER DOWN; '}${o.seen} |`);
       }
       ctx.log(`attacks: ${a.name}: etcd ${mb(e.peak)} (+${mb(e.growth)}) ${e.cpuS.toFixed(2)} s p50 ${ms(e.p50)} max ${ms(e.max)} (${e.seen}); etcdsim ${mb(s.peak)} (+${mb(s.growth)}) ${s.cpuS.toFixed(2)} s p50 ${ms(s.p50)} max ${ms(s.max)} (${s.seen})`);
       const sample = (x: number): Row['subject'] => ({ nsPerOp: x, rounds: [x], ops: 1 });
       rows.push({ name: `${a.name}: peak RSS`, unit: 'process', measure: 'bytes', subject: sample(s.peak), baselineName: 'etcd 3.4.23', baseline: sample(e.peak), ratio: s.peak / e.peak, note: `growth over the process before the attack ${mb(s.growth)} vs ${mb(e.growth)}; attacker saw: ${s.seen} (etcd: ${e.seen})` });
-      const floorNote = f === undefined ? undefined : `Node's floor (bare ${a.floor} server): +${mb(f.growth)}, ${f.cpuS.toFixed(2)} s CPU`;
+      const floorNote = f === undefined ? undefined : `Node's floor +${mb(f.growth)}${g === undefined ? '' : `, Go's +${mb(g.growth)}`}`;
       rows.push({ name: `${a.name}: RSS growth`, unit: 'process', measure: 'bytes', subject: sample(Math.max(s.growth, 1)), baselineName: 'etcd 3.4.23', baseline: sample(Math.max(e.growth, 1)), ratio: Math.max(s.growth, 1) / Math.max(e.growth, 1), target: { maxRatio: 1 }, note: floorNote });
-      const cpuNote = `in all ${s.cpuS.toFixed(2)} s vs ${e.cpuS.toFixed(2)} s, added${added(s)} vs${added(e)}${f === undefined ? '' : `; Node's floor ${f.cpuS.toFixed(2)} s`}`;
+      const cpuNote = `in all ${s.cpuS.toFixed(2)} s vs ${e.cpuS.toFixed(2)} s, added${added(s)} vs${added(e)}${f === undefined ? '' : `; Node's floor ${f.cpuS.toFixed(2)} s`}${g === undefined ? '' : `, Go's ${g.cpuS.toFixed(2)} s`}`;
       const [sa, ea] = [Math.max(s.addedS, NOISE_S), Math.max(e.addedS, NOISE_S)];
       rows.push({ name: `${a.name}: CPU the attack added`, unit: 'attack', subject: sample(sa * 1e9), baselineName: 'etcd 3.4.23', baseline: sample(ea * 1e9), ratio: sa / ea, target: { maxRatio: 1 }, note: cpuNote });
+      if (so !== undefined && eo !== undefined) {
+        // The measure docs/security.md proposes where a runtime's floor is above etcd's: each server's own cost over its runtime's.
+        const [so1, eo1] = [Math.max(so.cpuS, NOISE_S), Math.max(eo.cpuS, NOISE_S)];
+        rows.push({ name: `${a.name}: CPU over its runtime's floor`, unit: 'attack', subject: sample(so1 * 1e9), baselineName: "etcd over Go's floor", baseline: sample(eo1 * 1e9), ratio: so1 / eo1, target: { maxRatio: 1 }, note: `etcdsim ${signed(so.cpuS)} s over Node's ${f!.cpuS.toFixed(2)} s, etcd ${signed(eo.cpuS)} s over Go's ${g!.cpuS.toFixed(2)} s` });
+      }
+      if (so !== undefined && eo !== undefined) {
+        const [sg, eg] = [Math.max(so.growth, NOISE_BYTES), Math.max(eo.growth, NOISE_BYTES)];
+        rows.push({ name: `${a.name}: RSS growth over its runtime's floor`, unit: 'process', measure: 'bytes', subject: sample(sg), baselineName: "etcd over Go's floor", baseline: sample(eg), ratio: sg / eg, target: { maxRatio: 1 }, note: `etcdsim ${signed(so.growth / 1048576, 0)} MB over Node's +${mb(f!.growth)}, etcd ${signed(eo.growth / 1048576, 0)} MB over Go's +${mb(g!.growth)}` });
+      }
       rows.push({ name: `${a.name}: innocent median latency`, unit: 'call', subject: sample(s.p50 * 1e6), baselineName: 'etcd 3.4.23', baseline: sample(e.p50 * 1e6), ratio: s.p50 / e.p50, note: `max ${ms(s.max)} vs ${ms(e.max)}` });
       // The issue's latency goal, against the same process's window before the attack (same load, same code warmed).
       rows.push({ name: `${a.name}: innocent median over its window before`, unit: 'call', subject: sample(s.p50 * 1e6), baselineName: 'etcdsim before the attack', baseline: sample(s.warmP50 * 1e6), ratio: s.p50 / s.warmP50, target: { maxRatio: 2 }, note: `etcd ${ms(e.p50)} over ${ms(e.warmP50)}: ${(e.p50 / e.warmP50).toFixed(2)}×` });
