@@ -195,17 +195,6 @@ export class MvccStore {
   }
 
   /**
-   * @internal The common Put — a key and a value, no lease, no flag — in one pass instead of validatePut →
-   * checkPutSize → applyPut: of their checks only two can refuse such a request, an empty key and a
-   * proposal over --max-request-bytes, so only those are made. Undefined when one would refuse it: the
-   * caller then takes the steps one by one, which refuse it with etcd's error.
-   */
-  tryPlainPut(key: Uint8Array, value: Uint8Array): PutResponse | undefined {
-    if (key.length === 0 || !requestFits(putSize({ key, value }), this.maxRequestBytes)) return undefined;
-    return { revision: this.storage.putOne(keyString(key), key, value, 0n) };
-  }
-
-  /**
    * @internal The common Range — one key at the current revision, no option that changes the answer — in one pass
    * instead of validateRange → applyRange: of their checks only an empty key can refuse it. Undefined
    * then: the caller takes the steps, which refuse it with etcd's error.

@@ -194,20 +194,6 @@ export function plainRangeIn(req: M.RangeRequest | null | undefined): Uint8Array
   return key;
 }
 
-/**
- * The key and value of a Put that sets nothing else — no lease, no flag, both as bytes; a gRPC decoder's
- * defaults ('0', false) count as unset — or undefined for any other request (which putIn converts and the
- * store's checks judge). The KV service writes such a put in one pass (kv_service.ts).
- */
-export function plainPutIn(req: M.PutRequest | null | undefined): { key: Uint8Array; value: Uint8Array } | undefined {
-  if (req == null) return undefined;
-  const { key, value, lease } = req;
-  if (!(key instanceof Uint8Array) || !(value instanceof Uint8Array || value == null)) return undefined;
-  if (!unsetInt(lease)) return undefined;
-  if (!unset(req.prev_kv) || !unset(req.ignore_value) || !unset(req.ignore_lease)) return undefined;
-  return { key, value: value ?? EMPTY };
-}
-
 /** A bool field left at its default. */
 function unset(v: boolean | null | undefined): boolean {
   return v == null || v === false;
