@@ -486,7 +486,8 @@ test('a watch from start revision -1: etcd 3.4 replays nothing (only events afte
           if (r !== undefined) apply(kv, r);
         }
         const s = new RecordedStream(ws.newWatchStream());
-        const rec = s.open({ key: b(range.key), ...(range.end === undefined ? {} : { rangeEnd: b(range.end) }), startRevision: -1 });
+        // A watch ID of the client's own choosing (0 asks the server for one), taken again below.
+        const rec = s.open({ key: b(range.key), ...(range.end === undefined ? {} : { rangeEnd: b(range.end) }), startRevision: -1, watchId: 7 });
         // Refused at creation: created and canceled at once, with no watch ID. etcd 3.5.24+ (PR #20707)
         // check the start revision first, as compacted; etcd 3.4 only finds an empty range.
         const refusal = release !== '3.4' ? 'etcdserver: mvcc: required revision has been compacted' : range.end !== undefined && range.key >= range.end ? 'mvcc: watcher range is empty' : undefined;
@@ -494,6 +495,9 @@ test('a watch from start revision -1: etcd 3.4 replays nothing (only events afte
           assert.deepEqual([rec.id, rec.responses.map((r) => [r.created, r.canceled, r.cancelReason])], [-1, [[true, true, refusal]]], 'refused at creation');
           return;
         }
+        // A watch ID the stream already uses is refused at creation too.
+        const dup = s.open({ key: b(range.key), watchId: rec.id });
+        assert.deepEqual(dup.responses.map((r) => [r.watchId, r.created, r.canceled, r.cancelReason]), [[-1, true, true, 'mvcc: duplicate watch ID provided on the WatchStream']], 'a watch ID in use');
         // Writes before the first sync step: etcd 3.4 reads its history from revision -1, as bytes past
         // every revision, so it sends none of them (and cancels the watch once anything is compacted).
         for (const op of unsyncedOps) {
