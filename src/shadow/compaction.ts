@@ -11,6 +11,12 @@
  * a simulator that missed etcd's compactions grows without bound under a long run etcd itself holds flat,
  * and would answer reads etcd refuses. The simulator compacts at etcd's revision once it has reached the
  * revision etcd was at when the compaction was seen, after the steps answered before it (follower.ts).
+ *
+ * A watch from an old revision is the other place a compaction the simulator has not followed yet shows:
+ * etcd cancels it naming its compaction revision, while the simulator would stream the revisions it still
+ * holds. stream_calls.ts asks here first whether etcd still answers reads at the watch's start revision
+ * (`refusing`), and when it does not, follows the compaction the cancel names (`followCompaction`) before
+ * the simulator's watch is created.
  */
 import { Buffer } from 'node:buffer';
 import type { EtcdGrpcClient } from '../grpc/index.js';
@@ -60,6 +66,23 @@ export class CompactionFollower {
     });
   }
 
+  /**
+   * etcd's current revision when it refuses reads at `rev` (it compacted beyond it); undefined when it
+   * answers them — or is unreachable, which no watch can wait for.
+   */
+  async refusing(rev: number): Promise<number | undefined> {
+    try {
+      if (await this.readable(rev)) return undefined;
+      return await this.currentRevision();
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async currentRevision(): Promise<number> {
+    return Number((await this.client.kv.range({ key: PROBE_KEY, count_only: true })).header.revision);
+  }
+
   /** The read at `rev`: true answered, false compacted; any other error (etcd gone, a future revision) throws. */
   private async readable(rev: number): Promise<boolean> {
     try {
@@ -77,7 +100,7 @@ export class CompactionFollower {
     try {
       if (await this.readable(below)) return;
       // etcd compacted past the simulator: its current revision is readable, `below` is not.
-      const now = Number((await this.client.kv.range({ key: PROBE_KEY, count_only: true })).header.revision);
+      const now = await this.currentRevision();
       let readable = now;
       while (readable - below > 1) {
         const mid = below + Math.floor((readable - below) / 2);
@@ -101,11 +124,18 @@ export class CompactionFollower {
       rev: seenAt,
       makesRevision: () => false,
       skip: () => {},
-      run: () => {
-        if (ctx.sim.mvcc.compactRevision >= rev) return;
-        ctx.sim.services.kv.compact({ revision: String(rev), physical: false }, ctx.follower.asRoot());
-        ctx.log.add('KV.Compact', { revision: String(rev), physical: false }, { ok: { header: { revision: String(seenAt) } } });
-      },
+      run: () => followCompaction(ctx, rev, seenAt),
     });
   }
+}
+
+/**
+ * The simulator compacts at etcd's compaction revision `rev` (unless it already did), now — a step of the
+ * follower, run once the simulator reached `seenAt`, where etcd was when the compaction was seen — and the
+ * replayable log records it as the Compact a replay needs.
+ */
+export function followCompaction(ctx: ShadowContext, rev: number, seenAt: number): void {
+  if (ctx.sim.mvcc.compactRevision >= rev) return;
+  ctx.sim.services.kv.compact({ revision: String(rev), physical: false }, ctx.follower.asRoot());
+  ctx.log.add('KV.Compact', { revision: String(rev), physical: false }, { ok: { header: { revision: String(seenAt) } } });
 }

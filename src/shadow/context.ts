@@ -36,6 +36,8 @@ export interface ShadowContext {
   readonly memberIds: Map<string, string>;
   /** etcd refused a read as compacted that the simulator answers: ask etcd for its compaction (compaction.ts). */
   compactionSeen(): void;
+  /** etcd's current revision when it refuses reads at `rev`, compacted beyond it; else undefined (compaction.ts). */
+  compactedBeyond(rev: number): Promise<number | undefined>;
 }
 
 /**

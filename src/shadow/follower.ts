@@ -59,6 +59,8 @@ export class Follower {
   /** The grace for in-flight writes ran out: the waiting revision's events go in now. */
   private graceExpired = false;
   private rootToken: string | undefined;
+  /** Watch streams holding etcd's responses while etcd is asked about its compaction (stream_calls.ts). */
+  holds = 0;
 
   constructor(
     readonly sim: EtcdSim,
@@ -70,9 +72,9 @@ export class Follower {
     return this.sim.mvcc.currentRevision;
   }
 
-  /** Steps waiting for the simulator to reach their revision. */
+  /** Steps waiting for the simulator to reach their revision, and streams waiting to learn theirs (`holds`). */
   get waiting(): number {
-    return this.queue.length;
+    return this.queue.length + this.holds;
   }
 
   /** Revisions of the own watch's events the simulator has not reached yet. */

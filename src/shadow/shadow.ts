@@ -158,7 +158,10 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
   // An etcd past its first revision has a history (kept or compacted) that a fresh etcd replaying the log would lack.
   const held = startRev > 1 || sim.lessor.leases().length > 0;
   // A read etcd refused as compacted (unary.ts) asks for the compaction; only calls through the proxy, started below, do.
-  const ctx = shadowContext(o, sim, new ScenarioLog(startRev, version, undefined, held), () => void following.probe());
+  const ctx = shadowContext(o, sim, new ScenarioLog(startRev, version, undefined, held), {
+    compactionSeen: () => void following.probe(),
+    compactedBeyond: (rev) => following.refusing(rev),
+  });
   const following = new CompactionFollower(client, ctx, o.compactionProbeMs ?? 10_000);
   // The shadow's own watch: every revision etcd makes, for those no answer through the proxy accounts for.
   const own = client.watch.watch();
@@ -229,7 +232,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
 }
 
 /** The report, the follower and the stream comparisons of one shadow, around its simulator. */
-function shadowContext(o: ShadowOptions, sim: EtcdSim, log: ScenarioLog, compactionSeen: () => void): ShadowContext {
+function shadowContext(o: ShadowOptions, sim: EtcdSim, log: ScenarioLog, compactions: Pick<ShadowContext, 'compactionSeen' | 'compactedBeyond'>): ShadowContext {
   const report = new ShadowReport(o.divergenceDir);
   const settle = simTarget(sim);
   const streams = new Set<StreamCompare>();
@@ -267,7 +270,7 @@ function shadowContext(o: ShadowOptions, sim: EtcdSim, log: ScenarioLog, compact
     nextStream: () => ++streamCount,
     tokens: new TokenMap(),
     memberIds: new Map(),
-    compactionSeen,
+    ...compactions,
   };
 }
 

@@ -4,7 +4,8 @@
  * given to the simulator when etcd's response to it arrives (its creation, its cancel, the answer to a
  * progress request), so the simulator's watch starts where etcd's did; a progress notification nobody
  * asked for is etcd's timer and not compared. The responses of both sides are compared item by item
- * (streams.ts).
+ * (streams.ts). A watch from an old revision waits until it is known whether etcd compacted beyond it
+ * (BelowCompaction): etcd's cancel of it is then the simulator's too.
  */
 import { canon, text } from '../diff/index.js';
 import type { CallContext } from '../server/index.js';
@@ -13,6 +14,7 @@ import type { Codec } from './codecs.js';
 import { NO_LEASES, type ShadowContext } from './context.js';
 import type { TappedCall } from './proxy.js';
 import { StreamCompare, watchItems } from './streams.js';
+import { followCompaction } from './compaction.js';
 
 /** A step that runs once the simulator reaches etcd's revision `rev` and makes none itself. */
 function at(rev: number | undefined, run: (late: boolean) => void): { rev: number | undefined; makesRevision: () => false; skip: () => void; run: (late: boolean) => void } {
@@ -40,6 +42,55 @@ export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec, call: C
   const creates: M.WatchRequest[] = [];
   const cancels: M.WatchRequest[] = [];
   const progress: M.WatchRequest[] = [];
+  const hold = new BelowCompaction(ctx, (r) => handle(r), () => end(), (why) => cmp.stop(why));
+
+  function handle(r: M.WatchResponse): void {
+    const rev = Number(r.header?.revision ?? 0);
+    // A watch from a revision etcd may have compacted beyond the simulator: the stream waits until etcd says.
+    if (r.created && !r.canceled && hold.needed(creates[0], rev, r)) return;
+    // Answers reach the proxy in any order: a response etcd gave at a revision the simulator has already
+    // passed (a write on another connection came first) has its request taken by the simulator now, at
+    // its later revision — a watch from "now" starting where etcd's started — and is compared at that
+    // revision, which is all that differs.
+    const late = rev < ctx.follower.revision;
+    let answered = false;
+    const write = (req: unknown): void => {
+      answered = true;
+      const asked = late ? startingAt(req as M.WatchRequest, rev + 1) : req;
+      ctx.follower.add(at(rev, () => (ctx.log.add(rpc, asked, { ok: r }, stream), simCall.write(asked as M.WatchRequest))));
+    };
+    if (r.created) {
+      const req = creates.shift();
+      if (req !== undefined) write(req);
+    } else if (r.canceled && r.compact_revision === '0' && r.cancel_reason === '') {
+      // The answer to the cancel of this watch: etcd does not answer a cancel naming no watch of the stream.
+      const i = cancels.findIndex((c) => String(c.cancel_request?.watch_id) === String(r.watch_id));
+      if (i >= 0) write(cancels.splice(i, 1)[0]);
+    } else if (!r.canceled && r.events.length === 0) {
+      // A progress request's answer names no watch (-1); one naming a watch is that watch's timer.
+      const req = r.watch_id === PROGRESS_ID ? progress.shift() : undefined;
+      if (req === undefined) {
+        ctx.report.notCompared(rpc, "progress notification (etcd's timer)");
+        return;
+      }
+      write(req);
+    }
+    ctx.report.events += r.events.length;
+    if (r.events.length > 0) ctx.log.add(rpc, undefined, { ok: r }, stream);
+    cmp.etcd(late && answered && r.header != null ? { ...r, header: { ...r.header, revision: String(ctx.follower.revision) } } : r);
+    ctx.follower.pump();
+  }
+
+  function end(): void {
+    ctx.follower.add(
+      at(undefined, () => {
+        cmp.compare();
+        ctx.streams.delete(cmp);
+        simCall.cancel();
+      }),
+    );
+  }
+
   return {
     path: '/etcdserverpb.Watch/Watch',
     headers: {},
@@ -54,50 +105,138 @@ export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec, call: C
     },
     onResponse: (m) => {
       const r = codec.res(m) as M.WatchResponse;
-      const rev = Number(r.header?.revision ?? 0);
-      // Answers reach the proxy in any order: a response etcd gave at a revision the simulator has already
-      // passed (a write on another connection came first) has its request taken by the simulator now, at
-      // its later revision — a watch from "now" starting where etcd's started — and is compared at that
-      // revision, which is all that differs.
-      const late = rev < ctx.follower.revision;
-      let answered = false;
-      const write = (req: unknown): void => {
-        answered = true;
-        const asked = late ? startingAt(req as M.WatchRequest, rev + 1) : req;
-        ctx.follower.add(at(rev, () => (ctx.log.add(rpc, asked, { ok: r }, stream), simCall.write(asked as M.WatchRequest))));
-      };
-      if (r.created) {
-        const req = creates.shift();
-        if (req !== undefined) write(req);
-      } else if (r.canceled && r.compact_revision === '0' && r.cancel_reason === '') {
-        // The answer to the cancel of this watch: etcd does not answer a cancel naming no watch of the stream.
-        const i = cancels.findIndex((c) => String(c.cancel_request?.watch_id) === String(r.watch_id));
-        if (i >= 0) write(cancels.splice(i, 1)[0]);
-      } else if (!r.canceled && r.events.length === 0) {
-        // A progress request's answer names no watch (-1); one naming a watch is that watch's timer.
-        const req = r.watch_id === PROGRESS_ID ? progress.shift() : undefined;
-        if (req === undefined) {
-          ctx.report.notCompared(rpc, "progress notification (etcd's timer)");
-          return;
-        }
-        write(req);
-      }
-      ctx.report.events += r.events.length;
-      if (r.events.length > 0) ctx.log.add(rpc, undefined, { ok: r }, stream);
-      cmp.etcd(late && answered && r.header != null ? { ...r, header: { ...r.header, revision: String(ctx.follower.revision) } } : r);
-      ctx.follower.pump();
+      if (!hold.take(r)) handle(r);
     },
     onUntapped: (why) => cmp.stop(why),
     onEnd: () => {
-      ctx.follower.add(
-        at(undefined, () => {
-          cmp.compare();
-          ctx.streams.delete(cmp);
-          simCall.cancel();
-        }),
-      );
+      if (!hold.ended()) end();
     },
   };
+}
+
+/** Most etcd responses one watch stream holds while it waits to learn whether etcd compacted beyond a watch. */
+const MAX_HELD = 10_000;
+
+/**
+ * A watch created from a revision the simulator still holds but etcd may have compacted (a compaction
+ * beside the shadow it has not followed yet: compaction.ts) would stream events on the simulator where
+ * etcd cancels it, naming its compaction revision. So the stream's responses from etcd's answer to such a
+ * creation on are held (in order: the simulator numbers a stream's watches as they come) while etcd is
+ * asked whether it still answers reads at the watch's start revision. It does: they are handled as they
+ * came. It does not: etcd's cancel of the watch, which names the compaction revision, is waited for, and
+ * once the simulator reached the revision etcd was at, it compacts there first and then takes the held
+ * responses, so both cancel the watch alike.
+ */
+class BelowCompaction {
+  private held: M.WatchResponse[] | undefined;
+  /** etcd's watch ID and its revision then, once etcd refused reads at the watch's start revision. */
+  private refused: { id: string; at: number } | undefined;
+  private streamEnded = false;
+  private dropped = false;
+  /** The creation asked about last: handled as it is once released. */
+  private asked: M.WatchResponse | undefined;
+
+  constructor(
+    private readonly ctx: ShadowContext,
+    private readonly handle: (r: M.WatchResponse) => void,
+    private readonly end: () => void,
+    private readonly stop: (why: string) => void,
+  ) {}
+
+  /** Whether the creation etcd answered with `created` needs asking first; then the stream holds from it on. */
+  needed(req: M.WatchRequest | undefined, rev: number, created: M.WatchResponse): boolean {
+    if (this.held !== undefined || created === this.asked) return false;
+    const start = Number(req?.create_request?.start_revision ?? 0);
+    // From "now" or from a revision to come: nothing of it can have been compacted.
+    if (start <= 0 || start > rev) return false;
+    this.held = [created];
+    this.asked = created;
+    this.ctx.follower.holds++;
+    void this.ctx.compactedBeyond(start).then((at) => {
+      if (at === undefined) this.release();
+      else {
+        this.refused = { id: String(created.watch_id), at };
+        this.cancelArrived();
+      }
+    });
+    return true;
+  }
+
+  /** Holds `r` while the stream waits; false when it does not. */
+  take(r: M.WatchResponse): boolean {
+    if (this.dropped) return true;
+    if (this.held === undefined) return false;
+    this.held.push(r);
+    if (this.held.length > MAX_HELD) {
+      // Memory stays bounded: the stream is not compared any more.
+      this.dropped = true;
+      this.unhold();
+      this.stop(`more than ${MAX_HELD} responses while asking etcd for its compaction`);
+      return true;
+    }
+    this.cancelArrived();
+    return true;
+  }
+
+  /** The stream ended; true while it holds (its end then comes after the held responses). */
+  ended(): boolean {
+    this.streamEnded = true;
+    if (this.held === undefined) return false;
+    if (this.refused !== undefined && !this.hasCancel()) {
+      // etcd's cancel will not come on a closed stream: there is nothing more to compare.
+      this.unhold();
+      this.stop('ended before etcd canceled a watch below its compaction');
+      return false;
+    }
+    return true;
+  }
+
+  private unhold(): void {
+    if (this.held === undefined) return;
+    this.held = undefined;
+    this.ctx.follower.holds--;
+  }
+
+  private holding(): boolean {
+    return this.held !== undefined;
+  }
+
+  private hasCancel(): boolean {
+    const r = this.refused;
+    return r !== undefined && this.held !== undefined && this.held.some((h) => h.canceled && h.compact_revision !== '0' && String(h.watch_id) === r.id);
+  }
+
+  /** Once etcd refused the start revision and its cancel is here: compact the simulator there, then go on. */
+  private cancelArrived(): void {
+    const r = this.refused;
+    if (r === undefined || !this.hasCancel()) return;
+    const cancel = this.held!.find((h) => h.canceled && h.compact_revision !== '0' && String(h.watch_id) === r.id)!;
+    this.refused = undefined;
+    this.ctx.follower.add({
+      rev: r.at,
+      makesRevision: () => false,
+      skip: () => {},
+      run: () => {
+        followCompaction(this.ctx, Number(cancel.compact_revision), r.at);
+        this.release();
+      },
+    });
+  }
+
+  private release(): void {
+    if (this.dropped) return;
+    const rs = this.held ?? [];
+    this.unhold();
+    while (rs.length > 0) {
+      this.handle(rs.shift()!);
+      if (this.holding()) {
+        // Another watch from an old revision: the rest waits behind it.
+        this.held!.push(...rs);
+        return;
+      }
+    }
+    if (this.streamEnded) this.end();
+  }
 }
 
 export function keepAliveCall(ctx: ShadowContext, rpc: string, codec: Codec, call: CallContext | undefined): TappedCall {
