@@ -121,7 +121,7 @@ export interface LeaseClient extends ServiceClient<EtcdServices['lease'], 'Lease
  */
 export interface MaintenanceClient extends ServiceClient<EtcdServices['maintenance'], 'Maintenance'> {}
 
-/** etcdserverpb.Cluster (a simulated cluster's membership is fixed: its changes answer UNIMPLEMENTED). @public */
+/** etcdserverpb.Cluster (on a simulated cluster its changes are Raft conf changes, as etcd's). @public */
 export interface ClusterClient extends ServiceClient<EtcdServices['cluster'], 'Cluster'> {}
 
 /** etcdserverpb.Auth (method names as etcd's, lower camel case). @public */

@@ -8,6 +8,7 @@
  *    of peer_network.ts; checker.ts checks Raft's invariants (src/raft/checker.ts) and the members' stores;
  *  - apply.ts: every member applies the committed entries through its own server path, at its own pace;
  *  - proposals.ts: proposals and linearizable reads (ReadIndex) waiting for Raft;
+ *  - membership.ts: MemberAdd, MemberRemove, MemberPromote, MemberUpdate; a member added starts (join);
  *  - lease_handoff.ts: leases expire only on the leader, whose lessor proposes their revokes;
  *  - routing.ts: calls over each client's link to a member; levers.ts: the faults.
  * Random choices (each node's election timeouts, generated lease IDs) come from the cluster's seeded PRNG,
@@ -27,6 +28,7 @@ import {
   type MemberRef,
   type Reply,
 } from './member_state.js';
+import { joinCluster, removedFromCluster } from './membership.js';
 import { RaftGroup } from './raft_group.js';
 import { Requests } from './proposals.js';
 import { Routing, type CallAnswer, type Link } from './routing.js';
@@ -104,8 +106,8 @@ export class EtcdCluster implements EtcdClusterView {
   readonly snapshotCount: number;
   readonly snapshotCatchUpEntries: number;
   readonly clusterId: bigint;
-  /** @internal */
-  readonly states: readonly MemberState[];
+  /** @internal The members ever started, in order (join() adds one). */
+  readonly states: MemberState[];
   /** The faults, as one interface (the cluster's own methods of the same names call them). */
   readonly levers: ClusterLevers;
   private readonly traceProposals: boolean;
@@ -202,6 +204,7 @@ export class EtcdCluster implements EtcdClusterView {
         appended: (entries) => this.requests.appended(entries),
         readState: (m, r) => this.requests.readState(m, r),
         pump: () => this.applier.pump(),
+        removedFromCluster: (m) => removedFromCluster(this, m, 0),
       },
       start,
     );
@@ -223,10 +226,7 @@ export class EtcdCluster implements EtcdClusterView {
       handoff: this.handoff,
       member: (ref) => this.member(ref),
       trace,
-      serverBuilt: (m) => {
-        this.wireMember(m);
-        for (const fn of this.serverHooks) fn(m.server, m);
-      },
+      serverBuilt: (m) => this.serverBuilt(m),
     });
     for (const m of this.states) {
       this.wireMember(m);
@@ -288,6 +288,11 @@ export class EtcdCluster implements EtcdClusterView {
   /** The members in order. */
   get members(): readonly MemberState[] {
     return this.states;
+  }
+
+  /** {@inheritDoc EtcdClusterView.join} */
+  join(id: bigint, config: ClusterMemberConfig = {}): MemberState {
+    return joinCluster(this, id, config, defaultConfig(this.states.length), (m) => this.serverBuilt(m));
   }
 
   /** A member's Raft status (what Status reports, plus the levers' state). */
@@ -537,6 +542,12 @@ export class EtcdCluster implements EtcdClusterView {
     for (const m of this.states) if (m.up && m.reads.length > 0) this.requests.tryReads(m);
     this.raft.settle();
     for (const fn of this.tickHooks) fn();
+  }
+
+  /** A member's (new) server is hooked into the cluster, and the front doors are told. */
+  private serverBuilt(m: MemberState): void {
+    this.wireMember(m);
+    for (const fn of this.serverHooks) fn(m.server, m);
   }
 
   /** Hooks a (new) server of a member into the cluster: its term, and no lease hand-off until it leads. */

@@ -9,7 +9,7 @@
 import type { Clock } from '../sim/index.js';
 import type { EtcdServerView } from '../server/index.js';
 import type { CallAnswer } from './routing.js';
-import type { ClusterTraceEvent } from './cluster.js';
+import type { ClusterMemberConfig, ClusterTraceEvent } from './cluster.js';
 import type { ClusterLevers } from './levers.js';
 import type { ConnectOptions, MemberRaftStatus, MemberRef, RaftRole } from './member_state.js';
 import type { ClusterMemberServices } from './services.js';
@@ -28,6 +28,8 @@ export interface SimulatedMember {
   readonly up: boolean;
   readonly paused: boolean;
   readonly crashed: boolean;
+  /** Removed from the cluster (MemberRemove): it stopped for good. */
+  readonly removed: boolean;
   /** The index it applied up to. */
   readonly applied: number;
   /** The commit index it knows. */
@@ -61,6 +63,12 @@ export interface EtcdClusterView extends ClusterLevers {
   readonly committedIndex: number;
   /** A member by index, name, member ID or itself. */
   member(ref: MemberRef): SimulatedMember;
+  /**
+   * Starts the member a MemberAdd added (etcd started with --initial-cluster-state existing and the peer
+   * URLs MemberAdd named): it joins the end of `members`, catches up from the leader, and publishes its
+   * name and client URLs (default: the next infraN and etcd's Procfile ports) through Raft.
+   */
+  join(id: bigint, config?: ClusterMemberConfig): SimulatedMember;
   /** A member's Raft status (what Status reports, plus the levers' state). */
   status(ref: MemberRef): MemberRaftStatus;
   /** The cluster's events so far (elections, faults, commits, applies), for determinism checks and debugging. */

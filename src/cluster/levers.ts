@@ -45,7 +45,8 @@ export interface ClusterLevers {
   /**
    * Starts a crashed member again: its server is rebuilt from the backend it left (etcd rebuilds its index
    * from bbolt, its lessor from the lease bucket), it rejoins as a follower of the same term, replays the
-   * committed entries it had not applied, and catches up from the leader.
+   * committed entries it had not applied, and catches up from the leader. A member removed from the
+   * cluster stays down.
    */
   restart(ref: MemberRef): void;
   /**
@@ -97,6 +98,7 @@ export class Levers implements ClusterLevers {
     if (m.crashed || m.paused) return;
     m.paused = true;
     this.c.applier.cancelApplyTimer(m);
+    this.c.raft.topologyChanged();
     this.c.trace(`pause ${m.name}`);
   }
 
@@ -197,7 +199,8 @@ export class Levers implements ClusterLevers {
 
   restart(ref: MemberRef): void {
     const m = this.c.member(ref);
-    if (!m.crashed) return;
+    // A member removed from the cluster stays down (etcd's exits again, "permanently removed").
+    if (!m.crashed || m.removed) return;
     const backend = m.backend!;
     const server = new EtcdServer({ ...m.serverOptions, raftTerm: m.term, fromSnapshot: writeEtcdSnapshot(backend), initialRaftIndex: Number(backend.consistentIndex) });
     server.lessor.demote();
@@ -244,6 +247,7 @@ export class Levers implements ClusterLevers {
 
   /** After a pause, partition, crash or restart: what waited may go on (Raft itself catches up at its next heartbeat). */
   private afterTopologyChange(): void {
+    this.c.raft.topologyChanged();
     for (const m of this.c.raft.states) if (m.up && m.reads.length > 0) this.c.requests.tryReads(m);
     this.c.raft.settle();
   }

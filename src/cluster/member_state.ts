@@ -124,9 +124,14 @@ export class MemberState implements SimulatedMember {
   applied: number;
   /**
    * @internal The cluster's members as this member applied them (etcd's RaftCluster, kept in its backend:
-   * a crash keeps it, a snapshot brings the leader's): MemberList answers from it, MemberUpdate changes it.
+   * a crash keeps it, a snapshot brings the leader's): MemberList answers from it, the membership changes
+   * change it (membership.ts).
    */
   members: Map<bigint, ListedMember> = new Map();
+  /** @internal The IDs it removed (etcd's members_removed): their messages are refused, their IDs never taken again. */
+  removedIds: Set<bigint> = new Set();
+  /** Removed from the cluster: it stopped for good (a restart leaves it down). */
+  removed = false;
   /** Committed entries handed over by its node, applied each once its apply lag has passed. */
   applyQueue: CommittedEntry[] = [];
   paused = false;
@@ -193,6 +198,7 @@ export type MemberRef = number | string | bigint | SimulatedMember;
 export interface MemberImage {
   readonly store: ReturnType<EtcdServer['snapshot']>;
   readonly members: readonly ListedMember[];
+  readonly removedIds: readonly bigint[];
   readonly alarms: ReturnType<EtcdServer['services']['maintenance']['alarms']['bucketKeys']>;
   readonly leases: readonly { readonly id: bigint; readonly ttl: number; readonly remaining: number }[];
   readonly applied: number;
@@ -204,6 +210,7 @@ export function memberImage(from: MemberState): MemberImage {
   return {
     store: from.server.snapshot(),
     members: [...from.members.values()].map((x) => ({ ...x })),
+    removedIds: [...from.removedIds],
     alarms: from.server.services.maintenance.alarms.bucketKeys(),
     leases: l.leases().map((id) => ({ id, ttl: l.timeToLive(id).grantedTTL, remaining: l.checkpointedTTLOf(id) ?? 0 })),
     applied: from.server.raftIndex,
@@ -216,6 +223,7 @@ export function memberImage(from: MemberState): MemberImage {
  */
 export function installImage(member: MemberState, image: MemberImage): void {
   member.members = new Map(image.members.map((x) => [x.id, { ...x }]));
+  member.removedIds = new Set(image.removedIds);
   const to = member.server;
   to.restore(image.store);
   // The alarm bucket comes with the snapshot, and the follower's refusals follow it (etcd's restoreAlarms).

@@ -2,21 +2,12 @@
  * One member of the simulated cluster as every front door takes a member (src/server/member_view.ts): the
  * gRPC door of its client port, the JSON gateway, the in-process clients. Its services are the member's
  * ClusterMemberServices (services.ts: writes through Raft, ReadIndex for linearizable reads, over one
- * client's link). Its membership is fixed: MemberUpdate (new peer URLs, through Raft: member_update.ts) is
- * served, while MemberAdd, MemberRemove and MemberPromote are refused UNIMPLEMENTED. The
- * simple-token wait happens inside the services (each call waits for its token's raft index on the member
+ * client's link; membership changes as Raft conf changes, membership.ts). The simple-token wait happens inside the services (each call waits for its token's raft index on the member
  * it reaches), so the doors hold nothing themselves.
  */
-import { GrpcCode, type EtcdVersion } from '../etcd/index.js';
-import { grpcError, type CallContext, type MemberServices, type MemberView } from '../server/index.js';
+import type { EtcdVersion } from '../etcd/index.js';
+import type { CallContext, MemberServices, MemberView } from '../server/index.js';
 import type { ClusterMemberServices } from './services.js';
-
-/** A change of who is a member, refused: the simulated cluster's membership is fixed. */
-const notModelled =
-  (method: string) =>
-  (): never => {
-    throw grpcError(GrpcCode.UNIMPLEMENTED, `etcdsim: Cluster.${method} is not served by a simulated cluster: its membership is fixed`);
-  };
 
 /** The member view of one client's connection to one cluster member. */
 export class ClusterMemberView implements MemberView {
@@ -28,13 +19,7 @@ export class ClusterMemberView implements MemberView {
       kv: s.kv,
       watch: { watch: (ctx?: CallContext) => s.watch(ctx) },
       lease: s.lease,
-      cluster: {
-        memberList: s.cluster.memberList,
-        memberAdd: notModelled('MemberAdd'),
-        memberRemove: notModelled('MemberRemove'),
-        memberUpdate: s.cluster.memberUpdate,
-        memberPromote: notModelled('MemberPromote'),
-      },
+      cluster: s.cluster,
       maintenance: s.maintenance,
       auth: s.auth,
       // etcd's v3lock / v3election servers of this member: their requests are the member's own, through Raft.

@@ -7,6 +7,9 @@
  * (raft_group.ts), whose answer makes the leader send what it missed — from the log, or the leader's
  * snapshot when the log was compacted past it (the entries it had in flight are not replayed: etcd's leader
  * sends a stopped follower only a window of them before it waits).
+ * A member that removed another (its applied MemberRemove) refuses that member's messages and tells it so,
+ * as etcd's rafthttp answers a removed peer: the removed member then stops (membership.ts). Since when
+ * each member has reached each other one is kept, for etcd's HealthInterval rule of membership changes.
  * Delivery takes no virtual time: messages are delivered in the order sent, all within the instant they
  * were sent in — one FIFO for the whole cluster, so the same calls give the same order (same seed, same
  * trace).
@@ -21,11 +24,40 @@ export class PeerNetwork {
   private head = 0;
   private draining = false;
 
+  /** Since when (clock ms) each member has reached each other one, while it does. */
+  private readonly since = new Map<MemberState, Map<MemberState, number>>();
+
   constructor(
     private readonly states: readonly MemberState[],
     private readonly deliver: (to: MemberState, m: Message) => void,
+    private readonly refusedAsRemoved: (from: MemberState) => void,
   ) {
     this.partitionOf = new Array<number>(states.length).fill(0);
+  }
+
+  /** After a change of who reaches whom (a lever, a member joined or stopped): the pairs' since times follow. */
+  noteTopology(now: number): void {
+    for (const a of this.states) {
+      let row = this.since.get(a);
+      if (row === undefined) this.since.set(a, (row = new Map()));
+      for (const b of this.states) {
+        if (a === b) continue;
+        if (!this.connected(a, b)) row.delete(b);
+        else if (!row.has(b)) row.set(b, now);
+      }
+    }
+  }
+
+  /** Whether `a` reaches the member with ID `id` now (etcd's peer stream is active). */
+  peerActive(a: MemberState, id: bigint): boolean {
+    const b = this.byId(id);
+    return b !== undefined && this.connected(a, b);
+  }
+
+  /** Since when `a` has reached the member with ID `id`; undefined while it does not (etcd's ActiveSince). */
+  activeSince(a: MemberState, id: bigint): number | undefined {
+    const b = this.byId(id);
+    return b !== undefined && this.connected(a, b) ? this.since.get(a)?.get(b) : undefined;
   }
 
   /** Two members reach each other: both up, same side of every partition. */
@@ -51,7 +83,9 @@ export class PeerNetwork {
         const m = this.queue[this.head++]!;
         const from = this.byId(m.from);
         const to = this.byId(m.to);
-        if (from !== undefined && to !== undefined && this.connected(from, to)) this.deliver(to, m);
+        if (from === undefined || to === undefined || !this.connected(from, to)) continue;
+        if (to.removedIds.has(from.id)) this.refusedAsRemoved(from);
+        else this.deliver(to, m);
       }
       this.queue = [];
       this.head = 0;
@@ -60,7 +94,7 @@ export class PeerNetwork {
     }
   }
 
-  private byId(id: bigint): MemberState | undefined {
+  byId(id: bigint): MemberState | undefined {
     for (const s of this.states) if (s.id === id) return s;
     return undefined;
   }

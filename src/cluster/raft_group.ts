@@ -44,6 +44,8 @@ export interface RaftEffects {
   readState(m: MemberState, r: ReadState): void;
   /** Applies what became due (apply.ts). */
   pump(): void;
+  /** A member refused `m`'s message: it removed `m` from the cluster (etcd's rafthttp answers so), `m` stops. */
+  removedFromCluster(m: MemberState): void;
 }
 
 /** Timing and log settings, etcd's flags. */
@@ -75,18 +77,42 @@ export class RaftGroup {
   private readonly leaderTerms = new Map<MemberState, bigint>();
 
   constructor(
-    readonly states: readonly MemberState[],
+    /** The members ever started, in order (a member MemberAdd added joins the end of it: join()). */
+    readonly states: MemberState[],
     readonly opts: RaftOptions,
     private readonly effects: RaftEffects,
     start: number,
   ) {
-    this.network = new PeerNetwork(states, (to, m) => to.loop?.step(m));
+    this.network = new PeerNetwork(states, (to, m) => to.loop?.step(m), (from) => effects.removedFromCluster(from));
     const voters = states.map((m) => m.id);
     const boot = { index: start - 1, term: 1n, conf: { voters, learners: [] }, data: new Uint8Array(0) };
     for (const m of states) {
       m.disk = new MemoryStorage({ hardState: { term: 1n, vote: NONE, commit: start - 1 }, snapshot: boot, entries: [] });
       this.startLoop(m);
     }
+    this.topologyChanged();
+  }
+
+  /**
+   * A member MemberAdd added starts (etcd with --initial-cluster-state existing): its Raft node starts from
+   * the state `from` applied, as a leader's snapshot brings it (its image, at `from`'s applied index, with
+   * `from`'s configuration), and catches up from the leader's log past it.
+   */
+  join(m: MemberState, from: MemberState): void {
+    const node = from.loop!.node;
+    const index = from.applied;
+    const term = node.log.term(index) ?? node.log.snapshot.term;
+    const snapshot = { index, term, conf: node.conf, data: this.image(from) };
+    m.disk = new MemoryStorage({ hardState: { term, vote: NONE, commit: index }, snapshot, entries: [] });
+    this.network.partitionOf.push(0);
+    this.startLoop(m);
+    this.topologyChanged();
+    this.settle();
+  }
+
+  /** Who reaches whom changed (a lever, a member joined or stopped): since when each pair does follows. */
+  topologyChanged(): void {
+    this.network.noteTopology(this.opts.clock.now());
   }
 
   /** The first election: member 0 campaigns at once (once the rest of the cluster is wired to the effects). */
@@ -96,7 +122,13 @@ export class RaftGroup {
 
   /** Votes needed: a majority of the voting members. */
   get quorum(): number {
-    return Math.floor(this.states.length / 2) + 1;
+    return Math.floor(this.voters().length / 2) + 1;
+  }
+
+  /** The voting members' IDs, as the leader's Raft configuration holds them (else a running member's). */
+  voters(): readonly bigint[] {
+    const node = (this.leader ?? this.states.find((s) => s.loop !== undefined))?.loop?.node;
+    return node?.conf.voters ?? this.states.map((s) => s.id);
   }
 
   /** The member that currently acts as leader (in the leader role, not crashed, highest term), if any. */
@@ -119,7 +151,10 @@ export class RaftGroup {
   /** Whether leader `l` reaches a quorum (itself included). */
   leaderHasQuorum(l: MemberState): boolean {
     let n = 0;
-    for (const m of this.states) if (m === l ? m.up : this.connected(l, m)) n++;
+    for (const id of this.voters()) {
+      const m = this.network.byId(id);
+      if (m !== undefined && (m === l ? m.up : this.connected(l, m))) n++;
+    }
     return n >= this.quorum;
   }
 
@@ -257,7 +292,8 @@ export class RaftGroup {
   applied(e: Entry): void {
     if (e.index > this.releasedTo && !this.firstApplied.has(e.index)) this.firstApplied.set(e.index, e.data);
     let min = Infinity;
-    for (const s of this.states) if (s.applied < min) min = s.applied;
+    // A removed member applies nothing more: it holds nothing back.
+    for (const s of this.states) if (!s.removed && s.applied < min) min = s.applied;
     if (min <= this.releasedTo) return;
     for (let i = this.releasedTo + 1; i <= min; i++) {
       const data = this.firstApplied.get(i);

@@ -15,6 +15,7 @@ import {
   errBadLeaderTransferee,
   errNoLeader,
   errNotLeader,
+  errNotSupportedForLearner,
   errTimeout,
   txnKind,
   header,
@@ -33,8 +34,6 @@ import {
   type AuthService,
   type KVService,
   memberCalls,
-  listedOut,
-  memberUpdateAsked,
   type AppliedCallContext,
   type EtcdServer,
   type KeepAliveCall,
@@ -50,7 +49,7 @@ import { ClusterKeepAliveCall } from './keep_alive.js';
 import { leaderMonitor } from './require_leader.js';
 import { heldOverClientLink, overClientLink } from './stream_link.js';
 import { clusterConcurrency, type ClusterElection, type ClusterLock } from './lock_election.js';
-import { proposeMemberUpdate } from './member_update.js';
+import { clusterMembership } from './membership.js';
 import type { EtcdCluster } from './cluster.js';
 import type { ConnectOptions, MemberState, Reply } from './member_state.js';
 
@@ -83,11 +82,13 @@ export interface ClusterMaintenance {
   snapshotStream(req?: M.SnapshotRequest, ctx?: CallContext, opts?: SnapshotStreamOptions): Promise<Iterable<M.SnapshotResponse | StreamHold>>;
 }
 
-/** Cluster (membership) on a cluster member. @public */
+/** Cluster (membership) on a cluster member: every change a conf change through Raft, answered once this member applied it (membership.ts). @public */
 export interface ClusterMembership {
   memberList(req?: M.MemberListRequest, ctx?: CallContext): Promise<M.MemberListResponse>;
-  /** New peer URLs for a member: a conf change through Raft, answered once this member applied it (member_update.ts). */
+  memberAdd(req?: M.MemberAddRequest, ctx?: CallContext): Promise<M.MemberAddResponse>;
+  memberRemove(req?: M.MemberRemoveRequest, ctx?: CallContext): Promise<M.MemberRemoveResponse>;
   memberUpdate(req?: M.MemberUpdateRequest, ctx?: CallContext): Promise<M.MemberUpdateResponse>;
+  memberPromote(req?: M.MemberPromoteRequest, ctx?: CallContext): Promise<M.MemberPromoteResponse>;
 }
 
 /** Auth on a cluster member: every request is a Raft proposal (etcd 3.4's raftRequest), reads included. @public */
@@ -115,7 +116,7 @@ export class ClusterMemberServices {
     this.lease = this.leaseService();
     ({ lock: this.lock, election: this.election } = clusterConcurrency(c, m, opts));
     this.maintenance = this.maintenanceService();
-    this.cluster = this.membershipService();
+    this.cluster = clusterMembership(c, m, (handle, ctx) => this.send(handle, ctx));
     this.auth = this.authService();
   }
 
@@ -125,7 +126,7 @@ export class ClusterMemberServices {
     const local = this.local.bind(this);
     return {
       range: (req, ctx) =>
-        req.serializable === true ? local((s) => s.services.kv.range(req, ctx), ctx) : this.linearizable((s) => s.services.kv.range(req, ctx), ctx),
+        req.serializable === true ? local((s) => s.services.kv.range(req, ctx), ctx, LEARNER_SERVES) : this.linearizable((s) => s.services.kv.range(req, ctx), ctx),
       put: (req, ctx) => this.refusedByQuota(() => costPut(putIn(req)), ctx) ?? write('put', ctx, (s, a) => s.services.kv.put(req, a)),
       deleteRange: (req, ctx) => write('deleteRange', ctx, (s, a) => s.services.kv.deleteRange(req, a)),
       txn: (req, ctx) => {
@@ -195,7 +196,7 @@ export class ClusterMemberServices {
             raftTerm: String(st.term),
             errors: [...(st.leader === 0n ? ['etcdserver: no leader'] : []), ...s.services.maintenance.alarmErrors()],
           };
-        }, ctx),
+        }, ctx, LEARNER_SERVES),
       moveLeader: (req, _ctx) =>
         this.send<M.MoveLeaderResponse>((reply) => {
           let target: bigint;
@@ -206,7 +207,7 @@ export class ClusterMemberServices {
           }
           if (m.role !== 'leader') return reply.fail(errNotLeader());
           const t = c.members.find((x) => x.id === target);
-          if (t === undefined) return reply.fail(errBadLeaderTransferee());
+          if (t === undefined || m.members.get(target)?.isLearner === true) return reply.fail(errBadLeaderTransferee());
           // etcd's maintenance server answers a done transfer with an empty response (no header).
           if (t === m || c.moveLeader(t)) reply.ok({ header: null });
           else reply.fail(errTimeout());
@@ -229,16 +230,6 @@ export class ClusterMemberServices {
       snapshot: (req, ctx) => local((s) => s.services.maintenance.snapshot(req ?? {}, ctx), ctx),
       // Held, before each piece, while the member is stopped or the client's link is down (a SIGSTOPped etcd sends nothing more).
       snapshotStream: (req, ctx, so) => local((s) => heldOverClientLink(c, m, opts, s.services.maintenance.snapshotStream(req ?? {}, ctx, so)), ctx),
-    };
-  }
-
-  /** Cluster (membership): every member, as the member asked knows them. */
-  /** Cluster: MemberList from the members this member applied; MemberUpdate through Raft (member_update.ts). */
-  private membershipService(): ClusterMembership {
-    const { c, m } = this;
-    return {
-      memberList: () => this.local((s) => ({ header: header(s.identity, 0), members: listedOut(m.members) })),
-      memberUpdate: (req, ctx) => this.send((reply) => proposeMemberUpdate(c, m, memberUpdateAsked(m.server, req, ctx), reply), ctx),
     };
   }
 
@@ -280,6 +271,8 @@ export class ClusterMemberServices {
 
   /** A stream that may require a leader (etcd's stream interceptor): refused without one, else followed by the member's monitor. */
   private leaderRequired<R, S extends StreamCall<R>>(ctx: CallContext | undefined, open: () => S): S {
+    // etcd's stream interceptor: a learner serves no stream.
+    if (isLearner(this.m)) throw errNotSupportedForLearner();
     if (!requiresLeader(ctx)) return overClientLink(this.c, this.m, this.opts, open());
     if (this.c.knownLeader(this.m) === undefined) throw errNoLeader();
     const call = overClientLink(this.c, this.m, this.opts, open());
@@ -291,10 +284,12 @@ export class ClusterMemberServices {
    * Carries a call to the member. A simple token names the raft index that issued it: a member that has
    * not applied that index yet holds the call until it has (etcd's token check; EtcdServer.tokenWaitIndex).
    */
-  private send<T>(handle: (reply: Reply<T>) => void, ctx?: CallContext): Promise<T> {
+  private send<T>(handle: (reply: Reply<T>) => void, ctx?: CallContext, learnerServes = false): Promise<T> {
     const m = this.m;
     return this.c.call<T>(m, this.opts, (reply) => {
-      // etcd's unary interceptor: a call that requires a leader fails at once on a member without one.
+      // etcd's unary interceptor: a learner answers only Status and serializable Range (isRPCSupportedForLearner),
+      if (!learnerServes && isLearner(m)) return reply.fail(errNotSupportedForLearner());
+      // and a call that requires a leader fails at once on a member without one.
       if (requiresLeader(ctx) && this.c.knownLeader(m) === undefined) return reply.fail(errNoLeader());
       const index = ctx === undefined ? undefined : m.server.tokenWaitIndex(ctx);
       if (index === undefined) return handle(reply);
@@ -349,8 +344,8 @@ export class ClusterMemberServices {
   }
 
   /** Served from the member's own state, at once. */
-  private local<T>(read: (s: EtcdServer) => T, ctx?: CallContext): Promise<T> {
-    return this.send<T>((reply) => reply.ok(read(this.m.server)), ctx);
+  private local<T>(read: (s: EtcdServer) => T, ctx?: CallContext, learnerServes = false): Promise<T> {
+    return this.send<T>((reply) => reply.ok(read(this.m.server)), ctx, learnerServes);
   }
 
   /** ReadIndex, then served from the member's own state. */
@@ -388,6 +383,14 @@ export class ClusterMemberServices {
     };
     attempt();
   }
+}
+
+/** What a learner serves (send's flag). */
+const LEARNER_SERVES = true;
+
+/** Whether the member lists itself as a learner (etcd's IsLearner, from its RaftCluster). */
+function isLearner(m: MemberState): boolean {
+  return m.members.get(m.id)?.isLearner === true;
 }
 
 function safeBigInt(v: M.Int64Input): bigint {

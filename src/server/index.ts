@@ -61,6 +61,7 @@ export {
   errLeaderChanged,
   errNoLeader,
   errNotLeader,
+  errNotSupportedForLearner,
   errProposalBlocked,
   errTimeout,
   errTimeoutDueToConnectionLost,

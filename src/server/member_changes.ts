@@ -71,9 +71,10 @@ export interface MembershipHost {
 
 /** The Cluster service of member `pm`; `call` runs a call as every other call of the member runs. */
 export function membershipChanges(pm: MembershipHost, call: <T>(f: () => T | PromiseLike<T>, ctx?: CallContext) => Promise<T>) {
-  const server = pm.server;
-  const requireAdmin = (ctx: CallContext | undefined): void => asGrpc(() => server.auth.checkAdmin(server.authInfo(ctx)));
-  const strict = (): boolean => server.strictReconfigCheck;
+  // The member's server as it is now (an in-process member's restart builds a new one).
+  const requireAdmin = (ctx: CallContext | undefined): void => asGrpc(() => pm.server.auth.checkAdmin(pm.server.authInfo(ctx)));
+  const strict = (): boolean => pm.server.strictReconfigCheck;
+  const head = (): M.ResponseHeader => header(pm.server.identity, 0);
   /** The apply's checks, made before proposing by a host whose apply cannot refuse. */
   const checkedAhead = (change: MemberChange): void => {
     if (pm.validatesOnApply === true) return;
@@ -81,7 +82,7 @@ export function membershipChanges(pm: MembershipHost, call: <T>(f: () => T | Pro
     if (refused !== undefined) throw refused;
   };
   return {
-    memberList: (_req?: M.MemberListRequest, ctx?: CallContext) => call(() => ({ header: header(server.identity, 0), members: listedOut(pm.members) }), ctx),
+    memberList: (_req?: M.MemberListRequest, ctx?: CallContext) => call(() => ({ header: head(), members: listedOut(pm.members) }), ctx),
 
     memberAdd: (req?: M.MemberAddRequest, ctx?: CallContext) =>
       call(async (): Promise<M.MemberAddResponse> => {
@@ -92,12 +93,12 @@ export function membershipChanges(pm: MembershipHost, call: <T>(f: () => T | Pro
         // etcd's mayAddMember (strict reconfiguration check), before proposing.
         if (!isLearner && strict() && !readyToAddVotingMember(pm)) fail(ErrNotEnoughStartedMembers);
         if (strict() && !voters(pm).every((m) => connectedSince(pm, m.id))) fail(ErrUnhealthy);
-        const id = memberIdOf(urls, '', Math.floor(server.clock.now() / 1000));
+        const id = memberIdOf(urls, '', Math.floor(pm.server.clock.now() / 1000));
         const type = isLearner ? 'addLearner' : 'add';
         checkedAhead({ type, id, peerUrls: urls });
         await pm.changeMembership({ type, id, context: pm.memberContextOf({ id, name: '', peerUrls: urls, isLearner }) });
         const added = pm.members.get(id);
-        return { header: header(server.identity, 0), member: added === undefined ? null : listedOut(new Map([[id, added]]))[0]!, members: listedOut(pm.members) } as M.MemberAddResponse;
+        return { header: head(), member: added === undefined ? null : listedOut(new Map([[id, added]]))[0]!, members: listedOut(pm.members) } as M.MemberAddResponse;
       }, ctx),
 
     memberRemove: (req?: M.MemberRemoveRequest, ctx?: CallContext) =>
@@ -117,15 +118,15 @@ export function membershipChanges(pm: MembershipHost, call: <T>(f: () => T | Pro
         }
         checkedAhead({ type: 'remove', id });
         await pm.changeMembership({ type: 'remove', id });
-        return { header: header(server.identity, 0), members: listedOut(pm.members) };
+        return { header: head(), members: listedOut(pm.members) };
       }, ctx),
 
     memberUpdate: (req?: M.MemberUpdateRequest, ctx?: CallContext) =>
       call(async (): Promise<M.MemberUpdateResponse> => {
         // The URLs are checked here, the rest by every member's apply (member_update.ts).
-        const { id, peerUrls } = memberUpdateAsked(server, req, ctx);
+        const { id, peerUrls } = memberUpdateAsked(pm.server, req, ctx);
         await pm.changeMembership({ type: 'update', id, context: pm.memberContextOf({ id, name: '', peerUrls, isLearner: false }) });
-        return { header: header(server.identity, 0), members: listedOut(pm.members) };
+        return { header: head(), members: listedOut(pm.members) };
       }, ctx),
 
     memberPromote: (req?: M.MemberPromoteRequest, ctx?: CallContext) =>
@@ -140,7 +141,7 @@ export function membershipChanges(pm: MembershipHost, call: <T>(f: () => T | Pro
         if (strict() && vs.filter(started).length + 1 < quorum(vs.length + 1)) fail(ErrNotEnoughStartedMembers);
         checkedAhead({ type: 'promote', id });
         await pm.changeMembership({ type: 'add', id });
-        return { header: header(server.identity, 0), members: listedOut(pm.members) };
+        return { header: head(), members: listedOut(pm.members) };
       }, ctx),
   };
 }
@@ -149,7 +150,7 @@ export function membershipChanges(pm: MembershipHost, call: <T>(f: () => T | Pro
 export interface MemberChange {
   readonly type: 'add' | 'addLearner' | 'promote' | 'remove';
   readonly id: NodeId;
-  readonly peerUrls?: readonly string[];
+  readonly peerUrls?: readonly string[] | undefined;
 }
 
 /**

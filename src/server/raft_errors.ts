@@ -23,6 +23,8 @@ export const errTimeoutDueToConnectionLost = (): GrpcError =>
 export const errProposalBlocked = (): GrpcError => grpcError(GrpcCode.UNKNOWN, 'context deadline exceeded');
 /** ErrGRPCNoLeader, for calls that require a leader (a watch with WithRequireLeader, MoveLeader). */
 export const errNoLeader = (): GrpcError => grpcError(GrpcCode.UNAVAILABLE, 'etcdserver: no leader');
+/** ErrGRPCNotSupportedForLearner: a learner answers only Status and serializable Range, and no stream. */
+export const errNotSupportedForLearner = (): GrpcError => grpcError(GrpcCode.UNAVAILABLE, 'etcdserver: rpc not supported for learner');
 /** ErrGRPCNotLeader: MoveLeader sent to a member that is not the leader. */
 export const errNotLeader = (): GrpcError => grpcError(GrpcCode.FAILED_PRECONDITION, 'etcdserver: not leader');
 /** ErrGRPCBadLeaderTransferee: MoveLeader to a member that is not a voting member. */
