@@ -22,6 +22,7 @@ import { Levers, checkLag, type ClusterLevers } from './levers.js';
 import type { EtcdClusterView } from './cluster_view.js';
 import {
   MemberState,
+  storeMembers,
   type ConnectOptions,
   type EntryBody,
   type MemberRaftStatus,
@@ -229,9 +230,9 @@ export class EtcdCluster implements EtcdClusterView {
       serverBuilt: (m) => this.serverBuilt(m),
     });
     for (const m of this.states) {
-      this.wireMember(m);
       // Every member starts out listing every member as --initial-cluster names them, all started.
       for (const x of this.states) m.members.set(x.id, { id: x.id, name: x.name, peerUrls: [...x.peerUrls], clientUrls: [...x.clientUrls], isLearner: false });
+      this.wireMember(m);
     }
     // A lessor is primary only on the leader (it is promoted when its member wins an election).
     for (const m of this.states) m.server.lessor.demote();
@@ -553,6 +554,7 @@ export class EtcdCluster implements EtcdClusterView {
   /** Hooks a (new) server of a member into the cluster: its term, and no lease hand-off until it leads. */
   private wireMember(m: MemberState): void {
     m.server.setRaftTerm(m.term);
+    storeMembers(m);
     this.handoff.unhook(m);
   }
 

@@ -218,6 +218,15 @@ export function memberImage(from: MemberState): MemberImage {
 }
 
 /**
+ * The member's list of members written through to its server's backend (etcd's members bucket: what
+ * Maintenance.Hash and a snapshot file hold), after every change of the list and with every new server.
+ */
+export function storeMembers(m: MemberState): void {
+  const listed = [...m.members.values()].map((x) => ({ id: x.id, name: x.name, peerURLs: x.peerUrls, clientURLs: x.clientUrls, isLearner: x.isLearner }));
+  m.server.services.cluster.follow(listed, m.removedIds);
+}
+
+/**
  * Installs a snapshot's state on a member's server (etcd's applySnapshot): the store, the alarm bucket and
  * the lease bucket come with it, and the applied index is the snapshot's.
  */
@@ -226,6 +235,7 @@ export function installImage(member: MemberState, image: MemberImage): void {
   member.removedIds = new Set(image.removedIds);
   const to = member.server;
   to.restore(image.store);
+  storeMembers(member);
   // The alarm bucket comes with the snapshot, and the follower's refusals follow it (etcd's restoreAlarms).
   to.services.maintenance.alarms.restore(image.alarms);
   // The lease bucket comes with the snapshot: the member's lessor recovers the leader's leases.

@@ -21,7 +21,7 @@
 import type { ConfChange } from '../raft/index.js';
 import { applyMemberUpdate, confChangeRefusal, membershipChanges, type CallContext, type GrpcError, type MemberChange, type MembershipHost } from '../server/index.js';
 import type { ClusterMemberConfig, EtcdCluster } from './cluster.js';
-import { MemberState, installImage, memberImage, type EntryBody, type Reply } from './member_state.js';
+import { MemberState, installImage, memberImage, storeMembers, type EntryBody, type Reply } from './member_state.js';
 
 /** etcd's stopWithDelay: a member that applied its own removal stops this long after. */
 const REMOVED_STOP_DELAY_MS = 1000;
@@ -93,6 +93,7 @@ function confEntry(c: EtcdCluster, leader: MemberState, conf: ConfChange): Entry
       s.noteRaftEntry();
       const e = applyChange(c, member, kind, conf.id, ctx);
       if (e !== undefined) throw e;
+      storeMembers(member);
       return undefined;
     },
   };
@@ -183,6 +184,7 @@ function publish(c: EtcdCluster, m: MemberState): void {
         if (listed !== undefined) {
           listed.name = m.name;
           listed.clientUrls = [...m.clientUrls];
+          storeMembers(member);
         }
         return undefined;
       },

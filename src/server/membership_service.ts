@@ -246,6 +246,21 @@ export class ClusterService {
     this.noteQuorum();
   }
 
+  /**
+   * @internal The membership a member of a cluster of several applied (src/cluster): its backend's members
+   * bucket follows that member's list, as etcd's RaftCluster writes every change through to its store. The
+   * cluster's Raft, not this single member's model, decides its quorum.
+   */
+  follow(members: readonly StoredMember[], removed: Iterable<bigint>): void {
+    this.members.clear();
+    for (const m of members) {
+      const started = m.clientURLs.length > 0;
+      this.members.set(m.id, { id: m.id, name: m.name, peerUrls: [...m.peerURLs], clientUrls: [...m.clientURLs], isLearner: m.isLearner, raftLearner: m.isLearner, started });
+    }
+    this.removed.splice(0, this.removed.length, ...removed);
+    this.quorumLostAt = undefined;
+  }
+
   /** @internal The members and removed IDs as etcd's backend holds them (for Maintenance.Hash). */
   backendState(): { members: ClusterMember[]; removed: bigint[] } {
     return { members: this.list(true), removed: [...this.removed] };

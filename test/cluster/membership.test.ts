@@ -160,3 +160,44 @@ test('the gRPC door serves the membership changes', async () => {
   assert.equal((await door.memberList()).members.length, 3);
   c.close();
 });
+
+test('each member\'s members bucket follows its list (what Maintenance.Hash and a snapshot hold): an update, an add, a publish, a remove', async () => {
+  const c = newCluster();
+  await c.advance(5001);
+  /** What each running member's backend lists: ID and peer URLs, started or not; and its removed IDs. */
+  const stored = (): string[][] =>
+    c.members.filter((m) => !m.crashed).map((m) => {
+      const b = m.server.etcdBackend();
+      return [...b.members.map((x) => `${x.id.toString(16)} ${x.peerURLs.join(',')} ${x.name || '-'} ${x.clientURLs.length > 0 ? 'started' : 'unstarted'}`), ...b.removedMembers.map((id) => `removed ${id.toString(16)}`)];
+    });
+  const hashes = async (): Promise<Set<number>> => new Set(await Promise.all(c.members.filter((m) => !m.crashed).map(async (m) => (await c.connect(m).maintenance.hash()).hash)));
+  const [m0, m1, m2] = c.members;
+  const first = stored();
+  assert.equal(first[0]!.length, 3, 'every member, not only itself');
+  assert.deepEqual(first[1], first[0]);
+  const before = await hashes();
+  assert.equal(before.size, 1);
+  await c.connect(m0!).cluster.memberUpdate({ ID: String(m1!.id), peerURLs: ['http://127.0.0.1:40001'] });
+  await c.advance(100);
+  for (const s of stored()) assert.ok(s.includes(`${m1!.id.toString(16)} http://127.0.0.1:40001 infra2 started`), s.join('\n'));
+  const after = await hashes();
+  assert.equal(after.size, 1, 'every member hashes the same backend');
+  assert.notDeepEqual(after, before);
+  const added = await c.connect(m0!).cluster.memberAdd({ peerURLs: ['http://127.0.0.1:42380'], isLearner: true });
+  const id = BigInt(added.member!.ID);
+  await c.advance(100);
+  for (const s of stored()) assert.ok(s.includes(`${id.toString(16)} http://127.0.0.1:42380 - unstarted`), s.join('\n'));
+  c.join(id);
+  await c.advance(500);
+  for (const s of stored()) assert.ok(s.includes(`${id.toString(16)} http://127.0.0.1:42380 infra4 started`), s.join('\n'));
+  await c.connect(m2!).cluster.memberRemove({ ID: added.member!.ID });
+  await c.advance(1100);
+  for (const s of stored()) assert.ok(s.includes(`removed ${id.toString(16)}`) && s.length === 4, s.join('\n'));
+  assert.equal((await hashes()).size, 1);
+  // A restart rebuilds the server from its backend: the bucket stays the member's list.
+  c.crash(m2!);
+  c.restart(m2!);
+  await c.advance(500);
+  assert.deepEqual(stored()[2], stored()[0]);
+  c.close();
+});
