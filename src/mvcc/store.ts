@@ -6,6 +6,7 @@
  * and MvccStore in kv.ts ties them together.
  */
 import { ByteSlab, keyString, type KeyString } from './bytes.js';
+import { Column } from './column.js';
 import { ErrCompacted, ErrFutureRev } from './errors.js';
 import { fail } from '../etcd/index.js';
 import { History, NO_RECORD, type Rec } from './history.js';
@@ -75,11 +76,11 @@ export class Storage implements ReadView {
    * restored); it sits at log[position - logBase]. Entries before logAt[logHead] are compacted and cleared
    * (NO_RECORD).
    */
-  private log: Rec[] = [];
+  private log = new Column();
   /** Position in the log of the changes of `logBase`'s first entry (what trims have cut off the front). */
   private logBase = 0;
   /** logAt[logHead + i]: the position of the first change of revision logStart + i (one entry per revision). */
-  private logAt: number[] = [];
+  private logAt = new Column();
   /** Where revision logStart is in logAt; entries before it are compacted. */
   private logHead = 0;
   /** The oldest revision the log holds. */
@@ -139,7 +140,7 @@ export class Storage implements ReadView {
     this.history.hold(r);
     this.retainedRevisions++;
     this.retainedBytes += keyBytes.byteLength + value.byteLength;
-    if (this.listeners.length > 0) this.publish(rev, [r]);
+    if (this.listeners.length > 0) this.publish(rev, r);
     return rev;
   }
 
@@ -160,13 +161,35 @@ export class Storage implements ReadView {
     };
   }
 
-  /** Tells the listeners of a commit; its events, built on the first ask, are one array shared by all. */
-  private publish(rev: number, changes: readonly Rec[]): void {
-    const h = this.history;
-    let events: Event[] | undefined;
-    const read = (): readonly Event[] => (events ??= changes.map((r) => eventOf(h, r)));
-    for (let i = 0; i < this.listeners.length; i++) this.listeners[i]!(rev, read);
+  /**
+   * Tells the listeners of a commit; its events, built on the first ask, are one array shared by all. A put
+   * makes no array and no closure here: the function the listeners get is made once per store and reads the
+   * commit being told (`telling`), so it is good only during the call — as every listener uses it.
+   */
+  private publish(rev: number, changes: readonly Rec[] | Rec): void {
+    const outerChanges = this.tellingChanges;
+    const outerEvents = this.tellingEvents;
+    this.tellingChanges = changes;
+    this.tellingEvents = undefined;
+    try {
+      for (let i = 0; i < this.listeners.length; i++) this.listeners[i]!(rev, this.readTelling);
+    } finally {
+      // A listener may commit again: the outer commit's other listeners still read the outer one.
+      this.tellingChanges = outerChanges;
+      this.tellingEvents = outerEvents;
+    }
   }
+
+  /** The changes of the commit whose listeners are being told (a put's one record, or a txn's), and their events once asked for. */
+  private tellingChanges: readonly Rec[] | Rec = NO_RECORD;
+  private tellingEvents: readonly Event[] | undefined;
+
+  private readonly readTelling = (): readonly Event[] => {
+    if (this.tellingEvents !== undefined) return this.tellingEvents;
+    const h = this.history;
+    const c = this.tellingChanges;
+    return (this.tellingEvents = typeof c === 'number' ? [eventOf(h, c)] : c.map((r) => eventOf(h, r)));
+  };
 
   /** Events of one main revision (empty if it was compacted away or never existed); a fresh array. */
   eventsAt(rev: number): Event[] {
@@ -174,7 +197,8 @@ export class Storage implements ReadView {
     const i = rev - this.logStart;
     if (i < 0 || i >= this.logAt.length - this.logHead) return events;
     const [start, end] = this.logSpan(rev, rev);
-    for (let j = start; j < end; j++) events.push(eventOf(this.history, this.log[j]!));
+    const log = this.log.data;
+    for (let j = start; j < end; j++) events.push(eventOf(this.history, log[j]!));
     return events;
   }
 
@@ -183,14 +207,14 @@ export class Storage implements ReadView {
    * the logged revisions logStart..currentRev.
    */
   private logSpan(from: number, to: number): [number, number] {
-    const logAt = this.logAt;
+    const logAt = this.logAt.data;
     const head = this.logHead;
-    const count = logAt.length - head;
+    const count = this.logAt.length - head;
     const lo = Math.max(from - this.logStart, 0);
     const hi = Math.min(to - this.logStart + 1, count);
     if (lo >= hi) return [0, 0];
     const base = this.logBase;
-    const end = head + hi < logAt.length ? logAt[head + hi]! - base : this.log.length;
+    const end = head + hi < this.logAt.length ? logAt[head + hi]! - base : this.log.length;
     return [logAt[head + lo]! - base, end];
   }
 
@@ -233,7 +257,7 @@ export class Storage implements ReadView {
       const seen = new Set<Uint8Array>();
       const keys: KeyString[] = [];
       for (let j = start; j < end; j++) {
-        const bytes = this.history.key(this.log[j]!);
+        const bytes = this.history.key(this.log.data[j]!);
         if (seen.has(bytes)) continue;
         seen.add(bytes);
         keys.push(keyString(bytes));
@@ -254,8 +278,9 @@ export class Storage implements ReadView {
     const h = this.history;
     if (drop > 0) {
       const [start, end] = this.logSpan(this.logStart, rev - 1);
-      for (let j = start; j < end; j++) h.release(this.log[j]!);
-      this.log.fill(NO_RECORD, start, end);
+      const log = this.log.data;
+      for (let j = start; j < end; j++) h.release(log[j]!);
+      log.fill(NO_RECORD, start, end);
       this.logHead += drop;
       this.logStart = rev;
     }
@@ -269,7 +294,7 @@ export class Storage implements ReadView {
       // The run of `rev` is the first one left, so its kept changes move to the run's end, in order, and
       // the run now starts later: nothing after it moves.
       const [start, end] = this.logSpan(rev, rev);
-      const log = this.log;
+      const log = this.log.data;
       const index = this.index;
       let to = end;
       for (let j = end - 1; j >= start; j--) {
@@ -279,7 +304,7 @@ export class Storage implements ReadView {
       }
       if (to > start) {
         log.fill(NO_RECORD, start, to);
-        this.logAt[this.logHead]! += to - start;
+        this.logAt.data[this.logHead]! += to - start;
       }
     }
     this.trimLog();
@@ -292,12 +317,12 @@ export class Storage implements ReadView {
   private trimLog(): void {
     const head = this.logHead;
     if (head > 0 && head >= this.logAt.length - head) {
-      this.logAt = this.logAt.slice(head);
+      this.logAt = this.logAt.from(head);
       this.logHead = 0;
     }
-    const cut = this.logAt.length > 0 ? this.logAt[0]! - this.logBase : this.log.length;
+    const cut = this.logAt.length > 0 ? this.logAt.data[0]! - this.logBase : this.log.length;
     if (cut > 0 && cut >= this.log.length - cut) {
-      this.log = this.log.slice(cut);
+      this.log = this.log.from(cut);
       this.logBase += cut;
     }
   }
@@ -318,7 +343,7 @@ export class Storage implements ReadView {
     for (let i = 0; i < this.logAt.length - this.logHead; i++) {
       const [start, end] = this.logSpan(this.logStart + i, this.logStart + i);
       const events: Event[] = [];
-      for (let j = start; j < end; j++) events.push(toEvent(kvOf(this.log[j]!)));
+      for (let j = start; j < end; j++) events.push(toEvent(kvOf(this.log.data[j]!)));
       log.push(events);
     }
     return { currentRev: this.currentRev, compactRev: this.compactRev, keys, log, logStart: this.logStart };
@@ -361,9 +386,9 @@ export class Storage implements ReadView {
     );
     this.compactRev = snap.compactRev;
     this.currentRev = Math.max(snap.currentRev, snap.compactRev);
-    this.log = [];
+    this.log = new Column();
     this.logBase = 0;
-    this.logAt = [];
+    this.logAt = new Column();
     this.logHead = 0;
     for (const events of snap.log) {
       this.logAt.push(this.log.length);
@@ -386,7 +411,7 @@ export class Storage implements ReadView {
       for (const r of records) named.add(r);
     });
     const [start, end] = this.logSpan(this.logStart, this.currentRev);
-    for (let j = start; j < end; j++) named.add(this.log[j]!);
+    for (let j = start; j < end; j++) named.add(this.log.data[j]!);
     if (named.has(NO_RECORD)) return 'a cleared record inside the live part of the log';
     const held = this.history.heldRecords();
     return held === named.size ? undefined : `the history holds ${held} records; the index and the log name ${named.size}`;
