@@ -13,7 +13,7 @@
  * checkPutSize → applyPut, ...): each step takes the type the previous one returns (validate.ts), so a
  * request can be neither applied unvalidated nor validated twice.
  */
-import { EMPTY_BYTES, keyString, type KeyString } from './bytes.js';
+import { EMPTY_BYTES, type KeyString } from './bytes.js';
 import { ErrCompacted, ErrFutureRev } from './errors.js';
 import { fail, DEFAULT_ETCD_VERSION, type EtcdVersion } from '../etcd/index.js';
 import { compatFor, type Compat } from './compat.js';
@@ -202,7 +202,7 @@ export class MvccStore {
   tryPlainRange(key: Uint8Array): RangeResponse | undefined {
     if (key.length === 0) return undefined;
     const s = this.storage;
-    const kv = s.get(keyString(key), 0);
+    const kv = s.getCurrent(key);
     return { revision: s.currentRev, kvs: kv === undefined ? [] : [kv], more: false, count: kv === undefined ? 0 : 1 };
   }
 
@@ -210,7 +210,7 @@ export class MvccStore {
   applyPut(r: Proposable<PutRequest>): PutResponse {
     checkPut(this.storage, r, false);
     if (r.prevKv !== true && r.ignoreValue !== true && r.ignoreLease !== true) {
-      return { revision: this.storage.putOne(keyString(r.key), r.key, r.value ?? EMPTY_BYTES, r.lease ?? 0n) };
+      return { revision: this.storage.putOne(r.key, r.value ?? EMPTY_BYTES, r.lease ?? 0n) };
     }
     const tw = this.storage.write();
     try {
@@ -302,7 +302,7 @@ export class MvccStore {
 
   /** The KeyValue of `key` visible at `revision`, or undefined (no compaction check: callers decide). */
   kvAt(key: Uint8Array, revision: number): KeyValue | undefined {
-    return this.storage.index.getAt(keyString(key), revision);
+    return this.storage.index.getAtBytes(key, revision);
   }
 
   /** The events of one revision, or none when it was compacted or never written. */

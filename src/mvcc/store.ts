@@ -122,6 +122,11 @@ export class Storage implements ReadView {
     return this.index.getAt(key, rev);
   }
 
+  /** The KeyValue of the key whose bytes are `key`, at the current revision (a get by bytes: no string made). */
+  getCurrent(key: Uint8Array): KeyValue | undefined {
+    return this.index.getAtBytes(key, this.currentRev);
+  }
+
   /** Starts a write transaction (mvcc.TxnWrite); its changes become visible to readers at end(). */
   write(): WriteTxn {
     return new WriteTxn(this);
@@ -131,9 +136,9 @@ export class Storage implements ReadView {
    * A lone put as its own write txn, without the txn bookkeeping: the hot path of the KV API's Put.
    * Same result as write() + put() + end().
    */
-  putOne(key: KeyString, keyBytes: Uint8Array, value: Uint8Array, lease: bigint): number {
+  putOne(keyBytes: Uint8Array, value: Uint8Array, lease: bigint): number {
     const rev = this.currentRev + 1;
-    const r = writePut(this, rev, key, keyBytes, value, lease);
+    const r = writePut(this, rev, keyBytes, value, lease);
     this.currentRev = rev;
     this.logAt.push(this.logBase + this.log.length);
     this.log.push(r);

@@ -22,6 +22,7 @@
  */
 import { BTreeEx as BTree } from 'sorted-btree/extended/index.js';
 import type { KeyString } from './bytes.js';
+import { KeySlots, NO_SLOT } from './key_slots.js';
 import { NO_RECORD, type History, type Rec } from './history.js';
 import { KeyIndex, compactsAway, drop, type ReadonlyKeyIndex, type Tally } from './key_index.js';
 import type { KeyValue } from './types.js';
@@ -61,8 +62,10 @@ export class TreeIndex {
   private entries: (Entry | undefined)[];
   /** Slots freed by removed keys, reused first. */
   private freeSlots: number[] = [];
-  /** key → slot, the same pairs as `tree`: the lookups of one key. */
-  private slots: Map<KeyString, number>;
+  /** key → slot, the same pairs as `tree`: the lookups of one key, by its bytes or its string (key_slots.ts). */
+  private slots = new KeySlots();
+  /** slot → its key's string form, what the B-tree holds (undefined: a free slot). */
+  private slotKeys: (KeyString | undefined)[];
 
   /** An index over `history` holding `keyIndexes` (sorted by key, no duplicates), built in one pass. */
   constructor(history: History, keyIndexes: readonly KeyIndex[] = []) {
@@ -73,7 +76,8 @@ export class TreeIndex {
       keyIndexes.map((_, slot) => slot),
       MAX_NODE_SIZE,
     );
-    this.slots = new Map(keyIndexes.map((ki, slot) => [ki.key, slot]));
+    this.slotKeys = keyIndexes.map((ki) => ki.key);
+    keyIndexes.forEach((ki, slot) => this.slots.add(ki.keyBytes, slot));
   }
 
   /** Number of keys in the index. */
@@ -83,8 +87,8 @@ export class TreeIndex {
 
   /** The oldest revision the index holds of `key` (a tombstone included), or undefined when it has none. */
   oldestModRevision(key: KeyString): number | undefined {
-    const slot = this.slots.get(key);
-    if (slot === undefined) return undefined;
+    const slot = this.slots.getString(key);
+    if (slot === NO_SLOT) return undefined;
     const e = this.entries[slot]!;
     return typeof e !== 'number' ? e.oldestModRevision() : this.history.modRevision(e);
   }
@@ -94,8 +98,8 @@ export class TreeIndex {
    * built for this call: the index keeps the compact form.
    */
   get(key: KeyString): ReadonlyKeyIndex | undefined {
-    const slot = this.slots.get(key);
-    return slot === undefined ? undefined : this.readAt(key, slot);
+    const slot = this.slots.getString(key);
+    return slot === NO_SLOT ? undefined : this.readAt(key, slot);
   }
 
   /**
@@ -103,14 +107,28 @@ export class TreeIndex {
    * turned into a stored keyIndex first.
    */
   getForWrite(key: KeyString): KeyIndex | undefined {
+    const slot = this.slots.getString(key);
+    return slot === NO_SLOT ? undefined : this.keyIndexAt(key, slot);
+  }
+
+  /** getForWrite() by the key's bytes: a put looks its key up without making its string. */
+  getForWriteBytes(key: Uint8Array): KeyIndex | undefined {
     const slot = this.slots.get(key);
-    return slot === undefined ? undefined : this.keyIndexAt(key, slot);
+    return slot === NO_SLOT ? undefined : this.keyIndexAt(this.slotKeys[slot]!, slot);
   }
 
   /** What `get(key)?.get(atRev)` returns, without making a keyIndex. */
   getAt(key: KeyString, atRev: number): KeyValue | undefined {
-    const slot = this.slots.get(key);
-    if (slot === undefined) return undefined;
+    return this.kvAt(this.slots.getString(key), atRev);
+  }
+
+  /** getAt() by the key's bytes: a get looks its key up without making its string. */
+  getAtBytes(key: Uint8Array, atRev: number): KeyValue | undefined {
+    return this.kvAt(this.slots.get(key), atRev);
+  }
+
+  private kvAt(slot: number, atRev: number): KeyValue | undefined {
+    if (slot === NO_SLOT) return undefined;
     const r = entryAt(this.history, this.entries[slot]!, atRev);
     return r === NO_RECORD ? undefined : this.history.kvRead(r);
   }
@@ -131,17 +149,23 @@ export class TreeIndex {
   }
 
   /**
-   * Inserts `key`, which the caller has just looked up and not found, and returns its new slot. The caller
-   * must then fill the slot with setFirst() before anything else reads the index. One B-tree descent; the
-   * caller's lookup is the only one (a put of a key that exists looks it up once, not twice).
+   * Inserts `key` (its bytes `keyBytes`: the store's own copy, never changed), which the caller has just
+   * looked up and not found, and returns its new slot. The caller must then fill the slot with setFirst()
+   * before anything else reads the index. One B-tree descent; the caller's lookup is the only one (a put of a
+   * key that exists looks it up once, not twice).
    */
-  insertAbsent(key: KeyString): number {
+  insertAbsent(key: KeyString, keyBytes: Uint8Array): number {
     const free = this.freeSlots;
     const slot = free.length > 0 ? free[free.length - 1]! : this.entries.length;
     this.tree.set(key, slot);
-    this.slots.set(key, slot);
-    if (slot === this.entries.length) this.entries.push(undefined);
-    else free.pop();
+    this.slots.add(keyBytes, slot);
+    if (slot === this.entries.length) {
+      this.entries.push(undefined);
+      this.slotKeys.push(key);
+    } else {
+      free.pop();
+      this.slotKeys[slot] = key;
+    }
     return slot;
   }
 
@@ -151,24 +175,25 @@ export class TreeIndex {
   }
 
   delete(key: KeyString): void {
-    const slot = this.slots.get(key);
-    if (slot === undefined) return;
+    const slot = this.slots.getString(key);
+    if (slot === NO_SLOT) return;
     this.tree.delete(key);
-    this.release(key, slot);
+    this.release(slot);
   }
 
   /** Removes every key of `keys` (each present in the index). */
   deleteKeys(keys: KeyString[]): void {
     for (const key of keys) {
-      const slot = this.slots.get(key);
-      if (slot !== undefined) this.release(key, slot);
+      const slot = this.slots.getString(key);
+      if (slot !== NO_SLOT) this.release(slot);
     }
     this.tree.deleteKeys(keys);
   }
 
-  private release(key: KeyString, slot: number): void {
-    this.slots.delete(key);
+  private release(slot: number): void {
+    this.slots.remove(slot);
     this.entries[slot] = undefined;
+    this.slotKeys[slot] = undefined;
     this.freeSlots.push(slot);
   }
 
@@ -260,11 +285,11 @@ export class TreeIndex {
    */
   compactKeys(keys: Iterable<KeyString>, atRev: number, keepTombstoneAtRev: boolean, dropped: Tally): void {
     for (const key of keys) {
-      const slot = this.slots.get(key);
-      if (slot === undefined) continue; // already emptied by an earlier duplicate
+      const slot = this.slots.getString(key);
+      if (slot === NO_SLOT) continue; // already emptied by an earlier duplicate
       if (compactEntry(this.history, this.entries[slot]!, atRev, keepTombstoneAtRev, dropped)) {
         this.tree.delete(key);
-        this.release(key, slot);
+        this.release(slot);
       }
     }
   }
@@ -275,7 +300,9 @@ export class TreeIndex {
     if (this.slots.size !== this.tree.size) return `${this.slots.size} keys in the lookup map, ${this.tree.size} in the B-tree`;
     let problem: string | undefined;
     this.tree.forEachPair((key, slot) => {
-      if (problem === undefined && this.slots.get(key) !== slot) problem = `${JSON.stringify(key)} is in slot ${slot}, the lookup map says ${this.slots.get(key)}`;
+      if (problem === undefined && (this.slots.getString(key) !== slot || this.slotKeys[slot] !== key)) {
+        problem = `${JSON.stringify(key)} is in slot ${slot}, the lookup map says ${this.slots.getString(key)}, the slot's key is ${JSON.stringify(this.slotKeys[slot])}`;
+      }
     });
     return problem;
   }
