@@ -143,7 +143,9 @@ interface PendingRead {
 export class ReadOnly {
   private pending: PendingRead[] = [];
 
+  /** A request whose context is already pending is that request again (a resend): it is answered once. */
   add(context: string, index: number, from: NodeId, self: NodeId): void {
+    if (this.pending.some((r) => r.context === context)) return;
     this.pending.push({ context, index, from, acks: new Set([self]) });
   }
 

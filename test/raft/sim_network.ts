@@ -13,11 +13,14 @@
  */
 import { MemoryStorage, NONE, RaftNode, RaftNodeChecker, bootstrapStorage, type ConfChange, type ConfState, type Entry, type Message, type NodeId, type RaftPersistence, type RaftStorage } from '../../src/raft/index.js';
 import { SimRandom, VirtualClock } from '../../src/sim/index.js';
+import { StepRules } from './step_rules.js';
 
 export const HEARTBEAT_MS = 10;
 export const ELECTION_TICKS = 10;
 const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder();
+/** The application's context of a member's conf change (etcd: its name and peer URLs). */
+const contextOf = (id: NodeId): Uint8Array => utf8.encode(`member-${id}`);
 
 
 interface Member {
@@ -44,6 +47,8 @@ export interface NetFaults {
 export class SimNetwork {
   readonly clock = new VirtualClock();
   readonly checker = new RaftNodeChecker();
+  /** What each single step must do (pace, vote counting, read confirmation): step_rules.ts. */
+  readonly rules = new StepRules();
   readonly members = new Map<NodeId, Member>();
   /** Each member's side; messages cross only within a side. */
   private side = new Map<NodeId, number>();
@@ -81,7 +86,7 @@ export class SimNetwork {
     private readonly preVote = true,
   ) {
     this.net = new SimRandom(seed).fork('net');
-    const disk0 = bootstrapStorage(ids.map((id) => ({ id })));
+    const disk0 = bootstrapStorage(ids.map((id) => ({ id, context: contextOf(id) })));
     for (const id of ids) this.start(id, disk0);
   }
 
@@ -93,8 +98,14 @@ export class SimNetwork {
     this.members.set(id, m);
   }
 
-  /** A conf change was applied somewhere: an added member starts empty, a removed one stops for good. */
+  /**
+   * A conf change was applied somewhere: an added member starts empty, a removed one stops for good. An
+   * add carries the context it was proposed with (etcd's member name and peer URLs), bootstrap's too.
+   */
   private confApplied(cc: ConfChange): void {
+    if (cc.type !== 'remove' && fromUtf8.decode(cc.context) !== fromUtf8.decode(contextOf(cc.id))) {
+      throw new Error(`member ${cc.id}'s conf change (${cc.type}) was applied with context '${fromUtf8.decode(cc.context)}'`);
+    }
     if ((cc.type === 'add' || cc.type === 'addLearner') && !this.members.has(cc.id)) {
       this.start(cc.id, { hardState: { term: 0n, vote: NONE, commit: 0 }, snapshot: { index: 0, term: 0n, conf: { voters: [], learners: [] }, data: new Uint8Array(0) }, entries: [] });
     } else if (cc.type === 'remove' && !this.gone.has(cc.id)) {
@@ -122,6 +133,7 @@ export class SimNetwork {
     for (let rounds = 0; m.node.hasReady(); rounds++) {
       if (rounds > 1000) throw new Error(`member ${m.id}: a Ready every round, never settling`);
       const rd = m.node.ready();
+      this.rules.ready(m.node, rd);
       m.disk.save(rd);
       m.tee?.save(rd);
       if (rd.softState !== undefined) m.soft = { ...rd.softState };
@@ -146,6 +158,7 @@ export class SimNetwork {
       if (!m.alive) break; // it applied its own removal
       if (m.node.log.applied - m.node.log.snapshot.index >= this.snapshotEvery) this.snapshot(m, 5);
     }
+    this.rules.settled(m.node);
     this.checker.check([...this.members.values()].filter((x) => x.alive).map((x) => x.node));
     if (m.alive) this.checkViews(m);
   }
@@ -192,6 +205,11 @@ export class SimNetwork {
     for (const [k, v] of Object.entries(own)) if (st[k as keyof typeof own] !== v) throw new Error(`member ${m.id}: status says ${k} ${String(st[k as keyof typeof own])}, the node ${String(v)}`);
     const conf = n.conf;
     if (String(st.conf.voters) !== String(conf.voters) || String(st.conf.learners) !== String(conf.learners)) throw new Error(`member ${m.id}: status shows another configuration`);
+    // A leader tracks every member of its configuration, itself as holding its whole log.
+    if (n.role === 'leader') {
+      for (const id of [...conf.voters, ...conf.learners]) if (n.matchOf(id) === undefined) throw new Error(`leader ${m.id} tracks no progress of member ${id}`);
+      if (n.matchOf(m.id) !== n.log.lastIndex()) throw new Error(`leader ${m.id} counts itself as holding ${n.matchOf(m.id)}; its log ends at ${n.log.lastIndex()}`);
+    }
     for (const [id, other] of this.members) {
       const match = n.matchOf(id);
       if (n.role !== 'leader') {
@@ -250,7 +268,9 @@ export class SimNetwork {
       this.clock.setTimer(this.clock.now() + this.net.nextInt(0, this.faults.maxDelayMs), () => {
         // A removed member's peers no longer listen to it.
         if (!to.alive || to.incarnation !== inc || this.gone.has(msg.from) || this.side.get(msg.from) !== this.side.get(msg.to)) return;
+        const after = this.rules.beforeStep(to.node, msg);
         to.node.step(msg);
+        after?.();
         this.process(to);
       });
     }
@@ -284,7 +304,7 @@ export class SimNetwork {
   changeMembership(id: NodeId, cc: ConfChange): boolean {
     const m = this.members.get(id)!;
     if (!m.alive) return false;
-    const ok = m.node.proposeConfChange(cc);
+    const ok = m.node.proposeConfChange(cc.type === 'remove' ? cc : { ...cc, context: contextOf(cc.id) });
     this.process(m);
     return ok;
   }
@@ -330,6 +350,7 @@ export class SimNetwork {
     m.values = snap.length === 0 ? [] : (JSON.parse(fromUtf8.decode(snap)) as string[]);
     m.alive = true;
     this.checker.restarted(id);
+    this.rules.restarted(id);
   }
 
   partition(sides: ReadonlyMap<NodeId, number>): void {

@@ -1,0 +1,193 @@
+/**
+ * What etcd's raft guarantees of each single step of a node, judged from outside by naive references of
+ * its own (the sim network calls these around every message it delivers and every Ready it handles):
+ *  - a new leader appends to every member at once, from its own last index (Raft §5.3: nextIndex starts
+ *    just after the leader's last entry), so its first append to each carries just its term's empty entry;
+ *  - a follower's rejection of the append the leader last sent it is answered at once by a probe lower
+ *    than the rejected index and no lower than the follower's hint (its last index): probing resumes
+ *    where the follower said, one step back at least, never from scratch;
+ *  - a candidate counts the first answer of each voter: it wins with a quorum of yes, steps back to
+ *    follower as soon as a quorum can no longer say yes, and otherwise keeps campaigning;
+ *  - a snapshot that got no answer is followed by a probe at its index, not by the same snapshot again;
+ *  - a read is released only in the term it was asked, once a quorum of voters answered heartbeats sent
+ *    after it was asked (ReadIndex: the leader confirms it still leads after the read arrived).
+ * These pin the pace and vote-counting rules whose mutants only change how many rounds a catch-up or an
+ * election takes (docs/mutation.md): the safety checker and the end-to-end bounds cannot see them.
+ */
+import type { Message, NodeId, RaftNode, Ready } from '../../src/raft/index.js';
+
+type Outcome = 'won' | 'lost' | 'pending';
+
+interface Campaign {
+  readonly role: string;
+  readonly term: bigint;
+  readonly votes: Map<NodeId, boolean>;
+}
+
+interface Reads {
+  readonly term: bigint;
+  /** Context → the order it was asked in and the voters that answered a heartbeat sent after it. */
+  readonly asked: Map<string, { readonly seq: number; readonly acks: Set<NodeId> }>;
+  seq: number;
+}
+
+/** The first Ready after a rejection must probe this member within [lo, hi] (or send it a snapshot). */
+interface Probe {
+  readonly to: NodeId;
+  readonly lo: number;
+  readonly hi: number;
+  readonly why: string;
+}
+
+const key = (from: NodeId, to: NodeId): string => `${from}>${to}`;
+
+export class StepRules {
+  /** Per leader → member: the last MsgApp or MsgSnap sent, at which term (a MsgApp's prev index, a snapshot's own). */
+  private readonly lastSent = new Map<string, { readonly term: bigint; readonly type: string; readonly index: number }>();
+  private readonly campaigns = new Map<NodeId, Campaign>();
+  private readonly reads = new Map<NodeId, Reads>();
+  private readonly probes = new Map<NodeId, Probe>();
+
+  /** Before `node` steps `m`: returns what must hold right after the step, if anything. */
+  beforeStep(node: RaftNode, m: Message): (() => void) | undefined {
+    if (m.term !== 0n && m.term < node.term) return undefined;
+    if (node.role === 'leader' && m.term === node.term) {
+      if (m.type === 'MsgAppResp' && m.reject === true) this.rejected(node, m);
+      else if (m.type === 'MsgHeartbeatResp' && m.context !== undefined) this.acked(node, m.from, m.context);
+      return undefined;
+    }
+    return this.voteAnswer(node, m);
+  }
+
+  /** `node` handed its member this Ready. */
+  ready(node: RaftNode, rd: Ready): void {
+    const probe = this.probes.get(node.id);
+    if (probe !== undefined) {
+      this.probes.delete(node.id);
+      const ok = rd.messages.some((x) => x.to === probe.to && (x.type === 'MsgSnap' || (x.type === 'MsgApp' && x.index! >= probe.lo && x.index! <= probe.hi)));
+      if (!ok) throw new Error(`leader ${node.id}: ${probe.why}, but its next Ready sends ${probe.to} no append at an index in [${probe.lo}, ${probe.hi}] nor a snapshot: ${describe(rd.messages.filter((x) => x.to === probe.to))}`);
+    }
+    if (rd.softState?.role === 'leader') this.newLeader(node, rd);
+    for (const x of rd.messages) {
+      if (x.from !== node.id) continue;
+      if (x.type === 'MsgApp' || x.type === 'MsgSnap') this.appended(node, x);
+      else if (x.type === 'MsgVote' || x.type === 'MsgPreVote') this.campaigns.set(node.id, { role: node.role, term: node.term, votes: new Map([[node.id, true]]) });
+      else if (x.type === 'MsgHeartbeat' && x.context !== undefined) this.asked(node, x.context);
+      else if (x.type === 'MsgReadIndexResp') this.released(node, x.context ?? '');
+    }
+    if (node.role === 'leader') for (const r of rd.readStates) this.released(node, r.context);
+  }
+
+  /** The member handled every Ready after a step: an expected probe that never came is an error. */
+  settled(node: RaftNode): void {
+    const probe = this.probes.get(node.id);
+    if (probe === undefined) return;
+    this.probes.delete(node.id);
+    throw new Error(`leader ${node.id}: ${probe.why}, but it sent nothing`);
+  }
+
+  /** A node restarted: what its earlier incarnation sent says nothing about the new one. */
+  restarted(id: NodeId): void {
+    this.campaigns.delete(id);
+    this.reads.delete(id);
+    this.probes.delete(id);
+    for (const k of [...this.lastSent.keys()]) if (k.startsWith(`${id}>`)) this.lastSent.delete(k);
+  }
+
+  /**
+   * A snapshot that got no answer is followed by a probe at its index (did it arrive?), not by the same
+   * snapshot again: only a newer snapshot may follow one directly.
+   */
+  private appended(node: RaftNode, x: Message): void {
+    const k = key(x.from, x.to);
+    const index = x.type === 'MsgSnap' ? x.snapshot!.index : (x.index ?? 0);
+    const last = this.lastSent.get(k);
+    if (x.type === 'MsgSnap' && last?.type === 'MsgSnap' && last.term === x.term && last.index === index) {
+      throw new Error(`leader ${node.id}: sent ${x.to} its snapshot at ${index} twice without probing whether the first arrived`);
+    }
+    this.lastSent.set(k, { term: x.term, type: x.type, index });
+  }
+
+  private newLeader(node: RaftNode, rd: Ready): void {
+    const { voters, learners } = node.conf;
+    for (const id of [...voters, ...learners]) {
+      if (id === node.id) continue;
+      const app = rd.messages.find((x) => x.type === 'MsgApp' && x.to === id);
+      const es = app?.entries ?? [];
+      const only = es.length === 1 && es[0]!.term === node.term && es[0]!.data.length === 0 && app!.index === es[0]!.index - 1;
+      if (!only) throw new Error(`leader ${node.id} of term ${node.term}: its first append to ${id} is ${app === undefined ? 'missing' : describe([app])}, not just its empty entry after its last index`);
+    }
+  }
+
+  private rejected(node: RaftNode, m: Message): void {
+    const last = this.lastSent.get(key(node.id, m.from));
+    const match = node.matchOf(m.from);
+    const index = m.index ?? 0;
+    // Only the answer to the append sent last, past what the member is known to hold, says where to probe.
+    if (last === undefined || last.term !== node.term || last.type !== 'MsgApp' || last.index !== index || match === undefined || index <= match) return;
+    const hint = m.rejectHint ?? index;
+    this.probes.set(node.id, { to: m.from, lo: Math.min(index - 1, hint), hi: index - 1, why: `${m.from} rejected its append at ${index} (hint ${hint})` });
+  }
+
+  private voteAnswer(node: RaftNode, m: Message): (() => void) | undefined {
+    const c = this.campaigns.get(node.id);
+    const pre = node.role === 'pre-candidate';
+    if (c === undefined || c.role !== node.role || c.term !== node.term || (!pre && node.role !== 'candidate')) return undefined;
+    if (m.type !== (pre ? 'MsgPreVoteResp' : 'MsgVoteResp')) return undefined;
+    // A granted pre-vote answers at the term the pre-candidate would take; a refusal at the voter's own.
+    const counted = (m.reject !== true && pre) ? m.term === node.term + 1n : m.term === node.term;
+    if (!counted) return undefined;
+    if (!c.votes.has(m.from)) c.votes.set(m.from, m.reject !== true);
+    const voters = node.conf.voters;
+    const quorum = Math.floor(voters.length / 2) + 1;
+    let yes = 0;
+    let no = 0;
+    for (const id of voters) {
+      const v = c.votes.get(id);
+      if (v === true) yes++;
+      else if (v === false) no++;
+    }
+    const outcome: Outcome = yes >= quorum ? 'won' : no > voters.length - quorum ? 'lost' : 'pending';
+    const { role, term } = node;
+    return () => {
+      const expected = outcome === 'lost' ? ['follower'] : outcome === 'pending' ? [role] : pre ? ['candidate', 'leader'] : ['leader'];
+      const sameTerm = outcome === 'won' && pre ? node.term === term + 1n : node.term === term;
+      if (!expected.includes(node.role) || !sameTerm) {
+        throw new Error(`${node.id}, ${role} at term ${term} with ${yes} yes and ${no} no of voters ${String(voters)}: the election is ${outcome}, yet it is ${node.role} at term ${node.term}`);
+      }
+    };
+  }
+
+  private asked(node: RaftNode, context: string): void {
+    let r = this.reads.get(node.id);
+    if (r === undefined || r.term !== node.term) this.reads.set(node.id, (r = { term: node.term, asked: new Map(), seq: 0 }));
+    if (!r.asked.has(context)) r.asked.set(context, { seq: r.seq++, acks: new Set() });
+  }
+
+  private acked(node: RaftNode, from: NodeId, context: string): void {
+    const r = this.reads.get(node.id);
+    const answered = r?.term === node.term ? r.asked.get(context) : undefined;
+    if (answered === undefined || !node.conf.voters.includes(from)) return;
+    // An answer to the heartbeat of one read confirms the leader after every read asked before it too.
+    for (const x of r!.asked.values()) if (x.seq <= answered.seq) x.acks.add(from);
+  }
+
+  private released(node: RaftNode, context: string): void {
+    const voters = node.conf.voters;
+    if (voters.length === 1 && voters[0] === node.id) return; // a lone voter confirms itself
+    const r = this.reads.get(node.id);
+    const read = r?.term === node.term ? r.asked.get(context) : undefined;
+    if (read === undefined) throw new Error(`leader ${node.id} released read ${context} in term ${node.term}, which it was not asked in`);
+    r!.asked.delete(context);
+    const quorum = Math.floor(voters.length / 2) + 1;
+    const confirmed = read.acks.size + (voters.includes(node.id) ? 1 : 0);
+    if (confirmed < quorum) throw new Error(`leader ${node.id} released read ${context} with ${confirmed} of ${quorum} voters confirming it after it was asked`);
+  }
+}
+
+function describe(ms: readonly Message[]): string {
+  return JSON.stringify(
+    ms.map((x) => ({ type: x.type, index: x.index, entries: x.entries?.map((e) => `${e.index}@${e.term}`) })),
+    (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v),
+  );
+}
