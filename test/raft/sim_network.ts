@@ -48,7 +48,7 @@ export class SimNetwork {
   readonly clock = new VirtualClock();
   readonly checker = new RaftNodeChecker();
   /** What each single step must do (pace, vote counting, read confirmation): step_rules.ts. */
-  readonly rules = new StepRules();
+  readonly rules = new StepRules(() => this.clock.now(), ELECTION_TICKS, HEARTBEAT_MS);
   readonly members = new Map<NodeId, Member>();
   /** Each member's side; messages cross only within a side. */
   private side = new Map<NodeId, number>();
@@ -58,6 +58,8 @@ export class SimNetwork {
   /** Reads confirmed: the index answered and the highest acknowledged index at the time it was asked. */
   readonly reads: { readonly at: number; readonly floor: number; readonly member: NodeId }[] = [];
   private readonly pendingReads = new Map<string, number>();
+  /** ReadStates handed to members, per read context. */
+  readonly readAnswers = new Map<string, number>();
   /** Snapshots members received from a leader and installed. */
   snapshotsInstalled = 0;
   /** Members removed from the cluster: stopped, never restarted. */
@@ -96,6 +98,7 @@ export class SimNetwork {
     this.side.set(id, 0);
     this.clock.every(HEARTBEAT_MS, () => this.tick(m), { phase: (this.members.size % (HEARTBEAT_MS - 1)) + 1 });
     this.members.set(id, m);
+    this.rules.restarted(id);
   }
 
   /**
@@ -124,8 +127,10 @@ export class SimNetwork {
 
   private tick(m: Member): void {
     if (!m.alive) return;
+    const after = this.rules.beforeTick(m.node);
     m.node.tick();
     this.process(m);
+    after();
   }
 
   /** Handles a member's Ready as etcd's raftNode does: persist, send, apply, advance. */
@@ -148,6 +153,7 @@ export class SimNetwork {
       this.checker.appliedEntries(m.id, rd.committedEntries);
       for (const e of rd.committedEntries) if (e.conf !== undefined) this.confApplied(e.conf);
       for (const r of rd.readStates) {
+        this.readAnswers.set(r.context, (this.readAnswers.get(r.context) ?? 0) + 1);
         const floor = this.pendingReads.get(r.context);
         if (floor !== undefined) this.reads.push({ at: r.index, floor, member: m.id });
         this.pendingReads.delete(r.context);
@@ -270,7 +276,7 @@ export class SimNetwork {
         if (!to.alive || to.incarnation !== inc || this.gone.has(msg.from) || this.side.get(msg.from) !== this.side.get(msg.to)) return;
         const after = this.rules.beforeStep(to.node, msg);
         to.node.step(msg);
-        after?.();
+        after();
         this.process(to);
       });
     }
@@ -288,16 +294,23 @@ export class SimNetwork {
     return v;
   }
 
-  /** Asks `id` for a read index; its answer must cover every value acknowledged so far. */
-  read(id: NodeId): void {
+  /**
+   * Asks `id` for a read index; its answer must cover every value acknowledged so far. With `resend`, asks
+   * again for a read still unanswered, under its context (etcd's server retries a ReadIndex with its
+   * request ID until the leader answers). Returns the read's context.
+   */
+  read(id: NodeId, resend?: string): string {
     const m = this.members.get(id)!;
-    if (!m.alive) return;
-    const ctx = `r${this.seq++}`;
-    let floor = 0;
-    for (const i of this.acked.values()) floor = Math.max(floor, i);
-    this.pendingReads.set(ctx, floor);
+    const ctx = resend ?? `r${this.seq++}`;
+    if (!m.alive) return ctx;
+    if (resend === undefined) {
+      let floor = 0;
+      for (const i of this.acked.values()) floor = Math.max(floor, i);
+      this.pendingReads.set(ctx, floor);
+    }
     m.node.readIndex(ctx);
     this.process(m);
+    return ctx;
   }
 
   /** `id` proposes a membership change (a follower forwards it); false when it was dropped at once. */

@@ -10,7 +10,10 @@
  *    follower as soon as a quorum can no longer say yes, and otherwise keeps campaigning;
  *  - a snapshot that got no answer is followed by a probe at its index, not by the same snapshot again;
  *  - a read is released only in the term it was asked, once a quorum of voters answered heartbeats sent
- *    after it was asked (ReadIndex: the leader confirms it still leads after the read arrived).
+ *    after it was asked (ReadIndex: the leader confirms it still leads after the read arrived);
+ *  - the election timer: a voter campaigns no sooner than an election timeout and no later than twice one
+ *    (less a tick) after it last heard from a leader, granted a vote, changed role or term or campaigned
+ *    (etcd's randomized timeout in [election, 2×election) ticks).
  * These pin the pace and vote-counting rules whose mutants only change how many rounds a catch-up or an
  * election takes (docs/mutation.md): the safety checker and the end-to-end bounds cannot see them.
  */
@@ -42,21 +45,64 @@ interface Probe {
 const key = (from: NodeId, to: NodeId): string => `${from}>${to}`;
 
 export class StepRules {
+  /** Per member: when its election timer last started again (see the header), in virtual ms. */
+  private readonly timerFrom = new Map<NodeId, number>();
+  /** The member whose tick is being handled (a campaign in its Ready is the timer's). */
+  private ticking: NodeId | undefined;
+
+  constructor(
+    private readonly now: () => number,
+    private readonly electionTicks: number,
+    private readonly tickMs: number,
+  ) {}
+
   /** Per leader → member: the last MsgApp or MsgSnap sent, at which term (a MsgApp's prev index, a snapshot's own). */
   private readonly lastSent = new Map<string, { readonly term: bigint; readonly type: string; readonly index: number }>();
   private readonly campaigns = new Map<NodeId, Campaign>();
   private readonly reads = new Map<NodeId, Reads>();
   private readonly probes = new Map<NodeId, Probe>();
 
-  /** Before `node` steps `m`: returns what must hold right after the step, if anything. */
-  beforeStep(node: RaftNode, m: Message): (() => void) | undefined {
-    if (m.term !== 0n && m.term < node.term) return undefined;
+  /** Before `node` steps `m`: returns what must hold right after the step. */
+  beforeStep(node: RaftNode, m: Message): () => void {
+    const after = this.roleOrTerm(node);
+    if (m.term !== 0n && m.term < node.term) return after;
     if (node.role === 'leader' && m.term === node.term) {
       if (m.type === 'MsgAppResp' && m.reject === true) this.rejected(node, m);
       else if (m.type === 'MsgHeartbeatResp' && m.context !== undefined) this.acked(node, m.from, m.context);
-      return undefined;
+      return after;
     }
-    return this.voteAnswer(node, m);
+    const vote = this.voteAnswer(node, m);
+    return () => {
+      vote?.();
+      after();
+      // A follower that hears from its leader of this term starts its election timer again.
+      const fromLeader = m.type === 'MsgApp' || m.type === 'MsgHeartbeat' || m.type === 'MsgSnap';
+      if (fromLeader && node.role === 'follower' && m.term === node.term) this.timerFrom.set(node.id, this.now());
+    };
+  }
+
+  /** Before `node` ticks; the member handles its Readies, then calls the returned check. */
+  beforeTick(node: RaftNode): () => void {
+    const after = this.roleOrTerm(node);
+    this.ticking = node.id;
+    return () => {
+      this.ticking = undefined;
+      after();
+      const from = this.timerFrom.get(node.id);
+      const voter = node.conf.voters.includes(node.id) && !node.removed;
+      const latest = (2 * this.electionTicks - 1) * this.tickMs;
+      if (from !== undefined && voter && node.role !== 'leader' && this.now() - from >= latest) {
+        throw new Error(`${node.id}, ${node.role}: nothing started its election timer again for ${this.now() - from} ms, yet it did not campaign (at most ${2 * this.electionTicks - 1} ticks)`);
+      }
+    };
+  }
+
+  /** After a step or a tick: a role or term change starts the election timer again. */
+  private roleOrTerm(node: RaftNode): () => void {
+    const { role, term } = node;
+    return () => {
+      if (node.role !== role || node.term !== term) this.timerFrom.set(node.id, this.now());
+    };
   }
 
   /** `node` handed its member this Ready. */
@@ -68,6 +114,7 @@ export class StepRules {
       if (!ok) throw new Error(`leader ${node.id}: ${probe.why}, but its next Ready sends ${probe.to} no append at an index in [${probe.lo}, ${probe.hi}] nor a snapshot: ${describe(rd.messages.filter((x) => x.to === probe.to))}`);
     }
     if (rd.softState?.role === 'leader') this.newLeader(node, rd);
+    this.timer(node, rd);
     for (const x of rd.messages) {
       if (x.from !== node.id) continue;
       if (x.type === 'MsgApp' || x.type === 'MsgSnap') this.appended(node, x);
@@ -86,8 +133,9 @@ export class StepRules {
     throw new Error(`leader ${node.id}: ${probe.why}, but it sent nothing`);
   }
 
-  /** A node restarted: what its earlier incarnation sent says nothing about the new one. */
+  /** A node started or restarted: what its earlier incarnation sent says nothing about the new one. */
   restarted(id: NodeId): void {
+    this.timerFrom.set(id, this.now());
     this.campaigns.delete(id);
     this.reads.delete(id);
     this.probes.delete(id);
@@ -106,6 +154,16 @@ export class StepRules {
       throw new Error(`leader ${node.id}: sent ${x.to} its snapshot at ${index} twice without probing whether the first arrived`);
     }
     this.lastSent.set(k, { term: x.term, type: x.type, index });
+  }
+
+  /** A campaign or a vote granted starts the timer again; a campaign on a tick comes an election timeout late at least. */
+  private timer(node: RaftNode, rd: Ready): void {
+    const campaign = rd.messages.some((x) => x.from === node.id && (x.type === 'MsgPreVote' || x.type === 'MsgVote') && x.context !== 'transfer');
+    const from = this.timerFrom.get(node.id);
+    if (campaign && this.ticking === node.id && from !== undefined && this.now() - from < (this.electionTicks - 1) * this.tickMs) {
+      throw new Error(`${node.id} campaigned ${this.now() - from} ms after its election timer started again (an election timeout is ${this.electionTicks} ticks)`);
+    }
+    if (campaign || rd.messages.some((x) => x.from === node.id && x.type === 'MsgVoteResp' && x.reject !== true)) this.timerFrom.set(node.id, this.now());
   }
 
   private newLeader(node: RaftNode, rd: Ready): void {
