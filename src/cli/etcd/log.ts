@@ -16,6 +16,8 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'fatal';
 /** One thing etcd logs: its capnslog form (package and text) and its zap form (caller, message, fields). */
 export interface LogEvent {
   readonly level: LogLevel;
+  /** zap's level where etcd logs the event at another one there (etcdmain's flag errors: capnslog E, zap warn). */
+  readonly zapLevel?: LogLevel | undefined;
   /** capnslog's package (`embed`, `etcdserver`, `etcdmain`); 'raft' prints Raft's own format. */
   readonly pkg: string;
   readonly text: string;
@@ -48,14 +50,16 @@ export class EtcdLog {
   }
 
   log(e: LogEvent): void {
-    if (RANK[e.level] < RANK[this.minLevel]) return;
+    const zap = this.format === 'zap';
+    const level = zap ? (e.zapLevel ?? e.level) : e.level;
+    if (RANK[level] < RANK[this.minLevel]) return;
     const d = new Date(hostNow());
-    if (this.format === 'zap') {
+    if (zap) {
       if (e.capnslogOnly === true) return;
       // 3.4's zap encoder prints milliseconds, 3.5+ microseconds (RFC 3339, UTC).
       const iso = d.toISOString();
       const ts = this.version === '3.4' ? iso : iso.replace('Z', '000Z');
-      this.write(JSON.stringify({ level: e.level, ts, caller: e.caller, msg: e.msg, ...e.fields }));
+      this.write(JSON.stringify({ level, ts, caller: e.caller, msg: e.msg, ...e.fields }));
       return;
     }
     const date = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;

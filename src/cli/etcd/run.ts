@@ -197,12 +197,18 @@ function loggerOf(values: ReadonlyMap<string, string>, version: EtcdVersion, io:
   return log;
 }
 
-/** A start-up failure as etcd ends with it: a critical line (zap: fatal), exit `code`. */
+/**
+ * A start-up failure as etcd ends with it: a critical line (zap: fatal), exit `code`. A flag error is etcdmain's
+ * own: capnslog logs it at E ("error verifying flags, ..."), zap at warn ("failed to verify flags", in 3.4.23 as in
+ * 3.5+: observed, and etcdmain/etcd.go's lg.Warn), and a listener without an advertised URL adds one more line.
+ */
 function fatal(log: EtcdLog, message: string, code: number, pkg: string): number {
   if (message.startsWith('When listening on specific address')) {
-    log.log({ level: 'error', pkg, text: message, caller: 'etcdmain/etcd.go:67', msg: message });
+    const error = '--advertise-client-urls is required when --listen-client-urls is set explicitly';
+    log.log({ level: 'error', zapLevel: 'warn', pkg, text: message, caller: 'etcdmain/etcd.go:73', msg: 'advertise client URLs are not set', fields: { error } });
   } else if (message.startsWith('error verifying flags, ')) {
-    log.log({ level: 'error', pkg, text: message, caller: 'etcdmain/etcd.go:66', msg: 'failed to verify flags', fields: { error: message.replace(/^error verifying flags, /, '').replace(/\. See 'etcd --help'\.$/, '') } });
+    const error = message.replace(/^error verifying flags, /, '').replace(/\. See 'etcd --help'\.$/, '');
+    log.log({ level: 'error', zapLevel: 'warn', pkg, text: message, caller: 'etcdmain/etcd.go:66', msg: 'failed to verify flags', fields: { error } });
   } else {
     log.log({ level: 'fatal', pkg, text: message, caller: 'etcdmain/etcd.go:271', msg: 'discovery failed', fields: { error: message } });
   }
