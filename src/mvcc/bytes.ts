@@ -62,9 +62,10 @@ export class ByteSlab {
 /**
  * Buffers whose owner handed them to the store: it never changes their bytes again, so a value that fills
  * most of one is kept as it is rather than copied (history.ts). The gRPC door hands over each request message
- * it assembles from several DATA frames: a 64 KiB put then allocates no second 64 KiB and copies nothing — in a Node
- * process the external memory allocated per put is what sets how often the collector marks the whole heap
- * (issue 32: a third fewer mark-compacts under a flood of 64 KiB puts). Any other caller's bytes are copied.
+ * it assembles from several DATA frames: a 64 KiB put then allocates no second 64 KiB and copies nothing. In a
+ * Node process the ArrayBuffer bytes allocated per put set how often the collector marks the whole heap (V8
+ * counts them against the old generation's limit): under a flood of 64 KiB puts, two 64 KiB a put instead of
+ * three (issue 32, docs/security.md). Any other caller's bytes are copied.
  */
 const handedOver = new WeakSet<ArrayBufferLike>();
 

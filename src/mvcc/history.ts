@@ -63,8 +63,9 @@ export class History {
   private used = SLAB_SIZE;
 
   /**
-   * A new record (held by one holder: the keyIndex it is appended to) with a private copy of `value` (or `value` itself, when its owner handed it over: bytes.ts); `key` is
-   * kept as given (the keyIndex's own copy). A tombstone has createRevision 0 and version 0.
+   * A new record (held by one holder: the keyIndex it is appended to) with a private copy of `value` (or
+   * `value` itself, when its owner handed it over: bytes.ts); `key` is kept as given (the keyIndex's own
+   * copy). A tombstone has createRevision 0 and version 0.
    */
   add(key: Uint8Array, createRevision: number, modRevision: number, version: number, value: Uint8Array, lease: bigint): Rec {
     const r = this.free.length > 0 ? this.free.pop()! : this.grow();
@@ -187,16 +188,12 @@ export class History {
     }
     let s: number;
     let at = 0;
-    if (n > SLAB_MAX_COPY && keepsAsGiven(value)) {
-      // Bytes their owner handed over (bytes.ts): the record keeps a view of them, in a slab of their own.
+    // Bytes their owner handed over (bytes.ts) are kept where they are: their buffer is the record's slab.
+    const kept = n > SLAB_MAX_COPY && keepsAsGiven(value);
+    if (kept) {
       s = this.newSlab(new Uint8Array(value.buffer));
-      this.slabLive[s]!++;
-      this.valSlab[r] = s;
-      this.valOff[r] = value.byteOffset;
-      this.valLen[r] = n;
-      return;
-    }
-    if (n > SLAB_MAX_COPY) {
+      at = value.byteOffset;
+    } else if (n > SLAB_MAX_COPY) {
       s = this.newSlab(new Uint8Array(n));
     } else {
       if (this.used + n > SLAB_SIZE) {
@@ -212,7 +209,7 @@ export class History {
       at = this.used;
       this.used = (at + n + 7) & ~7;
     }
-    this.slabs[s]!.set(value, at);
+    if (!kept) this.slabs[s]!.set(value, at);
     this.slabLive[s]!++;
     this.valSlab[r] = s;
     this.valOff[r] = at;
