@@ -7,8 +7,8 @@
  * every member applies the same values, none acknowledged lost, none twice. Members snapshot every few
  * entries (a random --snapshot-count) and at random points, and a member down while the others compact
  * past its log catches up from a snapshot (some lost on the way, so resent); the checker holds the snapshot
- * invariants too. Runs have PreVote on or off, and proposals that reach a leader between ready() and
- * advance(); a stale-leader step pins the up-to-date rule and CheckQuorum.
+ * invariants too. Runs have PreVote on or off, and proposals and messages that reach a member between
+ * ready() and advance(); a stale-leader step pins the up-to-date rule and CheckQuorum.
  * Membership changes go through the log (add a voter, add a learner, promote it, make a voter a learner
  * (ignored), remove a member, the leader too, down to two voters): only a voter in its own configuration
  * campaigns or leads, and no member is both voter and learner. At the end, on a clean network, every
@@ -93,13 +93,20 @@ const step: fc.Arbitrary<Step> = fc.oneof(
  * Three members, or five (a quorum of three: one answer besides the leader's is not enough); members
  * snapshot every few entries; etcd 3.4 runs without PreVote by default, 3.5 on with it.
  */
-const setup = fc.record({ size: fc.constantFrom(3, 3, 5), snapshotEvery: fc.integer({ min: 3, max: 60 }), preVote: fc.boolean(), proposeMidReady: fc.constantFrom(0, 0, 0.2) });
+const setup = fc.record({
+  size: fc.constantFrom(3, 3, 5),
+  snapshotEvery: fc.integer({ min: 3, max: 60 }),
+  preVote: fc.boolean(),
+  proposeMidReady: fc.constantFrom(0, 0, 0.2),
+  stepMidReady: fc.constantFrom(0, 0, 0.3),
+});
 
 interface Setup {
   readonly size: number;
   readonly snapshotEvery: number;
   readonly preVote: boolean;
   readonly proposeMidReady: number;
+  readonly stepMidReady: number;
 }
 
 const CLEAN = { drop: 0, duplicate: 0, maxDelayMs: 2 };
@@ -210,6 +217,7 @@ function runScenario(setup: Setup, seed: number, steps: readonly Step[]): number
   const initial = Array.from({ length: setup.size }, (_, i) => BigInt(i + 1));
   const net = new SimNetwork(seed, initial, setup.snapshotEvery, undefined, setup.preVote);
   net.proposeMidReady = setup.proposeMidReady;
+  net.stepMidReady = setup.stepMidReady;
   let lastId = BigInt(setup.size);
   const freshId = (): NodeId => ++lastId;
   for (const s of steps) {

@@ -77,6 +77,14 @@ export class SimNetwork {
    * must be what that Ready carried, not what the log holds by then.
    */
   proposeMidReady = 0;
+  /**
+   * The chance that a message on its way to a member arrives while it handles a Ready: etcd's node steps
+   * messages while a Ready is out, so advance() must mark stable, applied and installed only what that
+   * Ready carried (a snapshot or a truncation that arrived meanwhile waits for the next one).
+   */
+  stepMidReady = 0;
+  /** Messages on their way, per member (a member handling a Ready may take one early: stepMidReady). */
+  private readonly inflight = new Map<NodeId, Set<() => boolean>>();
 
   constructor(
     readonly seed: number,
@@ -149,6 +157,10 @@ export class SimNetwork {
       }
       for (const msg of rd.messages) this.send(msg);
       if (this.proposeMidReady > 0 && m.node.role === 'leader' && this.net.nextBool(this.proposeMidReady)) m.node.propose(utf8.encode(`v${this.seq++}`));
+      if (this.stepMidReady > 0 && this.net.nextBool(this.stepMidReady)) {
+        const early = this.inflight.get(m.id)?.values().next().value;
+        early?.();
+      }
       for (const e of rd.committedEntries) this.apply(m, e);
       this.checker.appliedEntries(m.id, rd.committedEntries);
       for (const e of rd.committedEntries) if (e.conf !== undefined) this.confApplied(e.conf);
@@ -207,8 +219,10 @@ export class SimNetwork {
     if (left > 0 || rd.snapshot !== undefined || rd.hardState !== undefined || rd.softState !== undefined) throw new Error(`member ${m.id}: hasReady() said no, but a Ready holds ${JSON.stringify(Object.keys(rd))} (${left} items)`);
     if (m.soft.leader !== n.leader || m.soft.role !== n.role) throw new Error(`member ${m.id}: its Readies said leader ${m.soft.leader} as ${m.soft.role}; it is ${n.role} under ${n.leader}`);
     const st = n.status();
-    const own = { id: m.id, role: n.role, term: n.term, vote: m.disk.storage().hardState.vote, leader: n.leader, commit: n.log.committed, applied: n.log.applied, lastIndex: n.log.lastIndex() };
-    for (const [k, v] of Object.entries(own)) if (st[k as keyof typeof own] !== v) throw new Error(`member ${m.id}: status says ${k} ${String(st[k as keyof typeof own])}, the node ${String(v)}`);
+    // Its hard state is on disk once its Readies are handled (Raft persists term, vote and commit before answering).
+    const hard = m.disk.storage().hardState;
+    const own = { id: m.id, role: n.role, term: hard.term, vote: hard.vote, leader: n.leader, commit: hard.commit, applied: n.log.applied, lastIndex: n.log.lastIndex() };
+    for (const [k, v] of Object.entries(own)) if (st[k as keyof typeof own] !== v) throw new Error(`member ${m.id}: status says ${k} ${String(st[k as keyof typeof own])}, its node and disk ${String(v)}`);
     const conf = n.conf;
     if (String(st.conf.voters) !== String(conf.voters) || String(st.conf.learners) !== String(conf.learners)) throw new Error(`member ${m.id}: status shows another configuration`);
     // A leader tracks every member of its configuration, itself as holding its whole log.
@@ -271,13 +285,21 @@ export class SimNetwork {
       const to = this.members.get(msg.to);
       if (to === undefined) return;
       const inc = to.incarnation;
-      this.clock.setTimer(this.clock.now() + this.net.nextInt(0, this.faults.maxDelayMs), () => {
+      let box = this.inflight.get(msg.to);
+      if (box === undefined) this.inflight.set(msg.to, (box = new Set()));
+      const inbox = box;
+      const deliver = (): boolean => {
+        inbox.delete(deliver);
         // A removed member's peers no longer listen to it.
-        if (!to.alive || to.incarnation !== inc || this.gone.has(msg.from) || this.side.get(msg.from) !== this.side.get(msg.to)) return;
+        if (!to.alive || to.incarnation !== inc || this.gone.has(msg.from) || this.side.get(msg.from) !== this.side.get(msg.to)) return false;
         const after = this.rules.beforeStep(to.node, msg);
         to.node.step(msg);
         after();
-        this.process(to);
+        return true;
+      };
+      inbox.add(deliver);
+      this.clock.setTimer(this.clock.now() + this.net.nextInt(0, this.faults.maxDelayMs), () => {
+        if (inbox.has(deliver) && deliver()) this.process(to);
       });
     }
   }

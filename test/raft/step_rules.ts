@@ -160,6 +160,7 @@ export class StepRules {
   private timer(node: RaftNode, rd: Ready): void {
     const campaign = rd.messages.some((x) => x.from === node.id && (x.type === 'MsgPreVote' || x.type === 'MsgVote') && x.context !== 'transfer');
     const from = this.timerFrom.get(node.id);
+    if (campaign && (!node.conf.voters.includes(node.id) || node.removed)) throw new Error(`${node.id} campaigned, not a voter in its own configuration`);
     if (campaign && this.ticking === node.id && from !== undefined && this.now() - from < (this.electionTicks - 1) * this.tickMs) {
       throw new Error(`${node.id} campaigned ${this.now() - from} ms after its election timer started again (an election timeout is ${this.electionTicks} ticks)`);
     }
