@@ -5,8 +5,13 @@
  *
  * Timing flags: heartbeat 100 ms and election timeout 10 s give a minimum lease TTL of 15 s
  * (etcd: ceil(3/2 × election timeout)), so no lease granted by a workload can expire during a run on the
- * real etcd while the simulator's virtual clock stands still. etcd's initial election tick advance
- * (on by default) still elects the single member at once.
+ * real etcd while the simulator's virtual clock stands still. They also make the start slow: etcd 3.4's
+ * initial election tick advance moves a fresh single member's election clock only electionTicks − 1 ticks
+ * ahead, while its randomized timeout is 1 to 2 election timeouts, so it campaigns a random 0.1 to 10 s
+ * after it starts (measured on 3.4.23 under a loaded machine, 2026-12-07: 0.7 to 8.9 s, ready to serve
+ * 0.1 to 1 s later), and later still when load makes its process miss ticks (Go's ticker drops them). The
+ * wait for readiness is sized from the election timeout for that (readyTimeoutMs), and a start that still
+ * fails names the step it reached (elected, published, serving, /health answered).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -65,7 +70,7 @@ export interface StartEtcdOptions {
   /** --heartbeat-interval and --election-timeout in ms (default: the differential runs' 100 / 10000). */
   readonly heartbeatMs?: number | undefined;
   readonly electionMs?: number | undefined;
-  /** Give up after this long (default 30 s). */
+  /** Give up after this long (default 30 s plus two election timeouts: the first election's random wait, see above). */
   readonly readyTimeoutMs?: number | undefined;
   /** Serve clients over TLS (an https:// client URL; the peer URL stays plain). */
   readonly tls?: EtcdTlsFiles | undefined;
@@ -160,7 +165,7 @@ async function startEtcdOnce(opts: StartEtcdOptions): Promise<EtcdProcess> {
   };
   const address = `127.0.0.1:${cp}`;
   try {
-    const timeoutMs = opts.readyTimeoutMs ?? 30_000;
+    const timeoutMs = opts.readyTimeoutMs ?? 30_000 + 2 * (opts.electionMs ?? DIFF_ELECTION_MS);
     if (opts.tls === undefined) await waitReady(address, child, exited, timeoutMs, () => log);
     else await waitLogged(/ready to serve client requests/, child, exited, timeoutMs, () => log);
   } catch (err) {
@@ -173,7 +178,7 @@ async function startEtcdOnce(opts: StartEtcdOptions): Promise<EtcdProcess> {
 /** Waits until etcd's log matches `ready` (its output is collected into `log()` as it arrives). */
 async function waitLogged(ready: RegExp, child: ChildProcess, exited: Promise<void>, timeoutMs: number, log: () => string): Promise<void> {
   await new Promise<void>((resolve, reject) => {
-    const guard = setTimeout(() => reject(new Error(`etcd not ready within ${timeoutMs} ms:\n${log().slice(-2000)}`)), timeoutMs);
+    const guard = setTimeout(() => reject(new Error(`etcd not ready within ${timeoutMs} ms (${startStage(log())}):\n${log().slice(-2000)}`)), timeoutMs);
     const check = (): void => {
       if (!ready.test(log())) return;
       clearTimeout(guard);
@@ -198,16 +203,33 @@ async function waitReady(address: string, child: ChildProcess, exited: Promise<v
   // A real process on real time: the wall clock comes from src/sim, the one owner of time.
   const clock = new RealClock({ unref: true });
   const deadline = clock.now() + timeoutMs;
+  let unhealthy = 0;
+  let lastAnswer = 'none';
   while (clock.now() < deadline) {
     if (gone) throw new Error(`etcd exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${log().slice(-2000)}`);
     try {
       const res = await fetch(`http://${address}/health`);
-      const body = (await res.json()) as { health?: unknown };
+      const text = await res.text();
+      const body = JSON.parse(text) as { health?: unknown };
       if (body.health === 'true' || body.health === true) return;
+      unhealthy++;
+      lastAnswer = `${res.status} ${text.trim()}`;
     } catch {
-      // not listening yet
+      // not listening yet, or not serving yet (etcd serves its client port once it published itself)
     }
     await new Promise((r) => setTimeout(r, 50));
   }
-  throw new Error(`etcd did not become healthy within ${timeoutMs} ms:\n${log().slice(-2000)}`);
+  const answered = unhealthy === 0 ? 'no /health answer' : `/health answered unhealthy ${unhealthy} times, last ${lastAnswer}`;
+  throw new Error(`etcd did not become healthy within ${timeoutMs} ms (${startStage(log())}; ${answered}):\n${log().slice(-2000)}`);
+}
+
+/** How far a starting etcd got, from its log: the steps before it serves. */
+function startStage(log: string): string {
+  const steps: Array<[string, RegExp]> = [
+    ['elected leader', /elected leader|became leader/],
+    ['published', /published .* to cluster|published local member/],
+    ['ready to serve', /ready to serve client requests/],
+  ];
+  const reached = steps.filter(([, re]) => re.test(log)).map(([name]) => name);
+  return reached.length === 0 ? 'not elected' : `reached: ${reached.join(', ')}`;
 }
