@@ -9,7 +9,8 @@
  * applies an add, the new member starts with an empty disk (as an operator starts etcd after `member add`
  * returned); once one applies a removal, the removed member is gone for good (etcd stops a member that
  * applied its own removal, and its peers stop talking to it). The checker (src/raft/checker.ts) runs after
- * every event.
+ * every event, and the step rules (step_rules.ts) judge each delivered message, tick and Ready. A member may
+ * take a message while it handles a Ready (stepMidReady), as etcd's node steps messages while a Ready is out.
  */
 import { MemoryStorage, NONE, RaftNode, RaftNodeChecker, bootstrapStorage, type ConfChange, type ConfState, type Entry, type Message, type NodeId, type RaftPersistence, type RaftStorage } from '../../src/raft/index.js';
 import { SimRandom, VirtualClock } from '../../src/sim/index.js';
