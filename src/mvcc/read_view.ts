@@ -44,6 +44,8 @@ export interface ReadView {
   range(key: KeyString, end: RangeEnd, atRev: number, limit: number, countOnly: boolean): IndexRange;
   /** One key's KeyValue at `atRev` (<= 0: the view's revision), with the same revision checks as range. */
   get(key: KeyString, atRev: number): KeyValue | undefined;
+  /** One key's KeyValue at the view's revision, by the key's bytes (no revision to check, no string made). */
+  getCurrent(key: Uint8Array): KeyValue | undefined;
 }
 
 

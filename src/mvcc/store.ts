@@ -122,7 +122,7 @@ export class Storage implements ReadView {
     return this.index.getAt(key, rev);
   }
 
-  /** The KeyValue of the key whose bytes are `key`, at the current revision (a get by bytes: no string made). */
+  /** The KeyValue of the key whose bytes are `key`, at the current revision (ReadView.getCurrent). */
   getCurrent(key: Uint8Array): KeyValue | undefined {
     return this.index.getAtBytes(key, this.currentRev);
   }

@@ -72,6 +72,11 @@ const ZERO_KV: KeyValue = { key: EMPTY_BYTES, createRevision: 0, modRevision: 0,
  * fails and the others compare against zero values (so CREATE == 0 means "absent").
  */
 export function applyCompare(view: ReadView, c: Compare): boolean {
+  if (c.rangeEnd === undefined || c.rangeEnd.length === 0) {
+    // One key, the compare a CAS makes: looked up by its bytes.
+    const kv = view.getCurrent(c.key);
+    return kv === undefined ? c.target !== 'VALUE' && compareKV(c, ZERO_KV) : compareKV(c, kv);
+  }
   const { kvs } = view.range(keyString(c.key), rangeEndOf(c.rangeEnd), 0, 0, false);
   if (kvs.length === 0) return c.target === 'VALUE' ? false : compareKV(c, ZERO_KV);
   for (const kv of kvs) if (!compareKV(c, kv)) return false;
@@ -137,15 +142,14 @@ export function checkPut(s: Storage, p: PutRequest, inTxn: boolean): void {
 
 /** put (txn.go): reads the previous KeyValue when a flag needs it, then writes. Checks ran before. */
 export function executePut(tw: WriteTxn, p: PutRequest): PutResponse {
-  const key = keyString(p.key);
   let prev: KeyValue | undefined;
   if (p.ignoreValue === true || p.ignoreLease === true || p.prevKv === true) {
-    prev = tw.range(key, undefined, 0, 0, false).kvs[0];
+    prev = tw.getCurrent(p.key);
     if ((p.ignoreValue === true || p.ignoreLease === true) && prev === undefined) fail(ErrKeyNotFound);
   }
   const value = p.ignoreValue === true ? prev!.value : (p.value ?? EMPTY_BYTES);
   const lease = p.ignoreLease === true ? prev!.lease : (p.lease ?? 0n);
-  const revision = tw.put(key, p.key, value, lease);
+  const revision = tw.put(p.key, value, lease);
   return p.prevKv === true && prev !== undefined ? { revision, prevKv: prev } : { revision };
 }
 

@@ -31,9 +31,9 @@ function scan(s: Storage, key: KeyString, end: RangeEnd, rev: number, visit: (ki
 /**
  * The change a put makes at revision `rev` (storeTxnWrite.put): a new record carrying the generation's
  * create revision and the next version, appended to the key's index, and the lease moved if it changed.
- * The key is looked up by its bytes; its string form (`key`, made here if the caller has none) only for a new key.
+ * The key is looked up by its bytes; its string form is made only for a new key (the B-tree's).
  */
-export function writePut(s: Storage, rev: number, keyBytes: Uint8Array, value: Uint8Array, lease: bigint, key?: KeyString): Rec {
+export function writePut(s: Storage, rev: number, keyBytes: Uint8Array, value: Uint8Array, lease: bigint): Rec {
   const h = s.history;
   // One lookup either way: a key that exists gets its next revision; a new key one B-tree descent, and its
   // slot then holds its record directly.
@@ -41,7 +41,7 @@ export function writePut(s: Storage, rev: number, keyBytes: Uint8Array, value: U
   if (ki === undefined) {
     const own = s.keyBytes.copy(keyBytes);
     const first = h.add(own, rev, rev, 1, value, lease);
-    s.index.setFirst(s.index.insertAbsent(key ?? keyString(keyBytes), own), first);
+    s.index.setFirst(s.index.insertAbsent(keyString(own), own), first);
     if (lease !== 0n && s.lessor !== undefined) s.lessor.attach(lease, own);
     return first;
   }
@@ -90,10 +90,14 @@ export class WriteTxn implements ReadView {
     return this.s.index.getAt(key, rev);
   }
 
-  /** Writes `value` under `key` (storeTxnWrite.put); returns the revision of the change. */
-  put(key: KeyString, keyBytes: Uint8Array, value: Uint8Array, lease: bigint): number {
+  getCurrent(key: Uint8Array): KeyValue | undefined {
+    return this.s.index.getAtBytes(key, this.rev);
+  }
+
+  /** Writes `value` under the key `keyBytes` (storeTxnWrite.put); returns the revision of the change. */
+  put(keyBytes: Uint8Array, value: Uint8Array, lease: bigint): number {
     const rev = this.beginRev + 1;
-    this.changes.push(writePut(this.s, rev, keyBytes, value, lease, key));
+    this.changes.push(writePut(this.s, rev, keyBytes, value, lease));
     return rev;
   }
 

@@ -68,7 +68,7 @@ export class KVService {
     // A get of one key on a member that looks up no token: one pass (MvccStore.tryPlainRange).
     const key = server.auth.checksTokens ? undefined : plainRangeIn(req);
     const plain = key === undefined ? undefined : server.mvcc.tryPlainRange(key);
-    if (plain !== undefined) return rangeOut(plain, header(server.identity, plain.revision));
+    if (plain !== undefined) return rangeOut(plain, this.#sharedHeader(plain.revision));
     const r = asGrpc(() => {
       const mvcc = server.mvcc;
       const v = mvcc.validateRange(rangeIn(req));
@@ -130,12 +130,16 @@ export class KVService {
     return deleteRangeOut(r, header(server.identity, r.revision));
   }
 
-  /** KV.Txn. A read-only txn is served like a Range (no Raft entry, no size limit), as etcd does. */
+  /**
+   * KV.Txn. A read-only txn is served like a Range (no Raft entry, no size limit), as etcd does. Its steps run
+   * in a try/catch of their own, as put's do (no closure per call).
+   */
   txn(req: M.TxnRequest, ctx?: CallContext): M.TxnResponse {
     const server = this.server;
     const before = server.mvcc.currentRevision;
     let readOnly = true;
-    const r = asGrpc(() => {
+    let r: D.TxnResponse;
+    try {
       const mvcc = server.mvcc;
       // checkTxnRequest and checkIntervals both come before any token or permission is looked at (observed on
       // 3.4.23: duplicate key, not permission denied / invalid auth token; 3.5+ keep that order).
@@ -147,20 +151,23 @@ export class KVService {
       const ro = mvcc.readOnlyTxn(v);
       if (ro !== undefined) {
         if (server.auth.enabled) checkTxnAuth(server.auth, ai, this.leaseKeys, ro);
-        return mvcc.applyTxn(ro);
-      }
-      readOnly = false;
-      const p = mvcc.checkTxnSize(v);
-      refuseUnderAlarm(server, 'txn', cost);
-      if (server.auth.enabled) {
-        try {
-          checkTxnAuth(server.auth, ai, this.leaseKeys, p);
-        } catch (err) {
-          throw this.#deniedAtApply(err);
+        r = mvcc.applyTxn(ro);
+      } else {
+        readOnly = false;
+        const p = mvcc.checkTxnSize(v);
+        refuseUnderAlarm(server, 'txn', cost);
+        if (server.auth.enabled) {
+          try {
+            checkTxnAuth(server.auth, ai, this.leaseKeys, p);
+          } catch (err) {
+            throw this.#deniedAtApply(err);
+          }
         }
+        r = mvcc.applyTxn(p);
       }
-      return mvcc.applyTxn(p);
-    });
+    } catch (err) {
+      throw toGrpcError(err);
+    }
     if (!readOnly && server.mvcc.currentRevision === before) server.noteRaftEntry();
     return txnOut(r, header(server.identity, r.revision));
   }
@@ -177,6 +184,25 @@ export class KVService {
     server.noteRaftEntry();
     return { header: header(server.identity, r.revision) };
   }
+
+  /**
+   * The header of a plain get's answer at `revision`: made once per revision and member identity, and frozen,
+   * so the gets between two writes share one (a fresh header per answer was a quarter of etcd3's own call) and
+   * no caller can change what another one reads.
+   */
+  #sharedHeader(revision: number): M.ResponseHeader {
+    const identity = this.server.identity;
+    if (revision !== this.#headerRevision || identity !== this.#headerIdentity) {
+      this.#header = Object.freeze(header(identity, revision));
+      this.#headerRevision = revision;
+      this.#headerIdentity = identity;
+    }
+    return this.#header!;
+  }
+
+  #header: M.ResponseHeader | undefined;
+  #headerRevision = -1;
+  #headerIdentity: EtcdServer['identity'] | undefined;
 
   /**
    * The caller, from the call's token (etcd's AuthInfoFromCtx): looked up only while tokens are checked, so
