@@ -12,7 +12,8 @@ export const EMPTY_BYTES: Uint8Array = new Uint8Array(0);
 
 /**
  * Node's native latin1 decoder, called on the bytes directly: going through Buffer.from(...).toString
- * would allocate a Buffer view per key, and keyString runs on every put and read.
+ * would allocate a Buffer view per key, and keyString runs on every range, delete and new key (a put or a
+ * get of one key looks it up by its bytes: key_slots.ts).
  */
 const latin1Slice = (Buffer.prototype as unknown as { latin1Slice(this: Uint8Array, start: number, end: number): string }).latin1Slice;
 

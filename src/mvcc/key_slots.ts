@@ -82,7 +82,10 @@ export class KeySlots {
     }
   }
 
-  /** The slot of `key` (the index's string form), or NO_SLOT. */
+  /**
+   * The slot of `key` (the index's string form), or NO_SLOT. The probe loop is get()'s with the string's hash
+   * and comparison: written twice rather than passed a comparison, which would cost a call per probe.
+   */
   getString(key: KeyString): number {
     const h = hashKeyString(key);
     const table = this.table;

@@ -15,10 +15,10 @@
  * a key, or read its record directly, so a hash or a snapshot of the store leaves the index as small as it
  * found it.
  *
- * Beside the B-tree, a hash map from key to slot answers the lookups of one key (a get, a put of a key that
- * exists, a compare): a B-tree descent compares the key with a dozen others, a hash lookup with one, and the
- * map holds no more than the keys' strings the tree already holds and small integers. The B-tree keeps
- * the order, for ranges.
+ * Beside the B-tree, a hash table from key to slot answers the lookups of one key (a get, a put of a key that
+ * exists, a compare): a B-tree descent compares the key with a dozen others, a hash lookup with one. It is
+ * keyed by the key's bytes (key_slots.ts), so a request's key is looked up as it came, without making its
+ * string first; the string is made once per key, for the B-tree, which keeps the order, for ranges.
  */
 import { BTreeEx as BTree } from 'sorted-btree/extended/index.js';
 import type { KeyString } from './bytes.js';
