@@ -380,11 +380,18 @@ test('a Watch create with a simple token naming a raft index not applied yet is 
     assert.deepEqual([a.code, a.timedOut, seen], [undefined, false, [[2, true], [2, true]]], t.name);
   }
   // With a deadline and no writes: never answered; the stream ends with the context's error (etcd: 2 or 4).
-  await same({ path: '/etcdserverpb.Watch/Watch', body: [create('tk1')], keepOpen: true, headers: { token: 'abc.999999', 'grpc-timeout': '300m' } }, (a, name) => {
+  // etcd's token wait ends at the deadline too (isValidSimpleToken returns on ctx.Done) and its receive loop
+  // then queues the create's refusal for the send loop, racing the handler's return: under load that refusal
+  // reaches the wire before the status now and then (seen at load ~30). The simulator sends nothing.
+  const late: Buffer[] = [];
+  await same({ path: '/etcdserverpb.Watch/Watch', body: [create('tk1')], keepOpen: true, headers: { token: 'abc.999999', 'grpc-timeout': '300m' }, onMessage: (m) => { late.push(m); } }, (a, name) => {
     assert.equal(a.message, 'context deadline exceeded', name);
     assert.ok(a.code === 2 || a.code === 4, `${name}: code ${a.code}`);
-    assert.deepEqual([a.dataBytes, a.timedOut], [0, false], name);
+    assert.equal(a.timedOut, false, name);
+    if (name.startsWith('etcdsim')) assert.equal(a.dataBytes, 0, name);
+    else assert.ok(a.dataBytes === 0 || (late.length === 1 && late[0]!.includes(refusal)), `${name}: ${a.dataBytes} bytes before the status`);
     assert.ok(a.elapsedMs >= 250, `${name}: answered after ${a.elapsedMs} ms`);
+    late.length = 0;
   });
   assert.equal(servedServerOf(sim).appliedWait.size, 0);
 });
