@@ -18,6 +18,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 
+import { handOver } from '../../src/mvcc/bytes.js';
 import { History, type Rec } from '../../src/mvcc/history.js';
 import type { KeyValue } from '../../src/mvcc/types.js';
 import { checkProperty } from './harness.js';
@@ -28,12 +29,21 @@ const FILE = 'test/properties/history.property.test.ts';
 const LENGTHS = [0, 1, 7, 8, 9, 100, 1000, 1023, 1024, 1025, 4000, 65535, 65536, 70000];
 
 type Op =
-  | { readonly t: 'add'; readonly n: number; readonly len: number; readonly tomb: boolean; readonly lease: bigint }
+  | { readonly t: 'add'; readonly n: number; readonly len: number; readonly tomb: boolean; readonly lease: bigint; readonly given: Given; readonly pad: number }
   | { readonly t: 'hold'; readonly pick: number }
   | { readonly t: 'release'; readonly pick: number; readonly all: boolean }
   | { readonly t: 'sub'; readonly pick: number; readonly sub: number }
   | { readonly t: 'superseded'; readonly pick: number }
   | { readonly t: 'read'; readonly pick: number; readonly kept: boolean };
+
+/**
+ * How the caller gives a value: its own bytes, which it changes right after (the history must copy them), or
+ * bytes it handed over (bytes.ts's handOver) in a buffer that is the value and `pad` bytes before it
+ * ('handed'), exactly twice the value ('half', the value in its second half) or more than that ('sparse').
+ * Only a large value (over 1 KiB) that fills at least half of a handed-over buffer is kept as it is; any
+ * other is copied, so a record keeps no more than twice its size alive.
+ */
+type Given = 'copy' | 'handed' | 'half' | 'sparse';
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   {
@@ -45,6 +55,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
         len: fc.constantFrom(...LENGTHS),
         tomb: fc.boolean(),
         lease: fc.constantFrom(0n, 1n, -(2n ** 63n), 2n ** 63n - 1n, 2n ** 32n),
+        given: fc.constantFrom<Given>('copy', 'copy', 'copy', 'handed', 'half', 'sparse'),
+        pad: fc.constantFrom(0, 1, 8),
       })
       .map((o): Op => ({ t: 'add', ...o })),
   },
@@ -72,6 +84,18 @@ function valueOf(seed: number, len: number): Uint8Array {
   const v = new Uint8Array(len);
   for (let i = 0; i < len; i++) v[i] = (seed * 31 + i * 7) & 0xff;
   return v;
+}
+
+/** `bytes` as the caller gives them (see Given). */
+function given(how: Given, pad: number, bytes: Uint8Array): Uint8Array {
+  if (how === 'copy') return bytes;
+  const n = bytes.byteLength;
+  const at = how === 'half' ? n : pad;
+  const buf = new Uint8Array(how === 'handed' ? pad + n : how === 'half' ? 2 * n : pad + 2 * n + 1);
+  const value = buf.subarray(at, at + n);
+  value.set(bytes);
+  handOver(value);
+  return value;
 }
 
 const KEYS = [Uint8Array.of(0x61), Uint8Array.of(0x62, 0x00), Uint8Array.of(0xff, 0xff, 0xff)];
@@ -113,11 +137,14 @@ function run(ops: readonly Op[]): void {
         for (let i = 0; i < op.n; i++) {
           const s = seq++;
           const key = KEYS[s % KEYS.length]!;
-          const value = op.tomb ? new Uint8Array(0) : valueOf(s, op.len);
+          const len: number = op.tomb ? 0 : op.len;
+          const value = given(op.given, op.pad, valueOf(s, len));
           const row: Row = { key, create: op.tomb ? 0 : s + 1, mod: s + 2, version: op.tomb ? 0 : (s % 9) + 1, value: value.slice(), lease: op.lease, sub: 0, refs: 1 };
           const r = h.add(key, row.create, row.mod, row.version, value, row.lease);
           assert.ok(!rows.has(r), `record ${r} handed out while still held`);
-          value.fill(0xee); // the history keeps a copy of its own
+          const kept: boolean = op.given !== 'copy' && len > 1024 && len * 2 >= value.buffer.byteLength;
+          assert.equal(h.value(r).buffer === value.buffer, kept, `a ${op.given} value of ${len} bytes in a buffer of ${value.buffer.byteLength} is ${kept ? 'kept as given' : 'copied'}`);
+          if (op.given === 'copy') value.fill(0xee); // the history keeps a copy of its own
           rows.set(r, row);
         }
         break;
