@@ -551,6 +551,7 @@ type Step =
   | { readonly kind: 'compact'; readonly spec: RevSpec }
   | { readonly kind: 'restore' }
   | { readonly kind: 'page'; readonly spec: PageSpec }
+  | { readonly kind: 'lists'; readonly spec: ListsSpec }
   | { readonly kind: 'check'; readonly ranges: readonly RangeSpec[] };
 
 /**
@@ -568,6 +569,26 @@ const pageSpecArb: fc.Arbitrary<PageSpec> = fc.record({
   sel: selectionArb.filter((sel) => sel.rangeEnd !== undefined && sel.rangeEnd.length > 0),
   revision: readRevArb,
   limit: fc.integer({ min: 1, max: 3 }),
+});
+
+/**
+ * Paged lists side by side at one revision (informers of different ranges starting together), their pages
+ * interleaved and some read twice (a lister retrying a page); up to ten lists, past the eight whose counts
+ * the store remembers (page_counts.ts). A count remembered for one list must serve only its own range and
+ * the starts it knows: a count served to another range, or to a start before the page that learned it, is
+ * wrong, and a list paged alone never asks such a start.
+ */
+interface ListsSpec {
+  readonly sels: readonly Selection[];
+  readonly revision: RevSpec;
+  readonly limit: number;
+  readonly again: readonly boolean[];
+}
+const listsSpecArb: fc.Arbitrary<ListsSpec> = fc.record({
+  sels: fc.array(pageSpecArb.map((p) => p.sel), { minLength: 2, maxLength: 10 }),
+  revision: readRevArb,
+  limit: fc.integer({ min: 1, max: 3 }),
+  again: fc.array(fc.boolean(), { minLength: 1, maxLength: 5 }),
 });
 
 class KvCommand implements fc.Command<Model, Real> {
@@ -672,6 +693,24 @@ class KvCommand implements fc.Command<Model, Real> {
         m.cursor = page?.more === true && last !== undefined ? { ...q, key: Uint8Array.of(...last.key, 0), revision: (q.revision ?? 0) > 0 ? q.revision : page.revision } : undefined;
         break;
       }
+      case 'lists': {
+        const at = rev(s.spec.revision, ref);
+        this.shown = `${s.spec.sels.length} lists at ${at}`;
+        let cursors: (RangeRequest | undefined)[] = s.spec.sels.map((sel) => ({ key: sel.key, rangeEnd: sel.rangeEnd, revision: at, limit: s.spec.limit }));
+        const again = s.spec.again;
+        for (let round = 0; cursors.some((q) => q !== undefined); round++) {
+          cursors = cursors.map((q, j) => {
+            if (q === undefined) return undefined;
+            const want = expected(() => ref.range(q));
+            for (let n = again[(round + j) % again.length] ? 2 : 1; n > 0; n--) same(actual(() => store.range(q)), want, `page ${show(q)} of list ${j}`);
+            if (!('ok' in want)) return undefined;
+            const page = ref.range(q);
+            const last = page.kvs[page.kvs.length - 1];
+            return page.more && last !== undefined ? { ...q, key: Uint8Array.of(...last.key, 0) } : undefined;
+          });
+        }
+        break;
+      }
       case 'check':
         checkAllRevisions(m, r, s.ranges);
         break;
@@ -704,6 +743,7 @@ const commandArbs: fc.Arbitrary<fc.Command<Model, Real>>[] = [
     { weight: 1, arbitrary: twoFaultsArb.map((spec): Step => ({ kind: 'txn', spec })) },
     { weight: 5, arbitrary: rangeSpecArb.map((spec): Step => ({ kind: 'range', spec })) },
     { weight: 4, arbitrary: pageSpecArb.map((spec): Step => ({ kind: 'page', spec })) },
+    { weight: 1, arbitrary: listsSpecArb.map((spec): Step => ({ kind: 'lists', spec })) },
     { weight: 2, arbitrary: compactRevArb.map((spec): Step => ({ kind: 'compact', spec })) },
     { weight: 1, arbitrary: fc.constant<Step>({ kind: 'restore' }) },
     { weight: 1, arbitrary: fc.array(rangeSpecArb, { maxLength: 2 }).map((ranges): Step => ({ kind: 'check', ranges })) },
