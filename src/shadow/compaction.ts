@@ -17,6 +17,13 @@
  * holds. stream_calls.ts asks here first whether etcd still answers reads at the watch's start revision
  * (`refusing`), and when it does not, follows the compaction the cancel names (`followCompaction`) before
  * the simulator's watch is created.
+ *
+ * With auth on, etcd refuses a read without a token ("user name is empty"; observed with 3.4.23, whose
+ * Status and MemberList, which need none, say nothing of compactions) and checks a token's permission
+ * before the revision, so any key the token may read answers the probe. The shadow has no user of its
+ * own: it reads as an application did — the key and token of the last Range etcd let through the shadow,
+ * or for a watch from an old revision its own key and token — and falls back to no token when that one is
+ * refused (expired, or auth was turned off and etcd now refuses any token it does not know).
  */
 import { Buffer } from 'node:buffer';
 import type { EtcdGrpcClient } from '../grpc/index.js';
@@ -24,6 +31,8 @@ import { afterHostTime } from '../sim/index.js';
 import type { ShadowContext } from './context.js';
 
 const COMPACTED = 'etcdserver: mvcc: required revision has been compacted';
+/** etcd's refusals of a read for want of auth (rpctypes' texts). */
+const AUTH_REFUSED = /^etcdserver: (user name is empty|invalid auth token|permission denied|revision of auth store is old)$/;
 /** A key no read of the probe finds: only the revision it is read at matters. */
 const PROBE_KEY = Buffer.from([0]);
 
@@ -32,12 +41,20 @@ export function isCompactedError(details: string | undefined): boolean {
   return details === COMPACTED;
 }
 
+/** A read etcd let through with auth on: a key an application read, with the token it read it with. */
+export interface Reader {
+  readonly key: Uint8Array;
+  readonly token: string;
+}
+
 export class CompactionFollower {
   private timer: { cancel(): void } | undefined;
   private running: Promise<void> | undefined;
   private closed = false;
   /** Compactions found by asking (not through the shadow) and handed to the follower. */
   found = 0;
+  /** The last application read etcd let through, to read as when etcd refuses the shadow's own (auth on). */
+  private reader: Reader | undefined;
 
   constructor(
     private readonly client: EtcdGrpcClient,
@@ -70,28 +87,49 @@ export class CompactionFollower {
    * etcd's current revision when it refuses reads at `rev` (it compacted beyond it); undefined when it
    * answers them — or is unreachable, which no watch can wait for.
    */
-  async refusing(rev: number): Promise<number | undefined> {
+  async refusing(rev: number, as?: Reader): Promise<number | undefined> {
     try {
-      if (await this.readable(rev)) return undefined;
-      return await this.currentRevision();
+      if (await this.readable(rev, as)) return undefined;
+      return await this.currentRevision(as);
     } catch {
       return undefined;
     }
   }
 
-  private async currentRevision(): Promise<number> {
-    return Number((await this.client.kv.range({ key: PROBE_KEY, count_only: true })).header.revision);
+  /** An application's read etcd let through (answered, or refused only as compacted): the probe may read as it. */
+  permitted(r: Reader): void {
+    this.reader = r;
+  }
+
+  /** etcd's current revision (read as `as` or the last reader when etcd refuses the shadow's own reads). */
+  async currentRevision(as?: Reader): Promise<number> {
+    return Number((await this.read(0, as)).header.revision);
   }
 
   /** The read at `rev`: true answered, false compacted; any other error (etcd gone, a future revision) throws. */
-  private async readable(rev: number): Promise<boolean> {
+  private async readable(rev: number, as?: Reader): Promise<boolean> {
     try {
-      await this.client.kv.range({ key: PROBE_KEY, revision: String(rev), count_only: true });
+      await this.read(rev, as);
       return true;
     } catch (err) {
       if (isCompactedError((err as { details?: string }).details)) return false;
       throw err;
     }
+  }
+
+  /** A count-only read at `rev` (0: now) as `as`, else the last reader, else the shadow itself: the first etcd lets through. */
+  private async read(rev: number, as: Reader | undefined): Promise<{ header: { revision: string } }> {
+    const readers = [as, this.reader].filter((r): r is Reader => r !== undefined);
+    for (const r of readers) {
+      try {
+        return await this.client.kv.range({ key: r.key, revision: String(rev), count_only: true }, { token: r.token });
+      } catch (err) {
+        if (!AUTH_REFUSED.test((err as { details?: string }).details ?? '')) throw err;
+        // Refused for want of auth: a newer read of the application's will say what etcd lets through.
+        if (r === this.reader) this.reader = undefined;
+      }
+    }
+    return this.client.kv.range({ key: PROBE_KEY, revision: String(rev), count_only: true });
   }
 
   private async ask(): Promise<void> {

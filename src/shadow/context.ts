@@ -7,6 +7,7 @@
 import type { EtcdSim } from '../client/index.js';
 import { canon, text, type Canon, type LeaseNames } from '../diff/index.js';
 import { toGrpcError } from '../server/index.js';
+import type { Reader } from './compaction.js';
 import type { Follower } from './follower.js';
 import type { ShadowReport } from './report.js';
 import type { ScenarioLog } from './scenario.js';
@@ -37,7 +38,9 @@ export interface ShadowContext {
   /** etcd refused a read as compacted that the simulator answers: ask etcd for its compaction (compaction.ts). */
   compactionSeen(): void;
   /** etcd's current revision when it refuses reads at `rev`, compacted beyond it; else undefined (compaction.ts). */
-  compactedBeyond(rev: number): Promise<number | undefined>;
+  compactedBeyond(rev: number, as?: Reader): Promise<number | undefined>;
+  /** An application's Range etcd let through: with auth on, etcd is asked for its compactions as it (compaction.ts). */
+  readerSeen(r: Reader): void;
 }
 
 /**

@@ -18,7 +18,7 @@ import { routeAt } from '../http/index.js';
 import { text, simTarget } from '../diff/index.js';
 import { afterHostTime } from '../sim/index.js';
 import { TokenMap, type ShadowContext } from './context.js';
-import { CompactionFollower } from './compaction.js';
+import { CompactionFollower, isCompactedError } from './compaction.js';
 import { Follower } from './follower.js';
 import { startProxy, type Proxy, type TappedCall, type TlsFiles } from './proxy.js';
 import { ShadowReport } from './report.js';
@@ -160,7 +160,8 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
   // A read etcd refused as compacted (unary.ts) asks for the compaction; only calls through the proxy, started below, do.
   const ctx = shadowContext(o, sim, new ScenarioLog(startRev, version, undefined, held), {
     compactionSeen: () => void following.probe(),
-    compactedBeyond: (rev) => following.refusing(rev),
+    compactedBeyond: (rev, as) => following.refusing(rev, as),
+    readerSeen: (r) => following.permitted(r),
   });
   const following = new CompactionFollower(client, ctx, o.compactionProbeMs ?? 10_000);
   // The shadow's own watch: every revision etcd makes, for those no answer through the proxy accounts for.
@@ -201,7 +202,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
     async drained(timeoutMs = 5000) {
       await following.probe();
       // One read of etcd's revision marks "now": once the simulator reaches it, every earlier answer is in.
-      const target = Number((await client.kv.range({ key: Buffer.from([0]), count_only: true })).header.revision);
+      const target = await following.currentRevision();
       for (let waited = 0; ; waited += 10) {
         ctx.follower.pump();
         if (ctx.follower.revision >= target && ctx.follower.waiting === 0) return true;
@@ -232,7 +233,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
 }
 
 /** The report, the follower and the stream comparisons of one shadow, around its simulator. */
-function shadowContext(o: ShadowOptions, sim: EtcdSim, log: ScenarioLog, compactions: Pick<ShadowContext, 'compactionSeen' | 'compactedBeyond'>): ShadowContext {
+function shadowContext(o: ShadowOptions, sim: EtcdSim, log: ScenarioLog, compactions: Pick<ShadowContext, 'compactionSeen' | 'compactedBeyond' | 'readerSeen'>): ShadowContext {
   const report = new ShadowReport(o.divergenceDir);
   const settle = simTarget(sim);
   const streams = new Set<StreamCompare>();
@@ -301,6 +302,10 @@ function tapGateway(ctx: ShadowContext, url: string, method: string, headers: Ta
   return call && { call, requestStream: route.bidi !== undefined, responseStream };
 }
 
+const RANGE = '/etcdserverpb.KV/Range';
+/** gRPC's OutOfRange, etcd's code for a read below its compaction. */
+const COMPACTED_CODE = 11;
+
 /** The report's row for calls on a connection the tap no longer reads: which RPC they were is not known. */
 const UNREAD = '(unread)';
 
@@ -331,7 +336,7 @@ function tapCall(ctx: ShadowContext, path: string, token: string | string[] | un
     report.notCompared(rpc, 'a token from before the shadow');
     return undefined;
   }
-  if (path === '/etcdserverpb.Watch/Watch') return watchCall(ctx, rpc, codec, call);
+  if (path === '/etcdserverpb.Watch/Watch') return watchCall(ctx, rpc, codec, call, typeof token === 'string' ? token : undefined);
   if (path === '/etcdserverpb.Lease/LeaseKeepAlive') return keepAliveCall(ctx, rpc, codec, call);
   const rule = UNARY.get(path);
   // A call that may make a revision: its answer, not etcd's events, should apply it (follower.ts).
@@ -356,6 +361,10 @@ function tapCall(ctx: ShadowContext, path: string, token: string | string[] | un
       untapped = why;
     },
     onEnd: (status, message) => {
+      if (path === RANGE && typeof token === 'string' && (status === 0 || (status === COMPACTED_CODE && isCompactedError(message)))) {
+        const key = (req as { key?: Buffer } | undefined)?.key;
+        if (key !== undefined && key.length > 0) ctx.readerSeen({ key, token });
+      }
       if (rule === undefined) report.notCompared(rpc, 'not shadowed');
       else if (untapped !== undefined) report.notCompared(rpc, untapped);
       else if (status === undefined) report.notCompared(rpc, 'canceled or reset');

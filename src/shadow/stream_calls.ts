@@ -7,6 +7,7 @@
  * (streams.ts). A watch from an old revision waits until it is known whether etcd compacted beyond it
  * (BelowCompaction): etcd's cancel of it is then the simulator's too.
  */
+import { Buffer } from 'node:buffer';
 import { canon, text } from '../diff/index.js';
 import type { CallContext } from '../server/index.js';
 import type * as M from '../server/messages.js';
@@ -34,7 +35,8 @@ const PROGRESS_ID = '-1';
 /** Most cancel requests of one stream waiting for etcd's answer. */
 const MAX_CANCELS = 1000;
 
-export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec, call: CallContext | undefined): TappedCall {
+/** `etcdToken`: the token the application's stream carries to etcd (with auth on, etcd is asked as it). */
+export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec, call: CallContext | undefined, etcdToken: string | undefined): TappedCall {
   const stream = ctx.nextStream();
   const simCall = ctx.sim.services.watch.watch(call);
   const cmp = new StreamCompare(rpc, simCall, (r) => watchItems(r as M.WatchResponse), ctx.diverge, ctx.report);
@@ -42,7 +44,7 @@ export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec, call: C
   const creates: M.WatchRequest[] = [];
   const cancels: M.WatchRequest[] = [];
   const progress: M.WatchRequest[] = [];
-  const hold = new BelowCompaction(ctx, (r) => handle(r), () => end(), (why) => cmp.stop(why));
+  const hold = new BelowCompaction(ctx, etcdToken, (r) => handle(r), () => end(), (why) => cmp.stop(why));
 
   function handle(r: M.WatchResponse): void {
     const rev = Number(r.header?.revision ?? 0);
@@ -138,6 +140,7 @@ class BelowCompaction {
 
   constructor(
     private readonly ctx: ShadowContext,
+    private readonly token: string | undefined,
     private readonly handle: (r: M.WatchResponse) => void,
     private readonly end: () => void,
     private readonly stop: (why: string) => void,
@@ -152,7 +155,10 @@ class BelowCompaction {
     this.held = [created];
     this.asked = created;
     this.ctx.follower.holds++;
-    void this.ctx.compactedBeyond(start).then((at) => {
+    // etcd let the stream watch its key: with auth on, it lets the same token read it (compaction.ts).
+    const key = req?.create_request?.key;
+    const as = this.token === undefined ? undefined : { key: key !== undefined && key.length > 0 ? key : Buffer.from([0]), token: this.token };
+    void this.ctx.compactedBeyond(start, as).then((at) => {
       if (at === undefined) this.release();
       else {
         this.refused = { id: String(created.watch_id), at };
