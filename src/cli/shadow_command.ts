@@ -10,7 +10,7 @@
  *   --heartbeat-interval / --election-timeout   the real etcd's, in ms (its minimum lease TTL follows them)
  *
  * While running, a line of totals goes to stderr when they changed (at most every --stats-interval
- * seconds, default 10); SIGTERM or SIGINT stops it, and the per-RPC summary goes to stdout.
+ * seconds, default 10; with what the simulator holds); SIGTERM or SIGINT stops it, and the per-RPC summary goes to stdout.
  *
  * Exit codes: 0 stopped by a signal, nothing diverged (or no --fail-on-divergence); 1 a divergence with
  * --fail-on-divergence, or the port could not be opened; 2 usage error or the etcd could not be used.
@@ -20,7 +20,7 @@ import { parseEtcdUrl } from './go_flags.js';
 import { ETCD_VERSIONS, isEtcdVersion, type EtcdVersion } from '../etcd/index.js';
 import { CliError, type CliIo } from './io.js';
 import type { Buffer } from 'node:buffer';
-import type { TlsFiles } from '../shadow/index.js';
+import type { ShadowRetained, TlsFiles } from '../shadow/index.js';
 
 /** `etcdsim shadow`'s options as commander hands them over. */
 export interface ShadowCommandOptions {
@@ -118,7 +118,7 @@ export async function executeShadow(o: ShadowCommandOptions, io: CliIo, signals:
   let last = '';
   let timer: { cancel(): void } | undefined;
   const tick = (): void => {
-    const line = shadow.report.line();
+    const line = `${shadow.report.line()}, ${holding(shadow.retained())}`;
     if (line !== last) io.err(line);
     last = line;
     timer = afterHostTime(statsMs, tick);
@@ -133,6 +133,14 @@ export async function executeShadow(o: ShadowCommandOptions, io: CliIo, signals:
   await shadow.close();
   for (const l of shadow.report.summary()) io.out(l);
   return o.failOnDivergence === true && shadow.report.divergences > 0 ? 1 : 0;
+}
+
+/**
+ * What the shadow holds, on its live line: the revisions and bytes its simulator retains (what etcd keeps:
+ * flat under a long run once etcd compacts) and where it is compacted — read by the shadow bench.
+ */
+function holding(r: ShadowRetained): string {
+  return `holding ${r.revisions} revisions (${r.bytes} bytes), compacted at ${r.compactRevision}`;
 }
 
 /** `etcdsim diff --replay FILE`: the scenario's requests through a fresh shadow on `address`; 1 when they diverge. */

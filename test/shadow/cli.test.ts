@@ -28,7 +28,7 @@ after(async () => {
 });
 
 test('etcdsim shadow: divergences on stderr and in --divergence-dir, the summary at SIGTERM, exit 1 with --fail-on-divergence', { skip }, async () => {
-  const shadow = await spawnShadow(['--etcd', etcd.address, '--listen-client-urls', 'http://127.0.0.1:0', '--etcd-version', '3.6', '--divergence-dir', dir, '--fail-on-divergence']);
+  const shadow = await spawnShadow(['--etcd', etcd.address, '--listen-client-urls', 'http://127.0.0.1:0', '--etcd-version', '3.6', '--divergence-dir', dir, '--fail-on-divergence', '--stats-interval', '1']);
   const endpoint = shadow.endpoint;
   const c = connectEtcd(endpoint);
   const k = Buffer.from('/k');
@@ -43,6 +43,10 @@ test('etcdsim shadow: divergences on stderr and in --divergence-dir, the summary
     await c.kv.put({ key: k, value: Buffer.from('2') });
     for (let i = 0; i < 3000 && (events === 0 || !shadow.err().includes('divergence in')); i++) await new Promise((r) => setTimeout(r, 10));
     w.cancel();
+    // The live line: totals, and what the simulator holds (compacted at the Compact above).
+    const live = new RegExp(`etcdsim shadow: \\d+ requests, .*, holding \\d+ revisions \\(\\d+ bytes\\), compacted at ${del.header.revision}\\n`);
+    for (let i = 0; i < 500 && !live.test(shadow.err()); i++) await new Promise((r) => setTimeout(r, 10));
+    assert.match(shadow.err(), live);
   } finally {
     c.close();
   }
