@@ -15,7 +15,11 @@
  * simulator's history digest are compared at every revision they answer with naive references
  * (model/reference_hash.ts): sub-revisions and the tombstones kept below the compaction show only there.
  * Each run follows one release's rules where releases differ (reference_kv.ts's ReleaseRules: 3.4's keep
- * rule and unchecked sort order, 3.5's puts-first txn checks).
+ * rule and unchecked sort order, 3.5's puts-first txn checks). Some steps are built, not drawn, so that every
+ * run reaches what mutation testing found a random history reaching only at some seeds (docs/mutation.md):
+ * `cut` (compactions into one key's long life and at a tombstone of a key that lives on), `oversize`
+ * (requests past --max-request-bytes), `lists` (paged lists side by side at one revision) and `rewind` (a
+ * restore to an earlier state, then other writes at the same revision numbers).
  *
  * Runs: ETCDSIM_NUM_RUNS (default 200). Replay: see harness.ts (ETCDSIM_SEED / _PATH / _REPLAY_PATH).
  */
