@@ -19,7 +19,7 @@
  * peer so); a restart leaves it down. A learner answers only Status and serializable Range (services.ts).
  */
 import type { ConfChange } from '../raft/index.js';
-import { applyMemberUpdate, confChangeRefusal, membershipChanges, type CallContext, type GrpcError, type MemberChange, type MembershipHost } from '../server/index.js';
+import { applyMemberUpdate, confChangeRefusal, errTransportClosing, membershipChanges, toGrpcError, type CallContext, type GrpcError, type MemberChange, type MembershipHost } from '../server/index.js';
 import type { ClusterMemberConfig, EtcdCluster } from './cluster.js';
 import { MemberState, installImage, memberImage, storeMembers, type EntryBody, type Reply } from './member_state.js';
 
@@ -170,7 +170,7 @@ export function joinCluster(c: EtcdCluster, id: bigint, config: ClusterMemberCon
   return m;
 }
 
-/** etcd's publish: the member's name and client URLs through Raft, until applied (a crash ends it). */
+/** etcd's publish: the member's name and client URLs through Raft, until applied (a crash or the cluster's close ends it). */
 function publish(c: EtcdCluster, m: MemberState): void {
   const incarnation = m.incarnation;
   const attempt = (): void => {
@@ -189,7 +189,9 @@ function publish(c: EtcdCluster, m: MemberState): void {
         return undefined;
       },
     });
-    c.propose(m, body, { ok: () => undefined, fail: attempt });
+    // A timed-out publish is made again, as etcd's loop does; one the member's end or the cluster's close
+    // failed ("transport is closing") is not.
+    c.propose(m, body, { ok: () => undefined, fail: (err: unknown) => (toGrpcError(err).details === errTransportClosing().details ? undefined : attempt()) });
   };
   attempt();
 }

@@ -201,3 +201,20 @@ test('each member\'s members bucket follows its list (what Maintenance.Hash and 
   assert.deepEqual(stored()[2], stored()[0]);
   c.close();
 });
+
+test('a member that joins cut off publishes itself once it reaches the leader: etcd\'s publish is made again after its timeout', async () => {
+  const c = newCluster();
+  await c.advance(5001);
+  const r = await c.connect(0).cluster.memberAdd({ peerURLs: ['http://127.0.0.1:42380'], isLearner: true });
+  const id = BigInt(r.member!.ID).toString(16);
+  const l = c.join(BigInt(r.member!.ID), { name: 'late' });
+  c.isolate(l);
+  // Longer than the request timeout: the first publish failed without a leader.
+  await c.advance(c.requestTimeoutMs + 1000);
+  for (const list of await lists(c, l)) assert.ok(list.includes(`${id} unstarted  learner`), list.join('\n'));
+  c.heal();
+  await c.advance(500);
+  for (const list of await lists(c, l)) assert.ok(list.includes(`${id} started late learner`), list.join('\n'));
+  assert.equal(c.trace().filter((e) => e.event.startsWith('propose publish late')).length, 1, 'the one that reached a leader');
+  c.close();
+});
