@@ -111,7 +111,7 @@ export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec, call: C
     },
     onUntapped: (why) => cmp.stop(why),
     onEnd: () => {
-      if (!hold.ended()) end();
+      hold.ended();
     },
   };
 }
@@ -133,6 +133,8 @@ class BelowCompaction {
   private held: M.WatchResponse[] | undefined;
   /** etcd's watch ID and its revision then, once etcd refused reads at the watch's start revision. */
   private refused: { id: string; at: number } | undefined;
+  /** etcd's cancel of that watch, naming its compaction revision, once it is among the held responses. */
+  private cancel: M.WatchResponse | undefined;
   private streamEnded = false;
   private dropped = false;
   /** The creation asked about last: handled as it is once released. */
@@ -159,11 +161,11 @@ class BelowCompaction {
     const key = req?.create_request?.key;
     const as = this.token === undefined ? undefined : { key: key !== undefined && key.length > 0 ? key : Buffer.from([0]), token: this.token };
     void this.ctx.compactedBeyond(start, as).then((at) => {
-      if (at === undefined) this.release();
-      else {
-        this.refused = { id: String(created.watch_id), at };
-        this.cancelArrived();
-      }
+      if (at === undefined) return this.release();
+      const id = String(created.watch_id);
+      this.refused = { id, at };
+      this.cancel = this.held?.find((h) => this.isCancelOf(h, id));
+      this.settle();
     });
     return true;
   }
@@ -173,27 +175,59 @@ class BelowCompaction {
     if (this.dropped) return true;
     if (this.held === undefined) return false;
     this.held.push(r);
-    if (this.held.length > MAX_HELD) {
-      // Memory stays bounded: the stream is not compared any more.
-      this.dropped = true;
-      this.unhold();
-      this.stop(`more than ${MAX_HELD} responses while asking etcd for its compaction`);
-      return true;
+    if (this.held.length > MAX_HELD) return this.drop(`more than ${MAX_HELD} responses while asking etcd for its compaction`);
+    if (this.refused !== undefined && this.cancel === undefined && this.isCancelOf(r, this.refused.id)) {
+      this.cancel = r;
+      this.settle();
     }
-    this.cancelArrived();
     return true;
   }
 
-  /** The stream ended; true while it holds (its end then comes after the held responses). */
-  ended(): boolean {
+  /** The stream ended: its end comes now, or after the held responses. */
+  ended(): void {
     this.streamEnded = true;
-    if (this.held === undefined) return false;
-    if (this.refused !== undefined && !this.hasCancel()) {
-      // etcd's cancel will not come on a closed stream: there is nothing more to compare.
-      this.unhold();
-      this.stop('ended before etcd canceled a watch below its compaction');
-      return false;
+    if (this.held === undefined) this.end();
+    else this.settle();
+  }
+
+  private isCancelOf(r: M.WatchResponse, id: string): boolean {
+    return r.canceled && r.compact_revision !== '0' && String(r.watch_id) === id;
+  }
+
+  /**
+   * etcd refused the start revision: once its cancel is here, the simulator compacts there, then takes the
+   * held responses; a stream that ended without it will not get it, and has nothing more to compare.
+   */
+  private settle(): void {
+    const r = this.refused;
+    if (r === undefined) return;
+    const cancel = this.cancel;
+    if (cancel === undefined) {
+      if (this.streamEnded) {
+        this.drop('ended before etcd canceled a watch below its compaction');
+        this.end();
+      }
+      return;
     }
+    this.refused = undefined;
+    this.cancel = undefined;
+    this.ctx.follower.add({
+      rev: r.at,
+      makesRevision: () => false,
+      skip: () => {},
+      run: () => {
+        followCompaction(this.ctx, Number(cancel.compact_revision), r.at);
+        this.release();
+      },
+    });
+  }
+
+  /** The stream is not compared any more (memory stays bounded; or nothing is left to compare). */
+  private drop(why: string): true {
+    this.dropped = true;
+    this.refused = undefined;
+    this.unhold();
+    this.stop(why);
     return true;
   }
 
@@ -205,28 +239,6 @@ class BelowCompaction {
 
   private holding(): boolean {
     return this.held !== undefined;
-  }
-
-  private hasCancel(): boolean {
-    const r = this.refused;
-    return r !== undefined && this.held !== undefined && this.held.some((h) => h.canceled && h.compact_revision !== '0' && String(h.watch_id) === r.id);
-  }
-
-  /** Once etcd refused the start revision and its cancel is here: compact the simulator there, then go on. */
-  private cancelArrived(): void {
-    const r = this.refused;
-    if (r === undefined || !this.hasCancel()) return;
-    const cancel = this.held!.find((h) => h.canceled && h.compact_revision !== '0' && String(h.watch_id) === r.id)!;
-    this.refused = undefined;
-    this.ctx.follower.add({
-      rev: r.at,
-      makesRevision: () => false,
-      skip: () => {},
-      run: () => {
-        followCompaction(this.ctx, Number(cancel.compact_revision), r.at);
-        this.release();
-      },
-    });
   }
 
   private release(): void {
