@@ -49,18 +49,17 @@ export class StepRules {
   private readonly timerFrom = new Map<NodeId, number>();
   /** The member whose tick is being handled (a campaign in its Ready is the timer's). */
   private ticking: NodeId | undefined;
+  /** Per leader → member: the last MsgApp or MsgSnap sent, at which term (a MsgApp's prev index, a snapshot's own). */
+  private readonly lastSent = new Map<string, { readonly term: bigint; readonly type: string; readonly index: number }>();
+  private readonly campaigns = new Map<NodeId, Campaign>();
+  private readonly reads = new Map<NodeId, Reads>();
+  private readonly probes = new Map<NodeId, Probe>();
 
   constructor(
     private readonly now: () => number,
     private readonly electionTicks: number,
     private readonly tickMs: number,
   ) {}
-
-  /** Per leader → member: the last MsgApp or MsgSnap sent, at which term (a MsgApp's prev index, a snapshot's own). */
-  private readonly lastSent = new Map<string, { readonly term: bigint; readonly type: string; readonly index: number }>();
-  private readonly campaigns = new Map<NodeId, Campaign>();
-  private readonly reads = new Map<NodeId, Reads>();
-  private readonly probes = new Map<NodeId, Probe>();
 
   /** Before `node` steps `m`: returns what must hold right after the step. */
   beforeStep(node: RaftNode, m: Message): () => void {
