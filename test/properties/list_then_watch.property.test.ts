@@ -14,7 +14,9 @@
  *  - catch-up batches: most runs use a test-sized watchBatchMaxRevs (1–3) and bursts of writes, so a
  *    reconnecting watcher is several batches behind; a tenth use etcd's real 1000 with bursts of about
  *    a thousand revisions, so a catch-up crosses a real batch boundary;
- *  - fragments: a small response limit splits a revision's events (a txn, a lease's keys) over responses;
+ *  - fragments: a small response limit splits a revision's events (a txn, a lease's keys) over responses,
+ *    each split judged against etcd's sendFragments with naive sizes (model/reference_watch_size.ts), as
+ *    are the bytes the transport window held (leased keys' sizes show only here);
  *  - slow and stalled consumers: tiny channels and transport windows, and long ticks while the client
  *    reads nothing, make its watcher a victim that catches up later;
  *  - compactions exactly at, and one below, the watcher's position (its minRev) and the client's
@@ -52,7 +54,8 @@ import { WatchableStore, type WatchEvent, type WatchResponse, type WatchStream }
 import type { Watcher } from '../../src/watch/watcher.js';
 import { isProgressNotify, recordHistory } from '../../src/watch/guarantees.js';
 import { checkProperty, numRuns } from './harness.js';
-import { apply, b, historyOpArb, latin1, PREFIX, PREFIX_END, rangeNow, resolve, showKv, type HistoryOp } from './watch_harness.js';
+import { fragmentingProblems } from './model/reference_watch_size.js';
+import { apply, b, historyOpArb, latin1, PREFIX, PREFIX_END, rangeNow, readSized, resolve, showKv, type HistoryOp } from './watch_harness.js';
 
 const FILE = 'test/properties/list_then_watch.property.test.ts';
 
@@ -265,7 +268,14 @@ class InformerClient {
 
   process(budget: number): void {
     if (this.phase !== 'watch') return;
-    this.inbox.push(...this.stream!.take());
+    const got = readSized(this.stream!, () => this.stream!.take());
+    // take() reads the whole transport, and a response's fragments enter it together: each sequence is whole.
+    if (this.cfg.fragment) {
+      const mine = got.filter((r) => r.watchId === this.watchId);
+      const problems = fragmentingProblems(mine, FRAGMENT_LIMIT, false);
+      if (problems.length > 0) throw new Error(problems.join('\n'));
+    }
+    this.inbox.push(...got);
     while (this.ri < this.inbox.length) {
       const r = this.inbox[this.ri]!;
       if (r.watchId !== this.watchId && r.watchId !== -1) throw new Error(`response for watch ${r.watchId} on a stream with only ${this.watchId}`);

@@ -19,7 +19,10 @@
  *
  * After the writes stop and every background step has run, every watch (including broken and canceled
  * ones) must show zero violations; a watch still open must in addition have every matching event up to
- * the current revision.
+ * the current revision. Sizes are judged too, by naive references (model/reference_watch_size.ts): a
+ * fragmenting watch's responses must be split exactly where etcd's sendFragments splits them, and what a
+ * stream's transport window holds must be the encoded bytes of the responses the client then reads
+ * (issue #35: the guarantees checker joins fragments back, so neither showed before).
  *
  * Runs: ETCDSIM_NUM_RUNS (default 300; the checker's own test 100). Replay: ETCDSIM_SEED=<seed> ETCDSIM_PATH=<path> (see harness.ts).
  */
@@ -32,6 +35,7 @@ import { SimRandom, Ticker, VirtualClock } from '../../src/sim/index.js';
 import { WatchableStore, type WatchCreateRequest, type WatchEvent, type WatchFilter, type WatchResponse } from '../../src/watch/index.js';
 import { checkWatch, formatViolations, isProgressNotify, recordHistory, type CommittedHistory, type WatchGuarantee } from '../../src/watch/guarantees.js';
 import { checkProperty } from './harness.js';
+import { DEFAULT_FRAGMENT_LIMIT, fragmentingProblems } from './model/reference_watch_size.js';
 import { apply, b, historyOpArb, jsonBytes, KEYS, latin1, PREFIX, PREFIX_END, RecordedStream, resolve, type HistoryOp, type ResolvedOp, type WatchRecord } from './watch_harness.js';
 
 const FILE = 'test/properties/watch_guarantees.property.test.ts';
@@ -96,6 +100,8 @@ const rangeArb: fc.Arbitrary<{ key: string; end: string | undefined }> = fc.oneo
   fc.constant({ key: '/p/1', end: '/p/3' }),
   fc.constant({ key: '', end: '\0' }),
   fc.constant({ key: '/p', end: '\0' }),
+  // An empty range: the create fails with a cancel reason (sized in the transport window like any response).
+  fc.constant({ key: '/p/3', end: '/p/1' }),
 );
 
 const startArb: fc.Arbitrary<StartSpec> = fc.oneof(
@@ -323,6 +329,10 @@ function run(cfg: Config, actions: readonly Action[]): void {
     for (const r of rec.responses) {
       const revs = new Set(r.events.map((e) => e.kv.modRevision)).size;
       if (revs > cfg.watchBatchMaxRevs) problems.push(`watch ${rec.id} (stream ${seq}): a response holds ${revs} revisions, the batch limit is ${cfg.watchBatchMaxRevs}`);
+    }
+    // Where a response was split: as etcd's sendFragments splits it, by the naive size reference.
+    if (rec.req.fragment === true) {
+      for (const p of fragmentingProblems(rec.responses, cfg.fragmentLimit ?? DEFAULT_FRAGMENT_LIMIT, rec.broken)) problems.push(`stream ${seq}: ${p}`);
     }
     if (v.length > 0) {
       problems.push(

@@ -12,6 +12,7 @@ import { INVALID_WATCH_ID, type WatchCreateRequest, type WatchResponse, type Wat
 import type * as M from '../../src/server/messages.js';
 import { watchResponseIn } from '../../src/server/convert.js';
 import { isProgressNotify } from '../../src/watch/guarantees.js';
+import { referenceResponseSize } from './model/reference_watch_size.js';
 
 /** The watched prefix "/p/" is [PREFIX, PREFIX_END). "/p/1\0" sits right after "/p/1" (pagination edge). */
 export const PREFIX = '/p/';
@@ -163,14 +164,14 @@ export class RecordedStream {
 
   /** Takes every waiting response and routes it; returns them. */
   take(): WatchResponse[] {
-    const got = this.stream.take();
+    const got = readSized(this.stream, () => this.stream.take());
     for (const r of got) this.route(r);
     return got;
   }
 
   /** A slow reader: takes at most `n` responses (the send loop refills the window behind it). */
   read(n: number): WatchResponse[] {
-    const got = this.stream.read(n);
+    const got = readSized(this.stream, () => this.stream.read(n));
     for (const r of got) this.route(r);
     return got;
   }
@@ -215,6 +216,27 @@ export class RecordedStream {
   openRecords(): WatchRecord[] {
     return this.records.filter((r) => !r.canceled && !r.broken && !r.cancelRequested);
   }
+}
+
+/**
+ * Reads from `stream` with `read`, and checks that what its transport held before (the responses the send
+ * loop sent into the window, and their bytes) is what the client then reads first, sized as
+ * model/reference_watch_size.ts sizes it: the send loop's window counts the bytes the client would have
+ * to read, so a wrong size shows as a window that holds more or less than grpc-go's would.
+ */
+export function readSized(stream: WatchStream, read: () => WatchResponse[]): WatchResponse[] {
+  const held = stream.inTransport;
+  const got = read();
+  if (got.length < held.responses) return got;
+  const sizes = got.slice(0, held.responses).map(referenceResponseSize);
+  const bytes = sizes.reduce((a, x) => a + x, 0);
+  if (bytes !== held.bytes || (sizes.length > 0 && sizes[sizes.length - 1] !== held.newest)) {
+    throw new Error(
+      `stream ${stream.seq}: its transport held ${held.responses} responses of ${held.bytes} B (the newest ${held.newest} B), ` +
+        `but those responses are ${bytes} B (the newest ${sizes[sizes.length - 1] ?? 0} B): ${JSON.stringify(got.slice(0, held.responses), jsonBytes)}`,
+    );
+  }
+  return got;
 }
 
 /** JSON.stringify replacer that prints bytes as latin1 text and bigints as numbers. */
