@@ -9,7 +9,8 @@
  * when the leader sends one: always a state at or ahead of its own). The committed history is recorded
  * on the leader. Clients on three streams open random watches (single key, prefix, range, all keys; start
  * revision 0, past, compacted, future; NOPUT/NODELETE; prev_kv; progress_notify with a short interval;
- * fragment with a small response limit), cancel them, request progress, take responses late or not at all
+ * fragment with a small response limit; watch IDs of the client's choosing, some taken; empty ranges, which
+ * fail), cancel them, request progress, take responses late or not at all
  * (tiny stream buffers make victims), and break streams, optionally resuming every watch just after the
  * last revision it received. Time moves on a virtual clock, so the sync, victim and progress steps run.
  * Some runs shrink the sync step (one or two watchers per step, catch-up batches of one or two revisions)
@@ -68,6 +69,8 @@ interface WatchSpec {
   readonly prevKv: boolean;
   readonly progressNotify: boolean;
   readonly fragment: boolean;
+  /** A watch ID the client picks (undefined: the stream's next free one); a taken one fails the create. */
+  readonly id: number | undefined;
 }
 
 type Action =
@@ -119,6 +122,7 @@ const specArb: fc.Arbitrary<WatchSpec> = fc
     prevKv: fc.boolean(),
     progressNotify: fc.boolean(),
     fragment: fc.boolean(),
+    id: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined, freq: 3 }),
   })
   .map(({ range, ...rest }) => ({ key: range.key, end: range.end, ...rest }));
 
@@ -223,6 +227,7 @@ function simulate(cfg: Config, actions: readonly Action[]): { history: Committed
       prevKv: spec.prevKv,
       progressNotify: spec.progressNotify,
       fragment: spec.fragment,
+      ...(spec.id === undefined ? {} : { watchId: spec.id }),
     };
   };
 

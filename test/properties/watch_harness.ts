@@ -135,8 +135,11 @@ export interface WatchRecord {
 export class RecordedStream {
   readonly records: WatchRecord[] = [];
   private readonly live = new Map<number, WatchRecord>();
-  /** Records whose created response was not taken yet, by ID. */
-  private readonly announced = new Map<number, WatchRecord>();
+  /**
+   * Records whose created response was not taken yet, by ID, oldest first: a client may reuse an ID once
+   * its watch is canceled, before the first created reply was read.
+   */
+  private readonly announced = new Map<number, WatchRecord[]>();
   /** Records whose canceled response was taken, by ID. */
   private readonly ended = new Map<number, WatchRecord>();
 
@@ -151,7 +154,9 @@ export class RecordedStream {
       rec.responses.push(created);
       rec.canceled = true;
     } else {
-      this.announced.set(created.watchId, rec);
+      const waiting = this.announced.get(created.watchId);
+      if (waiting === undefined) this.announced.set(created.watchId, [rec]);
+      else waiting.push(rec);
     }
     return rec;
   }
@@ -184,8 +189,9 @@ export class RecordedStream {
     }
     let rec = this.live.get(r.watchId);
     if (r.created) {
-      rec = this.announced.get(r.watchId);
-      this.announced.delete(r.watchId);
+      const waiting = this.announced.get(r.watchId);
+      rec = waiting?.shift();
+      if (waiting?.length === 0) this.announced.delete(r.watchId);
       if (rec !== undefined) this.live.set(r.watchId, rec);
     }
     if (rec === undefined && r.canceled && this.ended.get(r.watchId)?.cancelRequested === true) {
