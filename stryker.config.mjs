@@ -13,6 +13,8 @@ export const propertyFiles = [
   'test/properties/list_then_watch.property.test.ts',
   'test/properties/watch_guarantees.property.test.ts',
   'test/properties/catch_up_pace.property.test.ts',
+  // Where a watch response splits and what it weighs, at the limit's edges (a pure function: milliseconds).
+  'test/properties/fragment.property.test.ts',
   'test/properties/future_watch_restore.property.test.ts',
   'test/properties/lease.property.test.ts',
   'test/properties/send_window.property.test.ts',
@@ -32,6 +34,7 @@ const propertyTests = [
   'correct informer',
   'every watch keeps',
   'catch-up pace',
+  'splits where',
   'replays nothing',
   'future revision gets nothing',
   'pre-fix',

@@ -314,6 +314,13 @@ function simulate(cfg: Config, actions: readonly Action[]): { history: Committed
   }
   if (rounds >= 500) throw new Error('the watchable store never settled');
   if (follower.currentRevision !== leader.currentRevision) throw new Error(`follower at ${follower.currentRevision}, leader at ${leader.currentRevision}`);
+  // A watch its client still holds open is served: its watcher is synced. One canceled (compaction) without
+  // its canceled reply reaching the client would wait for events forever.
+  for (const s of streams) {
+    for (const rec of s.openRecords()) {
+      if (![...ws.synced.watchers].some((w) => w.stream === s.stream && w.id === rec.id)) throw new Error(`watch ${rec.id} (stream ${s.stream.seq}) is open at its client but not synced in the store`);
+    }
+  }
 
   const watches: Judged[] = [];
   for (const s of all) {
