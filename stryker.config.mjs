@@ -30,6 +30,7 @@ export const propertyFiles = [
 const propertyTests = [
   'MvccStore agrees',
   'History agrees',
+  'ByteSlab copies agree',
   'gives up on txns',
   'correct informer',
   'every watch keeps',

@@ -18,7 +18,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 
-import { handOver } from '../../src/mvcc/bytes.js';
+import { ByteSlab, handOver } from '../../src/mvcc/bytes.js';
 import { History, type Rec } from '../../src/mvcc/history.js';
 import type { KeyValue } from '../../src/mvcc/types.js';
 import { checkProperty } from './harness.js';
@@ -205,6 +205,30 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 test('History agrees with a naive table of records across column growth and slabs', () => {
   checkProperty(
     fc.property(fc.array(opArb, { maxLength: 40, size: 'max' }), (ops) => run(ops)),
+    { file: FILE, numRuns: 100 },
+  );
+});
+
+/**
+ * The key copies (bytes.ts's ByteSlab, what a keyIndex holds its key in): copies of every length around the
+ * slab's limits, each source changed right after, must all read back — the store's keys are a few bytes,
+ * so no other property fills a 64 KiB slab or copies a key over 1 KiB (issue #35: every mutant of the slab
+ * rollover survived).
+ */
+test('ByteSlab copies agree with their sources across slabs', () => {
+  checkProperty(
+    // Mostly copies of about 1 KiB, so that a run fills a slab or two (64 KiB).
+    fc.property(fc.array(fc.oneof(fc.constantFrom(1000, 1023, 1024), fc.constantFrom(...LENGTHS)), { minLength: 100, maxLength: 200, size: 'max' }), (lengths) => {
+      const slab = new ByteSlab();
+      const copies: { copy: Uint8Array; want: Uint8Array }[] = [];
+      lengths.forEach((len, i) => {
+        const src = valueOf(i, len);
+        const want = src.slice();
+        copies.push({ copy: slab.copy(src), want });
+        src.fill(0xee);
+      });
+      for (const c of copies) assert.ok(sameBytes(c.copy, c.want), `copy of ${c.want.byteLength} bytes reads back`);
+    }),
     { file: FILE, numRuns: 100 },
   );
 });
