@@ -49,7 +49,7 @@ export class SimNetwork {
   readonly clock = new VirtualClock();
   readonly checker = new RaftNodeChecker();
   /** What each single step must do (pace, vote counting, read confirmation): step_rules.ts. */
-  readonly rules = new StepRules(() => this.clock.now(), ELECTION_TICKS, HEARTBEAT_MS);
+  readonly rules = new StepRules(ELECTION_TICKS);
   readonly members = new Map<NodeId, Member>();
   /** Each member's side; messages cross only within a side. */
   private side = new Map<NodeId, number>();

@@ -45,7 +45,7 @@ interface Probe {
 const key = (from: NodeId, to: NodeId): string => `${from}>${to}`;
 
 export class StepRules {
-  /** Per member: when its election timer last started again (see the header), in virtual ms. */
+  /** Per member: its ticks since its election timer last started again (see the header). */
   private readonly timerFrom = new Map<NodeId, number>();
   /** The member whose tick is being handled (a campaign in its Ready is the timer's). */
   private ticking: NodeId | undefined;
@@ -55,11 +55,7 @@ export class StepRules {
   private readonly reads = new Map<NodeId, Reads>();
   private readonly probes = new Map<NodeId, Probe>();
 
-  constructor(
-    private readonly now: () => number,
-    private readonly electionTicks: number,
-    private readonly tickMs: number,
-  ) {}
+  constructor(private readonly electionTicks: number) {}
 
   /** Before `node` steps `m`: returns what must hold right after the step. */
   beforeStep(node: RaftNode, m: Message): () => void {
@@ -76,7 +72,7 @@ export class StepRules {
       after();
       // A follower that hears from its leader of this term starts its election timer again.
       const fromLeader = m.type === 'MsgApp' || m.type === 'MsgHeartbeat' || m.type === 'MsgSnap';
-      if (fromLeader && node.role === 'follower' && m.term === node.term) this.timerFrom.set(node.id, this.now());
+      if (fromLeader && node.role === 'follower' && m.term === node.term) this.timerFrom.set(node.id, 0);
     };
   }
 
@@ -84,14 +80,15 @@ export class StepRules {
   beforeTick(node: RaftNode): () => void {
     const after = this.roleOrTerm(node);
     this.ticking = node.id;
+    const ticks = this.timerFrom.get(node.id);
+    if (ticks !== undefined) this.timerFrom.set(node.id, ticks + 1);
     return () => {
       this.ticking = undefined;
       after();
-      const from = this.timerFrom.get(node.id);
+      const now = this.timerFrom.get(node.id);
       const voter = node.conf.voters.includes(node.id) && !node.removed;
-      const latest = (2 * this.electionTicks - 1) * this.tickMs;
-      if (from !== undefined && voter && node.role !== 'leader' && this.now() - from >= latest) {
-        throw new Error(`${node.id}, ${node.role}: nothing started its election timer again for ${this.now() - from} ms, yet it did not campaign (at most ${2 * this.electionTicks - 1} ticks)`);
+      if (now !== undefined && voter && node.role !== 'leader' && now >= 2 * this.electionTicks - 1) {
+        throw new Error(`${node.id}, ${node.role}: nothing started its election timer again for ${now} ticks, yet it did not campaign (at most ${2 * this.electionTicks - 1})`);
       }
     };
   }
@@ -100,7 +97,7 @@ export class StepRules {
   private roleOrTerm(node: RaftNode): () => void {
     const { role, term } = node;
     return () => {
-      if (node.role !== role || node.term !== term) this.timerFrom.set(node.id, this.now());
+      if (node.role !== role || node.term !== term) this.timerFrom.set(node.id, 0);
     };
   }
 
@@ -134,7 +131,7 @@ export class StepRules {
 
   /** A node started or restarted: what its earlier incarnation sent says nothing about the new one. */
   restarted(id: NodeId): void {
-    this.timerFrom.set(id, this.now());
+    this.timerFrom.set(id, 0);
     this.campaigns.delete(id);
     this.reads.delete(id);
     this.probes.delete(id);
@@ -160,10 +157,10 @@ export class StepRules {
     const campaign = rd.messages.some((x) => x.from === node.id && (x.type === 'MsgPreVote' || x.type === 'MsgVote') && x.context !== 'transfer');
     const from = this.timerFrom.get(node.id);
     if (campaign && (!node.conf.voters.includes(node.id) || node.removed)) throw new Error(`${node.id} campaigned, not a voter in its own configuration`);
-    if (campaign && this.ticking === node.id && from !== undefined && this.now() - from < (this.electionTicks - 1) * this.tickMs) {
-      throw new Error(`${node.id} campaigned ${this.now() - from} ms after its election timer started again (an election timeout is ${this.electionTicks} ticks)`);
+    if (campaign && this.ticking === node.id && from !== undefined && from < this.electionTicks) {
+      throw new Error(`${node.id} campaigned ${from} ticks after its election timer started again (an election timeout is ${this.electionTicks} ticks)`);
     }
-    if (campaign || rd.messages.some((x) => x.from === node.id && x.type === 'MsgVoteResp' && x.reject !== true)) this.timerFrom.set(node.id, this.now());
+    if (campaign || rd.messages.some((x) => x.from === node.id && x.type === 'MsgVoteResp' && x.reject !== true)) this.timerFrom.set(node.id, 0);
   }
 
   private newLeader(node: RaftNode, rd: Ready): void {
