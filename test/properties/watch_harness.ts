@@ -176,7 +176,7 @@ export class RecordedStream {
 
   /** A slow reader: takes at most `n` responses (the send loop refills the window behind it). */
   read(n: number): WatchResponse[] {
-    const got = readSized(this.stream, () => this.stream.read(n));
+    const got = readSized(this.stream, () => this.stream.read(n), n);
     for (const r of got) this.route(r);
     return got;
   }
@@ -230,10 +230,14 @@ export class RecordedStream {
  * model/reference_watch_size.ts sizes it: the send loop's window counts the bytes the client would have
  * to read, so a wrong size shows as a window that holds more or less than grpc-go's would.
  */
-export function readSized(stream: WatchStream, read: () => WatchResponse[]): WatchResponse[] {
+export function readSized(stream: WatchStream, read: () => WatchResponse[], max = Infinity): WatchResponse[] {
   const held = stream.inTransport;
   const got = read();
-  if (got.length < held.responses) return got;
+  if (got.length < held.responses) {
+    // A reader stops early only at its own limit: the transport held fewer than it says, or too many were lost.
+    if (got.length < max) throw new Error(`stream ${stream.seq}: its transport held ${held.responses} responses, the client read ${got.length}`);
+    return got;
+  }
   const sizes = got.slice(0, held.responses).map(referenceResponseSize);
   const bytes = sizes.reduce((a, x) => a + x, 0);
   if (bytes !== held.bytes || (sizes.length > 0 && sizes[sizes.length - 1] !== held.newest)) {
