@@ -21,7 +21,7 @@ function bytesOf(s: string): number[] {
 }
 
 /** A protobuf varint of an int64 (negative numbers as their 64-bit two's complement: ten bytes). */
-function varint(n: bigint): number[] {
+export function varint(n: bigint): number[] {
   let v = BigInt.asUintN(64, n);
   const out: number[] = [];
   while (v >= 0x80n) {

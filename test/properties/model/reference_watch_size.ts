@@ -15,28 +15,18 @@
  */
 import type { KeyValue } from '../../../src/mvcc/index.js';
 import type { WatchEvent, WatchResponse } from '../../../src/watch/index.js';
+import { varint } from './reference_hash.js';
 
 /** etcd's default response limit for fragmenting: --max-request-bytes (1.5 MiB) + 512 KiB. */
 export const DEFAULT_FRAGMENT_LIMIT = 1.5 * 1024 * 1024 + 512 * 1024;
 
-function varint(n: number | bigint): number[] {
-  let v = BigInt.asUintN(64, BigInt(n));
-  const out: number[] = [];
-  while (v >= 0x80n) {
-    out.push(Number(v & 0x7fn) | 0x80);
-    v >>= 7n;
-  }
-  out.push(Number(v));
-  return out;
-}
-
 /** Appends field `field` of a message: a varint (left out when zero) or length-delimited bytes. */
 function int(out: number[], field: number, n: number | bigint): void {
-  if (BigInt(n) !== 0n) out.push(field << 3, ...varint(n));
+  if (BigInt(n) !== 0n) out.push(field << 3, ...varint(BigInt(n)));
 }
 function bytes(out: number[], field: number, b: ArrayLike<number>, keepEmpty = false): void {
   if (b.length === 0 && !keepEmpty) return;
-  out.push((field << 3) | 2, ...varint(b.length));
+  out.push((field << 3) | 2, ...varint(BigInt(b.length)));
   for (let i = 0; i < b.length; i++) out.push(b[i]!);
 }
 
