@@ -211,15 +211,12 @@ class BelowCompaction {
     }
     this.refused = undefined;
     this.cancel = undefined;
-    this.ctx.follower.add({
-      rev: r.at,
-      makesRevision: () => false,
-      skip: () => {},
-      run: () => {
+    this.ctx.follower.add(
+      at(r.at, () => {
         followCompaction(this.ctx, Number(cancel.compact_revision), r.at);
         this.release();
-      },
-    });
+      }),
+    );
   }
 
   /** The stream is not compared any more (memory stays bounded; or nothing is left to compare). */
