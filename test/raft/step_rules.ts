@@ -13,7 +13,10 @@
  *    after it was asked (ReadIndex: the leader confirms it still leads after the read arrived);
  *  - the election timer: a voter campaigns no sooner than an election timeout and no later than twice one
  *    (less a tick) after it last heard from a leader, granted a vote, changed role or term or campaigned
- *    (etcd's randomized timeout in [election, 2×election) ticks).
+ *    (etcd's randomized timeout in [election, 2×election) ticks);
+ *  - only the leader of a term sends that term's appends, snapshots, heartbeats and MsgTimeoutNow (raft's
+ *    bcastAppend and sendHeartbeat run in stepLeader and tickHeartbeat only): a follower that applied a conf
+ *    change as if it led would append to the new member in a term some other member leads.
  * These pin the pace and vote-counting rules whose mutants only change how many rounds a catch-up or an
  * election takes (docs/mutation.md): the safety checker and the end-to-end bounds cannot see them.
  */
@@ -43,6 +46,8 @@ interface Probe {
 }
 
 const key = (from: NodeId, to: NodeId): string => `${from}>${to}`;
+/** The messages only a term's leader sends. */
+const LEADERS_ONLY = new Set(['MsgApp', 'MsgSnap', 'MsgHeartbeat', 'MsgTimeoutNow']);
 
 export class StepRules {
   /** Per member: its ticks since its election timer last started again (see the header). */
@@ -54,6 +59,8 @@ export class StepRules {
   private readonly campaigns = new Map<NodeId, Campaign>();
   private readonly reads = new Map<NodeId, Reads>();
   private readonly probes = new Map<NodeId, Probe>();
+  /** The member that led each term (one at most: the checker's election safety), as its Readies showed it. */
+  private readonly leaderOf = new Map<bigint, NodeId>();
 
   constructor(private readonly electionTicks: number) {}
 
@@ -110,9 +117,13 @@ export class StepRules {
       if (!ok) throw new Error(`leader ${node.id}: ${probe.why}, but its next Ready sends ${probe.to} no append at an index in [${probe.lo}, ${probe.hi}] nor a snapshot: ${describe(rd.messages.filter((x) => x.to === probe.to))}`);
     }
     if (rd.softState?.role === 'leader') this.newLeader(node, rd);
+    if (node.role === 'leader') this.leaderOf.set(node.term, node.id);
     this.timer(node, rd);
     for (const x of rd.messages) {
       if (x.from !== node.id) continue;
+      if (LEADERS_ONLY.has(x.type) && this.leaderOf.get(x.term) !== node.id) {
+        throw new Error(`${node.id}, ${node.role} at term ${node.term}: sent ${x.type} to ${x.to} at term ${x.term}, which ${this.leaderOf.has(x.term) ? `${this.leaderOf.get(x.term)} leads` : 'it never led'}`);
+      }
       if (x.type === 'MsgApp' || x.type === 'MsgSnap') this.appended(node, x);
       else if (x.type === 'MsgVote' || x.type === 'MsgPreVote') this.campaigns.set(node.id, { role: node.role, term: node.term, votes: new Map([[node.id, true]]) });
       else if (x.type === 'MsgHeartbeat' && x.context !== undefined) this.asked(node, x.context);
