@@ -25,6 +25,13 @@
  * stream's transport window holds must be the encoded bytes of the responses the client then reads
  * (issue #35: the guarantees checker joins fragments back, so neither showed before).
  *
+ * What the checker cannot require, since it judges any recording, a naive reference of the stream
+ * (model/reference_watch_stream.ts) does (issue #35: watch_stream.ts could drop each and pass): the watch
+ * ID each create gets or why it is refused (also an empty key, read as "\0", and a range ending at its own
+ * key), a cancel answered exactly for an ID the stream knows, a closed stream serving nothing, prev_kv
+ * present whenever it was still readable, and — in a quiet phase after the drain — progress notifications
+ * tick by tick (each stream's interval and jitter, elided after events only) and progress requests.
+ *
  * Runs: ETCDSIM_NUM_RUNS (default 300; the checker's own test 100). Replay: ETCDSIM_SEED=<seed> ETCDSIM_PATH=<path> (see harness.ts).
  */
 import { test } from 'node:test';
@@ -37,7 +44,8 @@ import { WatchableStore, type WatchCreateRequest, type WatchEvent, type WatchFil
 import { checkWatch, formatViolations, isProgressNotify, recordHistory, type CommittedHistory, type WatchGuarantee } from '../../src/watch/guarantees.js';
 import { checkProperty } from './harness.js';
 import { DEFAULT_FRAGMENT_LIMIT, fragmentingProblems } from './model/reference_watch_size.js';
-import { apply, b, historyOpArb, jsonBytes, KEYS, latin1, PREFIX, PREFIX_END, RecordedStream, resolve, type HistoryOp, type ResolvedOp, type WatchRecord } from './watch_harness.js';
+import { keyTimeline, missingPrevKv, progressIntervalOf } from './model/reference_watch_stream.js';
+import { apply, b, historyOpArb, jsonBytes, KEYS, latin1, PREFIX, PREFIX_END, quietPhase, RecordedStream, resolve, type HistoryOp, type ResolvedOp, type WatchRecord } from './watch_harness.js';
 
 const FILE = 'test/properties/watch_guarantees.property.test.ts';
 const STREAMS = 3;
@@ -79,7 +87,8 @@ type Action =
   | { readonly t: 'catchUp' }
   | { readonly t: 'restore' }
   | { readonly t: 'open'; readonly s: number; readonly spec: WatchSpec }
-  | { readonly t: 'cancel'; readonly s: number; readonly pick: number }
+  /** Cancels an open watch, or (unknown) an ID the stream does not know, which gets no answer. */
+  | { readonly t: 'cancel'; readonly s: number; readonly pick: number; readonly unknown: boolean }
   | { readonly t: 'take'; readonly s: number }
   /** A slow reader: reads `n` responses and stops. */
   | { readonly t: 'read'; readonly s: number; readonly n: number }
@@ -103,8 +112,12 @@ const rangeArb: fc.Arbitrary<{ key: string; end: string | undefined }> = fc.oneo
   fc.constant({ key: '/p/1', end: '/p/3' }),
   fc.constant({ key: '', end: '\0' }),
   fc.constant({ key: '/p', end: '\0' }),
-  // An empty range: the create fails with a cancel reason (sized in the transport window like any response).
+  // An empty range: the create fails with a cancel reason (sized in the transport window like any response),
+  // also when the key is the range end.
   fc.constant({ key: '/p/3', end: '/p/1' }),
+  fc.constant({ key: '/p/1', end: '/p/1' }),
+  // The empty key alone: etcd reads it as "\0", the smallest key (written by the ops below).
+  fc.constant({ key: '', end: undefined }),
 );
 
 const startArb: fc.Arbitrary<StartSpec> = fc.oneof(
@@ -130,11 +143,13 @@ const streamArb = fc.nat({ max: STREAMS - 1 });
 
 const actionArb: fc.Arbitrary<Action> = fc.oneof(
   { weight: 8, arbitrary: historyOpArb.map((op) => ({ t: 'op' as const, op })) },
+  // The key "\0", which a watch on the empty key watches.
+  { weight: 1, arbitrary: fc.constantFrom<HistoryOp>({ op: 'put', key: '\0', value: 'nul' }, { op: 'del', key: '\0' }).map((op) => ({ t: 'op' as const, op })) },
   { weight: 1, arbitrary: fc.constant({ t: 'lag' as const }) },
   { weight: 1, arbitrary: fc.constant({ t: 'catchUp' as const }) },
   { weight: 1, arbitrary: fc.constant({ t: 'restore' as const }) },
   { weight: 3, arbitrary: fc.record({ t: fc.constant('open' as const), s: streamArb, spec: specArb }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('cancel' as const), s: streamArb, pick: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('cancel' as const), s: streamArb, pick: fc.nat(), unknown: fc.nat({ max: 4 }).map((n) => n === 0) }) },
   { weight: 4, arbitrary: fc.record({ t: fc.constant('take' as const), s: streamArb }) },
   { weight: 3, arbitrary: fc.record({ t: fc.constant('read' as const), s: streamArb, n: fc.integer({ min: 1, max: 5 }) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('progress' as const), s: streamArb }) },
@@ -182,7 +197,7 @@ function simulate(cfg: Config, actions: readonly Action[]): { history: Committed
   const streams: RecordedStream[] = [];
   const all: RecordedStream[] = [];
   const newStream = (): RecordedStream => {
-    const s = new RecordedStream(ws.newWatchStream());
+    const s = new RecordedStream(ws.newWatchStream(), () => follower.compactRevision, clock.now());
     all.push(s);
     return s;
   };
@@ -256,7 +271,8 @@ function simulate(cfg: Config, actions: readonly Action[]): { history: Committed
         break;
       case 'cancel': {
         const open = streams[a.s]!.openRecords();
-        if (open.length > 0) streams[a.s]!.cancel(open[a.pick % open.length]!);
+        if (a.unknown) streams[a.s]!.cancelUnknown(a.pick % 5);
+        else if (open.length > 0) streams[a.s]!.cancel(open[a.pick % open.length]!);
         break;
       }
       case 'take':
@@ -322,6 +338,18 @@ function simulate(cfg: Config, actions: readonly Action[]): { history: Committed
     }
   }
 
+  // Progress notifications, tick by tick, and progress requests, by etcd's rules.
+  quietPhase(
+    clock,
+    streams.map((rs) => ({ rs, intervalMs: progressIntervalOf(cfg.seed, rs.stream.seq, cfg.progressMs) })),
+    () => follower.currentRevision,
+    () => {
+      const op: ResolvedOp = { op: 'put', key: '/p/1', value: 'quiet' };
+      apply(leader, op);
+      apply(follower, op);
+    },
+  );
+
   const watches: Judged[] = [];
   for (const s of all) {
     for (const rec of s.records) {
@@ -335,8 +363,11 @@ function simulate(cfg: Config, actions: readonly Action[]): { history: Committed
 function run(cfg: Config, actions: readonly Action[]): void {
   const { history, watches } = simulate(cfg, actions);
   const problems: string[] = [];
+  const existedBefore = keyTimeline(history);
   for (const { rec, seq, drainedThrough } of watches) {
     const v = checkWatch(history, rec.req, rec.responses, { drainedThrough });
+    // prev_kv is there whenever it was readable (the checker only judges one that is there).
+    for (const p of missingPrevKv(rec.req, rec.responses, rec.compactedAtRead, existedBefore)) problems.push(`watch ${rec.id} (stream ${seq}): ${p}`);
     // etcd's catch-up batch: one response never holds more than watchBatchMaxRevs revisions.
     for (const r of rec.responses) {
       const revs = new Set(r.events.map((e) => e.kv.modRevision)).size;

@@ -13,6 +13,7 @@ import type * as M from '../../src/server/messages.js';
 import { watchResponseIn } from '../../src/server/convert.js';
 import { isProgressNotify } from '../../src/watch/guarantees.js';
 import { referenceResponseSize } from './model/reference_watch_size.js';
+import { COMPACTED, WatchIdReference } from './model/reference_watch_stream.js';
 
 /** The watched prefix "/p/" is [PREFIX, PREFIX_END). "/p/1\0" sits right after "/p/1" (pagination edge). */
 export const PREFIX = '/p/';
@@ -118,6 +119,8 @@ export interface WatchRecord {
   broken: boolean;
   /** A canceled response arrived (compaction, or the client's own cancel). */
   canceled: boolean;
+  /** The store's compaction revision when the client read each response (prev_kv was readable at or above it). */
+  readonly compactedAtRead: number[];
   /**
    * The client asked to cancel it. Its own responses already on the wire still arrive, in order and
    * whole (a fragmented response is sent in one go, so its last fragment precedes the canceled reply);
@@ -130,7 +133,8 @@ export interface WatchRecord {
 /**
  * A watch stream with the client side of the bookkeeping: responses are routed to their watch by ID, a
  * stream-wide progress notification (ID -1) goes to every watch already created on the stream, as the
- * Go client broadcasts it.
+ * Go client broadcasts it. The IDs a create gets (or its refusal) and a cancel's answer are judged as they
+ * happen, against model/reference_watch_stream.ts; so is what a read returns against `pending`.
  */
 export class RecordedStream {
   readonly records: WatchRecord[] = [];
@@ -143,15 +147,34 @@ export class RecordedStream {
   /** Records whose canceled response was taken, by ID. */
   private readonly ended = new Map<number, WatchRecord>();
 
-  constructor(readonly stream: WatchStream) {}
+  /** The IDs the stream must hand out, and those it knows. */
+  private readonly ids = new WatchIdReference();
+  /** A watch asked for fragments: a response may then be read as several. */
+  private fragmenting = false;
+
+  /** `compacted` reads the store's compaction revision (when a response is read); `createdAt`, the clock. */
+  constructor(
+    readonly stream: WatchStream,
+    private readonly compacted: () => number = () => 0,
+    readonly createdAt = 0,
+  ) {}
 
   open(req: WatchCreateRequest): WatchRecord {
     const created = this.stream.watch(req);
-    const rec: WatchRecord = { req, responses: [], id: created.watchId, broken: false, canceled: false, cancelRequested: false };
+    // etcd 3.5.24+ refuse a negative start revision as compacted before anything else; 3.4 takes it.
+    const refusedNegative = (req.startRevision ?? 0) < 0 && created.watchId === INVALID_WATCH_ID && created.cancelReason === COMPACTED;
+    const want = refusedNegative ? { refused: COMPACTED } : this.ids.create(req);
+    const got = created.watchId === INVALID_WATCH_ID ? { refused: created.cancelReason } : { id: created.watchId };
+    if (JSON.stringify(got) !== JSON.stringify(want) || created.created !== true || created.canceled !== ('refused' in want)) {
+      throw new Error(`stream ${this.stream.seq}: create ${JSON.stringify(req, jsonBytes)} got ${JSON.stringify(created, jsonBytes)}, etcd's rules give ${JSON.stringify(want)}`);
+    }
+    if (req.fragment === true) this.fragmenting = true;
+    const rec: WatchRecord = { req, responses: [], id: created.watchId, broken: false, canceled: false, cancelRequested: false, compactedAtRead: [] };
     this.records.push(rec);
     if (created.watchId === INVALID_WATCH_ID) {
       // The failed create's reply is the only response it will ever get.
       rec.responses.push(created);
+      rec.compactedAtRead.push(this.compacted());
       rec.canceled = true;
     } else {
       const waiting = this.announced.get(created.watchId);
@@ -164,19 +187,38 @@ export class RecordedStream {
   cancel(rec: WatchRecord): void {
     if (rec.id === INVALID_WATCH_ID || rec.canceled || rec.broken) return;
     rec.cancelRequested = true;
-    this.stream.cancel(rec.id);
+    const answered = this.stream.cancel(rec.id);
+    if (answered !== this.ids.cancel(rec.id)) throw new Error(`stream ${this.stream.seq}: cancel of watch ${rec.id} answered ${answered}, the stream knows it: ${!answered}`);
   }
 
-  /** Takes every waiting response and routes it; returns them. */
+  /** A cancel of an ID the stream does not know: no answer at all, nothing queued. */
+  cancelUnknown(id: number): void {
+    if (this.ids.knows(id)) return;
+    const before = this.stream.pending;
+    if (this.stream.cancel(id) || this.stream.pending !== before) throw new Error(`stream ${this.stream.seq}: a cancel of unknown watch ${id} was answered`);
+  }
+
+  /**
+   * Takes every waiting response and routes it; returns them. The stream's `pending` said how many: each
+   * one read (a fragmenting watch's response may be read as several pieces), and nothing pending after.
+   */
   take(): WatchResponse[] {
+    const pending = this.stream.pending;
     const got = readSized(this.stream, () => this.stream.take());
+    if (got.length < pending || (!this.fragmenting && got.length !== pending) || this.stream.pending !== 0) {
+      throw new Error(`stream ${this.stream.seq}: ${pending} responses pending, a take read ${got.length} and left ${this.stream.pending}`);
+    }
     for (const r of got) this.route(r);
     return got;
   }
 
   /** A slow reader: takes at most `n` responses (the send loop refills the window behind it). */
   read(n: number): WatchResponse[] {
+    const pending = this.stream.pending;
     const got = readSized(this.stream, () => this.stream.read(n), n);
+    if (got.length > n || (got.length < n && (this.stream.pending !== 0 || got.length < pending))) {
+      throw new Error(`stream ${this.stream.seq}: ${pending} responses pending, a read of ${n} read ${got.length} and left ${this.stream.pending}`);
+    }
     for (const r of got) this.route(r);
     return got;
   }
@@ -184,7 +226,7 @@ export class RecordedStream {
   private route(r: WatchResponse): void {
     if (r.watchId === INVALID_WATCH_ID) {
       if (r.created) return; // a failed create: already recorded from watch()'s return value
-      if (isProgressNotify(r)) for (const rec of this.live.values()) if (!rec.cancelRequested) rec.responses.push(r);
+      if (isProgressNotify(r)) for (const rec of this.live.values()) if (!rec.cancelRequested) this.file(rec, r);
       return;
     }
     let rec = this.live.get(r.watchId);
@@ -201,7 +243,7 @@ export class RecordedStream {
       return;
     }
     if (rec === undefined) throw new Error(`response for unknown watch ${r.watchId}: ${JSON.stringify(r, jsonBytes)}`);
-    rec.responses.push(r);
+    this.file(rec, r);
     if (r.canceled) {
       rec.canceled = true;
       this.live.delete(r.watchId);
@@ -209,9 +251,29 @@ export class RecordedStream {
     }
   }
 
-  /** The stream breaks: every watch on it ends without a cancel response. */
+  private file(rec: WatchRecord, r: WatchResponse): void {
+    rec.responses.push(r);
+    rec.compactedAtRead.push(this.compacted());
+  }
+
+  /**
+   * The stream breaks: every watch on it ends without a cancel response. A closed stream takes no new
+   * watch, answers no cancel and no progress request, and has nothing to read; closing it again is nothing.
+   */
   close(): void {
+    const ids = this.stream.watchIds();
     this.stream.close();
+    this.stream.close();
+    let refused = false;
+    try {
+      this.stream.watch({ key: keyBytes('/p/1') });
+    } catch {
+      refused = true;
+    }
+    this.stream.requestProgress();
+    if (!refused || ids.some((id) => this.stream.cancel(id)) || this.stream.pending !== 0 || this.stream.take().length !== 0 || this.stream.watchIds().length !== 0) {
+      throw new Error(`stream ${this.stream.seq}: still serves after close()`);
+    }
     for (const rec of this.records) if (!rec.canceled) rec.broken = true;
     this.live.clear();
     this.announced.clear();
@@ -221,6 +283,99 @@ export class RecordedStream {
   /** Watches still open (created, not canceled, stream not broken). */
   openRecords(): WatchRecord[] {
     return this.records.filter((r) => !r.canceled && !r.broken && !r.cancelRequested);
+  }
+}
+
+/** A stream of the quiet phase: its recorder and its progress interval (model/reference_watch_stream.ts). */
+export interface QuietStream {
+  readonly rs: RecordedStream;
+  readonly intervalMs: number;
+}
+
+/**
+ * The quiet phase, after every watch is synced and every response read: progress notifications judged
+ * against etcd's rules (model/reference_watch_stream.ts) tick by tick, over every stream's ticks up to the
+ * slowest one's fourth. A stream's first tick finds its transport unbuffered (window 0), so its
+ * notifications wait in the channel until the client reads them after the tick; every later tick finds
+ * grpc-go's 64 KiB window (no notification waits, none is dropped at a full channel). One write once every
+ * stream has ticked twice, another once every stream has ticked three times. Nothing arrives between ticks;
+ * at a tick, each open progress_notify watch of that stream that has reached its start revision gets one
+ * notification under its own ID at the current revision — unless it was sent events since the stream's
+ * last tick (unknown before the phase's first tick; a notification itself does not count) — and nothing
+ * else arrives. Last, a progress request on each stream is answered once (ID -1, current revision) exactly
+ * when every watch the stream knows is synced and has reached its start revision.
+ */
+export function quietPhase(clock: { now(): number; advanceTo(t: number): number }, streams: readonly QuietStream[], rev: () => number, write: () => void): void {
+  const takeAll = (): Map<RecordedStream, WatchResponse[]> => new Map(streams.map(({ rs }) => [rs, rs.take()]));
+  const setWindow = (rs: RecordedStream, bytes: number): void => {
+    rs.stream.windowBytes = bytes;
+    if (rs.stream.windowBytes !== bytes) throw new Error(`stream ${rs.stream.seq}: windowBytes = ${bytes} not set`);
+  };
+  for (const { rs } of streams) {
+    // Bad sizes are refused and change nothing.
+    for (const bad of [-1, 1.5, Number.NaN]) {
+      const before = rs.stream.windowBytes;
+      let refused = false;
+      try {
+        rs.stream.windowBytes = bad;
+      } catch (e) {
+        refused = e instanceof RangeError;
+      }
+      if (!refused || rs.stream.windowBytes !== before) throw new Error(`stream ${rs.stream.seq}: windowBytes = ${bad} was not refused`);
+    }
+    setWindow(rs, 0);
+  }
+  const open = (rs: RecordedStream): WatchRecord[] => rs.openRecords().filter((r) => r.req.progressNotify === true);
+  /** Per watch: sent no events since its stream's last tick (undefined: not known before the first tick). */
+  const quiet = new Map<WatchRecord, boolean>();
+  const now = clock.now();
+  const ticks: { at: number; s: QuietStream }[] = [];
+  // Every tick of every stream up to the slowest one's fourth.
+  const horizon = now + 4 * Math.max(...streams.map((q) => q.intervalMs));
+  for (const q of streams) {
+    const first = q.rs.createdAt + (Math.floor((now - q.rs.createdAt) / q.intervalMs) + 1) * q.intervalMs;
+    for (let at = first; at <= horizon; at += q.intervalMs) ticks.push({ at, s: q });
+  }
+  const seen = new Map<RecordedStream, number>(streams.map(({ rs }) => [rs, 0]));
+  let writes = 0;
+  for (const at of [...new Set(ticks.map((t) => t.at))].sort((a, b) => a - b)) {
+    if (at - 1 > clock.now()) {
+      clock.advanceTo(at - 1);
+      for (const [rs, got] of takeAll()) if (got.length > 0) throw new Error(`stream ${rs.stream.seq}: ${JSON.stringify(got, jsonBytes)} arrived between progress ticks (before ${at})`);
+    }
+    clock.advanceTo(at);
+    const ticking = new Set(ticks.filter((t) => t.at === at).map((t) => t.s.rs));
+    for (const [rs, got] of takeAll()) {
+      const owed = ticking.has(rs) ? open(rs).filter((r) => rev() >= (r.req.startRevision ?? 0)) : [];
+      const ids = got.map((r) => (isProgressNotify(r) && r.watchId !== INVALID_WATCH_ID && r.revision === rev() ? r.watchId : NaN));
+      const must = owed.filter((r) => quiet.get(r) === true).map((r) => r.id);
+      const may = owed.filter((r) => quiet.get(r) !== false).map((r) => r.id);
+      if (ids.some((id) => !may.includes(id)) || must.some((id) => !ids.includes(id)) || new Set(ids).size !== ids.length) {
+        throw new Error(`stream ${rs.stream.seq} at its progress tick ${at} (revision ${rev()}): got ${JSON.stringify(got, jsonBytes)}, owed notifications to [${must}] (and may to [${may}])`);
+      }
+    }
+    for (const rs of ticking) {
+      for (const r of open(rs)) quiet.set(r, true);
+      seen.set(rs, seen.get(rs)! + 1);
+      if (seen.get(rs) === 1) setWindow(rs, 64 * 1024);
+    }
+    if (writes < 2 && [...seen.values()].every((n) => n >= writes + 2)) {
+      writes++;
+      write();
+      for (const { rs } of streams) {
+        const before = new Map(rs.records.map((r) => [r, r.responses.length]));
+        rs.take();
+        for (const r of rs.records) if (r.responses.slice(before.get(r)).some((x) => x.events.length > 0)) quiet.set(r, false);
+      }
+    }
+  }
+  for (const { rs } of streams) {
+    const known = rs.records.filter((r) => r.id !== INVALID_WATCH_ID && !r.cancelRequested && !r.broken);
+    const owed = known.length > 0 && known.every((r) => !r.canceled && rev() >= (r.req.startRevision ?? 0));
+    rs.stream.requestProgress();
+    const got = rs.take();
+    const ok = owed ? got.length === 1 && isProgressNotify(got[0]!) && got[0]!.watchId === INVALID_WATCH_ID && got[0]!.revision === rev() : got.length === 0;
+    if (!ok) throw new Error(`stream ${rs.stream.seq}: a progress request ${owed ? 'is owed one notification' : 'is owed nothing'} at revision ${rev()}, got ${JSON.stringify(got, jsonBytes)}`);
   }
 }
 
