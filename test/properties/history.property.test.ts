@@ -19,6 +19,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 
 import { ByteSlab, handOver } from '../../src/mvcc/bytes.js';
+import { Column } from '../../src/mvcc/column.js';
 import { History, type Rec } from '../../src/mvcc/history.js';
 import type { KeyValue } from '../../src/mvcc/types.js';
 import { checkProperty } from './harness.js';
@@ -228,6 +229,44 @@ test('ByteSlab copies agree with their sources across slabs', () => {
         src.fill(0xee);
       });
       for (const c of copies) assert.ok(sameBytes(c.copy, c.want), `copy of ${c.want.byteLength} bytes reads back`);
+    }),
+    { file: FILE, numRuns: 100 },
+  );
+});
+
+/**
+ * The revision log's column (column.ts): pushes in bursts past its first 1024 entries and past each
+ * doubling, and trims of its front (`from`, what the log does after a compaction) down to nothing, against a
+ * plain array. The store's property keeps its log far below 1024 changes, so only here does a column grow or
+ * get trimmed to empty and grow again (issue #35).
+ */
+test('Column agrees with a plain array across growth and trims', () => {
+  type ColumnOp = { readonly t: 'push'; readonly n: number } | { readonly t: 'from'; readonly cut: number };
+  const columnOpArb: fc.Arbitrary<ColumnOp> = fc.oneof(
+    { weight: 3, arbitrary: fc.oneof(fc.integer({ min: 1, max: 5 }), fc.integer({ min: 500, max: 3000 })).map((n): ColumnOp => ({ t: 'push', n })) },
+    // A cut as a fraction of the length (1: all of it).
+    { weight: 1, arbitrary: fc.constantFrom(0, 0.25, 0.5, 0.9, 1).map((cut): ColumnOp => ({ t: 'from', cut })) },
+  );
+  checkProperty(
+    fc.property(fc.array(columnOpArb, { minLength: 1, maxLength: 12 }), (ops) => {
+      let c = new Column();
+      let want: number[] = [];
+      let next = 1;
+      for (const op of ops) {
+        if (op.t === 'push') {
+          for (let i = 0; i < op.n; i++) {
+            c.push(next);
+            want.push(next++);
+          }
+        } else {
+          const start = Math.floor(want.length * op.cut);
+          c = c.from(start);
+          want = want.slice(start);
+        }
+        assert.equal(c.length, want.length, 'length');
+        assert.ok(c.data.length >= c.length, 'room for every entry');
+        assert.deepStrictEqual(Array.from(c.data.subarray(0, c.length)), want, `entries after ${op.t}`);
+      }
     }),
     { file: FILE, numRuns: 100 },
   );

@@ -79,11 +79,38 @@ interface Model {
   readonly ref: ReferenceKV;
   /** Where a paged list in progress asks next (page steps continue it, with other steps in between). */
   cursor?: RangeRequest | undefined;
+  /** The last revision whose commit the store's listeners were checked for. */
+  toldUpTo: number;
 }
 interface Real {
   store: MvccStore;
   readonly lessor: RecordingLessor;
   readonly release: Release;
+  /** What the store's commit listener was told since the last check: each revision with its events. */
+  readonly told: { readonly rev: number; readonly events: unknown }[];
+  /** The revisions the lazy listener (which asks for the events of some commits only) was told. */
+  readonly toldLazy: number[];
+}
+
+/**
+ * Subscribes the checks' two listeners to a store, as the watchable store and the server do: a plain one
+ * (MvccStore.subscribe) that records every commit's events, and a lazy one (Storage.subscribeLazy) that
+ * asks for them only at even revisions, twice, and must get the very array the plain one got (one array
+ * per commit, shared by every listener).
+ */
+function listen(store: MvccStore, told: Real['told'], toldLazy: number[]): void {
+  let last: readonly unknown[] | undefined;
+  store.subscribe((rev, events) => {
+    last = events;
+    told.push({ rev, events: norm(events) });
+  });
+  store.storage.subscribeLazy((rev, events) => {
+    toldLazy.push(rev);
+    if (rev % 2 !== 0) return;
+    const first = events();
+    assert.equal(first, last, `the lazy listener gets the events array of revision ${rev} the plain one got`);
+    assert.equal(events(), first, 'a second ask gets the same array');
+  });
 }
 
 /** The releases whose rules differ here (reference_kv.ts's ReleaseRules); most runs follow the newest. */
@@ -92,9 +119,11 @@ const releaseArb = fc.constantFrom<Release>('3.7', '3.7', '3.4', '3.5', '3.6');
 
 function setup(release: Release): { model: Model; real: Real } {
   const lessor = new RecordingLessor();
+  const real: Real = { store: new MvccStore({ maxTxnOps: MAX_TXN_OPS, lessor, etcdVersion: release }), lessor, release, told: [], toldLazy: [] };
+  listen(real.store, real.told, real.toldLazy);
   return {
-    model: { ref: new ReferenceKV({ maxTxnOps: MAX_TXN_OPS, leaseExists: (id) => LIVE_LEASES.includes(id), rules: RELEASE_RULES[release] }) },
-    real: { store: new MvccStore({ maxTxnOps: MAX_TXN_OPS, lessor, etcdVersion: release }), lessor, release },
+    model: { ref: new ReferenceKV({ maxTxnOps: MAX_TXN_OPS, leaseExists: (id) => LIVE_LEASES.includes(id), rules: RELEASE_RULES[release] }), toldUpTo: 1 },
+    real,
   };
 }
 
@@ -458,6 +487,15 @@ function checkStep(m: Model, r: Real): void {
   // points, so a compaction at a tombstone is judged at once.
   const at = m.ref.compactRev;
   if (at >= 1) assert.deepStrictEqual(norm(r.store.eventsAt(at)), norm(m.ref.eventsAt(at)), `eventsAt(${at}), the compaction revision`);
+  // Every commit since the last step was told to the listeners, once, in revision order, with its events.
+  const revs: number[] = [];
+  for (let at = m.toldUpTo + 1; at <= m.ref.currentRev; at++) revs.push(at);
+  assert.deepStrictEqual(r.told.map((t) => t.rev), revs, 'revisions told to the commit listener');
+  assert.deepStrictEqual(r.toldLazy, revs, 'revisions told to the lazy commit listener');
+  for (const t of r.told) assert.deepStrictEqual(t.events, norm(m.ref.allEventsAt(t.rev)), `events told for revision ${t.rev}`);
+  r.told.length = 0;
+  r.toldLazy.length = 0;
+  m.toldUpTo = m.ref.currentRev;
   const leases: Record<string, string[]> = {};
   for (const [id, keys] of m.ref.leaseMap()) leases[String(id)] = [...keys].sort();
   assert.deepStrictEqual(r.lessor.view(), leases, 'lease attachments');
@@ -557,7 +595,10 @@ type Step =
   | { readonly kind: 'rewind' }
   | { readonly kind: 'page'; readonly spec: PageSpec }
   | { readonly kind: 'lists'; readonly spec: ListsSpec }
-  | { readonly kind: 'check'; readonly ranges: readonly RangeSpec[] };
+  | { readonly kind: 'check'; readonly ranges: readonly RangeSpec[] }
+  | { readonly kind: 'plain'; readonly key: Uint8Array }
+  | { readonly kind: 'revoke'; readonly keys: readonly Uint8Array[] }
+  | { readonly kind: 'echo'; readonly req: PutRequest; readonly echo: PutRequest };
 
 /**
  * One page of a paged list (a limit, at a fixed revision, the next start just after the last key): a new
@@ -681,6 +722,7 @@ class KvCommand implements fc.Command<Model, Real> {
       case 'restore': {
         const fresh = new MvccStore({ maxTxnOps: MAX_TXN_OPS, lessor: r.lessor, etcdVersion: r.release });
         fresh.restore(store.snapshot());
+        listen(fresh, r.told, r.toldLazy);
         r.store = fresh;
         break;
       }
@@ -754,6 +796,67 @@ class KvCommand implements fc.Command<Model, Real> {
       case 'check':
         checkAllRevisions(m, r, s.ranges);
         break;
+      case 'plain': {
+        // The server's one-pass get (one key at the current revision) answers as the full Range does; an
+        // empty key it leaves to the full steps, which refuse it.
+        this.shown = show(s.key);
+        const got = store.tryPlainRange(s.key);
+        if (s.key.length === 0) assert.equal(got, undefined, 'tryPlainRange of the empty key');
+        else same({ ok: norm(got) }, expected(() => ref.range({ key: s.key })), `tryPlainRange ${this.shown}`);
+        break;
+      }
+      case 'revoke': {
+        // A lease revoke's delete (etcd's lessor RangeDeleter): the keys in one revision, in the order given,
+        // a key given twice deleted once, none at all when no key is live. The reference: one txn deleting
+        // each key once.
+        this.shown = show(s.keys);
+        const once = [...new Map(s.keys.map((k) => [keyString(k), k])).values()];
+        same(
+          actual(() => store.deleteKeys(s.keys.map(keyString))),
+          expected(() => {
+            const resp = ref.txn({ success: once.map((key): RequestOp => ({ requestDeleteRange: { key } })) });
+            const deleted = resp.responses.reduce((n, op) => n + ('responseDeleteRange' in op ? op.responseDeleteRange.deleted : 0), 0);
+            return { revision: ref.currentRev, deleted };
+          }),
+          `deleteKeys ${this.shown}`,
+        );
+        break;
+      }
+      case 'echo': {
+        // A listener that writes (the server's own bookkeeping may): its put commits while the first
+        // commit's listeners are still being told, and the listeners after it must still be told the first
+        // commit, with its own events, though no listener asked for them before the write. On a scratch
+        // copy of the store whose first listener asks for nothing; the store and the reference then make
+        // the same two puts one after the other.
+        this.shown = `${show(s.req)} then ${show(s.echo)}`;
+        const scratch = new MvccStore({ maxTxnOps: MAX_TXN_OPS, lessor: new RecordingLessor(), etcdVersion: r.release });
+        scratch.restore(store.snapshot());
+        let writing = false;
+        let echoed: Outcome | undefined;
+        const heard: { rev: number; events: unknown }[] = [];
+        scratch.storage.subscribeLazy(() => {
+          if (writing) return;
+          writing = true;
+          echoed = actual(() => scratch.put(s.echo));
+        });
+        scratch.subscribe((rev, events) => heard.push({ rev, events: norm(events) }));
+        const outer = actual(() => scratch.put(s.req));
+        const want = expected(() => ref.put(s.req));
+        same(outer, want, `put ${show(s.req)}`);
+        same(actual(() => store.put(s.req)), want, `put ${show(s.req)}`);
+        if ('ok' in want) {
+          const wantEcho = expected(() => ref.put(s.echo));
+          same(echoed ?? { crash: 'no listener was told' }, wantEcho, `the listener's put ${show(s.echo)}`);
+          same(actual(() => store.put(s.echo)), wantEcho, `put ${show(s.echo)}`);
+          const at = ref.currentRev;
+          assert.deepStrictEqual(heard, [at, at - 1].map((rev) => ({ rev, events: norm(ref.allEventsAt(rev)) })), 'what the listener after the writing one was told');
+        }
+        // A listener unsubscribed twice takes no other one with it (the lazy one, last, is checked next).
+        const stop = store.subscribe(() => {});
+        stop();
+        stop();
+        break;
+      }
     }
     checkStep(m, r);
   }
@@ -788,6 +891,9 @@ const commandArbs: fc.Arbitrary<fc.Command<Model, Real>>[] = [
     { weight: 1, arbitrary: fc.constant<Step>({ kind: 'restore' }) },
     { weight: 1, arbitrary: fc.constant<Step>({ kind: 'rewind' }) },
     { weight: 1, arbitrary: fc.array(rangeSpecArb, { maxLength: 2 }).map((ranges): Step => ({ kind: 'check', ranges })) },
+    { weight: 2, arbitrary: keyOrEmptyArb.map((key): Step => ({ kind: 'plain', key })) },
+    { weight: 1, arbitrary: fc.array(keyArb, { maxLength: 4 }).map((keys): Step => ({ kind: 'revoke', keys })) },
+    { weight: 1, arbitrary: fc.tuple(putArb, keyArb, valueArb).map(([req, key, value]): Step => ({ kind: 'echo', req, echo: { key, value } })) },
   ).map((step) => new KvCommand(step)),
 ];
 

@@ -206,8 +206,8 @@ export class ReferenceKV {
     return rev === this.compactRev && !this.rules.keepTombstoneAtCompactRev ? events.filter((e) => e.type === 'PUT') : events;
   }
 
-  /** Every event revision `rev` made. */
-  private allEventsAt(rev: number): Event[] {
+  /** Every event revision `rev` made (what the store's commit listeners are told). */
+  allEventsAt(rev: number): Event[] {
     const before = replay(this.log, rev - 1);
     const out: Event[] = [];
     for (const c of this.log) {
