@@ -47,6 +47,7 @@ const propertyTests = [
   'slow or silent reader',
   'whose link drops',
   'junk-typed calls',
+  'malformed requests',
   'agree with protobufjs',
   'KeySlots',
   'swarm',

@@ -6,7 +6,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { createEtcdSim, GrpcCode, utf8, type EtcdSim } from '../../src/index.js';
-import { checkAsyncProperty } from './harness.js';
+import { EtcdError, type EtcdVersion } from '../../src/etcd/index.js';
+import { MvccStore } from '../../src/mvcc/kv.js';
+import { DEFAULT_MAX_REQUEST_BYTES } from '../../src/mvcc/validate.js';
+import type { Compare, CompareResult, CompareTarget, DeleteRangeRequest, PutRequest, RangeRequest, RequestOp, SortOrder, SortTarget, TxnRequest } from '../../src/mvcc/types.js';
+import { checkAsyncProperty, checkProperty } from './harness.js';
+import { raftRequestBytes } from './model/reference_proto.js';
+import { referenceRefusal, txnReadonly, type RequestKind } from './model/reference_validate.js';
 
 const KEYS = ['a', 'b', 'c', 'd'];
 const JUNK: readonly unknown[] = ['text', 42, -1.5, null, {}, [1, 2], true, 7n, { length: 4 }, { byteLength: 9000 }];
@@ -164,4 +170,200 @@ test('junk-typed calls through every in-process door: refused with INVALID_ARGUM
     { file: 'test/properties/bad_input.property.test.ts', numRuns: 150 },
   );
   bystander.close();
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// Malformed requests, one check at a time: requests built to fail etcd's checks (empty keys, unknown sort
+// options, ignore_value with a value, ignore_lease with a lease, ops with nothing set or two members, too many
+// ops for --max-txn-ops at the top and in nested txns, keys put twice or inside a deleted range, writes one
+// byte over --max-request-bytes) and, in a third of them, one field of the wrong JavaScript type anywhere in
+// the tree. The store's own steps (validate, then the size of a write) must refuse exactly when the naive
+// reference (test/properties/model/reference_validate.ts) does, with its text: the first check failed in
+// etcd's order, or the field named by its path.
+
+const k = (s: string): Uint8Array => utf8(s);
+const keyArb = fc.oneof({ weight: 15, arbitrary: fc.constantFrom('a', 'b', 'c', 'd').map(k) }, { weight: 1, arbitrary: fc.constant(k('')) });
+const endArb = fc.option(fc.constantFrom('', '\0', 'b', 'c', 'e').map(k), { nil: undefined, freq: 2 });
+const flag = fc.option(fc.boolean(), { nil: undefined, freq: 2 });
+
+const rangeArb: fc.Arbitrary<RangeRequest> = fc.record(
+  {
+    key: keyArb,
+    rangeEnd: endArb,
+    limit: fc.nat({ max: 3 }),
+    sortOrder: fc.oneof({ weight: 10, arbitrary: fc.constantFrom<SortOrder>('NONE', 'ASCEND', 'DESCEND') }, { weight: 1, arbitrary: fc.constant('SIDEWAYS' as SortOrder) }),
+    sortTarget: fc.oneof({ weight: 10, arbitrary: fc.constantFrom<SortTarget>('KEY', 'VERSION', 'CREATE', 'MOD', 'VALUE') }, { weight: 1, arbitrary: fc.constant('COLOR' as SortTarget) }),
+    keysOnly: flag,
+  },
+  { requiredKeys: ['key'] },
+);
+const putArb: fc.Arbitrary<PutRequest> = fc.record(
+  {
+    key: keyArb,
+    value: fc.constantFrom('', 'v', 'value').map(k),
+    lease: fc.constantFrom(0n, 7n),
+    prevKv: flag,
+    ignoreValue: fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.boolean() }),
+    ignoreLease: fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.boolean() }),
+  },
+  { requiredKeys: ['key'] },
+);
+const deleteArb: fc.Arbitrary<DeleteRangeRequest> = fc.record({ key: keyArb, rangeEnd: endArb, prevKv: flag }, { requiredKeys: ['key'] });
+const compareArb: fc.Arbitrary<Compare> = fc.record({
+  key: keyArb,
+  rangeEnd: endArb,
+  target: fc.constantFrom<CompareTarget>('VERSION', 'VALUE'),
+  result: fc.constant<CompareResult>('EQUAL'),
+  version: fc.constant(1),
+});
+
+const { txnArb: malformedTxnArb } = fc.letrec<{ txnArb: TxnRequest; opArb: RequestOp }>((tie) => ({
+  opArb: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    { weight: 6, arbitrary: fc.record({ requestRange: rangeArb }) },
+    { weight: 8, arbitrary: fc.record({ requestPut: putArb }) },
+    { weight: 4, arbitrary: fc.record({ requestDeleteRange: deleteArb }) },
+    { weight: 4, arbitrary: fc.record({ requestTxn: tie('txnArb') as fc.Arbitrary<TxnRequest> }) },
+    { weight: 1, arbitrary: fc.constant({}) },
+    { weight: 1, arbitrary: fc.record({ requestRange: rangeArb, requestPut: putArb }) },
+    { weight: 1, arbitrary: fc.record({ requestPut: putArb, requestDeleteRange: deleteArb }) },
+    { weight: 1, arbitrary: fc.record({ requestDeleteRange: deleteArb, requestTxn: tie('txnArb') as fc.Arbitrary<TxnRequest> }) },
+  ),
+  txnArb: fc.record(
+    {
+      compare: fc.array(compareArb, { maxLength: 4 }),
+      success: fc.array(tie('opArb') as fc.Arbitrary<RequestOp>, { maxLength: 4 }),
+      failure: fc.array(tie('opArb') as fc.Arbitrary<RequestOp>, { maxLength: 4 }),
+    },
+    { requiredKeys: [] },
+  ),
+}));
+
+/** Where a wrong-typed value can go: a field of some message in the tree, the kind of value it takes. */
+interface Site {
+  readonly kind: 'bytes' | 'bytes?' | 'int' | 'int64' | 'bool' | 'list' | 'message';
+  readonly set: (v: unknown) => void;
+}
+
+const FIELD_KINDS: Readonly<Record<string, Readonly<Record<string, Site['kind']>>>> = {
+  range: { key: 'bytes', rangeEnd: 'bytes?', limit: 'int', revision: 'int', minModRevision: 'int', maxModRevision: 'int', minCreateRevision: 'int', maxCreateRevision: 'int', serializable: 'bool', keysOnly: 'bool', countOnly: 'bool' },
+  put: { key: 'bytes', value: 'bytes?', lease: 'int64', prevKv: 'bool', ignoreValue: 'bool', ignoreLease: 'bool' },
+  delete: { key: 'bytes', rangeEnd: 'bytes?', prevKv: 'bool' },
+  compare: { key: 'bytes', rangeEnd: 'bytes?', version: 'int', createRevision: 'int', modRevision: 'int', value: 'bytes?', lease: 'int64' },
+};
+
+type Mutable = Record<string, unknown>;
+
+function messageSites(kind: string, m: Mutable, sites: Site[]): void {
+  for (const [name, fieldKind] of Object.entries(FIELD_KINDS[kind]!)) sites.push({ kind: fieldKind, set: (v) => (m[name] = v) });
+}
+
+function txnSites(t: Mutable, sites: Site[]): void {
+  for (const name of ['compare', 'success', 'failure']) {
+    sites.push({ kind: 'list', set: (v) => (t[name] = v) });
+    const l = t[name] as Mutable[] | undefined;
+    l?.forEach((x, i) => {
+      sites.push({ kind: 'message', set: (v) => (l[i] = v as Mutable) });
+      if (name === 'compare') return messageSites('compare', x, sites);
+      const members: [string, string][] = [['requestRange', 'range'], ['requestPut', 'put'], ['requestDeleteRange', 'delete']];
+      for (const [m, kind] of members) {
+        if (x[m] === undefined) continue;
+        sites.push({ kind: 'message', set: (v) => (x[m] = v) });
+        messageSites(kind, x[m] as Mutable, sites);
+      }
+      if (x['requestTxn'] !== undefined) {
+        sites.push({ kind: 'message', set: (v) => (x['requestTxn'] = v) });
+        txnSites(x['requestTxn'] as Mutable, sites);
+      }
+    });
+  }
+}
+
+/** Values of the wrong type for each kind of field ('bytes' is a required key: undefined is wrong there too). */
+const WRONG: Readonly<Record<Site['kind'], readonly unknown[]>> = {
+  bytes: [undefined, 'k', 'a string longer than twenty characters', 5, null, [1], {}, Object.create(null), 7n, true, new Uint16Array(2), new DataView(new ArrayBuffer(2))],
+  'bytes?': ['k', 'a string longer than twenty characters', 0, null, [], { length: 1 }, 1n, false, new Int8Array(1)],
+  int: [1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53, -(2 ** 53), '5', 5n, null, true],
+  int64: [5, 0, 2n ** 63n, -(2n ** 63n) - 1n, '1', null],
+  bool: [1, 0, 'true', null],
+  list: [{}, 'x', 5, null, new Uint8Array(1)],
+  message: [null, undefined, [], new Uint8Array(1), 5, 'x', new DataView(new ArrayBuffer(1))],
+};
+
+type Malformed = { readonly kind: RequestKind; readonly req: unknown };
+
+/**
+ * Txns that only read, some through nested txns: etcd's isTxnReadonly does not look into a nested txn, so
+ * such a txn is proposed like a write and --max-request-bytes applies (the engine served it as a read until
+ * this property).
+ */
+const readsArb: fc.Arbitrary<TxnRequest> = fc.record({
+  success: fc.array(fc.oneof(fc.record({ requestRange: rangeArb }), fc.record({ requestTxn: fc.record({ success: fc.array(fc.record({ requestRange: rangeArb }), { maxLength: 2 }) }) })), { minLength: 1, maxLength: 3 }),
+});
+
+const malformedArb: fc.Arbitrary<Malformed> = fc
+  .tuple(
+    fc.oneof(
+      rangeArb.map((r) => ({ kind: 'range' as const, req: r })),
+      putArb.map((r) => ({ kind: 'put' as const, req: r })),
+      deleteArb.map((r) => ({ kind: 'delete' as const, req: r })),
+      { weight: 4, arbitrary: malformedTxnArb.map((r) => ({ kind: 'txn' as const, req: r })) },
+      { weight: 3, arbitrary: readsArb.map((r) => ({ kind: 'txn' as const, req: r })) },
+    ),
+    fc.option(fc.tuple(fc.nat(), fc.nat()), { freq: 2 }),
+  )
+  .map(([{ kind, req }, junk]) => {
+    if (junk === null) return { kind, req };
+    const copy = structuredClone(req) as Mutable;
+    const sites: Site[] = [{ kind: 'message', set: () => undefined }];
+    if (kind === 'txn') txnSites(copy, sites);
+    else messageSites(kind, copy, sites);
+    const site = sites[junk[0] % sites.length]!;
+    const wrong = WRONG[site.kind][junk[1] % WRONG[site.kind].length];
+    if (site === sites[0]) return { kind, req: wrong };
+    site.set(wrong);
+    return { kind, req: copy };
+  });
+
+/** The store's steps on `req`: its refusal's text, or undefined when it passes validation and (a write) the size. */
+function storeRefusal(store: MvccStore, { kind, req }: Malformed): string | undefined {
+  try {
+    if (kind === 'range') store.validateRange(req as RangeRequest);
+    else if (kind === 'put') store.checkPutSize(store.validatePut(req as PutRequest));
+    else if (kind === 'delete') store.checkDeleteRangeSize(store.validateDeleteRange(req as DeleteRangeRequest));
+    else {
+      const v = store.validateTxn(req as TxnRequest);
+      if (store.readOnlyTxn(v) === undefined) store.checkTxnSize(v);
+    }
+    return undefined;
+  } catch (err) {
+    assert.ok(err instanceof EtcdError, `not an etcd error: ${String(err)}`);
+    assert.equal(err.code, GrpcCode.INVALID_ARGUMENT, err.message);
+    return err.message;
+  }
+}
+
+test('malformed requests are refused as etcd refuses them, by the first check in etcd order', () => {
+  checkProperty(
+    fc.property(
+      malformedArb,
+      fc.constantFrom<EtcdVersion>('3.4', '3.7'),
+      fc.integer({ min: 1, max: 5 }),
+      fc.constantFrom(undefined, -1, 0),
+      ({ kind, req }, release, maxTxnOps, sizeDelta) => {
+        const limits = { maxTxnOps, maxRequestBytes: DEFAULT_MAX_REQUEST_BYTES, sortOrderChecked: release !== '3.4' };
+        let want = referenceRefusal(kind, req, limits);
+        let maxRequestBytes = DEFAULT_MAX_REQUEST_BYTES;
+        // A write that passes the checks: put the limit at its proposal's size, or one byte below it.
+        if (want === undefined && sizeDelta !== undefined && kind !== 'range' && !(kind === 'txn' && txnReadonly(req as TxnRequest))) {
+          const body = kind === 'put' ? { put: req as PutRequest } : kind === 'delete' ? { deleteRange: req as DeleteRangeRequest } : { txn: req as TxnRequest };
+          maxRequestBytes = raftRequestBytes(body) + sizeDelta;
+          want = referenceRefusal(kind, req, { ...limits, maxRequestBytes });
+        }
+        const store = new MvccStore({ maxTxnOps, maxRequestBytes, etcdVersion: release });
+        assert.equal(storeRefusal(store, { kind, req }), want, `${kind} on ${release}, --max-txn-ops ${maxTxnOps}, --max-request-bytes ${maxRequestBytes}`);
+      },
+    ),
+    { file: 'test/properties/bad_input.property.test.ts', numRuns: 1000 },
+  );
 });
