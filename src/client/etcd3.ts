@@ -73,85 +73,56 @@ function hasEnumNames(v: unknown): boolean {
   return false;
 }
 
+/** etcd's number for an etcd3 name of `names` (its own names only, never an inherited property); else `v`. */
+function enumNumber(names: Readonly<Record<string, number>>, v: unknown): unknown {
+  return typeof v === 'string' && Object.hasOwn(names, v) ? names[v] : v;
+}
+
 function rewriteEnums(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(rewriteEnums);
   if (!isPlain(v)) return v;
   const out: Plain = {};
   for (const [k, x] of Object.entries(v)) {
     const names = ETCD3_ENUMS[k];
-    if (names !== undefined && typeof x === 'string' && x in names) out[k] = names[x];
-    else if (names !== undefined && Array.isArray(x)) out[k] = x.map((e) => (typeof e === 'string' && e in names ? names[e] : e));
+    if (names !== undefined && typeof x === 'string') out[k] = enumNumber(names, x);
+    else if (names !== undefined && Array.isArray(x)) out[k] = x.map((e: unknown) => enumNumber(names, e));
     else out[k] = rewriteEnums(x);
   }
   return out;
 }
 
 /**
- * What enumsIn does for a Range or Txn request, along the only paths where those carry enums (a range's
- * sort options, a compare's target and result, nested ops and txns), copying only what changes: the
- * generic walk visited every field of every op of a txn, a visible part of a CAS's cost.
+ * What enumsIn does, for a Range or Txn request: etcd3's own builders send etcd's numbers, so the request is
+ * only looked at along the paths where those carry enums (a range's sort options, a compare's target and
+ * result, nested ops and txns) and handed on as it is unless one is a name. The server converts it once;
+ * a generic walk here (every field of every op) cost as much as that conversion (issue 28).
  */
 function requestEnumsIn(method: string, req: unknown): unknown {
   if (!isPlain(req)) return req;
-  return method === 'range' ? rangeEnumsIn(req) : txnEnumsIn(req);
+  return (method === 'range' ? rangeNamesEnum(req) : txnNamesEnum(req)) ? rewriteEnums(req) : req;
 }
 
-function enumNumber(names: Readonly<Record<string, number>>, v: unknown): unknown {
-  return typeof v === 'string' && Object.hasOwn(names, v) ? names[v] : v;
+function rangeNamesEnum(r: Plain): boolean {
+  return typeof r['sort_order'] === 'string' || typeof r['sort_target'] === 'string';
 }
 
-/** `m` with its fields `a` and `b` (enums) as numbers; `m` itself when neither is an etcd3 name. */
-function twoEnumsIn(m: Plain, a: string, b: string): Plain {
-  const x = enumNumber(ETCD3_ENUMS[a]!, m[a]);
-  const y = enumNumber(ETCD3_ENUMS[b]!, m[b]);
-  if (x === m[a] && y === m[b]) return m;
-  const out = { ...m };
-  if (x !== m[a]) out[a] = x;
-  if (y !== m[b]) out[b] = y;
-  return out;
-}
-
-function rangeEnumsIn(r: Plain): Plain {
-  return twoEnumsIn(r, 'sort_order', 'sort_target');
-}
-
-function compareEnumsIn(c: unknown): unknown {
-  return isPlain(c) ? twoEnumsIn(c, 'target', 'result') : c;
-}
-
-function opEnumsIn(op: unknown): unknown {
-  if (!isPlain(op)) return op;
-  const range = op['request_range'];
-  const txn = op['request_txn'];
-  if (isPlain(range)) {
-    const r = rangeEnumsIn(range);
-    return r === range ? op : { ...op, request_range: r };
+function txnNamesEnum(t: Plain): boolean {
+  const compare = t['compare'];
+  if (Array.isArray(compare)) {
+    for (const c of compare as unknown[]) if (isPlain(c) && (typeof c['target'] === 'string' || typeof c['result'] === 'string')) return true;
   }
-  if (isPlain(txn)) {
-    const t = txnEnumsIn(txn);
-    return t === txn ? op : { ...op, request_txn: t };
-  }
-  return op;
+  return opsNameEnum(t['success']) || opsNameEnum(t['failure']);
 }
 
-function txnEnumsIn(t: Plain): Plain {
-  const compare = mapSame(t['compare'], compareEnumsIn);
-  const success = mapSame(t['success'], opEnumsIn);
-  const failure = mapSame(t['failure'], opEnumsIn);
-  if (compare === t['compare'] && success === t['success'] && failure === t['failure']) return t;
-  return { ...t, compare, success, failure }; // an absent one stays undefined, which reads as absent
-}
-
-/** `list.map(f)`, or `list` itself when f changed nothing (and anything but an array as it is). */
-function mapSame(list: unknown, f: (x: unknown) => unknown): unknown {
-  if (!Array.isArray(list)) return list;
-  let out: unknown[] | undefined;
-  for (let i = 0; i < list.length; i++) {
-    const x = f(list[i]);
-    if (out === undefined && x !== list[i]) out = list.slice(0, i);
-    out?.push(x);
+function opsNameEnum(ops: unknown): boolean {
+  if (!Array.isArray(ops)) return false;
+  for (const op of ops as unknown[]) {
+    if (!isPlain(op)) continue;
+    const range = op['request_range'];
+    const txn = op['request_txn'];
+    if ((isPlain(range) && rangeNamesEnum(range)) || (isPlain(txn) && txnNamesEnum(txn))) return true;
   }
-  return out ?? list;
+  return false;
 }
 
 /** Event types as etcd3 names them ('Put' / 'Delete'): its watcher lowercases them, elections compare them. */

@@ -37,21 +37,21 @@ import type {
 } from './types.js';
 import {
   checkDeleteRequest,
-  checkBranchIntervals,
   checkPutRequest,
   checkRangeRequest,
   checkRequestSize,
   requestFits,
-  checkTxnRequest,
+  checkTxnOnce,
   DEFAULT_MAX_REQUEST_BYTES,
   DEFAULT_MAX_TXN_OPS,
   isTxnReadOnly,
   type Proposable,
   type ReadOnlyTxn,
+  type TxnFacts,
   type Validated,
 } from './validate.js';
 import { historyDigest } from './hash.js';
-import { checkDeleteShape, checkPutShape, checkRangeShape, checkRevisionShape, checkTxnShape } from './shape.js';
+import { checkDeleteShape, checkPutShape, checkRangeShape, checkRevisionShape } from './shape.js';
 import { hashKV } from './hash_kv.js';
 
 /** What HashKV answers: the hash, the revision it covers and the compaction revision (-1: none yet). @public */
@@ -157,18 +157,25 @@ export class MvccStore {
     return r as Validated<DeleteRangeRequest>;
   }
 
-  /** @internal v3rpc's Txn checks: checkTxnRequest (--max-txn-ops, keys, ops), then checkIntervals on each branch. */
+  /**
+   * @internal v3rpc's Txn checks: checkTxnRequest (--max-txn-ops, keys, ops), then checkIntervals on each branch —
+   * one walk (checkTxnOnce), which also notes for readOnlyTxn and checkTxnSize what they would walk it again for.
+   */
   validateTxn(r: TxnRequest): Validated<TxnRequest> {
-    checkTxnShape(r);
-    checkTxnRequest(r, this.maxTxnOps, !this.compat.sortOrderUnchecked);
-    checkBranchIntervals(r.success ?? []);
-    checkBranchIntervals(r.failure ?? []);
+    checkTxnOnce(r, this.maxTxnOps, !this.compat.sortOrderUnchecked, this.#txnFacts);
     return r as Validated<TxnRequest>;
   }
 
+  /**
+   * What validateTxn learned of the txn it last passed (`request`), reused: the steps after it read it for that
+   * txn and walk any other one again. It holds on to one request at most.
+   */
+  readonly #txnFacts: TxnFacts = { request: undefined, readOnly: false, size: 0 };
+
   /** @internal The txn as a read (etcd's isTxnReadonly: ranges only, nested txns included), or undefined if it writes. */
   readOnlyTxn(r: Validated<TxnRequest>): ReadOnlyTxn | undefined {
-    return isTxnReadOnly(r) ? (r as ReadOnlyTxn) : undefined;
+    const f = this.#txnFacts;
+    return (f.request === r ? f.readOnly : isTxnReadOnly(r)) ? (r as ReadOnlyTxn) : undefined;
   }
 
   /** @internal The Put's proposal must fit --max-request-bytes (etcd: ErrRequestTooLarge before proposing). */
@@ -185,7 +192,8 @@ export class MvccStore {
 
   /** @internal A writing Txn's proposal must fit --max-request-bytes. */
   checkTxnSize(r: Validated<TxnRequest>): Proposable<TxnRequest> {
-    checkRequestSize(txnSize(r), this.maxRequestBytes);
+    const f = this.#txnFacts;
+    checkRequestSize(f.request === r ? f.size : txnSize(r), this.maxRequestBytes);
     return r as Proposable<TxnRequest>;
   }
 

@@ -78,7 +78,7 @@ export function rangeSize(r: RangeRequest): number {
   );
 }
 
-function compareSize(c: Compare): number {
+export function compareSize(c: Compare): number {
   let target = 0;
   switch (c.target) {
     case 'VERSION':

@@ -118,11 +118,16 @@ function inner(at: At, field: string): At {
   return at === undefined ? undefined : `${at}.${field}`;
 }
 
-function opShape(op: RequestOp, at: At): void {
+/** An op and the request it carries, but not a nested txn's own ops and compares. */
+function opOwnShape(op: RequestOp, at: At): void {
   object(at, op);
   if (op.requestRange !== undefined) rangeShape(op.requestRange, inner(at, 'requestRange'));
   if (op.requestPut !== undefined) putShape(op.requestPut, inner(at, 'requestPut'));
   if (op.requestDeleteRange !== undefined) deleteShape(op.requestDeleteRange, inner(at, 'requestDeleteRange'));
+}
+
+function opShape(op: RequestOp, at: At): void {
+  opOwnShape(op, at);
   if (op.requestTxn !== undefined) txnShape(op.requestTxn, inner(at, 'requestTxn'));
 }
 
@@ -156,6 +161,31 @@ export function checkTxnShape(r: TxnRequest, at = 'TxnRequest'): void {
     if (err !== REFUSED) throw err;
     txnShape(r, at); // finds the same first refused field, and refuses it by name
   }
+}
+
+// The unnamed pass one message at a time, for the walk that checks a txn's shape as it goes over it for etcd's
+// checks (validate.ts, checkTxnOnce): each throws at the first refused field; checkTxnShape, run then, names it.
+
+/** A txn object and its lists (not their contents). */
+export function txnOwnShapeUnnamed(r: TxnRequest): void {
+  object(undefined, r);
+  list(undefined, 'compare', r.compare);
+  list(undefined, 'success', r.success);
+  list(undefined, 'failure', r.failure);
+}
+
+export function compareShapeUnnamed(c: Compare): void {
+  compareShape(c, undefined);
+}
+
+/** A whole txn, nested ones included. */
+export function txnShapeUnnamed(r: TxnRequest): void {
+  txnShape(r, undefined);
+}
+
+/** An op and its range, put or delete (a nested txn is walked by the caller). */
+export function opOwnShapeUnnamed(op: RequestOp): void {
+  opOwnShape(op, undefined);
 }
 
 /** A revision argument (Compact, HashKV). */

@@ -11,7 +11,8 @@
 import { keyString, type KeyString } from './bytes.js';
 import { ErrDuplicateKey, ErrEmptyKey, ErrInvalidSortOption, ErrKeyNotFound, ErrLeaseProvided, ErrRequestTooLarge, ErrTooManyOps, ErrValueProvided } from './errors.js';
 import { fail } from '../etcd/index.js';
-import { raftRequestSize } from './request_size.js';
+import { compareSize, deleteRangeSize, messageField, putSize, raftRequestSize, rangeSize } from './request_size.js';
+import { checkTxnShape, compareShapeUnnamed, opOwnShapeUnnamed, txnOwnShapeUnnamed, txnShapeUnnamed } from './shape.js';
 import type { DeleteRangeRequest, PutRequest, RangeRequest, RequestOp, TxnRequest } from './types.js';
 
 /** etcd's defaults for the limits validation enforces (--max-txn-ops, --max-request-bytes). @public */
@@ -81,27 +82,99 @@ export function checkDeleteRequest(r: DeleteRangeRequest): void {
 }
 
 /**
- * checkTxnRequest: the widest of compare/success/failure may not exceed maxTxnOps; compares need keys;
- * each op is checked, a nested txn against what its parent left of the budget; an op with nothing set is
- * etcd's "key not found".
+ * What checkTxnOnce learned of a txn, for the steps after it (MvccStore keeps one and reuses it): the request it
+ * checked, whether it only reads (etcd's isTxnReadonly) and the size of its proposal (txnSize).
  */
-export function checkTxnRequest(r: TxnRequest, maxTxnOps: number, sortOrderChecked = true): void {
-  const compare = r.compare ?? [];
-  const success = r.success ?? [];
-  const failure = r.failure ?? [];
-  const opc = Math.max(compare.length, success.length, failure.length);
-  if (opc > maxTxnOps) fail(ErrTooManyOps);
-  for (const c of compare) if (c.key.length === 0) fail(ErrEmptyKey);
-  for (const op of success) checkRequestOp(op, maxTxnOps - opc, sortOrderChecked);
-  for (const op of failure) checkRequestOp(op, maxTxnOps - opc, sortOrderChecked);
+export interface TxnFacts {
+  request: TxnRequest | undefined;
+  readOnly: boolean;
+  size: number;
 }
 
-function checkRequestOp(op: RequestOp, maxTxnOps: number, sortOrderChecked: boolean): void {
-  if (op.requestRange !== undefined) return checkRangeRequest(op.requestRange, sortOrderChecked);
-  if (op.requestPut !== undefined) return checkPutRequest(op.requestPut);
-  if (op.requestDeleteRange !== undefined) return checkDeleteRequest(op.requestDeleteRange);
-  if (op.requestTxn !== undefined) return checkTxnRequest(op.requestTxn, maxTxnOps, sortOrderChecked);
-  fail(ErrKeyNotFound);
+/**
+ * v3rpc's checks of a Txn in one walk over its compares and ops, nested txns included, as etcd's
+ * checkTxnRequest walks it: the widest of compare/success/failure may not exceed maxTxnOps (a nested txn's
+ * budget is what its parent left); compares need keys; each op is checked as its request would be, and an op
+ * with nothing set is etcd's "key not found". Then checkIntervals on each top-level branch that holds anything
+ * that could collide. The same walk checks every message's shape (shape.ts) and notes what the later steps
+ * need (TxnFacts): a txn was walked once for each of these before, which cost a compare-and-swap more than
+ * etcd's checks themselves (issue 28).
+ *
+ * The errors are the steps' own, in their order: a refused shape anywhere comes first (checkTxnShape runs on
+ * any error, names the first and throws it), then etcd's errors in checkTxnRequest's order (the walk meets them
+ * in that order and throws the first), then the intervals' ErrDuplicateKey.
+ */
+export function checkTxnOnce(r: TxnRequest, maxTxnOps: number, sortOrderChecked: boolean, facts: TxnFacts): void {
+  facts.request = undefined;
+  facts.readOnly = true;
+  try {
+    facts.size = walkTxn(r, maxTxnOps, sortOrderChecked, facts);
+  } catch (err) {
+    checkTxnShape(r); // a shape refused anywhere outranks what the walk met first
+    throw err;
+  }
+  if (mayCollide(r.success)) checkIntervals(r.success!);
+  if (mayCollide(r.failure)) checkIntervals(r.failure!);
+  facts.request = r;
+}
+
+/** One txn of the walk (checkTxnOnce): throws the first error it meets; returns the txn's encoded size. */
+function walkTxn(t: TxnRequest, maxTxnOps: number, sortOrderChecked: boolean, facts: TxnFacts): number {
+  txnOwnShapeUnnamed(t);
+  const compare = t.compare ?? [];
+  const success = t.success ?? [];
+  const failure = t.failure ?? [];
+  const opc = Math.max(compare.length, success.length, failure.length);
+  if (opc > maxTxnOps) fail(ErrTooManyOps);
+  let size = 0;
+  for (const c of compare) {
+    compareShapeUnnamed(c);
+    if (c.key.length === 0) fail(ErrEmptyKey);
+    size += messageField(compareSize(c));
+  }
+  for (const op of success) size += messageField(walkOp(op, maxTxnOps - opc, sortOrderChecked, facts));
+  for (const op of failure) size += messageField(walkOp(op, maxTxnOps - opc, sortOrderChecked, facts));
+  return size;
+}
+
+/** One op of the walk: its shape, etcd's check of the request it carries; returns its encoded size (requestOpSize). */
+function walkOp(op: RequestOp, maxTxnOps: number, sortOrderChecked: boolean, facts: TxnFacts): number {
+  opOwnShapeUnnamed(op);
+  const txn = op.requestTxn;
+  if (txn !== undefined && (op.requestRange !== undefined || op.requestPut !== undefined || op.requestDeleteRange !== undefined)) {
+    // Two requests in one op (protobuf's oneof holds one; a JavaScript caller can set more): etcd's checks and the
+    // size take the first below, as checkRequestOp does, while the shape and isTxnReadOnly look at the txn too.
+    txnShapeUnnamed(txn);
+    if (op.requestRange === undefined) facts.readOnly &&= isTxnReadOnly(txn);
+  }
+  if (op.requestRange !== undefined) {
+    checkRangeRequest(op.requestRange, sortOrderChecked);
+    return messageField(rangeSize(op.requestRange));
+  }
+  if (txn === undefined) facts.readOnly = false; // a put, a delete, or an empty op
+  if (op.requestPut !== undefined) {
+    checkPutRequest(op.requestPut);
+    return messageField(putSize(op.requestPut));
+  }
+  if (op.requestDeleteRange !== undefined) {
+    checkDeleteRequest(op.requestDeleteRange);
+    return messageField(deleteRangeSize(op.requestDeleteRange));
+  }
+  if (txn !== undefined) return messageField(walkTxn(txn, maxTxnOps, sortOrderChecked, facts));
+  return fail(ErrKeyNotFound);
+}
+
+/**
+ * Whether checkIntervals could find anything in one top-level branch: not in a branch with at most one put, no
+ * delete and no nested txn (a compare-and-swap's branches: a put and a get), whose walk would build a set and an
+ * interval list only to find nothing.
+ */
+function mayCollide(reqs: readonly RequestOp[] | undefined): boolean {
+  let puts = 0;
+  for (const op of reqs ?? []) {
+    if (op.requestDeleteRange !== undefined || op.requestTxn !== undefined || (op.requestPut !== undefined && ++puts > 1)) return true;
+  }
+  return false;
 }
 
 /** A half-open interval of keys; a point is [k, k+"\0"). An `end` of '' is etcd's "\0": see intersects. */
@@ -159,21 +232,6 @@ export function checkIntervals(reqs: readonly RequestOp[]): { puts: Set<KeyStrin
     puts.add(k);
   }
   return { puts, dels };
-}
-
-/**
- * checkIntervals on one top-level branch of a txn. A branch with at most one put, no delete and no nested
- * txn holds nothing that could collide, so it is not walked (a compare-and-swap's branches: a put and a
- * get) — the walk would build a set and an interval list per branch only to find nothing.
- */
-export function checkBranchIntervals(reqs: readonly RequestOp[]): void {
-  let puts = 0;
-  for (const op of reqs) {
-    if (op.requestDeleteRange !== undefined || op.requestTxn !== undefined || (op.requestPut !== undefined && ++puts > 1)) {
-      checkIntervals(reqs);
-      return;
-    }
-  }
 }
 
 /** --max-request-bytes: the proposal etcd would marshal for this request must fit. */

@@ -213,24 +213,28 @@ export function deleteRangeIn(req: M.DeleteRangeRequest): D.DeleteRangeRequest {
   };
 }
 
-/** Whether a compare's target_union is `m`: the oneof's name when the message says it, else the field present. */
-function hasTarget(c: Partial<M.Compare>, m: NonNullable<M.Compare['target_union']>): boolean {
-  const u = c.target_union;
-  return u === undefined ? c[m] !== undefined : u === m;
+/**
+ * Whether a compare's target field `m`, whose value is `v`, is set: the oneof's name `u` when the message says it,
+ * else the field present. The value is passed in, read by name at the call: reading it here by the name (`c[m]`)
+ * was most of a compare's conversion, a visible part of a CAS (issue 28).
+ */
+function targetSet(u: M.Compare['target_union'], m: NonNullable<M.Compare['target_union']>, v: unknown): boolean {
+  return u === undefined ? v !== undefined : u === m;
 }
 
 export function compareIn(cmp: M.Compare): D.Compare {
   const c = msg(cmp);
+  const u = c.target_union;
   return {
     key: bytesIn(c.key, 'key'),
     rangeEnd: c.range_end === undefined ? undefined : bytesIn(c.range_end, 'range_end'),
     target: enumIn(c.target, COMPARE_TARGETS) ?? 'VERSION',
     result: enumIn(c.result, COMPARE_RESULTS) ?? 'EQUAL',
-    version: hasTarget(c, 'version') ? int64ToNumber(c.version, 'version') : undefined,
-    createRevision: hasTarget(c, 'create_revision') ? int64ToNumber(c.create_revision, 'create_revision') : undefined,
-    modRevision: hasTarget(c, 'mod_revision') ? int64ToNumber(c.mod_revision, 'mod_revision') : undefined,
-    value: hasTarget(c, 'value') ? bytesIn(c.value, 'value') : undefined,
-    lease: hasTarget(c, 'lease') ? int64ToBigInt(c.lease, 'lease') : undefined,
+    version: targetSet(u, 'version', c.version) ? int64ToNumber(c.version, 'version') : undefined,
+    createRevision: targetSet(u, 'create_revision', c.create_revision) ? int64ToNumber(c.create_revision, 'create_revision') : undefined,
+    modRevision: targetSet(u, 'mod_revision', c.mod_revision) ? int64ToNumber(c.mod_revision, 'mod_revision') : undefined,
+    value: targetSet(u, 'value', c.value) ? bytesIn(c.value, 'value') : undefined,
+    lease: targetSet(u, 'lease', c.lease) ? int64ToBigInt(c.lease, 'lease') : undefined,
   };
 }
 

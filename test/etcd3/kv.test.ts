@@ -387,6 +387,30 @@ test('txn: if/then/else with every comparator on every target', () =>
     }
   }));
 
+test('txn through the low-level client: etcd3\'s enum names in a compare, a range op and a nested txn', () =>
+  withTarget('kv/txnnames', async ({ client }, p) => {
+    await client.put(p + 'a').value('1');
+    await client.put(p + 'b').value('2');
+    await client.put(p + 'a').value('3'); // a: version 2, the newest mod revision
+    const key = (k: string): Buffer => Buffer.from(p + k);
+    const range = { key: key('a'), range_end: key('c'), sort_target: 'Mod', sort_order: 'Descend' };
+    const txn = (target: string, result: string, version: number) =>
+      client.kv.txn({
+        compare: [{ key: key('a'), target, result, version }],
+        success: [{ request_range: range }, { request_txn: { compare: [{ key: key('b'), target: 'Version', result: 'Equal', version: 1 }], success: [{ request_range: range }] } }],
+        failure: [{ request_range: { ...range, sort_order: 'Ascend' } }],
+      } as unknown as Parameters<Etcd3['kv']['txn']>[0]);
+    const yes = await txn('Version', 'Greater', 1); // names for numbers: 'Greater' is 1, not the default Equal
+    assert.equal(yes.succeeded, true);
+    assert.deepEqual(yes.responses[0]?.response_range.kvs.map((kv) => kv.key.toString().slice(p.length)), ['a', 'b']);
+    const nested = yes.responses[1]?.response_txn;
+    assert.equal(nested?.succeeded, true);
+    assert.deepEqual(nested?.responses[0]?.response_range.kvs.map((kv) => kv.key.toString().slice(p.length)), ['a', 'b']);
+    const no = await txn('Version', 'Less', 2);
+    assert.equal(no.succeeded, false);
+    assert.deepEqual(no.responses[0]?.response_range.kvs.map((kv) => kv.key.toString().slice(p.length)), ['b', 'a']);
+  }));
+
 test('namespaces: keys are prefixed on the way in and stripped on the way out, txns included', () =>
   withTarget('kv/ns', async ({ client }, p) => {
     const ns = client.namespace(p + 'ns/');
