@@ -10,9 +10,8 @@
  * on the leader. Clients on three streams open random watches (single key, prefix, range, all keys; start
  * revision 0, past, compacted, future; NOPUT/NODELETE; prev_kv; progress_notify with a short interval;
  * fragment with a small response limit; watch IDs of the client's choosing, some taken; empty ranges, which
- * fail), cancel them, request progress, take responses late or not at all
- * (tiny stream buffers make victims), and break streams, optionally resuming every watch just after the
- * last revision it received. Time moves on a virtual clock, so the sync, victim and progress steps run.
+ * fail), cancel them, request progress, take responses late or not at all (tiny stream buffers make
+ * victims), and break streams, optionally resuming every watch just after the last revision it received. Time moves on a virtual clock, so the sync, victim and progress steps run.
  * Some runs shrink the sync step (one or two watchers per step, catch-up batches of one or two revisions)
  * so that replays cross batch boundaries and watchers wait their turn: the catch-up that skips the revision
  * starting the next batch (issue #35's named regression) is caught here too, and no response may hold more
@@ -210,6 +209,7 @@ function simulate(cfg: Config, actions: readonly Action[]): { history: Committed
   const checked = new Map<WatchRecord, number>();
   const checkHeaders = (): void => {
     const cur = follower.currentRevision;
+    for (const s of streams) s.checkSendLoop();
     for (const s of all) {
       for (const rec of s.records) {
         for (let i = checked.get(rec) ?? 0; i < rec.responses.length; i++) {
@@ -288,6 +288,8 @@ function simulate(cfg: Config, actions: readonly Action[]): { history: Committed
         const old = streams[a.s]!;
         const open = old.openRecords();
         old.close();
+        // Its progress ticker stops with it (etcd's sendLoop stops its ticker as it returns).
+        if (clock.pendingTimers().some((x) => x.name === `watch.progress.${old.stream.seq}`)) throw new Error(`stream ${old.stream.seq}: closed, its progress timer still set`);
         const fresh = newStream();
         streams[a.s] = fresh;
         if (a.resume) for (const rec of open) fresh.open({ ...rec.req, startRevision: resumeRevision(rec) });

@@ -251,6 +251,12 @@ export class RecordedStream {
     }
   }
 
+  /** etcd's sendLoop moves the channel into the transport while its window has room. */
+  checkSendLoop(): void {
+    const [n, held] = [this.stream.channelLength, this.stream.inTransport.bytes];
+    if (n > 0 && held < this.stream.windowBytes) throw new Error(`stream ${this.stream.seq}: ${n} responses wait in the channel, the transport holds ${held} B of ${this.stream.windowBytes}`);
+  }
+
   private file(rec: WatchRecord, r: WatchResponse): void {
     rec.responses.push(r);
     rec.compactedAtRead.push(this.compacted());
@@ -262,6 +268,7 @@ export class RecordedStream {
    */
   close(): void {
     const ids = this.stream.watchIds();
+    if (this.stream.isClosed) throw new Error(`stream ${this.stream.seq}: closed before close()`);
     this.stream.close();
     this.stream.close();
     let refused = false;
@@ -271,7 +278,7 @@ export class RecordedStream {
       refused = true;
     }
     this.stream.requestProgress();
-    if (!refused || ids.some((id) => this.stream.cancel(id)) || this.stream.pending !== 0 || this.stream.take().length !== 0 || this.stream.watchIds().length !== 0) {
+    if (!refused || !this.stream.isClosed || ids.some((id) => this.stream.cancel(id)) || this.stream.pending !== 0 || this.stream.take().length !== 0 || this.stream.watchIds().length !== 0) {
       throw new Error(`stream ${this.stream.seq}: still serves after close()`);
     }
     for (const rec of this.records) if (!rec.canceled) rec.broken = true;
