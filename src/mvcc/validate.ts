@@ -108,7 +108,7 @@ export function checkTxnOnce(r: TxnRequest, maxTxnOps: number, sortOrderChecked:
   facts.request = undefined;
   facts.readOnly = true;
   try {
-    facts.size = walkTxn(r, maxTxnOps, sortOrderChecked, facts);
+    facts.size = walkTxn(r, maxTxnOps, sortOrderChecked, facts, true);
   } catch (err) {
     checkTxnShape(r); // a shape refused anywhere outranks what the walk met first
     throw err;
@@ -119,7 +119,7 @@ export function checkTxnOnce(r: TxnRequest, maxTxnOps: number, sortOrderChecked:
 }
 
 /** One txn of the walk (checkTxnOnce): throws the first error it meets; returns the txn's encoded size. */
-function walkTxn(t: TxnRequest, maxTxnOps: number, sortOrderChecked: boolean, facts: TxnFacts): number {
+function walkTxn(t: TxnRequest, maxTxnOps: number, sortOrderChecked: boolean, facts: TxnFacts, top: boolean): number {
   txnOwnShapeUnnamed(t);
   const compare = t.compare ?? [];
   const success = t.success ?? [];
@@ -132,26 +132,26 @@ function walkTxn(t: TxnRequest, maxTxnOps: number, sortOrderChecked: boolean, fa
     if (c.key.length === 0) fail(ErrEmptyKey);
     size += messageField(compareSize(c));
   }
-  for (const op of success) size += messageField(walkOp(op, maxTxnOps - opc, sortOrderChecked, facts));
-  for (const op of failure) size += messageField(walkOp(op, maxTxnOps - opc, sortOrderChecked, facts));
+  for (const op of success) size += messageField(walkOp(op, maxTxnOps - opc, sortOrderChecked, facts, top));
+  for (const op of failure) size += messageField(walkOp(op, maxTxnOps - opc, sortOrderChecked, facts, top));
   return size;
 }
 
 /** One op of the walk: its shape, etcd's check of the request it carries; returns its encoded size (requestOpSize). */
-function walkOp(op: RequestOp, maxTxnOps: number, sortOrderChecked: boolean, facts: TxnFacts): number {
+function walkOp(op: RequestOp, maxTxnOps: number, sortOrderChecked: boolean, facts: TxnFacts, top: boolean): number {
   opOwnShapeUnnamed(op);
   const txn = op.requestTxn;
   if (txn !== undefined && (op.requestRange !== undefined || op.requestPut !== undefined || op.requestDeleteRange !== undefined)) {
     // Two requests in one op (protobuf's oneof holds one; a JavaScript caller can set more): etcd's checks and the
-    // size take the first below, as checkRequestOp does, while the shape and isTxnReadOnly look at the txn too.
+    // size take the first below, as checkRequestOp does, while the shape looks at the txn too.
     txnShapeUnnamed(txn);
-    if (op.requestRange === undefined) facts.readOnly &&= isTxnReadOnly(txn);
   }
+  // isTxnReadonly: every op of the txn's own branches is a range (a nested txn's ops are not looked at).
+  if (top && op.requestRange === undefined) facts.readOnly = false;
   if (op.requestRange !== undefined) {
     checkRangeRequest(op.requestRange, sortOrderChecked);
     return messageField(rangeSize(op.requestRange));
   }
-  if (txn === undefined) facts.readOnly = false; // a put, a delete, or an empty op
   if (op.requestPut !== undefined) {
     checkPutRequest(op.requestPut);
     return messageField(putSize(op.requestPut));
@@ -160,7 +160,7 @@ function walkOp(op: RequestOp, maxTxnOps: number, sortOrderChecked: boolean, fac
     checkDeleteRequest(op.requestDeleteRange);
     return messageField(deleteRangeSize(op.requestDeleteRange));
   }
-  if (txn !== undefined) return messageField(walkTxn(txn, maxTxnOps, sortOrderChecked, facts));
+  if (txn !== undefined) return messageField(walkTxn(txn, maxTxnOps, sortOrderChecked, facts, false));
   return fail(ErrKeyNotFound);
 }
 
