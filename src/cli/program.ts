@@ -206,6 +206,8 @@ function shadowCommand(program: Command, io: CliIo, result: { code: number }): v
     .option('--etcd-cacert <path>', 'the CA of the real etcd\'s TLS certificate (talk TLS to it; also with an https:// --etcd)')
     .option('--etcd-cert <path>', 'the client certificate the shadow presents to the real etcd')
     .option('--etcd-key <path>', 'its key')
+    .option('--user <name[:password]>', "the shadow's own user on an etcd with auth on, as etcdctl's --user (it needs the root role: etcd's Snapshot seeds the simulator)")
+    .option('--password <password>', 'its password, when --user names the user only')
     .addHelpText('after', '\nSIGTERM or SIGINT stops it and prints the per-RPC summary. Exit codes: 0 stopped; 1 a divergence with --fail-on-divergence, or the port is taken; 2 usage error or the etcd could not be used.')
     .action(async (opts: import('./shadow_command.js').ShadowCommandOptions) => {
       result.code = await act(io, 'etcdsim shadow', async () => {

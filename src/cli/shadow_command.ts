@@ -8,6 +8,7 @@
  *   --divergence-dir DIR                 each divergence as a directory: request, both answers, scenario.json
  *   --fail-on-divergence                 exit 1 at the end when anything diverged (for CI)
  *   --heartbeat-interval / --election-timeout   the real etcd's, in ms (its minimum lease TTL follows them)
+ *   --user NAME:PASSWORD (or --user NAME --password PASSWORD)   the shadow's own user on an etcd with auth on
  *
  * While running, a line of totals goes to stderr when they changed (at most every --stats-interval
  * seconds, default 10; with what the simulator holds); SIGTERM or SIGINT stops it, and the per-RPC summary goes to stdout.
@@ -20,7 +21,7 @@ import { parseEtcdUrl } from './go_flags.js';
 import { ETCD_VERSIONS, isEtcdVersion, type EtcdVersion } from '../etcd/index.js';
 import { CliError, type CliIo } from './io.js';
 import type { Buffer } from 'node:buffer';
-import type { ShadowRetained, TlsFiles } from '../shadow/index.js';
+import type { ShadowRetained, ShadowUser, TlsFiles } from '../shadow/index.js';
 
 /** `etcdsim shadow`'s options as commander hands them over. */
 export interface ShadowCommandOptions {
@@ -40,6 +41,24 @@ export interface ShadowCommandOptions {
   etcdCacert?: string | undefined;
   etcdCert?: string | undefined;
   etcdKey?: string | undefined;
+  user?: string | undefined;
+  password?: string | undefined;
+}
+
+/**
+ * --user and --password as etcdctl reads them: `NAME:PASSWORD` split at the first colon, or with --password
+ * the whole of --user is the name. etcdctl prompts for a password given neither way; the shadow runs
+ * unattended, so that is a usage error.
+ */
+export function userOf(o: Pick<ShadowCommandOptions, 'user' | 'password'>): ShadowUser | undefined {
+  if (o.user === undefined) {
+    if (o.password !== undefined) throw new CliError('--password needs --user NAME');
+    return undefined;
+  }
+  if (o.password !== undefined) return { name: o.user, password: o.password };
+  const colon = o.user.indexOf(':');
+  if (colon < 0) throw new CliError(`--user ${o.user}: no password (--user NAME:PASSWORD, or --password PASSWORD)`);
+  return { name: o.user.slice(0, colon), password: o.user.slice(colon + 1) };
 }
 
 /** A PEM file's contents, or a usage error naming the flag. */
@@ -94,6 +113,7 @@ export async function executeShadow(o: ShadowCommandOptions, io: CliIo, signals:
   const electionMs = int('--election-timeout', o.electionTimeout, 1);
   const statsMs = int('--stats-interval', o.statsInterval, 1) * 1000;
   const maxSeedBytes = int('--max-seed-bytes', o.maxSeedBytes, 1);
+  const user = userOf(o);
   const { startShadow } = await import('../shadow/index.js');
   let shadow;
   try {
@@ -108,6 +128,7 @@ export async function executeShadow(o: ShadowCommandOptions, io: CliIo, signals:
       maxSeedBytes,
       tls,
       etcdTls,
+      user,
       onDivergence: (where, dir) => io.err(`etcdsim shadow: divergence in ${where}${dir === undefined ? '' : ` (written to ${dir})`}`),
     });
   } catch (err) {

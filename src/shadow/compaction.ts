@@ -20,15 +20,17 @@
  *
  * With auth on, etcd refuses a read without a token ("user name is empty"; observed with 3.4.23, whose
  * Status and MemberList, which need none, say nothing of compactions) and checks a token's permission
- * before the revision, so any key the token may read answers the probe. The shadow has no user of its
- * own: it reads as an application did — the key and token of the last Range etcd let through the shadow,
- * or for a watch from an old revision its own key and token — and falls back to no token when that one is
- * refused (expired, or auth was turned off and etcd now refuses any token it does not know).
+ * before the revision, so any key the token may read answers the probe. A shadow given a user of its own
+ * (--user, own_auth.ts) reads as that user. One without reads as an application did — the key and token of
+ * the last Range etcd let through the shadow, or for a watch from an old revision its own key and token —
+ * and falls back to no token when that one is refused (expired, or auth was turned off and etcd now refuses
+ * any token it does not know).
  */
 import { Buffer } from 'node:buffer';
 import type { EtcdGrpcClient } from '../grpc/index.js';
 import { afterHostTime } from '../sim/index.js';
 import type { ShadowContext } from './context.js';
+import type { OwnAuth } from './own_auth.js';
 
 const COMPACTED = 'etcdserver: mvcc: required revision has been compacted';
 /** etcd's refusals of a read for want of auth (rpctypes' texts). */
@@ -59,6 +61,8 @@ export class CompactionFollower {
   constructor(
     private readonly client: EtcdGrpcClient,
     private readonly ctx: ShadowContext,
+    /** The shadow's own user, when it has one: every probe reads as it. */
+    private readonly auth: OwnAuth,
     /** How often etcd is asked (host time); 0: only when `probe` is called. */
     private readonly intervalMs: number,
   ) {
@@ -117,8 +121,12 @@ export class CompactionFollower {
     }
   }
 
-  /** A count-only read at `rev` (0: now) as `as`, else the last reader, else the shadow itself: the first etcd lets through. */
+  /**
+   * A count-only read at `rev` (0: now): as the shadow's own user when it has one; else as `as`, else the
+   * last reader, else without a token — the first etcd lets through.
+   */
   private async read(rev: number, as: Reader | undefined): Promise<{ header: { revision: string } }> {
+    if (this.auth.user !== undefined) return this.auth.call((o) => this.client.kv.range({ key: PROBE_KEY, revision: String(rev), count_only: true }, o));
     const readers = [as, this.reader].filter((r): r is Reader => r !== undefined);
     for (const r of readers) {
       try {

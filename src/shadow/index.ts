@@ -10,3 +10,4 @@ export { replayScenario, type ReplayResult } from './replay.js';
 
 // For the floors above, which import this folder only through this index (test/layout/index_imports.test.ts).
 export type { TlsFiles } from './proxy.js';
+export type { ShadowUser } from './own_auth.js';

@@ -24,7 +24,8 @@ import { startProxy, type Proxy, type TappedCall, type TlsFiles } from './proxy.
 import { ShadowReport } from './report.js';
 import { ScenarioLog } from './scenario.js';
 import { scenarioScript } from './script.js';
-import { snapshotOf } from './seed.js';
+import { seedRefusal, snapshotOf } from './seed.js';
+import { errorDetails, OwnAuth, type ShadowUser } from './own_auth.js';
 import { keepAliveCall, watchCall } from './stream_calls.js';
 import { grpcCodec, jsonCodec, type Codec } from './codecs.js';
 import type { GatewayTap } from './gateway.js';
@@ -63,6 +64,12 @@ export interface ShadowOptions {
    * host time, 0 never: then only drained() and a read etcd refused as compacted ask).
    */
   readonly compactionProbeMs?: number | undefined;
+  /**
+   * The shadow's own user on an etcd with auth on (own_auth.ts): its snapshot, its watch and its reads go
+   * as this user, who needs the root role (etcd lets only root take a Snapshot). Without one, an etcd whose
+   * auth is on refuses the shadow at the start.
+   */
+  readonly user?: ShadowUser | undefined;
 }
 
 /** What a shadow holds now: each is bounded, or follows what the real etcd keeps (ShadowHandle.retained). */
@@ -94,6 +101,8 @@ export interface ShadowHandle {
   unmatched(): number;
   /** What the shadow holds now: a long run against an etcd that compacts keeps it flat. */
   retained(): ShadowRetained;
+  /** How often the shadow authenticated as its user: once at the start, again whenever etcd refused its token. */
+  authentications(): number;
   close(): Promise<void>;
 }
 
@@ -147,9 +156,10 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
   const version = o.etcdVersion ?? '3.4';
   const credentials = upstreamCredentials(o.etcdTls);
   const client = connectEtcd(o.etcd, { credentials });
+  const auth = new OwnAuth(client, o.user);
   let sim: EtcdSim;
   try {
-    sim = followingSim(o, version, await snapshotOf(o.etcd, credentials, o.maxSeedBytes), await identityOf(client));
+    sim = followingSim(o, version, await seed(o, credentials, auth), await identityOf(client));
   } catch (err) {
     client.close();
     throw err;
@@ -163,9 +173,9 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
     compactedBeyond: (rev, as) => following.refusing(rev, as),
     readerSeen: (r) => following.permitted(r),
   });
-  const following = new CompactionFollower(client, ctx, o.compactionProbeMs ?? 10_000);
+  const following = new CompactionFollower(client, ctx, auth, o.compactionProbeMs ?? 10_000);
   // The shadow's own watch: every revision etcd makes, for those no answer through the proxy accounts for.
-  const own = client.watch.watch();
+  const own = client.watch.watch(await auth.options());
   own.onResponse((rs) => {
     for (const r of rs) ctx.follower.addEvents(r.events);
   });
@@ -221,6 +231,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
       streams: ctx.streams.size,
       compactionsFound: following.found,
     }),
+    authentications: () => auth.authentications,
     async close() {
       following.close();
       await proxy.close();
@@ -230,6 +241,16 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
       sim.close();
     },
   };
+}
+
+/** etcd's state as the simulator's start: its snapshot, taken as the shadow's user (etcd's refusal for want of one as what to do). */
+async function seed(o: ShadowOptions, credentials: grpc.ChannelCredentials, auth: OwnAuth): Promise<Buffer> {
+  try {
+    return await auth.call((as) => snapshotOf(o.etcd, credentials, o.maxSeedBytes, as?.token));
+  } catch (err) {
+    const refusal = seedRefusal(errorDetails(err), o.user?.name);
+    throw refusal === undefined ? err : new Error(refusal);
+  }
 }
 
 /** The report, the follower and the stream comparisons of one shadow, around its simulator. */

@@ -20,11 +20,12 @@ export interface ShadowRig {
 
 /**
  * etcd and the shadow; `electionMs` 10000 gives a 15 s minimum lease TTL (no expiry within a test).
- * `before` runs against the etcd alone, before the shadow starts (an etcd that already holds data).
+ * `before` runs against the etcd alone, before the shadow starts (an etcd that already holds data);
+ * `etcdFlags`: more of etcd's flags (`--auth-token-ttl=1`).
  */
-export async function startRig(opts: Partial<ShadowOptions> = {}, before?: (etcd: EtcdProcess) => Promise<void>): Promise<ShadowRig> {
+export async function startRig(opts: Partial<ShadowOptions> = {}, before?: (etcd: EtcdProcess) => Promise<void>, etcdFlags: readonly string[] = []): Promise<ShadowRig> {
   const electionMs = opts.electionMs ?? ELECTION_MS;
-  const etcd = await startEtcd({ heartbeatMs: HEARTBEAT_MS, electionMs });
+  const etcd = await startEtcd({ heartbeatMs: HEARTBEAT_MS, electionMs, flags: etcdFlags });
   const divergences: string[] = [];
   try {
     await before?.(etcd);

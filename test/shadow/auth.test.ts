@@ -1,0 +1,172 @@
+/**
+ * The shadow in front of a real etcd 3.4.23 whose auth is on before the shadow starts (src/shadow/own_auth.ts).
+ * etcd then refuses the shadow's own calls without a token — its seeding Snapshot first, which only the root
+ * role may take — so the shadow is given a user of its own (`--user NAME:PASSWORD`, etcdctl's flag), and
+ * without one it refuses to start, naming the flag. etcd runs with --auth-token-ttl=1: a simple token unused
+ * for a second expires, so the shadow must authenticate again when etcd answers "invalid auth token" — the
+ * wait for that expiry is etcd's own timer, observed with spare tokens, never a fixed sleep. --bcrypt-cost=4
+ * keeps each Authenticate cheap.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Buffer } from 'node:buffer';
+import { connectEtcd, type EtcdGrpcClient } from '../../src/grpc/client.js';
+import { runCli } from '../../src/cli/program.js';
+import { requireCommands } from '../support/prerequisites.js';
+import { ctl, startRig, summary, watchUntil, type ShadowRig } from './helpers.js';
+
+const skip = requireCommands(['etcd', 'etcdctl']);
+const ROOT = { name: 'root', password: 'rootpw' };
+const ETCD_FLAGS = ['--auth-token-ttl=1', '--bcrypt-cost=4'];
+
+/** The etcd's state before the shadow: data, a root and an application user, auth on, more data written with a token. */
+async function authOn(address: string): Promise<void> {
+  const c = connectEtcd(address);
+  try {
+    await c.kv.put({ key: Buffer.from('/app/before'), value: Buffer.from('1') });
+    await c.auth.userAdd({ name: 'root', password: 'rootpw', options: { no_password: false } });
+    await c.auth.roleAdd({ name: 'root' });
+    await c.auth.userGrantRole({ user: 'root', role: 'root' });
+    await c.auth.userAdd({ name: 'app', password: 'apppw', options: { no_password: false } });
+    await c.auth.roleAdd({ name: 'app' });
+    await c.auth.roleGrantPermission({ name: 'app', perm: { permType: 'READWRITE', key: Buffer.from('/app/'), range_end: Buffer.from('/app0') } });
+    await c.auth.userGrantRole({ user: 'app', role: 'app' });
+    await c.auth.authEnable({});
+    const root = { token: (await c.auth.authenticate(ROOT)).token };
+    await c.kv.put({ key: Buffer.from('/app/before'), value: Buffer.from('2') }, root);
+    await c.kv.put({ key: Buffer.from('/other'), value: Buffer.from('x') }, root);
+  } finally {
+    c.close();
+  }
+}
+
+let rig: ShadowRig;
+before(async () => {
+  if (skip === false) rig = await startRig({ user: ROOT, compactionProbeMs: 0 }, (etcd) => authOn(etcd.address), ETCD_FLAGS);
+});
+after(async () => {
+  await rig?.close();
+});
+
+/** `etcdsim shadow ARGS` in this process: its exit code and its stdout and stderr lines. */
+async function shadowCli(args: readonly string[]): Promise<{ code: number; out: string[]; err: string[] }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCli(['shadow', '--listen-client-urls', 'http://127.0.0.1:0', ...args], { out: (l) => out.push(l), err: (l) => err.push(l) });
+  return { code, out, err };
+}
+
+test('an etcd with auth on: without --user the shadow refuses to start at once, naming the flag; a user without root, or without a password, likewise', { skip }, async () => {
+  const none = await shadowCli(['--etcd', rig.etcd.address]);
+  assert.equal(none.code, 2, [...none.out, ...none.err].join('\n'));
+  assert.deepEqual(none.out, []);
+  assert.deepEqual(none.err, [
+    `etcdsim shadow: cannot use the etcd at ${rig.etcd.address}: the etcd's auth is enabled and the shadow has no user: give it one with --user NAME:PASSWORD (a user with the root role: etcd's Snapshot, which seeds the simulator, needs it)`,
+  ]);
+  const app = await shadowCli(['--etcd', rig.etcd.address, '--user', 'app', '--password', 'apppw']);
+  assert.equal(app.code, 2, app.err.join('\n'));
+  assert.match(app.err.join('\n'), /the user app may not take etcd's snapshot, which seeds the simulator: --user must name a user with the root role/);
+  const wrong = await shadowCli(['--etcd', rig.etcd.address, '--user', 'root:nope']);
+  assert.equal(wrong.code, 2, wrong.err.join('\n'));
+  assert.match(wrong.err.join('\n'), /--user root: etcdserver: authentication failed, invalid user ID or password/);
+  const noPassword = await shadowCli(['--etcd', rig.etcd.address, '--user', 'root']);
+  assert.deepEqual([noPassword.code, noPassword.err], [2, ['etcdsim shadow: --user root: no password (--user NAME:PASSWORD, or --password PASSWORD)']]);
+});
+
+test("etcdctl with --user through a shadow seeded from an etcd with auth on: every answer agrees with the simulator's", { skip }, async () => {
+  const ep = rig.shadow.endpoint;
+  const run = async (args: string[], input?: string): Promise<string> => {
+    const r = await ctl(ep, args, input);
+    assert.equal(r.code, 0, `etcdctl ${args.join(' ')}: ${r.out}`);
+    return r.out;
+  };
+  const asRoot = ['--user', 'root:rootpw'];
+  const asApp = ['--user', 'app', '--password', 'apppw'];
+  // What etcd held before the shadow started, read through it: the simulator was seeded with it.
+  assert.equal(await run([...asApp, 'get', '/app/before', '--print-value-only']), '2\n');
+  assert.match((await ctl(ep, ['get', '/app/before'])).out, /user name is empty/);
+  assert.match((await ctl(ep, [...asApp, 'get', '/other'])).out, /permission denied/);
+  await run([...asApp, 'put', '/app/a', '1']);
+  await run([...asApp, 'put', '/app/a', '2', '--prev-kv']);
+  await run([...asApp, 'txn'], 'value("/app/a") = "2"\n\nput /app/t yes\n\nput /app/t no\n\n');
+  assert.match(await watchUntil(ep, [...asApp, '/app/a', '--rev=2'], '/app/a\n2\n'), /^PUT\n\/app\/a\n1\nPUT\n\/app\/a\n2\n/);
+  assert.equal(await run([...asRoot, 'get', '', '--from-key', '--keys-only']), '/app/a\n\n/app/before\n\n/app/t\n\n/other\n\n');
+  assert.equal(await run([...asRoot, 'get', '/app/', '--prefix', '--keys-only', '--rev=5']), '/app/a\n\n/app/before\n\n');
+  const lease = /lease ([0-9a-f]+) granted/.exec(await run([...asApp, 'lease', 'grant', '60']))![1]!;
+  await run([...asApp, 'put', '/app/l', 'x', `--lease=${lease}`]);
+  await run([...asRoot, 'lease', 'revoke', lease]);
+  await run([...asApp, 'del', '/app/t']);
+  await run([...asRoot, 'user', 'list']);
+  await run([...asRoot, 'role', 'get', 'app']);
+  await run([...asRoot, 'compact', '4']);
+  assert.match((await ctl(ep, [...asApp, 'get', '/app/a', '--rev=3'])).out, /required revision has been compacted/);
+
+  assert.equal(await rig.shadow.drained(), true, summary(rig));
+  assert.deepEqual(rig.divergences, [], summary(rig));
+  const r = rig.shadow.report;
+  for (const rpc of ['Auth.Authenticate', 'KV.Put', 'KV.Range', 'KV.Txn', 'KV.DeleteRange', 'KV.Compact', 'Lease.LeaseGrant', 'Lease.LeaseRevoke', 'Auth.UserList', 'Auth.RoleGet', 'Watch.Watch']) {
+    assert.ok((r.rpcs.get(rpc)?.compared ?? 0) > 0, `${rpc} compared\n${summary(rig)}`);
+  }
+  // Refused for want of a token, and for want of permission: compared too, not passed over.
+  assert.equal(r.rpcs.get('KV.Range')?.notCompared.size ?? 0, 0, summary(rig));
+});
+
+/**
+ * Resolves once a token last used now would have expired on etcd (--auth-token-ttl): `spares` tokens
+ * taken together, one tried at a time (trying one renews only that one), until etcd refuses one.
+ */
+async function tokensExpired(direct: EtcdGrpcClient, spares = 30): Promise<void> {
+  const tokens: string[] = [];
+  for (let i = 0; i < spares; i++) tokens.push((await direct.auth.authenticate(ROOT)).token);
+  for (const token of tokens) {
+    await new Promise((r) => setTimeout(r, 250)); // etcd's token keeper runs once a second
+    try {
+      await direct.kv.range({ key: Buffer.from('/other') }, { token });
+    } catch (err) {
+      if ((err as { details?: string }).details === 'etcdserver: invalid auth token') return;
+      throw err;
+    }
+  }
+  throw new Error(`none of ${spares} tokens expired`);
+}
+
+test("the shadow's token expires on etcd (--auth-token-ttl) or is dropped with auth turned off: it authenticates again, and follows a compaction and a write beside it", { skip }, async () => {
+  const direct = connectEtcd(rig.etcd.address);
+  const app = connectEtcd(rig.shadow.endpoint);
+  try {
+    assert.equal(await rig.shadow.drained(), true, summary(rig));
+    const before = rig.shadow.authentications();
+    assert.ok(before >= 1, String(before));
+    // The shadow's own token is unused from here (no probe timer): etcd expires it.
+    await tokensExpired(direct);
+    const root = { token: (await direct.auth.authenticate(ROOT)).token };
+    // Beside the shadow: a write (its own watch, opened with the token that expired, still brings it) and a compaction.
+    const put = await direct.kv.put({ key: Buffer.from('/app/beside'), value: Buffer.from('b') }, root);
+    await direct.kv.compact({ revision: put.header.revision }, root);
+    // Through it: a read below that compaction is refused by etcd; the shadow's probe, refused with its expired
+    // token, authenticates again and finds the compaction.
+    const as = { token: (await app.auth.authenticate({ name: 'app', password: 'apppw' })).token };
+    await assert.rejects(app.kv.range({ key: Buffer.from('/app/a'), revision: String(Number(put.header.revision) - 1) }, as), /required revision has been compacted/);
+    assert.equal(await rig.shadow.drained(), true, summary(rig));
+    assert.equal(rig.shadow.authentications(), before + 1, summary(rig));
+    assert.equal(rig.shadow.retained().compactRevision, Number(put.header.revision), summary(rig));
+    assert.equal((await app.kv.range({ key: Buffer.from('/app/beside') }, as)).kvs.length, 1);
+
+    // Auth turned off through the shadow drops every token: etcd refuses the shadow's, and Authenticate is
+    // refused while auth is off, so the shadow reads without one...
+    const rootThrough = { token: (await app.auth.authenticate(ROOT)).token };
+    await app.auth.authDisable({}, rootThrough);
+    await app.kv.put({ key: Buffer.from('/open'), value: Buffer.from('1') });
+    assert.equal(await rig.shadow.drained(), true, summary(rig));
+    assert.equal(rig.shadow.authentications(), before + 1, summary(rig));
+    // ... and once auth is on again, etcd refuses a read without a token: the shadow authenticates.
+    await app.auth.authEnable({});
+    await app.kv.put({ key: Buffer.from('/app/closed'), value: Buffer.from('1') }, { token: (await app.auth.authenticate({ name: 'app', password: 'apppw' })).token });
+    assert.equal(await rig.shadow.drained(), true, summary(rig));
+    assert.equal(rig.shadow.authentications(), before + 2, summary(rig));
+  } finally {
+    app.close();
+    direct.close();
+  }
+  assert.deepEqual(rig.divergences, [], summary(rig));
+});
