@@ -51,7 +51,9 @@ export class Follower {
   /** Write calls in flight through the proxy (their revision may be among `events`). */
   inflightWrites = 0;
   /** Compact calls in flight through the proxy (a compaction compaction.ts finds may be one of them). */
-  inflightCompactions = 0;
+  private compacting = 0;
+  /** What waits for those Compacts to be answered (stream_calls.ts: a held watch; at most one per stream). */
+  private afterCompacting: Array<() => void> = [];
   private graceTimer: { cancel(): void } | undefined;
   /** Recent revisions applied from events while a write was in flight: a step that made one must not run again. */
   private readonly fromEvents = new Set<number>();
@@ -97,6 +99,29 @@ export class Follower {
       this.events.set(rev, list);
     }
     this.pump();
+  }
+
+  get inflightCompactions(): number {
+    return this.compacting;
+  }
+
+  compactionSent(): void {
+    this.compacting++;
+  }
+
+  /** A Compact through the shadow was answered, and its step (if any) is queued: what waited for it goes on. */
+  compactionAnswered(): void {
+    this.compacting--;
+    if (this.compacting === 0) for (const fn of this.afterCompacting.splice(0)) fn();
+  }
+
+  /**
+   * Runs `fn` once no Compact through the shadow is in flight — now, or when the last one is answered, after
+   * its step was queued: steps `fn` queues then come after that Compact's, and etcd, asked then, has applied it.
+   */
+  afterCompactions(fn: () => void): void {
+    if (this.compacting === 0) fn();
+    else this.afterCompacting.push(fn);
   }
 
   writeEnded(): void {
@@ -216,6 +241,7 @@ export class Follower {
   close(): void {
     this.graceTimer?.cancel();
     this.queue = [];
+    this.afterCompacting = [];
     this.events.clear();
   }
 }

@@ -368,7 +368,7 @@ function tapCall(ctx: ShadowContext, path: string, token: string | string[] | un
   if (writes) follower.inflightWrites++;
   let counted = writes;
   let compacting = path === '/etcdserverpb.KV/Compact';
-  if (compacting) follower.inflightCompactions++;
+  if (compacting) follower.compactionSent();
   return {
     path,
     headers: {},
@@ -395,7 +395,7 @@ function tapCall(ctx: ShadowContext, path: string, token: string | string[] | un
       }
       if (compacting) {
         compacting = false;
-        follower.inflightCompactions--;
+        follower.compactionAnswered();
       }
       if (counted) {
         counted = false;

@@ -139,6 +139,10 @@ class BelowCompaction {
   private dropped = false;
   /** The creation asked about last: handled as it is once released. */
   private asked: M.WatchResponse | undefined;
+  /** Its start revision. */
+  private start = 0;
+  /** etcd sent events of the refused watch instead of its cancel: it synced the watch before it compacted. */
+  private streamed = false;
 
   constructor(
     private readonly ctx: ShadowContext,
@@ -156,16 +160,23 @@ class BelowCompaction {
     if (start <= 0 || start > rev) return false;
     this.held = [created];
     this.asked = created;
+    this.start = start;
+    this.streamed = false;
     this.ctx.follower.holds++;
     // etcd let the stream watch its key: with auth on, it lets the same token read it (compaction.ts).
     const key = req?.create_request?.key;
     const as = this.token === undefined ? undefined : { key: key !== undefined && key.length > 0 ? key : Buffer.from([0]), token: this.token };
-    void this.ctx.compactedBeyond(start, as).then((at) => {
-      if (at === undefined) return this.release();
-      const id = String(created.watch_id);
-      this.refused = { id, at };
-      this.cancel = this.held?.find((h) => this.isCancelOf(h, id));
-      this.settle();
+    // A Compact through the shadow in flight now may be what etcd applies before this watch's first sync:
+    // etcd is asked once it answered, so its answer says so, and its step is the simulator's first.
+    this.ctx.follower.afterCompactions(() => {
+      void this.ctx.compactedBeyond(start, as).then((at) => {
+        if (at === undefined) return this.release();
+        const id = String(created.watch_id);
+        this.refused = { id, at };
+        this.cancel = this.held?.find((h) => this.isCancelOf(h, id));
+        this.streamed = this.held?.some((h) => this.isEventsOf(h, id)) ?? false;
+        this.settle();
+      });
     });
     return true;
   }
@@ -178,6 +189,9 @@ class BelowCompaction {
     if (this.held.length > MAX_HELD) return this.drop(`more than ${MAX_HELD} responses while asking etcd for its compaction`);
     if (this.refused !== undefined && this.cancel === undefined && this.isCancelOf(r, this.refused.id)) {
       this.cancel = r;
+      this.settle();
+    } else if (this.refused !== undefined && !this.streamed && this.isEventsOf(r, this.refused.id)) {
+      this.streamed = true;
       this.settle();
     }
     return true;
@@ -194,29 +208,49 @@ class BelowCompaction {
     return r.canceled && r.compact_revision !== '0' && String(r.watch_id) === id;
   }
 
+  private isEventsOf(r: M.WatchResponse, id: string): boolean {
+    return r.events.length > 0 && String(r.watch_id) === id;
+  }
+
   /**
-   * etcd refused the start revision: once its cancel is here, the simulator compacts there, then takes the
-   * held responses; a stream that ended without it will not get it, and has nothing more to compare.
+   * etcd refused the start revision: once its cancel is here, the simulator compacts there — at etcd's
+   * revision when it was sent, after any Compact through the shadow still in flight, which may be the
+   * compaction the cancel names and then applies it first — and takes the held responses. etcd may also have
+   * synced the watch before it compacted (a compaction in the same instant, after the watch's first sync):
+   * its events come instead, and the simulator creates the watch too unless it already compacted past its
+   * start, which cannot be undone — then the stream is not compared. A stream that ended without either
+   * will not get it, and has nothing more to compare.
    */
   private settle(): void {
     const r = this.refused;
     if (r === undefined) return;
     const cancel = this.cancel;
     if (cancel === undefined) {
-      if (this.streamEnded) {
-        this.drop('ended before etcd canceled a watch below its compaction');
-        this.end();
+      if (this.streamed) {
+        this.refused = undefined;
+        this.ctx.follower.add(at(undefined, () => (this.ctx.sim.mvcc.compactRevision > this.start ? this.dropEnding('etcd synced a watch before a compaction the simulator applied first') : this.release())));
+      } else if (this.streamEnded) {
+        this.dropEnding('ended before etcd canceled a watch below its compaction');
       }
       return;
     }
     this.refused = undefined;
     this.cancel = undefined;
-    this.ctx.follower.add(
-      at(r.at, () => {
-        followCompaction(this.ctx, Number(cancel.compact_revision), r.at);
-        this.release();
-      }),
+    const seenAt = Math.max(r.at, Number(cancel.header?.revision ?? 0));
+    this.ctx.follower.afterCompactions(() =>
+      this.ctx.follower.add(
+        at(seenAt, () => {
+          followCompaction(this.ctx, Number(cancel.compact_revision), seenAt);
+          this.release();
+        }),
+      ),
     );
+  }
+
+  /** Not compared any more, and ended now if the stream already did. */
+  private dropEnding(why: string): void {
+    this.drop(why);
+    if (this.streamEnded) this.end();
   }
 
   /** The stream is not compared any more (memory stays bounded; or nothing is left to compare). */
