@@ -63,6 +63,11 @@ export class TokenMap {
   simToken(etcdToken: string): string | undefined {
     return this.pairs.get(etcdToken);
   }
+
+  /** etcd dropped the token (expired, or auth turned off): it has no counterpart any more. */
+  forget(etcdToken: string): void {
+    this.pairs.delete(etcdToken);
+  }
 }
 
 export function outcomeText(o: Outcome): string {

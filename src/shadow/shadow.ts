@@ -324,6 +324,9 @@ function tapGateway(ctx: ShadowContext, url: string, method: string, headers: Ta
 }
 
 const RANGE = '/etcdserverpb.KV/Range';
+/** etcd's refusal of a token it does not know (any more): gRPC's Unauthenticated, with rpctypes' text. */
+const UNAUTHENTICATED = 16;
+const INVALID_TOKEN = 'etcdserver: invalid auth token';
 /** gRPC's OutOfRange, etcd's code for a read below its compaction. */
 const COMPACTED_CODE = 11;
 
@@ -390,8 +393,14 @@ function tapCall(ctx: ShadowContext, path: string, token: string | string[] | un
       else if (untapped !== undefined) report.notCompared(rpc, untapped);
       else if (status === undefined) report.notCompared(rpc, 'canceled or reset');
       else {
-        if (call !== undefined && call.token === undefined) report.notCompared(rpc, 'a token from before the shadow');
-        else follower.add(unaryStep(ctx, rule, rpc, (req ?? {}) as Record<string, unknown>, status === 0 ? { ok: res } : { err: { code: status, details: message } }, call, codec.wire));
+        // A token etcd no longer knows (expired unused after --auth-token-ttl, dropped with auth turned off):
+        // its expiry is etcd's decision, as a lease's (the simulator's clock never moves). The simulator forgets
+        // it too: asked with a token it never issued, it refuses the call alike.
+        const dropped = status === UNAUTHENTICATED && message === INVALID_TOKEN && typeof token === 'string';
+        if (dropped) ctx.tokens.forget(token);
+        const asked = dropped ? { token } : call;
+        if (asked !== undefined && asked.token === undefined) report.notCompared(rpc, 'a token from before the shadow');
+        else follower.add(unaryStep(ctx, rule, rpc, (req ?? {}) as Record<string, unknown>, status === 0 ? { ok: res } : { err: { code: status, details: message } }, asked, codec.wire));
       }
       if (compacting) {
         compacting = false;

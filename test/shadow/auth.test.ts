@@ -137,8 +137,14 @@ test("the shadow's token expires on etcd (--auth-token-ttl) or is dropped with a
     assert.equal(await rig.shadow.drained(), true, summary(rig));
     const before = rig.shadow.authentications();
     assert.ok(before >= 1, String(before));
-    // The shadow's own token is unused from here (no probe timer): etcd expires it.
+    // The application's token, from an Authenticate through the shadow, and the shadow's own are unused from
+    // here (no probe timer): etcd expires both.
+    const stale = { token: (await app.auth.authenticate({ name: 'app', password: 'apppw' })).token };
     await tokensExpired(direct);
+    // etcd refuses the application's expired token; the simulator, whose clock never moved, forgets it too.
+    const refusedBefore = rig.shadow.report.rpcs.get('KV.Range')?.compared ?? 0;
+    await assert.rejects(app.kv.range({ key: Buffer.from('/app/a') }, stale), /invalid auth token/);
+    await assert.rejects(app.kv.put({ key: Buffer.from('/app/a'), value: Buffer.from('x') }, stale), /invalid auth token/);
     const root = { token: (await direct.auth.authenticate(ROOT)).token };
     // Beside the shadow: a write (its own watch, opened with the token that expired, still brings it) and a compaction.
     const put = await direct.kv.put({ key: Buffer.from('/app/beside'), value: Buffer.from('b') }, root);
@@ -149,6 +155,7 @@ test("the shadow's token expires on etcd (--auth-token-ttl) or is dropped with a
     await assert.rejects(app.kv.range({ key: Buffer.from('/app/a'), revision: String(Number(put.header.revision) - 1) }, as), /required revision has been compacted/);
     assert.equal(await rig.shadow.drained(), true, summary(rig));
     assert.equal(rig.shadow.authentications(), before + 1, summary(rig));
+    assert.equal(rig.shadow.report.rpcs.get('KV.Range')?.compared, refusedBefore + 1, summary(rig));
     assert.equal(rig.shadow.retained().compactRevision, Number(put.header.revision), summary(rig));
     assert.equal((await app.kv.range({ key: Buffer.from('/app/beside') }, as)).kvs.length, 1);
 

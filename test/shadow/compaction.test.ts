@@ -123,52 +123,6 @@ test("a watch from below a compaction the shadow has not followed yet: it follow
   assert.equal((rig.shadow.report.rpcs.get('Watch.Watch')?.compared ?? 0) - before, 6, summary(rig));
 });
 
-test("with auth on, etcd refuses the shadow's own reads: its compaction probe reads as the application last did", { skip }, async () => {
-  const app = connectEtcd(rig.shadow.endpoint);
-  const beside = connectEtcd(rig.etcd.address);
-  const key = (k: string): Buffer => Buffer.from(`/authed/${k}`);
-  try {
-    await app.auth.userAdd({ name: 'root', password: 'rootpw', options: { no_password: false } });
-    await app.auth.roleAdd({ name: 'root' });
-    await app.auth.userGrantRole({ user: 'root', role: 'root' });
-    await app.auth.userAdd({ name: 'app', password: 'apppw', options: { no_password: false } });
-    await app.auth.roleAdd({ name: 'writer' });
-    await app.auth.roleGrantPermission({ name: 'writer', perm: { permType: 'READWRITE', key: key(''), range_end: Buffer.from('/authed0') } });
-    await app.auth.userGrantRole({ user: 'app', role: 'writer' });
-    await app.auth.authEnable({});
-    const as = { token: (await app.auth.authenticate({ name: 'app', password: 'apppw' })).token };
-    const root = { token: (await beside.auth.authenticate({ name: 'root', password: 'rootpw' })).token };
-    // etcd refuses a read without a token now: the shadow's probe of its own is refused too.
-    await assert.rejects(beside.kv.range({ key: Buffer.from([0]) }), /user name is empty/);
-    const puts = async (): Promise<number> => {
-      let rev = 0;
-      for (let i = 0; i < 6; i++) rev = Number((await app.kv.put({ key: key(String(i % 2)), value: Buffer.from(String(i)) }, as)).header.revision);
-      await app.kv.range({ key: key('0') }, as);
-      assert.equal(await rig.shadow.drained(), true, summary(rig));
-      return rev;
-    };
-    // A compaction beside the shadow, then a watch (with the application's token) from below it.
-    let rev = await puts();
-    await beside.kv.compact({ revision: String(rev - 1) }, root);
-    const watched = await watchResponses(rig.shadow.endpoint, { create_request: { key: key(''), range_end: Buffer.from('/authed0'), start_revision: String(rev - 3) } }, (rs) => rs.some((r) => r.canceled), as);
-    assert.equal(watched.at(-1)?.compact_revision, String(rev - 1), JSON.stringify(watched));
-    assert.equal(await rig.shadow.drained(), true, summary(rig));
-    assert.equal(rig.shadow.retained().compactRevision, rev - 1, summary(rig));
-    // Another beside it, then a read below it: the probe finds the compaction reading as that application.
-    const found = rig.shadow.retained().compactionsFound;
-    rev = await puts();
-    await beside.kv.compact({ revision: String(rev - 1) }, root);
-    await assert.rejects(app.kv.range({ key: key('0'), revision: String(rev - 3) }, as), /required revision has been compacted/);
-    assert.equal(await rig.shadow.drained(), true, summary(rig));
-    assert.equal(rig.shadow.retained().compactRevision, rev - 1, summary(rig));
-    assert.equal(rig.shadow.retained().compactionsFound, found + 1, summary(rig));
-  } finally {
-    app.close();
-    beside.close();
-  }
-  assert.deepEqual(rig.divergences, [], summary(rig));
-});
-
 /**
  * The race of a held watch (BelowCompaction, stream_calls.ts) with a Compact through the shadow: sent
  * together, etcd creates the watch, compacts, and cancels the watch at its first sync — naming the
@@ -215,4 +169,50 @@ test('a watch from an old revision and a Compact through the shadow in the same 
     beside.close();
   }
   assert.deepEqual(rig.divergences, [], `${outcomes.join(' ')}\n${summary(rig)}`);
+});
+
+test("with auth on, etcd refuses the shadow's own reads: its compaction probe reads as the application last did", { skip }, async () => {
+  const app = connectEtcd(rig.shadow.endpoint);
+  const beside = connectEtcd(rig.etcd.address);
+  const key = (k: string): Buffer => Buffer.from(`/authed/${k}`);
+  try {
+    await app.auth.userAdd({ name: 'root', password: 'rootpw', options: { no_password: false } });
+    await app.auth.roleAdd({ name: 'root' });
+    await app.auth.userGrantRole({ user: 'root', role: 'root' });
+    await app.auth.userAdd({ name: 'app', password: 'apppw', options: { no_password: false } });
+    await app.auth.roleAdd({ name: 'writer' });
+    await app.auth.roleGrantPermission({ name: 'writer', perm: { permType: 'READWRITE', key: key(''), range_end: Buffer.from('/authed0') } });
+    await app.auth.userGrantRole({ user: 'app', role: 'writer' });
+    await app.auth.authEnable({});
+    const as = { token: (await app.auth.authenticate({ name: 'app', password: 'apppw' })).token };
+    const root = { token: (await beside.auth.authenticate({ name: 'root', password: 'rootpw' })).token };
+    // etcd refuses a read without a token now: the shadow's probe of its own is refused too.
+    await assert.rejects(beside.kv.range({ key: Buffer.from([0]) }), /user name is empty/);
+    const puts = async (): Promise<number> => {
+      let rev = 0;
+      for (let i = 0; i < 6; i++) rev = Number((await app.kv.put({ key: key(String(i % 2)), value: Buffer.from(String(i)) }, as)).header.revision);
+      await app.kv.range({ key: key('0') }, as);
+      assert.equal(await rig.shadow.drained(), true, summary(rig));
+      return rev;
+    };
+    // A compaction beside the shadow, then a watch (with the application's token) from below it.
+    let rev = await puts();
+    await beside.kv.compact({ revision: String(rev - 1) }, root);
+    const watched = await watchResponses(rig.shadow.endpoint, { create_request: { key: key(''), range_end: Buffer.from('/authed0'), start_revision: String(rev - 3) } }, (rs) => rs.some((r) => r.canceled), as);
+    assert.equal(watched.at(-1)?.compact_revision, String(rev - 1), JSON.stringify(watched));
+    assert.equal(await rig.shadow.drained(), true, summary(rig));
+    assert.equal(rig.shadow.retained().compactRevision, rev - 1, summary(rig));
+    // Another beside it, then a read below it: the probe finds the compaction reading as that application.
+    const found = rig.shadow.retained().compactionsFound;
+    rev = await puts();
+    await beside.kv.compact({ revision: String(rev - 1) }, root);
+    await assert.rejects(app.kv.range({ key: key('0'), revision: String(rev - 3) }, as), /required revision has been compacted/);
+    assert.equal(await rig.shadow.drained(), true, summary(rig));
+    assert.equal(rig.shadow.retained().compactRevision, rev - 1, summary(rig));
+    assert.equal(rig.shadow.retained().compactionsFound, found + 1, summary(rig));
+  } finally {
+    app.close();
+    beside.close();
+  }
+  assert.deepEqual(rig.divergences, [], summary(rig));
 });
