@@ -13,7 +13,7 @@ import { Buffer } from 'node:buffer';
 import { connectEtcd, type EtcdGrpcClient } from '../../src/grpc/client.js';
 import { runCli } from '../../src/cli/program.js';
 import { requireCommands } from '../support/prerequisites.js';
-import { ctl, startRig, summary, watchUntil, type ShadowRig } from './helpers.js';
+import { ctl, ctlOk, startRig, summary, watchUntil, type ShadowRig } from './helpers.js';
 
 const skip = requireCommands(['etcd', 'etcdctl']);
 const ROOT = { name: 'root', password: 'rootpw' };
@@ -75,11 +75,7 @@ test('an etcd with auth on: without --user the shadow refuses to start at once, 
 
 test("etcdctl with --user through a shadow seeded from an etcd with auth on: every answer agrees with the simulator's", { skip }, async () => {
   const ep = rig.shadow.endpoint;
-  const run = async (args: string[], input?: string): Promise<string> => {
-    const r = await ctl(ep, args, input);
-    assert.equal(r.code, 0, `etcdctl ${args.join(' ')}: ${r.out}`);
-    return r.out;
-  };
+  const run = ctlOk(ep);
   const asRoot = ['--user', 'root:rootpw'];
   const asApp = ['--user', 'app', '--password', 'apppw'];
   // What etcd held before the shadow started, read through it: the simulator was seeded with it.

@@ -7,7 +7,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { requireCommands } from '../support/prerequisites.js';
-import { ctl, startRig, summary, watchUntil, type ShadowRig } from './helpers.js';
+import { ctl, ctlOk, startRig, summary, watchUntil, type ShadowRig } from './helpers.js';
 
 const skip = requireCommands(['etcd', 'etcdctl']);
 let rig: ShadowRig;
@@ -20,11 +20,7 @@ after(async () => {
 
 test('etcdctl through the shadow: the answers are etcd\'s, and the simulator agrees with every one', { skip }, async () => {
   const ep = rig.shadow.endpoint;
-  const run = async (args: string[], input?: string): Promise<string> => {
-    const r = await ctl(ep, args, input);
-    assert.equal(r.code, 0, `etcdctl ${args.join(' ')}: ${r.out}`);
-    return r.out;
-  };
+  const run = ctlOk(ep);
   assert.equal(await run(['put', '/a', '1']), 'OK\n');
   await run(['put', '/b', '2']);
   await run(['put', '/a', '3', '--prev-kv']);

@@ -3,6 +3,7 @@
  * etcdctl aimed at the shadow. etcd runs with --election-timeout 1000, so its minimum lease TTL is 2 s
  * and a lease can expire on the real etcd within a test: the shadow must follow that expiry.
  */
+import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { startEtcd, type EtcdProcess } from '../../src/diff/etcd_process.js';
 import { startShadow, type ShadowHandle, type ShadowOptions } from '../../src/shadow/index.js';
@@ -69,6 +70,15 @@ export function ctl(endpoint: string, args: readonly string[], input = ''): Prom
     child.stdin?.on('error', () => {});
     child.stdin?.end(input);
   });
+}
+
+/** etcdctl against `endpoint` (after `first`: flags every call takes), each call required to succeed: its output. */
+export function ctlOk(endpoint: string, first: readonly string[] = [], context: () => string = () => ''): (args: string[], input?: string) => Promise<string> {
+  return async (args, input) => {
+    const r = await ctl(endpoint, [...first, ...args], input);
+    assert.equal(r.code, 0, `etcdctl ${args.join(' ')}: ${r.out}${context()}`);
+    return r.out;
+  };
 }
 
 /** The per-RPC summary, for assertion messages. */

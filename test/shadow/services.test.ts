@@ -15,7 +15,7 @@ import { Buffer } from 'node:buffer';
 import { connectEtcd } from '../../src/grpc/client.js';
 import { runCli } from '../../src/cli/program.js';
 import { requireCommands } from '../support/prerequisites.js';
-import { ctl, startRig, summary, watchUntil, type ShadowRig } from './helpers.js';
+import { ctl, ctlOk, startRig, summary, watchUntil, type ShadowRig } from './helpers.js';
 
 const skip = requireCommands(['etcd', 'etcdctl']);
 let rig: ShadowRig;
@@ -46,11 +46,7 @@ async function holdData(etcd: { address: string }): Promise<void> {
 
 test('an etcd that held data before the shadow: history, compaction, leases and hashes compare from the first request', { skip }, async () => {
   const ep = rig.shadow.endpoint;
-  const run = async (args: string[]): Promise<string> => {
-    const r = await ctl(ep, args);
-    assert.equal(r.code, 0, `etcdctl ${args.join(' ')}: ${r.out}`);
-    return r.out;
-  };
+  const run = ctlOk(ep);
   assert.equal(await run(['get', '/old/a', '--rev=5', '--print-value-only']), '2\n');
   assert.match((await ctl(ep, ['get', '/old/a', '--rev=3'])).out, /required revision has been compacted/);
   assert.equal(await run(['get', '/', '--prefix', '--keys-only']), '/held\n\n/old/a\n\n');
@@ -66,11 +62,7 @@ test('an etcd that held data before the shadow: history, compaction, leases and 
 
 test('Maintenance, Cluster and Auth through the shadow: compared where comparable, no divergence', { skip }, async () => {
   const ep = rig.shadow.endpoint;
-  const run = async (args: string[], input?: string): Promise<string> => {
-    const r = await ctl(ep, args, input);
-    assert.equal(r.code, 0, `etcdctl ${args.join(' ')}: ${r.out}`);
-    return r.out;
-  };
+  const run = ctlOk(ep);
   await run(['put', '/a', '1']);
   await run(['member', 'list']);
   await run(['endpoint', 'status']);

@@ -16,7 +16,7 @@ import tls from 'node:tls';
 import { startEtcd, type EtcdProcess } from '../../src/diff/etcd_process.js';
 import { requireCommands } from '../support/prerequisites.js';
 import { CLIENT_EXT, SERVER_EXT, TestPki } from '../grpc/pki.js';
-import { ctl, ELECTION_MS, HEARTBEAT_MS, spawnShadow } from './helpers.js';
+import { ctlOk, ELECTION_MS, HEARTBEAT_MS, spawnShadow } from './helpers.js';
 
 const skip = requireCommands(['etcd', 'etcdctl', 'openssl']);
 const pki = new TestPki('etcdsim-shadow-tls-');
@@ -74,11 +74,7 @@ async function shadowed(etcd: EtcdProcess, clientTls: boolean, etcdTls: boolean)
   ]);
   const endpoint = shadow.endpoint;
   const certs = clientTls ? ['--cacert', pki.path('ca.crt'), '--cert', pki.path('client.crt'), '--key', pki.path('client.key')] : [];
-  const run = async (args: string[]): Promise<string> => {
-    const r = await ctl(endpoint, [...certs, ...args]);
-    assert.equal(r.code, 0, `etcdctl ${args.join(' ')}: ${r.out}\n${shadow.err()}`);
-    return r.out;
-  };
+  const run = ctlOk(endpoint, certs, () => `\n${shadow.err()}`);
   assert.equal(await run(['put', `${prefix}/a`, '1']), 'OK\n');
   const rev = Number(/"revision":(\d+)/.exec(await run(['get', `${prefix}/a`, '-w', 'json']))?.[1]);
   await run(['put', `${prefix}/a`, '2']);
