@@ -674,10 +674,13 @@ class KvCommand implements fc.Command<Model, Real> {
         // compaction at the second drop fewer of its revisions than they keep, which clears them in place.
         // Then a delete, a put, and a compaction at the delete: a tombstone at the compaction revision of a
         // key that lives on, which etcd 3.6+ keeps in the log only because the key's index still holds it
-        // (its oldest revision is the tombstone).
+        // (its oldest revision is the tombstone). First a key put once, so that the first compaction meets a
+        // key the index holds in its single-revision form (tree_index.ts), which it must keep.
         this.shown = show(s.req);
         const put = (): void => same(actual(() => store.put(s.req)), expected(() => ref.put(s.req)), `put ${show(s.req)}`);
         const compact = (at: number): void => same(actual(() => store.compact(at)), expected(() => ref.compact(at)), `compact(${at})`);
+        const once: PutRequest = { key: Uint8Array.of(...s.req.key, 0xfe, ref.currentRev & 0xff), value: s.req.value };
+        same(actual(() => store.put(once)), expected(() => ref.put(once)), `put ${show(once)}`);
         compact(ref.currentRev);
         for (let i = 0; i < 5; i++) put();
         compact(ref.currentRev - 3);
