@@ -35,3 +35,33 @@ export class Column {
     return Column.of(this.data.subarray(start, this.length));
   }
 }
+
+const CHUNK_BITS = 10;
+const CHUNK = 1 << CHUNK_BITS;
+const CHUNK_MASK = CHUNK - 1;
+
+/**
+ * A list of object references by record number (history.ts: each record's key, lease and kept KeyValue), held
+ * in chunks of 1024 that are added as records are, and never copied. A JS array grown by doubling copies every
+ * reference it holds at each doubling, through the write barrier, and the collector rescans the new array: for
+ * three such lists a store's growth cost 110-126 ns per record, against 18 ns in chunks (issue 28; pushes 78-82
+ * ns). Entries not yet written read as `fill`.
+ */
+export class ChunkedList<T> {
+  private readonly chunks: T[][] = [];
+
+  constructor(private readonly fill: T) {}
+
+  get(i: number): T {
+    return this.chunks[i >> CHUNK_BITS]![i & CHUNK_MASK]!;
+  }
+
+  set(i: number, v: T): void {
+    this.chunks[i >> CHUNK_BITS]![i & CHUNK_MASK] = v;
+  }
+
+  /** Makes room for the entries [0, n). */
+  reserve(n: number): void {
+    while (this.chunks.length * CHUNK < n) this.chunks.push(new Array<T>(CHUNK).fill(this.fill));
+  }
+}

@@ -15,6 +15,7 @@
  * (a KeyValue a reader still holds keeps its bytes alive: they are never overwritten).
  */
 import { EMPTY_BYTES, keepsAsGiven } from './bytes.js';
+import { ChunkedList } from './column.js';
 import { setSubRevision } from './sub_revision.js';
 import type { KeyValue } from './types.js';
 
@@ -42,13 +43,13 @@ export class History {
   private valLen = new Int32Array(0);
   /** How many of the keyIndex and the log hold the record (0: free). */
   private refs = new Uint8Array(0);
-  private keys: (Uint8Array | undefined)[] = [];
-  private leases: bigint[] = [];
+  private keys = new ChunkedList<Uint8Array | undefined>(undefined);
+  private leases = new ChunkedList<bigint>(0n);
   /**
    * The KeyValue a read made of a record, kept for the next read while the record is its key's newest: a
    * key read again and again (a get, a list) costs no new object, and no more are kept than keys.
    */
-  private read: (KeyValue | undefined)[] = [];
+  private read = new ChunkedList<KeyValue | undefined>(undefined);
   /** 1 once a newer revision of the record's key exists: reads of it keep nothing. */
   private old = new Uint8Array(0);
   /** Freed record numbers, reused first. */
@@ -75,8 +76,8 @@ export class History {
     this.subRev[r] = 0;
     this.old[r] = 0;
     this.refs[r] = 1;
-    this.keys[r] = key;
-    this.leases[r] = lease;
+    this.keys.set(r, key);
+    this.leases.set(r, lease);
     this.storeValue(r, value);
     return r;
   }
@@ -94,9 +95,9 @@ export class History {
       this.slabs[s] = undefined;
       this.freeSlabs.push(s);
     }
-    this.keys[r] = undefined;
-    this.leases[r] = 0n;
-    this.read[r] = undefined;
+    this.keys.set(r, undefined);
+    this.leases.set(r, 0n);
+    this.read.set(r, undefined);
     this.free.push(r);
   }
 
@@ -113,11 +114,11 @@ export class History {
   }
 
   lease(r: Rec): bigint {
-    return this.leases[r]!;
+    return this.leases.get(r);
   }
 
   key(r: Rec): Uint8Array {
-    return this.keys[r]!;
+    return this.keys.get(r)!;
   }
 
   /** Whether the record is a delete's tombstone. */
@@ -127,7 +128,7 @@ export class History {
 
   /** Key and value bytes of the record: what etcd's backend spends on it. */
   bytes(r: Rec): number {
-    return this.keys[r]!.byteLength + this.valLen[r]!;
+    return this.keys.get(r)!.byteLength + this.valLen[r]!;
   }
 
   sub(r: Rec): number {
@@ -148,12 +149,12 @@ export class History {
 
   kv(r: Rec): KeyValue {
     const kv: KeyValue = {
-      key: this.keys[r]!,
+      key: this.keys.get(r)!,
       createRevision: this.createRev[r]!,
       modRevision: this.modRev[r]!,
       version: this.ver[r]!,
       value: this.value(r),
-      lease: this.leases[r]!,
+      lease: this.leases.get(r),
     };
     const sub = this.subRev[r]!;
     if (sub > 0) setSubRevision(kv, sub);
@@ -165,16 +166,16 @@ export class History {
    * `superseded(r)`. The caller must not change it (a server copies what it answers).
    */
   kvRead(r: Rec): KeyValue {
-    const kept = this.read[r];
+    const kept = this.read.get(r);
     if (kept !== undefined) return kept;
     const kv = this.kv(r);
-    if (this.old[r] === 0) this.read[r] = kv;
+    if (this.old[r] === 0) this.read.set(r, kv);
     return kv;
   }
 
   /** A newer revision of the record's key was appended: reads of `r` (historical, rare) keep nothing from now on. */
   superseded(r: Rec): void {
-    this.read[r] = undefined;
+    this.read.set(r, undefined);
     this.old[r] = 1;
   }
 
@@ -224,9 +225,10 @@ export class History {
   }
 
   /**
-   * A fresh record number at the end, growing the columns when full: every column, the object ones too, grows
-   * by doubling, as a typed array must — a push onto a JS array of a million entries costs several times an
-   * indexed store into room made in advance (issue 28: three pushes were a fifth of a put).
+   * A fresh record number at the end, growing the columns when full: the typed ones by doubling, as a typed
+   * array must, the object ones by chunks, never copied (column.ts) — a push onto a JS array of a million
+   * entries costs several times an indexed store into room made in advance (issue 28: three pushes were a fifth
+   * of a put), and a JS array that doubles copies every reference it holds.
    */
   private grow(): Rec {
     if (this.size === this.cap) {
@@ -240,9 +242,9 @@ export class History {
       this.valLen = widen(this.valLen, new Int32Array(cap));
       this.refs = widen(this.refs, new Uint8Array(cap));
       this.old = widen(this.old, new Uint8Array(cap));
-      this.keys = widenList(this.keys, cap, undefined);
-      this.leases = widenList(this.leases, cap, 0n);
-      this.read = widenList(this.read, cap, undefined);
+      this.keys.reserve(cap);
+      this.leases.reserve(cap);
+      this.read.reserve(cap);
       this.cap = cap;
     }
     return this.size++;
@@ -258,14 +260,5 @@ export class History {
 
 function widen<T extends Float64Array | Int32Array | Uint8Array>(from: T, to: T): T {
   to.set(from);
-  return to;
-}
-
-/** A list of `cap` entries starting with `from`'s, the rest `fill` (so the array never holds holes). */
-function widenList<T>(from: readonly T[], cap: number, fill: T): T[] {
-  const to = new Array<T>(cap);
-  const n = from.length;
-  for (let i = 0; i < n; i++) to[i] = from[i]!;
-  for (let i = n; i < cap; i++) to[i] = fill;
   return to;
 }
