@@ -152,12 +152,21 @@ export class RecordedStream {
   /** A watch asked for fragments: a response may then be read as several. */
   private fragmenting = false;
 
+  /** The send loop told the reader (onSend) that something can be read since the reader last emptied it. */
+  private told = false;
+
   /** `compacted` reads the store's compaction revision (when a response is read); `createdAt`, the clock. */
   constructor(
     readonly stream: WatchStream,
     private readonly compacted: () => number = () => 0,
     readonly createdAt = 0,
-  ) {}
+  ) {
+    // A front door's reader sleeps until onSend: it must come when there is something, and only then.
+    stream.onSend = () => {
+      if (stream.pending === 0) throw new Error(`stream ${stream.seq}: onSend with nothing to read`);
+      this.told = true;
+    };
+  }
 
   open(req: WatchCreateRequest): WatchRecord {
     const created = this.stream.watch(req);
@@ -208,6 +217,7 @@ export class RecordedStream {
     if (got.length < pending || (!this.fragmenting && got.length !== pending) || this.stream.pending !== 0) {
       throw new Error(`stream ${this.stream.seq}: ${pending} responses pending, a take read ${got.length} and left ${this.stream.pending}`);
     }
+    this.told = false;
     for (const r of got) this.route(r);
     return got;
   }
@@ -219,11 +229,14 @@ export class RecordedStream {
     if (got.length > n || (got.length < n && (this.stream.pending !== 0 || got.length < pending))) {
       throw new Error(`stream ${this.stream.seq}: ${pending} responses pending, a read of ${n} read ${got.length} and left ${this.stream.pending}`);
     }
+    this.told = this.stream.pending > 0;
     for (const r of got) this.route(r);
     return got;
   }
 
   private route(r: WatchResponse): void {
+    // Only a refused create carries a cancel reason (a compaction's or a client's cancel has none).
+    if (r.cancelReason !== '' && !(r.created && r.canceled)) throw new Error(`stream ${this.stream.seq}: a cancel reason on ${JSON.stringify(r, jsonBytes)}`);
     if (r.watchId === INVALID_WATCH_ID) {
       if (r.created) return; // a failed create: already recorded from watch()'s return value
       if (isProgressNotify(r)) for (const rec of this.live.values()) if (!rec.cancelRequested) this.file(rec, r);
@@ -251,10 +264,14 @@ export class RecordedStream {
     }
   }
 
-  /** etcd's sendLoop moves the channel into the transport while its window has room. */
+  /** etcd's sendLoop moves the channel into the transport while its window has room; the reader was told. */
   checkSendLoop(): void {
-    const [n, held] = [this.stream.channelLength, this.stream.inTransport.bytes];
+    const [n, held, newest] = [this.stream.channelLength, this.stream.inTransport.bytes, this.stream.inTransport.newest];
     if (n > 0 && held < this.stream.windowBytes) throw new Error(`stream ${this.stream.seq}: ${n} responses wait in the channel, the transport holds ${held} B of ${this.stream.windowBytes}`);
+    // It sends only while the unread bytes are below the window (grpc-go's write quota), so a window of 0 holds
+    // nothing (a fragmented response goes out whole: its pieces are judged by the size references).
+    if (!this.fragmenting && held > 0 && held - newest >= this.stream.windowBytes) throw new Error(`stream ${this.stream.seq}: the transport holds ${held} B, ${held - newest} B before its newest response, the window is ${this.stream.windowBytes} B`);
+    if (this.stream.pending > 0 && !this.told) throw new Error(`stream ${this.stream.seq}: ${this.stream.pending} responses wait, the reader was never told (onSend)`);
   }
 
   private file(rec: WatchRecord, r: WatchResponse): void {
