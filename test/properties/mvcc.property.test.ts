@@ -61,8 +61,11 @@ class RecordingLessor implements LeaseHook {
   exists(id: bigint): boolean {
     return this.keys.has(id);
   }
+  /** As the lessor does (lessor.ts): attaching a key to a lease that does not exist is the store's bug. */
   attach(id: bigint, key: Uint8Array): void {
-    this.keys.get(id)?.add(keyString(key));
+    const keys = this.keys.get(id);
+    if (keys === undefined) throw new Error(`attach to lease ${id}, which does not exist`);
+    keys.add(keyString(key));
   }
   detach(id: bigint, key: Uint8Array): void {
     this.keys.get(id)?.delete(keyString(key));
