@@ -29,6 +29,9 @@ function startingAt(req: M.WatchRequest, start: number): M.WatchRequest {
   return { ...req, create_request: { ...c, start_revision: String(start) } };
 }
 
+/** etcd's refusal of a token it dropped, as a refused watch's cancel reason ends. */
+const INVALID_TOKEN = 'etcdserver: invalid auth token';
+
 /** The watch ID of etcd's answer to a progress request (clientv3's InvalidWatchID). */
 const PROGRESS_ID = '-1';
 
@@ -50,6 +53,14 @@ export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec, call: C
     const rev = Number(r.header?.revision ?? 0);
     // A watch from a revision etcd may have compacted beyond the simulator: the stream waits until etcd says.
     if (r.created && !r.canceled && hold.needed(creates[0], rev, r)) return;
+    if (r.created && r.canceled && r.cancel_reason.endsWith(INVALID_TOKEN)) {
+      // etcd dropped the stream's token (unused for its TTL, or auth turned off) and refuses the stream's new
+      // watches; the simulator, whose clock never moves, still knows its counterpart, and the stream keeps
+      // the token it opened with: the creation is not asked of it, nor compared. The stream's watches go on.
+      creates.shift();
+      ctx.report.notCompared(rpc, 'a watch refused for a token etcd dropped');
+      return;
+    }
     // Answers reach the proxy in any order: a response etcd gave at a revision the simulator has already
     // passed (a write on another connection came first) has its request taken by the simulator now, at
     // its later revision — a watch from "now" starting where etcd's started — and is compared at that
