@@ -424,7 +424,12 @@ function resolveUndo(u: UndoSpec, ref: ReferenceKV): TxnRequest {
   const victim = ref.stateAt(ref.currentRev).find((kv) => keyString(kv.key) >= from)?.key ?? u.from;
   const put: PutRequest = { key: victim, prevKv: u.prevKv, ignoreValue: u.flags !== 'il', ignoreLease: u.flags !== 'iv' };
   const t = resolveTxn({ compare: [], success: u.before, failure: [] }, ref);
-  return { success: [...(t.success ?? []), { requestDeleteRange: { key: u.from, rangeEnd: Uint8Array.of(0) } }, { requestPut: put }] };
+  // Within the ops budget, first a put of another key that lives now: the undo then takes back a put of a
+  // key that lived before the txn (which must stay in the index), not only the txn's new keys (which must
+  // leave it). Not the victim: two puts of one key are refused as duplicates.
+  const other = ref.stateAt(ref.currentRev).find((kv) => keyString(kv.key) !== keyString(victim))?.key;
+  const again: RequestOp[] = other !== undefined && u.before.length < MAX_TXN_OPS - 2 ? [{ requestPut: { key: other, value: Uint8Array.of(0x75) } }] : [];
+  return { success: [...again, ...(t.success ?? []), { requestDeleteRange: { key: u.from, rangeEnd: Uint8Array.of(0) } }, { requestPut: put }] };
 }
 
 // -------------------------------------------------------------------------------------------------
