@@ -1,6 +1,6 @@
 // A Txn's checks in one walk (src/mvcc/validate.ts, checkTxnOnce) answer as the steps they replaced, run one
-// after the other as etcd runs them: the shape of every message (checkTxnShape), v3rpc's checkTxnRequest
-// (--max-txn-ops, a nested txn against what its parent left, keys, each op's checks, an empty op), then
+// after the other as etcd runs them: the shape of every message (checkTxnShape), v3rpc's checkTxnRequest (the
+// naive reference's: --max-txn-ops, a nested txn against what its parent left, keys, each op's checks, an empty op), then
 // checkIntervals on both branches — the same first error, or, for a txn that passes, the same answer to "does it
 // only read" (isTxnReadOnly) and the same proposal size (txnSize), on random txns with wrong types, empty keys,
 // bad sort options, two requests in one op and nested txns.
@@ -8,40 +8,22 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { MvccStore, type Compare, type RequestOp, type TxnRequest } from '../../src/index.js';
-import { ErrKeyNotFound, ErrTooManyOps, ErrEmptyKey } from '../../src/mvcc/errors.js';
-import { fail } from '../../src/etcd/index.js';
-import { checkDeleteRequest, checkIntervals, checkPutRequest, checkRangeRequest, isTxnReadOnly } from '../../src/mvcc/validate.js';
+import { checkIntervals, isTxnReadOnly } from '../../src/mvcc/validate.js';
 import { checkTxnShape } from '../../src/mvcc/shape.js';
 import { raftRequestSize, txnSize } from '../../src/mvcc/request_size.js';
 import { checkProperty } from '../properties/harness.js';
+import { RELEASE_RULES, validateTxn as referenceCheckTxnRequest } from '../properties/model/reference_kv.js';
 import { b } from './helpers.js';
-
-/** checkTxnRequest as etcd's v3rpc writes it: a walk of its own, throwing the first error. */
-function naiveCheckTxnRequest(r: TxnRequest, maxTxnOps: number, sortOrderChecked: boolean): void {
-  const compare = r.compare ?? [];
-  const success = r.success ?? [];
-  const failure = r.failure ?? [];
-  const opc = Math.max(compare.length, success.length, failure.length);
-  if (opc > maxTxnOps) fail(ErrTooManyOps);
-  for (const c of compare) if (c.key.length === 0) fail(ErrEmptyKey);
-  for (const op of [...success, ...failure]) {
-    if (op.requestRange !== undefined) checkRangeRequest(op.requestRange, sortOrderChecked);
-    else if (op.requestPut !== undefined) checkPutRequest(op.requestPut);
-    else if (op.requestDeleteRange !== undefined) checkDeleteRequest(op.requestDeleteRange);
-    else if (op.requestTxn !== undefined) naiveCheckTxnRequest(op.requestTxn, maxTxnOps - opc, sortOrderChecked);
-    else fail(ErrKeyNotFound);
-  }
-}
 
 type Outcome = { readonly error: string } | { readonly readOnly: boolean; readonly size: number };
 
 const errorOf = (err: unknown): string => (err instanceof Error ? `${err.constructor.name}: ${err.message}` : `thrown ${String(err)}`);
 
 /** The steps one after the other: shape, checkTxnRequest, checkIntervals on each branch (every branch walked). */
-function steps(r: TxnRequest, maxTxnOps: number, sortOrderChecked: boolean): Outcome {
+function steps(r: TxnRequest, maxTxnOps: number, etcdVersion: '3.4' | '3.7'): Outcome {
   try {
     checkTxnShape(r);
-    naiveCheckTxnRequest(r, maxTxnOps, sortOrderChecked);
+    referenceCheckTxnRequest(r, maxTxnOps, RELEASE_RULES[etcdVersion]); // etcd's checkTxnRequest, written naively
     checkIntervals(r.success ?? []);
     checkIntervals(r.failure ?? []);
   } catch (err) {
@@ -136,7 +118,7 @@ test('one walk over a txn: the same first error as the steps, else the same read
   checkProperty(
     fc.property(txn, fc.oneof({ weight: 3, arbitrary: fc.constant(128) }, { weight: 2, arbitrary: fc.integer({ min: 0, max: 5 }) }), fc.constantFrom<'3.4' | '3.7'>('3.4', '3.7'), (t, maxTxnOps, etcdVersion) => {
       const r = t as TxnRequest;
-      const want = steps(r, maxTxnOps, etcdVersion === '3.7');
+      const want = steps(r, maxTxnOps, etcdVersion);
       const got = once(r, maxTxnOps, etcdVersion, 'size' in want ? want.size : 1);
       assert.deepEqual(got, want);
       const kind = 'error' in want ? want.error.replace(/: .*etcdsim: .*/, ': a shape') : want.readOnly ? 'read' : 'write';

@@ -369,7 +369,8 @@ function validateOp(op: RequestOp, budget: number, rules: ReleaseRules): void {
   else fail(ErrKeyNotFound);
 }
 
-function validateTxn(t: TxnRequest, maxOps: number, rules: ReleaseRules): void {
+/** v3rpc's checkTxnRequest, naively (test/mvcc/txn_once.test.ts holds the engine's one-walk checks to it too). */
+export function validateTxn(t: TxnRequest, maxOps: number, rules: ReleaseRules): void {
   const cmps = t.compare ?? [];
   const succ = t.success ?? [];
   const fails = t.failure ?? [];
