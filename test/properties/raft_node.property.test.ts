@@ -8,7 +8,10 @@
  * entries (a random --snapshot-count) and at random points, and a member down while the others compact
  * past its log catches up from a snapshot (some lost on the way, so resent); the checker holds the snapshot
  * invariants too. Runs have PreVote on or off, and proposals and messages that reach a member between
- * ready() and advance(); a stale-leader step pins the up-to-date rule and CheckQuorum.
+ * ready() and advance(); a stale-leader step pins the up-to-date rule and CheckQuorum. The cluster's levers
+ * (a forced election, a snapshot or a heartbeat sent now) are pulled at the leader and at other members,
+ * which must not act on them (a learner never campaigns; only a leader sends, to a member it tracks); a
+ * read's readIndex() says false exactly when raft drops it.
  * Membership changes go through the log (add a voter, add a learner, promote it, make a voter a learner
  * (ignored), remove a member, the leader too, down to two voters): only a voter in its own configuration
  * campaigns or leads, and no member is both voter and learner. At the end, on a clean network, every
@@ -49,6 +52,7 @@ type Step =
   | { readonly t: 'member'; readonly change: 'add' | 'addLearner' | 'promote' | 'demote' | 'remove'; readonly at: number; readonly who: number }
   | { readonly t: 'partition'; readonly alone: number }
   | { readonly t: 'heal' }
+  | { readonly t: 'lever'; readonly kind: 'campaignNow' | 'snapshotTo' | 'heartbeatTo'; readonly at: number; readonly to: number }
   | { readonly t: 'staleLeader'; readonly long: number; readonly short: number; readonly restart: boolean }
   | { readonly t: 'faults'; readonly drop: number; readonly duplicate: number; readonly maxDelayMs: number };
 
@@ -74,6 +78,10 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     arbitrary: fc.record({ t: fc.constant('member' as const), change: fc.constantFrom('add' as const, 'addLearner' as const, 'addLearner' as const, 'promote' as const, 'promote' as const, 'demote' as const, 'remove' as const), at: member, who: member }),
   },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('heal' as const) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ t: fc.constant('lever' as const), kind: fc.constantFrom('campaignNow' as const, 'snapshotTo' as const, 'heartbeatTo' as const), at: member, to: member }),
+  },
   {
     weight: 1,
     arbitrary: fc.record({ t: fc.constant('staleLeader' as const), long: fc.integer({ min: 1, max: 12 }), short: fc.integer({ min: 0, max: 3 }), restart: fc.boolean() }),
@@ -259,6 +267,13 @@ function runScenario(setup: Setup, seed: number, steps: readonly Step[]): number
       case 'compact':
         net.compact(pick(net, s.at), s.keep);
         break;
+      case 'lever': {
+        // Mostly at the leader (the levers are a leader's), sometimes at whoever: a node that may not act does nothing.
+        const leader = net.leaders()[0];
+        const at = s.at % 2 === 0 && leader !== undefined ? leader : pick(net, s.at);
+        net.lever(at, s.kind, pick(net, s.to));
+        break;
+      }
       case 'outage': {
         // A member down while the others go on and compact past everything it holds: it comes back to a
         // log that starts after its own ends, and catches up from a snapshot (some of which are lost).

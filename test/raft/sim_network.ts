@@ -331,7 +331,12 @@ export class SimNetwork {
       for (const i of this.acked.values()) floor = Math.max(floor, i);
       this.pendingReads.set(ctx, floor);
     }
-    m.node.readIndex(ctx);
+    // Dropped at once (false) exactly when raft drops it: a leader that has not committed an entry of its
+    // term yet (etcd 3.4), a member that knows no leader; the server then fails the read at once.
+    const n = m.node;
+    const takes = n.role === 'leader' ? n.log.term(n.log.committed) === n.term : n.leader !== NONE;
+    const ok = n.readIndex(ctx);
+    if (ok !== takes) throw new Error(`member ${id}, ${n.role} under ${n.leader}: readIndex said ${ok}, yet raft ${takes ? 'takes' : 'drops'} the read`);
     this.process(m);
     return ctx;
   }
@@ -354,6 +359,31 @@ export class SimNetwork {
     const m = this.members.get(id)!;
     if (!m.alive) return;
     m.node.transferLeadership(to);
+    this.process(m);
+  }
+
+  /**
+   * The cluster's levers on one node (src/cluster/raft_group.ts): a forced election (`campaignNow`, as the
+   * cluster's first election and an operator's), a leader's snapshot sent now, a leader's heartbeat to a
+   * member whose connection came back. Asked of any member: a node that may not do it does nothing (a
+   * learner or a removed member never campaigns: the step rules judge it; only a leader sends, and only to
+   * a member it tracks: checked here against its return).
+   */
+  lever(id: NodeId, kind: 'campaignNow' | 'snapshotTo' | 'heartbeatTo', to: NodeId): void {
+    const m = this.members.get(id)!;
+    if (!m.alive) return;
+    const n = m.node;
+    const after = this.rules.beforeLever(n);
+    if (kind === 'campaignNow') n.campaignNow();
+    else if (kind === 'heartbeatTo') n.heartbeatTo(to);
+    else {
+      // An operator's snapshot is not the node's own retry: the rule against resending one unprobed does not apply.
+      this.rules.forgetSent(id, to);
+      const tracked = n.role === 'leader' && to !== id && [...n.conf.voters, ...n.conf.learners].includes(to);
+      const sent = n.sendSnapshotTo(to);
+      if (sent !== tracked) throw new Error(`member ${id}, ${n.role}: sendSnapshotTo(${to}) said ${sent}, yet it ${tracked ? 'leads and tracks' : 'may not send to'} ${to}`);
+    }
+    after();
     this.process(m);
   }
 

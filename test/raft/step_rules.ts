@@ -100,6 +100,11 @@ export class StepRules {
     };
   }
 
+  /** Before a lever acts on `node` (a forced election): a role or term change starts the timer again. */
+  beforeLever(node: RaftNode): () => void {
+    return this.roleOrTerm(node);
+  }
+
   /** After a step or a tick: a role or term change starts the election timer again. */
   private roleOrTerm(node: RaftNode): () => void {
     const { role, term } = node;
@@ -147,6 +152,11 @@ export class StepRules {
     this.reads.delete(id);
     this.probes.delete(id);
     for (const k of [...this.lastSent.keys()]) if (k.startsWith(`${id}>`)) this.lastSent.delete(k);
+  }
+
+  /** What `from` last sent `to` says nothing about what follows an operator's lever (a snapshot sent now). */
+  forgetSent(from: NodeId, to: NodeId): void {
+    this.lastSent.delete(key(from, to));
   }
 
   /**
