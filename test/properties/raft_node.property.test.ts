@@ -79,7 +79,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('heal' as const) }) },
   {
-    weight: 2,
+    weight: 4,
     arbitrary: fc.record({ t: fc.constant('lever' as const), kind: fc.constantFrom('campaignNow' as const, 'snapshotTo' as const, 'heartbeatTo' as const), at: member, to: member }),
   },
   {
@@ -271,7 +271,10 @@ function runScenario(setup: Setup, seed: number, steps: readonly Step[]): number
         // Mostly at the leader (the levers are a leader's), sometimes at whoever: a node that may not act does nothing.
         const leader = net.leaders()[0];
         const at = s.at % 2 === 0 && leader !== undefined ? leader : pick(net, s.at);
-        net.lever(at, s.kind, pick(net, s.to));
+        // Half the time to the member the leader knows to hold least (a heartbeat's commit is bounded by it).
+        const node = net.members.get(at)!.node;
+        const behind = net.present().filter((id) => id !== at && node.matchOf(id) !== undefined).sort((a, b) => node.matchOf(a)! - node.matchOf(b)!)[0];
+        net.lever(at, s.kind, s.to % 2 === 0 && behind !== undefined ? behind : pick(net, s.to));
         break;
       }
       case 'outage': {

@@ -84,6 +84,8 @@ export class SimNetwork {
    * Ready carried (a snapshot or a truncation that arrived meanwhile waits for the next one).
    */
   stepMidReady = 0;
+  /** What the members send while a lever's effects are handled (checked against what the lever asked). */
+  private sentLog: Message[] | undefined;
   /** Messages on their way, per member (a member handling a Ready may take one early: stepMidReady). */
   private readonly inflight = new Map<NodeId, Set<() => boolean>>();
 
@@ -270,6 +272,7 @@ export class SimNetwork {
   }
 
   private send(msg: Message): void {
+    this.sentLog?.push(msg);
     if (this.clock.now() !== this.sentAt) {
       this.sentAt = this.clock.now();
       this.sentNow = 0;
@@ -374,18 +377,33 @@ export class SimNetwork {
     if (!m.alive) return;
     const n = m.node;
     const after = this.rules.beforeLever(n);
-    if (kind === 'campaignNow') n.campaignNow();
-    else if (kind === 'heartbeatTo') n.heartbeatTo(to);
+    const { role, term } = n;
+    const tracked = role === 'leader' && to !== id && [...n.conf.voters, ...n.conf.learners].includes(to);
+    if (kind === 'campaignNow') {
+      // A voter of its own configuration campaigns for the next term at once (a sole voter wins it); any other does nothing.
+      const voter = n.conf.voters.includes(id) && !n.removed;
+      n.campaignNow();
+      const ok = voter ? n.term === term + 1n && (n.role === 'candidate' || n.role === 'leader') : n.term === term && n.role === role;
+      if (!ok) throw new Error(`member ${id}, ${role} at term ${term}${voter ? '' : ', no voter'}: a forced election left it ${n.role} at term ${n.term}`);
+    } else if (kind === 'heartbeatTo') n.heartbeatTo(to);
     else {
       // An operator's snapshot is not the node's own retry: the rule against resending one unprobed does not apply.
       this.rules.forgetSent(id, to);
-      const tracked = n.role === 'leader' && to !== id && [...n.conf.voters, ...n.conf.learners].includes(to);
       const sent = n.sendSnapshotTo(to);
-      if (sent !== tracked) throw new Error(`member ${id}, ${n.role}: sendSnapshotTo(${to}) said ${sent}, yet it ${tracked ? 'leads and tracks' : 'may not send to'} ${to}`);
+      if (sent !== tracked) throw new Error(`member ${id}, ${role}: sendSnapshotTo(${to}) said ${sent}, yet it ${tracked ? 'leads and tracks' : 'may not send to'} ${to}`);
     }
     after();
+    const sent: Message[] = [];
+    this.sentLog = sent;
     this.process(m);
+    this.sentLog = undefined;
+    if (kind !== 'campaignNow') {
+      const type = kind === 'heartbeatTo' ? 'MsgHeartbeat' : 'MsgSnap';
+      const n2 = sent.filter((x) => x.from === id && x.to === to && x.type === type).length;
+      if (n2 !== (tracked ? 1 : 0)) throw new Error(`member ${id}, ${role}: ${kind}(${to}) sent ${n2} ${type}, expected ${tracked ? 1 : 0}`);
+    }
   }
+
 
   /** `id` snapshots now, whatever --snapshot-count says, keeping `keep` entries (a compaction at any point). */
   compact(id: NodeId, keep: number): void {

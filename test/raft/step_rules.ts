@@ -14,6 +14,7 @@
  *  - the election timer: a voter campaigns no sooner than an election timeout and no later than twice one
  *    (less a tick) after it last heard from a leader, granted a vote, changed role or term or campaigned
  *    (etcd's randomized timeout in [election, 2×election) ticks);
+ *  - a heartbeat tells a member no commit index past what that member is known to hold;
  *  - only the leader of a term sends that term's appends, snapshots, heartbeats and MsgTimeoutNow (raft's
  *    bcastAppend and sendHeartbeat run in stepLeader and tickHeartbeat only): a follower that applied a conf
  *    change as if it led would append to the new member in a term some other member leads.
@@ -126,6 +127,12 @@ export class StepRules {
     this.timer(node, rd);
     for (const x of rd.messages) {
       if (x.from !== node.id) continue;
+      // A heartbeat carries no commit index past what the member is known to hold (raft's sendHeartbeat:
+      // min(match, committed)), or a follower with a stale tail would commit entries no quorum holds.
+      const match = x.type === 'MsgHeartbeat' ? node.matchOf(x.to) : undefined;
+      if (match !== undefined && (x.commit ?? 0) > Math.min(match, node.log.committed)) {
+        throw new Error(`leader ${node.id}: its heartbeat tells ${x.to} commit ${x.commit}, past min(its match ${match}, commit ${node.log.committed})`);
+      }
       if (LEADERS_ONLY.has(x.type) && this.leaderOf.get(x.term) !== node.id) {
         throw new Error(`${node.id}, ${node.role} at term ${node.term}: sent ${x.type} to ${x.to} at term ${x.term}, which ${this.leaderOf.has(x.term) ? `${this.leaderOf.get(x.term)} leads` : 'it never led'}`);
       }
