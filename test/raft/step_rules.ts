@@ -14,6 +14,8 @@
  *  - the election timer: a voter campaigns no sooner than an election timeout and no later than twice one
  *    (less a tick) after it last heard from a leader, granted a vote, changed role or term or campaigned
  *    (etcd's randomized timeout in [election, 2×election) ticks);
+ *  - CheckQuorum's leader lease: a follower that heard its leader within an election timeout ignores a
+ *    vote request of a higher term (not a transfer's), and answers one past it;
  *  - a heartbeat tells a member no commit index past what that member is known to hold;
  *  - only the leader of a term sends that term's appends, snapshots, heartbeats and MsgTimeoutNow (raft's
  *    bcastAppend and sendHeartbeat run in stepLeader and tickHeartbeat only): a follower that applied a conf
@@ -21,7 +23,7 @@
  * These pin the pace and vote-counting rules whose mutants only change how many rounds a catch-up or an
  * election takes (docs/mutation.md): the safety checker and the end-to-end bounds cannot see them.
  */
-import type { Message, NodeId, RaftNode, Ready } from '../../src/raft/index.js';
+import { NONE, type Message, type NodeId, type RaftNode, type Ready } from '../../src/raft/index.js';
 
 type Outcome = 'won' | 'lost' | 'pending';
 
@@ -62,6 +64,8 @@ export class StepRules {
   private readonly probes = new Map<NodeId, Probe>();
   /** The member that led each term (one at most: the checker's election safety), as its Readies showed it. */
   private readonly leaderOf = new Map<bigint, NodeId>();
+  /** A vote request a follower must answer or, inside its leader lease, ignore (judged at its next Ready). */
+  private readonly votes = new Map<NodeId, { readonly from: NodeId; readonly type: string; readonly answer: boolean; readonly term: bigint; readonly ticks: number }>();
 
   constructor(private readonly electionTicks: number) {}
 
@@ -74,6 +78,7 @@ export class StepRules {
       else if (m.type === 'MsgHeartbeatResp' && m.context !== undefined) this.acked(node, m.from, m.context);
       return after;
     }
+    this.lease(node, m);
     const vote = this.voteAnswer(node, m);
     return () => {
       vote?.();
@@ -101,6 +106,30 @@ export class StepRules {
     };
   }
 
+  /**
+   * CheckQuorum's leader lease: a follower that heard from its leader less than an election timeout ago
+   * ignores a vote or pre-vote request of a higher term (no answer, its term unmoved), unless it is a
+   * leader transfer's; past that it answers. Judged in the member's next Ready (or when it settles).
+   */
+  private lease(node: RaftNode, m: Message): void {
+    if ((m.type !== 'MsgVote' && m.type !== 'MsgPreVote') || m.term <= node.term || m.context === 'transfer') return;
+    if (node.role !== 'follower' || node.leader === NONE) return;
+    const ticks = this.timerFrom.get(node.id);
+    if (ticks === undefined) return;
+    this.votes.set(node.id, { from: m.from, type: m.type === 'MsgVote' ? 'MsgVoteResp' : 'MsgPreVoteResp', answer: ticks >= this.electionTicks, term: node.term, ticks });
+  }
+
+  private leaseHeld(node: RaftNode, rd: Ready | undefined): void {
+    const v = this.votes.get(node.id);
+    if (v === undefined) return;
+    this.votes.delete(node.id);
+    const answered = rd?.messages.some((x) => x.from === node.id && x.to === v.from && x.type === v.type) ?? false;
+    const moved = v.type === 'MsgVoteResp' && v.answer;
+    if (answered !== v.answer || (node.term !== v.term) !== moved) {
+      throw new Error(`${node.id}, follower ${v.ticks} ticks after it last heard its leader (an election timeout is ${this.electionTicks}): a ${v.type === 'MsgVoteResp' ? 'vote' : 'pre-vote'} request from ${v.from} of a higher term was ${answered ? 'answered' : 'ignored'} (term ${v.term} → ${node.term})`);
+    }
+  }
+
   /** Before a lever acts on `node` (a forced election): a role or term change starts the timer again. */
   beforeLever(node: RaftNode): () => void {
     return this.roleOrTerm(node);
@@ -116,6 +145,7 @@ export class StepRules {
 
   /** `node` handed its member this Ready. */
   ready(node: RaftNode, rd: Ready): void {
+    this.leaseHeld(node, rd);
     const probe = this.probes.get(node.id);
     if (probe !== undefined) {
       this.probes.delete(node.id);
@@ -146,6 +176,7 @@ export class StepRules {
 
   /** The member handled every Ready after a step: an expected probe that never came is an error. */
   settled(node: RaftNode): void {
+    this.leaseHeld(node, undefined);
     const probe = this.probes.get(node.id);
     if (probe === undefined) return;
     this.probes.delete(node.id);
@@ -158,6 +189,7 @@ export class StepRules {
     this.campaigns.delete(id);
     this.reads.delete(id);
     this.probes.delete(id);
+    this.votes.delete(id);
     for (const k of [...this.lastSent.keys()]) if (k.startsWith(`${id}>`)) this.lastSent.delete(k);
   }
 
