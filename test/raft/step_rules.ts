@@ -80,8 +80,15 @@ export class StepRules {
     }
     this.lease(node, m);
     const vote = this.voteAnswer(node, m);
+    const term = node.term;
     return () => {
       vote?.();
+      // A pre-vote moves no term (raft §9.6: the pre-candidate asks at term+1 without taking it); a refusal
+      // of a higher term does move the pre-candidate's, as any message of a higher term does.
+      if (m.type === 'MsgPreVote' && node.term !== term) throw new Error(`${node.id}: a pre-vote request from ${m.from} moved its term ${term} → ${node.term}`);
+      if (m.type === 'MsgPreVoteResp' && m.reject === true && m.term > term && (node.term !== m.term || node.role !== 'follower')) {
+        throw new Error(`${node.id}: a pre-vote refusal of term ${m.term} left it ${node.role} at term ${node.term}`);
+      }
       after();
       // A follower that hears from its leader of this term starts its election timer again.
       const fromLeader = m.type === 'MsgApp' || m.type === 'MsgHeartbeat' || m.type === 'MsgSnap';
