@@ -14,6 +14,8 @@
  *  - the election timer: a voter campaigns no sooner than an election timeout and no later than twice one
  *    (less a tick) after it last heard from a leader, granted a vote, changed role or term or campaigned
  *    (etcd's randomized timeout in [election, 2×election) ticks);
+ *  - a message of an older term moves nothing; an append or heartbeat of one is answered at the receiver's
+ *    term, a pre-vote of one refused, anything else dropped;
  *  - CheckQuorum's leader lease: a follower that heard its leader within an election timeout ignores a
  *    vote request of a higher term (not a transfer's), and answers one past it;
  *  - a heartbeat tells a member no commit index past what that member is known to hold;
@@ -64,6 +66,8 @@ export class StepRules {
   private readonly probes = new Map<NodeId, Probe>();
   /** The member that led each term (one at most: the checker's election safety), as its Readies showed it. */
   private readonly leaderOf = new Map<bigint, NodeId>();
+  /** A message of an older term a member stepped: what it must answer, and its state, which must not move. */
+  private readonly stales = new Map<NodeId, { readonly m: Message; readonly answer: string | undefined; readonly before: string }>();
   /** A vote request a follower must answer or, inside its leader lease, ignore (judged at its next Ready). */
   private readonly votes = new Map<NodeId, { readonly from: NodeId; readonly type: string; readonly answer: boolean; readonly term: bigint; readonly ticks: number }>();
 
@@ -72,7 +76,10 @@ export class StepRules {
   /** Before `node` steps `m`: returns what must hold right after the step. */
   beforeStep(node: RaftNode, m: Message): () => void {
     const after = this.roleOrTerm(node);
-    if (m.term !== 0n && m.term < node.term) return after;
+    if (m.term !== 0n && m.term < node.term) {
+      this.stale(node, m);
+      return after;
+    }
     if (node.role === 'leader' && m.term === node.term) {
       if (m.type === 'MsgAppResp' && m.reject === true) this.rejected(node, m);
       else if (m.type === 'MsgHeartbeatResp' && m.context !== undefined) this.acked(node, m.from, m.context);
@@ -137,6 +144,28 @@ export class StepRules {
     }
   }
 
+  /**
+   * A message of an older term changes nothing at its receiver; an append or heartbeat of one is answered at
+   * the receiver's term (so a leader cut off by a partition learns it and steps down: etcd does so with
+   * CheckQuorum or PreVote on, as the sim always runs), a pre-vote of one is refused, anything else is
+   * dropped unanswered. Judged in the receiver's next Ready (or when it settles).
+   */
+  private stale(node: RaftNode, m: Message): void {
+    const answer = m.type === 'MsgApp' || m.type === 'MsgHeartbeat' ? 'MsgAppResp' : m.type === 'MsgPreVote' ? 'MsgPreVoteResp' : undefined;
+    this.stales.set(node.id, { m, answer, before: view(node) });
+  }
+
+  private staleHeld(node: RaftNode, rd: Ready | undefined): void {
+    const s = this.stales.get(node.id);
+    if (s === undefined) return;
+    this.stales.delete(node.id);
+    const to = (rd?.messages ?? []).filter((x) => x.from === node.id && x.to === s.m.from);
+    const ok = s.answer === undefined ? to.length === 0 : to.length === 1 && to[0]!.type === s.answer && to[0]!.term === node.term && (s.answer === 'MsgAppResp' || to[0]!.reject === true);
+    if (!ok || view(node) !== s.before) {
+      throw new Error(`${node.id} at term ${node.term}: a stale ${s.m.type} of term ${s.m.term} from ${s.m.from} was answered with ${describe(to)} (expected ${s.answer ?? 'nothing'}), state ${s.before} → ${view(node)}`);
+    }
+  }
+
   /** Before a lever acts on `node` (a forced election): a role or term change starts the timer again. */
   beforeLever(node: RaftNode): () => void {
     return this.roleOrTerm(node);
@@ -153,6 +182,7 @@ export class StepRules {
   /** `node` handed its member this Ready. */
   ready(node: RaftNode, rd: Ready): void {
     this.leaseHeld(node, rd);
+    this.staleHeld(node, rd);
     const probe = this.probes.get(node.id);
     if (probe !== undefined) {
       this.probes.delete(node.id);
@@ -184,6 +214,7 @@ export class StepRules {
   /** The member handled every Ready after a step: an expected probe that never came is an error. */
   settled(node: RaftNode): void {
     this.leaseHeld(node, undefined);
+    this.staleHeld(node, undefined);
     const probe = this.probes.get(node.id);
     if (probe === undefined) return;
     this.probes.delete(node.id);
@@ -197,6 +228,7 @@ export class StepRules {
     this.reads.delete(id);
     this.probes.delete(id);
     this.votes.delete(id);
+    this.stales.delete(id);
     for (const k of [...this.lastSent.keys()]) if (k.startsWith(`${id}>`)) this.lastSent.delete(k);
   }
 
@@ -305,6 +337,12 @@ export class StepRules {
     const confirmed = read.acks.size + (voters.includes(node.id) ? 1 : 0);
     if (confirmed < quorum) throw new Error(`leader ${node.id} released read ${context} with ${confirmed} of ${quorum} voters confirming it after it was asked`);
   }
+}
+
+/** What a stale message must not move: role, term, vote, leader, log end and commit. */
+function view(node: RaftNode): string {
+  const st = node.status();
+  return `${st.role} term ${st.term} vote ${st.vote} leader ${st.leader} last ${st.lastIndex} commit ${st.commit}`;
 }
 
 function describe(ms: readonly Message[]): string {
