@@ -78,23 +78,32 @@ export function rangeSize(r: RangeRequest): number {
   );
 }
 
+/**
+ * Compare's operand is a oneof member (`target_union`): Go marshals a set member whatever its value, so the
+ * `version == 0` of a create-if-absent txn costs its two bytes like any other. The gRPC door keeps a member
+ * absent from the wire undefined (server/convert.ts), so "defined" is "set".
+ */
+function operandField(v: number | bigint | undefined): number {
+  return v === undefined ? 0 : 1 + varintLen(v);
+}
+
 export function compareSize(c: Compare): number {
   let target = 0;
   switch (c.target) {
     case 'VERSION':
-      target = intField(c.version);
+      target = operandField(c.version);
       break;
     case 'CREATE':
-      target = intField(c.createRevision);
+      target = operandField(c.createRevision);
       break;
     case 'MOD':
-      target = intField(c.modRevision);
+      target = operandField(c.modRevision);
       break;
     case 'VALUE':
       target = c.value === undefined ? 0 : messageField(c.value.length);
       break;
     case 'LEASE':
-      target = intField(c.lease);
+      target = operandField(c.lease);
       break;
   }
   return (

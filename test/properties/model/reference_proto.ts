@@ -7,8 +7,7 @@
  *
  * proto3 leaves a scalar at its default out of the encoding, where protobufjs writes any field the object
  * has: `proto3` below drops them first, which is the rule the reference states once. A oneof member is
- * written whenever it is set (RequestOp's request, Compare's operand); the properties give Compare's integer
- * operands only when non-zero, see test/properties/wire.property.test.ts.
+ * written whenever it is set (RequestOp's request, Compare's operand, 0 included).
  */
 import protobuf from 'protobufjs';
 import { fileURLToPath } from 'node:url';
