@@ -172,7 +172,7 @@ export class MvccStore {
    */
   readonly #txnFacts: TxnFacts = { request: undefined, readOnly: false, size: 0 };
 
-  /** @internal The txn as a read (etcd's isTxnReadonly: ranges only, nested txns included), or undefined if it writes. */
+  /** @internal The txn as a read (etcd's isTxnReadonly: its own ops all ranges; a nested txn makes it a write), or undefined if it writes. */
   readOnlyTxn(r: Validated<TxnRequest>): ReadOnlyTxn | undefined {
     const f = this.#txnFacts;
     return (f.request === r ? f.readOnly : isTxnReadOnly(r)) ? (r as ReadOnlyTxn) : undefined;
