@@ -14,6 +14,7 @@ import * as grpc from '@grpc/grpc-js';
 import { createEtcdSim, type EtcdSim } from '../client/index.js';
 import { connectEtcd, type EtcdGrpcClient } from '../grpc/index.js';
 import type { EtcdVersion } from '../etcd/index.js';
+import { ErrInvalidAuthToken } from '../auth/index.js';
 import { routeAt } from '../http/index.js';
 import { text, simTarget } from '../diff/index.js';
 import { afterHostTime } from '../sim/index.js';
@@ -324,9 +325,6 @@ function tapGateway(ctx: ShadowContext, url: string, method: string, headers: Ta
 }
 
 const RANGE = '/etcdserverpb.KV/Range';
-/** etcd's refusal of a token it does not know (any more): gRPC's Unauthenticated, with rpctypes' text. */
-const UNAUTHENTICATED = 16;
-const INVALID_TOKEN = 'etcdserver: invalid auth token';
 /** gRPC's OutOfRange, etcd's code for a read below its compaction. */
 const COMPACTED_CODE = 11;
 
@@ -396,7 +394,7 @@ function tapCall(ctx: ShadowContext, path: string, token: string | string[] | un
         // A token etcd no longer knows (expired unused after --auth-token-ttl, dropped with auth turned off):
         // its expiry is etcd's decision, as a lease's (the simulator's clock never moves). The simulator forgets
         // it too: asked with a token it never issued, it refuses the call alike.
-        const dropped = status === UNAUTHENTICATED && message === INVALID_TOKEN && typeof token === 'string';
+        const dropped = status === ErrInvalidAuthToken.code && message === ErrInvalidAuthToken.message && typeof token === 'string';
         if (dropped) ctx.tokens.forget(token);
         const asked = dropped ? { token } : call;
         if (asked !== undefined && asked.token === undefined) report.notCompared(rpc, 'a token from before the shadow');

@@ -10,6 +10,7 @@
 import { Buffer } from 'node:buffer';
 import { canon, text } from '../diff/index.js';
 import type { CallContext } from '../server/index.js';
+import { ErrInvalidAuthToken } from '../auth/index.js';
 import type * as M from '../server/messages.js';
 import type { Codec } from './codecs.js';
 import { NO_LEASES, type ShadowContext } from './context.js';
@@ -28,9 +29,6 @@ function startingAt(req: M.WatchRequest, start: number): M.WatchRequest {
   if (c == null || (c.start_revision !== undefined && String(c.start_revision) !== '0')) return req;
   return { ...req, create_request: { ...c, start_revision: String(start) } };
 }
-
-/** etcd's refusal of a token it dropped, as a refused watch's cancel reason ends. */
-const INVALID_TOKEN = 'etcdserver: invalid auth token';
 
 /** The watch ID of etcd's answer to a progress request (clientv3's InvalidWatchID). */
 const PROGRESS_ID = '-1';
@@ -53,7 +51,7 @@ export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec, call: C
     const rev = Number(r.header?.revision ?? 0);
     // A watch from a revision etcd may have compacted beyond the simulator: the stream waits until etcd says.
     if (r.created && !r.canceled && hold.needed(creates[0], rev, r)) return;
-    if (r.created && r.canceled && r.cancel_reason.endsWith(INVALID_TOKEN)) {
+    if (r.created && r.canceled && r.cancel_reason.endsWith(ErrInvalidAuthToken.message)) {
       // etcd dropped the stream's token (unused for its TTL, or auth turned off) and refuses the stream's new
       // watches; the simulator, whose clock never moves, still knows its counterpart, and the stream keeps
       // the token it opened with: the creation is not asked of it, nor compared. The stream's watches go on.
