@@ -39,11 +39,12 @@ export interface StoreSnapshot {
   readonly logStart: number;
 }
 
+/** What MvccStore (its one maker) gives a store: both always, from its own options and release. */
 export interface StorageOptions {
   /** The lessor's side of put/delete bookkeeping; without one, any put naming a lease fails. */
-  readonly lessor?: LeaseHook | undefined;
+  readonly lessor: LeaseHook | undefined;
   /** etcd >= 3.6 keeps a tombstone exactly at the compaction revision (see compat.ts). */
-  readonly keepTombstoneAtCompactRev?: boolean | undefined;
+  readonly keepTombstoneAtCompactRev: boolean;
 }
 
 /**
@@ -104,9 +105,9 @@ export class Storage implements ReadView {
   /** What paged reads learned of the counts of the pages after them (page_counts.ts). */
   readonly pageCounts = new PageCounts();
 
-  constructor(opts: StorageOptions = {}) {
+  constructor(opts: StorageOptions) {
     this.lessor = opts.lessor;
-    this.keepTombstoneAtCompactRev = opts.keepTombstoneAtCompactRev ?? true;
+    this.keepTombstoneAtCompactRev = opts.keepTombstoneAtCompactRev;
   }
 
   get rev(): number {
@@ -199,8 +200,7 @@ export class Storage implements ReadView {
   /** Events of one main revision (empty if it was compacted away or never existed); a fresh array. */
   eventsAt(rev: number): Event[] {
     const events: Event[] = [];
-    const i = rev - this.logStart;
-    if (i < 0 || i >= this.logAt.length - this.logHead) return events;
+    // logSpan clamps to the logged revisions: a revision outside them is an empty span.
     const [start, end] = this.logSpan(rev, rev);
     const log = this.log.data;
     for (let j = start; j < end; j++) events.push(eventOf(this.history, log[j]!));
@@ -232,7 +232,7 @@ export class Storage implements ReadView {
       const r = changes[sub]!;
       this.log.push(r);
       h.hold(r);
-      if (sub > 0) h.setSub(r, sub);
+      h.setSub(r, sub); // a txn's records are new, sub-revision 0 until here
       this.retainedBytes += h.bytes(r);
     }
     this.retainedRevisions += changes.length;
@@ -279,7 +279,8 @@ export class Storage implements ReadView {
 
   /** Drops the log's revisions below `rev` (and, by the pre-3.6 rule, the tombstones at `rev`). */
   private compactLog(rev: number, keepTombstoneAtRev: boolean): void {
-    const drop = Math.min(rev - this.logStart, this.logAt.length - this.logHead);
+    // logAt has an entry for every revision logStart..currentRev (checkHistory), and rev <= currentRev.
+    const drop = rev - this.logStart;
     const h = this.history;
     if (drop > 0) {
       const [start, end] = this.logSpan(this.logStart, rev - 1);
@@ -289,29 +290,26 @@ export class Storage implements ReadView {
       this.logHead += drop;
       this.logStart = rev;
     }
-    // After the drop, the changes of `rev` (if logged) are the log's first revision.
-    if (rev === this.logStart && this.logHead < this.logAt.length) {
-      // etcd's backend deletes every revision up to `rev` that the index compaction did not keep. Before
-      // etcd 3.6 that was every tombstone at exactly the compaction revision, so a watch from that revision
-      // no longer saw the delete. Since then it keeps them, except a tombstone whose key the index knows
-      // nothing of up to `rev`: a lone tombstone that a rebuild before etcd PR #19188 left out
-      // (restoreLoneTombstone), whose keyIndex, if any, starts with a later put.
-      // The run of `rev` is the first one left, so its kept changes move to the run's end, in order, and
-      // the run now starts later: nothing after it moves.
-      const [start, end] = this.logSpan(rev, rev);
-      const log = this.log.data;
-      const index = this.index;
-      let to = end;
-      for (let j = end - 1; j >= start; j--) {
-        const r = log[j]!;
-        if (!h.isTombstone(r) || (keepTombstoneAtRev && (index.oldestModRevision(keyString(h.key(r))) ?? Infinity) <= rev)) log[--to] = r;
-        else h.release(r);
-      }
-      if (to > start) {
-        log.fill(NO_RECORD, start, to);
-        this.logAt.data[this.logHead]! += to - start;
-      }
+    // After the drop, the changes of `rev` are the log's first revision; when `rev` is below the log (a
+    // fresh store's first compaction, at 0 or 1) their span is empty and none of this does anything.
+    // etcd's backend deletes every revision up to `rev` that the index compaction did not keep. Before
+    // etcd 3.6 that was every tombstone at exactly the compaction revision, so a watch from that revision
+    // no longer saw the delete. Since then it keeps them, except a tombstone whose key the index knows
+    // nothing of up to `rev`: a lone tombstone that a rebuild before etcd PR #19188 left out
+    // (restoreLoneTombstone), whose keyIndex, if any, starts with a later put.
+    // The run of `rev` is the first one left, so its kept changes move to the run's end, in order, and
+    // the run now starts later: nothing after it moves.
+    const [start, end] = this.logSpan(rev, rev);
+    const log = this.log.data;
+    const index = this.index;
+    let to = end;
+    for (let j = end - 1; j >= start; j--) {
+      const r = log[j]!;
+      if (!h.isTombstone(r) || (keepTombstoneAtRev && (index.oldestModRevision(keyString(h.key(r))) ?? Infinity) <= rev)) log[--to] = r;
+      else h.release(r);
     }
+    log.fill(NO_RECORD, start, to); // nothing when every change of `rev` is kept
+    this.logAt.data[this.logHead]! += to - start;
     this.trimLog();
   }
 
@@ -320,13 +318,14 @@ export class Storage implements ReadView {
    * copies no more entries than the compactions since the last one removed.
    */
   private trimLog(): void {
+    // (Both fronts are empty only when everything is: a trim then copies nothing.)
     const head = this.logHead;
-    if (head > 0 && head >= this.logAt.length - head) {
+    if (head >= this.logAt.length - head) {
       this.logAt = this.logAt.from(head);
       this.logHead = 0;
     }
     const cut = this.logAt.length > 0 ? this.logAt.data[0]! - this.logBase : this.log.length;
-    if (cut > 0 && cut >= this.log.length - cut) {
+    if (cut >= this.log.length - cut) {
       this.log = this.log.from(cut);
       this.logBase += cut;
     }
@@ -380,8 +379,7 @@ export class Storage implements ReadView {
         return r;
       }
       r = h.add(kv.key, kv.createRevision, kv.modRevision, kv.version, kv.value, kv.lease);
-      const sub = subRevision(kv);
-      if (sub > 0) h.setSub(r, sub);
+      h.setSub(r, subRevision(kv));
       stored.set(kv, r);
       return r;
     };
@@ -419,7 +417,20 @@ export class Storage implements ReadView {
     for (let j = start; j < end; j++) named.add(this.log.data[j]!);
     if (named.has(NO_RECORD)) return 'a cleared record inside the live part of the log';
     const held = this.history.heldRecords();
-    return held === named.size ? undefined : `the history holds ${held} records; the index and the log name ${named.size}`;
+    if (held !== named.size) return `the history holds ${held} records; the index and the log name ${named.size}`;
+    // One record per stored revision: a revision the index and the log both hold is one record in both
+    // (a restore too shares it), not two copies.
+    const revisions = new Set<string>();
+    for (const r of named) revisions.add(`${this.history.modRevision(r)}.${this.history.sub(r)}`);
+    if (revisions.size !== named.size) return `${named.size} records hold ${revisions.size} revisions: a revision is stored twice`;
+    // What trimLog bounds: the compacted front of logAt and of log is never as long as what is left of them
+    // (memory: a store compacted again and again keeps what it retains, not every change it ever logged).
+    const head = this.logHead;
+    if (this.logAt.length - head !== this.currentRev - this.logStart + 1) return `logAt holds ${this.logAt.length - head} revisions from ${this.logStart}; the current revision is ${this.currentRev}`;
+    if (head > 0 && head >= this.logAt.length - head) return `logAt keeps ${head} compacted entries before ${this.logAt.length - head} live ones`;
+    const cut = this.logAt.length > 0 ? this.logAt.data[0]! - this.logBase : this.log.length;
+    if (cut > 0 && cut >= this.log.length - cut) return `the log keeps ${cut} compacted changes before ${this.log.length - cut} live ones`;
+    return this.history.checkSlabs();
   }
   // Stryker restore all
 

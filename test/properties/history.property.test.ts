@@ -78,6 +78,8 @@ interface Row {
   readonly lease: bigint;
   sub: number;
   refs: number;
+  /** superseded: a newer revision of the key exists, so reads of this one keep no object. */
+  old: boolean;
 }
 
 /** A value that differs from every other one the run made: its bytes count from a seed. */
@@ -107,6 +109,9 @@ function run(ops: readonly Op[]): void {
   /** KeyValues handed out earlier, with the value they must still hold. */
   const taken: { kv: KeyValue; value: Uint8Array }[] = [];
   let seq = 0;
+  /** Record numbers freed (reused before any new one is made), and the next new one. */
+  const freed: Rec[] = [];
+  let fresh = 0;
   let step = 0;
   const live = (): Rec[] => [...rows.keys()];
   const pickOf = (pick: number): Rec | undefined => {
@@ -122,7 +127,11 @@ function run(ops: readonly Op[]): void {
   const check = (r: Rec): void => {
     const row = rows.get(r)!;
     expectKv(r, h.kv(r), 'kv');
-    expectKv(r, h.kvRead(r), 'kvRead');
+    const read = h.kvRead(r);
+    expectKv(r, read, 'kvRead');
+    // A key's newest revision read again is the object read before (no new one per read); a superseded one
+    // is read into a fresh object each time, and none is kept for it.
+    assert.equal(h.kvRead(r) === read, !row.old, `kvRead of record ${r} (${row.old ? 'superseded' : 'its key\'s newest'}) read twice`);
     assert.equal(h.modRevision(r), row.mod);
     assert.equal(h.createRevision(r), row.create);
     assert.equal(h.version(r), row.version);
@@ -140,9 +149,13 @@ function run(ops: readonly Op[]): void {
           const key = KEYS[s % KEYS.length]!;
           const len: number = op.tomb ? 0 : op.len;
           const value = given(op.given, op.pad, valueOf(s, len));
-          const row: Row = { key, create: op.tomb ? 0 : s + 1, mod: s + 2, version: op.tomb ? 0 : (s % 9) + 1, value: value.slice(), lease: op.lease, sub: 0, refs: 1 };
+          const row: Row = { key, create: op.tomb ? 0 : s + 1, mod: s + 2, version: op.tomb ? 0 : (s % 9) + 1, value: value.slice(), lease: op.lease, sub: 0, refs: 1, old: false };
           const r = h.add(key, row.create, row.mod, row.version, value, row.lease);
           assert.ok(!rows.has(r), `record ${r} handed out while still held`);
+          // A freed record number is reused before a new one is made (in any order); else the next new one.
+          if (freed.length > 0) assert.ok(freed.includes(r), `record ${r} is new while ${freed.length} freed ones wait`);
+          else assert.equal(r, fresh++, 'the next new record number');
+          if (freed.includes(r)) freed.splice(freed.indexOf(r), 1);
           const kept: boolean = op.given !== 'copy' && len > 1024 && len * 2 >= value.buffer.byteLength;
           assert.equal(h.value(r).buffer === value.buffer, kept, `a ${op.given} value of ${len} bytes in a buffer of ${value.buffer.byteLength} is ${kept ? 'kept as given' : 'copied'}`);
           if (op.given === 'copy') value.fill(0xee); // the history keeps a copy of its own
@@ -164,7 +177,10 @@ function run(ops: readonly Op[]): void {
           h.release(r);
           row.refs--;
         }
-        if (row.refs === 0) rows.delete(r);
+        if (row.refs === 0) {
+          rows.delete(r);
+          freed.push(r);
+        }
         break;
       }
       case 'sub': {
@@ -176,7 +192,9 @@ function run(ops: readonly Op[]): void {
       }
       case 'superseded': {
         const r = pickOf(op.pick);
-        if (r !== undefined) h.superseded(r);
+        if (r === undefined) break;
+        h.superseded(r);
+        rows.get(r)!.old = true;
         break;
       }
       case 'read': {
@@ -188,6 +206,8 @@ function run(ops: readonly Op[]): void {
       }
     }
     assert.equal(h.heldRecords(), rows.size, 'records held');
+    // What is let go: free record numbers, each slab's live count, and slabs dropped once nothing lies in them.
+    assert.equal(h.checkSlabs(), undefined, 'the history\'s free records and slabs');
     // After every step the newest records (the ones a bug in reuse would hit first) and a window that moves
     // over the rest; at the end all of them.
     const all = live();

@@ -18,8 +18,10 @@
  * rule and unchecked sort order, 3.5's puts-first txn checks). Some steps are built, not drawn, so that every
  * run reaches what mutation testing found a random history reaching only at some seeds (docs/mutation.md):
  * `cut` (compactions into one key's long life and at a tombstone of a key that lives on), `oversize`
- * (requests past --max-request-bytes), `lists` (paged lists side by side at one revision) and `rewind` (a
- * restore to an earlier state, then other writes at the same revision numbers).
+ * (requests past --max-request-bytes), `lists` (paged lists side by side at one revision), `rewind` (a
+ * restore to an earlier state, then other writes at the same revision numbers), `txnPage` (a paged read
+ * inside a txn, between its puts), `steps` (two txns validated one after the other, then each one's later
+ * steps) and `echo` (a listener that writes, and one unsubscribed).
  *
  * Runs: ETCDSIM_NUM_RUNS (default 200). Replay: see harness.ts (ETCDSIM_SEED / _PATH / _REPLAY_PATH).
  */
@@ -514,6 +516,10 @@ function checkStep(m: Model, r: Real): void {
   );
 }
 
+/** Revisions an in-process caller may pass that are no safe integer, and how the refusal describes them. */
+const JUNK_REVISIONS: readonly unknown[] = [1.5, Number.NaN, 2 ** 53, '2', 2n, null];
+const JUNK_SHOWN = ['number 1.5', 'number NaN', 'number 9007199254740992', 'a string ("2")', 'bigint 2', 'null'];
+
 const ALPHABET_KEYS: Uint8Array[] = (() => {
   const bytes = [0x00, 0x61, 0x62, 0xff];
   const out: Uint8Array[] = bytes.map((b) => Uint8Array.of(b));
@@ -606,7 +612,10 @@ type Step =
   | { readonly kind: 'check'; readonly ranges: readonly RangeSpec[] }
   | { readonly kind: 'plain'; readonly key: Uint8Array }
   | { readonly kind: 'revoke'; readonly keys: readonly Uint8Array[] }
-  | { readonly kind: 'echo'; readonly req: PutRequest; readonly echo: PutRequest };
+  | { readonly kind: 'echo'; readonly req: PutRequest; readonly echo: PutRequest }
+  | { readonly kind: 'steps'; readonly key: Uint8Array; readonly readFirst: boolean }
+  | { readonly kind: 'txnPage'; readonly key: Uint8Array; readonly limit: number }
+  | { readonly kind: 'junkRev'; readonly call: 'compact' | 'hash' | 'hashKV'; readonly junk: number };
 
 /**
  * One page of a paged list (a limit, at a fixed revision, the next start just after the last key): a new
@@ -732,7 +741,10 @@ class KvCommand implements fc.Command<Model, Real> {
       }
       case 'restore': {
         const fresh = new MvccStore({ maxTxnOps: MAX_TXN_OPS, lessor: r.lessor, etcdVersion: r.release });
-        fresh.restore(store.snapshot());
+        const snap = store.snapshot();
+        // The index part alone (what the server writes to its backend's key bucket) is the snapshot's.
+        assert.deepStrictEqual(norm(store.storage.indexSnapshot()), norm({ keys: snap.keys, compactRev: snap.compactRev }), 'indexSnapshot()');
+        fresh.restore(snap);
         listen(fresh, r.told, r.toldLazy);
         r.store = fresh;
         break;
@@ -833,6 +845,52 @@ class KvCommand implements fc.Command<Model, Real> {
         );
         break;
       }
+      case 'junkRev': {
+        // A revision that is no safe integer, from an in-process caller (the wire's int64 cannot carry one):
+        // refused with INVALID_ARGUMENT naming the argument, before anything changes (checkStep).
+        const junk = JUNK_REVISIONS[s.junk]!;
+        this.shown = `${s.call}(${String(junk)})`;
+        const call = s.call === 'compact' ? () => store.compact(junk as number) : s.call === 'hash' ? () => store.hash(junk as number) : () => store.hashKV(junk as number);
+        same(actual(call), { err: { code: GrpcCode.INVALID_ARGUMENT, message: `etcdsim: ${s.call === 'compact' ? 'compact' : s.call} revision must be a safe integer, got ${JUNK_SHOWN[s.junk]}` } }, this.shown);
+        break;
+      }
+      case 'txnPage': {
+        // A paged read inside a txn, between two of its puts, reads the revision the txn is writing, which
+        // is not committed until the txn ends: what that walk learned of the counts of later pages
+        // (page_counts.ts) must not be remembered, since the txn's later put changes them. Then the same page
+        // at the committed revision. Random txns seldom put again after a limited range.
+        const page: RangeRequest = { ...ALL, limit: s.limit };
+        const t: TxnRequest = { success: [{ requestPut: { key: s.key, value: Uint8Array.of(0x70) } }, { requestRange: page }, { requestPut: { key: Uint8Array.of(...s.key, 0xfd), value: Uint8Array.of(0x71) } }] };
+        this.shown = show(t);
+        same(actual(() => store.txn(t)), expected(() => ref.txn(t)), `txn ${this.shown}`);
+        // The same page again (where a limit of 1 learned its count), and the one from just past its first
+        // key (where a limit of 2 did).
+        const again: RangeRequest = { ...page, revision: ref.currentRev };
+        const first = ref.range(again).kvs[0];
+        for (const q of [again, ...(first === undefined ? [] : [{ ...again, key: Uint8Array.of(...first.key, 0) }])]) {
+          same(actual(() => store.range(q)), expected(() => ref.range(q)), `page ${show(q)} after the txn`);
+        }
+        break;
+      }
+      case 'steps': {
+        // The server's way through a txn, step by step (kv.ts): validateTxn notes what the later steps need
+        // of the txn it passed, and readOnlyTxn / checkTxnSize read that note only for that very txn. Two
+        // txns validated one after the other, a read and a write too large to propose, then the steps of
+        // each: the first's must not be answered with what the second's validation noted. Nothing is applied.
+        const big: TxnRequest = { success: [{ requestPut: { key: s.key, value: new Uint8Array(store.maxRequestBytes + 1) } }] };
+        const read: TxnRequest = { success: [{ requestRange: { key: s.key } }] };
+        this.shown = `${s.readFirst ? 'read, write' : 'write, read'} of ${show(s.key)}`;
+        const [first, second] = s.readFirst ? [read, big] : [big, read];
+        const v1 = store.validateTxn(first);
+        const v2 = store.validateTxn(second);
+        for (const [v, t] of [[v1, first], [v2, second]] as const) {
+          const writes = t === big;
+          assert.equal(store.readOnlyTxn(v), writes ? undefined : v, `readOnlyTxn of the ${writes ? 'write' : 'read'} (${this.shown})`);
+          if (writes) assert.throws(() => store.checkTxnSize(v), (e: unknown) => e instanceof EtcdError && e.message === 'etcdserver: request is too large', `checkTxnSize of the write (${this.shown})`);
+          else assert.equal(store.checkTxnSize(v), v, `checkTxnSize of the read (${this.shown})`);
+        }
+        break;
+      }
       case 'echo': {
         // A listener that writes (the server's own bookkeeping may): its put commits while the first
         // commit's listeners are still being told, and the listeners after it must still be told the first
@@ -845,7 +903,9 @@ class KvCommand implements fc.Command<Model, Real> {
         let writing = false;
         let echoed: Outcome | undefined;
         const heard: { rev: number; events: unknown }[] = [];
-        scratch.storage.subscribeLazy(() => {
+        let asked = 0;
+        const stopWriter = scratch.storage.subscribeLazy(() => {
+          asked++;
           if (writing) return;
           writing = true;
           echoed = actual(() => scratch.put(s.echo));
@@ -861,6 +921,12 @@ class KvCommand implements fc.Command<Model, Real> {
           same(actual(() => store.put(s.echo)), wantEcho, `put ${show(s.echo)}`);
           const at = ref.currentRev;
           assert.deepStrictEqual(heard, [at, at - 1].map((rev) => ({ rev, events: norm(ref.allEventsAt(rev)) })), 'what the listener after the writing one was told');
+          // The first listener unsubscribed: it is told nothing more, the one after it still is.
+          stopWriter();
+          const before = asked;
+          scratch.put(s.echo);
+          assert.equal(asked, before, 'an unsubscribed first listener is told nothing');
+          assert.equal(heard.length, 3, 'the listener after an unsubscribed one is still told');
         }
         // A listener unsubscribed twice takes no other one with it (the lazy one, last, is checked next).
         const stop = store.subscribe(() => {});
@@ -905,6 +971,9 @@ const commandArbs: fc.Arbitrary<fc.Command<Model, Real>>[] = [
     { weight: 2, arbitrary: keyOrEmptyArb.map((key): Step => ({ kind: 'plain', key })) },
     { weight: 1, arbitrary: fc.array(keyArb, { maxLength: 4 }).map((keys): Step => ({ kind: 'revoke', keys })) },
     { weight: 1, arbitrary: fc.tuple(putArb, keyArb, valueArb).map(([req, key, value]): Step => ({ kind: 'echo', req, echo: { key, value } })) },
+    { weight: 1, arbitrary: fc.tuple(keyArb, fc.boolean()).map(([key, readFirst]): Step => ({ kind: 'steps', key, readFirst })) },
+    { weight: 1, arbitrary: fc.tuple(keyArb, fc.integer({ min: 1, max: 2 })).map(([key, limit]): Step => ({ kind: 'txnPage', key, limit })) },
+    { weight: 1, arbitrary: fc.record({ call: fc.constantFrom<'compact' | 'hash' | 'hashKV'>('compact', 'hash', 'hashKV'), junk: fc.nat(JUNK_REVISIONS.length - 1) }).map((j): Step => ({ kind: 'junkRev', ...j })) },
   ).map((step) => new KvCommand(step)),
 ];
 
