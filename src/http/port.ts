@@ -61,6 +61,28 @@ export interface ClientPortOptions {
  */
 export const MAX_HEADER_BYTES = (1 << 20) + 4096;
 
+/**
+ * What Go's net/http writes for a request it cannot read (server.go's errorHeaders, then the status as the
+ * body) before it closes the connection — as etcd 3.4.23 was seen to answer a header section over 1 MiB (431),
+ * and anything else node:http's parser refuses (400), a request cut off by the peer's FIN included.
+ */
+const goRefusal = (status: string): Buffer => Buffer.from(`HTTP/1.1 ${status}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n${status}`, 'latin1');
+const GO_431 = goRefusal('431 Request Header Fields Too Large');
+const GO_400 = goRefusal('400 Bad Request');
+
+/**
+ * node:http's 'clientError' (a request its parser refused, or the socket's own error): Go's answer where one
+ * can still be written, and the socket dropped. node:http's default writes a bare status line and destroys the
+ * socket *with* the error, whose stack Node then formats (streams' destroy reads `err.stack`): under
+ * slowloris, 2000 attackers closing cost that once each (issue 32's eighth pass). A response already under way
+ * on the connection (`_httpMessage`, node:http's own field, checked as its default does) is not interrupted.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  if (err.code !== 'ECONNRESET' && socket.writable && inFlight?.headersSent !== true) socket.write(err.code === 'HPE_HEADER_OVERFLOW' ? GO_431 : GO_400);
+  socket.destroy();
+}
+
 /** grpc-go's default ConnectionTimeout: the handshake of a new connection must be done within it. */
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 120_000;
 
@@ -87,7 +109,7 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
   // Made at the first HTTP/1.1 connection: a member whose clients all speak gRPC (etcdctl, every client
   // library) never loads node:http, which the etcd command's start-up snapshot cannot hold (~5 ms of CPU).
   let httpServer: http.Server | undefined;
-  const http1 = (): http.Server => (httpServer ??= http.createServer({ keepAliveTimeout: 0, requestTimeout: 0, maxHeaderSize: MAX_HEADER_BYTES }, opts.handler));
+  const http1 = (): http.Server => (httpServer ??= http.createServer({ keepAliveTimeout: 0, requestTimeout: 0, maxHeaderSize: MAX_HEADER_BYTES }, opts.handler).on('clientError', answerClientError));
   const sockets = new Set<net.Socket>();
   const deadlines = new HandshakeDeadlines<net.Socket>(opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS, opts.timers ?? { after: afterHostTime, now: hostNow });
   // A TLSSocket is known only once its handshake is done: its TCP socket (whose deadline it is) is found by
@@ -106,6 +128,10 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
   };
   const toHttp1 = (socket: net.Socket): void => {
     handshaken(socket);
+    // node:http's own server accepts its sockets half-open (its net.Server's allowHalfOpen), and answers a peer
+    // that sent FIN itself; ours are not, so a write after the FIN would fail and be a second error (an EPIPE
+    // made, its stack formatted, per connection). Go's server writes that answer too (400 for a cut request).
+    socket.allowHalfOpen = true;
     http1().emit('connection', socket);
   };
   // Shared by every connection (this: its TCP socket), rather than a closure each.
