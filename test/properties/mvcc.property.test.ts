@@ -497,6 +497,8 @@ function checkStep(m: Model, r: Real): void {
   // points, so a compaction at a tombstone is judged at once.
   const at = m.ref.compactRev;
   if (at >= 1) assert.deepStrictEqual(norm(r.store.eventsAt(at)), norm(m.ref.eventsAt(at)), `eventsAt(${at}), the compaction revision`);
+  // Past the current revision there is nothing, whatever the log's compacted front still holds.
+  for (const past of [m.ref.currentRev + 1, m.ref.currentRev + 2]) assert.deepStrictEqual(r.store.eventsAt(past), [], `eventsAt(${past}), past the current revision`);
   // Every commit since the last step was told to the listeners, once, in revision order, with its events.
   const revs: number[] = [];
   for (let at = m.toldUpTo + 1; at <= m.ref.currentRev; at++) revs.push(at);
