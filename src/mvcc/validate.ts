@@ -108,7 +108,7 @@ export function checkTxnOnce(r: TxnRequest, maxTxnOps: number, sortOrderChecked:
   facts.request = undefined;
   facts.readOnly = true;
   try {
-    facts.size = walkTxn(r, maxTxnOps, sortOrderChecked, facts, true);
+    facts.size = walkTxn(r, maxTxnOps, sortOrderChecked, facts);
   } catch (err) {
     checkTxnShape(r); // a shape refused anywhere outranks what the walk met first
     throw err;
@@ -119,7 +119,7 @@ export function checkTxnOnce(r: TxnRequest, maxTxnOps: number, sortOrderChecked:
 }
 
 /** One txn of the walk (checkTxnOnce): throws the first error it meets; returns the txn's encoded size. */
-function walkTxn(t: TxnRequest, maxTxnOps: number, sortOrderChecked: boolean, facts: TxnFacts, top: boolean): number {
+function walkTxn(t: TxnRequest, maxTxnOps: number, sortOrderChecked: boolean, facts: TxnFacts): number {
   txnOwnShapeUnnamed(t);
   const compare = t.compare ?? [];
   const success = t.success ?? [];
@@ -132,13 +132,13 @@ function walkTxn(t: TxnRequest, maxTxnOps: number, sortOrderChecked: boolean, fa
     if (c.key.length === 0) fail(ErrEmptyKey);
     size += messageField(compareSize(c));
   }
-  for (const op of success) size += messageField(walkOp(op, maxTxnOps - opc, sortOrderChecked, facts, top));
-  for (const op of failure) size += messageField(walkOp(op, maxTxnOps - opc, sortOrderChecked, facts, top));
+  for (const op of success) size += messageField(walkOp(op, maxTxnOps - opc, sortOrderChecked, facts));
+  for (const op of failure) size += messageField(walkOp(op, maxTxnOps - opc, sortOrderChecked, facts));
   return size;
 }
 
 /** One op of the walk: its shape, etcd's check of the request it carries; returns its encoded size (requestOpSize). */
-function walkOp(op: RequestOp, maxTxnOps: number, sortOrderChecked: boolean, facts: TxnFacts, top: boolean): number {
+function walkOp(op: RequestOp, maxTxnOps: number, sortOrderChecked: boolean, facts: TxnFacts): number {
   opOwnShapeUnnamed(op);
   const txn = op.requestTxn;
   if (txn !== undefined && (op.requestRange !== undefined || op.requestPut !== undefined || op.requestDeleteRange !== undefined)) {
@@ -146,8 +146,9 @@ function walkOp(op: RequestOp, maxTxnOps: number, sortOrderChecked: boolean, fac
     // size take the first below, as checkRequestOp does, while the shape looks at the txn too.
     txnShapeUnnamed(txn);
   }
-  // isTxnReadonly: every op of the txn's own branches is a range (a nested txn's ops are not looked at).
-  if (top && op.requestRange === undefined) facts.readOnly = false;
+  // isTxnReadonly: every op of the txn's own branches is a range. A nested txn's ops need not be told apart
+  // from its parent's: the walk reaches them only through an op that is no range, which made the txn a write.
+  if (op.requestRange === undefined) facts.readOnly = false;
   if (op.requestRange !== undefined) {
     checkRangeRequest(op.requestRange, sortOrderChecked);
     return messageField(rangeSize(op.requestRange));
@@ -160,7 +161,7 @@ function walkOp(op: RequestOp, maxTxnOps: number, sortOrderChecked: boolean, fac
     checkDeleteRequest(op.requestDeleteRange);
     return messageField(deleteRangeSize(op.requestDeleteRange));
   }
-  if (txn !== undefined) return messageField(walkTxn(txn, maxTxnOps, sortOrderChecked, facts, false));
+  if (txn !== undefined) return messageField(walkTxn(txn, maxTxnOps, sortOrderChecked, facts));
   return fail(ErrKeyNotFound);
 }
 

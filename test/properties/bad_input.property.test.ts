@@ -12,7 +12,7 @@ import { DEFAULT_MAX_REQUEST_BYTES } from '../../src/mvcc/validate.js';
 import type { Compare, CompareResult, CompareTarget, DeleteRangeRequest, PutRequest, RangeRequest, RequestOp, SortOrder, SortTarget, TxnRequest } from '../../src/mvcc/types.js';
 import { checkAsyncProperty, checkProperty } from './harness.js';
 import { raftRequestBytes } from './model/reference_proto.js';
-import { referenceRefusal, txnReadonly, type RequestKind } from './model/reference_validate.js';
+import { referenceRefusal, referenceRevisionRefusal, type RequestKind } from './model/reference_validate.js';
 
 const KEYS = ['a', 'b', 'c', 'd'];
 const JUNK: readonly unknown[] = ['text', 42, -1.5, null, {}, [1, 2], true, 7n, { length: 4 }, { byteLength: 9000 }];
@@ -179,11 +179,15 @@ test('junk-typed calls through every in-process door: refused with INVALID_ARGUM
 // byte over --max-request-bytes) and, in a third of them, one field of the wrong JavaScript type anywhere in
 // the tree. The store's own steps (validate, then the size of a write) must refuse exactly when the naive
 // reference (test/properties/model/reference_validate.ts) does, with its text: the first check failed in
-// etcd's order, or the field named by its path.
+// etcd's order, or the field named by its path. Keys include "\0" and "a\0" (a put of "a" next to a delete
+// of "a\0": the interval test's edges), a read-only txn gets a limit below its size too (it is never
+// proposed, so never too large), and a txn's size step sometimes runs after another txn was validated (the
+// store then walks it again). Each run checks several requests, so a run of the mutation tests (60 runs)
+// still sees hundreds.
 
 const k = (s: string): Uint8Array => utf8(s);
-const keyArb = fc.oneof({ weight: 15, arbitrary: fc.constantFrom('a', 'b', 'c', 'd').map(k) }, { weight: 1, arbitrary: fc.constant(k('')) });
-const endArb = fc.option(fc.constantFrom('', '\0', 'b', 'c', 'e').map(k), { nil: undefined, freq: 2 });
+const keyArb = fc.oneof({ weight: 15, arbitrary: fc.constantFrom('a', 'b', 'c', 'd', 'a', 'b', '\0', 'a\0').map(k) }, { weight: 1, arbitrary: fc.constant(k('')) });
+const endArb = fc.option(fc.constantFrom('', '\0', 'b', 'c', 'e', 'a\0').map(k), { nil: undefined, freq: 2 });
 const flag = fc.option(fc.boolean(), { nil: undefined, freq: 2 });
 
 const rangeArb: fc.Arbitrary<RangeRequest> = fc.record(
@@ -281,16 +285,26 @@ function txnSites(t: Mutable, sites: Site[]): void {
 
 /** Values of the wrong type for each kind of field ('bytes' is a required key: undefined is wrong there too). */
 const WRONG: Readonly<Record<Site['kind'], readonly unknown[]>> = {
-  bytes: [undefined, 'k', 'a string longer than twenty characters', 5, null, [1], {}, Object.create(null), 7n, true, new Uint16Array(2), new DataView(new ArrayBuffer(2))],
+  // Object.create(Object.create(null)): an object whose prototype has no constructor.
+  bytes: [undefined, 'k', 'a string longer than twenty characters', 5, null, [1], {}, Object.create(null), Object.create(Object.create(null)), 7n, true, new Uint16Array(2), new DataView(new ArrayBuffer(2))],
   'bytes?': ['k', 'a string longer than twenty characters', 0, null, [], { length: 1 }, 1n, false, new Int8Array(1)],
   int: [1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53, -(2 ** 53), '5', 5n, null, true],
   int64: [5, 0, 2n ** 63n, -(2n ** 63n) - 1n, '1', null],
   bool: [1, 0, 'true', null],
   list: [{}, 'x', 5, null, new Uint8Array(1)],
-  message: [null, undefined, [], new Uint8Array(1), 5, 'x', new DataView(new ArrayBuffer(1))],
+  message: [null, undefined, [], new Uint8Array(1), 5, 'x', new DataView(new ArrayBuffer(1)), 'twenty characters!!!'],
 };
 
-type Malformed = { readonly kind: RequestKind; readonly req: unknown };
+/** A revision argument (Compact, Hash, HashKV) of the wrong type, or 0 (a valid one for Hash and HashKV). */
+type RevisionCall = { readonly kind: 'revision'; readonly method: 'compact' | 'hash' | 'hashKV'; readonly req: unknown };
+type Malformed = { readonly kind: RequestKind; readonly req: unknown } | RevisionCall;
+
+
+const REVISION_FIELD: Readonly<Record<RevisionCall['method'], string>> = { compact: 'compact revision', hash: 'hash revision', hashKV: 'hashKV revision' };
+
+const revisionArb: fc.Arbitrary<RevisionCall> = fc
+  .tuple(fc.constantFrom<RevisionCall['method']>('compact', 'hash', 'hashKV'), fc.constantFrom(0, ...WRONG.int))
+  .map(([method, req]) => ({ kind: 'revision', method: method === 'compact' && req === 0 ? 'hash' : method, req }));
 
 /**
  * Txns that only read, some through nested txns: etcd's isTxnReadonly does not look into a nested txn, so
@@ -301,7 +315,7 @@ const readsArb: fc.Arbitrary<TxnRequest> = fc.record({
   success: fc.array(fc.oneof(fc.record({ requestRange: rangeArb }), fc.record({ requestTxn: fc.record({ success: fc.array(fc.record({ requestRange: rangeArb }), { maxLength: 2 }) }) })), { minLength: 1, maxLength: 3 }),
 });
 
-const malformedArb: fc.Arbitrary<Malformed> = fc
+const malformedArb: fc.Arbitrary<{ readonly kind: RequestKind; readonly req: unknown }> = fc
   .tuple(
     fc.oneof(
       rangeArb.map((r) => ({ kind: 'range' as const, req: r })),
@@ -325,14 +339,22 @@ const malformedArb: fc.Arbitrary<Malformed> = fc
     return { kind, req: copy };
   });
 
-/** The store's steps on `req`: its refusal's text, or undefined when it passes validation and (a write) the size. */
-function storeRefusal(store: MvccStore, { kind, req }: Malformed): string | undefined {
+/** A txn validated between a txn's validation and its size step (a server's requests interleave there). */
+const OTHER_TXN: TxnRequest = { success: [{ requestPut: { key: k('x'), value: k('y') } }] };
+
+/**
+ * The store's steps on `m`: its refusal's text, or undefined when it passes validation and (a write) the size.
+ * `interleave`: another txn is validated before a txn's size step, so the store cannot reuse what it learnt.
+ */
+function storeRefusal(store: MvccStore, m: Malformed, interleave: boolean): string | undefined {
   try {
-    if (kind === 'range') store.validateRange(req as RangeRequest);
-    else if (kind === 'put') store.checkPutSize(store.validatePut(req as PutRequest));
-    else if (kind === 'delete') store.checkDeleteRangeSize(store.validateDeleteRange(req as DeleteRangeRequest));
+    if (m.kind === 'revision') store[m.method](m.req as number);
+    else if (m.kind === 'range') store.validateRange(m.req as RangeRequest);
+    else if (m.kind === 'put') store.checkPutSize(store.validatePut(m.req as PutRequest));
+    else if (m.kind === 'delete') store.checkDeleteRangeSize(store.validateDeleteRange(m.req as DeleteRangeRequest));
     else {
-      const v = store.validateTxn(req as TxnRequest);
+      const v = store.validateTxn(m.req as TxnRequest);
+      if (interleave) store.validateTxn(OTHER_TXN);
       if (store.readOnlyTxn(v) === undefined) store.checkTxnSize(v);
     }
     return undefined;
@@ -344,26 +366,33 @@ function storeRefusal(store: MvccStore, { kind, req }: Malformed): string | unde
 }
 
 test('malformed requests are refused as etcd refuses them, by the first check in etcd order', () => {
+  const caseArb = fc.record({
+    m: fc.oneof({ weight: 12, arbitrary: malformedArb }, { weight: 1, arbitrary: revisionArb }),
+    release: fc.constantFrom<EtcdVersion>('3.4', '3.7'),
+    maxTxnOps: fc.integer({ min: 1, max: 5 }),
+    sizeDelta: fc.constantFrom(undefined, -1, 0),
+    interleave: fc.boolean(),
+  });
   checkProperty(
-    fc.property(
-      malformedArb,
-      fc.constantFrom<EtcdVersion>('3.4', '3.7'),
-      fc.integer({ min: 1, max: 5 }),
-      fc.constantFrom(undefined, -1, 0),
-      ({ kind, req }, release, maxTxnOps, sizeDelta) => {
+    fc.property(fc.array(caseArb, { minLength: 1, maxLength: 10 }), (cases) => {
+      for (const { m, release, maxTxnOps, sizeDelta, interleave } of cases) {
         const limits = { maxTxnOps, maxRequestBytes: DEFAULT_MAX_REQUEST_BYTES, sortOrderChecked: release !== '3.4' };
-        let want = referenceRefusal(kind, req, limits);
         let maxRequestBytes = DEFAULT_MAX_REQUEST_BYTES;
-        // A write that passes the checks: put the limit at its proposal's size, or one byte below it.
-        if (want === undefined && sizeDelta !== undefined && kind !== 'range' && !(kind === 'txn' && txnReadonly(req as TxnRequest))) {
-          const body = kind === 'put' ? { put: req as PutRequest } : kind === 'delete' ? { deleteRange: req as DeleteRangeRequest } : { txn: req as TxnRequest };
-          maxRequestBytes = raftRequestBytes(body) + sizeDelta;
-          want = referenceRefusal(kind, req, { ...limits, maxRequestBytes });
+        let want: string | undefined;
+        if (m.kind === 'revision') want = referenceRevisionRefusal(REVISION_FIELD[m.method], m.req);
+        else {
+          want = referenceRefusal(m.kind, m.req, limits);
+          // A write (or a txn that only reads) that passes the checks: put the limit at its proposal's size, or one byte below it.
+          if (want === undefined && sizeDelta !== undefined && m.kind !== 'range') {
+            const body = m.kind === 'put' ? { put: m.req as PutRequest } : m.kind === 'delete' ? { deleteRange: m.req as DeleteRangeRequest } : { txn: m.req as TxnRequest };
+            maxRequestBytes = raftRequestBytes(body) + sizeDelta;
+            want = referenceRefusal(m.kind, m.req, { ...limits, maxRequestBytes });
+          }
         }
         const store = new MvccStore({ maxTxnOps, maxRequestBytes, etcdVersion: release });
-        assert.equal(storeRefusal(store, { kind, req }), want, `${kind} on ${release}, --max-txn-ops ${maxTxnOps}, --max-request-bytes ${maxRequestBytes}`);
-      },
-    ),
-    { file: 'test/properties/bad_input.property.test.ts', numRuns: 1000 },
+        assert.equal(storeRefusal(store, m, interleave), want, `${m.kind} on ${release}, --max-txn-ops ${maxTxnOps}, --max-request-bytes ${maxRequestBytes}${interleave ? ', another txn validated before the size step' : ''}`);
+      }
+    }),
+    { file: 'test/properties/bad_input.property.test.ts', numRuns: 300 },
   );
 });

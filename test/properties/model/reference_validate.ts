@@ -216,6 +216,11 @@ export function txnReadonly(t: TxnRequest): boolean {
   return [...(t.success ?? []), ...(t.failure ?? [])].every((op) => op.requestRange !== undefined);
 }
 
+/** A revision argument (Compact, Hash, HashKV): an integer, or refused naming the argument. */
+export function referenceRevisionRefusal(field: string, v: unknown): string | undefined {
+  return v !== undefined && fieldOk('int', v) ? undefined : `etcdsim: ${field} must be a safe integer, got ${describe(v)}`;
+}
+
 export type RequestKind = 'range' | 'put' | 'delete' | 'txn';
 
 export interface Limits {
