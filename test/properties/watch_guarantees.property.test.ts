@@ -287,9 +287,12 @@ function simulate(cfg: Config, actions: readonly Action[]): { history: Committed
       case 'break': {
         const old = streams[a.s]!;
         const open = old.openRecords();
+        // An open stream's progress ticker is set, under its name (the one the check after close() looks for).
+        const ticker = `watch.progress.${old.stream.seq}`;
+        if (!clock.pendingTimers().some((x) => x.name === ticker)) throw new Error(`stream ${old.stream.seq}: open, no progress timer named ${ticker}`);
         old.close();
         // Its progress ticker stops with it (etcd's sendLoop stops its ticker as it returns).
-        if (clock.pendingTimers().some((x) => x.name === `watch.progress.${old.stream.seq}`)) throw new Error(`stream ${old.stream.seq}: closed, its progress timer still set`);
+        if (clock.pendingTimers().some((x) => x.name === ticker)) throw new Error(`stream ${old.stream.seq}: closed, its progress timer still set`);
         const fresh = newStream();
         streams[a.s] = fresh;
         if (a.resume) for (const rec of open) fresh.open({ ...rec.req, startRevision: resumeRevision(rec) });
