@@ -271,6 +271,13 @@ export class History {
     }
     const live = new Array<number>(this.slabs.length).fill(0);
     for (let r = 0; r < this.size; r++) if (!free.has(r) && this.valSlab[r] !== NO_SLAB) live[this.valSlab[r]!]!++;
+    // Where values lie: a value up to SLAB_MAX_COPY bytes in a shared 64 KiB slab, a longer one alone in its own.
+    for (let r = 0; r < this.size; r++) {
+      const s = this.valSlab[r]!;
+      if (free.has(r) || s === NO_SLAB) continue;
+      const alone = this.valLen[r]! > SLAB_MAX_COPY;
+      if (alone ? live[s] !== 1 : this.slabs[s]?.byteLength !== SLAB_SIZE) return `record ${r}'s value of ${this.valLen[r]} bytes lies in slab ${s} of ${this.slabs[s]?.byteLength} bytes with ${live[s]} live values`;
+    }
     const freeSlabs = new Set(this.freeSlabs);
     if (freeSlabs.size !== this.freeSlabs.length) return 'a slab number is free twice';
     for (let s = 0; s < this.slabs.length; s++) {
