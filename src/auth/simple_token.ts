@@ -69,6 +69,11 @@ export class SimpleTokens implements TokenProvider {
     return { user: t.user };
   }
 
+  /** Drops one token (the shadow's simulator, whose clock never moves, drops those the real etcd dropped). */
+  revoke(token: string): void {
+    this.tokens.delete(token);
+  }
+
   invalidateUser(user: string): void {
     for (const [token, t] of this.tokens) if (t.user === user) this.tokens.delete(token);
   }

@@ -197,6 +197,7 @@ function shadowCommand(program: Command, io: CliIo, result: { code: number }): v
     .option('--fail-on-divergence', 'exit with status 1 at the end when anything diverged')
     .addOption(opt('--heartbeat-interval <ms>', "the real etcd's --heartbeat-interval (the minimum lease TTL follows from it)", '100'))
     .addOption(opt('--election-timeout <ms>', "the real etcd's --election-timeout", '1000'))
+    .addOption(opt('--auth-token-ttl <s>', "the real etcd's --auth-token-ttl: a token of etcd's unused that long is dropped by the simulator too", '300'))
     .addOption(opt('--stats-interval <s>', 'how often the line of totals goes to stderr, when it changed', '10'))
     .addOption(opt('--max-seed-bytes <bytes>', "the largest etcd db the simulator takes on at the start (it holds the etcd's state in memory); a larger one is refused", String(512 * 1024 * 1024)))
     .option('--allow-non-loopback', 'allow binding to an interface other than loopback')
@@ -206,9 +207,20 @@ function shadowCommand(program: Command, io: CliIo, result: { code: number }): v
     .option('--etcd-cacert <path>', 'the CA of the real etcd\'s TLS certificate (talk TLS to it; also with an https:// --etcd)')
     .option('--etcd-cert <path>', 'the client certificate the shadow presents to the real etcd')
     .option('--etcd-key <path>', 'its key')
-    .option('--user <name[:password]>', "the shadow's own user on an etcd with auth on, as etcdctl's --user (it needs the root role: etcd's Snapshot seeds the simulator)")
+    .option('--user <name[:password]>', "the shadow's own user on an etcd with auth on, as etcdctl's --user (it needs the root role: etcd's Snapshot seeds the simulator); without a password it asks for one on a terminal")
     .option('--password <password>', 'its password, when --user names the user only')
-    .addHelpText('after', '\nSIGTERM or SIGINT stops it and prints the per-RPC summary. Exit codes: 0 stopped; 1 a divergence with --fail-on-divergence, or the port is taken; 2 usage error or the etcd could not be used.')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Environment (as etcdctl\'s ETCDCTL_USER and ETCDCTL_PASSWORD, and keeping the password out of the command line, which ps shows):',
+        '  ETCDSIM_SHADOW_USER       stands for --user (NAME or NAME:PASSWORD)',
+        '  ETCDSIM_SHADOW_PASSWORD   stands for --password',
+        'A variable and its flag both given is an error, as in etcdctl.',
+        '',
+        'SIGTERM or SIGINT stops it and prints the per-RPC summary. Exit codes: 0 stopped; 1 a divergence with --fail-on-divergence, or the port is taken; 2 usage error or the etcd could not be used.',
+      ].join('\n'),
+    )
     .action(async (opts: import('./shadow_command.js').ShadowCommandOptions) => {
       result.code = await act(io, 'etcdsim shadow', async () => {
         const { executeShadow } = await import('./shadow_command.js');

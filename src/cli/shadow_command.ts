@@ -8,7 +8,9 @@
  *   --divergence-dir DIR                 each divergence as a directory: request, both answers, scenario.json
  *   --fail-on-divergence                 exit 1 at the end when anything diverged (for CI)
  *   --heartbeat-interval / --election-timeout   the real etcd's, in ms (its minimum lease TTL follows them)
+ *   --auth-token-ttl S                   the real etcd's, in seconds (a token unused that long is gone on both)
  *   --user NAME:PASSWORD (or --user NAME --password PASSWORD)   the shadow's own user on an etcd with auth on
+ *                                        (or ETCDSIM_SHADOW_USER / ETCDSIM_SHADOW_PASSWORD; a prompt on a terminal)
  *
  * While running, a line of totals goes to stderr when they changed (at most every --stats-interval
  * seconds, default 10; with what the simulator holds); SIGTERM or SIGINT stops it, and the per-RPC summary goes to stdout.
@@ -32,6 +34,7 @@ export interface ShadowCommandOptions {
   failOnDivergence?: boolean | undefined;
   heartbeatInterval: string;
   electionTimeout: string;
+  authTokenTtl: string;
   statsInterval: string;
   maxSeedBytes: string;
   allowNonLoopback?: boolean | undefined;
@@ -46,19 +49,83 @@ export interface ShadowCommandOptions {
 }
 
 /**
- * --user and --password as etcdctl reads them: `NAME:PASSWORD` split at the first colon, or with --password
- * the whole of --user is the name. etcdctl prompts for a password given neither way; the shadow runs
- * unattended, so that is a usage error.
+ * The variables that stand for --user and --password, named as etcdctl names its own (ETCDCTL_USER,
+ * ETCDCTL_PASSWORD: its prefix and the flag's name) with this command's prefix: a password given so stays
+ * out of the command line, which `ps` shows to every user of the machine.
  */
-export function userOf(o: Pick<ShadowCommandOptions, 'user' | 'password'>): ShadowUser | undefined {
-  if (o.user === undefined) {
-    if (o.password !== undefined) throw new CliError('--password needs --user NAME');
+export const USER_ENV = 'ETCDSIM_SHADOW_USER';
+export const PASSWORD_ENV = 'ETCDSIM_SHADOW_PASSWORD';
+
+/**
+ * A flag's value, or its variable's when the flag is not given. Both given is refused in etcd's words
+ * (pkg/flags' verifyEnv: etcdctl exits on it), since which one was meant cannot be told.
+ */
+function flagOrEnv(value: string | undefined, name: string, env: NodeJS.ProcessEnv): string | undefined {
+  const v = env[name];
+  if (v === undefined || v === '') return value;
+  if (value !== undefined) throw new CliError(`conflicting environment variable "${name}" is shadowed by corresponding command-line flag (either unset environment variable or disable flag)`);
+  return v;
+}
+
+/**
+ * --user and --password (or ETCDSIM_SHADOW_USER and ETCDSIM_SHADOW_PASSWORD) as etcdctl reads them:
+ * `NAME:PASSWORD` split at the first colon, or with a password given the whole of the user is the name.
+ * Given neither way, etcdctl asks for the password ("Password: ", echo off) and so does the shadow, on a
+ * terminal (`ask`); etcdctl reads it from a standard input that is no terminal too, but the shadow runs
+ * unattended (nohup, a CI job), where that would wait for nobody: it is a usage error there.
+ */
+export async function userOf(
+  o: Pick<ShadowCommandOptions, 'user' | 'password'>,
+  env: NodeJS.ProcessEnv = process.env,
+  ask: (prompt: string) => Promise<string | undefined> = askPassword,
+): Promise<ShadowUser | undefined> {
+  const user = flagOrEnv(o.user, USER_ENV, env);
+  const password = flagOrEnv(o.password, PASSWORD_ENV, env);
+  if (user === undefined) {
+    if (password !== undefined) throw new CliError(`--password needs --user NAME (or ${USER_ENV})`);
     return undefined;
   }
-  if (o.password !== undefined) return { name: o.user, password: o.password };
-  const colon = o.user.indexOf(':');
-  if (colon < 0) throw new CliError(`--user ${o.user}: no password (--user NAME:PASSWORD, or --password PASSWORD)`);
-  return { name: o.user.slice(0, colon), password: o.user.slice(colon + 1) };
+  if (password !== undefined) return { name: user, password };
+  const colon = user.indexOf(':');
+  if (colon >= 0) return { name: user.slice(0, colon), password: user.slice(colon + 1) };
+  const asked = await ask('Password: ');
+  if (asked === undefined) throw new CliError(`--user ${user}: no password (--user NAME:PASSWORD, --password PASSWORD, ${PASSWORD_ENV}, or typed at the prompt on a terminal)`);
+  return { name: user, password: asked };
+}
+
+/**
+ * The password typed on the terminal, not echoed: the terminal in raw mode (no echo, no line editing) while
+ * it is typed, up to Enter; Backspace takes back a character. Undefined without a terminal, or when the
+ * typing is given up (Ctrl-C, Ctrl-D on nothing). Written by hand rather than with npm's `read`: the
+ * session's worktrees share one node_modules, which has no such package.
+ */
+async function askPassword(prompt: string): Promise<string | undefined> {
+  const stdin = process.stdin;
+  if (stdin.isTTY !== true) return undefined;
+  // Echo off before the prompt shows: what is typed once it shows is never echoed.
+  stdin.setRawMode(true);
+  process.stderr.write(prompt);
+  stdin.resume();
+  try {
+    return await new Promise<string | undefined>((resolve) => {
+      let typed = '';
+      const onData = (d: Buffer): void => {
+        for (const c of d.toString('utf8')) {
+          const end = c === '\r' || c === '\n' ? typed : c === '\u0003' || (c === '\u0004' && typed === '') ? undefined : null;
+          if (end !== null) {
+            stdin.off('data', onData);
+            return resolve(end);
+          }
+          typed = c === '\u007f' || c === '\b' ? typed.slice(0, -1) : typed + c;
+        }
+      };
+      stdin.on('data', onData);
+    });
+  } finally {
+    stdin.setRawMode(false);
+    stdin.pause();
+    process.stderr.write('\n');
+  }
 }
 
 /** A PEM file's contents, or a usage error naming the flag. */
@@ -111,9 +178,10 @@ export async function executeShadow(o: ShadowCommandOptions, io: CliIo, signals:
   if (!isLoopback(url.host) && o.allowNonLoopback !== true) throw new CliError(`--listen-client-urls: ${url.host} is not a loopback address (--allow-non-loopback to bind it)`);
   const heartbeatMs = int('--heartbeat-interval', o.heartbeatInterval, 1);
   const electionMs = int('--election-timeout', o.electionTimeout, 1);
+  const authTokenTtlMs = int('--auth-token-ttl', o.authTokenTtl, 1) * 1000;
   const statsMs = int('--stats-interval', o.statsInterval, 1) * 1000;
   const maxSeedBytes = int('--max-seed-bytes', o.maxSeedBytes, 1);
-  const user = userOf(o);
+  const user = await userOf(o);
   const { startShadow } = await import('../shadow/index.js');
   let shadow;
   try {
@@ -124,6 +192,7 @@ export async function executeShadow(o: ShadowCommandOptions, io: CliIo, signals:
       etcdVersion: o.etcdVersion as EtcdVersion,
       heartbeatMs,
       electionMs,
+      authTokenTtlMs,
       divergenceDir: o.divergenceDir,
       maxSeedBytes,
       tls,

@@ -37,6 +37,8 @@ const COMPACTED = 'etcdserver: mvcc: required revision has been compacted';
 const AUTH_REFUSED = /^etcdserver: (user name is empty|invalid auth token|permission denied|revision of auth store is old)$/;
 /** A key no read of the probe finds: only the revision it is read at matters. */
 const PROBE_KEY = Buffer.from([0]);
+/** How long a sync pass is waited for (etcd's loop runs every 100 ms; a loaded etcd may take longer). */
+const SYNC_PASS_TIMEOUT_MS = 5_000;
 
 /** Whether `err` is etcd's refusal of a read below its compaction revision. */
 export function isCompactedError(details: string | undefined): boolean {
@@ -98,6 +100,46 @@ export class CompactionFollower {
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * Resolves once etcd's watch sync loop has run twice since now (true), or when that cannot be seen
+   * (false, after at most SYNC_PASS_TIMEOUT_MS): see syncPass.
+   */
+  async syncPassed(below: number, as?: Reader): Promise<boolean> {
+    return (await this.syncPass(below, as)) && (await this.syncPass(below, as));
+  }
+
+  /**
+   * One pass of etcd's watch sync loop (mvcc's syncWatchersLoop: every 100 ms while a watch is behind):
+   * a watch of the shadow's own from `below`, a revision etcd has compacted past, is behind, and etcd's
+   * next pass cancels it naming the compaction — in the same pass as every other watch behind it, an
+   * application's among them. Its cancel says that pass ran. With auth on it is the shadow's user's watch,
+   * or one on the key and with the token an application watched with (`as`).
+   */
+  private async syncPass(below: number, as: Reader | undefined): Promise<boolean> {
+    // As the shadow's user when it has one (or auth is off), else as the application watched.
+    const reader = this.auth.user === undefined ? as : undefined;
+    let watch: ReturnType<EtcdGrpcClient['watch']['watch']>;
+    try {
+      watch = this.client.watch.watch(reader === undefined ? await this.auth.options() : { token: reader.token });
+    } catch {
+      return false;
+    }
+    const passed = await new Promise<boolean>((resolve) => {
+      const timer = afterHostTime(SYNC_PASS_TIMEOUT_MS, () => resolve(false));
+      const done = (v: boolean): void => {
+        timer.cancel();
+        resolve(v);
+      };
+      watch.onResponse((rs) => {
+        for (const r of rs) if (r.canceled) done(r.compact_revision !== '0');
+      });
+      watch.onEnd(() => done(false));
+      watch.write({ create_request: { key: reader === undefined ? PROBE_KEY : reader.key, start_revision: String(Math.max(below, 1)) } });
+    });
+    watch.cancel();
+    return passed;
   }
 
   /** An application's read etcd let through (answered, or refused only as compacted): the probe may read as it. */

@@ -39,6 +39,8 @@ export interface ShadowContext {
   compactionSeen(): void;
   /** etcd's current revision when it refuses reads at `rev`, compacted beyond it; else undefined (compaction.ts). */
   compactedBeyond(rev: number, as?: Reader): Promise<number | undefined>;
+  /** Resolves once etcd's watch sync loop ran twice since now (true), or that could not be seen (false; compaction.ts). */
+  syncPassed(below: number, as?: Reader): Promise<boolean>;
   /** An application's Range etcd let through: with auth on, etcd is asked for its compactions as it (compaction.ts). */
   readerSeen(r: Reader): void;
 }
@@ -48,27 +50,85 @@ export interface ShadowContext {
  * state (users, roles, the enabled flag, all followed from the calls), gave its own token for the same
  * Authenticate. A call carrying etcd's token is asked of the simulator with the simulator's token from that
  * Authenticate. A token the shadow never saw issued (one from before it started) has no counterpart, and
- * such a call is not compared. Bounded: the oldest pairs are forgotten first.
+ * such a call is not compared.
+ *
+ * The simulator's clock never moves, so its tokens never expire by themselves: each pair forgotten here
+ * takes the simulator's token with it (`drop`), and pairs are forgotten as etcd forgets its tokens — when
+ * etcd refuses one (`forget`), and once one went unused for longer than etcd's --auth-token-ttl (a simple
+ * token lives that long after its last use; etcd's keeper sweeps once a second, so the shadow waits
+ * TTL_SLACK_MS more before it drops a pair, and a call etcd still takes is never left without its
+ * counterpart). And at most `max` pairs, the oldest forgotten first past that: an application that
+ * authenticates faster than the TTL lets tokens go grows etcd's store, but not the shadow's beyond it.
  */
 export class TokenMap {
-  private readonly pairs = new Map<string, string>();
+  private readonly pairs = new Map<string, { readonly sim: string; used: number }>();
+  private swept: number;
 
-  constructor(private readonly max = 10_000) {}
+  constructor(
+    /** Takes the simulator's token out of its token store. */
+    private readonly drop: (simToken: string) => void,
+    /** etcd's --auth-token-ttl, in ms. */
+    private readonly ttlMs: number,
+    /** Host time in ms (src/sim's hostNow). */
+    private readonly now: () => number,
+    private readonly max = 10_000,
+  ) {
+    this.swept = now();
+  }
 
   learn(etcdToken: string, simToken: string): void {
-    this.pairs.set(etcdToken, simToken);
-    if (this.pairs.size > this.max) this.pairs.delete(this.pairs.keys().next().value!);
+    if (this.now() - this.swept >= SWEEP_MS) this.sweep();
+    const old = this.pairs.get(etcdToken);
+    if (old !== undefined && old.sim !== simToken) this.drop(old.sim);
+    this.pairs.set(etcdToken, { sim: simToken, used: this.now() });
+    if (this.pairs.size > this.max) this.forget(this.pairs.keys().next().value!);
   }
 
+  /** The simulator's counterpart of etcd's token, as a call uses it (a use renews it, as on etcd). */
   simToken(etcdToken: string): string | undefined {
-    return this.pairs.get(etcdToken);
+    const p = this.pairs.get(etcdToken);
+    if (p === undefined) return undefined;
+    const now = this.now();
+    if (now - p.used > this.ttlMs + TTL_SLACK_MS) {
+      // Unused past etcd's TTL: etcd dropped it, whatever the last sweep saw.
+      this.forget(etcdToken);
+      return undefined;
+    }
+    p.used = now;
+    if (now - this.swept >= SWEEP_MS) this.sweep();
+    return p.sim;
   }
 
-  /** etcd dropped the token (expired, or auth turned off): it has no counterpart any more. */
+  /** etcd dropped the token (expired, or auth turned off): it has no counterpart any more, on either side. */
   forget(etcdToken: string): void {
+    const p = this.pairs.get(etcdToken);
+    if (p === undefined) return;
     this.pairs.delete(etcdToken);
+    this.drop(p.sim);
+  }
+
+  /** A token of the simulator's that no token of etcd's will name. */
+  unpaired(simToken: string): void {
+    this.drop(simToken);
+  }
+
+  /** Pairs held now. */
+  get size(): number {
+    return this.pairs.size;
+  }
+
+  /** Forgets every pair unused for longer than etcd keeps a token. */
+  private sweep(): void {
+    const now = this.now();
+    this.swept = now;
+    for (const [etcdToken, p] of this.pairs) if (now - p.used > this.ttlMs + TTL_SLACK_MS) this.forget(etcdToken);
   }
 }
+
+/** etcd's simple-token keeper sweeps once a second: a token may be taken up to 1 s past its TTL; 1 s more for the call on its way. */
+const TTL_SLACK_MS = 2_000;
+/** How often a use of a token also sweeps the others (each Authenticate sweeps too). */
+const SWEEP_MS = 1_000;
 
 export function outcomeText(o: Outcome): string {
   return text('err' in o ? { error: { code: o.err.code, details: o.err.details } } : canon(o.ok, NO_LEASES));

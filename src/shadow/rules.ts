@@ -22,6 +22,8 @@ export interface UnaryRule {
   request?(ctx: ShadowContext, req: Msg): Msg;
   /** The simulator's answer (throws etcd's error); `call` carries the simulator's token for etcd's. */
   ask(ctx: ShadowContext, req: Msg, ok: Msg | undefined, call: CallContext | undefined): unknown;
+  /** Why the simulator is not asked this call though etcd answered it now (counted as not compared); undefined: it is asked. */
+  passedBy?(ctx: ShadowContext, req: Msg, ok: Msg | undefined): string | undefined;
   /** Only etcd's successful answers are compared (an error answer: the simulator is not asked). */
   readonly answersOnly?: boolean;
   /** Both answers in a form where what is etcd's own configuration is left out (applied to both sides). */

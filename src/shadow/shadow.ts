@@ -11,13 +11,13 @@
  */
 import { Buffer } from 'node:buffer';
 import * as grpc from '@grpc/grpc-js';
-import { createEtcdSim, type EtcdSim } from '../client/index.js';
+import { createEtcdSim, serverOf, type EtcdSim } from '../client/index.js';
 import { connectEtcd, type EtcdGrpcClient } from '../grpc/index.js';
 import type { EtcdVersion } from '../etcd/index.js';
-import { ErrInvalidAuthToken } from '../auth/index.js';
+import { ErrInvalidAuthToken, SimpleTokens, DEFAULT_TOKEN_TTL_MS } from '../auth/index.js';
 import { routeAt } from '../http/index.js';
 import { text, simTarget } from '../diff/index.js';
-import { afterHostTime } from '../sim/index.js';
+import { afterHostTime, hostNow } from '../sim/index.js';
 import { TokenMap, type ShadowContext } from './context.js';
 import { CompactionFollower, isCompactedError } from './compaction.js';
 import { Follower } from './follower.js';
@@ -71,6 +71,11 @@ export interface ShadowOptions {
    * auth is on refuses the shadow at the start.
    */
   readonly user?: ShadowUser | undefined;
+  /**
+   * The real etcd's --auth-token-ttl in ms (default 300 s): a simple token unused that long is gone from
+   * etcd, and the shadow drops its simulator's counterpart (context.ts, TokenMap).
+   */
+  readonly authTokenTtlMs?: number | undefined;
 }
 
 /** What a shadow holds now: each is bounded, or follows what the real etcd keeps (ShadowHandle.retained). */
@@ -89,6 +94,8 @@ export interface ShadowRetained {
   readonly streams: number;
   /** Compactions found by asking etcd (not sent through the shadow). */
   readonly compactionsFound: number;
+  /** Auth tokens the simulator holds (those of etcd's tokens still in use, and the shadow's own root token). */
+  readonly tokens: number;
 }
 
 export interface ShadowHandle {
@@ -172,6 +179,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
   const ctx = shadowContext(o, sim, new ScenarioLog(startRev, version, undefined, held), {
     compactionSeen: () => void following.probe(),
     compactedBeyond: (rev, as) => following.refusing(rev, as),
+    syncPassed: (below, as) => following.syncPassed(below, as),
     readerSeen: (r) => following.permitted(r),
   });
   const following = new CompactionFollower(client, ctx, auth, o.compactionProbeMs ?? 10_000);
@@ -231,6 +239,7 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
       logEntries: ctx.log.size,
       streams: ctx.streams.size,
       compactionsFound: following.found,
+      tokens: serverOf(sim).auth.tokens.size,
     }),
     authentications: () => auth.authentications,
     async close() {
@@ -255,7 +264,7 @@ async function seed(o: ShadowOptions, credentials: grpc.ChannelCredentials, auth
 }
 
 /** The report, the follower and the stream comparisons of one shadow, around its simulator. */
-function shadowContext(o: ShadowOptions, sim: EtcdSim, log: ScenarioLog, compactions: Pick<ShadowContext, 'compactionSeen' | 'compactedBeyond' | 'readerSeen'>): ShadowContext {
+function shadowContext(o: ShadowOptions, sim: EtcdSim, log: ScenarioLog, compactions: Pick<ShadowContext, 'compactionSeen' | 'compactedBeyond' | 'syncPassed' | 'readerSeen'>): ShadowContext {
   const report = new ShadowReport(o.divergenceDir);
   const settle = simTarget(sim);
   const streams = new Set<StreamCompare>();
@@ -291,7 +300,14 @@ function shadowContext(o: ShadowOptions, sim: EtcdSim, log: ScenarioLog, compact
       if (sim.lessor.exists(l) && sim.lessor.keyStringsOf(l).length === 0) sim.lessor.expire(l);
     },
     nextStream: () => ++streamCount,
-    tokens: new TokenMap(),
+    tokens: new TokenMap(
+      (token) => {
+        const held = serverOf(sim).auth.tokens;
+        if (held instanceof SimpleTokens) held.revoke(token);
+      },
+      o.authTokenTtlMs ?? DEFAULT_TOKEN_TTL_MS,
+      hostNow,
+    ),
     memberIds: new Map(),
     ...compactions,
   };

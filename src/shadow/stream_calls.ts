@@ -16,7 +16,8 @@ import type { Codec } from './codecs.js';
 import { NO_LEASES, type ShadowContext } from './context.js';
 import type { TappedCall } from './proxy.js';
 import { StreamCompare, watchItems } from './streams.js';
-import { followCompaction } from './compaction.js';
+import { followCompaction, type Reader } from './compaction.js';
+import { afterHostTime } from '../sim/index.js';
 
 /** A step that runs once the simulator reaches etcd's revision `rev` and makes none itself. */
 function at(rev: number | undefined, run: (late: boolean) => void): { rev: number | undefined; makesRevision: () => false; skip: () => void; run: (late: boolean) => void } {
@@ -28,6 +29,14 @@ function startingAt(req: M.WatchRequest, start: number): M.WatchRequest {
   const c = req.create_request;
   if (c == null || (c.start_revision !== undefined && String(c.start_revision) !== '0')) return req;
   return { ...req, create_request: { ...c, start_revision: String(start) } };
+}
+
+/** A watch creation from `start` below `compactRev` made to start at `compactRev` (`raised` is told so). */
+function fromCompaction(req: M.WatchRequest, compactRev: number, raised: (floor: number) => void): M.WatchRequest {
+  const c = req.create_request;
+  if (c == null || Number(c.start_revision ?? 0) >= compactRev) return req;
+  raised(compactRev);
+  return { ...req, create_request: { ...c, start_revision: String(compactRev) } };
 }
 
 /** The watch ID of etcd's answer to a progress request (clientv3's InvalidWatchID). */
@@ -51,6 +60,12 @@ export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec, call: C
     const rev = Number(r.header?.revision ?? 0);
     // A watch from a revision etcd may have compacted beyond the simulator: the stream waits until etcd says.
     if (r.created && !r.canceled && hold.needed(creates[0], rev, r)) return;
+    if (r.canceled && r.compact_revision !== '0' && hold.takenAsSynced(String(r.watch_id))) {
+      // etcd's cancel of a watch the stream took as synced before the compaction came after two of etcd's
+      // sync passes (BelowCompaction.settle): the simulator's watch streams on, etcd's ended.
+      cmp.skip(String(r.watch_id), 'etcd canceled a watch after two sync passes');
+      return;
+    }
     if (r.created && r.canceled && r.cancel_reason.endsWith(ErrInvalidAuthToken.message)) {
       // etcd dropped the stream's token (unused for its TTL, or auth turned off) and refuses the stream's new
       // watches; the simulator, whose clock never moves, still knows its counterpart, and the stream keeps
@@ -68,7 +83,16 @@ export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec, call: C
     const write = (req: unknown): void => {
       answered = true;
       const asked = late ? startingAt(req as M.WatchRequest, rev + 1) : req;
-      ctx.follower.add(at(rev, () => (ctx.log.add(rpc, asked, { ok: r }, stream), simCall.write(asked as M.WatchRequest))));
+      const synced = r.created && hold.syncedFirst(r);
+      ctx.follower.add(
+        at(rev, () => {
+          // etcd synced this watch before a compaction the simulator may have applied already: the simulator's
+          // watch starts at its compaction revision, and etcd's events below it are not compared.
+          const taken = synced ? fromCompaction(asked as M.WatchRequest, ctx.sim.mvcc.compactRevision, (floor) => cmp.floor(String(r.watch_id), floor)) : asked;
+          ctx.log.add(rpc, taken, { ok: r }, stream);
+          simCall.write(taken as M.WatchRequest);
+        }),
+      );
     };
     if (r.created) {
       const req = creates.shift();
@@ -127,6 +151,10 @@ export function watchCall(ctx: ShadowContext, rpc: string, codec: Codec, call: C
 
 /** Most etcd responses one watch stream holds while it waits to learn whether etcd compacted beyond a watch. */
 const MAX_HELD = 10_000;
+/** Most watch IDs of one stream taken as synced for etcd's silence, whose cancel may still come. */
+const MAX_SILENT = 1000;
+/** When etcd's sync passes cannot be seen: how long its silence is waited for instead (ten of its 100 ms passes). */
+const SYNC_FALLBACK_MS = 1000;
 
 /**
  * A watch created from a revision the simulator still holds but etcd may have compacted (a compaction
@@ -137,11 +165,20 @@ const MAX_HELD = 10_000;
  * came. It does not: etcd's cancel of the watch, which names the compaction revision, is waited for, and
  * once the simulator reached the revision etcd was at, it compacts there first and then takes the held
  * responses, so both cancel the watch alike.
+ *
+ * Unless etcd synced the watch before it compacted (mvcc's sync loop takes a watch behind within 100 ms;
+ * a compaction after that leaves it streaming, observed with 3.4.23): then no cancel comes. etcd says so
+ * by the watch's events, when its range had any, or else by its silence over two passes of the same sync
+ * loop — the shadow's own watch from below the compaction is canceled at each (compaction.ts, syncPassed),
+ * and a pass that cancels it cancels every watch behind the compaction. Either way the watch is taken as
+ * etcd's synced one: the simulator creates it from the watch's start, or from its own compaction revision
+ * if it already compacted past the start (etcd's events below that are then not compared), and it streams
+ * on as etcd's does. A cancel that still comes after the two passes ends that watch's comparison.
  */
 class BelowCompaction {
   private held: M.WatchResponse[] | undefined;
-  /** etcd's watch ID and its revision then, once etcd refused reads at the watch's start revision. */
-  private refused: { id: string; at: number } | undefined;
+  /** etcd's watch ID and its revision then, once etcd refused reads at the watch's start revision; `passing`: etcd's sync passes are being waited for. */
+  private refused: { id: string; at: number; passing?: boolean } | undefined;
   /** etcd's cancel of that watch, naming its compaction revision, once it is among the held responses. */
   private cancel: M.WatchResponse | undefined;
   private streamEnded = false;
@@ -152,6 +189,12 @@ class BelowCompaction {
   private start = 0;
   /** etcd sent events of the refused watch instead of its cancel: it synced the watch before it compacted. */
   private streamed = false;
+  /** What etcd is asked as (with auth on: the stream's token, on the watch's key). */
+  private as: Reader | undefined;
+  /** Creations taken as synced by etcd before its compaction (their simulator watch may start later: fromCompaction). */
+  private readonly synced = new WeakSet<M.WatchResponse>();
+  /** Watch IDs taken as synced for etcd's silence over two sync passes: a cancel of one may still come. */
+  private readonly silent = new Set<string>();
 
   constructor(
     private readonly ctx: ShadowContext,
@@ -175,6 +218,7 @@ class BelowCompaction {
     // etcd let the stream watch its key: with auth on, it lets the same token read it (compaction.ts).
     const key = req?.create_request?.key;
     const as = this.token === undefined ? undefined : { key: key !== undefined && key.length > 0 ? key : Buffer.from([0]), token: this.token };
+    this.as = as;
     // A Compact through the shadow in flight now may be what etcd applies before this watch's first sync:
     // etcd is asked once it answered, so its answer says so, and its step is the simulator's first.
     this.ctx.follower.afterCompactions(() => {
@@ -188,6 +232,16 @@ class BelowCompaction {
       });
     });
     return true;
+  }
+
+  /** Whether etcd's answer `created` was taken as a watch etcd synced before its compaction. */
+  syncedFirst(created: M.WatchResponse): boolean {
+    return this.synced.has(created);
+  }
+
+  /** Whether watch `id` was taken as synced for etcd's silence (once: its cancel ends it). */
+  takenAsSynced(id: string): boolean {
+    return this.silent.delete(id);
   }
 
   /** Holds `r` while the stream waits; false when it does not. */
@@ -226,9 +280,8 @@ class BelowCompaction {
    * revision when it was sent, after any Compact through the shadow still in flight, which may be the
    * compaction the cancel names and then applies it first — and takes the held responses. etcd may also have
    * synced the watch before it compacted (a compaction in the same instant, after the watch's first sync):
-   * its events come instead, and the simulator creates the watch too unless it already compacted past its
-   * start, which cannot be undone — then the stream is not compared. A stream that ended without either
-   * will not get it, and has nothing more to compare.
+   * its events come instead, or nothing over two of etcd's sync passes, and the watch is taken as synced.
+   * A stream that ended without either will not get it, and has nothing more to compare.
    */
   private settle(): void {
     const r = this.refused;
@@ -237,9 +290,24 @@ class BelowCompaction {
     if (cancel === undefined) {
       if (this.streamed) {
         this.refused = undefined;
-        this.ctx.follower.add(at(undefined, () => (this.ctx.sim.mvcc.compactRevision > this.start ? this.dropEnding('etcd synced a watch before a compaction the simulator applied first') : this.release())));
+        this.takeAsSynced();
       } else if (this.streamEnded) {
         this.dropEnding('ended before etcd canceled a watch below its compaction');
+      } else if (!r.passing) {
+        r.passing = true;
+        void this.ctx.syncPassed(this.start, this.as).then((passed) => {
+          const decide = (): void => {
+            // Decided meanwhile: its cancel or its events came, or the stream ended.
+            if (this.refused !== r || this.dropped) return;
+            this.refused = undefined;
+            this.silent.add(r.id);
+            if (this.silent.size > MAX_SILENT) this.silent.delete(this.silent.values().next().value!);
+            this.takeAsSynced();
+          };
+          // A pass not seen (etcd refused the shadow's watch, or was slow past the bound): ten of etcd's intervals more.
+          if (passed) decide();
+          else afterHostTime(SYNC_FALLBACK_MS, decide);
+        });
       }
       return;
     }
@@ -254,6 +322,12 @@ class BelowCompaction {
         }),
       ),
     );
+  }
+
+  /** The creation asked about is etcd's synced watch: the simulator takes it in the follower's order (fromCompaction). */
+  private takeAsSynced(): void {
+    if (this.asked !== undefined) this.synced.add(this.asked);
+    this.ctx.follower.add(at(undefined, () => this.release()));
   }
 
   /** Not compared any more, and ended now if the stream already did. */

@@ -8,15 +8,19 @@
  * keeps each Authenticate cheap.
  */
 import { after, before, test } from 'node:test';
+import { execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import { Buffer } from 'node:buffer';
 import { connectEtcd, type EtcdGrpcClient } from '../../src/grpc/client.js';
 import type * as M from '../../src/server/messages.js';
 import { runCli } from '../../src/cli/program.js';
 import { requireCommands } from '../support/prerequisites.js';
-import { ctl, ctlOk, startRig, summary, watchUntil, type ShadowRig } from './helpers.js';
+import { ctl, ctlOk, spawnShadow, startRig, summary, watchUntil, type ShadowRig } from './helpers.js';
 
 const skip = requireCommands(['etcd', 'etcdctl']);
+/** A terminal for the prompt's test: util-linux's script(1) runs the shadow on a pseudo-terminal. */
+const noTerminal = skip !== false ? skip : requireCommands(['script']);
 const ROOT = { name: 'root', password: 'rootpw' };
 const ETCD_FLAGS = ['--auth-token-ttl=1', '--bcrypt-cost=4'];
 
@@ -43,7 +47,7 @@ async function authOn(address: string): Promise<void> {
 
 let rig: ShadowRig;
 before(async () => {
-  if (skip === false) rig = await startRig({ user: ROOT, compactionProbeMs: 0 }, (etcd) => authOn(etcd.address), ETCD_FLAGS);
+  if (skip === false) rig = await startRig({ user: ROOT, compactionProbeMs: 0, authTokenTtlMs: 1000 }, (etcd) => authOn(etcd.address), ETCD_FLAGS);
 });
 after(async () => {
   await rig?.close();
@@ -71,7 +75,7 @@ test('an etcd with auth on: without --user the shadow refuses to start at once, 
   assert.equal(wrong.code, 2, wrong.err.join('\n'));
   assert.match(wrong.err.join('\n'), /--user root: etcdserver: authentication failed, invalid user ID or password/);
   const noPassword = await shadowCli(['--etcd', rig.etcd.address, '--user', 'root']);
-  assert.deepEqual([noPassword.code, noPassword.err], [2, ['etcdsim shadow: --user root: no password (--user NAME:PASSWORD, or --password PASSWORD)']]);
+  assert.deepEqual([noPassword.code, noPassword.err], [2, ['etcdsim shadow: --user root: no password (--user NAME:PASSWORD, --password PASSWORD, ETCDSIM_SHADOW_PASSWORD, or typed at the prompt on a terminal)']]);
 });
 
 test("etcdctl with --user through a shadow seeded from an etcd with auth on: every answer agrees with the simulator's", { skip }, async () => {
@@ -210,4 +214,108 @@ test("a watch stream whose token etcd expired: etcd refuses its next watch, the 
   // The first watch's creation and its event compared; the refused creation counted, not compared.
   assert.equal((w?.compared ?? 0) - comparedBefore, 2, summary(rig));
   assert.equal(w?.notCompared.get('a watch refused for a token etcd dropped'), 1, summary(rig));
+});
+
+test("many Authenticates through the shadow: the simulator holds the tokens etcd still holds, not one per Authenticate", { skip }, async () => {
+  const direct = connectEtcd(rig.etcd.address);
+  const app = connectEtcd(rig.shadow.endpoint);
+  const appUser = { name: 'app', password: 'apppw' };
+  const key = Buffer.from('/app/a');
+  const PER_ROUND = 50;
+  const before = rig.shadow.retained().tokens;
+  let most = 0;
+  try {
+    for (let round = 0; round < 3; round++) {
+      const tokens: string[] = [];
+      for (let i = 0; i < PER_ROUND; i++) {
+        const token = (await app.auth.authenticate(appUser)).token;
+        await app.kv.range({ key }, { token });
+        tokens.push(token);
+        most = Math.max(most, rig.shadow.retained().tokens);
+      }
+      await tokensExpired(direct);
+      if (round === 0) {
+        // etcd refuses each now: the shadow drops each counterpart as etcd refuses it.
+        const held = rig.shadow.retained().tokens;
+        for (const token of tokens) await assert.rejects(app.kv.range({ key }, { token }), /invalid auth token/);
+        assert.ok(rig.shadow.retained().tokens <= held - PER_ROUND, `${held} tokens before the refusals: ${JSON.stringify(rig.shadow.retained())}`);
+      }
+      // Unused (the other rounds; any older ones): dropped once etcd's TTL and the keeper's slack passed, at a
+      // sweep — a use of another token, here.
+      const token = (await app.auth.authenticate(appUser)).token;
+      for (let i = 0; i < 100 && rig.shadow.retained().tokens > 2; i++) {
+        await new Promise((r) => setTimeout(r, 100)); // the shadow's sweep is host time: observed, with a bound
+        await app.kv.range({ key }, { token });
+      }
+      // Left: at most the shadow's own root token (it applies etcd's events as root) and the one just used.
+      assert.ok(rig.shadow.retained().tokens <= 2, `round ${round}: ${JSON.stringify(rig.shadow.retained())}\n${summary(rig)}`);
+    }
+  } finally {
+    app.close();
+    direct.close();
+  }
+  // 150 Authenticates; the simulator never held more than one round's tokens besides those held before.
+  assert.ok(most <= before + PER_ROUND + 2, `${most} tokens held at most (${before} before)`);
+  assert.deepEqual(rig.divergences, [], summary(rig));
+});
+
+/** `etcdsim shadow ARGS` as a child process with `env` added, to its exit: code, stdout, stderr. */
+function shadowExit(args: readonly string[], env: Record<string, string>): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['bin/etcdsim.js', 'shadow', '--listen-client-urls', 'http://127.0.0.1:0', ...args], { env: { ...process.env, ...env } }, (err, out, stderr) => {
+      resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : null, out, err: stderr });
+    });
+  });
+}
+
+test("the shadow's password out of its command line: ETCDSIM_SHADOW_USER and ETCDSIM_SHADOW_PASSWORD, as etcdctl's ETCDCTL_USER; a flag and its variable both given is refused", { skip }, async () => {
+  for (const env of [{ ETCDSIM_SHADOW_USER: 'root:rootpw' }, { ETCDSIM_SHADOW_USER: 'root', ETCDSIM_SHADOW_PASSWORD: 'rootpw' }]) {
+    const child = await spawnShadow(['--etcd', rig.etcd.address, '--listen-client-urls', 'http://127.0.0.1:0'], env);
+    try {
+      // What ps shows of it: no password.
+      const argv = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
+      assert.ok(argv.includes('shadow'), argv.join(' '));
+      assert.ok(!argv.some((a) => a.includes('rootpw')), argv.join(' '));
+      // It started from etcd's snapshot as root, and shadows an application's calls.
+      assert.equal((await ctl(child.endpoint, ['--user', 'root:rootpw', 'get', '/other', '--print-value-only'])).out, 'x\n');
+    } finally {
+      assert.equal(await child.stop(), 0, child.err());
+    }
+    assert.match(child.out(), /^KV\.Range +1 +1 +0/m);
+  }
+  const both = await shadowExit(['--etcd', rig.etcd.address, '--user', 'root:rootpw'], { ETCDSIM_SHADOW_USER: 'root' });
+  assert.deepEqual([both.code, both.err], [2, 'etcdsim shadow: conflicting environment variable "ETCDSIM_SHADOW_USER" is shadowed by corresponding command-line flag (either unset environment variable or disable flag)\n']);
+  const onlyPassword = await shadowExit(['--etcd', rig.etcd.address], { ETCDSIM_SHADOW_PASSWORD: 'rootpw' });
+  assert.deepEqual([onlyPassword.code, onlyPassword.err], [2, 'etcdsim shadow: --password needs --user NAME (or ETCDSIM_SHADOW_USER)\n']);
+  // No password and no terminal to ask on: refused at once, naming the ways to give one.
+  const noPassword = await shadowExit(['--etcd', rig.etcd.address], { ETCDSIM_SHADOW_USER: 'root' });
+  assert.equal(noPassword.code, 2, noPassword.err);
+  assert.match(noPassword.err, /--user root: no password \(.*ETCDSIM_SHADOW_PASSWORD, or typed at the prompt on a terminal\)/);
+});
+
+test('--user NAME on a terminal: the shadow asks for the password as etcdctl does, without echoing it', { skip: noTerminal }, async () => {
+  // script(1) gives the shadow a pseudo-terminal; what is typed goes to it, what it writes (and echoes) comes back.
+  const command = `${process.execPath} bin/etcdsim.js shadow --etcd ${rig.etcd.address} --listen-client-urls http://127.0.0.1:0 --user root`;
+  const child = spawn('script', ['-qfec', command, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let seen = '';
+  child.stdout.on('data', (d: Buffer) => (seen += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const saw = async (what: RegExp): Promise<void> => {
+    for (let i = 0; i < 3000 && !what.test(seen); i++) await new Promise((r) => setTimeout(r, 10)); // the shadow's start
+    assert.match(seen, what);
+  };
+  try {
+    await saw(/Password: /);
+    child.stdin.write('rootpw\r');
+    const endpoint = /shadowing the etcd at \S+ on (127\.0\.0\.1:\d+)/;
+    await saw(endpoint);
+    assert.doesNotMatch(seen, /rootpw/);
+    assert.equal((await ctl(endpoint.exec(seen)![1]!, ['--user', 'root:rootpw', 'get', '/other', '--print-value-only'])).out, 'x\n');
+    // Ctrl-C on the terminal stops it, with the summary.
+    child.stdin.write('\x03');
+    assert.equal(await exited, 0, seen);
+    assert.match(seen, /KV\.Range +1 +1 +0/);
+  } finally {
+    child.kill();
+  }
 });

@@ -105,6 +105,7 @@ export function watchUntil(endpoint: string, args: readonly string[], until: str
 export interface ShadowChild {
   /** host:port the shadow listens on. */
   readonly endpoint: string;
+  readonly pid: number;
   /** Its stdout and stderr so far. */
   out(): string;
   err(): string;
@@ -112,9 +113,9 @@ export interface ShadowChild {
   stop(): Promise<number | null>;
 }
 
-/** `etcdsim shadow ARGS` as a child process, once it names its endpoint on stdout. */
-export async function spawnShadow(args: readonly string[]): Promise<ShadowChild> {
-  const child = spawn(process.execPath, ['bin/etcdsim.js', 'shadow', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** `etcdsim shadow ARGS` as a child process (`env`: variables added to this one's), once it names its endpoint on stdout. */
+export async function spawnShadow(args: readonly string[], env: Record<string, string> = {}): Promise<ShadowChild> {
+  const child = spawn(process.execPath, ['bin/etcdsim.js', 'shadow', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let out = '';
   let err = '';
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
@@ -129,6 +130,7 @@ export async function spawnShadow(args: readonly string[]): Promise<ShadowChild>
   });
   return {
     endpoint,
+    pid: child.pid!,
     out: () => out,
     err: () => err,
     stop: () => {
