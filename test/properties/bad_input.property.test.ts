@@ -316,6 +316,24 @@ const readsArb: fc.Arbitrary<TxnRequest> = fc.record({
   success: fc.array(fc.oneof(fc.record({ requestRange: rangeArb }), fc.record({ requestTxn: fc.record({ success: fc.array(fc.record({ requestRange: rangeArb }), { maxLength: 2 }) }) })), { minLength: 1, maxLength: 3 }),
 });
 
+/**
+ * Txns of well-formed puts, deletes and nested txns of them only, on keys that sit at each other's edges ("a",
+ * "a\0", "\0", "b", "c"): mostly within --max-txn-ops, so what decides is checkIntervals (a key put twice in a
+ * branch, in a nested txn's then and else, next to or inside a deleted range, an end of "" or "\0").
+ */
+const edgeKeyArb = fc.constantFrom('a', 'a\0', '\0', 'b', 'c').map(k);
+const { txn: intervalsArb } = fc.letrec<{ txn: TxnRequest; op: RequestOp }>((tie) => ({
+  op: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    { weight: 3, arbitrary: fc.record({ requestPut: fc.record({ key: edgeKeyArb, value: fc.constant(k('v')) }) }) },
+    { weight: 2, arbitrary: fc.record({ requestDeleteRange: fc.record({ key: edgeKeyArb, rangeEnd: endArb }, { requiredKeys: ['key'] }) }) },
+    { weight: 2, arbitrary: fc.record({ requestTxn: tie('txn') as fc.Arbitrary<TxnRequest> }) },
+    // A nested txn whose then and else each put a key (the same one in a fifth of them: allowed, only one runs).
+    { weight: 2, arbitrary: fc.tuple(edgeKeyArb, edgeKeyArb).map(([a, b]) => ({ requestTxn: { success: [{ requestPut: { key: a, value: k('t') } }], failure: [{ requestPut: { key: b, value: k('e') } }] } })) },
+  ),
+  txn: fc.record({ success: fc.array(tie('op') as fc.Arbitrary<RequestOp>, { maxLength: 3 }), failure: fc.array(tie('op') as fc.Arbitrary<RequestOp>, { maxLength: 2 }) }),
+}));
+
 const malformedArb: fc.Arbitrary<{ readonly kind: RequestKind; readonly req: unknown }> = fc
   .tuple(
     fc.oneof(
@@ -324,6 +342,7 @@ const malformedArb: fc.Arbitrary<{ readonly kind: RequestKind; readonly req: unk
       deleteArb.map((r) => ({ kind: 'delete' as const, req: r })),
       { weight: 4, arbitrary: malformedTxnArb.map((r) => ({ kind: 'txn' as const, req: r })) },
       { weight: 3, arbitrary: readsArb.map((r) => ({ kind: 'txn' as const, req: r })) },
+      { weight: 4, arbitrary: intervalsArb.map((r) => ({ kind: 'txn' as const, req: r })) },
     ),
     fc.option(fc.tuple(fc.nat(), fc.nat()), { freq: 2 }),
   )
@@ -370,7 +389,8 @@ test('malformed requests are refused as etcd refuses them, by the first check in
   const caseArb = fc.record({
     m: fc.oneof({ weight: 12, arbitrary: malformedArb }, { weight: 1, arbitrary: revisionArb }),
     release: fc.constantFrom<EtcdVersion>('3.4', '3.7'),
-    maxTxnOps: fc.integer({ min: 1, max: 5 }),
+    // Mostly small, so the budget is met at the top and in nested txns; etcd's default in one case of four.
+    maxTxnOps: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 1, max: 5 }) }, { weight: 1, arbitrary: fc.constant(128) }),
     sizeDelta: fc.constantFrom(undefined, -1, 0),
     interleave: fc.boolean(),
   });
