@@ -33,6 +33,12 @@ type Op =
   | { readonly t: 'add'; readonly n: number; readonly len: number; readonly tomb: boolean; readonly lease: bigint; readonly given: Given; readonly pad: number }
   | { readonly t: 'hold'; readonly pick: number }
   | { readonly t: 'release'; readonly pick: number; readonly all: boolean }
+  /**
+   * Small values added and let go one by one, `n` of them: the slab they are appended to fills while none of
+   * its values lives, so it must be dropped when the next one starts (a store whose every key is put and
+   * compacted in turn). Single releases in a random order never empty a full slab (64 or more values).
+   */
+  | { readonly t: 'churn'; readonly n: number; readonly len: number }
   | { readonly t: 'sub'; readonly pick: number; readonly sub: number }
   | { readonly t: 'superseded'; readonly pick: number }
   | { readonly t: 'read'; readonly pick: number; readonly kept: boolean };
@@ -63,6 +69,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
   { weight: 2, arbitrary: fc.nat().map((pick): Op => ({ t: 'hold', pick })) },
   { weight: 5, arbitrary: fc.record({ pick: fc.nat(), all: fc.boolean() }).map((o): Op => ({ t: 'release', ...o })) },
+  { weight: 1, arbitrary: fc.record({ n: fc.integer({ min: 60, max: 200 }), len: fc.constantFrom(1000, 1024) }).map((o): Op => ({ t: 'churn', ...o })) },
   { weight: 2, arbitrary: fc.record({ pick: fc.nat(), sub: fc.integer({ min: 0, max: 5 }) }).map((o): Op => ({ t: 'sub', ...o })) },
   { weight: 2, arbitrary: fc.nat().map((pick): Op => ({ t: 'superseded', pick })) },
   { weight: 3, arbitrary: fc.record({ pick: fc.nat(), kept: fc.boolean() }).map((o): Op => ({ t: 'read', ...o })) },
@@ -183,6 +190,20 @@ function run(ops: readonly Op[]): void {
         }
         break;
       }
+      case 'churn':
+        for (let i = 0; i < op.n; i++) {
+          const s = seq++;
+          const value = valueOf(s, op.len);
+          const r = h.add(KEYS[0]!, s + 1, s + 2, 1, value, 0n);
+          if (freed.length > 0) assert.ok(freed.includes(r), `record ${r} is new while ${freed.length} freed ones wait`);
+          else assert.equal(r, fresh++, 'the next new record number');
+          if (freed.includes(r)) freed.splice(freed.indexOf(r), 1);
+          assert.ok(sameBytes(h.value(r), value), `churned record ${r}'s value reads back`);
+          h.release(r);
+          freed.push(r);
+          assert.equal(h.checkSlabs(), undefined, 'the history\'s slabs while values come and go');
+        }
+        break;
       case 'sub': {
         const r = pickOf(op.pick);
         if (r === undefined) break;
