@@ -287,9 +287,12 @@ function simulate(cfg: Config, actions: readonly Action[]): { history: Committed
       case 'break': {
         const old = streams[a.s]!;
         const open = old.openRecords();
-        // An open stream's progress ticker is set, under its name (the one the check after close() looks for).
+        // An open stream's progress ticker is set, under its name (the one the check after close() looks for),
+        // and due at the stream's next tick: every interval (plus the stream's jitter) from its start.
         const ticker = `watch.progress.${old.stream.seq}`;
-        if (!clock.pendingTimers().some((x) => x.name === ticker)) throw new Error(`stream ${old.stream.seq}: open, no progress timer named ${ticker}`);
+        const interval = progressIntervalOf(cfg.seed, old.stream.seq, cfg.progressMs);
+        const due = old.createdAt + (Math.floor((clock.now() - old.createdAt) / interval) + 1) * interval;
+        if (!clock.pendingTimers().some((x) => x.name === ticker && x.dueMs === due)) throw new Error(`stream ${old.stream.seq}: open, no progress timer named ${ticker} due at ${due}: ${JSON.stringify(clock.pendingTimers())}`);
         old.close();
         // Its progress ticker stops with it (etcd's sendLoop stops its ticker as it returns).
         if (clock.pendingTimers().some((x) => x.name === ticker)) throw new Error(`stream ${old.stream.seq}: closed, its progress timer still set`);
