@@ -37,7 +37,9 @@ export interface ScenarioFile {
 }
 
 export class ScenarioLog {
-  private entries: ScenarioEntry[] = [];
+  /** A ring once full: `head` is the oldest entry's index (an array's splice at the front moved all 10 000 per call). */
+  private readonly entries: ScenarioEntry[] = [];
+  private head = 0;
   private dropped = 0;
 
   constructor(
@@ -49,11 +51,14 @@ export class ScenarioLog {
   ) {}
 
   add(rpc: string, request: unknown, etcd: unknown, stream?: number): void {
-    this.entries.push(stream === undefined ? { rpc, request, etcd } : request === undefined ? { rpc, stream, etcd } : { rpc, stream, request, etcd });
-    if (this.entries.length > this.max) {
-      this.entries.splice(0, this.entries.length - this.max);
-      this.dropped++;
+    const entry = stream === undefined ? { rpc, request, etcd } : request === undefined ? { rpc, stream, etcd } : { rpc, stream, request, etcd };
+    if (this.entries.length < this.max) {
+      this.entries.push(entry);
+      return;
     }
+    this.entries[this.head] = entry;
+    this.head = (this.head + 1) % this.max;
+    this.dropped++;
   }
 
   /** Entries held (at most `max`). */
@@ -62,7 +67,8 @@ export class ScenarioLog {
   }
 
   file(): ScenarioFile {
-    return { format: 'etcdsim-shadow-scenario/1', etcdVersion: this.etcdVersion, startRevision: this.startRevision, complete: this.dropped === 0 && !this.seeded, steps: this.entries };
+    const steps = this.head === 0 ? this.entries : [...this.entries.slice(this.head), ...this.entries.slice(0, this.head)];
+    return { format: 'etcdsim-shadow-scenario/1', etcdVersion: this.etcdVersion, startRevision: this.startRevision, complete: this.dropped === 0 && !this.seeded, steps };
   }
 
   text(): string {
