@@ -18,10 +18,10 @@ import {
   errNotSupportedForLearner,
   errTimeout,
   txnKind,
+  tryTxnIn,
   header,
   int64ToBigInt,
   putIn,
-  txnIn,
   uint64ToBigInt,
   ErrNoSpace,
   LEASE_OVERHEAD,
@@ -43,6 +43,7 @@ import {
   type StreamHold,
 } from '../server/index.js';
 import type * as M from '../server/messages.js';
+import type { TxnRequest } from '../mvcc/index.js';
 import { EtcdError } from '../etcd/index.js';
 import { errMemberDown } from './errors.js';
 import { ClusterKeepAliveCall } from './keep_alive.js';
@@ -130,8 +131,12 @@ export class ClusterMemberServices {
       put: (req, ctx) => this.refusedByQuota(() => costPut(putIn(req)), ctx) ?? write('put', ctx, (s, a) => s.services.kv.put(req, a)),
       deleteRange: (req, ctx) => write('deleteRange', ctx, (s, a) => s.services.kv.deleteRange(req, a)),
       txn: (req, ctx) => {
-        const kind = txnKind(req);
-        if (kind === 'write') return this.refusedByQuota(() => costTxn(txnIn(req)), ctx) ?? write('txn', ctx, (s, a) => s.services.kv.txn(req, a));
+        // Converted once: its kind, the quota's cost and every member's apply read that form (the entry carries it).
+        const t = tryTxnIn(req);
+        const kind = txnKind(req, t);
+        if (kind === 'write') {
+          return (t === undefined ? undefined : this.refusedByQuota(() => costTxn(t), ctx)) ?? write('txn', ctx, (s, a) => s.services.kv.txn(req, a), t);
+        }
         const read = (s: EtcdServer): M.TxnResponse => s.services.kv.txn(req, ctx);
         return kind === 'serializable' ? local(read, ctx) : this.linearizable(read, ctx);
       },
@@ -308,11 +313,11 @@ export class ClusterMemberServices {
   /**
    * A Raft proposal applied on every member through `apply`; the answer is this member's. The caller is
    * resolved here, before proposing (an invalid token fails at once, as in etcd), and every member applies
-   * the request as that user.
+   * the request as that user — a Txn in the form this member converted it to (`appliedTxn`), once for all.
    */
-  private write<T>(label: string, ctx: CallContext | undefined, apply: (s: EtcdServer, ctx: AppliedCallContext) => T): Promise<T> {
+  private write<T>(label: string, ctx: CallContext | undefined, apply: (s: EtcdServer, ctx: AppliedCallContext) => T, appliedTxn?: TxnRequest): Promise<T> {
     return this.send<T>((reply) => {
-      const a = this.caller(ctx);
+      const a: AppliedCallContext = appliedTxn === undefined ? this.caller(ctx) : { ...this.caller(ctx), appliedTxn };
       this.c.propose(this.m, () => ({ kind: 'request', label, apply: (s) => apply(s, a) }), reply as Reply<unknown>);
     }, ctx);
   }

@@ -127,6 +127,15 @@ export class TreeIndex {
     return this.kvAt(this.slots.get(key), atRev);
   }
 
+  /**
+   * The record of the key whose bytes are `key` visible at `atRev`, or NO_RECORD: what a compare reads, one
+   * field of it, without the KeyValue a read builds (issue 28: that KeyValue was a tenth of a CAS).
+   */
+  recordAtBytes(key: Uint8Array, atRev: number): Rec {
+    const slot = this.slots.get(key);
+    return slot === NO_SLOT ? NO_RECORD : entryAt(this.history, this.entries[slot]!, atRev);
+  }
+
   private kvAt(slot: number, atRev: number): KeyValue | undefined {
     if (slot === NO_SLOT) return undefined;
     const r = entryAt(this.history, this.entries[slot]!, atRev);
@@ -218,11 +227,17 @@ export class TreeIndex {
    * their keys; the walk stops early when `visit` returns true.
    */
   forRangeAt(low: KeyString, high: KeyString, includeHigh: boolean, atRev: number, visit: (kv: KeyValue, key: KeyString) => boolean): void {
+    const h = this.history;
+    this.forRangeRecordsAt(low, high, includeHigh, atRev, (r, key) => visit(h.kvRead(r), key));
+  }
+
+  /** forRangeAt with the visible revisions' records instead of KeyValues (a compare over a range reads one field of each). */
+  forRangeRecordsAt(low: KeyString, high: KeyString, includeHigh: boolean, atRev: number, visit: (r: Rec, key: KeyString) => boolean): void {
     const entries = this.entries;
     const h = this.history;
     this.tree.forRange(low, high, includeHigh, (key, slot) => {
       const r = entryAt(h, entries[slot]!, atRev);
-      if (r !== NO_RECORD && visit(h.kvRead(r), key)) return STOP;
+      if (r !== NO_RECORD && visit(r, key)) return STOP;
       return undefined;
     });
   }

@@ -38,6 +38,7 @@ import {
   overQuota,
   putIn,
   txnIn,
+  tryTxnIn,
   uint64ToBigInt,
   type CallContext,
   type ConcurrencyClient,
@@ -123,8 +124,9 @@ function kvOf({ local, linearizable, write, quota }: Paths) {
     put: (req: M.PutRequest, ctx?: CallContext) => quota(() => costPut(putIn(req)), ctx, () => write<M.PutResponse>(FIELD.put, req, ctx)),
     deleteRange: (req: M.DeleteRangeRequest, ctx?: CallContext) => write<M.DeleteRangeResponse>(FIELD.deleteRange, req, ctx),
     txn: (req: M.TxnRequest, ctx?: CallContext): Promise<M.TxnResponse> => {
-      const kind = txnKind(req);
-      if (kind === 'write') return quota(() => costTxn(txnIn(req)), ctx, () => write<M.TxnResponse>(FIELD.txn, req, ctx));
+      const t = tryTxnIn(req); // converted once for its kind and the quota's cost (the entry carries the message)
+      const kind = txnKind(req, t);
+      if (kind === 'write') return quota(() => costTxn(t ?? txnIn(req)), ctx, () => write<M.TxnResponse>(FIELD.txn, req, ctx));
       const read = (s: EtcdServer): M.TxnResponse => s.services.kv.txn(req, ctx);
       return kind === 'serializable' ? local(read, ctx) : linearizable(read, ctx);
     },

@@ -6,6 +6,7 @@
  * while auth is disabled.
  */
 import type { AuthInfo } from '../auth/index.js';
+import type { TxnRequest } from '../mvcc/index.js';
 
 /** Who makes a call: the credentials and options a request carries beside its message. @public */
 export interface CallContext {
@@ -38,9 +39,19 @@ export function requiresLeader(ctx: CallContext | undefined): boolean {
  */
 export interface AppliedCallContext extends CallContext {
   readonly appliedAuthInfo: AuthInfo | undefined;
+  /**
+   * A Txn as the proposing member converted it from its message before proposing (etcd's entry carries the
+   * request decoded once): every member applies this form, without converting the message again.
+   */
+  readonly appliedTxn?: TxnRequest | undefined;
 }
 
 /** Whether `ctx` is that of a request applied from a Raft entry (so the proposing member checked it first). */
 export function isApplied(ctx: CallContext | undefined): ctx is AppliedCallContext {
   return ctx !== undefined && 'appliedAuthInfo' in ctx;
+}
+
+/** The Txn a proposing member converted, when `ctx` is that of a Txn applied from a Raft entry. */
+export function appliedTxn(ctx: CallContext | undefined): TxnRequest | undefined {
+  return isApplied(ctx) ? ctx.appliedTxn : undefined;
 }

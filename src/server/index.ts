@@ -46,7 +46,7 @@ export { untilAborted } from './concurrency_rules.js';
 export type { ConcurrencyClient } from './concurrency_rules.js';
 export { ElectionRules } from './election_service.js';
 export { LockRules } from './lock_service.js';
-export { isTxnReadOnly, txnKind } from './kv_service.js';
+export { isTxnReadOnly, tryTxnIn, txnKind } from './kv_service.js';
 export { ALARM_CORRUPT, alarmText, alarmTypeName, alarmTypeNumber, ErrNoSpace } from './alarms.js';
 export { costPut, costTxn, LEASE_OVERHEAD, noSpaceAlarm, overQuota } from './quota.js';
 export type { SnapshotStreamOptions } from './maintenance_service.js';

@@ -25,7 +25,7 @@
  */
 import { checkDeleteRangeAuth, checkPutAuth, checkRangeAuth, checkTxnAuth, type AuthInfo, type LeaseKeys } from '../auth/index.js';
 import { isTxnReadOnly, keyBytes } from '../mvcc/index.js';
-import type { CallContext } from './call_context.js';
+import { appliedTxn, type CallContext } from './call_context.js';
 import { deleteRangeIn, deleteRangeOut, header, int64ToNumber, plainRangeIn, putIn, putOut, rangeIn, rangeOut, txnIn, txnOut } from './convert.js';
 import { asGrpc, toGrpcError } from './errors.js';
 import { refuseUnderAlarm } from './alarms.js';
@@ -41,16 +41,23 @@ export { isTxnReadOnly };
  * and isTxnSerializable) — what a member that runs Raft (a cluster's, a process's) decides before it
  * proposes or reads.
  */
-export function txnKind(req: M.TxnRequest): 'write' | 'serializable' | 'linearizable' {
-  let readOnly: boolean;
-  try {
-    readOnly = isTxnReadOnly(txnIn(req));
-  } catch {
-    return 'write'; // a malformed txn fails the same way on every member when applied
-  }
-  if (!readOnly) return 'write';
+export function txnKind(req: M.TxnRequest, t: D.TxnRequest | undefined = tryTxnIn(req)): 'write' | 'serializable' | 'linearizable' {
+  // A malformed txn (no converted form) fails the same way on every member when applied.
+  if (t === undefined || !isTxnReadOnly(t)) return 'write';
   const ops = [...(req.success ?? []), ...(req.failure ?? [])];
   return ops.every((op) => op.request_range?.serializable === true) ? 'serializable' : 'linearizable';
+}
+
+/**
+ * The txn in the engine's form, or undefined when its message cannot be converted (the member's own Txn then
+ * refuses it with the conversion's error): what a member that runs Raft converts once, before it proposes.
+ */
+export function tryTxnIn(req: M.TxnRequest): D.TxnRequest | undefined {
+  try {
+    return txnIn(req);
+  } catch {
+    return undefined;
+  }
 }
 
 /** @public */
@@ -143,7 +150,7 @@ export class KVService {
       const mvcc = server.mvcc;
       // checkTxnRequest and checkIntervals both come before any token or permission is looked at (observed on
       // 3.4.23: duplicate key, not permission denied / invalid auth token; 3.5+ keep that order).
-      const t = txnIn(req);
+      const t = appliedTxn(ctx) ?? txnIn(req); // a cluster's entry carries it converted once, by the member asked
       const cost = costTxn(t); // the quota's, and the capped applier's, measure of a txn
       checkQuota(server, cost, ctx);
       const v = mvcc.validateTxn(t);
