@@ -20,7 +20,7 @@ import { compatFor, type Compat } from './compat.js';
 import { executeRange } from './range.js';
 import { deleteRangeSize, putSize, txnSize } from './request_size.js';
 import { Storage, retainedOf, type CommitListener, type StoreSnapshot } from './store.js';
-import { checkPut, checkTxn, compareToPath, executeDeleteRange, executePut, executeTxn } from './txn.js';
+import { checkPut, checkTxn, compareToPath, executeDeleteRange, executeLonePut, executePut, executeTxn } from './txn.js';
 import type {
   CompactResponse,
   DeleteRangeRequest,
@@ -248,6 +248,8 @@ export class MvccStore {
     } else {
       checkTxn(s, r, path, { i: 0 });
     }
+    const lone = executeLonePut(s, r, path);
+    if (lone !== undefined) return lone;
     const tw = s.write();
     let resp: TxnResponse;
     try {

@@ -179,6 +179,23 @@ export function executeDeleteRange(tw: WriteTxn, d: DeleteRangeRequest): DeleteR
   return { revision: rev, deleted, prevKvs };
 }
 
+/**
+ * A txn whose branch taken is one put that reads nothing first (no prev_kv, no ignore_*), as a compare-and-swap's
+ * is, runs as a lone put (Storage.putOne: the same change, revision, events and answer as a write txn of that one
+ * put, without the txn's bookkeeping, which cost a CAS as much as the put itself — issue 28). Undefined for any
+ * other txn: executeTxn runs it. The checks ran before (checkTxn).
+ */
+export function executeLonePut(s: Storage, t: TxnRequest, path: readonly boolean[]): TxnResponse | undefined {
+  const succeeded = path[0]!;
+  const ops = succeeded ? t.success : t.failure;
+  if (ops === undefined || ops.length !== 1) return undefined;
+  const op = ops[0]!;
+  const p = op.requestPut;
+  if (p === undefined || op.requestRange !== undefined || p.prevKv === true || p.ignoreValue === true || p.ignoreLease === true) return undefined;
+  const revision = s.putOne(p.key, p.value ?? EMPTY_BYTES, p.lease ?? 0n);
+  return { revision, succeeded, responses: [{ responsePut: { revision } }] };
+}
+
 /** executeTxn: runs the ops of the chosen branch; nested txn responses carry revision 0, as in etcd. */
 export function executeTxn(tw: WriteTxn, t: TxnRequest, path: readonly boolean[], at: { i: number }, nested: boolean): TxnResponse {
   const succeeded = path[at.i++]!;
