@@ -7,13 +7,14 @@
  * and honours partitions; a member can crash (losing everything not persisted, and the messages to it in
  * flight) and restart from its disk. Membership changes go through the log as etcd's do: once a member
  * applies an add, the new member starts with an empty disk (as an operator starts etcd after `member add`
- * returned); once one applies a removal, the removed member is gone for good (etcd stops a member that
- * applied its own removal, and its peers stop talking to it). The checker (src/raft/checker.ts) runs after
+ * returned); once one applies a removal, the removed member is gone for good: its peers stop listening to
+ * it, and it runs on for 10 ticks (etcd's server stops a member that applied its own removal), where it must
+ * know it is removed and lead no more. The checker (src/raft/checker.ts) runs after
  * every event, and the step rules (step_rules.ts) judge each delivered message, tick and Ready. A member may
  * take a message while it handles a Ready (stepMidReady), as etcd's node steps messages while a Ready is out.
  */
-import { MemoryStorage, NONE, RaftNode, RaftNodeChecker, bootstrapStorage, type ConfChange, type ConfState, type Entry, type Message, type NodeId, type RaftPersistence, type RaftStorage } from '../../src/raft/index.js';
-import { SimRandom, VirtualClock } from '../../src/sim/index.js';
+import { MemoryStorage, NONE, RaftLoop, RaftNode, RaftNodeChecker, bootstrapStorage, type ConfChange, type ConfState, type Entry, type Message, type NodeId, type RaftPersistence, type RaftStorage, type ReadState } from '../../src/raft/index.js';
+import { SimRandom, VirtualClock, type Clock } from '../../src/sim/index.js';
 import { StepRules } from './step_rules.js';
 
 export const HEARTBEAT_MS = 10;
@@ -37,7 +38,23 @@ interface Member {
   savedSnapshot: number;
   /** The leader and role as the Readies told them (a Ready carries them when they changed). */
   soft: { leader: NodeId; role: string };
+  /** Removed: the ticks it still runs (etcd's server stops a removed member a little after it applies the removal). */
+  stopIn: number | undefined;
+  /** With `loops`: the member's RaftLoop (src/raft/loop.ts), which handles its Readies; stopped when it crashed. */
+  loop: RaftLoop | undefined;
+  /** It applied its own removal (with `loops`: judged once its loop is done). */
+  removedItself: boolean;
+  /** Where its ticks fall within a heartbeat interval (members tick staggered). */
+  readonly phase: number;
+  /**
+   * With `loops`: what must hold after the step or tick its loop is handling (a loop handles the Ready inside
+   * the call; a message stepped while that Ready is out comes after it, so this is judged first).
+   */
+  pendingAfter: (() => void) | undefined;
 }
+
+/** Ticks a removed member still runs, unheard by its peers (etcd 3.4 stops it about 10 ticks later). */
+const REMOVED_RUNS_TICKS = 10;
 
 export interface NetFaults {
   drop: number;
@@ -49,7 +66,7 @@ export class SimNetwork {
   readonly clock = new VirtualClock();
   readonly checker = new RaftNodeChecker();
   /** What each single step must do (pace, vote counting, read confirmation): step_rules.ts. */
-  readonly rules = new StepRules(ELECTION_TICKS);
+  readonly rules: StepRules;
   readonly members = new Map<NodeId, Member>();
   /** Each member's side; messages cross only within a side. */
   private side = new Map<NodeId, number>();
@@ -84,6 +101,12 @@ export class SimNetwork {
    * Ready carried (a snapshot or a truncation that arrived meanwhile waits for the next one).
    */
   stepMidReady = 0;
+  /** A client's call into a member's loop is under way (propose, read, conf change, transfer, lever). */
+  private inCall = false;
+  /** Every first member exists (loops start then). */
+  private booted = false;
+  /** Proposals taken while a Ready was out (proposeMidReady). */
+  private midProposed = 0;
   /** What the members send while a lever's effects are handled (checked against what the lever asked). */
   private sentLog: Message[] | undefined;
   /** Messages on their way, per member (a member handling a Ready may take one early: stepMidReady). */
@@ -97,19 +120,102 @@ export class SimNetwork {
     private readonly tee?: (id: NodeId, initial: RaftStorage) => RaftPersistence,
     /** etcd's --pre-vote (false by default in etcd 3.4, true from 3.5). */
     private readonly preVote = true,
+    /**
+     * Each member runs in a RaftLoop (src/raft/loop.ts, etcd's raftNode goroutine, as the cluster's and a
+     * process member's do), ticked by its own ticker on the network's clock: the loop persists, sends,
+     * applies, snapshots past `snapshotEvery` and advances; the network judges what it handed over.
+     */
+    private readonly loops = false,
   ) {
+    this.rules = new StepRules(ELECTION_TICKS, preVote);
     this.net = new SimRandom(seed).fork('net');
     const disk0 = bootstrapStorage(ids.map((id) => ({ id, context: contextOf(id) })));
     for (const id of ids) this.start(id, disk0);
+    // Loops start once every first member exists: a loop applies the bootstrap's conf changes at once.
+    this.booted = true;
+    if (this.loops) for (const m of [...this.members.values()]) this.startLoop(m);
   }
 
   private start(id: NodeId, disk0: RaftStorage): void {
     const disk = new MemoryStorage(disk0);
-    const m: Member = { id, node: this.newNode(id, disk, 0), disk, tee: this.tee?.(id, disk0), alive: true, incarnation: 0, values: [], savedSnapshot: disk0.snapshot.index, soft: { leader: NONE, role: 'follower' } };
+    const m: Member = { id, node: this.newNode(id, disk, 0), disk, tee: this.tee?.(id, disk0), alive: true, incarnation: 0, values: [], savedSnapshot: disk0.snapshot.index, soft: { leader: NONE, role: 'follower' }, stopIn: undefined, loop: undefined, removedItself: false, phase: (this.members.size % (HEARTBEAT_MS - 1)) + 1, pendingAfter: undefined };
     this.side.set(id, 0);
-    this.clock.every(HEARTBEAT_MS, () => this.tick(m), { phase: (this.members.size % (HEARTBEAT_MS - 1)) + 1 });
+    if (!this.loops) this.clock.every(HEARTBEAT_MS, () => this.tick(m, () => m.node.tick()), { phase: m.phase });
     this.members.set(id, m);
     this.rules.restarted(id);
+    if (this.loops && this.booted) this.startLoop(m);
+  }
+
+  /**
+   * The member's node in a RaftLoop of its own, as etcd's raftNode runs it: its ticker on the network's clock
+   * (the network judges each tick as its own), a Ready's entries and hard state on disk before its messages
+   * leave, committed entries and a received snapshot applied, reads answered, a snapshot once more than
+   * `snapshotEvery` entries were applied since the last, keeping 5 (etcd's SnapshotCatchUpEntries).
+   */
+  private startLoop(m: Member): void {
+    const node = m.node;
+    const clock: Clock = {
+      now: () => this.clock.now(),
+      setTimer: (at, fn, name) => this.clock.setTimer(at, fn, name),
+      cancel: (h) => this.clock.cancel(h),
+      every: (ms, fn, opts) => this.clock.every(ms, opts?.name === 'raft.tick' ? () => this.tick(m, fn) : fn, { ...opts, phase: m.phase }),
+    };
+    let firstBefore = node.log.firstIndex();
+    const loop = new RaftLoop({
+      node,
+      clock,
+      heartbeatMs: HEARTBEAT_MS,
+      persistence: {
+        save: (rd) => {
+          this.rules.ready(node, rd);
+          m.disk.save(rd);
+          m.tee?.save(rd);
+          firstBefore = node.log.firstIndex();
+          if (rd.snapshot !== undefined) {
+            m.savedSnapshot = rd.snapshot.index;
+            this.snapshotsInstalled++;
+          }
+          this.midReady(m);
+        },
+        snapshotted: (s) => {
+          // etcd's check: more than --snapshot-count entries applied since the last snapshot; at the applied index.
+          const boundary = Math.max(firstBefore - 1, s.index - 5);
+          if (s.index !== node.log.applied || s.index - m.savedSnapshot <= this.snapshotEvery || node.log.firstIndex() !== boundary + 1) {
+            throw new Error(`member ${m.id}'s loop snapshotted at ${s.index} (applied ${node.log.applied}, last snapshot ${m.savedSnapshot}, every ${this.snapshotEvery}), its log then starting at ${node.log.firstIndex()}, expected ${boundary + 1}`);
+          }
+          m.disk.snapshotted(s);
+          m.tee?.snapshotted(s);
+          m.savedSnapshot = s.index;
+        },
+      },
+      send: (msg) => this.send(msg),
+      apply: (entries, snap) => {
+        if (snap !== undefined) m.values = JSON.parse(fromUtf8.decode(snap.data)) as string[];
+        for (const e of entries) this.apply(m, e);
+        for (const e of entries) {
+          if (e.conf === undefined) continue;
+          this.confApplied(e.conf);
+          this.rules.confApplied(node, e.conf);
+          if (e.conf.type === 'remove' && e.conf.id === m.id) m.removedItself = true;
+        }
+      },
+      snapshotData: () => utf8.encode(JSON.stringify(m.values)),
+      snapshotCount: this.snapshotEvery,
+      catchUpEntries: 5,
+      onReadState: (r) => this.readState(m, r),
+      onSoftState: (leader, role) => {
+        m.soft = { leader, role };
+      },
+      check: {
+        checker: this.checker,
+        violated: (v) => {
+          throw new Error(`member ${m.id}'s loop: ${JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? String(x) : x))}`);
+        },
+      },
+    });
+    m.loop = loop;
+    loop.start();
+    this.process(m);
   }
 
   /**
@@ -123,9 +229,10 @@ export class SimNetwork {
     if ((cc.type === 'add' || cc.type === 'addLearner') && !this.members.has(cc.id)) {
       this.start(cc.id, { hardState: { term: 0n, vote: NONE, commit: 0 }, snapshot: { index: 0, term: 0n, conf: { voters: [], learners: [] }, data: new Uint8Array(0) }, entries: [] });
     } else if (cc.type === 'remove' && !this.gone.has(cc.id)) {
+      // Its peers stop listening at once; it runs on a few ticks (what it does there is judged).
       this.gone.add(cc.id);
       const m = this.members.get(cc.id);
-      if (m !== undefined) m.alive = false;
+      if (m !== undefined) m.stopIn = REMOVED_RUNS_TICKS;
     }
   }
 
@@ -136,16 +243,65 @@ export class SimNetwork {
     );
   }
 
-  private tick(m: Member): void {
+  /** A member's tick (`tick` ticks its node, or its loop). */
+  private tick(m: Member, tick: () => void): void {
+    if (m.stopIn !== undefined && --m.stopIn <= 0) {
+      m.alive = false;
+      m.loop?.stop();
+    }
     if (!m.alive) return;
     const after = this.rules.beforeTick(m.node);
-    m.node.tick();
+    if (m.loop === undefined) {
+      tick();
+      this.process(m);
+      after();
+      return;
+    }
+    m.pendingAfter = after;
+    tick();
+    this.flush(m);
     this.process(m);
-    after();
   }
 
-  /** Handles a member's Ready as etcd's raftNode does: persist, send, apply, advance. */
+  /** Judges what must hold after the step or tick a member's loop handled (once). */
+  private flush(m: Member): void {
+    const after = m.pendingAfter;
+    m.pendingAfter = undefined;
+    after?.();
+  }
+
+  /** A proposal or a message that reaches a member while it handles a Ready (proposeMidReady, stepMidReady). */
+  private midReady(m: Member): void {
+    // The step or tick whose Ready this is has done its part: judge it before anything else reaches the node.
+    if (m.loop !== undefined) this.flush(m);
+    if (this.proposeMidReady > 0 && m.node.role === 'leader' && this.net.nextBool(this.proposeMidReady)) {
+      const v = utf8.encode(`v${this.seq++}`);
+      if (m.loop !== undefined ? m.loop.propose(v) : m.node.propose(v)) this.midProposed++;
+    }
+    // A loop handling the Ready of a client's call (a proposal, a lever) takes no message meanwhile here: the
+    // call's own checks judge the node right after it.
+    if (this.stepMidReady > 0 && !this.inCall && this.net.nextBool(this.stepMidReady)) {
+      const early = this.inflight.get(m.id)?.values().next().value;
+      early?.();
+    }
+  }
+
+  private readState(m: Member, r: ReadState): void {
+    this.readAnswers.set(r.context, (this.readAnswers.get(r.context) ?? 0) + 1);
+    const floor = this.pendingReads.get(r.context);
+    if (floor !== undefined) this.reads.push({ at: r.index, floor, member: m.id });
+    this.pendingReads.delete(r.context);
+  }
+
+  /**
+   * Handles a member's Ready as etcd's raftNode does: persist, send, apply, advance (with `loops`, its loop
+   * did), then judges what the member shows.
+   */
   private process(m: Member): void {
+    if (m.loop !== undefined) {
+      this.settle(m);
+      return;
+    }
     for (let rounds = 0; m.node.hasReady(); rounds++) {
       if (rounds > 1000) throw new Error(`member ${m.id}: a Ready every round, never settling`);
       const rd = m.node.ready();
@@ -159,29 +315,36 @@ export class SimNetwork {
         this.snapshotsInstalled++;
       }
       for (const msg of rd.messages) this.send(msg);
-      if (this.proposeMidReady > 0 && m.node.role === 'leader' && this.net.nextBool(this.proposeMidReady)) m.node.propose(utf8.encode(`v${this.seq++}`));
-      if (this.stepMidReady > 0 && this.net.nextBool(this.stepMidReady)) {
-        const early = this.inflight.get(m.id)?.values().next().value;
-        early?.();
-      }
+      this.midReady(m);
       for (const e of rd.committedEntries) this.apply(m, e);
       this.checker.appliedEntries(m.id, rd.committedEntries);
       for (const e of rd.committedEntries) if (e.conf !== undefined) this.confApplied(e.conf);
-      for (const r of rd.readStates) {
-        this.readAnswers.set(r.context, (this.readAnswers.get(r.context) ?? 0) + 1);
-        const floor = this.pendingReads.get(r.context);
-        if (floor !== undefined) this.reads.push({ at: r.index, floor, member: m.id });
-        this.pendingReads.delete(r.context);
-      }
+      for (const r of rd.readStates) this.readState(m, r);
       const confBefore = m.node.conf;
       m.node.advance(rd);
+      for (const e of rd.committedEntries) if (e.conf !== undefined) this.rules.confApplied(m.node, e.conf);
       if (rd.snapshot === undefined) this.checkConf(m, confBefore, rd.committedEntries);
-      if (!m.alive) break; // it applied its own removal
+      if (rd.committedEntries.some((e) => e.conf?.type === 'remove' && e.conf.id === m.id)) m.removedItself = true;
+      if (!m.alive) break;
       if (m.node.log.applied - m.node.log.snapshot.index >= this.snapshotEvery) this.snapshot(m, 5);
     }
+    this.settle(m);
+  }
+
+  /** What must hold once a member handled its Readies. */
+  private settle(m: Member): void {
     this.rules.settled(m.node);
     this.checker.check([...this.members.values()].filter((x) => x.alive).map((x) => x.node));
-    if (m.alive) this.checkViews(m);
+    if (!m.alive) return;
+    this.checkViews(m);
+    // A member that applied its own removal knows it (it takes no proposal) and leads no more.
+    if (m.removedItself && (!m.node.removed || m.node.role !== 'follower')) {
+      throw new Error(`member ${m.id} applied its own removal, yet it is ${m.node.role}${m.node.removed ? '' : ' and not marked removed'}`);
+    }
+    // A loop snapshots as soon as more than --snapshot-count entries were applied since the last snapshot.
+    if (m.loop !== undefined && m.node.log.applied - m.node.log.snapshot.index > this.snapshotEvery) {
+      throw new Error(`member ${m.id}'s loop applied up to ${m.node.log.applied} and kept its snapshot at ${m.node.log.snapshot.index} (every ${this.snapshotEvery})`);
+    }
   }
 
   /**
@@ -295,10 +458,17 @@ export class SimNetwork {
       const deliver = (): boolean => {
         inbox.delete(deliver);
         // A removed member's peers no longer listen to it.
+        if (!to.alive && to.loop !== undefined && to.incarnation === inc) this.stepStopped(to, msg);
         if (!to.alive || to.incarnation !== inc || this.gone.has(msg.from) || this.side.get(msg.from) !== this.side.get(msg.to)) return false;
         const after = this.rules.beforeStep(to.node, msg);
-        to.node.step(msg);
-        after();
+        if (to.loop !== undefined) {
+          to.pendingAfter = after;
+          to.loop.step(msg);
+          this.flush(to);
+        } else {
+          to.node.step(msg);
+          after();
+        }
         return true;
       };
       inbox.add(deliver);
@@ -308,6 +478,19 @@ export class SimNetwork {
     }
   }
 
+  /** A message that reaches a member whose loop stopped (it crashed): the loop steps nothing, sends nothing. */
+  private stepStopped(m: Member, msg: Message): void {
+    const n = m.node;
+    const before = JSON.stringify(n.status(), (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
+    const sent: Message[] = [];
+    this.sentLog = sent;
+    m.loop!.step(msg);
+    m.loop!.tick();
+    this.sentLog = undefined;
+    const after = JSON.stringify(n.status(), (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
+    if (after !== before || sent.length > 0) throw new Error(`member ${m.id}'s loop, stopped, stepped ${msg.type}: ${before} → ${after}, sent ${sent.length}`);
+  }
+
   // ---- what a test does ----
 
   /** Proposes a fresh value at `id`; returns it. */
@@ -315,7 +498,9 @@ export class SimNetwork {
     const v = `v${this.seq++}`;
     const m = this.members.get(id)!;
     if (!m.alive) return v;
-    m.node.propose(utf8.encode(v));
+    const check = this.rules.beforePropose(m.node, false);
+    const mid = this.midProposed;
+    check(m.loop !== undefined ? this.call(() => m.loop!.propose(utf8.encode(v))) : m.node.propose(utf8.encode(v)), this.midProposed - mid);
     this.process(m);
     return v;
   }
@@ -338,7 +523,7 @@ export class SimNetwork {
     // term yet (etcd 3.4), a member that knows no leader; the server then fails the read at once.
     const n = m.node;
     const takes = n.role === 'leader' ? n.log.term(n.log.committed) === n.term : n.leader !== NONE;
-    const ok = n.readIndex(ctx);
+    const ok = m.loop !== undefined ? this.call(() => m.loop!.readIndex(ctx)) : n.readIndex(ctx);
     if (ok !== takes) throw new Error(`member ${id}, ${n.role} under ${n.leader}: readIndex said ${ok}, yet raft ${takes ? 'takes' : 'drops'} the read`);
     this.process(m);
     return ctx;
@@ -348,9 +533,28 @@ export class SimNetwork {
   changeMembership(id: NodeId, cc: ConfChange): boolean {
     const m = this.members.get(id)!;
     if (!m.alive) return false;
-    const ok = m.node.proposeConfChange(cc.type === 'remove' ? cc : { ...cc, context: contextOf(cc.id) });
+    const check = this.rules.beforePropose(m.node, true);
+    const conf = cc.type === 'remove' ? cc : { ...cc, context: contextOf(cc.id) };
+    const mid = this.midProposed;
+    const ok = m.loop !== undefined ? this.call(() => m.loop!.proposeConfChange(conf, new Uint8Array(0))) : m.node.proposeConfChange(conf);
+    check(ok, this.midProposed - mid);
     this.process(m);
     return ok;
+  }
+
+  /** Runs `f` on a member's node (through its loop, which handles what it produced, with `loops`). */
+  private act<T>(m: Member, f: (n: RaftNode) => T): T {
+    return m.loop !== undefined ? this.call(() => m.loop!.act(f)) : f(m.node);
+  }
+
+  /** A client's call into a loop (see inCall). */
+  private call<T>(f: () => T): T {
+    this.inCall = true;
+    try {
+      return f();
+    } finally {
+      this.inCall = false;
+    }
   }
 
   /** The members not removed, in the order they joined. */
@@ -361,7 +565,8 @@ export class SimNetwork {
   transfer(id: NodeId, to: NodeId): void {
     const m = this.members.get(id)!;
     if (!m.alive) return;
-    m.node.transferLeadership(to);
+    this.rules.transferAsked(m.node, to);
+    this.act(m, (n) => n.transferLeadership(to));
     this.process(m);
   }
 
@@ -379,22 +584,22 @@ export class SimNetwork {
     const after = this.rules.beforeLever(n);
     const { role, term } = n;
     const tracked = role === 'leader' && to !== id && [...n.conf.voters, ...n.conf.learners].includes(to);
+    const sent: Message[] = [];
+    this.sentLog = sent;
     if (kind === 'campaignNow') {
       // A voter of its own configuration campaigns for the next term at once (a sole voter wins it); any other does nothing.
       const voter = n.conf.voters.includes(id) && !n.removed;
-      n.campaignNow();
+      this.act(m, () => n.campaignNow());
       const ok = voter ? n.term === term + 1n && (n.role === 'candidate' || n.role === 'leader') : n.term === term && n.role === role;
       if (!ok) throw new Error(`member ${id}, ${role} at term ${term}${voter ? '' : ', no voter'}: a forced election left it ${n.role} at term ${n.term}`);
-    } else if (kind === 'heartbeatTo') n.heartbeatTo(to);
+    } else if (kind === 'heartbeatTo') this.act(m, () => n.heartbeatTo(to));
     else {
       // An operator's snapshot is not the node's own retry: the rule against resending one unprobed does not apply.
       this.rules.forgetSent(id, to);
-      const sent = n.sendSnapshotTo(to);
-      if (sent !== tracked) throw new Error(`member ${id}, ${role}: sendSnapshotTo(${to}) said ${sent}, yet it ${tracked ? 'leads and tracks' : 'may not send to'} ${to}`);
+      const ok = this.act(m, () => n.sendSnapshotTo(to));
+      if (ok !== tracked) throw new Error(`member ${id}, ${role}: sendSnapshotTo(${to}) said ${ok}, yet it ${tracked ? 'leads and tracks' : 'may not send to'} ${to}`);
     }
     after();
-    const sent: Message[] = [];
-    this.sentLog = sent;
     this.process(m);
     this.sentLog = undefined;
     if (kind !== 'campaignNow') {
@@ -414,6 +619,7 @@ export class SimNetwork {
   crash(id: NodeId): void {
     const m = this.members.get(id)!;
     m.alive = false;
+    m.loop?.stop();
   }
 
   restart(id: NodeId): void {
@@ -435,6 +641,7 @@ export class SimNetwork {
     m.alive = true;
     this.checker.restarted(id);
     this.rules.restarted(id);
+    if (this.loops) this.startLoop(m);
   }
 
   partition(sides: ReadonlyMap<NodeId, number>): void {

@@ -21,11 +21,23 @@
  *  - a heartbeat tells a member no commit index past what that member is known to hold;
  *  - only the leader of a term sends that term's appends, snapshots, heartbeats and MsgTimeoutNow (raft's
  *    bcastAppend and sendHeartbeat run in stepLeader and tickHeartbeat only): a follower that applied a conf
- *    change as if it led would append to the new member in a term some other member leads.
+ *    change as if it led would append to the new member in a term some other member leads;
+ *  - the vote rule, per request (raft's Step for MsgVote / MsgPreVote): one vote per term, granted to the
+ *    member already voted for or, with no vote and no leader, to any, and a pre-vote of a later term always,
+ *    but only for a log at least as up to date (last term, then last index); a refusal is answered too, at
+ *    the voter's term; a leader ignores a vote request of a higher term (its lease), unless a transfer's;
+ *  - with PreVote on, an election timeout starts a pre-vote, never a vote (and without it, a vote);
+ *  - a leader commits only an entry of its own term (Raft §5.4.2: older ones are committed by it);
+ *  - what a member takes from its client: a leader appends a proposal, except while it hands leadership over
+ *    (for an election timeout after the request) and a conf change while another is unapplied (or one of an
+ *    earlier leader may be: until its own first entry is applied); a follower that knows its leader passes a
+ *    proposal, a read or a transfer request on to it; anything else drops it;
+ *  - a transfer to an up-to-date voter sends it MsgTimeoutNow at once, and MsgTimeoutNow goes only to the
+ *    member the leader is handing over to, once its log matches the leader's.
  * These pin the pace and vote-counting rules whose mutants only change how many rounds a catch-up or an
  * election takes (docs/mutation.md): the safety checker and the end-to-end bounds cannot see them.
  */
-import { NONE, type Message, type NodeId, type RaftNode, type Ready } from '../../src/raft/index.js';
+import { NONE, type ConfChange, type Message, type NodeId, type RaftNode, type Ready } from '../../src/raft/index.js';
 
 type Outcome = 'won' | 'lost' | 'pending';
 
@@ -70,16 +82,33 @@ export class StepRules {
   private readonly stales = new Map<NodeId, { readonly m: Message; readonly answer: string | undefined; readonly before: string }>();
   /** A vote request a follower must answer or, inside its leader lease, ignore (judged at its next Ready). */
   private readonly votes = new Map<NodeId, { readonly from: NodeId; readonly type: string; readonly answer: boolean; readonly term: bigint; readonly ticks: number }>();
+  /** A vote request and what the vote rule says of it (judged at the member's next Ready). */
+  private readonly ballots = new Map<NodeId, { readonly m: Message; readonly expect: 'ignore' | 'grant' | 'refuse'; readonly term: bigint }>();
+  /** Per leader: the member it hands leadership to, in which term, and the ticks left before it gives up. */
+  private readonly transfers = new Map<NodeId, { readonly term: bigint; readonly to: NodeId; ticks: number }>();
+  /** A message a member must send in its next Ready (a request passed on to its leader, a MsgTimeoutNow). */
+  private readonly owed = new Map<NodeId, { readonly to: NodeId; readonly type: string; readonly why: string }>();
+  /** The answer a member owes an append or snapshot it stepped (judged at its next Ready). */
+  private readonly answers = new Map<NodeId, { readonly to: NodeId; readonly index: number; readonly reject: boolean; readonly hint: number | undefined; readonly why: string }>();
+  /** Per member: its commit index at its last Ready. */
+  private readonly commits = new Map<NodeId, number>();
 
-  constructor(private readonly electionTicks: number) {}
+  constructor(
+    private readonly electionTicks: number,
+    /** etcd's --pre-vote for every member. */
+    private readonly preVote: boolean,
+  ) {}
 
   /** Before `node` steps `m`: returns what must hold right after the step. */
   beforeStep(node: RaftNode, m: Message): () => void {
     const after = this.roleOrTerm(node);
-    if (m.term !== 0n && m.term < node.term) {
+    if (m.term === 0n) return this.local(node, m, after);
+    if (m.term < node.term) {
       this.stale(node, m);
       return after;
     }
+    this.ballot(node, m);
+    this.appendAnswer(node, m);
     if (node.role === 'leader' && m.term === node.term) {
       if (m.type === 'MsgAppResp' && m.reject === true) this.rejected(node, m);
       else if (m.type === 'MsgHeartbeatResp' && m.context !== undefined) this.acked(node, m.from, m.context);
@@ -109,6 +138,9 @@ export class StepRules {
     this.ticking = node.id;
     const ticks = this.timerFrom.get(node.id);
     if (ticks !== undefined) this.timerFrom.set(node.id, ticks + 1);
+    // A leader gives a transfer up at the election timeout after it was asked (raft's tickHeartbeat).
+    const t = this.transferOf(node);
+    if (t !== undefined && --t.ticks <= 0) this.transfers.delete(node.id);
     return () => {
       this.ticking = undefined;
       after();
@@ -141,6 +173,197 @@ export class StepRules {
     const moved = v.type === 'MsgVoteResp' && v.answer;
     if (answered !== v.answer || (node.term !== v.term) !== moved) {
       throw new Error(`${node.id}, follower ${v.ticks} ticks after it last heard its leader (an election timeout is ${this.electionTicks}): a ${v.type === 'MsgVoteResp' ? 'vote' : 'pre-vote'} request from ${v.from} of a higher term was ${answered ? 'answered' : 'ignored'} (term ${v.term} → ${node.term})`);
+    }
+  }
+
+  /**
+   * A request from the member's own side (term 0: a proposal or read passed on by a follower, a transfer
+   * request): a leader takes a proposal or drops it (takes()), a follower that knows its leader passes it on.
+   */
+  private local(node: RaftNode, m: Message, after: () => void): () => void {
+    if (m.type === 'MsgTransferLeader') {
+      this.transferAsked(node, m.from);
+      return after;
+    }
+    if (m.type !== 'MsgProp' && m.type !== 'MsgReadIndex') return after;
+    if (node.role !== 'leader') {
+      const passes = node.leader !== NONE && (m.type === 'MsgReadIndex' || node.role === 'follower');
+      if (passes) this.owed.set(node.id, { to: node.leader, type: m.type, why: `${m.type} from ${m.from} reached it as ${node.role} under ${node.leader}` });
+      return after;
+    }
+    if (m.type === 'MsgReadIndex') return after;
+    const entries = m.entries ?? [];
+    const n = this.takes(node, entries.some((e) => e.type === 'conf')) ? entries.length : 0;
+    const last = node.log.lastIndex();
+    return () => {
+      after();
+      if (node.log.lastIndex() !== last + n) throw new Error(`leader ${node.id}: a proposal of ${entries.length} passed on by ${m.from} took its log from ${last} to ${node.log.lastIndex()}, expected ${last + n}`);
+    };
+  }
+
+  /**
+   * Whether `node` takes a proposal now: a leader unless it is handing leadership over, or (a conf change)
+   * one is unapplied — its own, or an earlier leader's, which it cannot tell until its own first entry is
+   * applied (raft's pendingConfIndex); a follower that knows its leader (it passes it on); nothing else.
+   */
+  takes(node: RaftNode, conf: boolean): boolean {
+    if (node.role !== 'leader') return node.role === 'follower' && node.leader !== NONE;
+    if (this.transferOf(node) !== undefined) return false;
+    if (!conf) return true;
+    let pending = -1;
+    for (const e of node.log.held()) {
+      if (e.term !== node.term) continue;
+      if (pending < 0) pending = e.index - 1;
+      if (e.type === 'conf') pending = e.index;
+    }
+    return pending <= node.log.applied;
+  }
+
+  /**
+   * A client's proposal (a conf change with `conf`) at `node`: returns the check of what propose() said and
+   * did — a leader that takes it appends it (a sole voter commits it at once), a follower passes it on;
+   * `more` entries were proposed meanwhile (a RaftLoop handles its Ready within the call: proposeMidReady).
+   */
+  beforePropose(node: RaftNode, conf: boolean): (ok: boolean, more: number) => void {
+    const takes = !node.removed && this.takes(node, conf);
+    const { role, leader } = node;
+    const last = node.log.lastIndex();
+    if (takes && role !== 'leader') this.owed.set(node.id, { to: leader, type: 'MsgProp', why: `a proposal at a follower of ${leader}` });
+    return (ok, more) => {
+      if (ok !== takes) throw new Error(`${node.id}, ${role} under ${leader}${node.removed ? ', removed' : ''}: a ${conf ? 'conf change' : 'proposal'} was ${ok ? 'taken' : 'dropped'}, expected ${takes ? 'taken' : 'dropped'}`);
+      if (role === 'leader') {
+        if (node.log.lastIndex() !== last + (ok ? 1 : 0) + more) throw new Error(`leader ${node.id}: a proposal ${ok ? 'taken' : 'dropped'} (and ${more} more) took its log from ${last} to ${node.log.lastIndex()}`);
+        const { voters } = node.conf;
+        if (ok && voters.length === 1 && voters[0] === node.id && node.log.committed !== node.log.lastIndex()) throw new Error(`leader ${node.id}, the sole voter: its proposal at ${node.log.lastIndex()} is not committed at once (commit ${node.log.committed})`);
+      }
+    };
+  }
+
+  /**
+   * `node` is asked to hand leadership to `to`: a leader starts handing over to a voter other than itself
+   * (a request for the member it already hands to changes nothing), with MsgTimeoutNow at once when that
+   * member's log is up to date; a member that knows its leader passes the request on.
+   */
+  transferAsked(node: RaftNode, to: NodeId): void {
+    if (node.role !== 'leader') {
+      if (node.leader !== NONE) this.owed.set(node.id, { to: node.leader, type: 'MsgTransferLeader', why: `asked to hand leadership to ${to} as ${node.role} under ${node.leader}` });
+      return;
+    }
+    if (to === node.id || !node.conf.voters.includes(to) || this.transferOf(node)?.to === to) return;
+    this.transfers.set(node.id, { term: node.term, to, ticks: this.electionTicks });
+    if (node.matchOf(to) === node.log.lastIndex()) this.owed.set(node.id, { to, type: 'MsgTimeoutNow', why: `asked to hand leadership to ${to}, whose log is up to date` });
+  }
+
+  /** `node` applied a conf change: a leader stops handing leadership to a member it removed. */
+  confApplied(node: RaftNode, cc: ConfChange): void {
+    if (cc.type === 'remove' && this.transferOf(node)?.to === cc.id) this.transfers.delete(node.id);
+  }
+
+  /** The transfer `node` is under way with, while it leads in the term it was asked. */
+  private transferOf(node: RaftNode): { readonly term: bigint; readonly to: NodeId; ticks: number } | undefined {
+    const t = this.transfers.get(node.id);
+    if (t !== undefined && (node.role !== 'leader' || node.term !== t.term)) {
+      this.transfers.delete(node.id);
+      return undefined;
+    }
+    return t;
+  }
+
+  private owedHeld(node: RaftNode, rd: Ready | undefined): void {
+    const o = this.owed.get(node.id);
+    if (o === undefined) return;
+    this.owed.delete(node.id);
+    // A request passed on keeps its sender: a transfer's names the member to hand leadership to.
+    const sent = (rd?.messages ?? []).filter((x) => x.to === o.to && x.type === o.type);
+    if (sent.length !== 1) throw new Error(`${node.id}: ${o.why}, so it owes ${o.to} one ${o.type}; it sent ${describe(sent)}`);
+  }
+
+  /**
+   * What a member answers an append or snapshot of its term (raft's handleAppendEntries, handleSnapshot),
+   * from its log before the step: one below its commit index gets the commit index (the leader's match moves
+   * up to what it is known to hold); a matching one the index of its last new entry; any other a rejection
+   * with its last index as the hint. A snapshot at or below the commit index gets the commit index; one whose
+   * index and term the log holds commits up to it and gets the last index; any other is installed and gets
+   * its own index.
+   */
+  private appendAnswer(node: RaftNode, m: Message): void {
+    if ((m.type !== 'MsgApp' && m.type !== 'MsgSnap') || (node.role === 'leader' && m.term === node.term)) return;
+    const log = node.log;
+    const why = `${m.type} from ${m.from} at ${m.type === 'MsgSnap' ? m.snapshot?.index : m.index}@${m.type === 'MsgSnap' ? m.snapshot?.term : m.logTerm} (its commit ${log.committed}, last ${log.lastIndex()})`;
+    const ans = (index: number, reject = false, hint?: number): void => void this.answers.set(node.id, { to: m.from, index, reject, hint, why });
+    if (m.type === 'MsgSnap') {
+      const snap = m.snapshot;
+      if (snap === undefined) return;
+      if (snap.index <= log.committed) ans(log.committed);
+      else if (log.term(snap.index) === snap.term) ans(log.lastIndex());
+      else ans(snap.index);
+      return;
+    }
+    const index = m.index ?? 0;
+    if (index < log.committed) ans(log.committed);
+    else if (log.term(index) === (m.logTerm ?? 0n)) ans(index + (m.entries?.length ?? 0));
+    else ans(index, true, log.lastIndex());
+  }
+
+  private answerHeld(node: RaftNode, rd: Ready | undefined): void {
+    const a = this.answers.get(node.id);
+    if (a === undefined) return;
+    this.answers.delete(node.id);
+    const sent = (rd?.messages ?? []).filter((x) => x.from === node.id && x.to === a.to && x.type === 'MsgAppResp');
+    const x = sent[0];
+    if (sent.length !== 1 || x!.index !== a.index || (x!.reject === true) !== a.reject || (a.reject && x!.rejectHint !== a.hint)) {
+      throw new Error(`${node.id}: a ${a.why} must be answered at ${a.index}${a.reject ? ` rejected, hint ${a.hint}` : ''}; it answered ${describe(sent)}`);
+    }
+  }
+
+  /** A leader's commit index moves only to an entry of its own term (Raft §5.4.2). */
+  private committedOwnTerm(node: RaftNode): void {
+    const before = this.commits.get(node.id);
+    const now = node.log.committed;
+    this.commits.set(node.id, now);
+    if (node.role === 'leader' && before !== undefined && now > before && node.log.term(now) !== node.term) {
+      throw new Error(`leader ${node.id} of term ${node.term} committed ${before} → ${now}, an entry of term ${node.log.term(now)}`);
+    }
+  }
+
+  /**
+   * The vote rule for a request of this term or a later one (the stale ones are stale()'s): judged at the
+   * member's next Ready against etcd's raft Step. A leader ignores one of a later term (its lease: it heard
+   * from itself), and so does a follower within an election timeout of hearing its leader (lease()); past
+   * that, a request of a later term finds the member with no vote and no leader (a vote's term is taken
+   * first; a pre-vote of a later term is granted whatever the vote).
+   */
+  private ballot(node: RaftNode, m: Message): void {
+    if (m.type !== 'MsgVote' && m.type !== 'MsgPreVote') return;
+    const later = m.term > node.term;
+    if (later && m.context !== 'transfer' && node.leader !== NONE) {
+      const ticks = this.timerFrom.get(node.id) ?? 0;
+      if (node.role === 'leader' || ticks < this.electionTicks) {
+        this.ballots.set(node.id, { m, expect: 'ignore', term: node.term });
+        return;
+      }
+    }
+    const { vote } = node.status();
+    const canVote = later || vote === m.from || (vote === NONE && node.leader === NONE);
+    const logTerm = m.logTerm ?? 0n;
+    const upToDate = logTerm > node.log.lastTerm() || (logTerm === node.log.lastTerm() && (m.index ?? 0) >= node.log.lastIndex());
+    this.ballots.set(node.id, { m, expect: canVote && upToDate ? 'grant' : 'refuse', term: node.term });
+  }
+
+  private ballotHeld(node: RaftNode, rd: Ready | undefined): void {
+    const b = this.ballots.get(node.id);
+    if (b === undefined) return;
+    this.ballots.delete(node.id);
+    const type = b.m.type === 'MsgVote' ? 'MsgVoteResp' : 'MsgPreVoteResp';
+    const answers = (rd?.messages ?? []).filter((x) => x.from === node.id && x.to === b.m.from && x.type === type);
+    const a = answers[0];
+    let ok: boolean;
+    if (b.expect === 'ignore') ok = answers.length === 0 && node.term === b.term;
+    else if (answers.length !== 1) ok = false;
+    else if (b.expect === 'grant') ok = a!.reject !== true && a!.term === b.m.term && (type === 'MsgPreVoteResp' || node.status().vote === b.m.from);
+    else ok = a!.reject === true && a!.term === node.term;
+    if (!ok) {
+      throw new Error(`${node.id}, ${node.role} at term ${b.term} (now ${node.term}), log ${node.log.lastIndex()}@${node.log.lastTerm()}: a ${b.m.type} of term ${b.m.term} from ${b.m.from} for log ${b.m.index}@${b.m.logTerm} must be ${b.expect === 'ignore' ? 'ignored' : b.expect === 'grant' ? 'granted' : 'refused'}; it answered ${describe(answers)}`);
     }
   }
 
@@ -183,6 +406,10 @@ export class StepRules {
   ready(node: RaftNode, rd: Ready): void {
     this.leaseHeld(node, rd);
     this.staleHeld(node, rd);
+    this.ballotHeld(node, rd);
+    this.owedHeld(node, rd);
+    this.answerHeld(node, rd);
+    this.committedOwnTerm(node);
     const probe = this.probes.get(node.id);
     if (probe !== undefined) {
       this.probes.delete(node.id);
@@ -203,6 +430,12 @@ export class StepRules {
       if (LEADERS_ONLY.has(x.type) && this.leaderOf.get(x.term) !== node.id) {
         throw new Error(`${node.id}, ${node.role} at term ${node.term}: sent ${x.type} to ${x.to} at term ${x.term}, which ${this.leaderOf.has(x.term) ? `${this.leaderOf.get(x.term)} leads` : 'it never led'}`);
       }
+      if (x.type === 'MsgTimeoutNow') {
+        const t = this.transferOf(node);
+        if (t?.to !== x.to || node.matchOf(x.to) !== node.log.lastIndex()) {
+          throw new Error(`leader ${node.id}: sent MsgTimeoutNow to ${x.to} (its match ${node.matchOf(x.to)}, the log ends at ${node.log.lastIndex()}) while handing leadership to ${t?.to ?? 'no one'}`);
+        }
+      }
       if (x.type === 'MsgApp' || x.type === 'MsgSnap') this.appended(node, x);
       else if (x.type === 'MsgVote' || x.type === 'MsgPreVote') this.campaigns.set(node.id, { role: node.role, term: node.term, votes: new Map([[node.id, true]]) });
       else if (x.type === 'MsgHeartbeat' && x.context !== undefined) this.asked(node, x.context);
@@ -215,6 +448,9 @@ export class StepRules {
   settled(node: RaftNode): void {
     this.leaseHeld(node, undefined);
     this.staleHeld(node, undefined);
+    this.ballotHeld(node, undefined);
+    this.owedHeld(node, undefined);
+    this.answerHeld(node, undefined);
     const probe = this.probes.get(node.id);
     if (probe === undefined) return;
     this.probes.delete(node.id);
@@ -229,6 +465,11 @@ export class StepRules {
     this.probes.delete(id);
     this.votes.delete(id);
     this.stales.delete(id);
+    this.ballots.delete(id);
+    this.transfers.delete(id);
+    this.owed.delete(id);
+    this.answers.delete(id);
+    this.commits.delete(id);
     for (const k of [...this.lastSent.keys()]) if (k.startsWith(`${id}>`)) this.lastSent.delete(k);
   }
 
@@ -255,9 +496,16 @@ export class StepRules {
   private timer(node: RaftNode, rd: Ready): void {
     const campaign = rd.messages.some((x) => x.from === node.id && (x.type === 'MsgPreVote' || x.type === 'MsgVote') && x.context !== 'transfer');
     const from = this.timerFrom.get(node.id);
-    if (campaign && (!node.conf.voters.includes(node.id) || node.removed)) throw new Error(`${node.id} campaigned, not a voter in its own configuration`);
+    // Not even a transfer's MsgTimeoutNow makes a member campaign that is no voter in its own configuration.
+    const asks = rd.messages.some((x) => x.from === node.id && (x.type === 'MsgPreVote' || x.type === 'MsgVote'));
+    if (asks && (!node.conf.voters.includes(node.id) || node.removed)) throw new Error(`${node.id} campaigned, not a voter in its own configuration`);
     if (campaign && this.ticking === node.id && from !== undefined && from < this.electionTicks) {
       throw new Error(`${node.id} campaigned ${from} ticks after its election timer started again (an election timeout is ${this.electionTicks} ticks)`);
+    }
+    // An election timeout starts a pre-vote with PreVote on (the term moves only once a quorum would vote).
+    const kind = this.preVote ? 'MsgPreVote' : 'MsgVote';
+    if (campaign && this.ticking === node.id && !rd.messages.some((x) => x.from === node.id && x.type === kind)) {
+      throw new Error(`${node.id} campaigned on its election timeout without a ${kind} (PreVote ${this.preVote ? 'on' : 'off'}): ${describe(rd.messages)}`);
     }
     if (campaign || rd.messages.some((x) => x.from === node.id && x.type === 'MsgVoteResp' && x.reject !== true)) this.timerFrom.set(node.id, 0);
   }
@@ -347,7 +595,7 @@ function view(node: RaftNode): string {
 
 function describe(ms: readonly Message[]): string {
   return JSON.stringify(
-    ms.map((x) => ({ type: x.type, index: x.index, entries: x.entries?.map((e) => `${e.index}@${e.term}`) })),
+    ms.map((x) => ({ type: x.type, term: x.term, index: x.index, reject: x.reject, entries: x.entries?.map((e) => `${e.index}@${e.term}`) })),
     (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v),
   );
 }
