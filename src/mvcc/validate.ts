@@ -65,7 +65,7 @@ const SORT_ORDERS: ReadonlySet<string> = new Set(['NONE', 'ASCEND', 'DESCEND']);
 const SORT_TARGETS: ReadonlySet<string> = new Set(['KEY', 'VERSION', 'CREATE', 'MOD', 'VALUE']);
 
 /** `sortOrderChecked` false: etcd 3.4, whose checkRangeRequest looks at the key only (see compat.ts). */
-export function checkRangeRequest(r: RangeRequest, sortOrderChecked = true): void {
+export function checkRangeRequest(r: RangeRequest, sortOrderChecked: boolean): void {
   if (r.key.length === 0) fail(ErrEmptyKey);
   if (sortOrderChecked && r.sortOrder !== undefined && !SORT_ORDERS.has(r.sortOrder)) fail(ErrInvalidSortOption);
   if (r.sortTarget !== undefined && !SORT_TARGETS.has(r.sortTarget)) fail(ErrInvalidSortOption);

@@ -331,8 +331,33 @@ const { txn: intervalsArb } = fc.letrec<{ txn: TxnRequest; op: RequestOp }>((tie
     // A nested txn whose then and else each put a key (the same one in a fifth of them: allowed, only one runs).
     { weight: 2, arbitrary: fc.tuple(edgeKeyArb, edgeKeyArb).map(([a, b]) => ({ requestTxn: { success: [{ requestPut: { key: a, value: k('t') } }], failure: [{ requestPut: { key: b, value: k('e') } }] } })) },
   ),
-  txn: fc.record({ success: fc.array(tie('op') as fc.Arbitrary<RequestOp>, { maxLength: 3 }), failure: fc.array(tie('op') as fc.Arbitrary<RequestOp>, { maxLength: 2 }) }),
+  txn: fc.record({
+    success: fc.oneof(
+      fc.array(tie('op') as fc.Arbitrary<RequestOp>, { maxLength: 3 }),
+      // Puts alone (no delete, no nested txn): a key put twice is all that can collide.
+      fc.array(edgeKeyArb.map((key): RequestOp => ({ requestPut: { key, value: k('p') } })), { minLength: 2, maxLength: 3 }),
+      // Two nested txns, the second's else putting a key the first put (refused unless its then puts it too).
+      fc.tuple(edgeKeyArb, edgeKeyArb).map(([x, y]): RequestOp[] => [
+        { requestTxn: { success: [{ requestPut: { key: x, value: k('1') } }] } },
+        { requestTxn: { success: [{ requestPut: { key: y, value: k('2') } }], failure: [{ requestPut: { key: x, value: k('3') } }] } },
+      ]),
+      // A put of a key beside a delete of the key one byte past it (or of the key itself): [k+"\0", k+"\0\0") holds no k.
+      fc.tuple(fc.constantFrom('a\0', 'a'), fc.boolean()).map(([del, first]): RequestOp[] => {
+        const ops: RequestOp[] = [{ requestDeleteRange: { key: k(del) } }, { requestPut: { key: k('a'), value: k('p') } }];
+        return first ? ops : ops.reverse();
+      }),
+    ),
+    failure: fc.array(tie('op') as fc.Arbitrary<RequestOp>, { maxLength: 2 }),
+  }),
 }));
+
+/**
+ * An op with a request and a nested txn (no protobuf decoder makes one; a JavaScript caller can): etcd's checks
+ * take the request, but the txn's shape is checked too, here with a value of the wrong type in one case of two.
+ */
+const twoMembersArb: fc.Arbitrary<TxnRequest> = fc
+  .tuple(fc.constantFrom('requestRange', 'requestPut', 'requestDeleteRange'), fc.constantFrom<unknown>(k('v'), ...WRONG['bytes?']))
+  .map(([member, value]) => ({ success: [{ [member]: { key: k('a') }, requestTxn: { success: [{ requestPut: { key: k('n'), value } }] } } as RequestOp] }));
 
 const malformedArb: fc.Arbitrary<{ readonly kind: RequestKind; readonly req: unknown }> = fc
   .tuple(
@@ -343,6 +368,7 @@ const malformedArb: fc.Arbitrary<{ readonly kind: RequestKind; readonly req: unk
       { weight: 4, arbitrary: malformedTxnArb.map((r) => ({ kind: 'txn' as const, req: r })) },
       { weight: 3, arbitrary: readsArb.map((r) => ({ kind: 'txn' as const, req: r })) },
       { weight: 4, arbitrary: intervalsArb.map((r) => ({ kind: 'txn' as const, req: r })) },
+      { weight: 1, arbitrary: twoMembersArb.map((r) => ({ kind: 'txn' as const, req: r })) },
     ),
     fc.option(fc.tuple(fc.nat(), fc.nat()), { freq: 2 }),
   )
