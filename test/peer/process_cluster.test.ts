@@ -1,7 +1,7 @@
 /**
  * Three `etcdsim etcd` processes given one --initial-cluster form one cluster (src/peer/process_member.ts):
  * each logs etcd's start-up in etcd's order (elected leader, published, ready, enabled capabilities), the
- * IDs are etcd's, one leader at term 2 that every member names, `member list` names every member with its
+ * IDs are etcd's, one leader (at term 2 unless load made a later election) that every member names, `member list` names every member with its
  * URLs on every member, a write at a follower is read at another member (linearizable through ReadIndex,
  * then serializable from its own state), HashKV agrees, `member update` moves a member's peer URL through
  * Raft with etcd's errors. Then the leader is SIGKILLed: the two left elect a
@@ -148,10 +148,14 @@ test('three etcdsim etcd processes form one cluster, lose their leader to SIGKIL
   const statuses = await eventually('one leader every member names', () => Promise.all(clients.map((c) => c.maintenance.status({}))), (ss) => new Set(ss.map((s) => String(s.leader))).size === 1 && String(ss[0]!.leader) !== '0');
   const leaderId = BigInt(String(statuses[0]!.leader));
   assert.ok(ids.includes(leaderId));
+  // Term 2 as a fresh etcd shows: the first election, at the term the initial tick advance starts it. On a
+  // loaded machine a member's heartbeats can come later than its election timeout (real time, three
+  // processes), and then another election moves the term on, as it would on etcd: the fresh figures below
+  // (Raft index 8) are checked at term 2, when no such election came.
   for (const [i, s] of statuses.entries()) {
     assert.equal(String(s.header?.member_id), String(ids[i]));
     assert.equal(String(s.header?.cluster_id), String(clusterId));
-    assert.equal(String(s.raftTerm), '2');
+    assert.ok(Number(s.raftTerm) >= 2, `term ${String(s.raftTerm)}`);
   }
 
   // member list: every member, named, with its URLs, on every member.
@@ -162,7 +166,8 @@ test('three etcdsim etcd processes form one cluster, lose their leader to SIGKIL
   }
 
   // etcd's first entries: 3 conf changes, the leader's empty entry, 3 published members, the cluster version.
-  for (const c of clients) await eventually('Raft index 8, as a fresh 3-member etcd 3.4.23 shows', () => c.maintenance.status({}), (s) => String(s.raftIndex) === '8' && String(s.raftAppliedIndex) === '8');
+  // After a later election, each new leader's empty entry comes after them: the index is past 8, applied alike.
+  for (const c of clients) await eventually('Raft index 8, as a fresh 3-member etcd 3.4.23 shows', () => c.maintenance.status({}), (s) => (String(s.raftTerm) === '2' ? String(s.raftIndex) === '8' : Number(s.raftIndex) > 8) && String(s.raftAppliedIndex) === String(s.raftIndex));
 
   // A write at a follower, read linearizably at another member, then serializably from each one's own state.
   const leaderIx = ids.indexOf(leaderId);
