@@ -12,6 +12,8 @@
  * know it is removed and lead no more. The checker (src/raft/checker.ts) runs after
  * every event, and the step rules (step_rules.ts) judge each delivered message, tick and Ready. A member may
  * take a message while it handles a Ready (stepMidReady), as etcd's node steps messages while a Ready is out.
+ * Over 600 lines (stated): the network's two ways of handling a member's Readies (its own, or the member's
+ * RaftLoop) share the members' private state with the checks of what each member shows; to split next.
  */
 import { MemoryStorage, NONE, RaftLoop, RaftNode, RaftNodeChecker, bootstrapStorage, type ConfChange, type ConfState, type Entry, type Message, type NodeId, type RaftPersistence, type RaftStorage, type ReadState } from '../../src/raft/index.js';
 import { SimRandom, VirtualClock, type Clock } from '../../src/sim/index.js';

@@ -362,9 +362,7 @@ export class StepRules {
     else if (answers.length !== 1) ok = false;
     else if (b.expect === 'grant') ok = a!.reject !== true && a!.term === b.m.term && (type === 'MsgPreVoteResp' || node.status().vote === b.m.from);
     else ok = a!.reject === true && a!.term === node.term;
-    if (!ok) {
-      throw new Error(`${node.id}, ${node.role} at term ${b.term} (now ${node.term}), log ${node.log.lastIndex()}@${node.log.lastTerm()}: a ${b.m.type} of term ${b.m.term} from ${b.m.from} for log ${b.m.index}@${b.m.logTerm} must be ${b.expect === 'ignore' ? 'ignored' : b.expect === 'grant' ? 'granted' : 'refused'}; it answered ${describe(answers)}`);
-    }
+    if (!ok) throw new Error(`${node.id}, ${node.role} at term ${b.term} (now ${node.term}), log ${node.log.lastIndex()}@${node.log.lastTerm()}: a ${b.m.type} of term ${b.m.term} from ${b.m.from} for log ${b.m.index}@${b.m.logTerm} must be ${b.expect === 'ignore' ? 'ignored' : b.expect === 'grant' ? 'granted' : 'refused'}; it answered ${describe(answers)}`);
   }
 
   /**
