@@ -178,7 +178,7 @@ function mayCollide(reqs: readonly RequestOp[] | undefined): boolean {
   return false;
 }
 
-/** A half-open interval of keys; a point is [k, k+"\0"). An `end` of '' is etcd's "\0": see intersects. */
+/** A half-open interval of keys [begin, end); a delete's range_end "\0" is kept as [key, "\0"), which holds nothing (containsPoint). */
 interface Interval {
   readonly begin: KeyString;
   readonly end: KeyString;
