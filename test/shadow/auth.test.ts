@@ -295,7 +295,9 @@ test("the shadow's password out of its command line: ETCDSIM_SHADOW_USER and ETC
 
 test('--user NAME on a terminal: the shadow asks for the password as etcdctl does, without echoing it', { skip: noTerminal }, async () => {
   // script(1) gives the shadow a pseudo-terminal; what is typed goes to it, what it writes (and echoes) comes back.
-  const command = `${process.execPath} bin/etcdsim.js shadow --etcd ${rig.etcd.address} --listen-client-urls http://127.0.0.1:0 --user root`;
+  // `exec`: script(1) runs the command through $SHELL -c, and a dash there (CI's /bin/sh) stays as the parent
+  // and dies of the Ctrl-C itself (130) while the shadow, which handles it, prints its summary.
+  const command = `exec ${process.execPath} bin/etcdsim.js shadow --etcd ${rig.etcd.address} --listen-client-urls http://127.0.0.1:0 --user root`;
   const child = spawn('script', ['-qfec', command, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'] });
   let seen = '';
   child.stdout.on('data', (d: Buffer) => (seen += d.toString()));
