@@ -176,6 +176,7 @@ export class RaftLoop {
     }
   }
 
+  // Stryker disable all: the hook of the Raft checker, the properties' oracle (docs/mutation.md)
   private checkInvariants(rd: Ready): void {
     const c = this.opts.check;
     if (c === undefined) return;
@@ -184,6 +185,7 @@ export class RaftLoop {
     const v = c.checker.found[0];
     if (v !== undefined) c.violated(v);
   }
+  // Stryker restore all
 
   private maybeSnapshot(): void {
     const n = this.opts.node;

@@ -17,6 +17,7 @@
  */
 import { MemoryStorage, NONE, RaftLoop, RaftNode, RaftNodeChecker, bootstrapStorage, type ConfChange, type ConfState, type Entry, type Message, type NodeId, type RaftPersistence, type RaftStorage, type ReadState } from '../../src/raft/index.js';
 import { SimRandom, VirtualClock, type Clock } from '../../src/sim/index.js';
+import { LoopJudge, type AdvanceSpec } from './loop_rules.js';
 import { StepRules } from './step_rules.js';
 
 export const HEARTBEAT_MS = 10;
@@ -53,7 +54,16 @@ interface Member {
    * the call; a message stepped while that Ready is out comes after it, so this is judged first).
    */
   pendingAfter: (() => void) | undefined;
+  /** With `loops`: what its loop must do with its timers (loop_rules.ts). */
+  judge: LoopJudge | undefined;
 }
+
+/**
+ * The initial tick advance members' loops make (etcd's --initial-election-tick-advance): none, etcd's (the
+ * election ticks less two, once more than one peer is up), or etcd's with a fresh cluster's first member
+ * advancing until it campaigns (etcdsim's process members: the first candidate).
+ */
+export type LoopAdvance = 'off' | 'etcd' | 'first';
 
 /** Ticks a removed member still runs, unheard by its peers (etcd 3.4 stops it about 10 ticks later). */
 const REMOVED_RUNS_TICKS = 10;
@@ -128,6 +138,7 @@ export class SimNetwork {
      * applies, snapshots past `snapshotEvery` and advances; the network judges what it handed over.
      */
     private readonly loops = false,
+    private readonly advance: LoopAdvance = 'off',
   ) {
     this.rules = new StepRules(ELECTION_TICKS, preVote);
     this.net = new SimRandom(seed).fork('net');
@@ -140,11 +151,12 @@ export class SimNetwork {
 
   private start(id: NodeId, disk0: RaftStorage): void {
     const disk = new MemoryStorage(disk0);
-    const m: Member = { id, node: this.newNode(id, disk, 0), disk, tee: this.tee?.(id, disk0), alive: true, incarnation: 0, values: [], savedSnapshot: disk0.snapshot.index, soft: { leader: NONE, role: 'follower' }, stopIn: undefined, loop: undefined, removedItself: false, phase: (this.members.size % (HEARTBEAT_MS - 1)) + 1, pendingAfter: undefined };
+    const m: Member = { id, node: this.newNode(id, disk, 0), disk, tee: this.tee?.(id, disk0), alive: true, incarnation: 0, values: [], savedSnapshot: disk0.snapshot.index, soft: { leader: NONE, role: 'follower' }, stopIn: undefined, loop: undefined, removedItself: false, phase: (this.members.size % (HEARTBEAT_MS - 1)) + 1, pendingAfter: undefined, judge: undefined };
     this.side.set(id, 0);
     if (!this.loops) this.clock.every(HEARTBEAT_MS, () => this.tick(m, () => m.node.tick()), { phase: m.phase });
     this.members.set(id, m);
     this.rules.restarted(id);
+    // (The others find a member added at their next poll: a start here is inside another member's apply.)
     if (this.loops && this.booted) this.startLoop(m);
   }
 
@@ -156,11 +168,36 @@ export class SimNetwork {
    */
   private startLoop(m: Member): void {
     const node = m.node;
+    const advance = this.advanceOf(m);
+    const judge = new LoopJudge(`member ${m.id}`, node, advance, () => this.activePeers(m.id), () => this.rules.beforeTick(node));
+    m.judge = judge;
+    // Every node tick is judged: from its ticker (the network's tick), or from the advance (the judge's).
+    const tickNode = node.tick.bind(node);
+    node.tick = () => {
+      judge.nodeTicked();
+      tickNode();
+    };
+    const ticker = (fn: () => void) => () =>
+      this.tick(m, () => {
+        judge.inTicker = true;
+        try {
+          fn();
+        } finally {
+          judge.inTicker = false;
+        }
+      });
     const clock: Clock = {
       now: () => this.clock.now(),
       setTimer: (at, fn, name) => this.clock.setTimer(at, fn, name),
-      cancel: (h) => this.clock.cancel(h),
-      every: (ms, fn, opts) => this.clock.every(ms, opts?.name === 'raft.tick' ? () => this.tick(m, fn) : fn, { ...opts, phase: m.phase }),
+      cancel: (h) => {
+        judge.cancelled(h);
+        return this.clock.cancel(h);
+      },
+      every: (ms, fn, opts) => {
+        const h = this.clock.every(ms, judge.every(ms, opts?.name, fn, ticker), { ...opts, phase: m.phase });
+        judge.registered(h, opts?.name);
+        return h;
+      },
     };
     let firstBefore = node.log.firstIndex();
     const loop = new RaftLoop({
@@ -208,6 +245,7 @@ export class SimNetwork {
       onSoftState: (leader, role) => {
         m.soft = { leader, role };
       },
+      ...(advance === undefined ? {} : { initialTickAdvance: { ...advance, activePeers: () => this.activePeers(m.id) } }),
       check: {
         checker: this.checker,
         violated: (v) => {
@@ -217,7 +255,34 @@ export class SimNetwork {
     });
     m.loop = loop;
     loop.start();
+    judge.started();
     this.process(m);
+  }
+
+  /** The advance `m`'s loop makes as it starts (the first member's first start only is a fresh cluster's first candidate). */
+  private advanceOf(m: Member): AdvanceSpec | undefined {
+    if (this.advance === 'off') return undefined;
+    if (this.advance === 'first' && m.incarnation === 0 && m.id === this.ids[0] && this.ids.length > 1) return { ticks: 2 * ELECTION_TICKS, untilCampaign: true };
+    return { ticks: ELECTION_TICKS - 2 };
+  }
+
+  /** The peers `id` has a connection to (rafthttp's active peers): the others up, not removed, on its side. */
+  private activePeers(id: NodeId): number {
+    let n = 0;
+    for (const x of this.members.values()) if (x.id !== id && x.alive && !this.gone.has(x.id) && this.side.get(x.id) === this.side.get(id)) n++;
+    return n;
+  }
+
+  /** Members came up, went down or were cut off: each loop looks at its peers at once (the judge checks what it did). */
+  private peersChanged(): void {
+    if (!this.loops) return;
+    for (const m of this.members.values()) if (m.alive && m.loop !== undefined) m.judge!.peersChanged(() => m.loop!.peersChanged());
+  }
+
+  /** `m`'s loop stops (its member crashed, or was removed and ran out its ticks): it must keep no timer. */
+  private stopLoop(m: Member): void {
+    m.loop?.stop();
+    m.judge?.stopped();
   }
 
   /**
@@ -249,7 +314,7 @@ export class SimNetwork {
   private tick(m: Member, tick: () => void): void {
     if (m.stopIn !== undefined && --m.stopIn <= 0) {
       m.alive = false;
-      m.loop?.stop();
+      this.stopLoop(m);
     }
     if (!m.alive) return;
     const after = this.rules.beforeTick(m.node);
@@ -387,8 +452,12 @@ export class SimNetwork {
     if (left > 0 || rd.snapshot !== undefined || rd.hardState !== undefined || rd.softState !== undefined) throw new Error(`member ${m.id}: hasReady() said no, but a Ready holds ${JSON.stringify(Object.keys(rd))} (${left} items)`);
     if (m.soft.leader !== n.leader || m.soft.role !== n.role) throw new Error(`member ${m.id}: its Readies said leader ${m.soft.leader} as ${m.soft.role}; it is ${n.role} under ${n.leader}`);
     const st = n.status();
+    const disk = m.disk.storage();
+    // Its latest snapshot is on its disk once its Readies are handled, one it made or one a leader sent (etcd
+    // saves it, then compacts its raft log).
+    if (disk.snapshot.index !== n.log.snapshot.index) throw new Error(`member ${m.id}: its snapshot is at ${n.log.snapshot.index}, its disk's at ${disk.snapshot.index}`);
     // Its hard state is on disk once its Readies are handled (Raft persists term, vote and commit before answering).
-    const hard = m.disk.storage().hardState;
+    const hard = disk.hardState;
     const own = { id: m.id, role: n.role, term: hard.term, vote: hard.vote, leader: n.leader, commit: hard.commit, applied: n.log.applied, lastIndex: n.log.lastIndex() };
     for (const [k, v] of Object.entries(own)) if (st[k as keyof typeof own] !== v) throw new Error(`member ${m.id}: status says ${k} ${String(st[k as keyof typeof own])}, its node and disk ${String(v)}`);
     const conf = n.conf;
@@ -438,6 +507,8 @@ export class SimNetwork {
 
   private send(msg: Message): void {
     this.sentLog?.push(msg);
+    // A member sends only to a member: never to none (raft's None: no leader known).
+    if (msg.to === NONE) throw new Error(`member ${msg.from} sent ${msg.type} to none`);
     if (this.clock.now() !== this.sentAt) {
       this.sentAt = this.clock.now();
       this.sentNow = 0;
@@ -488,6 +559,7 @@ export class SimNetwork {
     this.sentLog = sent;
     m.loop!.step(msg);
     m.loop!.tick();
+    m.loop!.peersChanged();
     this.sentLog = undefined;
     const after = JSON.stringify(n.status(), (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
     if (after !== before || sent.length > 0) throw new Error(`member ${m.id}'s loop, stopped, stepped ${msg.type}: ${before} → ${after}, sent ${sent.length}`);
@@ -559,6 +631,11 @@ export class SimNetwork {
     }
   }
 
+  /** The members removed that still run their last ticks (etcd stops one a little after it applies its removal). */
+  removedRunning(): NodeId[] {
+    return [...this.gone].filter((id) => this.members.get(id)?.alive === true);
+  }
+
   /** The members not removed, in the order they joined. */
   present(): NodeId[] {
     return [...this.members.keys()].filter((id) => !this.gone.has(id));
@@ -621,7 +698,8 @@ export class SimNetwork {
   crash(id: NodeId): void {
     const m = this.members.get(id)!;
     m.alive = false;
-    m.loop?.stop();
+    this.stopLoop(m);
+    this.peersChanged();
   }
 
   restart(id: NodeId): void {
@@ -644,10 +722,12 @@ export class SimNetwork {
     this.checker.restarted(id);
     this.rules.restarted(id);
     if (this.loops) this.startLoop(m);
+    this.peersChanged();
   }
 
   partition(sides: ReadonlyMap<NodeId, number>): void {
     for (const id of this.members.keys()) this.side.set(id, sides.get(id) ?? 0);
+    this.peersChanged();
   }
 
   heal(): void {

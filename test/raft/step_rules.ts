@@ -36,8 +36,11 @@
  *    member the leader is handing over to, once its log matches the leader's.
  * These pin the pace and vote-counting rules whose mutants only change how many rounds a catch-up or an
  * election takes (docs/mutation.md): the safety checker and the end-to-end bounds cannot see them.
+ * A leader's flow control is judged in flow_rules.ts, at the same hooks. Over 600 lines (stated): the rules
+ * share the hooks and the state they keep per member; new ones go to files of their own, as flow_rules.ts.
  */
 import { NONE, type ConfChange, type Message, type NodeId, type RaftNode, type Ready } from '../../src/raft/index.js';
+import { FlowRules } from './flow_rules.js';
 
 type Outcome = 'won' | 'lost' | 'pending';
 
@@ -92,6 +95,8 @@ export class StepRules {
   private readonly answers = new Map<NodeId, { readonly to: NodeId; readonly index: number; readonly reject: boolean; readonly hint: number | undefined; readonly why: string }>();
   /** Per member: its commit index at its last Ready. */
   private readonly commits = new Map<NodeId, number>();
+  /** A leader's flow control (flow_rules.ts). */
+  private readonly flow = new FlowRules();
 
   constructor(
     private readonly electionTicks: number,
@@ -110,6 +115,7 @@ export class StepRules {
     this.ballot(node, m);
     this.appendAnswer(node, m);
     if (node.role === 'leader' && m.term === node.term) {
+      this.flow.beforeStep(node, m);
       if (m.type === 'MsgAppResp' && m.reject === true) this.rejected(node, m);
       else if (m.type === 'MsgHeartbeatResp' && m.context !== undefined) this.acked(node, m.from, m.context);
       return after;
@@ -408,6 +414,7 @@ export class StepRules {
     this.owedHeld(node, rd);
     this.answerHeld(node, rd);
     this.committedOwnTerm(node);
+    this.flow.ready(node, rd);
     const probe = this.probes.get(node.id);
     if (probe !== undefined) {
       this.probes.delete(node.id);
@@ -449,6 +456,7 @@ export class StepRules {
     this.ballotHeld(node, undefined);
     this.owedHeld(node, undefined);
     this.answerHeld(node, undefined);
+    this.flow.settled(node);
     const probe = this.probes.get(node.id);
     if (probe === undefined) return;
     this.probes.delete(node.id);
