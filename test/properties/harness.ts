@@ -64,6 +64,9 @@ export function parameters<Ts>(defaultRuns = DEFAULT_RUNS): fc.Parameters<Ts> {
     params.path = path;
     params.endOnFailure = true;
   }
+  // Under Stryker, with a mutant active (its id in the environment), a failure kills the mutant as it is:
+  // shrinking it would run the property again dozens of times for a counterexample no one reads.
+  if (/^\d+$/.test(env('__STRYKER_ACTIVE_MUTANT__') ?? '')) params.endOnFailure = true;
   return params;
 }
 
@@ -121,7 +124,14 @@ function shellQuote(s: string): string {
 /** The failure report: seed, path, replayPath, the counterexample, the error, and how to replay it. */
 export function formatFailure<Ts>(details: fc.RunDetails<Ts>, file: string): string {
   const values = details.counterexample as readonly unknown[] | null | undefined;
-  const isCommands = (v: unknown): boolean => typeof v === 'object' && v !== null && String(v).includes('/*replayPath=');
+  const isCommands = (v: unknown): boolean => {
+    if (typeof v !== 'object' || v === null) return false;
+    try {
+      return String(v).includes('/*replayPath=');
+    } catch {
+      return false; // a record without a prototype (fc.record's), or an array of them, has no text: String() throws
+    }
+  };
   // A command sequence prints as recorded at failure time (see lastFailure), next to the other inputs;
   // without one, a recorded text stands for the whole input.
   let shown: string;

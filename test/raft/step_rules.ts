@@ -378,6 +378,10 @@ export class StepRules {
    * dropped unanswered. Judged in the receiver's next Ready (or when it settles).
    */
   private stale(node: RaftNode, m: Message): void {
+    // A node stepping while it handles a Ready (etcd's node does) may hold messages for the sender already,
+    // which its next Ready carries with the step's answer, and that Ready's own apply may still move it: judged
+    // on a node with nothing queued only.
+    if (node.hasReady()) return;
     const answer = m.type === 'MsgApp' || m.type === 'MsgHeartbeat' ? 'MsgAppResp' : m.type === 'MsgPreVote' ? 'MsgPreVoteResp' : undefined;
     this.stales.set(node.id, { m, answer, before: view(node) });
   }
