@@ -26,7 +26,7 @@ import fc from 'fast-check';
 import { checkProperty, recordFailure } from './harness.js';
 
 import { createLeasedStore, Lessor, type LessorOptions } from '../../src/lease/index.js';
-import { ErrKeyNotFound, ErrLeaseNotFound, text, utf8 } from '../../src/mvcc/index.js';
+import { ErrKeyNotFound, ErrLeaseNotFound, MvccStore, text, utf8 } from '../../src/mvcc/index.js';
 import { GrpcCode, isEtcdError } from '../../src/etcd/index.js';
 import { SimRandom, Ticker, VirtualClock } from '../../src/sim/index.js';
 import { ErrLeaseExist, ErrLeaseTTLTooLarge } from '../../src/lease/errors.js';
@@ -50,16 +50,21 @@ type Op =
   | { readonly op: 'promote'; readonly extendMs: number }
   /** Applies a checkpoint as a member applies the leader's LeaseCheckpoint (a negative one is refused). */
   | { readonly op: 'checkpoint'; readonly slot: number; readonly remaining: number }
-  /** A lease API called with an ID outside int64: INVALID_ARGUMENT, nothing changes. */
+  /** A lease API called with an ID outside int64 or no bigint at all: INVALID_ARGUMENT, nothing changes. */
   | { readonly op: 'badId'; readonly api: number; readonly id: bigint }
   /** Rebuilds the lessor's key sets from the store (after a snapshot). */
   | { readonly op: 'recover' }
   /** Stops the expiry loop: nothing expires or is checkpointed any more. */
   | { readonly op: 'close' };
 
-/** Lease slots: 0–5 are fixed IDs (see runScenario), the others generated ones; GEN asks for a fresh ID. */
+/**
+ * Lease slots: 0–5 are fixed IDs (see runScenario), the others generated ones; GEN asks for a fresh ID, and
+ * NEXT grants explicitly the ID the lessor's stream will draw next (so that a later fresh ID collides with
+ * a live lease and must be drawn again).
+ */
 const SLOTS = 10;
 const GEN = SLOTS;
+const NEXT = SLOTS + 1;
 const slot = fc.nat({ max: SLOTS - 1 });
 const keyArb = fc.nat({ max: 7 });
 /** TTLs: mostly small (they expire within a run), and the edges: non-integers, MaxLeaseTTL and past it. */
@@ -68,7 +73,7 @@ const ttlArb = fc.oneof(
   { arbitrary: fc.constantFrom(1.5, Number.NaN, MAX_TTL, MAX_TTL + 1, 2 ** 53, -(2 ** 53), Infinity), weight: 1 },
 );
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { arbitrary: fc.record({ op: fc.constant('grant' as const), slot: fc.nat({ max: GEN }), ttl: ttlArb }), weight: 3 },
+  { arbitrary: fc.record({ op: fc.constant('grant' as const), slot: fc.nat({ max: NEXT }), ttl: ttlArb }), weight: 3 },
   { arbitrary: fc.record({ op: fc.constant('put' as const), key: keyArb, slot: fc.option(slot, { nil: null }) }), weight: 5 },
   { arbitrary: fc.record({ op: fc.constant('putKeep' as const), key: keyArb }), weight: 1 },
   { arbitrary: fc.record({ op: fc.constant('keepAlive' as const), slot }), weight: 3 },
@@ -78,7 +83,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.constant({ op: 'demote' as const }), weight: 1 },
   { arbitrary: fc.record({ op: fc.constant('promote' as const), extendMs: fc.constantFrom(0, 1, 999, 1500) }), weight: 1 },
   { arbitrary: fc.record({ op: fc.constant('checkpoint' as const), slot, remaining: fc.integer({ min: -1, max: 6 }) }), weight: 1 },
-  { arbitrary: fc.record({ op: fc.constant('badId' as const), api: fc.nat({ max: 5 }), id: fc.constantFrom(MAX_INT64 + 1n, MIN_INT64 - 1n, 1n << 64n) }), weight: 1 },
+  { arbitrary: fc.record({ op: fc.constant('badId' as const), api: fc.nat({ max: 5 }), id: fc.constantFrom(MAX_INT64 + 1n, MIN_INT64 - 1n, 1n << 64n, 5 as unknown as bigint) }), weight: 1 },
   { arbitrary: fc.constant({ op: 'recover' as const }), weight: 1 },
 );
 /**
@@ -274,6 +279,16 @@ test('lessor matches a naive reference under random op sequences', () => {
 });
 
 const isInvalidArgument = (e: unknown): boolean => isEtcdError(e) && e.code === GrpcCode.INVALID_ARGUMENT;
+/** INVALID_ARGUMENT naming the field and what it must be (the simulator's words: etcd's wire cannot carry such a value). */
+const invalid =
+  (field: string, want: string) =>
+  (e: unknown): boolean =>
+    isInvalidArgument(e) && (e as Error).message.startsWith(`etcdsim: ${field} must be ${want}, got `);
+/** A RangeError of the lessor's own checks, naming what was wrong and the value given. */
+const rangeError =
+  (message: string) =>
+  (e: unknown): boolean =>
+    e instanceof RangeError && e.message === message;
 
 function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
   const clock = new VirtualClock();
@@ -285,17 +300,31 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
     checkpointing: cfg.checkpointMs !== undefined,
     ...(cfg.checkpointMs !== undefined ? { checkpointIntervalMs: cfg.checkpointMs } : {}),
   });
+  /** Inside a hand-over (onExpired / onCheckpoint) and inside the clock's advance (the expiry loop). */
+  let handing = false;
+  let advancing = false;
   if (cfg.handOver) {
     // etcd's lessor sends only non-empty batches to the server, which proposes each through Raft.
     lessor.onExpired = (ids) => {
       assert.ok(ids.length > 0, 'an empty batch of expired leases was handed over');
+      handing = true;
       for (const id of ids) lessor.expire(id);
+      handing = false;
     };
     lessor.onCheckpoint = (due) => {
       assert.ok(due.length > 0, 'an empty batch of checkpoints was handed over');
+      handing = true;
       for (const c of due) lessor.checkpoint(c.id, c.remaining);
+      handing = false;
     };
   }
+  // The IDs the lessor's own random stream (its fork `lease.ids`) draws, looked ahead as far as needed.
+  const stream = new SimRandom(idSeed).fork('lease.ids');
+  const ahead: bigint[] = [];
+  const peekId = (): bigint => {
+    if (ahead.length === 0) ahead.push(stream.nextUint63());
+    return ahead[0]!;
+  };
   const ref = new RefLessor(cfg.loopMs, Math.floor(cfg.revokeRate / 2), cfg.checkpointMs);
   // Lease slots: fixed IDs (one negative, one beyond 2^53, both ends of int64) then every generated ID.
   const ids: bigint[] = [1n, 2n, -3n, (1n << 60n) + 1n, MAX_INT64, MIN_INT64];
@@ -311,6 +340,9 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
   let heardUntil = 0;
   lessor.subscribe((ev) => {
     all.push(`${ev.type} ${ev.id} @${ev.at}`);
+    // With a hand-over set, what the loop finds (expiries, due checkpoints) is applied only through it.
+    const fromLoop = ev.type === 'checkpoint' || (ev.type === 'revoke' && ev.reason === 'expire');
+    if (cfg.handOver && advancing && fromLoop) assert.ok(handing, `${ev.type} ${ev.id} applied by the lessor itself, not handed over`);
     if (ev.type === 'checkpoint') seen.push(`checkpoint ${ev.id}=${ev.remainingTTL} @${ev.at}`);
     if (ev.type !== 'revoke' || ev.reason !== 'expire') return;
     seen.push(`expire ${ev.id} @${ev.at}`);
@@ -366,12 +398,13 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
   ops.forEach((o, step) => {
     switch (o.op) {
       case 'grant': {
-        const want = o.slot === GEN ? 0n : idAt(o.slot);
+        const want = o.slot === GEN ? 0n : o.slot === NEXT ? peekId() : idAt(o.slot);
+        if (o.slot === NEXT && !ids.includes(want)) ids.push(want);
         if (!Number.isSafeInteger(o.ttl)) {
           // Integers past 2^53 are too large (etcd's check); NaN, Infinity, fractions and integers below
           // -2^53 are no TTL at all.
           const tooLarge = Number.isInteger(o.ttl) && o.ttl > MAX_TTL;
-          assert.throws(() => lessor.grant(want, o.ttl), (e: unknown) => (tooLarge ? isEtcdError(e, ErrLeaseTTLTooLarge) : isInvalidArgument(e)));
+          assert.throws(() => lessor.grant(want, o.ttl), (e: unknown) => (tooLarge ? isEtcdError(e, ErrLeaseTTLTooLarge) : invalid('lease TTL', 'an integer number of seconds')(e)));
           break;
         }
         if (o.ttl > MAX_TTL) {
@@ -386,8 +419,13 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
         const ttl = Math.max(o.ttl, 2);
         assert.equal(g.ttl, ttl);
         if (want === 0n) {
-          assert.ok(g.id > 0n && g.id < 1n << 63n && !ref.leases.has(g.id));
-          ids.push(g.id);
+          // The stream's next ID, drawn again while it names a live lease.
+          let drawn: bigint;
+          do drawn = ahead.shift() ?? stream.nextUint63();
+          while (ref.leases.has(drawn));
+          assert.equal(g.id, drawn, `step ${step}: a fresh ID is the next of the stream lease.ids not taken`);
+          assert.ok(g.id > 0n && g.id < 1n << 63n);
+          if (!ids.includes(g.id)) ids.push(g.id);
         } else assert.equal(g.id, want);
         ref.leases.set(g.id, { ttl, expiry: ref.primary ? ref.now + ttl * 1000 : Infinity, remaining: 0 });
         if (ref.primary) ref.schedule(g.id);
@@ -419,7 +457,8 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
         const id = idAt(o.slot);
         const l = ref.leases.get(id);
         if (!ref.primary) {
-          assert.throws(() => lessor.keepAlive(id), (e: unknown) => isEtcdError(e, ErrNotPrimary), `step ${step}: keepAlive on a demoted lessor`);
+          // etcd's lease.ErrNotPrimary text.
+          assert.throws(() => lessor.keepAlive(id), (e: unknown) => isEtcdError(e, ErrNotPrimary) && e.message === 'not a primary lessor', `step ${step}: keepAlive on a demoted lessor`);
           break;
         }
         const alive = l !== undefined && l.expiry > ref.now;
@@ -458,7 +497,9 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
       }
       case 'advance':
         // The lessor moves first, so its expiry listener still sees each lease in the reference.
+        advancing = true;
         clock.advance(o.ms);
+        advancing = false;
         ref.advance(o.ms);
         break;
       case 'demote':
@@ -474,7 +515,7 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
       case 'checkpoint': {
         const id = idAt(o.slot);
         if (o.remaining < 0) {
-          assert.throws(() => lessor.checkpoint(id, o.remaining), RangeError);
+          assert.throws(() => lessor.checkpoint(id, o.remaining), rangeError(`Lessor: remainingTTL must be an integer >= 0, got ${o.remaining}`));
           break;
         }
         lessor.checkpoint(id, o.remaining);
@@ -490,7 +531,7 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
           () => lessor.keepAlive(o.id),
           () => lessor.timeToLive(o.id),
         ];
-        assert.throws(calls[o.api]!, isInvalidArgument, `step ${step}: lease ID ${o.id} outside int64`);
+        assert.throws(calls[o.api]!, invalid('lease ID', 'an int64 bigint'), `step ${step}: lease ID ${o.id} outside int64`);
         break;
       }
       case 'recover': {
@@ -533,7 +574,10 @@ test('lessor matches etcd on its options: invalid ones are refused, absent ones 
       const given: LessorOptions = { clock, ticker, checkpointing, primary, ...opts };
       const bad = (Object.keys(bounds) as Array<keyof typeof bounds>).filter((k) => opts[k] !== undefined && !(Number.isSafeInteger(opts[k]) && opts[k]! >= bounds[k]));
       if (bad.length > 0) {
-        assert.throws(() => new Lessor(given), RangeError, `options ${bad.join(', ')} must be refused`);
+        // The first bad option (in the order of the bounds) is named, with its bound and the value given.
+        const first = bad[0]!;
+        const message = `Lessor: ${first} must be an integer >= ${bounds[first]}, got ${opts[first]}`;
+        assert.throws(() => new Lessor(given), rangeError(message), `options ${bad.join(', ')} must be refused`);
         assert.deepEqual(ticker.steps(), [], 'a refused lessor registers no step');
         return;
       }
@@ -548,14 +592,37 @@ test('lessor matches etcd on its options: invalid ones are refused, absent ones 
       assert.equal(l.checkpointIntervalMs, opts.checkpointIntervalMs ?? 5 * 60 * 1000);
       assert.equal(l.checkpointing, checkpointing ?? false);
       assert.equal(l.primary, primary ?? true);
-      assert.deepEqual(ticker.steps().map((s) => [s.name, s.periodMs]), [['lease.expiry', l.loopIntervalMs]]);
+      // The expiry step runs before the watch steps due at the same instant (rank -10; theirs is 0).
+      assert.deepEqual(ticker.steps().map((s) => [s.name, s.periodMs, s.rank]), [['lease.expiry', l.loopIntervalMs, -10]]);
       // A granted lease lasts at least the minimum TTL.
       assert.equal(l.grant(7n, 0).ttl, l.minLeaseTTL);
       if (Number.isFinite(extendMs) && extendMs >= 0) l.promote(extendMs);
-      else assert.throws(() => l.promote(extendMs), RangeError);
+      else assert.throws(() => l.promote(extendMs), rangeError(`Lessor.promote: extend must be >= 0 ms, got ${extendMs}`));
       assert.equal(l.expiryOf(7n), extendMs >= 0 && Number.isFinite(extendMs) ? extendMs + l.minLeaseTTL * 1000 : (primary ?? true) ? l.minLeaseTTL * 1000 : Infinity);
+      // Unbound, the lessor revokes without deleting anything and cannot recover key sets; a store made
+      // without it is refused; a key is never attached to a lease that does not exist.
+      const key = utf8('k');
+      assert.throws(() => l.recoverFromStore(), /^Error: Lessor: no store bound \(call bind\(store\) first\)$/);
+      assert.throws(() => l.attach(8n, key), /^Error: Lessor\.attach: lease 8 does not exist$/);
+      assert.throws(() => l.bind(new MvccStore()), /^Error: Lessor\.bind: the store was not constructed with this lessor$/);
+      assert.deepEqual(l.revoke(7n), { revision: 0, deleted: 0 });
+      // A snapshot taken while a lease lived, restored after its revoke: the key names a lease that is gone,
+      // which recovery leaves unattached and counts (etcd logs and skips it).
+      const store = new MvccStore({ lessor: l });
+      l.bind(store);
+      l.grant(9n, 5);
+      store.put({ key, value: key, lease: 9n });
+      const snap = store.snapshot();
+      l.revoke(9n);
+      store.restore(snap);
+      assert.deepEqual(l.recoverFromStore(), { attached: 0, orphaned: 1 });
       l.close();
+      assert.deepEqual(ticker.steps(), []);
+      // A second close() of a closed lessor leaves alone a successor's step of the same name.
+      const next = new Lessor({ clock, ticker });
       l.close();
+      assert.deepEqual(ticker.steps().map((s) => s.name), ['lease.expiry']);
+      next.close();
       assert.deepEqual(ticker.steps(), []);
     }),
     { file: FILE, numRuns: 300 },
