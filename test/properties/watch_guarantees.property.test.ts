@@ -193,10 +193,20 @@ function simulate(cfg: Config, actions: readonly Action[]): { history: Committed
     watchBatchMaxRevs: cfg.watchBatchMaxRevs,
     ...(cfg.fragmentLimit === undefined ? {} : { maxResponseBytes: cfg.fragmentLimit }),
   });
+  // The store's two steps run on the shared ticker under their names (stepPrefix, default 'watch'), and a
+  // response is split past etcd's limit: the request limit plus gRPC's 512 KiB of overhead, unless set.
+  const stepNames = ticker.steps().map((st) => st.name);
+  if (stepNames.join() !== 'watch.sync,watch.victims') throw new Error(`the watch steps are ${JSON.stringify(stepNames)}`);
+  const limit = cfg.fragmentLimit ?? follower.maxRequestBytes + 512 * 1024;
+  if (ws.maxResponseBytes !== limit) throw new Error(`the response limit is ${ws.maxResponseBytes}, not ${limit}`);
   const streams: RecordedStream[] = [];
   const all: RecordedStream[] = [];
   const newStream = (): RecordedStream => {
-    const s = new RecordedStream(ws.newWatchStream(), () => follower.compactRevision, clock.now());
+    const stream = ws.newWatchStream();
+    // Streams are numbered in the order they open: the number names each one's progress timer and the
+    // random stream of its jitter (watch.stream.N), so the same seed gives the same trace.
+    if (stream.seq !== all.length) throw new Error(`the watch stream opened ${all.length}th is numbered ${stream.seq}`);
+    const s = new RecordedStream(stream, () => follower.compactRevision, clock.now());
     all.push(s);
     return s;
   };
