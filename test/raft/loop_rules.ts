@@ -82,7 +82,9 @@ export class LoopJudge {
     this.polls++;
     if (this.advanced !== undefined || this.polls > POLLS) throw new Error(`${this.who}'s advance polled ${this.polls} times (advanced: ${this.advanced ?? 'no'}), past its end`);
     this.around(`its poll ${this.polls}`, fn);
-    if (this.polls === POLLS && this.advancer !== undefined && this.live.has(this.advancer)) throw new Error(`${this.who}'s advance polled for 5 s and goes on polling`);
+    const polling = this.advancer !== undefined && this.live.has(this.advancer);
+    if (this.polls === POLLS && polling) throw new Error(`${this.who}'s advance polled for 5 s and goes on polling`);
+    if (this.polls < POLLS && this.advanced === undefined && !polling) throw new Error(`${this.who}'s advance stopped polling after ${this.polls} polls (of ${POLLS}) without advancing`);
   }
 
   /** A peer's stream came up or went down: the loop looks at once (`fn` tells it). */
