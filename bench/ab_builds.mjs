@@ -9,11 +9,14 @@
  *   ... change, then node scripts/build.mjs --js ...
  *   node --expose-gc bench/ab_builds.mjs /tmp/dist-before $PWD/dist [rounds=40] [forcedGc=0|1] [rows,...]
  *
+ * Rows: etcd3's sequential put, get and 64 CAS txns in flight, watch delivery of 10 000 events (the floor bench's
+ * rows); the member's own put, get and CAS, and its put with a prefix watch's events delivered (no floor); the store's putOne alone.
  * A copied build must find node_modules: link it beside the copy (ln -s $PWD/node_modules /tmp/node_modules).
  */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Etcd3 } from 'etcd3';
+import { tsImport } from 'tsx/esm/api';
 const [, , distA, distB, roundsArg = '40', gcArg = '1', rowsArg = ''] = process.argv;
 const ROUNDS = Number(roundsArg);
 const FORCE_GC = gcArg === '1';
@@ -42,12 +45,44 @@ function simOf(lib) {
   return sim;
 }
 const N = 20000;
+/** The floor bench's watch-delivery row (floor_watch.ts): 10 000 puts 64 in flight until an etcd3 Watcher emitted each. */
+const { watchDeliveryCases } = await tsImport('./floor_watch.ts', import.meta.url);
+async function watchDelivery(lib) {
+  const { subject, baseline } = watchDeliveryCases(() => simOf(lib), N / 2, 64);
+  const c = lib ? subject : baseline;
+  const w = await c.setup();
+  const t = cpu();
+  const n = await c.run(w);
+  const d = cpu() - t;
+  await c.teardown(w);
+  return d / n;
+}
 const cas = (c, i) => c.if(keyStr(i), 'Mod', '>', 0).then(c.put(keyStr(i)).value(VALUE)).else(c.get(keyStr(i))).commit();
 async function inFlight(n, f) { let next = 0; await Promise.all(Array.from({ length: 64 }, async () => { for (let i = next++; i < n; i = next++) await f(i); })); }
 const ROWS = {
   'etcd3 put': async (lib) => { const sim = lib ? simOf(lib) : undefined; const c = sim ? sim.etcd3() : floorClient(); const t = cpu(); for (let i = 0; i < N; i++) await c.put(keyStr(i)).value(VALUE).exec(); const d = cpu() - t; c.close(); sim?.close(); return d / N; },
   'etcd3 get': async (lib) => { const sim = lib ? simOf(lib) : undefined; const c = sim ? sim.etcd3() : floorClient(); const t = cpu(); for (let i = 0; i < N; i++) await c.get(keyStr(i)).string(); const d = cpu() - t; c.close(); sim?.close(); return d / N; },
   'etcd3 CAS64': async (lib) => { const sim = lib ? simOf(lib) : undefined; const c = sim ? sim.etcd3() : floorClient(); const t = cpu(); await inFlight(N / 2, (i) => cas(c, i)); const d = cpu() - t; c.close(); sim?.close(); return d / (N / 2); },
+  'watch delivery': watchDelivery,
+  'member watch': async (lib) => {
+    if (!lib) return NaN;
+    const sim = simOf(lib);
+    const kv = sim.services.kv;
+    const call = sim.services.watch.watch();
+    let seen = 0;
+    call.onResponse((rs) => { for (const r of rs) seen += r.events.length; });
+    call.write({ create_request: { key: Buffer.from('watched/'), range_end: Buffer.from('watched0') } });
+    const wk = Array.from({ length: KEYS }, (_, i) => Buffer.from(`watched/k${i}`));
+    const n = N / 2;
+    const t = cpu();
+    // 64 puts, then their events delivered: what a flush after a turn of 64 callers' puts does.
+    for (let i = 0; i < n; i++) { kv.put({ key: wk[i % KEYS], value: valBuf }); if (i % 64 === 63) call.flush(); }
+    call.flush();
+    const d = cpu() - t;
+    if (seen !== n) throw new Error(`member watch: ${seen} events of ${n}`);
+    call.end(); sim.close();
+    return d / n;
+  },
   'member put': async (lib) => { if (!lib) return NaN; const sim = simOf(lib); const kv = sim.services.kv; const t = cpu(); for (let i = 0; i < N * 2; i++) kv.put({ key: keyBufs[i % KEYS], value: valBuf }); const d = cpu() - t; sim.close(); return d / (N * 2); },
   'member get': async (lib) => { if (!lib) return NaN; const sim = simOf(lib); const kv = sim.services.kv; const t = cpu(); for (let i = 0; i < N * 2; i++) kv.range({ key: keyBufs[i % KEYS] }); const d = cpu() - t; sim.close(); return d / (N * 2); },
   'member CAS': async (lib) => { if (!lib) return NaN; const sim = simOf(lib); const kv = sim.services.kv; const t = cpu(); for (let i = 0; i < N; i++) { const k = keyBufs[i % KEYS]; kv.txn({ compare: [{ key: k, target: 'MOD', result: 'GREATER', mod_revision: '0' }], success: [{ request_put: { key: k, value: valBuf } }], failure: [{ request_range: { key: k } }] }); } const d = cpu() - t; sim.close(); return d / N; },

@@ -29,7 +29,6 @@ const ETCD3_ENUMS: Readonly<Record<string, Readonly<Record<string, number>>>> = 
   filters: { Noput: 0, Nodelete: 1 },
 };
 
-const ETCD3_EVENT_TYPE: Readonly<Record<string, string>> = { PUT: 'Put', DELETE: 'Delete' };
 const ETCD3_PERMISSION: Readonly<Record<string, string>> = { READ: 'Read', WRITE: 'Write', READWRITE: 'Readwrite' };
 
 /** Permission types as etcd3 names them ('Read', 'Write', 'Readwrite') in RoleGet answers. */
@@ -125,11 +124,21 @@ function opsNameEnum(ops: unknown): boolean {
   return false;
 }
 
-/** Event types as etcd3 names them ('Put' / 'Delete'): its watcher lowercases them, elections compare them. */
-function eventsOut<T extends { events?: unknown }>(resp: T): T {
-  const events = resp.events;
-  if (!Array.isArray(events) || events.length === 0) return resp;
-  return { ...resp, events: events.map((ev: Plain) => ({ ...ev, type: ETCD3_EVENT_TYPE[String(ev['type'])] ?? ev['type'] })) };
+/**
+ * Event types as etcd3 names them ('Put' / 'Delete'; its watcher lowercases them, elections compare them), in a
+ * Watch call's response, renamed in place: a WatchCall makes each response and its events fresh for its one
+ * listener (this duplex), so nothing else holds them — a copy of every response and event was a tenth of the
+ * simulator's own part of a watch delivery (issue 28). Only Watch responses carry events.
+ */
+function watchEventsOut(resp: unknown): unknown {
+  const events = (resp as { events?: unknown }).events;
+  if (!Array.isArray(events)) return resp;
+  for (const ev of events as Plain[]) {
+    const type = ev['type'];
+    if (type === 'PUT') ev['type'] = 'Put';
+    else if (type === 'DELETE') ev['type'] = 'Delete';
+  }
+  return resp;
 }
 
 interface Etcd3Module {
@@ -254,8 +263,10 @@ export class SimCallable {
     // Only Range and Txn requests carry enums (sort options, compares); the rest go through untouched.
     const req = method === 'range' || method === 'txn' ? requestEnumsIn(method, payload ?? {}) : (payload ?? {});
     // etcd3 sends Authenticate itself without a token; everything else carries the caller's.
-    if (this.credentials === undefined || (service === 'Auth' && method === 'authenticate')) return this.answer(svc, fn, req, {});
-    return this.execWithToken(svc, fn, req);
+    // Only RoleGet's answer is renamed (its permission types); the rest go back as the service made them.
+    const out = method === 'roleGet' ? permsOut : asIs;
+    if (this.credentials === undefined || (service === 'Auth' && method === 'authenticate')) return this.answer(svc, fn, req, {}, out);
+    return this.execWithToken(svc, fn, req, out);
   }
 
   /**
@@ -263,15 +274,15 @@ export class SimCallable {
    * and an answer that is already there is one resolved promise — no await chain, which cost more than
    * a put itself. A cluster member answers with a promise: its answer and error are mapped the same way.
    */
-  private answer(svc: object, fn: (req: unknown, ctx: CallContext) => object | Promise<object>, req: unknown, ctx: CallContext): Promise<unknown> {
+  private answer(svc: object, fn: (req: unknown, ctx: CallContext) => object | Promise<object>, req: unknown, ctx: CallContext, out: (res: object) => unknown): Promise<unknown> {
     let res: object | Promise<object>;
     try {
       res = fn.call(svc, req, ctx);
     } catch (err) {
       return Promise.reject(this.castAny(err));
     }
-    if (res instanceof Promise) return res.then(answerOut, (err: unknown) => Promise.reject(this.castAny(err)));
-    return Promise.resolve(answerOut(res));
+    if (res instanceof Promise) return res.then(out, (err: unknown) => Promise.reject(this.castAny(err)));
+    return Promise.resolve(out(res));
   }
 
   private castAny(err: unknown): Error {
@@ -279,13 +290,13 @@ export class SimCallable {
   }
 
   /** A call with the caller's token; on "invalid auth token" the token is fetched again and the call retried once. */
-  private async execWithToken(svc: object, fn: (req: unknown, ctx: CallContext) => object | Promise<object>, req: unknown): Promise<unknown> {
+  private async execWithToken(svc: object, fn: (req: unknown, ctx: CallContext) => object | Promise<object>, req: unknown, out: (res: object) => unknown): Promise<unknown> {
     try {
-      return await this.answer(svc, fn, req, await this.context());
+      return await this.answer(svc, fn, req, await this.context(), out);
     } catch (err) {
       if (!isInvalidToken(err)) throw err;
       this.token = undefined; // etcd3: invalidateMetadata(), then the call again
-      return this.answer(svc, fn, req, await this.context());
+      return this.answer(svc, fn, req, await this.context(), out);
     }
   }
 
@@ -293,7 +304,7 @@ export class SimCallable {
     if (service !== 'Watch' && service !== 'Lease') throw this.cast(unimplemented(service, 'stream'));
     const ctx = await this.context();
     const client = {
-      watch: () => new SimDuplex(this.services.watch.watch(ctx), this.cast, enumsIn, (r) => eventsOut(r as { events?: unknown })),
+      watch: () => new SimDuplex(this.services.watch.watch(ctx), this.cast, enumsIn, watchEventsOut),
       leaseKeepAlive: () => new SimDuplex(this.services.lease.leaseKeepAlive(ctx), this.cast, identity, identity),
     };
     return fn({ resource: RESOURCE, client, metadata: METADATA });
@@ -302,9 +313,7 @@ export class SimCallable {
   markFailed(): void {}
 }
 
-function answerOut(res: object): unknown {
-  return permsOut(eventsOut(res));
-}
+const asIs = (res: object): unknown => res;
 
 function isInvalidToken(err: unknown): boolean {
   return err instanceof Error && err.message.includes(INVALID_AUTH_TOKEN);
@@ -401,7 +410,7 @@ function serviceClient(service: string, host: Etcd3SimHost, cast: (err: Error) =
   const fixed: Record<string, unknown> = {
     getChannel: () => ({ getConnectivityState: () => GRPC_READY }),
     close: () => undefined,
-    watch: stream((s, ctx) => s.watch.watch(ctx), enumsIn, (r) => eventsOut(r as { events?: unknown })),
+    watch: stream((s, ctx) => s.watch.watch(ctx), enumsIn, watchEventsOut),
     leaseKeepAlive: stream((s, ctx) => s.lease.leaseKeepAlive(ctx), identity, identity),
   };
   return new Proxy(fixed, {
@@ -419,7 +428,7 @@ function serviceClient(service: string, host: Etcd3SimHost, cast: (err: Error) =
             return (fn as (req: unknown, ctx: CallContext) => unknown).call(svc, req, ctxOfMetadata(metadata));
           })
           .then(
-            (res) => callback(null, permsOut(eventsOut(res as object))),
+            (res) => callback(null, name === 'roleGet' ? permsOut(res as object) : res),
             (err: unknown) => callback(toGrpcError(err)),
           )
           .finally(answered);
