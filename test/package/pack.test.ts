@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,13 +56,21 @@ function newest(dir: string): number {
 }
 
 /**
- * dist/ as `npm pack` leaves it (its prepack script, a build with type declarations); rebuilt only when src/
- * changed since (local edits) or when `npm ci`'s quick JavaScript-only build is all there is.
+ * The folder to pack: this checkout when its dist/ is what `npm pack` leaves (its prepack script, a build with
+ * type declarations, no older than src/); otherwise a copy of the package's sources built there. Never this
+ * checkout's dist/ rebuilt in place: the build starts by removing dist/, and other test files running beside
+ * this one (`--test-concurrency`) start the etcdsim command and load dist/ meanwhile.
  */
-async function ensureBuilt(): Promise<void> {
+async function packageDir(): Promise<string> {
   const stamp = join(root, 'dist', '.build-stamp');
-  if (existsSync(stamp) && statSync(stamp).mtimeMs >= newest(join(root, 'src')) && existsSync(join(root, 'dist', 'index.d.ts'))) return;
-  await run(process.execPath, ['scripts/build.mjs'], { cwd: root });
+  if (existsSync(stamp) && statSync(stamp).mtimeMs >= newest(join(root, 'src')) && existsSync(join(root, 'dist', 'index.d.ts'))) return root;
+  const copy = mkdtempSync(join(tmpdir(), 'etcdsim-pack-src-'));
+  for (const part of ['src', 'scripts', 'bin', 'scenarios', 'package.json', 'package-lock.json', 'README.md', 'LICENSE', 'tsconfig.json', 'tsconfig.build.json']) {
+    if (existsSync(join(root, part))) cpSync(join(root, part), join(copy, part), { recursive: true });
+  }
+  symlinkSync(join(root, 'node_modules'), join(copy, 'node_modules'), 'dir');
+  await run(process.execPath, ['scripts/build.mjs'], { cwd: copy });
+  return copy;
 }
 
 /** The consumer's lockfile: the tarball plus the repository's runtime (non-dev) packages, layout unchanged. */
@@ -147,14 +155,17 @@ describe('the packed package, installed into a fresh project', () => {
   let pack: PackResult | undefined;
   let consumerDir = '';
 
+  let built = root;
+
   before(async () => {
-    await ensureBuilt();
+    built = await packageDir();
     work = mkdtempSync(join(tmpdir(), 'etcdsim-pack-'));
-    const out = await run(npm, ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: root });
+    const out = await run(npm, ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: built });
     pack = (JSON.parse(out.stdout) as PackResult[])[0];
   });
   after(() => {
     if (work !== '') rmSync(work, { recursive: true, force: true });
+    if (built !== root) rmSync(built, { recursive: true, force: true });
   });
 
   test('the tarball holds dist/ (with the .proto files), bin/, scenarios/, the README and LICENSE, nothing else', () => {
