@@ -162,39 +162,39 @@ export class WatchableStore {
   notify(rev: number, events: readonly Event[]): void {
     if (this.synced.size === 0) return;
     let victims: Map<Watcher, EventBatch> | undefined;
-    const deliver = (w: Watcher, evs: readonly Event[]): void => {
-      if (!w.send(evs, rev)) {
-        w.victim = true;
-        victims ??= new Map();
-        const eb = new EventBatch();
-        for (const ev of evs) eb.add(ev, Infinity);
-        victims.set(w, eb);
-        this.synced.delete(w);
-      }
-      w.minRev = rev + 1;
-    };
     if (events.length === 1) {
       // The common case: one change, one shared events array for every watcher.
-      const ev = events[0]!;
-      const shared = events;
-      const matched: Watcher[] = [];
-      this.synced.forEachMatching(keyString(ev.kv.key), (w) => {
-        if (ev.kv.modRevision >= w.minRev) matched.push(w);
-      });
-      for (const w of matched) deliver(w, shared);
+      const kv = events[0]!.kv;
+      for (const w of this.synced.matching(kv.key)) {
+        if (kv.modRevision >= w.minRev && !this.sendNotified(w, events, rev)) (victims ??= new Map()).set(w, batchOf(events));
+      }
     } else {
       const batches = new Map<Watcher, Event[]>();
       for (const ev of events) {
-        this.synced.forEachMatching(keyString(ev.kv.key), (w) => {
-          if (ev.kv.modRevision < w.minRev) return;
+        for (const w of this.synced.matching(ev.kv.key)) {
+          if (ev.kv.modRevision < w.minRev) continue;
           const b = batches.get(w);
           if (b === undefined) batches.set(w, [ev]);
           else b.push(ev);
-        });
+        }
       }
-      for (const [w, evs] of batches) deliver(w, evs);
+      for (const [w, evs] of batches) if (!this.sendNotified(w, evs, rev)) (victims ??= new Map()).set(w, batchOf(evs));
     }
     if (victims !== undefined) this.victims.push(victims);
+  }
+
+  /**
+   * Sends a notified revision's events to a synced watcher; false when its channel is full: it leaves the
+   * synced group as a victim. Its minRev moves past the revision either way.
+   */
+  private sendNotified(w: Watcher, evs: readonly Event[], rev: number): boolean {
+    const sent = w.send(evs, rev);
+    if (!sent) {
+      w.victim = true;
+      this.synced.delete(w);
+    }
+    w.minRev = rev + 1;
+    return sent;
   }
 
   /**
@@ -398,3 +398,10 @@ export class WatchableStore {
 }
 
 const NO_EVENTS: readonly Event[] = Object.freeze([]);
+
+/** A victim's batch: the events it could not take, retried whole. */
+function batchOf(evs: readonly Event[]): EventBatch {
+  const eb = new EventBatch();
+  for (const ev of evs) eb.add(ev, Infinity);
+  return eb;
+}

@@ -2,7 +2,7 @@
  * A watcher (etcd server/storage/mvcc/watchable_store.go `watcher`): a key or range, the next revision
  * it still needs (minRev), the revision it asked to start at, its filters, and the stream it sends to.
  */
-import type { Event, KeyString, RangeEnd } from '../mvcc/index.js';
+import { keyBytes, type Event, type KeyString, type RangeEnd } from '../mvcc/index.js';
 import type { WatchStream } from './watch_stream.js';
 
 export class Watcher {
@@ -16,6 +16,9 @@ export class Watcher {
   compacted = false;
   /** Moved from synced to unsynced by a restore; may legitimately have minRev > current revision. */
   restore = false;
+  /** The key's bytes, and the range end's (undefined: no end, or a single key). */
+  private readonly keyBytes: Uint8Array;
+  private readonly endBytes: Uint8Array | undefined;
 
   constructor(
     readonly id: number,
@@ -28,6 +31,16 @@ export class Watcher {
   ) {
     this.startRev = startRev;
     this.minRev = startRev;
+    this.keyBytes = keyBytes(key);
+    this.endBytes = end === undefined || end === '' ? undefined : keyBytes(end);
+  }
+
+  /**
+   * Whether the key whose bytes are `key` falls in this watcher's range (a range watcher's test, without the
+   * key's string: a commit tells each range watcher of every key it changes).
+   */
+  containsBytes(key: Uint8Array): boolean {
+    return compare(key, this.keyBytes) >= 0 && (this.endBytes === undefined || compare(key, this.endBytes) < 0);
   }
 
   /** Whether `key` falls in this watcher's key or range. */
@@ -48,6 +61,16 @@ export class Watcher {
     }
     return this.stream.offer(this.id, events, revision, 0);
   }
+}
+
+/** bytes.Compare's sign, in a loop: a watched key and its range's ends are a few bytes (a native call costs more). */
+function compare(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const d = a[i]! - b[i]!;
+    if (d !== 0) return d;
+  }
+  return a.length - b.length;
 }
 
 /**

@@ -3,7 +3,7 @@
  * range watchers in a list (etcd uses an interval tree; a list keeps the model simple and is fast for
  * the handful of range watchers real clients open).
  */
-import type { KeyString } from '../mvcc/index.js';
+import { keyString, type KeyString } from '../mvcc/index.js';
 import type { Watcher } from './watcher.js';
 
 export class WatcherGroup {
@@ -52,6 +52,20 @@ export class WatcherGroup {
     const set = this.byKey.get(key);
     if (set !== undefined) for (const w of set) fn(w);
     if (this.ranges.size > 0) for (const w of this.ranges) if (w.contains(key)) fn(w);
+  }
+
+  /**
+   * Every watcher whose key or range holds the key whose bytes are `key`, single-key watchers first: what a
+   * commit notifies, looked up without making the key's string unless single-key watchers wait.
+   */
+  matching(key: Uint8Array): Watcher[] {
+    const out: Watcher[] = [];
+    if (this.byKey.size > 0) {
+      const set = this.byKey.get(keyString(key));
+      if (set !== undefined) for (const w of set) out.push(w);
+    }
+    for (const w of this.ranges) if (w.containsBytes(key)) out.push(w);
+    return out;
   }
 
   // Stryker disable all: an invariant checker is the properties' oracle (docs/mutation.md)
