@@ -2,10 +2,12 @@
  * One client port for gRPC and HTTP, as etcd serves both on its client URL (cmux in front of grpc-go and
  * Go's http.Server). Our own net.Server accepts every connection and hands it on:
  *
- * - plaintext: the first bytes decide. HTTP/2's prior-knowledge preface (`PRI * HTTP/2.0...`), all 24 octets
- *   of it, goes to the HTTP/2 side (`http2`: the gRPC door; every h2c stream there is gRPC's, as in etcd 3.4,
- *   whose cmux sends all HTTP/2 to grpc-go), anything else to a node:http server (HTTP/1.1, as etcd's cmux
- *   sends it to Go's http). The bytes read to decide go to their new owner with the socket.
+ * - plaintext: the first bytes decide, as etcd 3.4's cmux matchers do. HTTP/2's prior-knowledge preface
+ *   (`PRI * HTTP/2.0...`), all 24 octets of it, goes to the HTTP/2 side (`http2`: the gRPC door; every h2c
+ *   stream there is gRPC's, as in etcd 3.4, whose cmux sends all HTTP/2 to grpc-go); a first line that is an
+ *   HTTP/1 request line goes to a node:http server (as etcd's cmux sends it to Go's http); anything else is
+ *   closed unanswered, as cmux closes a connection no matcher takes. The bytes read to decide go to their new
+ *   owner with the socket.
  * - TLS: the handshake is ours (node:tls, ALPN offering h2 and http/1.1, as Go's TLS server of etcd's
  *   client port); a connection that negotiates h2 goes to the HTTP/2 side, marked secure (there etcd answers a
  *   request that is not gRPC with its HTTP handler), any other to the node:http server, as Go's TLS server
@@ -69,6 +71,7 @@ export const MAX_HEADER_BYTES = (1 << 20) + 4096;
 const goRefusal = (status: string): Buffer => Buffer.from(`HTTP/1.1 ${status}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n${status}`, 'latin1');
 const GO_431 = goRefusal('431 Request Header Fields Too Large');
 const GO_400 = goRefusal('400 Bad Request');
+const GO_400_NO_HOST = goRefusal('400 Bad Request: missing required Host header');
 
 /**
  * node:http's 'clientError' (a request its parser refused, or the socket's own error): Go's answer where one
@@ -81,6 +84,18 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
   if (err.code !== 'ECONNRESET' && socket.writable && inFlight?.headersSent !== true) socket.write(err.code === 'HPE_HEADER_OVERFLOW' ? GO_431 : GO_400);
   socket.destroy();
+}
+
+/** A request of HTTP/1.1 or later without a Host header gets Go's refusal (node:http's own would be a bare 400). */
+function hostRequired(handler: ClientPortOptions['handler']): http.RequestListener {
+  return (req, res) => {
+    if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 && req.method !== 'CONNECT') {
+      const socket = req.socket;
+      socket.end(GO_400_NO_HOST, () => socket.destroy());
+      return;
+    }
+    handler(req, res);
+  };
 }
 
 /** grpc-go's default ConnectionTimeout: the handshake of a new connection must be done within it. */
@@ -109,7 +124,8 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
   // Made at the first HTTP/1.1 connection: a member whose clients all speak gRPC (etcdctl, every client
   // library) never loads node:http, which the etcd command's start-up snapshot cannot hold (~5 ms of CPU).
   let httpServer: http.Server | undefined;
-  const http1 = (): http.Server => (httpServer ??= http.createServer({ keepAliveTimeout: 0, requestTimeout: 0, maxHeaderSize: MAX_HEADER_BYTES }, opts.handler).on('clientError', answerClientError));
+  const http1 = (): http.Server =>
+    (httpServer ??= http.createServer({ keepAliveTimeout: 0, requestTimeout: 0, maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false }, hostRequired(opts.handler)).on('clientError', answerClientError));
   const sockets = new Set<net.Socket>();
   const deadlines = new HandshakeDeadlines<net.Socket>(opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS, opts.timers ?? { after: afterHostTime, now: hostNow });
   // A TLSSocket is known only once its handshake is done: its TCP socket (whose deadline it is) is found by
@@ -167,7 +183,7 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
       tlsServer.emit('connection', socket);
       return;
     }
-    sniff(socket, (head) => toHttp2(socket, head, false), () => toHttp1(socket));
+    sniff(socket, (head) => toHttp2(socket, head, false), () => toHttp1(socket), () => socket.destroy());
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -222,22 +238,55 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
   };
 }
 
+/** How much of a connection cmux reads to match HTTP/1 (its maxHTTPRead): the first line must end within it. */
+const FIRST_LINE_MAX = 4096;
+const SP = 0x20;
+const LF = 0x0a;
+const CR = 0x0d;
+const HTTP_SLASH = Buffer.from('HTTP/', 'latin1');
+
+/**
+ * cmux's HTTP1 matcher, which etcd 3.4's plaintext client port applies before Go's http.Server sees a
+ * connection: the first line (its CR before the LF dropped once) split at its first two spaces into method,
+ * request URI and protocol, the protocol read as Go's ParseHTTPVersion reads it — exactly `HTTP/d.d` — with
+ * major version 1. etcd 3.4.23 closed unanswered "GARBAGE", "GET /", "GET / HTTP/2.0", "GET / x HTTP/1.1",
+ * "GET /a HTTP/1.10", a lower-case "http/1.1", a leading empty line; it answered "GET /a HTTP/1.9".
+ * Returns where the protocol's minor digit is, or -1 when the line is no HTTP/1 request line.
+ */
+function http1MinorAt(line: Buffer): number {
+  const end = line.length > 0 && line[line.length - 1] === CR ? line.length - 1 : line.length;
+  const s1 = line.indexOf(SP);
+  const s2 = s1 < 0 ? -1 : line.indexOf(SP, s1 + 1);
+  if (s2 < 0 || s2 >= end) return -1;
+  const v = s2 + 1;
+  const minor = line[v + 7];
+  const ok = end - v === 8 && line.compare(HTTP_SLASH, 0, 5, v, v + 5) === 0 && line[v + 5] === 0x31 && line[v + 6] === 0x2e && minor !== undefined && minor >= 0x30 && minor <= 0x39;
+  return ok ? v + 7 : -1;
+}
+
 /**
  * Reads a plaintext connection's first bytes until they tell its protocol, then hands it on: to `http2` with
- * the bytes read, or to `http1`, whose data listener gets them.
+ * the bytes read, to `http1`, whose data listener gets them, or to `refuse` when no matcher of etcd's cmux
+ * would take them. At most cmux's read is held meanwhile (a preface, or a first line, still under way).
  */
-function sniff(socket: net.Socket, http2: (head: Buffer) => void, http1: () => void): void {
+function sniff(socket: net.Socket, http2: (head: Buffer) => void, http1: () => void, refuse: () => void): void {
   let seen: Buffer | undefined;
   const onData = (chunk: Buffer): void => {
     seen = seen === undefined ? chunk : Buffer.concat([seen, chunk]);
     const n = Math.min(seen.length, PREFACE.length);
     const isH2 = seen.compare(PREFACE, 0, n, 0, n) === 0;
-    // Wait while the bytes so far could still be the preface. As etcd's cmux, only the whole preface goes to
-    // the HTTP/2 side, anything else to HTTP/1.1 ("PRI * HTTP/1.1" gets 400 there, as from etcd's net/http): a
-    // connection stalled inside its preface holds only these bytes, no HTTP/2 connection state.
+    // Wait while the bytes so far could still be the preface: a connection stalled inside its preface holds
+    // only these bytes, no HTTP/2 connection state.
     if (isH2 && n < PREFACE.length) return;
+    const lf = isH2 ? -1 : seen.indexOf(LF);
+    // A first line still under way within cmux's read: wait for its end.
+    if (!isH2 && lf < 0 && seen.length < FIRST_LINE_MAX) return;
     socket.removeListener('data', onData);
     if (isH2) return http2(seen);
+    const minorAt = lf < 0 || lf >= FIRST_LINE_MAX ? -1 : http1MinorAt(seen.subarray(0, lf));
+    if (minorAt < 0) return refuse();
+    // Go serves any HTTP/1.d at least 1.1 as 1.1; node:http's parser refuses minor versions past 1.
+    if (seen[minorAt]! > 0x31) seen[minorAt] = 0x31;
     // node:http reads the socket natively from here on (its parser consumes the handle); the bytes read so
     // far go to the 'data' listener it has just added, before any later read can. Unshifting them instead
     // (pause, unshift, resume) sent them through the stream's buffer and a tick: a third of what this port
