@@ -115,8 +115,11 @@ export class JwtTokens implements TokenProvider {
 
   info(token: string): TokenInfo | undefined {
     try {
-      const claims = jwt.verify(token, this.verifyKey, { algorithms: [this.opts.signMethod], clockTimestamp: Math.floor(this.clock.now() / 1000) });
+      // Expiry is read here, on the simulator's clock: jsonwebtoken reads the host's clock when the time it is
+      // given is 0 — where a virtual clock starts — so every token looked expired there.
+      const claims = jwt.verify(token, this.verifyKey, { algorithms: [this.opts.signMethod], ignoreExpiration: true });
       if (typeof claims !== 'object' || typeof claims['username'] !== 'string' || typeof claims['revision'] !== 'number') return undefined;
+      if (typeof claims.exp === 'number' && Math.floor(this.clock.now() / 1000) >= claims.exp) return undefined;
       return { user: claims['username'], revision: claims['revision'] };
     } catch {
       return undefined;

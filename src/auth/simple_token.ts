@@ -57,7 +57,7 @@ export class SimpleTokens implements TokenProvider {
   }
 
   /** The user a live token belongs to (renewing it), or undefined when unknown or expired. */
-  info(token: string): { readonly user: string; readonly revision?: undefined } | undefined {
+  info(token: string): { readonly user: string; readonly revision?: number | undefined } | undefined {
     const t = this.tokens.get(token);
     if (t === undefined) return undefined;
     const now = this.clock.now();

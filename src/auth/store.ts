@@ -387,6 +387,16 @@ export class AuthStore {
     if (!this.permsOf(u).permits(kind, key, rangeEnd)) fail(ErrPermissionDenied);
   }
 
+  /**
+   * doSerialize's last check, after a read served without Raft (a Range, a read-only Txn): a token issued at
+   * another auth revision than the store's is refused with ErrAuthOldRevision — a JWT after any auth change,
+   * even while auth is off on 3.4.23, whose AuthInfoFromCtx reads a token then (observed: such a Range is
+   * refused, test/shadow/jwt.test.ts). A simple token names the current revision.
+   */
+  checkServedRevision(ai: AuthInfo | undefined): void {
+    if (ai?.revision !== undefined && ai.revision !== this.rev) fail(ErrAuthOldRevision);
+  }
+
   /** IsAdminPermitted: the caller has role root (anyone, while auth is disabled). */
   checkAdmin(ai: AuthInfo | undefined): void {
     if (!this.enabledFlag) return;

@@ -31,3 +31,5 @@ export {
   type GrpcLeaseClient,
 } from './client.js';
 export type { ServedClusterMember, ServeClusterOptions, ServeClusterHandle } from './serve_cluster.js';
+// etcd's canonical encoding of the answers that carry key-values: the shadow compares the simulator's with etcd's bytes.
+export { encodeRangeResponse, encodePutResponse, encodeDeleteRangeResponse, encodeTxnResponse } from './codec.js';

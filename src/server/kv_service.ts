@@ -81,6 +81,7 @@ export class KVService {
       const v = mvcc.validateRange(rangeIn(req));
       const ai = this.#caller(ctx);
       if (server.auth.enabled) checkRangeAuth(server.auth, ai, v);
+      server.auth.checkServedRevision(ai);
       return mvcc.applyRange(v);
     });
     return rangeOut(r, header(server.identity, r.revision));
@@ -158,6 +159,7 @@ export class KVService {
       const ro = mvcc.readOnlyTxn(v);
       if (ro !== undefined) {
         if (server.auth.enabled) checkTxnAuth(server.auth, ai, this.leaseKeys, ro);
+        server.auth.checkServedRevision(ai);
         r = mvcc.applyTxn(ro);
       } else {
         readOnly = false;

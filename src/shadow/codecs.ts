@@ -15,6 +15,8 @@ export interface Codec {
   req(b: Buffer): unknown;
   res(b: Buffer): unknown;
   wire(res: unknown): unknown;
+  /** etcd's answers are its protobuf bytes (gRPC), which the simulator's can be compared with (wire_answer.ts); the gateway's are JSON. */
+  readonly protobuf: boolean;
 }
 
 /** One method's protobuf forms, for a path `/etcdserverpb.KV/Range`. */
@@ -36,7 +38,7 @@ function formsOf(path: string): MethodForms | undefined {
         const def = Object.hasOwn(methodsOf, m[2]!) ? methodsOf[m[2]!] : undefined; // not `constructor` or `__proto__`
         if (def !== undefined) {
           f = {
-            codec: { req: (b) => def.requestDeserialize(b), res: (b) => def.responseDeserialize(b), wire: (x) => def.responseDeserialize(def.responseSerialize(x)) },
+            codec: { req: (b) => def.requestDeserialize(b), res: (b) => def.responseDeserialize(b), wire: (x) => def.responseDeserialize(def.responseSerialize(x)), protobuf: true },
             reqWire: (x) => def.requestDeserialize(def.requestSerialize(x)),
           };
         }
@@ -80,5 +82,6 @@ export function jsonCodec(path: string, requestType: string, responseType: strin
       return f.codec.wire(messageFromJson(responseType, msg));
     },
     wire: f.codec.wire,
+    protobuf: false,
   };
 }

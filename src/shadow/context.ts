@@ -12,6 +12,7 @@ import type { Follower } from './follower.js';
 import type { ShadowReport } from './report.js';
 import type { ScenarioLog } from './scenario.js';
 import type { StreamCompare } from './streams.js';
+import { jwtExpiryMs } from './token_kind.js';
 
 /** Lease IDs are the real etcd's on both sides (the simulator grants the ID etcd chose): none are renamed. */
 export const NO_LEASES: LeaseNames = { names: new Map() };
@@ -57,11 +58,14 @@ export interface ShadowContext {
  * etcd refuses one (`forget`), and once one went unused for longer than etcd's --auth-token-ttl (a simple
  * token lives that long after its last use; etcd's keeper sweeps once a second, so the shadow waits
  * TTL_SLACK_MS more before it drops a pair, and a call etcd still takes is never left without its
- * counterpart). And at most `max` pairs, the oldest forgotten first past that: an application that
- * authenticates faster than the TTL lets tokens go grows etcd's store, but not the shadow's beyond it.
+ * counterpart). A JWT (etcd's `--auth-token jwt,...`; token_kind.ts) is not dropped for want of use: etcd
+ * takes it until its expiry however seldom it is used, so its pair is kept until then (and TTL_SLACK_MS
+ * more). And at most `max` pairs, the oldest forgotten first past that: an application that authenticates
+ * faster than the TTL lets tokens go grows etcd's store, but not the shadow's beyond it.
  */
 export class TokenMap {
-  private readonly pairs = new Map<string, { readonly sim: string; used: number }>();
+  /** `expires`: a JWT's expiry (ms); absent for a simple token, which lives `ttlMs` past its last use. */
+  private readonly pairs = new Map<string, { readonly sim: string; used: number; readonly expires: number | undefined }>();
   private swept: number;
 
   constructor(
@@ -80,7 +84,7 @@ export class TokenMap {
     if (this.now() - this.swept >= SWEEP_MS) this.sweep();
     const old = this.pairs.get(etcdToken);
     if (old !== undefined && old.sim !== simToken) this.drop(old.sim);
-    this.pairs.set(etcdToken, { sim: simToken, used: this.now() });
+    this.pairs.set(etcdToken, { sim: simToken, used: this.now(), expires: jwtExpiryMs(etcdToken) });
     if (this.pairs.size > this.max) this.forget(this.pairs.keys().next().value!);
   }
 
@@ -89,8 +93,8 @@ export class TokenMap {
     const p = this.pairs.get(etcdToken);
     if (p === undefined) return undefined;
     const now = this.now();
-    if (now - p.used > this.ttlMs + TTL_SLACK_MS) {
-      // Unused past etcd's TTL: etcd dropped it, whatever the last sweep saw.
+    if (this.gone(p, now)) {
+      // Unused past etcd's TTL, or a JWT past its expiry: etcd dropped it, whatever the last sweep saw.
       this.forget(etcdToken);
       return undefined;
     }
@@ -121,11 +125,19 @@ export class TokenMap {
   private sweep(): void {
     const now = this.now();
     this.swept = now;
-    for (const [etcdToken, p] of this.pairs) if (now - p.used > this.ttlMs + TTL_SLACK_MS) this.forget(etcdToken);
+    for (const [etcdToken, p] of this.pairs) if (this.gone(p, now)) this.forget(etcdToken);
+  }
+
+  /** etcd no longer takes the token: a simple one unused past its TTL, a JWT past its expiry (each with the slack). */
+  private gone(p: { readonly used: number; readonly expires: number | undefined }, now: number): boolean {
+    return p.expires === undefined ? now - p.used > this.ttlMs + TTL_SLACK_MS : now > p.expires + TTL_SLACK_MS;
   }
 }
 
-/** etcd's simple-token keeper sweeps once a second: a token may be taken up to 1 s past its TTL; 1 s more for the call on its way. */
+/**
+ * etcd's simple-token keeper sweeps once a second: a token may be taken up to 1 s past its TTL; 1 s more for
+ * the call on its way (a JWT's `exp` is in whole seconds, and etcd's clock may be another machine's).
+ */
 const TTL_SLACK_MS = 2_000;
 /** How often a use of a token also sweeps the others (each Authenticate sweeps too). */
 const SWEEP_MS = 1_000;

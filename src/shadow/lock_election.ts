@@ -43,7 +43,7 @@ function keyAt(ctx: ShadowContext, key: Uint8Array, rev: string): { header: unkn
 const bytes = (v: unknown): Uint8Array => (v instanceof Uint8Array ? v : Buffer.alloc(0));
 
 /** Proclaim and Resign write when the leader key is still the one campaigned for (its create revision). */
-const stillLeader = (_ok: Msg, r: Msg, ctx: ShadowContext): boolean => {
+const stillLeader = (_ok: () => Msg, r: Msg, ctx: ShadowContext): boolean => {
   const l = r['leader'] as { key?: unknown; rev?: string } | null | undefined;
   return l != null && simKey(ctx, l.key)?.create_revision === String(l.rev);
 };
@@ -56,7 +56,7 @@ export const LOCK_ELECTION: ReadonlyArray<[string, UnaryRule]> = [
       answersOnly: true,
       // The lock is held by the oldest key under the name: the simulator's, at etcd's revision.
       ask: (ctx, r, ok) => {
-        const o = oldest(ctx, bytes(r['name']), revOf(ok));
+        const o = oldest(ctx, bytes(r['name']), revOf(ok()));
         return { header: o.header, key: o.kv?.key ?? Buffer.alloc(0) };
       },
     },
@@ -68,7 +68,8 @@ export const LOCK_ELECTION: ReadonlyArray<[string, UnaryRule]> = [
       late: 'as-is',
       answersOnly: true,
       // etcd answers with the header of the Txn that put the key: older keys may still be there at that revision.
-      ask: (ctx, r, ok) => {
+      ask: (ctx, r, answer) => {
+        const ok = answer();
         const key = bytes((ok?.['leader'] as { key?: unknown } | undefined)?.key);
         const k = keyAt(ctx, key, revOf(ok));
         return { header: k.header, leader: k.kv === undefined ? null : { name: r['name'], key, rev: k.kv.create_revision, lease: k.kv.lease } };

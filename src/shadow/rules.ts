@@ -4,6 +4,7 @@
  * once the simulator is past etcd's revision, and what in the answer is etcd's own (time, its
  * configuration) and so left free.
  */
+import type { Buffer } from 'node:buffer';
 import type { EtcdSim } from '../client/index.js';
 import type { Canon } from '../diff/index.js';
 import type { CallContext } from '../server/index.js';
@@ -12,20 +13,31 @@ import { isObj, type Outcome, type ShadowContext } from './context.js';
 export type Msg = Record<string, unknown>;
 
 export interface UnaryRule {
-  /** Whether etcd's successful answer made a revision (asked when the simulator is one below it). */
-  makesRevision?(ok: Msg, req: Msg, ctx: ShadowContext): boolean;
+  /**
+   * Whether etcd's successful answer made a revision (asked when the simulator is one below it). `ok` gives
+   * etcd's answer, decoded on the first call (wire_answer.ts): a rule that needs only the request never decodes it.
+   */
+  makesRevision?(ok: () => Msg, req: Msg, ctx: ShadowContext): boolean;
   /** Asked when the simulator is already past etcd's revision: 'read' asks at that revision, 'as-is' asks now; absent: not compared. */
   readonly late?: 'read' | 'as-is';
   /** Before asking the simulator: what etcd's answer says it must follow (a lease gone on etcd). */
   follow?(ctx: ShadowContext, req: Msg, ok: Msg | undefined): void;
   /** The request as the simulator is asked it (etcd's IDs turned into the simulator's). */
   request?(ctx: ShadowContext, req: Msg): Msg;
-  /** The simulator's answer (throws etcd's error); `call` carries the simulator's token for etcd's. */
-  ask(ctx: ShadowContext, req: Msg, ok: Msg | undefined, call: CallContext | undefined): unknown;
+  /**
+   * The simulator's answer (throws etcd's error); `call` carries the simulator's token for etcd's. `ok` gives
+   * etcd's answer (undefined: an error), decoded on the first call, as for makesRevision.
+   */
+  ask(ctx: ShadowContext, req: Msg, ok: () => Msg | undefined, call: CallContext | undefined): unknown;
   /** Why the simulator is not asked this call though etcd answered it now (counted as not compared); undefined: it is asked. */
   passedBy?(ctx: ShadowContext, req: Msg, ok: Msg | undefined): string | undefined;
   /** Only etcd's successful answers are compared (an error answer: the simulator is not asked). */
   readonly answersOnly?: boolean;
+  /**
+   * The simulator's answer in etcd's own encoding (src/grpc/codec.ts): etcd's answer is then compared as
+   * the bytes it sent, and decoded only when they differ or something else reads it (wire_answer.ts).
+   */
+  encode?(answer: unknown): Buffer;
   /** Both answers in a form where what is etcd's own configuration is left out (applied to both sides). */
   canonical?(c: Canon): Canon;
   /** After both answered: what the shadow learns from them (the token pair of an Authenticate). */

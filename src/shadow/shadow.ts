@@ -32,6 +32,8 @@ import { grpcCodec, jsonCodec, type Codec } from './codecs.js';
 import type { GatewayTap } from './gateway.js';
 import type { StreamCompare } from './streams.js';
 import { UNARY, unaryStep } from './unary.js';
+import { FollowingTokens, type JwtTokensClass } from './token_kind.js';
+import { WireAnswer } from './wire_answer.js';
 
 export interface ShadowOptions {
   /** host:port of the real etcd. */
@@ -146,7 +148,7 @@ async function identityOf(client: EtcdGrpcClient): Promise<Identity> {
  * A simulator of the release asked, on a clock that never moves (etcd's clock decides), holding etcd's
  * state (seed.ts), as the same member of the same cluster (so Cluster's answers name the same member).
  */
-function followingSim(o: ShadowOptions, version: EtcdVersion, snapshot: Buffer, id: Identity): EtcdSim {
+function followingSim(o: ShadowOptions, version: EtcdVersion, snapshot: Buffer, id: Identity, Jwt: JwtTokensClass): EtcdSim {
   const heartbeatMs = o.heartbeatMs ?? 100;
   const electionMs = o.electionMs ?? 1000;
   return createEtcdSim({
@@ -156,6 +158,8 @@ function followingSim(o: ShadowOptions, version: EtcdVersion, snapshot: Buffer, 
     heartbeatIntervalMs: heartbeatMs,
     electionTicks: Math.max(1, Math.round(electionMs / heartbeatMs)),
     fromSnapshot: snapshot,
+    // Tokens of the kind etcd issues (token_kind.ts): a JWT for an Authenticate etcd answered with one.
+    authTokenProvider: (clock) => new FollowingTokens(clock, Jwt),
     ...id,
   });
 }
@@ -167,7 +171,8 @@ export async function startShadow(o: ShadowOptions): Promise<ShadowHandle> {
   const auth = new OwnAuth(client, o.user);
   let sim: EtcdSim;
   try {
-    sim = followingSim(o, version, await seed(o, credentials, auth), await identityOf(client));
+    const { JwtTokens } = await import('../auth/jwt_token.js');
+    sim = followingSim(o, version, await seed(o, credentials, auth), await identityOf(client), JwtTokens);
   } catch (err) {
     client.close();
     throw err;
@@ -381,6 +386,8 @@ function tapCall(ctx: ShadowContext, path: string, token: string | string[] | un
   const writes = rule?.makesRevision !== undefined;
   let req: unknown;
   let res: unknown;
+  // etcd's answer kept as its bytes, decoded only if the comparison needs it (wire_answer.ts).
+  const asBytes = codec.protobuf && rule?.encode !== undefined;
   let untapped: string | undefined;
   if (writes) follower.inflightWrites++;
   let counted = writes;
@@ -393,7 +400,8 @@ function tapCall(ctx: ShadowContext, path: string, token: string | string[] | un
       req = codec.req(m);
     },
     onResponse: (m) => {
-      res = codec.res(m);
+      // A copy: the message is a view into the socket's chunk, which the scenario log would keep alive.
+      res = asBytes ? new WireAnswer(Buffer.from(m), codec.res) : codec.res(m);
     },
     onUntapped: (why) => {
       untapped = why;
@@ -414,7 +422,7 @@ function tapCall(ctx: ShadowContext, path: string, token: string | string[] | un
         if (dropped) ctx.tokens.forget(token);
         const asked = dropped ? { token } : call;
         if (asked !== undefined && asked.token === undefined) report.notCompared(rpc, 'a token from before the shadow');
-        else follower.add(unaryStep(ctx, rule, rpc, (req ?? {}) as Record<string, unknown>, status === 0 ? { ok: res } : { err: { code: status, details: message } }, asked, codec.wire));
+        else follower.add(unaryStep(ctx, rule, rpc, (req ?? {}) as Record<string, unknown>, status !== 0 ? { err: { code: status, details: message } } : res instanceof WireAnswer ? res : { ok: res }, asked, codec.wire));
       }
       if (compacting) {
         compacting = false;

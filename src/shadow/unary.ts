@@ -7,7 +7,10 @@
  * Lease IDs are the real etcd's: the simulator grants each lease with the ID etcd chose, as a client-chosen
  * ID, so every later request naming it means the same lease on both.
  */
+import type { Buffer } from 'node:buffer';
+import { serverOf } from '../client/index.js';
 import { canon, sameCanon, text, type Canon } from '../diff/index.js';
+import { encodeDeleteRangeResponse, encodePutResponse, encodeRangeResponse, encodeTxnResponse } from '../grpc/index.js';
 import type { CallContext } from '../server/index.js';
 import type * as M from '../server/messages.js';
 import { isObj, NO_LEASES, outcomeText, simOutcome, type Outcome, type ShadowContext } from './context.js';
@@ -15,6 +18,8 @@ import { isCompactedError } from './compaction.js';
 import type { Step } from './follower.js';
 import { LOCK_ELECTION, MEMBERS } from './lock_election.js';
 import { byName, fromSim, type Msg, type UnaryRule } from './rules.js';
+import { headerRevision, sameWire, WireAnswer } from './wire_answer.js';
+import { FollowingTokens, jwtExpiryMs } from './token_kind.js';
 
 const LEASE_NOT_FOUND = 'etcdserver: requested lease not found';
 
@@ -35,7 +40,13 @@ export const UNARY: ReadonlyMap<string, UnaryRule> = new Map<string, UnaryRule>(
     '/etcdserverpb.Auth/Authenticate',
     {
       late: 'as-is',
-      ask: byName('auth', 'Authenticate'),
+      // A JWT from etcd: the simulator issues one too (token_kind.ts), refused alike after an auth change.
+      ask: (ctx, r, answer, call) => {
+        const ok = answer();
+        const ask = (): unknown => byName('auth', 'Authenticate')(ctx, r, answer, call);
+        const tokens = serverOf(ctx.sim).auth.tokens;
+        return ok !== undefined && jwtExpiryMs(String(ok['token'])) !== undefined && tokens instanceof FollowingTokens ? tokens.jwtNext(ask) : ask();
+      },
       free: fromSim('token'),
       learn: (ctx, mine, etcd) => {
         if (!('ok' in mine)) return;
@@ -55,10 +66,11 @@ export const UNARY: ReadonlyMap<string, UnaryRule> = new Map<string, UnaryRule>(
   ['/etcdserverpb.Maintenance/Defragment', { late: 'as-is', ask: byName('maintenance', 'Defragment') }],
   ...MEMBERS,
   ...LOCK_ELECTION,
-  ['/etcdserverpb.KV/Range', { late: 'read', ask: byName('kv', 'Range') }],
-  ['/etcdserverpb.KV/Put', { makesRevision: () => true, ask: byName('kv', 'Put') }],
-  ['/etcdserverpb.KV/DeleteRange', { makesRevision: (ok) => ok['deleted'] !== '0', ask: byName('kv', 'DeleteRange') }],
-  ['/etcdserverpb.KV/Txn', { makesRevision: (ok) => txnWrote(ok as unknown as M.TxnResponse), ask: byName('kv', 'Txn') }],
+  // KV's answers are compared as etcd's bytes against the simulator's answer in etcd's encoding (wire_answer.ts).
+  ['/etcdserverpb.KV/Range', { late: 'read', ask: byName('kv', 'Range'), encode: (a) => encodeRangeResponse(a as M.RangeResponse) }],
+  ['/etcdserverpb.KV/Put', { makesRevision: () => true, ask: byName('kv', 'Put'), encode: (a) => encodePutResponse(a as M.PutResponse) }],
+  ['/etcdserverpb.KV/DeleteRange', { makesRevision: (ok) => ok()['deleted'] !== '0', ask: byName('kv', 'DeleteRange'), encode: (a) => encodeDeleteRangeResponse(a as M.DeleteRangeResponse) }],
+  ['/etcdserverpb.KV/Txn', { makesRevision: (ok) => txnWrote(ok() as unknown as M.TxnResponse), ask: byName('kv', 'Txn'), encode: (a) => encodeTxnResponse(a as M.TxnResponse) }],
   [
     '/etcdserverpb.KV/Compact',
     {
@@ -75,7 +87,10 @@ export const UNARY: ReadonlyMap<string, UnaryRule> = new Map<string, UnaryRule>(
       late: 'as-is',
       // etcd granted this ID, so it had no such lease: nor has the simulator (one that expired there).
       follow: (ctx, _r, ok) => ctx.leaseGone(ok === undefined ? undefined : String(ok['ID'])),
-      ask: (ctx, r, ok, call) => ctx.sim.services.lease.leaseGrant(ok === undefined ? (r as M.LeaseGrantRequest) : { ...(r as M.LeaseGrantRequest), ID: String(ok['ID']) }, call),
+      ask: (ctx, r, answer, call) => {
+        const ok = answer();
+        return ctx.sim.services.lease.leaseGrant(ok === undefined ? (r as M.LeaseGrantRequest) : { ...(r as M.LeaseGrantRequest), ID: String(ok['ID']) }, call);
+      },
       // A granted lease is recorded with the ID etcd chose, so that a replay grants the same one.
       logged: (r, ok) => (ok === undefined ? r : { ...r, ID: ok['ID'] }),
     },
@@ -117,18 +132,24 @@ export const UNARY: ReadonlyMap<string, UnaryRule> = new Map<string, UnaryRule>(
 
 /**
  * One unary call etcd answered, as a step for the follower: the simulator is asked and the answers compared.
- * Unless it already agrees (sameOutcome), the simulator's answer goes through the wire form first (`wire`:
- * encoded and decoded as etcd's message), so both are read as a client reads them, fields left at their
- * defaults included.
+ * etcd's answer may come as its bytes (a WireAnswer: decoded only when read); a rule with `encode` compares
+ * them with the simulator's answer in etcd's encoding first. Unless the answers already agree (sameWire, or
+ * sameOutcome on the decoded forms), the simulator's answer goes through the wire form (`wire`: encoded and
+ * decoded as etcd's message), so both are read as a client reads them, fields left at their defaults included.
  */
 export function unaryStep(ctx: ShadowContext, rule: UnaryRule, rpc: string, req: Msg, etcd: Outcome, call: CallContext | undefined, wire: (m: unknown) => unknown): Step {
-  const ok = 'ok' in etcd ? (etcd.ok as { header?: { revision?: string } } & Msg) : undefined;
-  const rev = ok?.header?.revision === undefined ? undefined : Number(ok.header.revision);
+  const answered = 'ok' in etcd;
+  // etcd's answer, read (and so decoded, for a WireAnswer) only by what needs more than its revision.
+  const ok = (): (Msg & { header?: { revision?: string } }) | undefined => (answered ? (etcd.ok as Msg) : undefined);
+  const bytes = etcd instanceof WireAnswer ? etcd.bytes : undefined;
+  const header = bytes === undefined ? undefined : headerRevision(bytes);
+  const said = header ?? (ok()?.header?.revision === undefined ? undefined : Number(ok()!.header!.revision));
+  const rev = answered ? said : undefined;
   const leaseNotFound = 'err' in etcd && etcd.err.details === LEASE_NOT_FOUND;
   return {
     rev,
     skip: () => ctx.report.notCompared(rpc, "its revision came first from etcd's events"),
-    makesRevision: () => ok !== undefined && rule.makesRevision !== undefined && rule.makesRevision(ok, req, ctx),
+    makesRevision: () => answered && rule.makesRevision !== undefined && rule.makesRevision(() => ok()!, req, ctx),
     run: (late) => {
       const cur = ctx.sim.mvcc.currentRevision;
       if (late && rule.late === undefined) {
@@ -136,7 +157,7 @@ export function unaryStep(ctx: ShadowContext, rule: UnaryRule, rpc: string, req:
         ctx.log.add(rpc, req, etcd);
         return;
       }
-      const passed = rule.passedBy?.(ctx, req, ok);
+      const passed = rule.passedBy?.(ctx, req, ok());
       if (passed !== undefined) {
         ctx.report.notCompared(rpc, passed);
         return;
@@ -149,7 +170,7 @@ export function unaryStep(ctx: ShadowContext, rule: UnaryRule, rpc: string, req:
       const asked = rule.request?.(ctx, req) ?? req;
       const sreq = late && rule.late === 'read' ? { ...asked, revision: asked['revision'] === '0' || asked['revision'] === undefined ? String(rev) : asked['revision'] } : asked;
       if (leaseNotFound) ctx.leaseGone(String(req['lease'] ?? req['ID'] ?? '0'));
-      rule.follow?.(ctx, req, ok);
+      rule.follow?.(ctx, req, ok());
       const answer = simOutcome(() => rule.ask(ctx, sreq, ok, call));
       if ('err' in etcd && isCompactedError(etcd.err.details) && 'ok' in answer) {
         // etcd compacted beyond the simulator without a Compact through the shadow: not a difference of
@@ -159,17 +180,34 @@ export function unaryStep(ctx: ShadowContext, rule: UnaryRule, rpc: string, req:
         ctx.compactionSeen();
         return;
       }
-      // The simulator's answer as it is, when it already agrees with etcd's decoded one; else in wire form.
-      const same = !late && sameOutcome(answer, etcd, rule);
+      // The same bytes as etcd's (the common case, nothing decoded); else the simulator's answer as it is,
+      // when it already agrees with etcd's decoded one; else in wire form.
+      const same = (bytes !== undefined && sameBytes(answer, bytes, rule, late)) || (!late && sameOutcome(answer, etcd, rule));
       const mine = same || !('ok' in answer) ? answer : simOutcome(() => wire(answer.ok));
       rule.learn?.(ctx, mine, etcd);
-      ctx.log.add(rpc, rule.logged?.(req, ok) ?? req, etcd);
+      ctx.log.add(rpc, rule.logged?.(req, ok()) ?? req, etcd);
       ctx.report.compared(rpc);
       if (same) return;
       const [a, b] = compareTexts(mine, etcd, late ? rev : undefined, rule);
       if (a !== b) ctx.diverge(rpc, `${rpc} at revision ${rev ?? cur}`, req, b, a, rev);
     },
   };
+}
+
+/**
+ * The simulator's answer, in etcd's encoding, has etcd's bytes (wire_answer.ts): the same message but for what
+ * etcd leaves free in the header — and for a late read the header's revision, which compareTexts sets to
+ * etcd's. Only for a rule that compares its answers whole (no `free`, no `canonical`).
+ */
+function sameBytes(mine: Outcome, etcd: Buffer, rule: Pick<UnaryRule, 'free' | 'canonical' | 'encode'>, late: boolean): boolean {
+  if (!('ok' in mine) || rule.encode === undefined || rule.free !== undefined || rule.canonical !== undefined) return false;
+  let encoded: Buffer;
+  try {
+    encoded = rule.encode(mine.ok);
+  } catch {
+    return false;
+  }
+  return sameWire(encoded, etcd, late);
 }
 
 /**

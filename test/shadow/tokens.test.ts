@@ -1,11 +1,12 @@
 /**
  * The shadow's pairs of auth tokens (src/shadow/context.ts, TokenMap) and what they keep in the simulator's
  * token store, whose clock never moves: a pair goes, with the simulator's token, when etcd refuses its token,
- * once it went unused past etcd's --auth-token-ttl (and the keeper's second of slack), and past the bound, the
- * oldest first. Host time is a counter here.
+ * once it went unused past etcd's --auth-token-ttl (and the keeper's second of slack) — a JWT's once past its
+ * expiry instead, however long unused — and past the bound, the oldest first. Host time is a counter here.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import jwt from 'jsonwebtoken';
 import { TokenMap } from '../../src/shadow/context.js';
 
 function rig(ttlMs: number, max?: number): { map: TokenMap; held: Set<string>; tick(ms: number): void } {
@@ -65,4 +66,25 @@ test('learning a token etcd issued again drops the simulator token it replaced',
   map.learn('etcd-x', 'sim-1');
   map.learn('etcd-x', 'sim-2');
   assert.deepEqual([...held], ['sim-2']);
+});
+
+test("a JWT (etcd's --auth-token jwt): its pair is kept until the token's expiry however long it goes unused, then dropped", () => {
+  const { map, held, tick } = rig(1000);
+  // Host time starts at 0 here: exp 60 is 60 s on.
+  const token = jwt.sign({ exp: 60, revision: 5, username: 'app' }, 'etcd key', { algorithm: 'HS256', noTimestamp: true });
+  held.add('sim-j').add('sim-s');
+  map.learn(token, 'sim-j');
+  map.learn('etcd-simple', 'sim-s');
+  // Unused for 30 s, far past the 1 s TTL of a simple token: the simple pair goes at the sweep, the JWT's stays.
+  tick(30_000);
+  assert.equal(map.simToken('etcd-simple'), undefined);
+  assert.equal(map.simToken(token), 'sim-j');
+  // Past its expiry, within the slack: etcd may still take it (its clock, whole seconds).
+  tick(31_500);
+  assert.equal(map.simToken(token), 'sim-j');
+  assert.deepEqual([...held], ['sim-j']);
+  // Past expiry and slack, though just used: gone, with its simulator token.
+  tick(501);
+  assert.equal(map.simToken(token), undefined);
+  assert.deepEqual([...held], []);
 });
