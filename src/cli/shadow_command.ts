@@ -18,7 +18,8 @@
  * Exit codes: 0 stopped by a signal, nothing diverged (or no --fail-on-divergence); 1 a divergence with
  * --fail-on-divergence, or the port could not be opened; 2 usage error or the etcd could not be used.
  */
-import { afterHostTime } from '../sim/index.js';
+import { read } from 'read';
+import { afterHostTime, hostNextTurn } from '../sim/index.js';
 import { parseEtcdUrl } from './go_flags.js';
 import { ETCD_VERSIONS, isEtcdVersion, type EtcdVersion } from '../etcd/index.js';
 import { CliError, type CliIo } from './io.js';
@@ -94,35 +95,21 @@ export async function userOf(
 }
 
 /**
- * The password typed on the terminal, not echoed: the terminal in raw mode (no echo, no line editing) while
- * it is typed, up to Enter; Backspace takes back a character. Undefined without a terminal, or when the
- * typing is given up (Ctrl-C, Ctrl-D on nothing). Written by hand rather than with npm's `read`: the
- * session's worktrees share one node_modules, which has no such package.
+ * The password typed on the terminal, not echoed, up to Enter: npm's `read` (readline on the terminal, in raw
+ * mode from before the prompt shows, its echo muted), the prompt on stderr. Undefined without a terminal, or
+ * when the typing is given up: Ctrl-C (read's "canceled"), or Ctrl-D on nothing, where readline closes
+ * without a line and read would wait on — its close pauses stdin, and a pause not followed on the same turn
+ * by the typed line gives up.
  */
 async function askPassword(prompt: string): Promise<string | undefined> {
   const stdin = process.stdin;
   if (stdin.isTTY !== true) return undefined;
-  // Echo off before the prompt shows: what is typed once it shows is never echoed.
-  stdin.setRawMode(true);
-  process.stderr.write(prompt);
-  stdin.resume();
+  const closed = new Promise<undefined>((resolve) => stdin.once('pause', () => hostNextTurn(() => resolve(undefined))));
   try {
-    return await new Promise<string | undefined>((resolve) => {
-      let typed = '';
-      const onData = (d: Buffer): void => {
-        for (const c of d.toString('utf8')) {
-          const end = c === '\r' || c === '\n' ? typed : c === '\u0003' || (c === '\u0004' && typed === '') ? undefined : null;
-          if (end !== null) {
-            stdin.off('data', onData);
-            return resolve(end);
-          }
-          typed = c === '\u007f' || c === '\b' ? typed.slice(0, -1) : typed + c;
-        }
-      };
-      stdin.on('data', onData);
-    });
+    return await Promise.race([read({ prompt, silent: true, input: stdin, output: process.stderr, terminal: true }), closed]);
+  } catch {
+    return undefined;
   } finally {
-    stdin.setRawMode(false);
     stdin.pause();
     process.stderr.write('\n');
   }

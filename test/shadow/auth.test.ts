@@ -321,3 +321,21 @@ test('--user NAME on a terminal: the shadow asks for the password as etcdctl doe
     child.kill();
   }
 });
+
+test('--user NAME on a terminal: Ctrl-C at the prompt gives up, and the shadow stops at once as without a password', { skip: noTerminal }, async () => {
+  const command = `exec ${process.execPath} bin/etcdsim.js shadow --etcd ${rig.etcd.address} --listen-client-urls http://127.0.0.1:0 --user root`;
+  const child = spawn('script', ['-qfec', command, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let seen = '';
+  child.stdout.on('data', (d: Buffer) => (seen += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  try {
+    for (let i = 0; i < 3000 && !/Password: /.test(seen); i++) await new Promise((r) => setTimeout(r, 10)); // the shadow's start
+    assert.match(seen, /Password: /);
+    child.stdin.write('roo\x03');
+    assert.equal(await exited, 2, seen);
+    assert.match(seen, /--user root: no password \(/);
+    assert.doesNotMatch(seen, /shadowing the etcd/);
+  } finally {
+    child.kill();
+  }
+});
