@@ -20,7 +20,12 @@ export async function startServeProcess(flags: readonly string[], timeoutMs = 30
   let err = '';
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   const address = await new Promise<string>((resolve, reject) => {
-    const guard = setTimeout(() => reject(new Error(`no ready line; stderr: ${err}`)), timeoutMs);
+    // A child that never says it is ready is killed: left running, it would keep the test file's process
+    // alive after the failure, and the run would hang instead of reporting it.
+    const guard = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`no ready line within ${timeoutMs} ms; stderr: ${err}`));
+    }, timeoutMs);
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /etcdsim serving etcd v3 API on http:\/\/(127\.0\.0\.1:\d+)\n/.exec(out);
@@ -29,7 +34,10 @@ export async function startServeProcess(flags: readonly string[], timeoutMs = 30
         resolve(m[1]);
       }
     });
-    child.on('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
+    child.on('exit', (code) => {
+      clearTimeout(guard);
+      reject(new Error(`exited ${code}: ${err}`));
+    });
   });
   child.removeAllListeners('exit');
   return { child, address, stdout: () => out };
