@@ -27,7 +27,6 @@ before(() => {
   pki.ca('ca');
   pki.issue('server', '/CN=localhost', 'ca', SERVER_EXT);
 });
-after(() => pki.remove());
 
 /** What a raw client saw: the PINGs acknowledged (their numbers), the GOAWAY if one came, whether the socket closed. */
 interface Seen {
@@ -71,26 +70,50 @@ async function outcome(c: RawClient): Promise<Seen> {
   return { acks: acked(c), goaway, closed: c.ended };
 }
 
-/** Runs `scenario` on a fresh raw connection to each of etcd and the simulator (both plain, or both TLS). */
-async function onBoth<T>(scenario: (c: RawClient) => Promise<T>, tls = false): Promise<{ etcd: T; sim: T }> {
-  const files: EtcdTlsFiles | undefined = tls ? { certFile: pki.path('server.crt'), keyFile: pki.path('server.key') } : undefined;
-  const etcd = await startEtcd({ tls: files });
-  const simOpts: ServeOptions = { port: 0, etcdVersion: '3.4', ...(tls ? { tls: { cert: readFileSync(files!.certFile), key: readFileSync(files!.keyFile) } } : {}) };
-  const sim = await serve(simOpts);
-  try {
-    const run = async (address: string): Promise<T> => {
-      const c = await RawClient.connect(Number(address.split(':').pop()), true, tls);
-      try {
-        return await scenario(c);
-      } finally {
-        c.destroy();
-      }
-    };
-    return { etcd: await run(etcd.address), sim: await run(sim.address) };
-  } finally {
+/** An etcd and a simulator, started once per transport for the whole file. */
+interface Pair {
+  readonly etcd: Awaited<ReturnType<typeof startEtcd>>;
+  readonly sim: Awaited<ReturnType<typeof serve>>;
+}
+const pairs = new Map<boolean, Promise<Pair>>();
+
+/**
+ * grpc-go counts PING strikes per connection (its transport's own counter, reset by a response it sends), so
+ * every scenario runs on a fresh connection to the same two servers: starting an etcd per scenario cost seconds
+ * and decided nothing.
+ */
+function pairFor(tls: boolean): Promise<Pair> {
+  let p = pairs.get(tls);
+  if (p === undefined) {
+    const files: EtcdTlsFiles | undefined = tls ? { certFile: pki.path('server.crt'), keyFile: pki.path('server.key') } : undefined;
+    const simOpts: ServeOptions = { port: 0, etcdVersion: '3.4', ...(tls ? { tls: { cert: readFileSync(files!.certFile), key: readFileSync(files!.keyFile) } } : {}) };
+    p = Promise.all([startEtcd({ tls: files }), serve(simOpts)]).then(([etcd, sim]) => ({ etcd, sim }));
+    pairs.set(tls, p);
+  }
+  return p;
+}
+
+after(async () => {
+  for (const p of pairs.values()) {
+    const { etcd, sim } = await p;
     await sim.close();
     await etcd.stop();
   }
+  pki.remove();
+});
+
+/** Runs `scenario` on a fresh raw connection to each of etcd and the simulator (both plain, or both TLS). */
+async function onBoth<T>(scenario: (c: RawClient) => Promise<T>, tls = false): Promise<{ etcd: T; sim: T }> {
+  const { etcd, sim } = await pairFor(tls);
+  const run = async (address: string): Promise<T> => {
+    const c = await RawClient.connect(Number(address.split(':').pop()), true, tls);
+    try {
+      return await scenario(c);
+    } finally {
+      c.destroy();
+    }
+  };
+  return { etcd: await run(etcd.address), sim: await run(sim.address) };
 }
 
 const TOO_MANY = { lastStreamId: 0, code: ErrorCode.ENHANCE_YOUR_CALM, debug: 'too_many_pings' };
