@@ -9,6 +9,7 @@
 import { Buffer } from 'node:buffer';
 import type { CallContext } from '../server/index.js';
 import type * as M from '../server/messages.js';
+import { prefixEnd } from '../mvcc/index.js';
 import { canon, text, ttlWithin, type Canon, type LeaseNames } from './normalise.js';
 import {
   BOGUS_CALLER,
@@ -390,20 +391,8 @@ function keyRange(key: string, end: EndSpec): { key: Buffer; range_end?: Buffer 
   const k = bytes(key);
   if (end === 'single') return { key: k };
   if (end === 'fromKey') return { key: k, range_end: NUL };
-  if (end === 'prefix') return { key: k, range_end: prefixEnd(k) };
+  if (end === 'prefix') return { key: k, range_end: Buffer.from(prefixEnd(k)) };
   return { key: k, range_end: bytes(end.end) };
-}
-
-/** clientv3.GetPrefixRangeEnd: increment the last byte below 0xff, dropping 0xff bytes; all 0xff → "\0". */
-function prefixEnd(k: Buffer): Buffer {
-  const out = Buffer.from(k);
-  for (let i = out.length - 1; i >= 0; i--) {
-    if (out[i]! < 0xff) {
-      out[i] = out[i]! + 1;
-      return out.subarray(0, i + 1);
-    }
-  }
-  return NUL;
 }
 
 function putReq(p: PutOp, side: Side): M.PutRequest {

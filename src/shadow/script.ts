@@ -12,6 +12,7 @@
  * scenario.json holds every step; `etcdsim diff --replay` plays it all against a real etcd.
  */
 import { Buffer } from 'node:buffer';
+import { bytesEqual, prefixEnd } from '../mvcc/index.js';
 import type * as M from '../server/messages.js';
 import type { ScenarioEntry, ScenarioFile } from './scenario.js';
 
@@ -35,26 +36,14 @@ function toBytes(b: unknown): Buffer {
   return Buffer.alloc(0);
 }
 
-/** The end of a prefix range, as etcdctl computes it for --prefix. */
-function prefixEnd(key: Buffer): Buffer | undefined {
-  const end = Buffer.from(key);
-  for (let i = end.length - 1; i >= 0; i--) {
-    if (end[i]! < 0xff) {
-      end[i]!++;
-      return end.subarray(0, i + 1);
-    }
-  }
-  return undefined;
-}
-
 /** A key and range end as etcdctl's arguments: KEY, KEY END, KEY --prefix, KEY --from-key. */
 function rangeArgs(key: unknown, end: unknown): string {
   const k = toBytes(key);
   const e = toBytes(end);
   if (e.length === 0) return word(k);
   if (e.length === 1 && e[0] === 0) return `${word(k)} --from-key`;
-  const p = prefixEnd(k);
-  if (p !== undefined && p.equals(e)) return `${word(k)} --prefix`;
+  // etcdctl's --prefix end; a key it has none for (all 0xff) is --from-key's "\0", taken above.
+  if (bytesEqual(prefixEnd(k), e)) return `${word(k)} --prefix`;
   return `${word(k)} ${word(e)}`;
 }
 
