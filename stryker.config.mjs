@@ -34,6 +34,7 @@ const propertyTests = [
   'MvccStore agrees',
   'History agrees',
   'ByteSlab copies agree',
+  'byte helpers agree',
   'Column agrees',
   'gives up on txns',
   'correct informer',

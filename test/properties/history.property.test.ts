@@ -18,7 +18,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 
-import { ByteSlab, handOver } from '../../src/mvcc/bytes.js';
+import { ByteSlab, bytesEqual, handOver, prefixEnd } from '../../src/mvcc/bytes.js';
 import { Column } from '../../src/mvcc/column.js';
 import { History, type Rec } from '../../src/mvcc/history.js';
 import type { KeyValue } from '../../src/mvcc/types.js';
@@ -28,6 +28,8 @@ const FILE = 'test/properties/history.property.test.ts';
 
 /** Value lengths around the column's limits: empty, small, the one-slab copy limit (1 KiB), a slab (64 KiB). */
 const LENGTHS = [0, 1, 7, 8, 9, 100, 1000, 1023, 1024, 1025, 4000, 65535, 65536, 70000];
+/** A slab's size (history.ts, bytes.ts). */
+const SLAB = 64 * 1024;
 
 type Op =
   | { readonly t: 'add'; readonly n: number; readonly len: number; readonly tomb: boolean; readonly lease: bigint; readonly given: Given; readonly pad: number }
@@ -131,6 +133,28 @@ function run(ops: readonly Op[]): void {
     assert.deepStrictEqual([kv.createRevision, kv.modRevision, kv.version, kv.lease], [row.create, row.mod, row.version, row.lease], `${what}: record ${r}`);
     assert.ok(sameBytes(kv.value, row.value), `${what}: record ${r}'s value reads back`);
   };
+  /**
+   * Where a copied value of up to 1 KiB must lie (the memory the slabs promise, which no byte read back
+   * shows): at the next 8-byte boundary of the 64 KiB slab small values are appended to, a fresh one exactly
+   * when that one cannot take it; a longer copied value alone in a slab of its size.
+   */
+  let appendTo: ArrayBufferLike | undefined;
+  let used = 0;
+  const placed = (r: Rec, len: number): void => {
+    const v = h.value(r);
+    if (len > 1024) {
+      assert.deepStrictEqual([v.buffer.byteLength, v.byteOffset], [len, 0], `a copied value of ${len} bytes has a slab of its own`);
+      return;
+    }
+    if (len === 0) return;
+    if (used + len > SLAB) {
+      assert.notEqual(v.buffer, appendTo, `a value of ${len} bytes with ${used} of the slab used starts a fresh slab`);
+      used = 0;
+    } else if (appendTo !== undefined) assert.equal(v.buffer, appendTo, `a value of ${len} bytes with ${used} of the slab used shares it`);
+    appendTo = v.buffer;
+    assert.deepStrictEqual([v.buffer.byteLength, v.byteOffset], [SLAB, used], `a value of ${len} bytes lies at the slab's next free 8-byte boundary`);
+    used = (used + len + 7) & ~7;
+  };
   const check = (r: Rec): void => {
     const row = rows.get(r)!;
     expectKv(r, h.kv(r), 'kv');
@@ -165,6 +189,7 @@ function run(ops: readonly Op[]): void {
           if (freed.includes(r)) freed.splice(freed.indexOf(r), 1);
           const kept: boolean = op.given !== 'copy' && len > 1024 && len * 2 >= value.buffer.byteLength;
           assert.equal(h.value(r).buffer === value.buffer, kept, `a ${op.given} value of ${len} bytes in a buffer of ${value.buffer.byteLength} is ${kept ? 'kept as given' : 'copied'}`);
+          if (!kept) placed(r, len);
           if (op.given === 'copy') value.fill(0xee); // the history keeps a copy of its own
           rows.set(r, row);
         }
@@ -199,6 +224,7 @@ function run(ops: readonly Op[]): void {
           else assert.equal(r, fresh++, 'the next new record number');
           if (freed.includes(r)) freed.splice(freed.indexOf(r), 1);
           assert.ok(sameBytes(h.value(r), value), `churned record ${r}'s value reads back`);
+          placed(r, op.len);
           h.release(r);
           freed.push(r);
           assert.equal(h.checkSlabs(), undefined, 'the history\'s slabs while values come and go');
@@ -245,6 +271,8 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 }
 
 test('History agrees with a naive table of records across column growth and slabs', () => {
+  // Values that fill a slab to its last byte (64 of 1 KiB), then one more: the one that fits exactly stays.
+  run([{ t: 'add', n: 65, len: 1024, tomb: false, lease: 0n, given: 'copy', pad: 0 }]);
   checkProperty(
     fc.property(fc.array(opArb, { maxLength: 40, size: 'max' }), (ops) => run(ops)),
     { file: FILE, numRuns: 100 },
@@ -258,18 +286,71 @@ test('History agrees with a naive table of records across column growth and slab
  * rollover survived).
  */
 test('ByteSlab copies agree with their sources across slabs', () => {
+  const copyAll = (lengths: readonly number[]): void => {
+    const slab = new ByteSlab();
+    const copies: { copy: Uint8Array; want: Uint8Array }[] = [];
+    // Where each copy must lie (the memory the slabs promise, which no byte read back shows): a copy of up to
+    // 1 KiB at the next 8-byte boundary of the slab small copies share, a fresh 64 KiB slab exactly when the
+    // current one cannot take it; a longer copy in an array of its own.
+    let current: ArrayBufferLike | undefined;
+    let used = 0;
+    lengths.forEach((len, i) => {
+      const src = valueOf(i, len);
+      const want = src.slice();
+      const copy = slab.copy(src);
+      copies.push({ copy, want });
+      src.fill(0xee);
+      if (len > 1024) {
+        assert.deepStrictEqual([copy.buffer.byteLength, copy.byteOffset], [len, 0], `a copy of ${len} bytes has an array of its own`);
+        return;
+      }
+      if (len === 0) return;
+      if (used + len > SLAB) {
+        assert.notEqual(copy.buffer, current, `a copy of ${len} bytes with ${used} of the slab used starts a fresh slab`);
+        used = 0;
+      } else if (current !== undefined) assert.equal(copy.buffer, current, `a copy of ${len} bytes with ${used} of the slab used shares it`);
+      current = copy.buffer;
+      assert.deepStrictEqual([copy.buffer.byteLength, copy.byteOffset], [SLAB, used], `a copy of ${len} bytes lies at the slab's next free 8-byte boundary`);
+      used = (used + len + 7) & ~7;
+    });
+    for (const c of copies) assert.ok(sameBytes(c.copy, c.want), `copy of ${c.want.byteLength} bytes reads back`);
+  };
+  // Copies that fill a slab to its last byte (64 of 1 KiB), then one more: the one that fits exactly stays.
+  copyAll([...new Array<number>(64).fill(1024), 1]);
   checkProperty(
     // Mostly copies of about 1 KiB, so that a run fills a slab or two (64 KiB).
-    fc.property(fc.array(fc.oneof(fc.constantFrom(1000, 1023, 1024), fc.constantFrom(...LENGTHS)), { minLength: 100, maxLength: 200, size: 'max' }), (lengths) => {
-      const slab = new ByteSlab();
-      const copies: { copy: Uint8Array; want: Uint8Array }[] = [];
-      lengths.forEach((len, i) => {
-        const src = valueOf(i, len);
-        const want = src.slice();
-        copies.push({ copy: slab.copy(src), want });
-        src.fill(0xee);
-      });
-      for (const c of copies) assert.ok(sameBytes(c.copy, c.want), `copy of ${c.want.byteLength} bytes reads back`);
+    fc.property(fc.array(fc.oneof(fc.constantFrom(1000, 1023, 1024), fc.constantFrom(...LENGTHS)), { minLength: 100, maxLength: 200, size: 'max' }), (lengths) => copyAll(lengths)),
+    { file: FILE, numRuns: 100 },
+  );
+});
+
+/**
+ * The byte helpers clients and the server build requests and checks with (bytes.ts: prefixEnd, clientv3's
+ * GetPrefixRangeEnd; bytesEqual, bytes.Equal), against what they mean in byte order: [key, prefixEnd(key))
+ * holds exactly the keys that start with `key` ("\0", no end, when no key is past them all), probed with the
+ * key itself, longer and shorter ones, and the keys one byte either side of the end. The store never calls
+ * them, and the mvcc property builds its prefix requests with prefixEnd, so only here is a wrong one seen.
+ */
+test('byte helpers agree with byte order', () => {
+  const byte = fc.oneof(fc.constantFrom(0x00, 0x01, 0x7f, 0xfe, 0xff), fc.integer({ min: 0, max: 255 }));
+  const bytes = (max: number): fc.Arbitrary<Uint8Array> => fc.array(byte, { maxLength: max }).map((b) => Uint8Array.from(b));
+  const startsWith = (x: Uint8Array, k: Uint8Array): boolean => x.byteLength >= k.byteLength && k.every((b, i) => x[i] === b);
+  const naiveEqual = (a: Uint8Array, b: Uint8Array): boolean => a.byteLength === b.byteLength && a.every((v, i) => b[i] === v);
+  checkProperty(
+    fc.property(bytes(5), fc.array(bytes(6), { maxLength: 8 }), fc.boolean(), (key, others, asBuffer) => {
+      // A Buffer's slice shares memory: the end must be a copy however the key is given.
+      const given = asBuffer ? Buffer.from(key) : key.slice();
+      const end = prefixEnd(given);
+      assert.ok(sameBytes(given, key), 'prefixEnd leaves its key alone');
+      const noEnd = key.every((b) => b === 0xff);
+      assert.equal(sameBytes(end, Uint8Array.of(0)), noEnd, `prefixEnd(${[...key]}) is "\\0" exactly when every byte is 0xff`);
+      const around = (x: Uint8Array): Uint8Array[] => [x, Uint8Array.of(...x, 0), x.subarray(0, Math.max(0, x.byteLength - 1)), ...(x.byteLength > 0 ? [Uint8Array.of(...x.subarray(0, -1), (x[x.byteLength - 1]! + 255) & 0xff)] : [])];
+      const probes = [...around(key), ...around(end), ...others, ...others.map((o) => Uint8Array.of(...key, ...o))];
+      for (const x of probes) {
+        const inRange = Buffer.compare(x, key) >= 0 && (noEnd || Buffer.compare(x, end) < 0);
+        assert.equal(inRange, startsWith(x, key), `[${[...key]}, ${[...end]}) holds ${[...x]} exactly when it starts with the key`);
+        for (const y of [key, end, ...others]) assert.equal(bytesEqual(x, y), naiveEqual(x, y), `bytesEqual(${[...x]}, ${[...y]})`);
+      }
     }),
     { file: FILE, numRuns: 100 },
   );

@@ -623,6 +623,9 @@ function judge(c: Compare, l: Live): boolean {
     case 'LEASE':
       d = num3(l.lease, c.lease ?? 0n);
       break;
+    default:
+      // A target no release knows (an enum number passed on from the wire): etcd's compareKV compares nothing.
+      d = 0;
   }
   switch (c.result) {
     case 'EQUAL':
@@ -633,5 +636,8 @@ function judge(c: Compare, l: Live): boolean {
       return d > 0;
     case 'LESS':
       return d < 0;
+    default:
+      // A result no release knows: etcd's compareKV falls through to true.
+      return true;
   }
 }
