@@ -349,7 +349,14 @@ export class SimNetwork {
     // call's own checks judge the node right after it.
     if (this.stepMidReady > 0 && !this.inCall && this.net.nextBool(this.stepMidReady)) {
       const early = this.inflight.get(m.id)?.values().next().value;
-      early?.();
+      if (early !== undefined) {
+        this.rules.midReady = m.id;
+        try {
+          early();
+        } finally {
+          this.rules.midReady = undefined;
+        }
+      }
     }
   }
 
@@ -597,6 +604,7 @@ export class SimNetwork {
     // term yet (etcd 3.4), a member that knows no leader; the server then fails the read at once.
     const n = m.node;
     const takes = n.role === 'leader' ? n.log.term(n.log.committed) === n.term : n.leader !== NONE;
+    this.rules.beforeRead(n, ctx);
     const ok = m.loop !== undefined ? this.call(() => m.loop!.readIndex(ctx)) : n.readIndex(ctx);
     if (ok !== takes) throw new Error(`member ${id}, ${n.role} under ${n.leader}: readIndex said ${ok}, yet raft ${takes ? 'takes' : 'drops'} the read`);
     this.process(m);

@@ -40,7 +40,8 @@
  * share the hooks and the state they keep per member; new ones go to files of their own, as flow_rules.ts.
  */
 import { NONE, type ConfChange, type Message, type NodeId, type RaftNode, type Ready } from '../../src/raft/index.js';
-import { FlowRules } from './flow_rules.js';
+import { FlowRules, progressOf } from './flow_rules.js';
+import { ReadRules } from './read_rules.js';
 
 type Outcome = 'won' | 'lost' | 'pending';
 
@@ -97,6 +98,10 @@ export class StepRules {
   private readonly commits = new Map<NodeId, number>();
   /** A leader's flow control (flow_rules.ts). */
   private readonly flow = new FlowRules();
+  /** The member the network steps a message into while it handles a Ready (stepMidReady). */
+  midReady: NodeId | undefined;
+  /** A leader's broadcast of the reads it takes (read_rules.ts). */
+  private readonly readRules = new ReadRules();
 
   constructor(
     private readonly electionTicks: number,
@@ -115,7 +120,7 @@ export class StepRules {
     this.ballot(node, m);
     this.appendAnswer(node, m);
     if (node.role === 'leader' && m.term === node.term) {
-      this.flow.beforeStep(node, m);
+      this.flow.beforeStep(node, m, this.midReady === node.id, this.transferOf(node)?.to);
       if (m.type === 'MsgAppResp' && m.reject === true) this.rejected(node, m);
       else if (m.type === 'MsgHeartbeatResp' && m.context !== undefined) this.acked(node, m.from, m.context);
       return after;
@@ -197,7 +202,10 @@ export class StepRules {
       if (passes) this.owed.set(node.id, { to: node.leader, type: m.type, why: `${m.type} from ${m.from} reached it as ${node.role} under ${node.leader}` });
       return after;
     }
-    if (m.type === 'MsgReadIndex') return after;
+    if (m.type === 'MsgReadIndex') {
+      this.readRules.beforeRead(node, m.context ?? '');
+      return after;
+    }
     const entries = m.entries ?? [];
     const n = this.takes(node, entries.some((e) => e.type === 'conf')) ? entries.length : 0;
     const last = node.log.lastIndex();
@@ -258,6 +266,17 @@ export class StepRules {
     if (to === node.id || !node.conf.voters.includes(to) || this.transferOf(node)?.to === to) return;
     this.transfers.set(node.id, { term: node.term, to, ticks: this.electionTicks });
     if (node.matchOf(to) === node.log.lastIndex()) this.owed.set(node.id, { to, type: 'MsgTimeoutNow', why: `asked to hand leadership to ${to}, whose log is up to date` });
+    else if (!node.hasReady() && this.midReady !== node.id) {
+      // Its log is behind: raft's sendAppend at once, unless the member waits for a probe's answer or a
+      // snapshot, or its next entry is compacted away (a snapshot goes instead).
+      const pr = progressOf(node, to);
+      if (pr !== undefined && !pr.paused && pr.state !== 'snapshot' && pr.next - 1 >= node.log.firstIndex() - 1) this.owed.set(node.id, { to, type: 'MsgApp', why: `asked to hand leadership to ${to}, whose log is behind (${pr.match} of ${node.log.lastIndex()})` });
+    }
+  }
+
+  /** `node` is asked for a read by its own client (read_rules.ts). */
+  beforeRead(node: RaftNode, context: string): void {
+    this.readRules.beforeRead(node, context);
   }
 
   /** `node` applied a conf change: a leader stops handing leadership to a member it removed. */
@@ -419,6 +438,7 @@ export class StepRules {
     this.answerHeld(node, rd);
     this.committedOwnTerm(node);
     this.flow.ready(node, rd);
+    this.readRules.ready(node, rd);
     const probe = this.probes.get(node.id);
     if (probe !== undefined) {
       this.probes.delete(node.id);
@@ -461,6 +481,7 @@ export class StepRules {
     this.owedHeld(node, undefined);
     this.answerHeld(node, undefined);
     this.flow.settled(node);
+    this.readRules.settled(node);
     const probe = this.probes.get(node.id);
     if (probe === undefined) return;
     this.probes.delete(node.id);
@@ -480,6 +501,7 @@ export class StepRules {
     this.owed.delete(id);
     this.answers.delete(id);
     this.commits.delete(id);
+    this.readRules.restarted(id);
     for (const k of [...this.lastSent.keys()]) if (k.startsWith(`${id}>`)) this.lastSent.delete(k);
   }
 
