@@ -323,7 +323,7 @@ function compactRow(ks: KeySet, tree: BTree<string, number>, sz: Sizes, ctx: Ben
     const problem = check.checkValid();
     if (problem !== undefined) throw new Error(`bench self-check failed: after Compact: ${problem}`);
     let revisions = 0;
-    check.storage.index.forEach((ki) => (revisions += ki.revs.length));
+    check.storage.index.forEachPair((_key, ki) => (revisions += ki.revs.length));
     expectEqual('revisions left after Compact', revisions, Math.min(n, 1000));
   }
   const warmN = Math.max(1, Math.floor(n / 10));

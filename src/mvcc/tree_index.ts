@@ -183,19 +183,15 @@ export class TreeIndex {
     this.entries[slot] = r;
   }
 
+  /** Removes `key` (present in the index: its one caller, a rollback, found it there). */
   delete(key: KeyString): void {
-    const slot = this.slots.getString(key);
-    if (slot === NO_SLOT) return;
     this.tree.delete(key);
-    this.release(slot);
+    this.release(this.slots.getString(key));
   }
 
-  /** Removes every key of `keys` (each present in the index). */
-  deleteKeys(keys: KeyString[]): void {
-    for (const key of keys) {
-      const slot = this.slots.getString(key);
-      if (slot !== NO_SLOT) this.release(slot);
-    }
+  /** Removes every key of `keys` (each present in the index: compact() found them there). */
+  private deleteKeys(keys: KeyString[]): void {
+    for (const key of keys) this.release(this.slots.getString(key));
     this.tree.deleteKeys(keys);
   }
 
@@ -271,6 +267,8 @@ export class TreeIndex {
     });
   }
 
+  // Stryker disable all: an inspection of the index's memory form for example tests and benchmarks
+  // (test/mvcc/index_form.test.ts), no behaviour a request can see, so no property can judge it
   /**
    * How many keys the index holds as a keyIndex object rather than in single-revision form (an inspection
    * for tests and benchmarks: reads must not change it).
@@ -280,6 +278,7 @@ export class TreeIndex {
     for (const e of this.entries) if (e !== undefined && typeof e !== 'number') n++;
     return n;
   }
+  // Stryker restore all
 
   /**
    * KeyIndex.compact on every key, without making keyIndexes for single-revision keys; keys left with
@@ -291,7 +290,7 @@ export class TreeIndex {
     this.tree.forEachPair((key, slot) => {
       if (compactEntry(this.history, entries[slot]!, atRev, keepTombstoneAtRev, dropped)) emptied.push(key);
     });
-    if (emptied.length > 0) this.deleteKeys(emptied);
+    this.deleteKeys(emptied);
   }
 
   /**
@@ -322,9 +321,4 @@ export class TreeIndex {
     return problem;
   }
   // Stryker restore all
-
-  /** Visits every keyIndex in key order, to read (see forEachPair). */
-  forEach(visit: (ki: ReadonlyKeyIndex) => void): void {
-    this.forEachPair((_key, ki) => visit(ki));
-  }
 }
