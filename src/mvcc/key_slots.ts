@@ -120,11 +120,11 @@ export class KeySlots {
     const mask = this.mask;
     let i = this.hashes[slot]! & mask;
     while (table[i] !== slot + 1) i = (i + 1) & mask;
-    // Shift back every entry after the gap that its home position allows to fill it.
+    // Shift back every entry after the gap whose probe from its home position passes the gap (its home is no
+    // nearer to it, round the table, than the gap is): it fills the gap, and its own position is the new gap.
     for (let j = (i + 1) & mask; table[j] !== 0; j = (j + 1) & mask) {
       const home = this.hashes[table[j]! - 1]! & mask;
-      const between = i <= j ? home > i && home <= j : home > i || home <= j;
-      if (between) continue;
+      if (((j - home) & mask) < ((j - i) & mask)) continue;
       table[i] = table[j]!;
       i = j;
     }
@@ -145,9 +145,6 @@ export class KeySlots {
     const old = this.table;
     this.table = new Int32Array(size);
     this.mask = size - 1;
-    for (let i = 0; i < old.length; i++) {
-      const e = old[i]!;
-      if (e !== 0) this.place(this.hashes[e - 1]!, e - 1);
-    }
+    for (const e of old) if (e !== 0) this.place(this.hashes[e - 1]!, e - 1);
   }
 }
