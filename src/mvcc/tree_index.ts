@@ -238,6 +238,8 @@ export class TreeIndex {
     });
   }
 
+  // Stryker disable all: the walk of the store's checkValid() (the properties' oracle, docs/mutation.md) and of a
+  // benchmark; no request reaches it, so a mutant of it can only make the oracle see less
   /**
    * Visits every key in byte order, with its keyIndex to read (a throwaway for a key in single-revision
    * form). The callback must not add or remove keys.
@@ -247,6 +249,7 @@ export class TreeIndex {
       visit(key, this.readAt(key, slot));
     });
   }
+  // Stryker restore all
 
   /**
    * Visits every key in byte order with its stored revisions, oldest first (a fresh array the callback may
