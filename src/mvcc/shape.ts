@@ -24,25 +24,20 @@ function describe(v: unknown): string {
 // The checks below run on every request, so a well-formed one builds no strings: a field's name is joined
 // only to refuse it, and a txn's ops and compares are first checked without their paths (`at` undefined):
 // only when that pass finds something does a second pass, which names the paths, find it again and refuse it
-// by name. Fields are read by name, not through a list of names: a keyed read of every field was a visible
-// part of a get's cost.
+// by name. The first pass's own refusal (its path unknown, so its text says "undefined") is never seen: its
+// callers catch it and run the named pass. Fields are read by name, not through a list of names: a keyed read
+// of every field was a visible part of a get's cost.
 
 /** Where the checked message is: its path, or undefined in a txn's first, unnamed pass. */
 type At = string | undefined;
 
-/** What the unnamed pass throws at the first refused field: the named pass then says which one. */
-const REFUSED = Symbol('refused');
-
-function refuse(at: At, field: string, want: string, got: unknown): never {
-  if (at === undefined) throw REFUSED;
+/** Refuses `field` of the message at `at` (the unnamed pass passes no field name: nobody reads its text). */
+function refuse(at: At, field: string | undefined, want: string, got: unknown): never {
   invalidField(`${at}.${field}`, want, got);
 }
 
 function object(at: At, v: unknown): void {
-  if (typeof v !== 'object' || v === null || Array.isArray(v) || ArrayBuffer.isView(v)) {
-    if (at === undefined) throw REFUSED;
-    invalidField(at, 'an object', v);
-  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v) || ArrayBuffer.isView(v)) invalidField(String(at), 'an object', v);
 }
 
 /** A bytes field: a Uint8Array (a Node Buffer is one). */
@@ -64,7 +59,7 @@ function bool(at: At, field: string, v: unknown): void {
   if (v !== undefined && typeof v !== 'boolean') refuse(at, field, 'a boolean', v);
 }
 
-function list(at: At, field: string, v: unknown): readonly unknown[] {
+function list(at: At, field: string | undefined, v: unknown): readonly unknown[] {
   if (v === undefined) return [];
   if (!Array.isArray(v)) refuse(at, field, 'an array', v);
   return v;
@@ -158,8 +153,8 @@ export function checkTxnShape(r: TxnRequest, at = 'TxnRequest'): void {
   try {
     txnShape(r, undefined);
   } catch {
-    // REFUSED, or what a field threw when read (then the named pass throws it again): the named pass finds the
-    // same first refused field, and refuses it by name.
+    // The unnamed pass's refusal, or what a field threw when read (then the named pass throws it again): the
+    // named pass finds the same first refused field, and refuses it by name.
     txnShape(r, at);
   }
 }
@@ -167,12 +162,12 @@ export function checkTxnShape(r: TxnRequest, at = 'TxnRequest'): void {
 // The unnamed pass one message at a time, for the walk that checks a txn's shape as it goes over it for etcd's
 // checks (validate.ts, checkTxnOnce): each throws at the first refused field; checkTxnShape, run then, names it.
 
-/** A txn object and its lists (not their contents). */
+/** A txn object and its lists (not their contents); unnamed, so no field names either. */
 export function txnOwnShapeUnnamed(r: TxnRequest): void {
   object(undefined, r);
-  list(undefined, 'compare', r.compare);
-  list(undefined, 'success', r.success);
-  list(undefined, 'failure', r.failure);
+  list(undefined, undefined, r.compare);
+  list(undefined, undefined, r.success);
+  list(undefined, undefined, r.failure);
 }
 
 export function compareShapeUnnamed(c: Compare): void {
