@@ -25,7 +25,7 @@ export function executeRange(view: ReadView, r: RangeRequest): RangeResponse {
   const minCreate = r.minCreateRevision ?? 0;
   const maxCreate = r.maxCreateRevision ?? 0;
   const target = r.sortTarget ?? 'KEY';
-  let order = r.sortOrder ?? 'NONE';
+  const order = r.sortOrder ?? 'NONE';
   const filtered = minMod !== 0 || maxMod !== 0 || minCreate !== 0 || maxCreate !== 0;
   let limit = order !== 'NONE' || filtered ? 0 : reqLimit;
   if (limit > 0) limit++; // one extra to learn `more`
@@ -49,16 +49,15 @@ export function executeRange(view: ReadView, r: RangeRequest): RangeResponse {
         (minCreate === 0 || kv.createRevision >= minCreate),
     );
   }
-  // The index returns key order, so a non-KEY target with no order means ascending, and KEY ascending needs no
-  // sort at all (a range is a hot path: a sort of what is already in order still calls the comparator per key).
-  if (target !== 'KEY' && order === 'NONE') order = 'ASCEND';
-  else if (target === 'KEY' && order === 'ASCEND') order = 'NONE';
-  // An order no release knows (only etcd 3.4 lets one through): chosen, so nothing was limited early, but
-  // neither ascending nor descending, so nothing sorts — key order.
-  if (order === 'ASCEND' || order === 'DESCEND') {
+  // The index returns key order, so KEY ascending (or with no order) needs no sort at all (a range is a hot
+  // path: a sort of what is already in order still calls the comparator per key), and another target with no
+  // order means ascending. An order no release knows (only etcd 3.4 lets one through): chosen, so nothing was
+  // limited early, but neither ascending nor descending, so nothing sorts — key order.
+  const descend = order === 'DESCEND';
+  if (descend || (target !== 'KEY' && (order === 'ASCEND' || order === 'NONE'))) {
     const less = SORTERS[target];
     // Stable, so ties keep key order in both directions (as Go's insertion sort does for small inputs).
-    kvs.sort(order === 'ASCEND' ? less : (a, b) => less(b, a));
+    kvs.sort(descend ? (a, b) => less(b, a) : less);
   }
   let more = false;
   if (reqLimit > 0 && kvs.length > reqLimit) {
