@@ -319,18 +319,18 @@ export class WatchStream {
 
   private render(watchId: number, events: readonly Event[], revision: number, compactRevision: number): WatchResponse {
     let evs: readonly WatchEvent[] = events;
-    if (events.length > 0 && this.prevKv.has(watchId)) evs = events.map((ev) => this.withPrevKv(ev));
+    if (this.prevKv.has(watchId)) evs = events.map((ev) => this.withPrevKv(ev));
     return { ...BLANK, revision, watchId, canceled: compactRevision !== 0, compactRevision, events: evs };
   }
 
-  /** prev_kv is read when the response is sent: skipped for creates, omitted once compacted away. */
+  /**
+   * prev_kv is read when the response is sent, at the revision before the event's: a create finds nothing
+   * there (the key did not live), and neither does an event at or below the compaction revision (it
+   * superseded the version before it, which the compaction removed), as etcd's read of a compacted one.
+   */
   private withPrevKv(ev: Event): WatchEvent {
     const kv = ev.kv;
-    if (ev.type === 'PUT' && kv.createRevision === kv.modRevision) return ev;
-    const kvStore = this.ws.kv;
-    const at = kv.modRevision - 1;
-    if (at < kvStore.compactRevision) return ev;
-    const prev = kvStore.kvAt(kv.key, at);
+    const prev = this.ws.kv.kvAt(kv.key, kv.modRevision - 1);
     return prev === undefined ? ev : { type: ev.type, kv, prevKv: prev };
   }
 
@@ -344,7 +344,6 @@ export class WatchStream {
 
   /** A canceled watcher's responses still in the channel are never sent (those in the transport are). */
   private dropQueued(watchId: number): void {
-    if (this.inChannel === 0) return;
     const kept: Pending[] = [];
     for (let i = this.head; i < this.queue.length; i++) {
       const p = this.queue[i]!;
