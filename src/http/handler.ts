@@ -13,6 +13,7 @@
  * - `/v3/...` (and `/v3beta/...` on 3.4 and 3.5): the gRPC gateway (gateway.ts);
  * - anything else: Go's `404 page not found`.
  */
+import { posix } from 'node:path';
 import { gatewayBodyLimit } from './request_body.js';
 import { createGateway, plainError, type Gateway, type HttpRequest, type HttpResponse } from './gateway.js';
 import { clusterVersionOf, createMemberMetrics, type MemberMetrics } from './metrics.js';
@@ -39,14 +40,6 @@ export function createClientHttp(s: EtcdServer, served: () => MemberView = () =>
   const gateway: Gateway = createGateway(served, gatewayBodyLimit(s.mvcc.maxRequestBytes), opts.maxConcurrentStreams);
   return {
     handle(req, res) {
-      // Go's net/http reads a chunked body or none: any other transfer coding is refused before a handler
-      // runs (node:http would pass `gzip, chunked` on as chunked, the body still compressed).
-      const te = req.headers['transfer-encoding'];
-      if (te !== undefined && (Array.isArray(te) || te.toLowerCase() !== 'chunked')) {
-        res.writeHead(501, { 'Content-Type': 'text/plain; charset=utf-8', Connection: 'close' });
-        res.end('Unsupported transfer encoding');
-        return;
-      }
       res.setHeader('Access-Control-Allow-Methods', 'POST, GET, OPTIONS, PUT, DELETE');
       res.setHeader('Access-Control-Allow-Origin', '*');
       res.setHeader('Access-Control-Allow-Headers', 'accept, content-type, authorization');
@@ -57,11 +50,21 @@ export function createClientHttp(s: EtcdServer, served: () => MemberView = () =>
       }
       // The request target as sent (not resolved as a URL: `//x` is a path here, not a host).
       const target = req.url ?? '/';
+      // Go's ServeMux refuses `*` for any method but OPTIONS (answered above), closing the connection.
+      if (target === '*') {
+        res.writeHead(400, { Connection: 'close', 'Content-Length': 0 });
+        res.end();
+        return;
+      }
       const q = target.indexOf('?');
       let path = q < 0 ? target : target.slice(0, q);
       const query = new URLSearchParams(q < 0 ? '' : target.slice(q + 1));
       // etcd's access controller rewrites /v3beta/ to /v3/.
       if (serverCompat(s.etcdVersion).gatewayServesV3beta && path.startsWith('/v3beta/')) path = `/v3/${path.slice('/v3beta/'.length)}`;
+      // Go's ServeMux answers a path that is not in clean form (`//health`, `/./health`) with a redirect to it;
+      // a CONNECT's target (`host:port`) is left as it is.
+      const clean = req.method === 'CONNECT' ? path : cleanPath(path);
+      if (clean !== path) return redirect(req, res, q < 0 || q === target.length - 1 ? clean : `${clean}?${target.slice(q + 1)}`);
       if (path.startsWith('/v3/')) {
         // etcd's access controller: with --client-cert-auth and auth enabled, a gateway request over TLS whose
         // verified client certificate names a CN is refused (the gateway would not pass the CN on).
@@ -171,6 +174,30 @@ function healthProbe(s: EtcdServer, checks: readonly string[], req: HttpRequest,
   const body = (query.has('verbose') ? lines.join('') : '') + 'ok\n';
   res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff', 'Content-Length': Buffer.byteLength(body) });
   res.end(body);
+}
+
+/**
+ * Go's ServeMux's cleanPath: one leading slash, no empty, `.` or `..` segments, a trailing slash kept
+ * (path.posix.normalize folds the same segments and keeps the trailing slash).
+ */
+function cleanPath(p: string): string {
+  if (p === '') return '/';
+  return posix.normalize(p.startsWith('/') ? p : `/${p}`);
+}
+
+/** Go's http.Redirect with 301: the Location, and for a GET a small HTML body naming it. */
+function redirect(req: HttpRequest, res: HttpResponse, location: string): void {
+  const headers: Record<string, string | number> = { Location: location };
+  if (req.method === 'GET' || req.method === 'HEAD') headers['Content-Type'] = 'text/html; charset=utf-8';
+  const body = req.method === 'GET' ? `<a href="${htmlEscape(location)}">Moved Permanently</a>.\n\n` : '';
+  headers['Content-Length'] = Buffer.byteLength(body);
+  res.writeHead(301, headers);
+  res.end(body);
+}
+
+/** Go's html.EscapeString for the five characters it escapes. */
+function htmlEscape(s: string): string {
+  return s.replace(/[&'<>"]/g, (c) => ({ '&': '&amp;', "'": '&#39;', '<': '&lt;', '>': '&gt;', '"': '&#34;' })[c]!);
 }
 
 /** The CN of the client certificate the TLS handshake verified ('' without one, or without a CN). */

@@ -17,15 +17,17 @@
  * default): the TLS handshake, the bytes that tell the protocol and, for HTTP/2, the client preface and its
  * SETTINGS frame. A connection still short of that then is closed — grpc-go closes a gRPC connection so;
  * etcd's cmux and its TLS HTTP/2 server have no such deadline, and here every connection gets it, since a
- * half-open connection serves nobody. HTTP/1.1 is node:http's from the moment it is known.
+ * half-open connection serves nobody. HTTP/1.1 is node:http's from the moment it is known, behind the rules
+ * of Go's own server (go_server.ts).
  */
-import * as http from 'node:http';
+import type * as http from 'node:http';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { afterHostTime, hostNextTurn, hostNow } from '../sim/index.js';
 import type { HttpRequest, HttpResponse } from './gateway.js';
 import { HandshakeDeadlines, type HostTimers } from './handshake_deadlines.js';
+import { createGoHttpServer } from './go_server.js';
 
 export type { HostTimers } from './handshake_deadlines.js';
 
@@ -57,47 +59,6 @@ export interface ClientPortOptions {
   readonly timers?: HostTimers | undefined;
 }
 
-/**
- * The largest HTTP/1.1 header section read: Go's DefaultMaxHeaderBytes (1 MiB) plus the 4096 octets of slack
- * its server reads beyond it, as observed on etcd 3.4.23 (a 1,000,000-octet header is answered, 1,100,000 gets 431).
- */
-export const MAX_HEADER_BYTES = (1 << 20) + 4096;
-
-/**
- * What Go's net/http writes for a request it cannot read (server.go's errorHeaders, then the status as the
- * body) before it closes the connection — as etcd 3.4.23 was seen to answer a header section over 1 MiB (431),
- * and anything else node:http's parser refuses (400), a request cut off by the peer's FIN included.
- */
-const goRefusal = (status: string): Buffer => Buffer.from(`HTTP/1.1 ${status}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n${status}`, 'latin1');
-const GO_431 = goRefusal('431 Request Header Fields Too Large');
-const GO_400 = goRefusal('400 Bad Request');
-const GO_400_NO_HOST = goRefusal('400 Bad Request: missing required Host header');
-
-/**
- * node:http's 'clientError' (a request its parser refused, or the socket's own error): Go's answer where one
- * can still be written, and the socket dropped. node:http's default writes a bare status line and destroys the
- * socket *with* the error, whose stack Node then formats (streams' destroy reads `err.stack`): under
- * slowloris, 2000 attackers closing cost that once each (issue 32's eighth pass). A response already under way
- * on the connection (`_httpMessage`, node:http's own field, checked as its default does) is not interrupted.
- */
-function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
-  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
-  if (err.code !== 'ECONNRESET' && socket.writable && inFlight?.headersSent !== true) socket.write(err.code === 'HPE_HEADER_OVERFLOW' ? GO_431 : GO_400);
-  socket.destroy();
-}
-
-/** A request of HTTP/1.1 or later without a Host header gets Go's refusal (node:http's own would be a bare 400). */
-function hostRequired(handler: ClientPortOptions['handler']): http.RequestListener {
-  return (req, res) => {
-    if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 && req.method !== 'CONNECT') {
-      const socket = req.socket;
-      socket.end(GO_400_NO_HOST, () => socket.destroy());
-      return;
-    }
-    handler(req, res);
-  };
-}
-
 /** grpc-go's default ConnectionTimeout: the handshake of a new connection must be done within it. */
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 120_000;
 
@@ -119,13 +80,10 @@ export interface ClientPort {
 
 /** Binds the client port; rejects with the listen error (EADDRINUSE, ...) as net reports it. */
 export async function listenClientPort(opts: ClientPortOptions): Promise<ClientPort> {
-  // Go's http.Server as etcd configures it: no idle, request or body timeouts (a watch's request body may stay
-  // open), and a header section of up to 1 MiB (Go's DefaultMaxHeaderBytes; node:http's default is 16 KiB).
   // Made at the first HTTP/1.1 connection: a member whose clients all speak gRPC (etcdctl, every client
-  // library) never loads node:http, which the etcd command's start-up snapshot cannot hold (~5 ms of CPU).
+  // library) never makes node:http's server (~5 ms of CPU the etcd command's start-up snapshot cannot hold).
   let httpServer: http.Server | undefined;
-  const http1 = (): http.Server =>
-    (httpServer ??= http.createServer({ keepAliveTimeout: 0, requestTimeout: 0, maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false }, hostRequired(opts.handler)).on('clientError', answerClientError));
+  const http1 = (): http.Server => (httpServer ??= createGoHttpServer(opts.handler));
   const sockets = new Set<net.Socket>();
   const deadlines = new HandshakeDeadlines<net.Socket>(opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS, opts.timers ?? { after: afterHostTime, now: hostNow });
   // A TLSSocket is known only once its handshake is done: its TCP socket (whose deadline it is) is found by
@@ -244,6 +202,8 @@ const SP = 0x20;
 const LF = 0x0a;
 const CR = 0x0d;
 const HTTP_SLASH = Buffer.from('HTTP/', 'latin1');
+const PRI_SP = Buffer.from('PRI ', 'latin1');
+const PUT_SP = Buffer.from('PUT ', 'latin1');
 
 /**
  * cmux's HTTP1 matcher, which etcd 3.4's plaintext client port applies before Go's http.Server sees a
@@ -287,6 +247,10 @@ function sniff(socket: net.Socket, http2: (head: Buffer) => void, http1: () => v
     if (minorAt < 0) return refuse();
     // Go serves any HTTP/1.d at least 1.1 as 1.1; node:http's parser refuses minor versions past 1.
     if (seen[minorAt]! > 0x31) seen[minorAt] = 0x31;
+    // A PRI request line that is no HTTP/2 preface: llhttp takes PRI for the start of one and waits for the
+    // rest forever, where Go serves PRI as any method no handler allows. PUT, which none of etcd's `*` or
+    // routes takes from a PRI either, gets the same answers (405 with Allow, 404, `*`'s 400).
+    if (seen.compare(PRI_SP, 0, 4, 0, 4) === 0) PUT_SP.copy(seen, 0);
     // node:http reads the socket natively from here on (its parser consumes the handle); the bytes read so
     // far go to the 'data' listener it has just added, before any later read can. Unshifting them instead
     // (pause, unshift, resume) sent them through the stream's buffer and a tick: a third of what this port
