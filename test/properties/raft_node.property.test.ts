@@ -267,7 +267,9 @@ function runScenario(setup: Setup, seed: number, steps: readonly Step[]): number
         net.read(pick(net, s.at));
         break;
       case 'transfer':
-        net.transfer(pick(net, s.at), pick(net, s.to));
+        // A quarter of them ask a member to hand leadership to itself: a leader ignores it, a follower passes
+        // it on (a transfer to that follower).
+        net.transfer(pick(net, s.at), s.to % 4 === 3 ? pick(net, s.at) : pick(net, s.to));
         break;
       case 'crash':
         net.crash(pick(net, s.at));

@@ -88,6 +88,8 @@ export class SimNetwork {
   /** Reads confirmed: the index answered and the highest acknowledged index at the time it was asked. */
   readonly reads: { readonly at: number; readonly floor: number; readonly member: NodeId }[] = [];
   private readonly pendingReads = new Map<string, number>();
+  /** The member each read was asked at: its ReadState must come there (a leader answers a follower's read to it). */
+  private readonly askedAt = new Map<string, NodeId>();
   /** ReadStates handed to members, per read context. */
   readonly readAnswers = new Map<string, number>();
   /** Snapshots members received from a leader and installed. */
@@ -361,6 +363,8 @@ export class SimNetwork {
   }
 
   private readState(m: Member, r: ReadState): void {
+    const asker = this.askedAt.get(r.context);
+    if (asker !== undefined && asker !== m.id) throw new Error(`read ${r.context}, asked at member ${asker}, was answered at member ${m.id}`);
     this.readAnswers.set(r.context, (this.readAnswers.get(r.context) ?? 0) + 1);
     const floor = this.pendingReads.get(r.context);
     if (floor !== undefined) this.reads.push({ at: r.index, floor, member: m.id });
@@ -595,6 +599,7 @@ export class SimNetwork {
     const m = this.members.get(id)!;
     const ctx = resend ?? `r${this.seq++}`;
     if (!m.alive) return ctx;
+    this.askedAt.set(ctx, id);
     if (resend === undefined) {
       let floor = 0;
       for (const i of this.acked.values()) floor = Math.max(floor, i);
