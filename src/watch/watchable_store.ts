@@ -151,8 +151,9 @@ export class WatchableStore {
 
   /** @internal Removes a watcher wherever it is (cancelWatcher). */
   cancelWatcher(w: Watcher): void {
-    if (this.unsynced.delete(w) || this.synced.delete(w)) return;
-    if (w.victim) for (const batch of this.victims) if (batch.delete(w)) return;
+    this.unsynced.delete(w);
+    this.synced.delete(w);
+    for (const batch of this.victims) batch.delete(w);
   }
 
   /**
@@ -291,7 +292,6 @@ export class WatchableStore {
    */
   moveVictims(): number {
     const victims = this.victims;
-    if (victims.length === 0) return 0;
     this.victims = [];
     let moved = 0;
     const stillBlocked = new Map<Watcher, EventBatch>();
@@ -304,7 +304,7 @@ export class WatchableStore {
         }
         moved++;
         w.victim = false;
-        if (eb.moreRev !== 0) w.minRev = eb.moreRev;
+        // A catch-up batch's watcher already waits at the batch's moreRev (syncWatchers set it before the send).
         if (w.minRev <= curRev) this.unsynced.add(w);
         else this.synced.add(w);
       }

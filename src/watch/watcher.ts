@@ -82,8 +82,8 @@ export class EventBatch {
   revs = 0;
   moreRev = 0;
 
+  /** Adds an event of a revision at or after the last one's; a full batch (moreRev set) takes no more (the caller's rule). */
   add(ev: Event, maxRevs: number): void {
-    if (this.moreRev !== 0) return;
     const n = this.evs.length;
     if (n === 0) {
       this.revs = 1;

@@ -20,8 +20,8 @@ export class WatcherGroup {
     return this.watchers.has(w);
   }
 
+  /** Adding a watcher already in the group changes nothing (every index is a set). */
   add(w: Watcher): void {
-    if (this.watchers.has(w)) return;
     this.watchers.add(w);
     if (w.end !== undefined) {
       this.ranges.add(w);
@@ -35,8 +35,8 @@ export class WatcherGroup {
     set.add(w);
   }
 
-  delete(w: Watcher): boolean {
-    if (!this.watchers.delete(w)) return false;
+  delete(w: Watcher): void {
+    if (!this.watchers.delete(w)) return;
     if (w.end !== undefined) {
       this.ranges.delete(w);
     } else {
@@ -44,7 +44,6 @@ export class WatcherGroup {
       set.delete(w);
       if (set.size === 0) this.byKey.delete(w.key);
     }
-    return true;
   }
 
   /** Calls fn for every watcher whose key or range contains `key`: single-key watchers first. */
