@@ -9,7 +9,7 @@
  * The periodic steps run on the simulator's Ticker (virtual time), or by hand through syncWatchers()
  * and moveVictims() when no ticker is given.
  */
-import { keyString, type Event, type KeyString, type MvccStore, type StoreSnapshot, type RangeEnd } from '../mvcc/index.js';
+import { type Event, type KeyString, type MvccStore, type StoreSnapshot, type RangeEnd } from '../mvcc/index.js';
 import type { Clock, SimRandom, Ticker } from '../sim/index.js';
 import { WatcherGroup } from './watcher_group.js';
 import { EventBatch, Watcher } from './watcher.js';
@@ -260,27 +260,23 @@ export class WatchableStore {
   /** Events in [minRev, curRev] for the chosen watchers, read revision by revision from the log. */
   private collectBatches(chosen: WatcherGroup, minRev: number, curRev: number): Map<Watcher, EventBatch> {
     const batches = new Map<Watcher, EventBatch>();
-    if (chosen.size === 0 || minRev === Infinity) return batches;
     const maxRevs = this.watchBatchMaxRevs;
-    let open = chosen.size; // watchers whose batch can still grow
-    const full = new Set<Watcher>();
+    let open = chosen.size; // watchers whose batch can still grow (none chosen: minRev is Infinity, nothing is read)
     for (let r = Math.max(minRev, 1); r <= curRev && open > 0; r++) {
-      const evs = this.kv.eventsAt(r);
-      for (const ev of evs) {
-        chosen.forEachMatching(keyString(ev.kv.key), (w) => {
-          // minRev <= 0 only for etcd 3.4's negative start revision, which replayed nothing.
-          if (ev.kv.modRevision < w.minRev || w.minRev <= 0 || full.has(w)) return;
+      for (const ev of this.kv.eventsAt(r)) {
+        for (const w of chosen.matching(ev.kv.key)) {
+          // minRev below 1 only for etcd 3.4's negative start revision, which replayed nothing.
+          if (ev.kv.modRevision < w.minRev || w.minRev < 1) continue;
           let eb = batches.get(w);
           if (eb === undefined) {
             eb = new EventBatch();
             batches.set(w, eb);
+          } else if (eb.moreRev !== 0) {
+            continue; // full: the next batch starts at its moreRev
           }
           eb.add(ev, maxRevs);
-          if (eb.moreRev !== 0) {
-            full.add(w);
-            open--;
-          }
-        });
+          if (eb.moreRev !== 0) open--;
+        }
       }
     }
     return batches;
@@ -388,7 +384,7 @@ export class WatchableStore {
     const from = this.kv.compactRevision + 1;
     for (const w of this.synced.watchers) {
       for (let r = Math.max(w.minRev, from); r <= cur; r++) {
-        const missed = this.kv.eventsAt(r).find((ev) => w.contains(keyString(ev.kv.key)));
+        const missed = this.kv.eventsAt(r).find((ev) => this.synced.matching(ev.kv.key).includes(w));
         if (missed !== undefined) return `synced watcher ${w.id} (minRev ${w.minRev}) was never sent revision ${r}`;
       }
     }

@@ -43,12 +43,6 @@ export class Watcher {
     return compare(key, this.keyBytes) >= 0 && (this.endBytes === undefined || compare(key, this.endBytes) < 0);
   }
 
-  /** Whether `key` falls in this watcher's key or range. */
-  contains(key: KeyString): boolean {
-    if (this.end === undefined) return key === this.key;
-    return key >= this.key && (this.end === '' || key < this.end);
-  }
-
   /**
    * watcher.send: applies filters, then offers the response to the stream's bounded channel. A response
    * whose events were all filtered out counts as sent (nothing is sent). False means the channel is full.

@@ -46,16 +46,10 @@ export class WatcherGroup {
     }
   }
 
-  /** Calls fn for every watcher whose key or range contains `key`: single-key watchers first. */
-  forEachMatching(key: KeyString, fn: (w: Watcher) => void): void {
-    const set = this.byKey.get(key);
-    if (set !== undefined) for (const w of set) fn(w);
-    if (this.ranges.size > 0) for (const w of this.ranges) if (w.contains(key)) fn(w);
-  }
-
   /**
    * Every watcher whose key or range holds the key whose bytes are `key`, single-key watchers first: what a
-   * commit notifies, looked up without making the key's string unless single-key watchers wait.
+   * commit notifies and what a catch-up replays, looked up without making the key's string unless
+   * single-key watchers wait.
    */
   matching(key: Uint8Array): Watcher[] {
     const out: Watcher[] = [];
