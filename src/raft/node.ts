@@ -513,7 +513,9 @@ export class RaftNode extends RaftCore {
         return;
       }
       if (this.maybeCommit()) this.bcastAppend();
-    } else {
+    } else if (cc.id !== this.id) {
+      // (An add or addLearner may name the leader itself, a voter added again or made a learner, which
+      // changes nothing: raft sends itself nothing.)
       this.sendAppend(cc.id);
     }
   }

@@ -518,8 +518,9 @@ export class SimNetwork {
 
   private send(msg: Message): void {
     this.sentLog?.push(msg);
-    // A member sends only to a member: never to none (raft's None: no leader known).
-    if (msg.to === NONE) throw new Error(`member ${msg.from} sent ${msg.type} to none`);
+    // A member sends only to a member: never to none (raft's None: no leader known) nor to itself (a request
+    // passed on to the leader, of term 0, keeps the member it came from, or names the transferee, instead).
+    if (msg.to === NONE || (msg.to === msg.from && msg.term !== 0n)) throw new Error(`member ${msg.from} sent ${msg.type} to ${msg.to === NONE ? 'none' : 'itself'}`);
     if (this.clock.now() !== this.sentAt) {
       this.sentAt = this.clock.now();
       this.sentNow = 0;
