@@ -36,10 +36,12 @@ export class ByteSlab {
   private slab = new Uint8Array(SLAB_SIZE);
   private used = 0;
 
-  /** A private copy of `src`. */
+  /**
+   * A private copy of `src`. An empty one is not singled out: no key is empty (an empty key is refused before
+   * anything is stored), and a zero-byte reservation gives an empty view all the same.
+   */
   copy(src: Uint8Array): Uint8Array {
     const n = src.byteLength;
-    if (n === 0) return EMPTY_BYTES;
     // Uint8Array's slice copies; a Buffer's slice would be a view of the caller's memory.
     if (n > SLAB_MAX_COPY) return Uint8Array.prototype.slice.call(src);
     const start = this.reserve(n);
@@ -48,7 +50,7 @@ export class ByteSlab {
     return new Uint8Array(this.slab.buffer, start, n);
   }
 
-  /** Room for `n` bytes (0 < n <= SLAB_SIZE), 8-byte aligned; a fresh slab when the current one is full. */
+  /** Room for `n` bytes (n <= SLAB_MAX_COPY), 8-byte aligned; a fresh slab when the current one cannot take them. */
   private reserve(n: number): number {
     if (this.used + n > SLAB_SIZE) {
       this.slab = new Uint8Array(SLAB_SIZE);
@@ -103,9 +105,9 @@ export function compareBytes(a: Uint8Array, b: Uint8Array): number {
   return Buffer.compare(a, b);
 }
 
-/** @public */
+/** Whether `a` and `b` hold the same bytes (bytes.Equal; arrays of different lengths never compare as 0). @public */
 export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
-  return a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
+  return Buffer.compare(a, b) === 0;
 }
 
 /**
@@ -115,13 +117,11 @@ export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
  * @public
  */
 export function prefixEnd(key: Uint8Array): Uint8Array {
-  for (let i = key.length - 1; i >= 0; i--) {
-    const b = key[i]!;
-    if (b < 0xff) {
-      const end = Uint8Array.prototype.slice.call(key, 0, i + 1); // a copy, even for a Buffer
-      end[i] = b + 1;
-      return end;
-    }
-  }
-  return new Uint8Array([0]);
+  // The key without its trailing 0xff bytes (reading before the first byte gives undefined, which ends the loop).
+  let n = key.length;
+  while (key[n - 1] === 0xff) n--;
+  if (n === 0) return new Uint8Array([0]);
+  const end = Uint8Array.prototype.slice.call(key, 0, n); // a copy, even for a Buffer
+  end[n - 1] = key[n - 1]! + 1;
+  return end;
 }

@@ -55,13 +55,14 @@ export class History {
   /** Freed record numbers, reused first. */
   private free: Rec[] = [];
 
-  private slabs: (Uint8Array | undefined)[] = [];
+  /** Slab 0 is made with the history: the slab small values are appended to always exists. */
+  private slabs: (Uint8Array | undefined)[] = [new Uint8Array(SLAB_SIZE)];
   /** How many live records have their value in each slab. */
-  private slabLive: number[] = [];
+  private slabLive: number[] = [0];
   private freeSlabs: number[] = [];
   /** The slab small values are appended to, and how much of it is used. */
-  private slab = NO_SLAB;
-  private used = SLAB_SIZE;
+  private slab = 0;
+  private used = 0;
 
   /**
    * A new record (held by one holder: the keyIndex it is appended to) with a private copy of `value` (or
@@ -201,7 +202,7 @@ export class History {
         const old = this.slab;
         this.slab = this.newSlab(new Uint8Array(SLAB_SIZE));
         this.used = 0;
-        if (old !== NO_SLAB && this.slabLive[old] === 0) {
+        if (this.slabLive[old] === 0) {
           this.slabs[old] = undefined;
           this.freeSlabs.push(old);
         }

@@ -20,7 +20,6 @@ import type {
   KeyValue,
   PutRequest,
   PutResponse,
-  RequestOp,
   ResponseOp,
   TxnRequest,
   TxnResponse,
@@ -88,16 +87,15 @@ export function applyCompare(s: Storage, c: Compare): boolean {
   const key = keyString(c.key);
   const end = rangeEndOf(c.rangeEnd)!;
   const high = spanHigh(s, key, end);
-  let any = false;
-  let all = true;
+  // Whether the keys seen so far all hold (undefined while none is seen); the walk stops at the first that fails.
+  let holds: boolean | undefined;
   if (high !== undefined) {
     s.index.forRangeRecordsAt(key, high, end === '', s.currentRev, (r) => {
-      any = true;
-      all = compareRecord(c, h, r);
-      return !all;
+      holds = compareRecord(c, h, r);
+      return !holds;
     });
   }
-  return any ? all : c.target !== 'VALUE' && compareRecord(c, h, NO_RECORD);
+  return holds ?? (c.target !== 'VALUE' && compareRecord(c, h, NO_RECORD));
 }
 
 /** compareToPath: the branch taken by the txn and by each nested txn on that branch, depth first. */
@@ -110,8 +108,9 @@ export function compareToPath(s: Storage, t: TxnRequest, path: boolean[] = []): 
     }
   }
   path.push(ok);
-  for (const op of (ok ? t.success : t.failure) ?? []) {
-    if (op.requestTxn !== undefined) compareToPath(s, op.requestTxn, path);
+  const ops = ok ? t.success : t.failure;
+  if (ops !== undefined) {
+    for (const op of ops) if (op.requestTxn !== undefined) compareToPath(s, op.requestTxn, path);
   }
   return path;
 }
@@ -126,7 +125,8 @@ export type TxnCheckPass = 'all' | 'puts' | 'ranges';
  * checks — which error a txn with both problems returns differs (found by the differential tests).
  */
 export function checkTxn(s: Storage, t: TxnRequest, path: readonly boolean[], at: { i: number }, pass: TxnCheckPass = 'all'): void {
-  const ops = (path[at.i++] ? t.success : t.failure) ?? [];
+  const ops = path[at.i++] ? t.success : t.failure;
+  if (ops === undefined) return;
   for (const op of ops) {
     if (op.requestRange !== undefined) {
       if (pass === 'puts') continue;
@@ -199,13 +199,15 @@ export function executeLonePut(s: Storage, t: TxnRequest, path: readonly boolean
 /** executeTxn: runs the ops of the chosen branch; nested txn responses carry revision 0, as in etcd. */
 export function executeTxn(tw: WriteTxn, t: TxnRequest, path: readonly boolean[], at: { i: number }, nested: boolean): TxnResponse {
   const succeeded = path[at.i++]!;
-  const ops: readonly RequestOp[] = (succeeded ? t.success : t.failure) ?? [];
+  const ops = succeeded ? t.success : t.failure;
   const responses: ResponseOp[] = [];
-  for (const op of ops) {
-    if (op.requestRange !== undefined) responses.push({ responseRange: executeRange(tw, op.requestRange) });
-    else if (op.requestPut !== undefined) responses.push({ responsePut: executePut(tw, op.requestPut) });
-    else if (op.requestDeleteRange !== undefined) responses.push({ responseDeleteRange: executeDeleteRange(tw, op.requestDeleteRange) });
-    else if (op.requestTxn !== undefined) responses.push({ responseTxn: executeTxn(tw, op.requestTxn, path, at, true) });
+  if (ops !== undefined) {
+    for (const op of ops) {
+      if (op.requestRange !== undefined) responses.push({ responseRange: executeRange(tw, op.requestRange) });
+      else if (op.requestPut !== undefined) responses.push({ responsePut: executePut(tw, op.requestPut) });
+      else if (op.requestDeleteRange !== undefined) responses.push({ responseDeleteRange: executeDeleteRange(tw, op.requestDeleteRange) });
+      else if (op.requestTxn !== undefined) responses.push({ responseTxn: executeTxn(tw, op.requestTxn, path, at, true) });
+    }
   }
   return { revision: nested ? 0 : tw.rev, succeeded, responses };
 }
