@@ -679,7 +679,15 @@ const listsSpecArb: fc.Arbitrary<ListsSpec> = fc.record({
 });
 
 /** The range ends of checkPageCounts' lists: "\0" (to the end of the keyspace) and keys past most of the alphabet. */
-const LIST_ENDS: readonly Uint8Array[] = [Uint8Array.of(0), Uint8Array.of(0xff, 0xff), Uint8Array.of(0xff), Uint8Array.of(0x62, 0xff), Uint8Array.of(0x62)];
+const LIST_ENDS: readonly Uint8Array[] = [Uint8Array.of(0), Uint8Array.of(0xff, 0xff), Uint8Array.of(0xff), Uint8Array.of(0x62, 0xff)];
+/** Each pair of checkPageCounts' lists: its range end (LIST_ENDS) and its first key. The second pair shares the first's end, from 'a'. */
+const LIST_PAIRS: readonly { readonly end: number; readonly key: Uint8Array }[] = [
+  { end: 0, key: Uint8Array.of(0) },
+  { end: 0, key: Uint8Array.of(0x61) },
+  { end: 1, key: Uint8Array.of(0) },
+  { end: 2, key: Uint8Array.of(0) },
+  { end: 3, key: Uint8Array.of(0) },
+];
 /** How many paged lists the store remembers the counts of (page_counts.ts). */
 const LISTS_KEPT = 8;
 
@@ -690,12 +698,15 @@ const LISTS_KEPT = 8;
  * that change what is kept survived). What it must keep is what makes a list cost its pages and not n²/2p
  * key visits: the count from where the next page starts, for each of the eight lists paged most recently,
  * and nothing of a page already served (its successor replaces it), so memory stays bounded. On a scratch
- * store (nothing remembered yet), up to ten lists from the first key, paged side by side: pairs at two revisions
- * with the same end (one list's page must not take another revision's count) and the pairs' ends differing
- * (nor another end's). Before each page after the first, the store's count from its start is the
- * reference's count while the list is among the eight noted last, else nothing; after each page, nothing is
- * left of the start it was asked at but where that page's walk found a single key (its count is then the
- * count from that key).
+ * store (nothing remembered yet), up to ten lists, paged side by side: pairs at two revisions with the same
+ * end and first key (one list's page must not take another revision's count), the pairs' ends differing (nor
+ * another end's) but for two pairs with one end, one from the first key and one from 'a' (a page of one list
+ * forgets only a window of the other's that holds its start: session 20 found a filter testing one bound of
+ * the window alone survived). The reference keeps what the store must: for each page that found a key, the
+ * window of starts its walk (limit + 1 keys, etcd's read for `more`) knows the count from — after the
+ * second-to-last key it collected (or from the page's start) up to its last one — replacing every window of
+ * that revision and end that holds the page's start, the oldest of eight going first. Before and after each
+ * page, the store's count from its start is the reference's count exactly when a window kept holds it.
  */
 function checkPageCounts(store: MvccStore, ref: ReferenceKV, release: Release, spec: ListsSpec): void {
   const scratch = new MvccStore({ maxTxnOps: MAX_TXN_OPS, lessor: new RecordingLessor(), etcdVersion: release });
@@ -703,35 +714,36 @@ function checkPageCounts(store: MvccStore, ref: ReferenceKV, release: Release, s
   const counts = scratch.storage.pageCounts;
   const asked = rev(spec.revision, ref);
   const at = asked > 0 ? asked : ref.currentRev;
-  // From the keyspace's first key, so that most lists hold most keys and run to several pages.
-  const key = Uint8Array.of(0);
   let cursors: (RangeRequest | undefined)[] = spec.sels.map((_, j) => {
     const revision = j % 2 === 0 ? at - 1 : at;
-    return revision < 1 ? undefined : { key, rangeEnd: LIST_ENDS[j >> 1]!, revision, limit: spec.limit };
+    const pair = LIST_PAIRS[j >> 1]!;
+    return revision < 1 ? undefined : { key: pair.key, rangeEnd: LIST_ENDS[pair.end]!, revision, limit: spec.limit };
   });
-  /** The lists whose pages noted a count, the most recent last. */
-  const noted: number[] = [];
-  const started = cursors.map(() => false);
+  /** The windows the store must keep, the oldest first: at `rev` and `end`, the count from every start in [low, high] is known. */
+  let kept: { readonly rev: number; readonly end: string | undefined; readonly low: string; readonly high: string; readonly list: number }[] = [];
+  const holder = (rev: number, end: string | undefined, start: string): number | undefined =>
+    kept.find((w) => w.rev === rev && w.end === end && start >= w.low && start <= w.high)?.list;
   while (cursors.some((q) => q !== undefined)) {
     cursors = cursors.map((q, j) => {
       if (q === undefined) return undefined;
       const want = expected(() => ref.range(q));
       if ('ok' in want) {
         const where = [q.revision!, rangeEndOf(q.rangeEnd), keyString(q.key)] as const;
-        const from = ref.range({ ...q, limit: 0, countOnly: true }).count;
-        if (started[j]) {
-          const i = noted.indexOf(j);
-          const kept = i >= 0 && i >= noted.length - LISTS_KEPT;
-          assert.equal(counts.countFrom(...where), kept ? from : undefined, `the count remembered for ${show(q)} (list ${j}, ${kept ? 'among' : 'not among'} the ${LISTS_KEPT} noted last: ${noted})`);
-        }
-        started[j] = true;
+        const all = ref.range({ ...q, limit: 0 }).kvs;
+        const from = all.length;
+        const before = holder(...where);
+        assert.equal(counts.countFrom(...where), before === undefined ? undefined : from, `the count remembered for ${show(q)} (list ${j}, ${before === undefined ? 'no window kept holds it' : `list ${before}'s window holds it`})`);
         same(actual(() => scratch.range(q)), want, `page ${show(q)} of list ${j} on a scratch store`);
-        // A walk that found a key notes a count (it then names the list's most recent page).
-        if (from > 0) {
-          if (noted.includes(j)) noted.splice(noted.indexOf(j), 1);
-          noted.push(j);
+        const walked = all.slice(0, q.limit! + 1);
+        if (walked.length > 0) {
+          const [rev, end, start] = where;
+          kept = kept.filter((w) => !(w.rev === rev && w.end === end && start >= w.low && start <= w.high));
+          if (kept.length >= LISTS_KEPT) kept.shift();
+          const low = walked.length >= 2 ? keyString(walked[walked.length - 2]!.key) + '\0' : start;
+          kept.push({ rev, end, low, high: keyString(walked[walked.length - 1]!.key), list: j });
         }
-        assert.equal(counts.countFrom(...where), from === 1 ? 1 : undefined, `what is left of ${show(q)}'s start (list ${j}) after its page`);
+        const after = holder(...where);
+        assert.equal(counts.countFrom(...where), after === undefined ? undefined : from, `what is left of ${show(q)}'s start (list ${j}) after its page`);
         const page = ref.range(q);
         const last = page.kvs[page.kvs.length - 1];
         return page.more && last !== undefined ? { ...q, key: Uint8Array.of(...last.key, 0) } : undefined;
