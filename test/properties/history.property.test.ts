@@ -133,28 +133,7 @@ function run(ops: readonly Op[]): void {
     assert.deepStrictEqual([kv.createRevision, kv.modRevision, kv.version, kv.lease], [row.create, row.mod, row.version, row.lease], `${what}: record ${r}`);
     assert.ok(sameBytes(kv.value, row.value), `${what}: record ${r}'s value reads back`);
   };
-  /**
-   * Where a copied value of up to 1 KiB must lie (the memory the slabs promise, which no byte read back
-   * shows): at the next 8-byte boundary of the 64 KiB slab small values are appended to, a fresh one exactly
-   * when that one cannot take it; a longer copied value alone in a slab of its size.
-   */
-  let appendTo: ArrayBufferLike | undefined;
-  let used = 0;
-  const placed = (r: Rec, len: number): void => {
-    const v = h.value(r);
-    if (len > 1024) {
-      assert.deepStrictEqual([v.buffer.byteLength, v.byteOffset], [len, 0], `a copied value of ${len} bytes has a slab of its own`);
-      return;
-    }
-    if (len === 0) return;
-    if (used + len > SLAB) {
-      assert.notEqual(v.buffer, appendTo, `a value of ${len} bytes with ${used} of the slab used starts a fresh slab`);
-      used = 0;
-    } else if (appendTo !== undefined) assert.equal(v.buffer, appendTo, `a value of ${len} bytes with ${used} of the slab used shares it`);
-    appendTo = v.buffer;
-    assert.deepStrictEqual([v.buffer.byteLength, v.byteOffset], [SLAB, used], `a value of ${len} bytes lies at the slab's next free 8-byte boundary`);
-    used = (used + len + 7) & ~7;
-  };
+  const placed = slabPlacement('value');
   const check = (r: Rec): void => {
     const row = rows.get(r)!;
     expectKv(r, h.kv(r), 'kv');
@@ -189,7 +168,7 @@ function run(ops: readonly Op[]): void {
           if (freed.includes(r)) freed.splice(freed.indexOf(r), 1);
           const kept: boolean = op.given !== 'copy' && len > 1024 && len * 2 >= value.buffer.byteLength;
           assert.equal(h.value(r).buffer === value.buffer, kept, `a ${op.given} value of ${len} bytes in a buffer of ${value.buffer.byteLength} is ${kept ? 'kept as given' : 'copied'}`);
-          if (!kept) placed(r, len);
+          if (!kept) placed(h.value(r), len);
           if (op.given === 'copy') value.fill(0xee); // the history keeps a copy of its own
           rows.set(r, row);
         }
@@ -224,7 +203,7 @@ function run(ops: readonly Op[]): void {
           else assert.equal(r, fresh++, 'the next new record number');
           if (freed.includes(r)) freed.splice(freed.indexOf(r), 1);
           assert.ok(sameBytes(h.value(r), value), `churned record ${r}'s value reads back`);
-          placed(r, op.len);
+          placed(h.value(r), op.len);
           h.release(r);
           freed.push(r);
           assert.equal(h.checkSlabs(), undefined, 'the history\'s slabs while values come and go');
@@ -266,6 +245,31 @@ function run(ops: readonly Op[]): void {
   for (const r of rows.keys()) check(r);
 }
 
+/**
+ * Where each copied value of up to 1 KiB must lie (the memory the slabs promise, which no byte read back shows):
+ * at the next 8-byte boundary of the 64 KiB slab small values are appended to, a fresh one exactly when that one
+ * cannot take it; a longer copy alone in an array of its size. One checker per history or ByteSlab, given each
+ * copy in the order they were made.
+ */
+function slabPlacement(what: string): (v: Uint8Array, len: number) => void {
+  let appendTo: ArrayBufferLike | undefined;
+  let used = 0;
+  return (v, len) => {
+    if (len > 1024) {
+      assert.deepStrictEqual([v.buffer.byteLength, v.byteOffset], [len, 0], `a ${what} of ${len} bytes has an array of its own`);
+      return;
+    }
+    if (len === 0) return;
+    if (used + len > SLAB) {
+      assert.notEqual(v.buffer, appendTo, `a ${what} of ${len} bytes with ${used} of the slab used starts a fresh slab`);
+      used = 0;
+    } else if (appendTo !== undefined) assert.equal(v.buffer, appendTo, `a ${what} of ${len} bytes with ${used} of the slab used shares it`);
+    appendTo = v.buffer;
+    assert.deepStrictEqual([v.buffer.byteLength, v.byteOffset], [SLAB, used], `a ${what} of ${len} bytes lies at the slab's next free 8-byte boundary`);
+    used = (used + len + 7) & ~7;
+  };
+}
+
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
 }
@@ -289,29 +293,14 @@ test('ByteSlab copies agree with their sources across slabs', () => {
   const copyAll = (lengths: readonly number[]): void => {
     const slab = new ByteSlab();
     const copies: { copy: Uint8Array; want: Uint8Array }[] = [];
-    // Where each copy must lie (the memory the slabs promise, which no byte read back shows): a copy of up to
-    // 1 KiB at the next 8-byte boundary of the slab small copies share, a fresh 64 KiB slab exactly when the
-    // current one cannot take it; a longer copy in an array of its own.
-    let current: ArrayBufferLike | undefined;
-    let used = 0;
+    const placed = slabPlacement('copy');
     lengths.forEach((len, i) => {
       const src = valueOf(i, len);
       const want = src.slice();
       const copy = slab.copy(src);
       copies.push({ copy, want });
       src.fill(0xee);
-      if (len > 1024) {
-        assert.deepStrictEqual([copy.buffer.byteLength, copy.byteOffset], [len, 0], `a copy of ${len} bytes has an array of its own`);
-        return;
-      }
-      if (len === 0) return;
-      if (used + len > SLAB) {
-        assert.notEqual(copy.buffer, current, `a copy of ${len} bytes with ${used} of the slab used starts a fresh slab`);
-        used = 0;
-      } else if (current !== undefined) assert.equal(copy.buffer, current, `a copy of ${len} bytes with ${used} of the slab used shares it`);
-      current = copy.buffer;
-      assert.deepStrictEqual([copy.buffer.byteLength, copy.byteOffset], [SLAB, used], `a copy of ${len} bytes lies at the slab's next free 8-byte boundary`);
-      used = (used + len + 7) & ~7;
+      placed(copy, len);
     });
     for (const c of copies) assert.ok(sameBytes(c.copy, c.want), `copy of ${c.want.byteLength} bytes reads back`);
   };
