@@ -5,23 +5,12 @@
  * Each first line is sent to the simulator and to a real etcd 3.4.23 in the same run, and both must do what
  * the table says (the table is what etcd was seen to do). Outside CI the etcd half is left out without `etcd`.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
-import { startEtcd, type EtcdProcess } from '../../src/diff/etcd_process.js';
-import { serve, type ServeHandle } from '../../src/grpc/server.js';
-import { requireCommand } from '../support/prerequisites.js';
+import { simBesideEtcd } from './beside_etcd.js';
 
-const noEtcd = requireCommand('etcd');
-
-let sim: ServeHandle;
-let etcd: EtcdProcess | undefined;
-before(async () => {
-  [sim, etcd] = await Promise.all([serve({ port: 0, etcdVersion: '3.4' }), noEtcd === false ? startEtcd() : undefined]);
-});
-after(async () => {
-  await Promise.all([sim.close(), etcd?.stop()]);
-});
+const both = simBesideEtcd();
 
 /**
  * What the server wrote before it closed the connection — or, when it answered and kept the connection
@@ -72,14 +61,15 @@ const TABLE: ReadonlyArray<readonly [string, string, string]> = [
 ];
 
 test('the first line decides as cmux does: an HTTP/1 request line is served, anything else is closed unanswered (etcd 3.4.23 alike)', async () => {
+  const etcd = both.etcd();
   for (const [what, sent, expected] of TABLE) {
-    assert.equal(await firstAnswer(sim.address, sent), expected, `etcdsim: ${what}`);
+    assert.equal(await firstAnswer(both.sim().address, sent), expected, `etcdsim: ${what}`);
     if (etcd !== undefined) assert.equal(await firstAnswer(etcd.address, sent), expected, `etcd 3.4.23: ${what}`);
   }
 });
 
 test('a first line still under way is waited for, however it is split; the preface still goes to gRPC', async () => {
-  const [host, port] = sim.address.split(':') as [string, string];
+  const [host, port] = both.sim().address.split(':') as [string, string];
   const s = net.connect(Number(port), host);
   let got = '';
   s.on('data', (d: Buffer) => (got += d.toString('latin1')));

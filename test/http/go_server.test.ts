@@ -8,23 +8,12 @@
  * PATH (always in CI) the whole transcripts must agree too, but for what the notes name. Header order and
  * node:http's `Connection: keep-alive` are not compared: Go writes headers sorted, and no client reads either.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
-import { startEtcd, type EtcdProcess } from '../../src/diff/etcd_process.js';
-import { serve, type ServeHandle } from '../../src/grpc/server.js';
-import { requireCommand } from '../support/prerequisites.js';
+import { simBesideEtcd } from './beside_etcd.js';
 
-const noEtcd = requireCommand('etcd');
-
-let sim: ServeHandle;
-let etcd: EtcdProcess | undefined;
-before(async () => {
-  [sim, etcd] = await Promise.all([serve({ port: 0, etcdVersion: '3.4' }), noEtcd === false ? startEtcd() : undefined]);
-});
-after(async () => {
-  await Promise.all([sim.close(), etcd?.stop()]);
-});
+const both = simBesideEtcd();
 
 const THEN_CLOSE = 'GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n';
 
@@ -100,8 +89,9 @@ const TABLE: readonly Row[] = [
 
 test("Go's server and etcd's mux before the handlers: refusals, `*`, the absolute form, unclean paths, CONNECT, PRI (etcd 3.4.23 alike)", async () => {
   for (const row of TABLE) {
-    const simAnswers = answers(await transcript(sim.address, row.sent));
+    const simAnswers = answers(await transcript(both.sim().address, row.sent));
     assert.deepEqual(simAnswers.map((a) => a.split('\n')[0]), row.statuses, `etcdsim: ${row.what}`);
+    const etcd = both.etcd();
     if (etcd === undefined) continue;
     const etcdAnswers = answers(await transcript(etcd.address, row.sent));
     if (row.differs === undefined) assert.deepEqual(simAnswers, etcdAnswers, `etcdsim against etcd 3.4.23: ${row.what}`);
