@@ -350,6 +350,8 @@ export class RaftNode extends RaftCore {
       return;
     }
     const wasPaused = pr.paused;
+    // An acknowledgement at or below the match is stale (duplicated, or overtaken by a later one): raft's
+    // MaybeUpdate changes nothing for it, and a paused probe waits for the member's next heartbeat answer.
     if (index > pr.match) {
       pr.match = index;
       pr.next = Math.max(pr.next, index + 1);
@@ -361,9 +363,6 @@ export class RaftNode extends RaftCore {
       if (this.maybeCommit()) this.bcastAppend();
       else if (wasPaused || pr.next <= this.log.lastIndex()) this.sendAppend(m.from);
       if (m.from === this.leadTransferee && pr.match === this.log.lastIndex()) this.send({ type: 'MsgTimeoutNow', to: m.from });
-    } else if (pr.state === 'probe') {
-      pr.paused = false;
-      if (pr.next <= this.log.lastIndex()) this.sendAppend(m.from);
     }
   }
 

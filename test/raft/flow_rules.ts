@@ -5,6 +5,9 @@
  *  - a rejection of an append below what the member is known to hold is stale (an answer to an earlier
  *    append, delayed or duplicated on the way): the leader sends that member nothing for it — it neither
  *    probes again nor sends a snapshot;
+ *  - an acknowledgement at or below the member's match is stale too (MaybeUpdate changes nothing): the
+ *    leader's progress of that member stays as it was (a probe stays paused: the next heartbeat answer
+ *    resumes it) and it sends that member nothing;
  *  - one past the match moves the match there, turns a probing member to replicating, and sends that member
  *    an append exactly when the commit index moved (bcastAppend), the member was paused (it may lack the
  *    commit index), or entries past its next index are unsent; otherwise nothing;
@@ -81,9 +84,10 @@ export class FlowRules {
       set({ why: `${m.from} (${show(pr)}) answered a heartbeat, the log ending at ${last}`, sends: pr.match < last, progress: undefined, owed: false });
       return;
     }
-    // (An acknowledgement at or below the match is not judged: node.ts's handleAppendResponse still resumes a
-    // probe on it, where raft's MaybeUpdate changes nothing.)
-    if (index <= pr.match) return;
+    if (index <= pr.match) {
+      set({ why: `${m.from} (${show(pr)}) acknowledged ${index}, not past its match (stale)`, sends: false, progress: same, owed: false });
+      return;
+    }
     // MaybeUpdate: the match moves; a probe turns to replicate from the match (BecomeReplicate), a replicating
     // member keeps the larger next index.
     const next = pr.state === 'probe' ? index + 1 : Math.max(pr.next, index + 1);
