@@ -97,12 +97,9 @@ export class FlowRules {
   }
 
   ready(node: RaftNode, rd: Ready): void {
-    const e = this.expect.get(node.id);
-    if (e === undefined) return;
-    this.expect.delete(node.id);
-    const p = progressOf(node, e.to);
-    if (e.progress !== undefined && !e.progress(p)) throw new Error(`leader ${node.id}: ${e.why}; its progress of that member is now ${show(p)}`);
-    const sends = e.sends ?? (e.owed || node.log.committed > e.commit);
+    const taken = this.take(node);
+    if (taken === undefined) return;
+    const { e, sends } = taken;
     const sent = rd.messages.filter((x) => x.to === e.to && (x.type === 'MsgApp' || x.type === 'MsgSnap'));
     const timeoutNow = rd.messages.filter((x) => x.to === e.to && x.type === 'MsgTimeoutNow').length;
     if (timeoutNow !== (e.timeoutNow ? 1 : 0)) throw new Error(`leader ${node.id}: ${e.why}, handing leadership to ${e.timeoutNow ? 'it' : 'another or none'}: it sent ${timeoutNow} MsgTimeoutNow, expected ${e.timeoutNow ? 1 : 0}`);
@@ -113,13 +110,20 @@ export class FlowRules {
 
   /** The leader handled every Ready after the step: one that queued nothing sent nothing. */
   settled(node: RaftNode): void {
+    const taken = this.take(node);
+    if (taken === undefined) return;
+    const { e, sends } = taken;
+    if (e.timeoutNow) throw new Error(`leader ${node.id}: ${e.why}, handing leadership to it, whose log is now the leader's: it sent no MsgTimeoutNow`);
+    if (sends) throw new Error(`leader ${node.id}: ${e.why} (commit ${e.commit} → ${node.log.committed}), so it must send that member an append; it sent nothing`);
+  }
+
+  /** The expectation waiting on `node`, taken, its progress judged, and whether it owes that member an append. */
+  private take(node: RaftNode): { e: Expect; sends: boolean } | undefined {
     const e = this.expect.get(node.id);
-    if (e === undefined) return;
+    if (e === undefined) return undefined;
     this.expect.delete(node.id);
     const p = progressOf(node, e.to);
     if (e.progress !== undefined && !e.progress(p)) throw new Error(`leader ${node.id}: ${e.why}; its progress of that member is now ${show(p)}`);
-    const sends = e.sends ?? (e.owed || node.log.committed > e.commit);
-    if (e.timeoutNow) throw new Error(`leader ${node.id}: ${e.why}, handing leadership to it, whose log is now the leader's: it sent no MsgTimeoutNow`);
-    if (sends) throw new Error(`leader ${node.id}: ${e.why} (commit ${e.commit} → ${node.log.committed}), so it must send that member an append; it sent nothing`);
+    return { e, sends: e.sends ?? (e.owed || node.log.committed > e.commit) };
   }
 }
