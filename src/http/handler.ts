@@ -15,6 +15,7 @@
  */
 import { posix } from 'node:path';
 import { gatewayBodyLimit } from './request_body.js';
+import { goSniffs } from './go_server.js';
 import { createGateway, plainError, type Gateway, type HttpRequest, type HttpResponse } from './gateway.js';
 import { clusterVersionOf, createMemberMetrics, type MemberMetrics } from './metrics.js';
 import { type EtcdServer, type MemberView, serverCompat, ALARM_CORRUPT, alarmTypeName } from '../server/index.js';
@@ -133,6 +134,8 @@ function health(s: EtcdServer, metrics: MemberMetrics, req: HttpRequest, res: Ht
   // A single simulated member has a leader (itself) and answers reads: healthy.
   metrics.healthChecked(true);
   const body = serverCompat(s.etcdVersion).healthReason ? '{"health":"true","reason":""}' : '{"health":"true"}';
+  // etcd's health handler sets no Content-Type: Go sniffs this one from the body.
+  goSniffs(res);
   res.writeHead(200, { 'Content-Length': Buffer.byteLength(body), 'Content-Type': 'text/plain; charset=utf-8' });
   res.end(body);
 }

@@ -20,7 +20,7 @@
  * half-open connection serves nobody. HTTP/1.1 is node:http's from the moment it is known, behind the rules
  * of Go's own server (go_server.ts).
  */
-import type * as http from 'node:http';
+import * as http from 'node:http';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import type { Duplex } from 'node:stream';
@@ -204,6 +204,10 @@ const CR = 0x0d;
 const HTTP_SLASH = Buffer.from('HTTP/', 'latin1');
 const PRI_SP = Buffer.from('PRI ', 'latin1');
 const PUT_SP = Buffer.from('PUT ', 'latin1');
+/** The methods llhttp reads (node:http's METHODS); any other it refuses. */
+const KNOWN_METHODS = new Set(http.METHODS);
+/** RFC 9110's token, what Go's validMethod takes as a method. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 /**
  * cmux's HTTP1 matcher, which etcd 3.4's plaintext client port applies before Go's http.Server sees a
@@ -249,8 +253,15 @@ function sniff(socket: net.Socket, http2: (head: Buffer) => void, http1: () => v
     if (seen[minorAt]! > 0x31) seen[minorAt] = 0x31;
     // A PRI request line that is no HTTP/2 preface: llhttp takes PRI for the start of one and waits for the
     // rest forever, where Go serves PRI as any method no handler allows. PUT, which none of etcd's `*` or
-    // routes takes from a PRI either, gets the same answers (405 with Allow, 404, `*`'s 400).
+    // routes takes from a PRI either, gets the same answers (405 with Allow, 404, `*`'s 400). So does a
+    // method llhttp does not know (a lower-case `get`, `FOO`), which llhttp refuses with 400 where Go, for
+    // which a method is any token, hands it to etcd's handlers (etcd 3.4.23: 405 on /health, 404 elsewhere).
     if (seen.compare(PRI_SP, 0, 4, 0, 4) === 0) PUT_SP.copy(seen, 0);
+    else {
+      const sp = seen.indexOf(SP);
+      const method = seen.toString('latin1', 0, sp);
+      if (!KNOWN_METHODS.has(method) && TOKEN.test(method)) seen = Buffer.concat([PUT_SP, seen.subarray(sp + 1)]);
+    }
     // node:http reads the socket natively from here on (its parser consumes the handle); the bytes read so
     // far go to the 'data' listener it has just added, before any later read can. Unshifting them instead
     // (pause, unshift, resume) sent them through the stream's buffer and a tick: a third of what this port
