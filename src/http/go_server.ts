@@ -81,13 +81,15 @@ function lineAt(err: ParseError): Buffer {
  * with 400 and closes; the handler answers it so, after the answer under way.
  */
 function answerClientError(handler: (req: HttpRequest, res: HttpResponse) => void): (err: ParseError, socket: Duplex) => void {
-  const answered = new WeakSet<Duplex>();
+  // Connections whose `PRI *` answer waits: llhttp, once failed, fails every later read of the connection
+  // again. (Every other refusal destroys the socket at once, so nothing is kept for it: under slowloris each
+  // of 2000 attackers' resets comes here.)
+  const answering = new WeakSet<Duplex>();
   return (err, socket) => {
-    // llhttp, once failed, fails every later read of the connection again.
-    if (answered.has(socket)) return;
-    answered.add(socket);
+    if (answering.has(socket)) return;
     const inFlight = (socket as Duplex & { _httpMessage?: (http.ServerResponse & { headersSent?: boolean }) | null })._httpMessage;
     if (err.code === 'HPE_PAUSED_H2_UPGRADE' && socket instanceof net.Socket) {
+      answering.add(socket);
       // node:http lets go of the socket in the answer's first 'finish' listener, its own.
       if (inFlight === undefined || inFlight === null) return answerPriStar(handler, socket);
       inFlight.once('finish', () => answerPriStar(handler, socket));

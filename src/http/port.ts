@@ -134,7 +134,7 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
   const server = net.createServer((socket) => {
     sockets.add(socket);
     deadlines.add(socket);
-    socket.once('close', forget);
+    socket.on('close', forget); // 'close' comes once: no once() wrapper made per connection
     socket.on('error', destroyOnError);
     if (tlsServer !== undefined) {
       tcpOfTls.set(connKey(socket), socket);
