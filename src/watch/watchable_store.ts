@@ -207,17 +207,14 @@ export class WatchableStore {
   syncWatchers(): number {
     this.syncAgain = 'no';
     const before = this.unsynced.size;
-    if (before === 0) return 0;
     const curRev = this.kv.currentRevision;
     const compactRev = this.kv.compactRevision;
     const chosen = new WatcherGroup();
     let minRev = Infinity;
     for (const w of this.unsynced.watchers) {
       if (chosen.size >= this.maxWatchersPerSync) break;
-      if (w.minRev > curRev) {
-        if (!w.restore) throw new Error(`watcher ${w.id} has a future minRev ${w.minRev} in unsynced without a restore`);
-        w.restore = false;
-      }
+      // A restore may have left its minRev in the future (checkValid allows that only until this sync).
+      w.restore = false;
       if (w.minRev < compactRev) {
         // The history this watcher needs is gone: cancel it with the compaction revision.
         if (w.stream.offer(w.id, NO_EVENTS, 0, compactRev)) {
@@ -227,7 +224,7 @@ export class WatchableStore {
         continue;
       }
       chosen.add(w);
-      if (w.minRev < minRev) minRev = w.minRev;
+      minRev = Math.min(minRev, w.minRev);
     }
     const batches = this.collectBatches(chosen, minRev, curRev);
     let victims: Map<Watcher, EventBatch> | undefined;
