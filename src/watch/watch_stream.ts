@@ -37,10 +37,10 @@ export class WatchStream {
   private nextId = 0;
   /**
    * What the send loop has not sent yet, in order: the channel's watch responses and the control replies
-   * (created, canceled) between them. Read from `head`; compacted as it empties.
+   * (created, canceled) between them. Read from the front (a short array: at most chanBufLen responses and
+   * the control replies between them, so a shift is cheap).
    */
   private queue: Pending[] = [];
-  private head = 0;
   /** Watch responses in the queue; the channel is full at chanBufLen (control replies do not count). */
   private inChannel = 0;
   /** Rendered responses in the transport, not yet read by the client, and their encoded size. */
@@ -84,7 +84,7 @@ export class WatchStream {
 
   /** Responses the client can read now (in the transport), plus those still waiting in the channel. */
   get pending(): number {
-    return this.sent.length - this.sentHead + this.queue.length - this.head;
+    return this.sent.length - this.sentHead + this.queue.length;
   }
 
   /** The transport's window in bytes (grpc-go's per-stream write quota, 64 KiB by default). */
@@ -182,12 +182,11 @@ export class WatchStream {
 
   /** The client went away: every watcher is canceled, nothing more is delivered. */
   close(): void {
-    if (this.closed) return;
+    // A second close() finds nothing left to cancel or clear (the timer's cancel finds it gone).
     this.closed = true;
     for (const w of this.watchers.values()) this.ws.cancelWatcher(w);
     this.watchers.clear();
     this.queue = [];
-    this.head = 0;
     this.inChannel = 0;
     this.emptyTransport();
     if (this.progressTimer !== undefined) this.ws.clock?.cancel(this.progressTimer);
@@ -227,7 +226,7 @@ export class WatchStream {
    */
   readWindow(): WatchResponse[] {
     if (this.sentHead === this.sent.length) {
-      if (this.head === this.queue.length) return [];
+      if (this.queue.length === 0) return [];
       this.sendNext();
     }
     const batch = this.sentHead === 0 ? this.sent : this.sent.slice(this.sentHead);
@@ -241,7 +240,7 @@ export class WatchStream {
     const out: WatchResponse[] = [];
     while (out.length < max) {
       if (this.sentHead === this.sent.length) {
-        if (this.head === this.queue.length) break;
+        if (this.queue.length === 0) break;
         this.sendNext();
       }
       const r = this.sent[this.sentHead]!;
@@ -261,26 +260,17 @@ export class WatchStream {
    */
   private sendLoop(): void {
     let moved = false;
-    while (this.head < this.queue.length && this.sentBytes < this.window) {
+    while (this.queue.length > 0 && this.sentBytes < this.window) {
       this.sendNext();
       moved = true;
     }
     // An unbuffered transport (window 0) hands over only when the reader reads: tell it there is something.
-    if (moved || (this.window === 0 && this.head < this.queue.length)) this.onSend?.();
+    if (moved || (this.window === 0 && this.queue.length > 0)) this.onSend?.();
   }
 
   /** Sends the next queued response into the transport, rendered (and fragmented) as it goes out. */
   private sendNext(): void {
-    const queue = this.queue;
-    const p = queue[this.head]!;
-    queue[this.head++] = undefined as unknown as Pending;
-    if (this.head === queue.length) {
-      this.queue = [];
-      this.head = 0;
-    } else if (this.head > 1024 && this.head * 2 > queue.length) {
-      this.queue = queue.slice(this.head);
-      this.head = 0;
-    }
+    const p = this.queue.shift()!;
     if (p.ctrl !== undefined) {
       this.transmit(p.ctrl);
       return;
@@ -345,13 +335,11 @@ export class WatchStream {
   /** A canceled watcher's responses still in the channel are never sent (those in the transport are). */
   private dropQueued(watchId: number): void {
     const kept: Pending[] = [];
-    for (let i = this.head; i < this.queue.length; i++) {
-      const p = this.queue[i]!;
+    for (const p of this.queue) {
       if (p.ctrl === undefined && p.watchId === watchId) this.inChannel--;
       else kept.push(p);
     }
     this.queue = kept;
-    this.head = 0;
   }
 }
 
