@@ -21,7 +21,8 @@
  * (requests past --max-request-bytes), `lists` (paged lists side by side at one revision), `rewind` (a
  * restore to an earlier state, then other writes at the same revision numbers), `txnPage` (a paged read
  * inside a txn, between its puts), `steps` (two txns validated one after the other, then each one's later
- * steps) and `echo` (a listener that writes, and one unsubscribed).
+ * steps), `echo` (a listener that writes, and one unsubscribed) and `bounds` (compares over ranges whose one
+ * failing key is at their edge, a nested txn's own branch checked).
  *
  * Runs: ETCDSIM_NUM_RUNS (default 200). Replay: see harness.ts (ETCDSIM_SEED / _PATH / _REPLAY_PATH).
  */
@@ -639,7 +640,8 @@ type Step =
   | { readonly kind: 'txnPage'; readonly key: Uint8Array; readonly limit: number }
   | { readonly kind: 'junkRev'; readonly call: 'compact' | 'hash' | 'hashKV'; readonly junk: number }
   | { readonly kind: 'noLease'; readonly key: Uint8Array; readonly inTxn: boolean }
-  | { readonly kind: 'keepLease'; readonly key: Uint8Array; readonly lease: bigint };
+  | { readonly kind: 'keepLease'; readonly key: Uint8Array; readonly lease: bigint }
+  | { readonly kind: 'bounds'; readonly key: Uint8Array; readonly value: Uint8Array };
 
 /**
  * One page of a paged list (a limit, at a fixed revision, the next start just after the last key): a new
@@ -948,6 +950,28 @@ class KvCommand implements fc.Command<Model, Real> {
         );
         break;
       }
+      case 'bounds': {
+        // Where a compare over a range stops (txn.ts applyCompare), built because drawn compares seldom tell:
+        // only a range whose every key holds but one at its edge does. [k, k"\0") names k alone, never its end
+        // key k"\0" (which fails the compare); [top, "\0") names the keyspace's greatest key, top, itself
+        // (issue #35: whether the walk includes its upper bound survived every drawn history). Then a nested
+        // txn whose taken branch holds a put of a missing lease (checkTxn must read each nested txn's own
+        // branch from the path: read one place off, it checks the other branch and lets the put through).
+        const top = Uint8Array.of(0xff, 0xff, 0xff, 0xff);
+        const end = Uint8Array.of(...s.key, 0);
+        const other = Uint8Array.of(...s.value, 0x77);
+        const puts: PutRequest[] = [{ key: s.key, value: s.value }, { key: end, value: other }, { key: top, value: s.value }];
+        const holds = (key: Uint8Array, rangeEnd: Uint8Array): Compare => ({ key, rangeEnd, target: 'VALUE', result: 'EQUAL', value: s.value });
+        const txns: TxnRequest[] = [
+          { compare: [holds(s.key, end)], success: [{ requestRange: { key: s.key, rangeEnd: end } }] },
+          { compare: [holds(top, Uint8Array.of(0))], success: [{ requestRange: { key: top } }] },
+          { success: [{ requestTxn: { success: [{ requestPut: { key: s.key, value: other, lease: 3n } }] } }] },
+        ];
+        this.shown = `${show(s.key)} = ${show(s.value)}`;
+        for (const q of puts) same(actual(() => store.put(q)), expected(() => ref.put(q)), `put ${show(q)}`);
+        for (const t of txns) same(actual(() => store.txn(t)), expected(() => ref.txn(t)), `txn ${show(t)}`);
+        break;
+      }
       case 'keepLease': {
         // A key put with a lease, then put again with ignore_lease (and no other flag): the second put keeps
         // the lease (etcd's put reads the previous KeyValue for it). Drawn puts seldom ignore the lease of a
@@ -1109,6 +1133,7 @@ const commandArbs: fc.Arbitrary<fc.Command<Model, Real>>[] = [
     { weight: 1, arbitrary: fc.record({ call: fc.constantFrom<'compact' | 'hash' | 'hashKV'>('compact', 'hash', 'hashKV'), junk: fc.nat(JUNK_REVISIONS.length - 1) }).map((j): Step => ({ kind: 'junkRev', ...j })) },
     { weight: 1, arbitrary: fc.tuple(keyArb, fc.boolean()).map(([key, inTxn]): Step => ({ kind: 'noLease', key, inTxn })) },
     { weight: 1, arbitrary: fc.tuple(keyArb, fc.constantFrom(1n, 2n)).map(([key, lease]): Step => ({ kind: 'keepLease', key, lease })) },
+    { weight: 1, arbitrary: fc.tuple(keyArb, valueArb).map(([key, value]): Step => ({ kind: 'bounds', key, value })) },
   ).map((step) => new KvCommand(step)),
 ];
 
