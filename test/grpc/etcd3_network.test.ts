@@ -26,7 +26,7 @@ test('the etcd3 feature tests all pass with etcd3 speaking gRPC to etcdsim serve
   delete env['NODE_TEST_CONTEXT']; // the child is a test runner of its own, not a child of ours
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', '--test', '--test-reporter=tap', '--test-concurrency=2', '--test-timeout=60000', ...files],
+    ['--import', fileURLToPath(new URL('../support/ts_loader.mjs', import.meta.url)), '--test', '--test-reporter=tap', '--test-concurrency=2', '--test-timeout=60000', ...files],
     { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';

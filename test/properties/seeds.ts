@@ -1,7 +1,7 @@
 /**
  * Property runs over many seeds on all cores: `npm run properties -- --seeds A..B --workers N [--only NAME]`.
  *
- * Each job is one property file run with one seed: a child process `node --import tsx --test FILE` with
+ * Each job is one property file run with one seed: a child process `node --test FILE` (through the test command's TypeScript loader) with
  * ETCDSIM_SEED (and ETCDSIM_NUM_RUNS with --runs) set, which the harness (harness.ts) hands to fast-check,
  * so a job's outcome is a pure function of its seed and file whichever child runs it. At most N children
  * run at once, taking the next job as one ends — no scheduler beyond that; beyond one machine, shard the
@@ -22,6 +22,8 @@ import { parseFailure, type ParsedFailure } from './harness.js';
 /** The repository root (where `npm run properties` runs). */
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const REPORTER = fileURLToPath(new URL('./seeds_reporter.mjs', import.meta.url));
+/** The test command's TypeScript loader (cheaper per process than tsx: test/support/ts_loader.mjs). */
+const TS_LOADER = fileURLToPath(new URL('../support/ts_loader.mjs', import.meta.url));
 
 /** The property files: test/properties/*.property.test.ts, repository-relative, sorted. */
 export function propertyFiles(): string[] {
@@ -109,7 +111,7 @@ export function runPropertyJob(seed: number, file: string, runs: number | undefi
   delete env['ETCDSIM_REPLAY_PATH'];
   if (runs !== undefined) env['ETCDSIM_NUM_RUNS'] = String(runs);
   else delete env['ETCDSIM_NUM_RUNS'];
-  const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-reporter=${REPORTER}`, file], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', TS_LOADER, '--test', `--test-reporter=${REPORTER}`, file], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
