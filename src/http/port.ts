@@ -126,7 +126,7 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
             return;
           }
           if (socket.alpnProtocol === 'h2') toHttp2(socket, undefined, true);
-          else toHttp1(socket);
+          else tlsHttp1(socket, handshaken, toHttp1);
         });
   // A failed handshake (no client certificate, an untrusted one) just closes that connection.
   tlsServer?.on('tlsClientError', (_err, socket) => socket.destroy());
@@ -232,13 +232,14 @@ function http1MinorAt(line: Buffer): number {
  * Reads a plaintext connection's first bytes until they tell its protocol, then hands it on: to `http2` with
  * the bytes read, to `http1`, whose data listener gets them, or to `refuse` when no matcher of etcd's cmux
  * would take them. At most cmux's read is held meanwhile (a preface, or a first line, still under way).
+ * Without `http2` (an HTTP/1.1 connection over TLS, known by its ALPN) only the first line is read.
  */
-function sniff(socket: net.Socket, http2: (head: Buffer) => void, http1: () => void, refuse: () => void): void {
+function sniff(socket: net.Socket, http2: ((head: Buffer) => void) | undefined, http1: () => void, refuse: (seen: Buffer) => void): void {
   let seen: Buffer | undefined;
   const onData = (chunk: Buffer): void => {
     seen = seen === undefined ? chunk : Buffer.concat([seen, chunk]);
     const n = Math.min(seen.length, PREFACE.length);
-    const isH2 = seen.compare(PREFACE, 0, n, 0, n) === 0;
+    const isH2 = http2 !== undefined && seen.compare(PREFACE, 0, n, 0, n) === 0;
     // Wait while the bytes so far could still be the preface: a connection stalled inside its preface holds
     // only these bytes, no HTTP/2 connection state.
     if (isH2 && n < PREFACE.length) return;
@@ -246,9 +247,9 @@ function sniff(socket: net.Socket, http2: (head: Buffer) => void, http1: () => v
     // A first line still under way within cmux's read: wait for its end.
     if (!isH2 && lf < 0 && seen.length < FIRST_LINE_MAX) return;
     socket.removeListener('data', onData);
-    if (isH2) return http2(seen);
+    if (isH2) return http2!(seen);
     const minorAt = lf < 0 || lf >= FIRST_LINE_MAX ? -1 : http1MinorAt(seen.subarray(0, lf));
-    if (minorAt < 0) return refuse();
+    if (minorAt < 0) return refuse(seen);
     // Go serves any HTTP/1.d at least 1.1 as 1.1; node:http's parser refuses minor versions past 1.
     if (seen[minorAt]! > 0x31) seen[minorAt] = 0x31;
     // A PRI request line that is no HTTP/2 preface: llhttp takes PRI for the start of one and waits for the
@@ -270,6 +271,24 @@ function sniff(socket: net.Socket, http2: (head: Buffer) => void, http1: () => v
     socket.emit('data', seen);
   };
   socket.on('data', onData);
+}
+
+/**
+ * HTTP/1.1 over TLS: Go's server reads it with no cmux in front, so a first line that is no HTTP/1 request
+ * line goes on to node:http too (its 400 is Go's); the first line's rewrites still apply. The handshake is
+ * over: the first line has no deadline (Go's TLS server has none).
+ */
+function tlsHttp1(socket: net.Socket, handshaken: (s: net.Socket) => void, toHttp1: (s: net.Socket) => void): void {
+  handshaken(socket);
+  sniff(
+    socket,
+    undefined,
+    () => toHttp1(socket),
+    (seen) => {
+      toHttp1(socket);
+      socket.emit('data', seen);
+    },
+  );
 }
 
 /**

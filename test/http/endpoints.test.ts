@@ -4,6 +4,7 @@ import * as http from 'node:http';
 import * as http2 from 'node:http2';
 import * as https from 'node:https';
 import * as net from 'node:net';
+import * as tls from 'node:tls';
 import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
@@ -582,6 +583,18 @@ async function tlsRequest(proto: 'h1' | 'h2', address: string, ca: Buffer, metho
   });
 }
 
+/** Everything a server wrote on an HTTP/1.1 connection over TLS (ALPN http/1.1) until it closed it. */
+function tlsTranscript(address: string, ca: Buffer, sent: string): Promise<string> {
+  const [host, port] = address.split(':') as [string, string];
+  return new Promise((resolve) => {
+    const s = tls.connect({ host, port: Number(port), ca, servername: 'localhost', ALPNProtocols: ['http/1.1'] }, () => s.write(sent, 'latin1'));
+    let got = '';
+    s.on('data', (d: Buffer) => (got += d.toString('latin1')));
+    s.on('error', () => s.destroy());
+    s.on('close', () => resolve(got));
+  });
+}
+
 test('over TLS the port serves gRPC, HTTP/1.1 and non-gRPC HTTP/2 requests, as etcd 3.4.23 over TLS', { skip: requireCommands(['openssl', 'etcd']) }, async () => {
   const pki = new TestPki('etcdsim-http-tls-');
   let real: EtcdProcess | undefined;
@@ -605,6 +618,14 @@ test('over TLS the port serves gRPC, HTTP/1.1 and non-gRPC HTTP/2 requests, as e
         const norm = (x: typeof a): typeof a => ({ ...x, body: x.body.replace(/"(cluster_id|member_id)":"\d+"/g, '"$1":"<id>"') });
         assert.deepEqual(norm(b), norm(a), `${proto} ${method} ${path}`);
       }
+    }
+    // The first line over TLS as Go's server reads it: any token a method, PRI one too, HTTP/1.9 served as 1.1.
+    for (const first of ['get /health HTTP/1.1', 'PRI /health HTTP/1.1', 'GET /health HTTP/1.9', 'FROB /nowhere HTTP/1.1']) {
+      const sent = `${first}\r\nHost: x\r\nConnection: close\r\n\r\n`;
+      const etcdSaw: string = await tlsTranscript(real.address, ca, sent);
+      const simSaw: string = await tlsTranscript(h.address, ca, sent);
+      assert.match(etcdSaw, /^HTTP\/1\.1 [0-9]{3} /, `etcd over TLS: ${first}`);
+      assert.equal(simSaw.replace(/Date: [^\r]*/, 'Date:'), etcdSaw.replace(/Date: [^\r]*/, 'Date:'), `over TLS: ${first}`);
     }
     const KV = etcdService('KV');
     const c = new KV(h.address, grpc.credentials.createSsl(ca), { 'grpc.ssl_target_name_override': 'localhost' }) as unknown as {
