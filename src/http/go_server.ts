@@ -23,7 +23,7 @@ export const MAX_HEADER_BYTES = (1 << 20) + 4096;
  */
 export function createGoHttpServer(handler: (req: HttpRequest, res: HttpResponse) => void): http.Server {
   return http
-    .createServer({ keepAliveTimeout: 0, requestTimeout: 0, maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false, ServerResponse: GoResponse as unknown as typeof http.ServerResponse }, goServer(handler))
+    .createServer({ keepAliveTimeout: 0, requestTimeout: 0, maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false, ServerResponse: goResponseClass() as unknown as typeof http.ServerResponse }, goServer(handler))
     .on('clientError', answerClientError(handler))
     .on('checkExpectation', refuseExpectation)
     .on('connect', connectAsRequest(handler));
@@ -110,7 +110,7 @@ function answerPriStar(handler: (req: HttpRequest, res: HttpResponse) => void, s
   req.httpVersionMinor = 0;
   req.httpVersion = '2.0';
   req.push(null);
-  const res = new GoResponse(req);
+  const res = new (goResponseClass())(req);
   res.shouldKeepAlive = false;
   res.assignSocket(socket);
   res.on('finish', () => socket.end());
@@ -158,7 +158,7 @@ function goServer(handler: (req: HttpRequest, res: HttpResponse) => void): http.
     if (hosts.length === 1 && !VALID_HOST.test(hosts[0]!)) return refuse(req, GO_400_MALFORMED_HOST);
     const target = req.url ?? '/';
     if (target === '*' && req.method === 'OPTIONS') {
-      if (res instanceof GoResponse) res.lengthSet = true;
+      if (isGoResponse(res)) res.lengthSet = true;
       res.writeHead(200, GO_OPTIONS_STAR);
       res.end();
       return;
@@ -183,7 +183,7 @@ function connectAsRequest(handler: (req: HttpRequest, res: HttpResponse) => void
       return;
     }
     const server = this;
-    const res = new GoResponse(req);
+    const res = new (goResponseClass())(req);
     const keep = keepsAlive(req);
     res.shouldKeepAlive = keep;
     res.assignSocket(socket);
@@ -217,22 +217,41 @@ const canonicalKey = (name: string): string => name.toLowerCase().replace(/(^|-)
  * node:http builds the section in _storeHeader (its own method, the one place every answer's header passes);
  * this rewrites what it built before anything is sent.
  */
-export class GoResponse extends http.ServerResponse {
+export interface GoResponse extends http.ServerResponse {
   /** The handler's Content-Type is one Go would have sniffed from the body (written after Content-Length). */
-  sniffed = false;
+  sniffed: boolean;
   /** The handler set Content-Length itself (Go's `OPTIONS *` answer), so it is sorted with the others. */
-  lengthSet = false;
-
-  _storeHeader(firstLine: string, headers: unknown): void {
-    (http.ServerResponse.prototype as unknown as { _storeHeader(this: GoResponse, f: string, h: unknown): void })._storeHeader.call(this, firstLine, headers);
-    const self = this as unknown as { _header: string | null };
-    if (typeof self._header === 'string') self._header = goHeaderSection(self._header, this.req.httpVersionMajor === 1 && this.req.httpVersionMinor === 0, this.sniffed, this.lengthSet);
-  }
+  lengthSet: boolean;
 }
+
+type GoResponseClass = new (req: http.IncomingMessage) => GoResponse;
+let madeGoResponse: GoResponseClass | undefined;
+
+/**
+ * The GoResponse class, made at its first use rather than when this module loads: the etcd command's V8
+ * start-up snapshot (bin/etcd_snapshot.cjs) runs this module while it is built, and node:http must stay
+ * untouched until a process runs (subclassing its ServerResponse is a use).
+ */
+function goResponseClass(): GoResponseClass {
+  madeGoResponse ??= class extends http.ServerResponse implements GoResponse {
+    sniffed = false;
+    lengthSet = false;
+
+    _storeHeader(firstLine: string, headers: unknown): void {
+      (http.ServerResponse.prototype as unknown as { _storeHeader(this: GoResponse, f: string, h: unknown): void })._storeHeader.call(this, firstLine, headers);
+      const self = this as unknown as { _header: string | null };
+      if (typeof self._header === 'string') self._header = goHeaderSection(self._header, this.req.httpVersionMajor === 1 && this.req.httpVersionMinor === 0, this.sniffed, this.lengthSet);
+    }
+  };
+  return madeGoResponse;
+}
+
+/** Whether `res` is a GoResponse (none exists before the class is made). */
+const isGoResponse = (res: unknown): res is GoResponse => madeGoResponse !== undefined && res instanceof madeGoResponse;
 
 /** Marks a response's Content-Type as one Go sniffs (etcd's handler sets none; see GoResponse). */
 export function goSniffs(res: HttpResponse): void {
-  if (res instanceof GoResponse) res.sniffed = true;
+  if (isGoResponse(res)) res.sniffed = true;
 }
 
 /**

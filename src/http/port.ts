@@ -204,8 +204,12 @@ const CR = 0x0d;
 const HTTP_SLASH = Buffer.from('HTTP/', 'latin1');
 const PRI_SP = Buffer.from('PRI ', 'latin1');
 const PUT_SP = Buffer.from('PUT ', 'latin1');
-/** The methods llhttp reads (node:http's METHODS); any other it refuses. */
-const KNOWN_METHODS = new Set(http.METHODS);
+/**
+ * The methods llhttp reads (node:http's METHODS); any other it refuses. Made at the first connection's first
+ * line, not when this module loads: the etcd command's start-up snapshot is built with node:http untouched.
+ */
+let knownMethods: ReadonlySet<string> | undefined;
+const isKnownMethod = (method: string): boolean => (knownMethods ??= new Set(http.METHODS)).has(method);
 /** RFC 9110's token, what Go's validMethod takes as a method. */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
@@ -261,7 +265,7 @@ function sniff(socket: net.Socket, http2: ((head: Buffer) => void) | undefined, 
     else {
       const sp = seen.indexOf(SP);
       const method = seen.toString('latin1', 0, sp);
-      if (!KNOWN_METHODS.has(method) && TOKEN.test(method)) seen = Buffer.concat([PUT_SP, seen.subarray(sp + 1)]);
+      if (!isKnownMethod(method) && TOKEN.test(method)) seen = Buffer.concat([PUT_SP, seen.subarray(sp + 1)]);
     }
     // node:http reads the socket natively from here on (its parser consumes the handle); the bytes read so
     // far go to the 'data' listener it has just added, before any later read can. Unshifting them instead
