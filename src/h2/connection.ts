@@ -60,11 +60,6 @@
  * frame; split by idea into files, those fields would have to become public or travel as arguments on the
  * hot path of every call. What does stand alone is already apart: HPACK (hpack.ts), framing (frames.ts),
  * the output batch (writer.ts) and the stream record (stream.ts).
- *
- * Why one file of ~1,260 lines (over the 600-line budget, named in test/layout/budget.test.ts): the frame loop,
- * the two levels of flow control and the stream states read and change the same per-connection fields on every
- * frame, the server's hottest path. Split by idea, each part would reach into the others' state (or pay an
- * indirection per frame); the HPACK codec, the frame codec and the limits already live in files of their own.
  */
 import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
