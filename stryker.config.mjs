@@ -79,7 +79,7 @@ export default {
     // Only the properties of the engine: the tests of a property's own power against wrong clients or a
     // wrong checker ("has teeth", "the checker catches") kill no mutant and only slow each run. Node 20 has
     // no exclude pattern (a top-level test runs when the root's name matches), hence the list.
-    nodeArgs: ['--import', 'tsx', '--test-reporter=tap', `--test-name-pattern=${propertyTests.join('|')}`, '-r', '{{hookFile}}', '{{testFile}}'],
+    nodeArgs: ['--import', './test/support/ts_loader.mjs', '--test-reporter=tap', `--test-name-pattern=${propertyTests.join('|')}`, '-r', '{{hookFile}}', '{{testFile}}'],
     forceBail: true,
   },
   // The CI test skips the type checker (its start costs more than the few mutants it re-measures).

@@ -8,12 +8,15 @@
 // Type checking is not this loader's job: `npm test` runs `tsc --noEmit` first.
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CACHE = join(ROOT, 'node_modules', '.cache', 'etcdsim-ts');
-const ESBUILD_VERSION = JSON.parse(readFileSync(join(ROOT, 'node_modules', 'esbuild', 'package.json'), 'utf8')).version;
+// esbuild is found as Node finds any package, walking up from this file, not at <root>/node_modules: a copy of
+// the tree without node_modules of its own (Stryker's sandbox, inside the project) uses its parent's.
+const ESBUILD_PACKAGE = createRequire(import.meta.url).resolve('esbuild/package.json');
+const CACHE = join(dirname(dirname(ESBUILD_PACKAGE)), '.cache', 'etcdsim-ts');
+const ESBUILD_VERSION = JSON.parse(readFileSync(ESBUILD_PACKAGE, 'utf8')).version;
 // The tsconfig options that change what esbuild emits (tsconfig.json: target es2022, verbatimModuleSyntax).
 const OPTIONS = {
   loader: 'ts',
