@@ -7,7 +7,7 @@
  * connections waiting are a Map in insertion order, the oldest first, and the one timer is armed for the
  * oldest. A connection that finishes its handshake (or closes) leaves the Map and nothing else happens — its
  * deadline is not cancelled, since the timer, when it fires, finds what is due itself and re-arms for the
- * oldest left. A timer per connection cost each one a queue entry, a cancel handle, and on its close a
+ * oldest left, or for none. A timer per connection cost each one a queue entry, a cancel handle, and on its close a
  * cancel that re-armed the host alarm whenever it was the oldest — every time, as 2000 half-open connections
  * dropped in the order they came (issue 32's half-open row).
  */
@@ -46,16 +46,17 @@ export class HandshakeDeadlines<T extends Expirable> {
   }
 
   /**
-   * `conn` finished its handshake or closed. The timer stays armed while others wait (it skips what is no
-   * longer there); with none left it goes, so that a port at rest holds no timer (which keeps a process alive).
+   * `conn` finished its handshake or closed. Its deadline is not cancelled, even when it was the last: the
+   * timer, when it fires, finds nothing due and is not armed again, so a port at rest holds no timer from then
+   * (clear() ends it at once). Cancelling it here and arming it again at the next accept cost every
+   * connection of a port that takes them one at a time (slowloris's 2000) a host alarm set and cancelled —
+   * about a fifth of what the port added to node:http's opening (issue 32's tenth pass).
    */
   done(conn: T): void {
-    if (!this.due.delete(conn) || this.due.size > 0) return;
-    this.timer?.cancel();
-    this.timer = undefined;
+    this.due.delete(conn);
   }
 
-  /** Forgets every deadline (the port is closing). */
+  /** Forgets every deadline and drops the timer (the port is closing, or refusing connections). */
   clear(): void {
     this.due.clear();
     this.timer?.cancel();

@@ -117,6 +117,7 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
   function destroyOnError(this: net.Socket): void {
     this.destroy();
   }
+  const { firstBytes, tlsHttp1 } = firstBytesListeners((socket, head) => toHttp2(socket, head, false), toHttp1, handshaken);
   const tlsServer =
     opts.tls === undefined
       ? undefined
@@ -126,7 +127,7 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
             return;
           }
           if (socket.alpnProtocol === 'h2') toHttp2(socket, undefined, true);
-          else tlsHttp1(socket, handshaken, toHttp1);
+          else tlsHttp1(socket);
         });
   // A failed handshake (no client certificate, an untrusted one) just closes that connection.
   tlsServer?.on('tlsClientError', (_err, socket) => socket.destroy());
@@ -141,7 +142,7 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
       tlsServer.emit('connection', socket);
       return;
     }
-    sniff(socket, (head) => toHttp2(socket, head, false), () => toHttp1(socket), () => socket.destroy());
+    socket.on('data', firstBytes);
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -176,6 +177,7 @@ export async function listenClientPort(opts: ClientPortOptions): Promise<ClientP
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       const dropped = new Promise<void>((resolve) =>
         hostNextTurn(() => {
+          deadlines.clear();
           for (const s of sockets) s.destroy();
           httpServer?.closeAllConnections();
           resolve();
@@ -232,67 +234,97 @@ function http1MinorAt(line: Buffer): number {
   return ok ? v + 7 : -1;
 }
 
+type DataListener = (this: net.Socket, chunk: Buffer) => void;
+
 /**
- * Reads a plaintext connection's first bytes until they tell its protocol, then hands it on: to `http2` with
- * the bytes read, to `http1`, whose data listener gets them, or to `refuse` when no matcher of etcd's cmux
- * would take them. At most cmux's read is held meanwhile (a preface, or a first line, still under way).
- * Without `http2` (an HTTP/1.1 connection over TLS, known by its ALPN) only the first line is read.
+ * A port's listeners of a connection's first bytes, plaintext and HTTP/1.1 over TLS (known by its ALPN): read until they tell the
+ * protocol (firstLine), then the socket goes to its owner — `toHttp2` with the bytes read, or `toHttp1`, whose
+ * 'data' listener then gets them. One listener for every connection (this: its socket), no closures made per
+ * connection: under slowloris a connection's opening is this port's whole cost over node:http's own (issue
+ * 32's tenth pass). The bytes of a first line still under way wait in a WeakMap (rare: a first read nearly
+ * always holds the line).
  */
-function sniff(socket: net.Socket, http2: ((head: Buffer) => void) | undefined, http1: () => void, refuse: (seen: Buffer) => void): void {
-  let seen: Buffer | undefined;
-  const onData = (chunk: Buffer): void => {
-    seen = seen === undefined ? chunk : Buffer.concat([seen, chunk]);
-    const n = Math.min(seen.length, PREFACE.length);
-    const isH2 = http2 !== undefined && seen.compare(PREFACE, 0, n, 0, n) === 0;
-    // Wait while the bytes so far could still be the preface: a connection stalled inside its preface holds
-    // only these bytes, no HTTP/2 connection state.
-    if (isH2 && n < PREFACE.length) return;
-    const lf = isH2 ? -1 : seen.indexOf(LF);
-    // A first line still under way within cmux's read: wait for its end.
-    if (!isH2 && lf < 0 && seen.length < FIRST_LINE_MAX) return;
-    socket.removeListener('data', onData);
-    if (isH2) return http2!(seen);
-    const minorAt = lf < 0 || lf >= FIRST_LINE_MAX ? -1 : http1MinorAt(seen.subarray(0, lf));
-    if (minorAt < 0) return refuse(seen);
-    // Go serves any HTTP/1.d at least 1.1 as 1.1; node:http's parser refuses minor versions past 1.
-    if (seen[minorAt]! > 0x31) seen[minorAt] = 0x31;
-    // A PRI request line that is no HTTP/2 preface: llhttp takes PRI for the start of one and waits for the
-    // rest forever, where Go serves PRI as any method no handler allows. PUT, which none of etcd's `*` or
-    // routes takes from a PRI either, gets the same answers (405 with Allow, 404, `*`'s 400). So does a
-    // method llhttp does not know (a lower-case `get`, `FOO`), which llhttp refuses with 400 where Go, for
-    // which a method is any token, hands it to etcd's handlers (etcd 3.4.23: 405 on /health, 404 elsewhere).
-    if (seen.compare(PRI_SP, 0, 4, 0, 4) === 0) PUT_SP.copy(seen, 0);
+function firstBytesListeners(
+  toHttp2: (socket: net.Socket, head: Buffer) => void,
+  toHttp1: (socket: net.Socket) => void,
+  handshaken: (socket: net.Socket) => void,
+): { firstBytes: DataListener; tlsHttp1: (socket: net.Socket) => void } {
+  const held = new WeakMap<net.Socket, Buffer>();
+  const firstRead = (socket: net.Socket, chunk: Buffer, http2: boolean, listener: DataListener): FirstBytes => {
+    const before = held.get(socket);
+    const seen = before === undefined ? chunk : Buffer.concat([before, chunk]);
+    const got = firstLine(seen, http2);
+    if (got === WAIT) held.set(socket, seen);
     else {
-      const sp = seen.indexOf(SP);
-      const method = seen.toString('latin1', 0, sp);
-      if (!isKnownMethod(method) && TOKEN.test(method)) seen = Buffer.concat([PUT_SP, seen.subarray(sp + 1)]);
+      if (before !== undefined) held.delete(socket);
+      socket.removeListener('data', listener);
     }
+    return got;
+  };
+  function firstBytes(this: net.Socket, chunk: Buffer): void {
+    const got = firstRead(this, chunk, true, firstBytes);
+    if (got === WAIT) return;
+    if (got.to === 'refuse') return void this.destroy();
+    if (got.to === 'http2') return toHttp2(this, got.bytes);
     // node:http reads the socket natively from here on (its parser consumes the handle); the bytes read so
     // far go to the 'data' listener it has just added, before any later read can. Unshifting them instead
     // (pause, unshift, resume) sent them through the stream's buffer and a tick: a third of what this port
     // added per connection to node:http's own cost under slowloris (issue 32's fifth pass).
-    http1();
-    socket.emit('data', seen);
+    toHttp1(this);
+    this.emit('data', got.bytes);
+  }
+  function firstTlsBytes(this: net.Socket, chunk: Buffer): void {
+    const got = firstRead(this, chunk, false, firstTlsBytes);
+    if (got === WAIT) return;
+    // A line that is no HTTP/1 request line goes on to node:http too (its 400 is Go's).
+    toHttp1(this);
+    this.emit('data', got.bytes);
+  }
+  // HTTP/1.1 over TLS: Go's server reads it with no cmux in front, and the handshake is over (the first line
+  // has no deadline: Go's TLS server has none). The first line's rewrites still apply.
+  const tlsHttp1 = (socket: net.Socket): void => {
+    handshaken(socket);
+    socket.on('data', firstTlsBytes);
   };
-  socket.on('data', onData);
+  return { firstBytes, tlsHttp1 };
 }
 
+/** What a connection's first bytes tell: wait for more, or whose it is, with the bytes its owner gets. */
+const WAIT = 0;
+type FirstBytes = typeof WAIT | { readonly to: 'http2' | 'http1' | 'refuse'; readonly bytes: Buffer };
+
 /**
- * HTTP/1.1 over TLS: Go's server reads it with no cmux in front, so a first line that is no HTTP/1 request
- * line goes on to node:http too (its 400 is Go's); the first line's rewrites still apply. The handshake is
- * over: the first line has no deadline (Go's TLS server has none).
+ * Reads a connection's first bytes (all read so far) as etcd's cmux does: HTTP/2's whole preface goes to
+ * `http2` (when `http2`), an HTTP/1 request line to `http1` — rewritten as below — and anything else is
+ * refused (no matcher of etcd's cmux would take it); WAIT while the bytes could still be the preface, or a
+ * first line still under way within cmux's read. Without `http2` (an HTTP/1.1 connection over TLS, known by
+ * its ALPN) only the first line is read.
  */
-function tlsHttp1(socket: net.Socket, handshaken: (s: net.Socket) => void, toHttp1: (s: net.Socket) => void): void {
-  handshaken(socket);
-  sniff(
-    socket,
-    undefined,
-    () => toHttp1(socket),
-    (seen) => {
-      toHttp1(socket);
-      socket.emit('data', seen);
-    },
-  );
+function firstLine(seen: Buffer, http2: boolean): FirstBytes {
+  const n = Math.min(seen.length, PREFACE.length);
+  const isH2 = http2 && seen.compare(PREFACE, 0, n, 0, n) === 0;
+  // Wait while the bytes so far could still be the preface: a connection stalled inside its preface holds
+  // only these bytes, no HTTP/2 connection state.
+  if (isH2) return n < PREFACE.length ? WAIT : { to: 'http2', bytes: seen };
+  const lf = seen.indexOf(LF);
+  // A first line still under way within cmux's read: wait for its end.
+  if (lf < 0 && seen.length < FIRST_LINE_MAX) return WAIT;
+  const minorAt = lf < 0 || lf >= FIRST_LINE_MAX ? -1 : http1MinorAt(seen.subarray(0, lf));
+  if (minorAt < 0) return { to: 'refuse', bytes: seen };
+  // Go serves any HTTP/1.d at least 1.1 as 1.1; node:http's parser refuses minor versions past 1.
+  if (seen[minorAt]! > 0x31) seen[minorAt] = 0x31;
+  // A PRI request line that is no HTTP/2 preface: llhttp takes PRI for the start of one and waits for the
+  // rest forever, where Go serves PRI as any method no handler allows. PUT, which none of etcd's `*` or
+  // routes takes from a PRI either, gets the same answers (405 with Allow, 404, `*`'s 400). So does a
+  // method llhttp does not know (a lower-case `get`, `FOO`), which llhttp refuses with 400 where Go, for
+  // which a method is any token, hands it to etcd's handlers (etcd 3.4.23: 405 on /health, 404 elsewhere).
+  if (seen.compare(PRI_SP, 0, 4, 0, 4) === 0) PUT_SP.copy(seen, 0);
+  else {
+    const sp = seen.indexOf(SP);
+    const method = seen.toString('latin1', 0, sp);
+    if (!isKnownMethod(method) && TOKEN.test(method)) return { to: 'http1', bytes: Buffer.concat([PUT_SP, seen.subarray(sp + 1)]) };
+  }
+  return { to: 'http1', bytes: seen };
 }
 
 /**
