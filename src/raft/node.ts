@@ -342,28 +342,41 @@ export class RaftNode extends RaftCore {
   private handleAppendResponse(m: Message, pr: Progress): void {
     const index = m.index ?? 0;
     if (m.reject === true) {
-      // Only the answer to the append just sent says where to probe next; stale rejections are ignored.
-      if (pr.state === 'replicate' ? index <= pr.match : index !== pr.next - 1) return;
-      pr.next = Math.max(Math.min(index, (m.rejectHint ?? index) + 1), pr.match + 1);
-      toProbe(pr);
+      // raft's MaybeDecrTo: only the answer to the append just sent says where to probe next; stale rejections
+      // are ignored. A replicating member probes again from its match (BecomeProbe: its last index is not
+      // used); a probing one from the member's last index when that is lower; one being sent a snapshot
+      // keeps waiting for it (its next index moves, and nothing is sent until the snapshot is answered).
+      if (pr.state === 'replicate') {
+        if (index <= pr.match) return;
+        pr.next = pr.match + 1;
+        toProbe(pr);
+      } else {
+        if (index !== pr.next - 1) return;
+        pr.next = Math.max(Math.min(index, (m.rejectHint ?? index) + 1), 1);
+        pr.paused = false;
+      }
       this.sendAppend(m.from);
       return;
     }
-    const wasPaused = pr.paused;
     // An acknowledgement at or below the match is stale (duplicated, or overtaken by a later one): raft's
     // MaybeUpdate changes nothing for it, and a paused probe waits for the member's next heartbeat answer.
-    if (index > pr.match) {
-      pr.match = index;
-      pr.next = Math.max(pr.next, index + 1);
-      if (pr.state === 'probe' || (pr.state === 'snapshot' && pr.match >= pr.pendingSnapshot)) {
-        pr.state = 'replicate';
-        pr.paused = false;
-        pr.next = pr.match + 1;
-      }
-      if (this.maybeCommit()) this.bcastAppend();
-      else if (wasPaused || pr.next <= this.log.lastIndex()) this.sendAppend(m.from);
-      if (m.from === this.leadTransferee && pr.match === this.log.lastIndex()) this.send({ type: 'MsgTimeoutNow', to: m.from });
+    if (index <= pr.match) return;
+    // raft's IsPaused: a probe with its append out, or a member being sent a snapshot.
+    const wasPaused = pr.paused || pr.state === 'snapshot';
+    pr.match = index;
+    pr.next = Math.max(pr.next, index + 1);
+    if (pr.state === 'probe' || (pr.state === 'snapshot' && pr.match >= pr.pendingSnapshot)) {
+      pr.state = 'replicate';
+      pr.paused = false;
+      pr.next = pr.match + 1;
     }
+    // A paused member may lack the commit index: it gets an append even with no entries for it.
+    if (this.maybeCommit()) this.bcastAppend();
+    else if (wasPaused) this.sendAppend(m.from);
+    // Then as many appends as the entries past its next index take (raft's maybeSendAppend loop; the model
+    // has no inflight limit, so a replicating member is sent the whole of the log).
+    while (pr.state === 'replicate' && pr.next <= this.log.lastIndex()) this.sendAppend(m.from);
+    if (m.from === this.leadTransferee && pr.match === this.log.lastIndex()) this.send({ type: 'MsgTimeoutNow', to: m.from });
   }
 
   private stepCandidate(m: Message): void {

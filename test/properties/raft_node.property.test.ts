@@ -114,6 +114,7 @@ const setup = fc.record({
   stepMidReady: fc.constantFrom(0, 0, 0.3),
   loops: fc.boolean(),
   advance: fc.constantFrom('off' as const, 'etcd' as const, 'first' as const),
+  maxEntriesPerMessage: fc.constantFrom(1, 2, 8),
 });
 
 interface Setup {
@@ -126,6 +127,11 @@ interface Setup {
   readonly loops: boolean;
   /** With loops: the initial tick advance each loop makes as it starts (sim_network.ts's LoopAdvance). */
   readonly advance: LoopAdvance;
+  /**
+   * The most entries an append carries: with one or two, a lagging member (or a transferee) catches up
+   * through several appends, and the leader answers each acknowledgement below its last index.
+   */
+  readonly maxEntriesPerMessage: number;
 }
 
 const CLEAN = { drop: 0, duplicate: 0, maxDelayMs: 2 };
@@ -238,7 +244,7 @@ function staleLeader(net: SimNetwork, s: Extract<Step, { t: 'staleLeader' }>): v
 
 function runScenario(setup: Setup, seed: number, steps: readonly Step[]): number {
   const initial = Array.from({ length: setup.size }, (_, i) => BigInt(i + 1));
-  const net = new SimNetwork(seed, initial, setup.snapshotEvery, undefined, setup.preVote, setup.loops, setup.advance);
+  const net = new SimNetwork(seed, initial, setup.snapshotEvery, undefined, setup.preVote, setup.loops, setup.advance, setup.maxEntriesPerMessage);
   net.proposeMidReady = setup.proposeMidReady;
   net.stepMidReady = setup.stepMidReady;
   let lastId = BigInt(setup.size);

@@ -2,21 +2,27 @@
  * What a leader's flow control does with a follower's answers (raft's stepLeader for MsgAppResp and
  * MsgHeartbeatResp, tracker.Progress's MaybeDecrTo and MaybeUpdate), judged around each step against a
  * naive reference of etcd 3.4.23's raft (the step rules call these):
- *  - a rejection of an append below what the member is known to hold is stale (an answer to an earlier
- *    append, delayed or duplicated on the way): the leader sends that member nothing for it — it neither
- *    probes again nor sends a snapshot;
+ *  - a rejection is stale (an answer to an earlier append, delayed or duplicated on the way) when it is at
+ *    or below a replicating member's match, or not of the index a probe was sent at: the leader's progress
+ *    stays as it was and it sends that member nothing — it neither probes again nor sends a snapshot;
+ *  - any other rejection probes again (MaybeDecrTo): a replicating member from its match (BecomeProbe, the
+ *    member's last index unused), a probing one from the rejected index or one past the member's last index,
+ *    whichever is lower — the next Ready sends it that append (or a snapshot, if the log was compacted past
+ *    it) and the probe waits for its answer; one being sent a snapshot is sent nothing (it is paused);
  *  - an acknowledgement at or below the member's match is stale too (MaybeUpdate changes nothing): the
  *    leader's progress of that member stays as it was (a probe stays paused: the next heartbeat answer
  *    resumes it) and it sends that member nothing;
- *  - one past the match moves the match there, turns a probing member to replicating, and sends that member
- *    an append exactly when the commit index moved (bcastAppend), the member was paused (it may lack the
- *    commit index), or entries past its next index are unsent; otherwise nothing;
+ *  - one past the match moves the match there, turns a probing member to replicating (and one being sent a
+ *    snapshot, once the match reaches the snapshot), and sends that member an append exactly when the commit
+ *    index moved (bcastAppend), the member was paused (a probe with its append out, or a snapshot: it may
+ *    lack the commit index), or entries past its next index are unsent; otherwise nothing. A replicating
+ *    member is then sent all of the log (maybeSendAppend's loop, with no inflight limit in the model): its
+ *    next index is one past the leader's last; one still short of its snapshot stays waiting for it;
  *  - a heartbeat answer resumes a probe and sends the member an append exactly when its match is behind the
- *    leader's last index;
+ *    leader's last index (a member being sent a snapshot: nothing);
  *  - a late answer to the campaign it won changes nothing and sends nothing.
  * The progress is the leader's own (raft keeps it to itself: etcd shows it in its Status); the rules read
- * it through the node's tracker. A member the leader is sending a snapshot is left out: its answers are
- * the snapshot rules' (step_rules.ts).
+ * it through the node's tracker.
  */
 import type { Message, NodeId, RaftNode, Ready } from '../../src/raft/index.js';
 
@@ -26,12 +32,13 @@ interface ProgressView {
   readonly next: number;
   readonly state: 'probe' | 'replicate' | 'snapshot';
   readonly paused: boolean;
+  readonly pendingSnapshot: number;
 }
 
 /** The leader's progress of `id`, copied (undefined when it tracks no such member). */
 export function progressOf(node: RaftNode, id: NodeId): ProgressView | undefined {
   const pr = (node as unknown as { readonly tracker: { readonly prs: ReadonlyMap<NodeId, ProgressView> } }).tracker.prs.get(id);
-  return pr === undefined ? undefined : { match: pr.match, next: pr.next, state: pr.state, paused: pr.paused };
+  return pr === undefined ? undefined : { match: pr.match, next: pr.next, state: pr.state, paused: pr.paused, pendingSnapshot: pr.pendingSnapshot };
 }
 
 const show = (p: ProgressView | undefined): string => (p === undefined ? 'untracked' : `${p.state}${p.paused ? ' (paused)' : ''} match ${p.match} next ${p.next}`);
@@ -42,8 +49,8 @@ interface Expect {
   readonly why: string;
   /** Whether the Ready sends it an append or snapshot (undefined: decided at the Ready, from the commit index). */
   readonly sends: boolean | undefined;
-  /** The progress it must show then (undefined: not judged). */
-  readonly progress: ((p: ProgressView | undefined) => boolean) | undefined;
+  /** The progress it must show then, given the leader's last index then (undefined: not judged). */
+  readonly progress: ((p: ProgressView | undefined, last: number) => boolean) | undefined;
   /** The commit index before the step and whether a paused member or unsent entries owe it an append anyway. */
   readonly commit: number;
   readonly owed: boolean;
@@ -69,31 +76,49 @@ export class FlowRules {
     const last = node.log.lastIndex();
     const commit = node.log.committed;
     const set = (e: Omit<Expect, 'to' | 'commit' | 'timeoutNow'>, timeoutNow = false): void => void this.expect.set(node.id, { ...e, to: m.from, commit, timeoutNow });
+    const same = (p: ProgressView | undefined): boolean => p !== undefined && p.match === pr.match && p.next === pr.next && p.state === pr.state && p.paused === pr.paused;
     if (m.type === 'MsgAppResp' && m.reject === true) {
-      if (index < pr.match) set({ why: `${m.from} rejected an append at ${index}, below its match ${pr.match} (stale)`, sends: false, progress: undefined, owed: false });
+      if (pr.state === 'replicate' ? index <= pr.match : index !== pr.next - 1) {
+        set({ why: `${m.from} (${show(pr)}) rejected an append at ${index} (stale)`, sends: false, progress: same, owed: false });
+        return;
+      }
+      if (pr.state === 'snapshot') {
+        set({ why: `${m.from} (${show(pr)}), being sent a snapshot, rejected an append at ${index}`, sends: false, progress: (p) => p?.state === 'snapshot', owed: false });
+        return;
+      }
+      // MaybeDecrTo, and BecomeProbe for a replicating member; the probe is then sent (or a snapshot).
+      const next = pr.state === 'replicate' ? pr.match + 1 : Math.max(Math.min(index, (m.rejectHint ?? index) + 1), 1);
+      const probing = (p: ProgressView | undefined): boolean => p !== undefined && ((p.state === 'probe' && p.paused && p.next === next) || p.state === 'snapshot');
+      set({ why: `${m.from} (${show(pr)}) rejected an append at ${index} (its last index ${m.rejectHint ?? 'not given'}), so it is probed from ${next}`, sends: true, progress: probing, owed: false });
       return;
     }
-    const same = (p: ProgressView | undefined): boolean => p !== undefined && p.match === pr.match && p.next === pr.next && p.state === pr.state && p.paused === pr.paused;
     if (m.type === 'MsgVoteResp' || m.type === 'MsgPreVoteResp') {
       // A late answer to the campaign it won: a leader ignores it (stepLeader has no case for it).
       set({ why: `${m.from} (${show(pr)}) answered its campaign late`, sends: false, progress: same, owed: false });
       return;
     }
-    if (pr.state === 'snapshot') return;
     if (m.type === 'MsgHeartbeatResp') {
-      set({ why: `${m.from} (${show(pr)}) answered a heartbeat, the log ending at ${last}`, sends: pr.match < last, progress: undefined, owed: false });
+      // A member being sent a snapshot is paused: sendAppend sends it nothing.
+      set({ why: `${m.from} (${show(pr)}) answered a heartbeat, the log ending at ${last}`, sends: pr.state !== 'snapshot' && pr.match < last, progress: undefined, owed: false });
       return;
     }
     if (index <= pr.match) {
       set({ why: `${m.from} (${show(pr)}) acknowledged ${index}, not past its match (stale)`, sends: false, progress: same, owed: false });
       return;
     }
-    // MaybeUpdate: the match moves; a probe turns to replicate from the match (BecomeReplicate), a replicating
-    // member keeps the larger next index.
-    const next = pr.state === 'probe' ? index + 1 : Math.max(pr.next, index + 1);
-    const moved = (p: ProgressView | undefined): boolean => p !== undefined && p.match === index && (p.state === 'replicate' || p.state === 'snapshot');
+    if (pr.state === 'snapshot' && index < pr.pendingSnapshot) {
+      // The match moves, but the member still waits for its snapshot: nothing is sent to it.
+      const waiting = (p: ProgressView | undefined): boolean => p !== undefined && p.match === index && p.state === 'snapshot';
+      set({ why: `${m.from} (${show(pr)}) acknowledged ${index}, short of its snapshot at ${pr.pendingSnapshot}`, sends: false, progress: waiting, owed: false }, transferee === m.from && index === last);
+      return;
+    }
+    // MaybeUpdate: the match moves; a probe (or a snapshot now reached) turns to replicate from the match
+    // (BecomeReplicate), a replicating member keeps the larger next index; then all of the log is sent to it
+    // (or a snapshot, if the log was compacted past it meanwhile).
+    const next = pr.state === 'replicate' ? Math.max(pr.next, index + 1) : index + 1;
+    const moved = (p: ProgressView | undefined, lastNow: number): boolean => p !== undefined && p.match === index && ((p.state === 'replicate' && p.next === lastNow + 1) || p.state === 'snapshot');
     // Handing leadership to that member, whose log is now the leader's: MsgTimeoutNow, once.
-    set({ why: `${m.from} (${show(pr)}) acknowledged ${index}, the log ending at ${last}`, sends: undefined, progress: moved, owed: pr.paused || next <= last }, transferee === m.from && index === last);
+    set({ why: `${m.from} (${show(pr)}) acknowledged ${index}, the log ending at ${last}`, sends: undefined, progress: moved, owed: pr.paused || pr.state === 'snapshot' || next <= last }, transferee === m.from && index === last);
   }
 
   ready(node: RaftNode, rd: Ready): void {
@@ -123,7 +148,7 @@ export class FlowRules {
     if (e === undefined) return undefined;
     this.expect.delete(node.id);
     const p = progressOf(node, e.to);
-    if (e.progress !== undefined && !e.progress(p)) throw new Error(`leader ${node.id}: ${e.why}; its progress of that member is now ${show(p)}`);
+    if (e.progress !== undefined && !e.progress(p, node.log.lastIndex())) throw new Error(`leader ${node.id}: ${e.why}; its progress of that member is now ${show(p)}`);
     return { e, sends: e.sends ?? (e.owed || node.log.committed > e.commit) };
   }
 }

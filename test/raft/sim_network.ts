@@ -141,6 +141,11 @@ export class SimNetwork {
      */
     private readonly loops = false,
     private readonly advance: LoopAdvance = 'off',
+    /**
+     * The most entries one append carries (etcd's MaxSizePerMsg, counted in entries): small ones make a
+     * member's catch-up take several appends, each acknowledged on its own.
+     */
+    private readonly maxEntriesPerMessage = 8,
   ) {
     this.rules = new StepRules(ELECTION_TICKS, preVote);
     this.net = new SimRandom(seed).fork('net');
@@ -307,7 +312,7 @@ export class SimNetwork {
 
   private newNode(id: NodeId, disk: MemoryStorage, incarnation: number): RaftNode {
     return new RaftNode(
-      { id, random: new SimRandom(this.seed).fork(`node-${id}-${incarnation}`), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, preVote: this.preVote, checkQuorum: true, maxEntriesPerMessage: 8 },
+      { id, random: new SimRandom(this.seed).fork(`node-${id}-${incarnation}`), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, preVote: this.preVote, checkQuorum: true, maxEntriesPerMessage: this.maxEntriesPerMessage },
       disk.storage(),
     );
   }

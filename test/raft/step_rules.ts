@@ -5,7 +5,8 @@
  *    just after the leader's last entry), so its first append to each carries just its term's empty entry;
  *  - a follower's rejection of the append the leader last sent it is answered at once by a probe lower
  *    than the rejected index and no lower than the follower's hint (its last index): probing resumes
- *    where the follower said, one step back at least, never from scratch;
+ *    where the follower said, one step back at least, never from scratch — but a member that was
+ *    replicating is probed from its match (etcd's MaybeDecrTo and BecomeProbe leave its hint unused);
  *  - a candidate counts the first answer of each voter: it wins with a quorum of yes, steps back to
  *    follower as soon as a quorum can no longer say yes, and otherwise keeps campaigning;
  *  - a snapshot that got no answer is followed by a probe at its index, not by the same snapshot again;
@@ -560,7 +561,8 @@ export class StepRules {
     // Only the answer to the append sent last, past what the member is known to hold, says where to probe.
     if (last === undefined || last.term !== node.term || last.type !== 'MsgApp' || last.index !== index || match === undefined || index <= match) return;
     const hint = m.rejectHint ?? index;
-    this.probes.set(node.id, { to: m.from, lo: Math.min(index - 1, hint), hi: index - 1, why: `${m.from} rejected its append at ${index} (hint ${hint})` });
+    const lo = progressOf(node, m.from)?.state === 'replicate' ? match : Math.min(index - 1, hint);
+    this.probes.set(node.id, { to: m.from, lo, hi: index - 1, why: `${m.from} rejected its append at ${index} (hint ${hint})` });
   }
 
   private voteAnswer(node: RaftNode, m: Message): (() => void) | undefined {
