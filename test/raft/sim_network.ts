@@ -21,6 +21,8 @@ import { LoopJudge, type AdvanceSpec } from './loop_rules.js';
 import { StepRules } from './step_rules.js';
 
 export const HEARTBEAT_MS = 10;
+/** At most this many proposals reach leaders mid-Ready per heartbeat interval (proposeMidReady). */
+const MID_READY_PROPOSALS_PER_HEARTBEAT = 2;
 export const ELECTION_TICKS = 10;
 const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder();
@@ -121,6 +123,13 @@ export class SimNetwork {
   private booted = false;
   /** Proposals taken while a Ready was out (proposeMidReady). */
   private midProposed = 0;
+  /**
+   * Mid-Ready proposals left in the current heartbeat interval (and which interval it is). Each proposal
+   * brings Readies (its appends' answers: one per entry and follower with one-entry appends), each a chance
+   * of another proposal, so unbounded the chance feeds itself: five followers at 0.2 grew the leader's log
+   * without end (raft_node seed -499261700, 1-entry appends).
+   */
+  private midBudget = { interval: -1, left: 0 };
   /** What the members send while a lever's effects are handled (checked against what the lever asked). */
   private sentLog: Message[] | undefined;
   /** Messages on their way, per member (a member handling a Ready may take one early: stepMidReady). */
@@ -348,7 +357,10 @@ export class SimNetwork {
   private midReady(m: Member): void {
     // The step or tick whose Ready this is has done its part: judge it before anything else reaches the node.
     if (m.loop !== undefined) this.flush(m);
-    if (this.proposeMidReady > 0 && m.node.role === 'leader' && this.net.nextBool(this.proposeMidReady)) {
+    const interval = Math.floor(this.clock.now() / HEARTBEAT_MS);
+    if (this.midBudget.interval !== interval) this.midBudget = { interval, left: MID_READY_PROPOSALS_PER_HEARTBEAT };
+    if (this.proposeMidReady > 0 && m.node.role === 'leader' && this.midBudget.left > 0 && this.net.nextBool(this.proposeMidReady)) {
+      this.midBudget.left--;
       const v = utf8.encode(`v${this.seq++}`);
       if (m.loop !== undefined ? m.loop.propose(v) : m.node.propose(v)) this.midProposed++;
     }
