@@ -469,34 +469,23 @@ export class Lessor implements LeaseHook {
     this.ticker.remove(this.stepName);
   }
 
+  /**
+   * The expiry queue is empty on a demoted lessor (demote() clears it, nothing is queued until promote()),
+   * so this finds nothing there. Each lease is revoked as it leaves the queue (revokeLease takes it out),
+   * so a revoke that throws (a store listener failing) leaves the rest of the batch queued for the next run.
+   */
   private revokeExpiredLeases(): void {
-    if (!this.isPrimary) return;
     const now = this.clock.now();
     const limit = this.revokeLimitPerRun;
-    const expired: Lease[] = [];
-    for (let top = this.expiryHeap.peek(); top !== undefined && top.expired(now) && expired.length < limit; top = this.expiryHeap.peek()) {
-      this.expiryHeap.pop();
-      expired.push(top);
-    }
     const handOver = this.onExpired;
-    if (handOver !== undefined) {
-      // Out of the expiry queue until they are revoked (or a promote re-queues them).
-      if (expired.length > 0) handOver(expired.filter((l) => this.leaseMap.get(l.id) === l).map((l) => l.id));
-      return;
+    const expired: bigint[] = [];
+    for (let top = this.expiryHeap.peek(); top !== undefined && top.expired(now) && expired.length < limit; top = this.expiryHeap.peek()) {
+      expired.push(top.id);
+      if (handOver === undefined) this.revokeLease(top.id, 'expire');
+      // Handed over: out of the expiry queue until the server's revoke applies (or a promote re-queues it).
+      else this.expiryHeap.pop();
     }
-    let i = 0;
-    try {
-      for (; i < expired.length; i++) {
-        const l = expired[i]!;
-        if (this.leaseMap.get(l.id) === l) this.revokeLease(l.id, 'expire');
-      }
-    } finally {
-      // If a revoke threw (a store listener failed), the leases not yet revoked go back in the queue.
-      for (i++; i < expired.length; i++) {
-        const l = expired[i]!;
-        if (this.leaseMap.get(l.id) === l && l.heapIndex < 0) this.expiryHeap.push(l);
-      }
-    }
+    if (handOver !== undefined && expired.length > 0) handOver(expired);
   }
 
   private checkpointScheduledLeases(): void {
