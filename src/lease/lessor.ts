@@ -245,11 +245,10 @@ export class Lessor implements LeaseHook {
    */
   grant(id: bigint, ttlSeconds: number): GrantResult {
     checkLeaseId(id);
-    if (!Number.isSafeInteger(ttlSeconds)) {
-      if (Number.isInteger(ttlSeconds) && ttlSeconds > MAX_LEASE_TTL) fail(ErrLeaseTTLTooLarge);
-      invalidField('lease TTL', 'an integer number of seconds', ttlSeconds);
-    }
-    if (ttlSeconds > MAX_LEASE_TTL) fail(ErrLeaseTTLTooLarge);
+    // etcd's check first (integers past 2^53 are too large too); then what is no TTL at all (NaN, Infinity,
+    // fractions, integers below -2^53).
+    if (Number.isInteger(ttlSeconds) && ttlSeconds > MAX_LEASE_TTL) fail(ErrLeaseTTLTooLarge);
+    if (!Number.isSafeInteger(ttlSeconds)) invalidField('lease TTL', 'an integer number of seconds', ttlSeconds);
     if (id === 0n) {
       do id = this.ids.nextUint63();
       while (this.leaseMap.has(id));
