@@ -15,7 +15,7 @@
  */
 import { keyString, type KeyString, ErrLeaseNotFound, MvccStore, type MvccOptions, type LeaseHook, invalidField } from '../mvcc/index.js';
 import { EtcdError, fail, GrpcCode, type EtcdErrorKind } from '../etcd/index.js';
-import { type Clock, IndexedHeap, type HeapItem, SimRandom, Ticker } from '../sim/index.js';
+import { type Clock, IndexedHeap, SimRandom, Ticker } from '../sim/index.js';
 import { checkLessor } from './check.js';
 import { expiresBefore, Lease, MAX_LEASE_TTL } from './lease.js';
 import { ErrLeaseExist, ErrLeaseTTLTooLarge } from './errors.js';
@@ -115,14 +115,10 @@ export type LessorEvent =
 /** @public */
 export type LessorListener = (ev: LessorEvent) => void;
 
-interface ScheduledCheckpoint extends HeapItem {
+interface ScheduledCheckpoint {
   readonly id: bigint;
   readonly at: number;
-  readonly seq: number;
 }
-
-const checkpointBefore = (a: ScheduledCheckpoint, b: ScheduledCheckpoint): boolean =>
-  a.at < b.at || (a.at === b.at && a.seq < b.seq);
 
 /** etcd MinLeaseTTL: ceil(((3 * electionTicks) / 2) * tickMs) seconds, the division being Go's integer one. */
 export function minLeaseTTLFor(tickMs: number, electionTicks: number): number {
@@ -152,8 +148,12 @@ export class Lessor implements LeaseHook {
 
   private readonly leaseMap = new Map<bigint, Lease>();
   private readonly expiryHeap = new IndexedHeap<Lease>(expiresBefore);
-  private readonly checkpointHeap = new IndexedHeap<ScheduledCheckpoint>(checkpointBefore);
-  private checkpointSeq = 0;
+  /**
+   * Scheduled checkpoints. etcd keeps them in a heap by due time; here each is due one fixed interval after
+   * it was scheduled, on a clock that never goes back, so they fall due in the order they were scheduled:
+   * a Set, which iterates in insertion order, is that queue (the same order as etcd's heap, ties included).
+   */
+  private readonly checkpointQueue = new Set<ScheduledCheckpoint>();
   private readonly ids: SimRandom;
   private store: MvccStore | undefined;
   private isPrimary: boolean;
@@ -399,7 +399,7 @@ export class Lessor implements LeaseHook {
   demote(): void {
     for (const l of this.leaseMap.values()) l.expiry = Infinity;
     this.expiryHeap.clear();
-    this.checkpointHeap.clear();
+    this.checkpointQueue.clear();
     this.isPrimary = false;
   }
 
@@ -487,14 +487,13 @@ export class Lessor implements LeaseHook {
     if (handOver !== undefined && expired.length > 0) handOver(expired);
   }
 
+  /** The queue is empty without checkpointing or on a demoted lessor (nothing is scheduled then; demote() clears it). */
   private checkpointScheduledLeases(): void {
-    if (!this.checkpointing || !this.isPrimary) return;
     const now = this.clock.now();
     const due: Array<{ id: bigint; remaining: number }> = [];
-    while (due.length < MAX_CHECKPOINTS_PER_RUN) {
-      const top = this.checkpointHeap.peek();
-      if (top === undefined || top.at > now) break;
-      this.checkpointHeap.pop();
+    for (const top of this.checkpointQueue) {
+      if (due.length === MAX_CHECKPOINTS_PER_RUN || top.at > now) break;
+      this.checkpointQueue.delete(top);
       const l = this.leaseMap.get(top.id);
       if (l === undefined || l.expired(now)) continue;
       const remaining = Math.ceil(l.remainingMs(now) / 1000);
@@ -533,7 +532,7 @@ export class Lessor implements LeaseHook {
   private scheduleCheckpointIfNeeded(l: Lease): void {
     if (!this.checkpointing) return;
     if (l.remainingTTLOrFull() * 1000 > this.checkpointIntervalMs) {
-      this.checkpointHeap.push({ heapIndex: -1, id: l.id, at: this.clock.now() + this.checkpointIntervalMs, seq: this.checkpointSeq++ });
+      this.checkpointQueue.add({ id: l.id, at: this.clock.now() + this.checkpointIntervalMs });
     }
   }
 
