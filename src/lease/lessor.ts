@@ -330,7 +330,8 @@ export class Lessor implements LeaseHook {
 
   /** LeaseLeases: every lease ID, ascending (signed int64 order). */
   leases(): bigint[] {
-    return [...this.leaseMap.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    // A BigInt64Array sorts in signed int64 order by itself (every ID is an int64: checkLeaseId).
+    return [...BigInt64Array.from(this.leaseMap.keys()).sort()];
   }
 
   /** Expiry instant of a lease in clock ms (Infinity when demoted), or undefined if unknown. */
@@ -373,9 +374,10 @@ export class Lessor implements LeaseHook {
     }
     if (all.length < this.leaseRevokeRate) return;
     const now = this.clock.now();
-    const byExpiry = all.slice().sort((a, b) => (expiresBefore(a, b) ? -1 : expiresBefore(b, a) ? 1 : 0));
-    let baseWindow = byExpiry[0]!.remainingMs(now);
-    let nextWindow = baseWindow + 1000;
+    const byExpiry = all.sort((a, b) => (expiresBefore(a, b) ? -1 : expiresBefore(b, a) ? 1 : 0));
+    // The first lease opens the first one-second window (no window is open before it).
+    let baseWindow = 0;
+    let nextWindow = -Infinity;
     let expires = 0;
     const target = Math.floor((3 * this.leaseRevokeRate) / 4);
     for (const l of byExpiry) {
@@ -536,8 +538,9 @@ export class Lessor implements LeaseHook {
     }
   }
 
+  /** In ID order, so that every member schedules a promote's checkpoints in the same order. */
   private leasesInIdOrder(): Lease[] {
-    return [...this.leaseMap.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return this.leases().map((id) => this.leaseMap.get(id)!);
   }
 
   private requireStore(): MvccStore {
