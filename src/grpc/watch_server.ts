@@ -17,6 +17,9 @@ export function watchServer(h: Handlers): MethodTable {
         // The handler's write quota is this stream's transport window: the send loop hands responses
         // straight to it, and the channel of 128 is the only buffer before it, as in etcd.
         call.stream.windowBytes = 0;
+        // Each response is encoded as the send loop takes it (framedEncoders.watch copies the event's bytes
+        // into the frame), so its message form need not copy them first.
+        call.viewsOut = true;
         return call;
       },
       framedEncoders.watch,

@@ -8,7 +8,8 @@
  * large. Lease IDs are converted exactly (bigint) and checked to fit int64.
  *
  * Bytes in requests are not copied: the store copies the keys and values it keeps, and lookups only read
- * them. Bytes in responses are fresh Buffers, so a client can never reach the store's own copies.
+ * them. Bytes in responses are fresh Buffers, so a client can never reach the store's own copies — but for
+ * eventView's, which only a reader that encodes them at once gets (the gRPC door's Watch).
  */
 import { Buffer } from '../sim/index.js';
 import type * as D from '../mvcc/index.js';
@@ -359,6 +360,31 @@ function responseOpOut(op: D.ResponseOp): M.ResponseOp {
 
 export function eventOut(ev: DWatchEvent): M.Event {
   return { type: ev.type, kv: kvOut(ev.kv), prev_kv: ev.prevKv === undefined ? null : kvOut(ev.prevKv) };
+}
+
+/** A Buffer over `v`'s bytes, not a copy. */
+const view = (v: Uint8Array): Buffer => Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+
+/**
+ * eventOut whose keys and values are views of the store's bytes, not copies: for a reader that encodes the
+ * event at once and keeps nothing of it (the gRPC door's Watch, whose encoding is the one copy an event
+ * needs). The store never writes over the bytes of a record it holds (a slab is appended to, or dropped), so
+ * a view stays the event's bytes as long as it is held; but one handed to a client that may change it would
+ * change the store, hence eventOut's copies.
+ */
+export function eventView(ev: DWatchEvent): M.Event {
+  return { type: ev.type, kv: kvView(ev.kv), prev_kv: ev.prevKv === undefined ? null : kvView(ev.prevKv) };
+}
+
+function kvView(kv: D.KeyValue): M.KeyValue {
+  return {
+    key: view(kv.key),
+    create_revision: String(kv.createRevision),
+    mod_revision: String(kv.modRevision),
+    version: String(kv.version),
+    value: view(kv.value),
+    lease: leaseOut(kv.lease),
+  };
 }
 
 /** A KeyValue in etcd's message form (from a client or a real etcd) in the engine's form: kvOut's inverse. */

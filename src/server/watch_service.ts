@@ -14,7 +14,7 @@
  */
 import { INVALID_WATCH_ID, type WatchResponse as DWatchResponse, type WatchStream } from '../watch/index.js';
 import { isEtcdError } from '../etcd/index.js';
-import { bytesIn, eventOut, header, int64ToBigInt, int64ToExactNumber, watchCreateIn } from './convert.js';
+import { bytesIn, eventOut, eventView, header, int64ToBigInt, int64ToExactNumber, watchCreateIn } from './convert.js';
 import type { CallContext } from './call_context.js';
 import { toGrpcError } from './errors.js';
 import { StreamCall, type BidiStream } from './stream_call.js';
@@ -61,6 +61,12 @@ export class WatchCall extends StreamCall<M.WatchResponse> implements BidiStream
   private early: M.WatchResponse[] = [];
   /** The client half-closed (closeSend): no more requests, the watchers go on. */
   private sendClosed = false;
+  /**
+   * @internal Responses carry views of the store's keys and values, not copies (convert.ts's eventView): set by
+   * a reader that encodes each response as it takes it and keeps none (the gRPC door), so that an event sent
+   * to many watchers is copied once per watcher, into its encoding, not twice.
+   */
+  viewsOut = false;
   /**
    * Requests the receive loop has not read yet because it waits in the token check of a create (see
    * applied_wait.ts), the create first; undefined while it reads. `wait` cancels that wait.
@@ -259,7 +265,7 @@ export class WatchCall extends StreamCall<M.WatchResponse> implements BidiStream
       compact_revision: String(r.compactRevision),
       cancel_reason: r.cancelReason,
       fragment: r.fragment,
-      events: r.events.map(eventOut),
+      events: r.events.map(this.viewsOut ? eventView : eventOut),
     };
   }
 
