@@ -191,12 +191,12 @@ export class History {
     let s: number;
     let at = 0;
     // Bytes their owner handed over (bytes.ts) are kept where they are: their buffer is the record's slab.
-    const kept = n > SLAB_MAX_COPY && keepsAsGiven(value);
-    if (kept) {
+    if (n > SLAB_MAX_COPY && keepsAsGiven(value)) {
       s = this.newSlab(new Uint8Array(value.buffer));
       at = value.byteOffset;
     } else if (n > SLAB_MAX_COPY) {
       s = this.newSlab(new Uint8Array(n));
+      this.slabs[s]!.set(value);
     } else {
       if (this.used + n > SLAB_SIZE) {
         const old = this.slab;
@@ -210,8 +210,8 @@ export class History {
       s = this.slab;
       at = this.used;
       this.used = (at + n + 7) & ~7;
+      this.slabs[s]!.set(value, at);
     }
-    if (!kept) this.slabs[s]!.set(value, at);
     this.slabLive[s]!++;
     this.valSlab[r] = s;
     this.valOff[r] = at;
@@ -260,7 +260,7 @@ export class History {
   /**
    * The bookkeeping that decides what memory is let go, or undefined when it holds: the free record numbers
    * are exactly the records no holder has, each once; each slab's live count is the number of held records
-   * whose value lies in it; a slab is kept exactly while such a record exists or small values are appended
+   * whose value lies in it, and an empty value lies in none; a slab is kept exactly while such a record exists or small values are appended
    * to it, and every other slab number is free, once. A mutant here changes no byte a reader sees, only
    * what is kept alive.
    */
@@ -275,7 +275,10 @@ export class History {
     // Where values lie: a value up to SLAB_MAX_COPY bytes in a shared 64 KiB slab, a longer one alone in its own.
     for (let r = 0; r < this.size; r++) {
       const s = this.valSlab[r]!;
-      if (free.has(r) || s === NO_SLAB) continue;
+      if (free.has(r)) continue;
+      // An empty value is no slab's: it would keep one alive (a 64 KiB one) for nothing.
+      if ((s === NO_SLAB) !== (this.valLen[r] === 0)) return `record ${r}'s value of ${this.valLen[r]} bytes lies in slab ${s}`;
+      if (s === NO_SLAB) continue;
       const alone = this.valLen[r]! > SLAB_MAX_COPY;
       if (alone ? live[s] !== 1 : this.slabs[s]?.byteLength !== SLAB_SIZE) return `record ${r}'s value of ${this.valLen[r]} bytes lies in slab ${s} of ${this.slabs[s]?.byteLength} bytes with ${live[s]} live values`;
     }

@@ -31,7 +31,7 @@ export function count(t: Tally, kv: KeyValue): void {
 }
 
 /** Counts record `r` into `t` and lets the keyIndex's hold on it go (a compaction dropped it). */
-export function drop(t: Tally, h: History, r: Rec): void {
+function drop(t: Tally, h: History, r: Rec): void {
   t.revisions++;
   t.bytes += h.bytes(r);
   h.release(r);
@@ -50,7 +50,7 @@ export function isTombstone(kv: KeyValue): boolean {
  * compaction (a put stays: it is what a read at atRev sees): a tombstone below atRev does, and one exactly
  * at atRev only by the pre-3.6 rule (`keepTombstoneAtRev` false).
  */
-export function compactsAway(h: History, r: Rec, atRev: number, keepTombstoneAtRev: boolean): boolean {
+function compactsAway(h: History, r: Rec, atRev: number, keepTombstoneAtRev: boolean): boolean {
   return h.isTombstone(r) && (h.modRevision(r) < atRev || !keepTombstoneAtRev);
 }
 
@@ -60,7 +60,7 @@ export function compactsAway(h: History, r: Rec, atRev: number, keepTombstoneAtR
  * change it. Read-only walks of the index hand these out, built on the spot for a key the index keeps in its
  * single-revision form, so reading never makes the index bigger (tree_index.ts).
  */
-export type ReadonlyKeyIndex = Pick<KeyIndex, 'key' | 'keyBytes' | 'revs' | 'generations' | 'isEmpty' | 'current' | 'get' | 'checkValid'>;
+export type ReadonlyKeyIndex = Pick<KeyIndex, 'key' | 'keyBytes' | 'revs' | 'generations' | 'isEmpty' | 'current' | 'checkValid'>;
 
 export class KeyIndex {
   /** The key as raw bytes, shared by every revision of this key (one copy per key, not per revision). */
@@ -172,12 +172,6 @@ export class KeyIndex {
       if (i >= 0) r = this.older[i]!; // NO_RECORD when compacted
     }
     return r === NO_RECORD || h.isTombstone(r) ? NO_RECORD : r;
-  }
-
-  /** The KeyValue visible at `atRev`, or undefined (see getRec). */
-  get(atRev: number): KeyValue | undefined {
-    const r = this.getRec(atRev);
-    return r === NO_RECORD ? undefined : this.h.kv(r);
   }
 
   /**

@@ -242,12 +242,8 @@ export class MvccStore {
   applyTxn(r: Proposable<TxnRequest> | ReadOnlyTxn): TxnResponse {
     const s = this.storage;
     const path = compareToPath(s, r);
-    if (this.compat.txnChecksPutsFirst) {
-      checkTxn(s, r, path, { i: 0 }, 'puts');
-      checkTxn(s, r, path, { i: 0 }, 'ranges');
-    } else {
-      checkTxn(s, r, path, { i: 0 });
-    }
+    if (this.compat.txnChecksPutsFirst) checkTxn(s, r, path, { i: 0 }, true);
+    checkTxn(s, r, path, { i: 0 });
     const lone = executeLonePut(s, r, path);
     if (lone !== undefined) return lone;
     const tw = s.write();

@@ -24,7 +24,7 @@ import { BTreeEx as BTree } from 'sorted-btree/extended/index.js';
 import type { KeyString } from './bytes.js';
 import { KeySlots, NO_SLOT } from './key_slots.js';
 import { NO_RECORD, type History, type Rec } from './history.js';
-import { KeyIndex, compactsAway, drop, type ReadonlyKeyIndex, type Tally } from './key_index.js';
+import { KeyIndex, type ReadonlyKeyIndex, type Tally } from './key_index.js';
 import type { KeyValue } from './types.js';
 
 /**
@@ -45,12 +45,13 @@ function entryAt(h: History, e: Entry, atRev: number): Rec {
   return h.modRevision(e) <= atRev && !h.isTombstone(e) ? e : NO_RECORD;
 }
 
-/** KeyIndex.compact on one slot's entry, in either form, dropping what goes; true when nothing is left of the key. */
-function compactEntry(h: History, e: Entry, atRev: number, keepTombstoneAtRev: boolean, dropped: Tally): boolean {
-  if (typeof e !== 'number') return e.compact(atRev, keepTombstoneAtRev, dropped);
-  if (!(h.modRevision(e) <= atRev && compactsAway(h, e, atRev, keepTombstoneAtRev))) return false;
-  drop(dropped, h, e);
-  return true;
+/**
+ * KeyIndex.compact on one slot's entry, dropping what goes; true when nothing is left of the key. An entry in
+ * the single-revision form is a key's one put (a delete makes its keyIndex first), which a compaction keeps:
+ * it is what a read at atRev sees.
+ */
+function compactEntry(e: Entry, atRev: number, keepTombstoneAtRev: boolean, dropped: Tally): boolean {
+  return typeof e !== 'number' && e.compact(atRev, keepTombstoneAtRev, dropped);
 }
 
 export class TreeIndex {
@@ -117,7 +118,7 @@ export class TreeIndex {
     return slot === NO_SLOT ? undefined : this.keyIndexAt(this.slotKeys[slot]!, slot);
   }
 
-  /** What `get(key)?.get(atRev)` returns, without making a keyIndex. */
+  /** The KeyValue of `key` visible at `atRev` (its keyIndex's getRec), or undefined, without making a keyIndex. */
   getAt(key: KeyString, atRev: number): KeyValue | undefined {
     return this.kvAt(this.slots.getString(key), atRev);
   }
@@ -291,20 +292,21 @@ export class TreeIndex {
     const entries = this.entries;
     const emptied: KeyString[] = [];
     this.tree.forEachPair((key, slot) => {
-      if (compactEntry(this.history, entries[slot]!, atRev, keepTombstoneAtRev, dropped)) emptied.push(key);
+      if (compactEntry(entries[slot]!, atRev, keepTombstoneAtRev, dropped)) emptied.push(key);
     });
     this.deleteKeys(emptied);
   }
 
   /**
    * compact(), but only on `keys` (duplicates and absent keys allowed): enough when every other key is
-   * known to be untouched by a compaction at atRev (see Storage.compact).
+   * known to be untouched by a compaction at atRev (see Storage.compact). An absent key: one an earlier
+   * duplicate emptied, or a lone tombstone's that a rebuild before etcd PR #19188 left out of the index.
    */
   compactKeys(keys: Iterable<KeyString>, atRev: number, keepTombstoneAtRev: boolean, dropped: Tally): void {
     for (const key of keys) {
       const slot = this.slots.getString(key);
       if (slot === NO_SLOT) continue; // already emptied by an earlier duplicate
-      if (compactEntry(this.history, this.entries[slot]!, atRev, keepTombstoneAtRev, dropped)) {
+      if (compactEntry(this.entries[slot]!, atRev, keepTombstoneAtRev, dropped)) {
         this.tree.delete(key);
         this.release(slot);
       }

@@ -115,30 +115,28 @@ export function compareToPath(s: Storage, t: TxnRequest, path: boolean[] = []): 
   return path;
 }
 
-/** Which ops a checkTxn pass looks at: etcd >= 3.6 checks both in op order; 3.4/3.5 check every put first. */
-export type TxnCheckPass = 'all' | 'puts' | 'ranges';
-
 /**
  * Pre-checks of the ops on the chosen path, nested txns included, against the state before the txn: a put's
  * ignore_* flags need the key and its lease must exist; a range's revision must be readable. etcd 3.6+
  * (txn.go checkTxn) checks them in op order; etcd 3.4/3.5 (apply.go) ran all put checks, then all range
- * checks — which error a txn with both problems returns differs (found by the differential tests).
+ * checks — which error a txn with both problems returns differs (found by the differential tests). `putsOnly`:
+ * the first pass of 3.4/3.5; their second is the pass over all, whose put checks then find nothing new.
  */
-export function checkTxn(s: Storage, t: TxnRequest, path: readonly boolean[], at: { i: number }, pass: TxnCheckPass = 'all'): void {
+export function checkTxn(s: Storage, t: TxnRequest, path: readonly boolean[], at: { i: number }, putsOnly = false): void {
   const ops = path[at.i++] ? t.success : t.failure;
   if (ops === undefined) return;
   for (const op of ops) {
     if (op.requestRange !== undefined) {
-      if (pass === 'puts') continue;
+      if (putsOnly) continue;
       const rev = op.requestRange.revision ?? 0;
       if (rev === 0) continue;
       // Unlike a plain Range, a negative revision is not "current" here: it is below FirstRev (etcd #13871).
       if (rev > s.currentRev) fail(ErrFutureRev);
       if (rev < s.compactRev) fail(ErrCompacted);
     } else if (op.requestPut !== undefined) {
-      if (pass !== 'ranges') checkPut(s, op.requestPut, true);
+      checkPut(s, op.requestPut, true);
     } else if (op.requestTxn !== undefined) {
-      checkTxn(s, op.requestTxn, path, at, pass);
+      checkTxn(s, op.requestTxn, path, at, putsOnly);
     }
   }
 }

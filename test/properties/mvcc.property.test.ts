@@ -23,7 +23,9 @@
  * inside a txn, between its puts), `steps` (two txns validated one after the other, then each one's later
  * steps), `echo` (a listener that writes, and one unsubscribed) and `bounds` (compares over ranges whose one
  * failing key is at their edge or that name no key, a nested txn's own branch checked, reads at the edges of
- * the revision filters, 3.4's unknown sort order).
+ * the revision filters, 3.4's unknown sort order), `cas` (a compare of one key and a branch of one put of it,
+ * with prev_kv or ignore_*, often of a key with a lease: the lone-put path) and `lone` (a rebuild with a lone
+ * tombstone the index holds or lacks, compacted at and past its revision).
  *
  * Runs: ETCDSIM_NUM_RUNS (default 200). Replay: see harness.ts (ETCDSIM_SEED / _PATH / _REPLAY_PATH).
  */
@@ -40,6 +42,7 @@ import type {
   CompareResult,
   CompareTarget,
   DeleteRangeRequest,
+  KeyValue,
   LeaseHook,
   PutRequest,
   RangeRequest,
@@ -392,17 +395,71 @@ function txnArb(depth: number): fc.Arbitrary<TxnSpec> {
   return fc.record({ compare: list(compareArb, n - 1), success: list(op, n), failure: list(op, n - 1), bare: fc.boolean() });
 }
 
+/** A key no other step writes (keyArb's bytes are 0x00, 0x61, 0x62, 0xff): an ignore_* put of it always fails. */
+const NEVER_PUT = Uint8Array.of(0x63);
+
 /**
- * A txn with two faults its pre-checks find, a range at a future revision and a put naming a lease that
- * does not exist, in either order: which error it gets depends on the release (etcd before 3.6 checked
- * every put before any range). Random txns seldom hold both.
+ * A txn with two faults its pre-checks find, a range at a future revision and a put that fails (it names a
+ * lease that does not exist, or sets ignore_value or ignore_lease on a key that does not exist), in either
+ * order: which error it gets depends on the release (etcd before 3.6 checked every put before any range).
+ * Random txns seldom hold both.
  */
 const twoFaultsArb: fc.Arbitrary<TxnSpec> = fc
-  .tuple(rangeSpecArb, keyArb, valueArb, fc.boolean())
-  .map(([range, key, value, rangeFirst]): TxnSpec => {
-    const ops: OpSpec[] = [{ range: { ...range, revision: { t: 'back', n: -1 } } }, { put: { key, value, lease: 3n } }];
+  .tuple(rangeSpecArb, keyArb, valueArb, fc.boolean(), fc.constantFrom('lease', 'iv', 'il'))
+  .map(([range, key, value, rangeFirst, fault]): TxnSpec => {
+    const put: PutRequest = fault === 'lease' ? { key, value, lease: 3n } : fault === 'iv' ? { key: NEVER_PUT, ignoreValue: true } : { key: NEVER_PUT, value, ignoreLease: true };
+    const ops: OpSpec[] = [{ range: { ...range, revision: { t: 'back', n: -1 } } }, { put }];
     return { compare: [], success: rangeFirst ? ops : ops.reverse(), failure: [] };
   });
+
+/**
+ * A compare-and-swap: a compare of one key (its range_end absent or empty, which name the key alike), a put
+ * of that key as the success branch (any flags: prev_kv, ignore_*) and one op as the failure's. A branch
+ * of one put is the store's lone-put path (executeLonePut), which must decline a put that reads first and an
+ * op that is a range too; random txns make such branches seldom.
+ */
+const casPutArb: fc.Arbitrary<PutRequest> = fc
+  .tuple(valueArb, leaseArb, fc.boolean(), fc.constantFrom('none', 'iv', 'il', 'il', 'both'))
+  .map(([value, lease, prevKv, flags]): PutRequest => {
+    if (flags === 'iv') return { key: EMPTY, lease, prevKv, ignoreValue: true };
+    if (flags === 'il') return { key: EMPTY, value, prevKv, ignoreLease: true };
+    if (flags === 'both') return { key: EMPTY, prevKv, ignoreValue: true, ignoreLease: true };
+    return { key: EMPTY, value, lease, prevKv };
+  });
+interface CasSpec {
+  readonly key: Uint8Array;
+  /** The key: a live one with a lease when there is one (an ignore_lease put keeps it), else `key`. */
+  readonly leased: boolean;
+  readonly compare: CompareSpec;
+  readonly put: PutRequest;
+  readonly emptyEnd: boolean;
+  readonly both: boolean;
+  readonly range: RangeSpec;
+  readonly failPut: boolean;
+}
+const casArb: fc.Arbitrary<CasSpec> = fc.record({
+  key: keyArb,
+  leased: fc.oneof({ weight: 2, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
+  compare: compareArb,
+  put: casPutArb,
+  emptyEnd: fc.boolean(),
+  both: fc.oneof({ weight: 2, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+  range: rangeSpecArb,
+  failPut: fc.boolean(),
+});
+
+function resolveCas(c: CasSpec, ref: ReferenceKV): TxnRequest {
+  const key = (c.leased ? ref.stateAt(ref.currentRev).find((kv) => kv.lease !== 0n)?.key : undefined) ?? c.key;
+  // With a two-request op the compare holds (every mod revision is below the next one), so that op is what runs.
+  const holds: CompareSpec = { result: 'LESS', operand: { target: 'MOD', rev: { t: 'back', n: -1 } }, sel: { key } };
+  const compare: CompareSpec = c.both ? holds : { ...c.compare, sel: c.emptyEnd ? { key, rangeEnd: EMPTY } : { key } };
+  const put: PutRequest = { ...c.put, key };
+  const range: RangeSpec = { ...c.range, sel: { key } };
+  // A range and a put in one op: the range (read at the current revision, so its checks pass) is what runs.
+  const success: OpSpec = c.both ? { both: { range: { ...range, revision: { t: 'zero' } }, put } } : { put };
+  const failure: OpSpec = c.failPut ? { put: { ...put, prevKv: put.prevKv !== true } } : { range };
+  return resolveTxn({ compare: [compare], success: [success], failure: [failure] }, ref);
+}
 
 function resolveTxn(t: TxnSpec, ref: ReferenceKV): TxnRequest {
   const op = (o: OpSpec): RequestOp => {
@@ -628,6 +685,8 @@ type Step =
   | { readonly kind: 'delete'; readonly req: DeleteRangeRequest }
   | { readonly kind: 'txn'; readonly spec: TxnSpec }
   | { readonly kind: 'undo'; readonly spec: UndoSpec }
+  | { readonly kind: 'cas'; readonly spec: CasSpec }
+  | { readonly kind: 'lone'; readonly held: boolean }
   | { readonly kind: 'compact'; readonly spec: RevSpec }
   | { readonly kind: 'restore' }
   | { readonly kind: 'rewind' }
@@ -826,8 +885,9 @@ class KvCommand implements fc.Command<Model, Real> {
         same(actual(() => store.deleteRange(s.req)), expected(() => ref.deleteRange(s.req)), `deleteRange ${this.shown}`);
         break;
       case 'txn':
+      case 'cas':
       case 'undo': {
-        const t = s.kind === 'txn' ? resolveTxn(s.spec, ref) : resolveUndo(s.spec, ref);
+        const t = s.kind === 'txn' ? resolveTxn(s.spec, ref) : s.kind === 'cas' ? resolveCas(s.spec, ref) : resolveUndo(s.spec, ref);
         this.shown = show(t);
         // Where etcd's apply would panic (an ignore_* put of a key an earlier op of the same txn deleted,
         // reachable through the "\0" range-end quirk), the simulator's contract is a rejected request
@@ -885,6 +945,32 @@ class KvCommand implements fc.Command<Model, Real> {
         const fresh = scratch();
         fresh.txn({ success: [put(0)] });
         assert.deepStrictEqual(pages(detour), pages(fresh), 'pages after a restore to an earlier state');
+        break;
+      }
+      case 'lone': {
+        // A rebuild from a backend in which a key's first stored revision is a tombstone (its puts compacted by
+        // a compaction that stopped half way, etcd issue #17780), at the revision a compaction then finishes:
+        // the index holds it alone (etcd PR #19188) or not at all (before it). On a scratch store restored
+        // from this one plus that tombstone, one revision past the current: the compaction at its revision
+        // keeps it (3.6+) only while the index holds it, and a later compaction lets it go with its key.
+        const snap = store.snapshot();
+        const key = Uint8Array.of(0xff, 0xff, 0xff, 0);
+        const at = snap.currentRev + 1;
+        const tomb: KeyValue = { key, createRevision: 0, modRevision: at, version: 0, value: new Uint8Array(0), lease: 0n };
+        const keys = s.held ? [...snap.keys, { key: keyString(key), keyBytes: key, revs: [tomb] }].sort((a, b) => (a.key < b.key ? -1 : 1)) : snap.keys;
+        const scratch = new MvccStore({ maxTxnOps: MAX_TXN_OPS, lessor: new RecordingLessor(), etcdVersion: r.release });
+        scratch.restore({ ...snap, currentRev: at, keys, log: [...snap.log, [{ type: 'DELETE', kv: tomb }]] });
+        const kept = s.held && RELEASE_RULES[r.release].keepTombstoneAtCompactRev;
+        const held = (): boolean => scratch.storage.index.get(keyString(key)) !== undefined;
+        assert.equal(held(), s.held, 'the rebuilt index holds the lone tombstone');
+        scratch.compact(at);
+        assert.equal(scratch.checkValid(), undefined, 'checkValid() after compacting at a lone tombstone');
+        assert.deepStrictEqual(norm(scratch.eventsAt(at)), kept ? norm([{ type: 'DELETE', kv: tomb }]) : [], `the compaction revision's events, the index ${s.held ? 'holding' : 'without'} its lone tombstone`);
+        assert.equal(held(), kept, 'the index after compacting at the lone tombstone');
+        scratch.put({ key: Uint8Array.of(0x61), value: Uint8Array.of(0x7a) });
+        scratch.compact(at + 1);
+        assert.equal(scratch.checkValid(), undefined, 'checkValid() after compacting past a lone tombstone');
+        assert.equal(held(), false, 'the index after compacting past the lone tombstone');
         break;
       }
       case 'page': {
@@ -1129,6 +1215,8 @@ const commandArbs: fc.Arbitrary<fc.Command<Model, Real>>[] = [
     { weight: 5, arbitrary: txnArb(1).map((spec): Step => ({ kind: 'txn', spec })) },
     { weight: 1, arbitrary: undoArb.map((spec): Step => ({ kind: 'undo', spec })) },
     { weight: 1, arbitrary: twoFaultsArb.map((spec): Step => ({ kind: 'txn', spec })) },
+    { weight: 2, arbitrary: casArb.map((spec): Step => ({ kind: 'cas', spec })) },
+    { weight: 1, arbitrary: fc.boolean().map((held): Step => ({ kind: 'lone', held })) },
     { weight: 5, arbitrary: rangeSpecArb.map((spec): Step => ({ kind: 'range', spec })) },
     { weight: 4, arbitrary: pageSpecArb.map((spec): Step => ({ kind: 'page', spec })) },
     { weight: 1, arbitrary: listsSpecArb.map((spec): Step => ({ kind: 'lists', spec })) },
