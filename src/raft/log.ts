@@ -112,9 +112,13 @@ export class RaftLog {
     return this.stableTo < this.lastIndex();
   }
 
-  /** Whether toApply() has anything, without building it. */
+  /**
+   * Whether toApply() has anything, without building it. The applied index is never below the snapshot's
+   * point (firstIndex() - 1): a restore sets both, and a compaction keeps entries from at most the applied
+   * index on (compact() refuses a snapshot past it), so what follows the applied index is still held.
+   */
   hasToApply(): boolean {
-    return Math.min(this.committed, this.stableTo) > Math.max(this.applied, this.firstIndex() - 1);
+    return Math.min(this.committed, this.stableTo) > this.applied;
   }
 
   stableUpTo(i: number): void {
@@ -123,9 +127,8 @@ export class RaftLog {
 
   /** Committed, stable entries not applied yet. */
   toApply(): Entry[] {
-    const hi = Math.min(this.committed, this.stableTo);
-    if (hi <= this.applied) return [];
-    return this.slice(Math.max(this.applied + 1, this.firstIndex()), hi + 1);
+    // Empty when nothing past the applied index is both committed and stable (the range is then empty).
+    return this.slice(this.applied + 1, Math.min(this.committed, this.stableTo) + 1);
   }
 
   appliedTo(i: number): void {

@@ -333,7 +333,9 @@ export class RaftNode extends RaftCore {
       this.handleAppendResponse(m, pr);
     } else if (m.type === 'MsgHeartbeatResp') {
       pr.recentActive = true;
-      if (pr.state === 'probe') pr.paused = false;
+      // raft clears ProbeSent on any heartbeat answer; only a probe reads it (a member being sent a snapshot
+      // waits for it whatever the flag says, and replicate and probe both start unpaused).
+      pr.paused = false;
       if (pr.match < this.log.lastIndex()) this.sendAppend(m.from);
       if (m.context !== undefined) for (const r of this.reads.ack(m.context, m.from, this.tracker)) this.releaseRead(r);
     }
@@ -513,9 +515,12 @@ export class RaftNode extends RaftCore {
   // ---- membership ----
 
   protected applyConfChange(cc: ConfChange): void {
-    if (cc.type === 'update') return; // the configuration stays: nothing to send or commit anew
+    const type = cc.type;
+    if (type === 'update') return; // the configuration stays: nothing to send or commit anew
     const leading = this.roleNow === 'leader';
-    this.tracker.applyConfChange(cc, this.log.lastIndex() + 1, leading);
+    // A member the leader did not track is probed from the leader's last index (etcd's initProgress: Next
+    // is LastIndex), so its first append carries the last entry.
+    this.tracker.applyConfChange({ type, id: cc.id }, this.log.lastIndex(), leading);
     if (cc.type === 'remove' && cc.id === this.id) this.removed = true;
     if (!leading) return;
     if (cc.type === 'remove') {

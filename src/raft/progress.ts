@@ -110,8 +110,11 @@ export class ProgressTracker {
     return active >= this.quorum();
   }
 
-  /** Applies a single-member conf change to the sets; a leader's new member gets a progress from `next`. */
-  applyConfChange(cc: ConfChange, next: number, leading: boolean): void {
+  /**
+   * Applies a single-member conf change to the sets; a leader's new member gets a progress from `next`.
+   * (An update changes no set: the node does not bring it here.)
+   */
+  applyConfChange(cc: ConfChange & { readonly type: 'add' | 'addLearner' | 'remove' }, next: number, leading: boolean): void {
     switch (cc.type) {
       case 'add':
         this.learners.delete(cc.id);
@@ -124,8 +127,6 @@ export class ProgressTracker {
         this.voters.delete(cc.id);
         this.learners.delete(cc.id);
         this.prs.delete(cc.id);
-        return;
-      case 'update':
         return;
     }
     if (leading && !this.prs.has(cc.id)) this.prs.set(cc.id, newProgress(next));

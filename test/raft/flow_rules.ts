@@ -20,7 +20,12 @@
  *    next index is one past the leader's last; one still short of its snapshot stays waiting for it;
  *  - a heartbeat answer resumes a probe and sends the member an append exactly when its match is behind the
  *    leader's last index (a member being sent a snapshot: nothing);
- *  - a late answer to the campaign it won changes nothing and sends nothing.
+ *  - a late answer to the campaign it won changes nothing and sends nothing;
+ *  - once a leader handled its Readies, no member it probes is idle while its log has entries the member
+ *    lacks: a probe has its append out (raft's ProbeSent) as soon as there is something to send — after the
+ *    leader's election, a heartbeat answer, a rejection, a snapshot given up, or a conf change that added
+ *    the member (switchToConfig's maybeSendAppend: the new member is sent its first append at once, not
+ *    at its first heartbeat answer).
  * The progress is the leader's own (raft keeps it to itself: etcd shows it in its Status); the rules read
  * it through the node's tracker.
  */
@@ -35,9 +40,12 @@ interface ProgressView {
   readonly pendingSnapshot: number;
 }
 
+/** The leader's progress per member, as it is (the node keeps its tracker to itself). */
+const progresses = (node: RaftNode): ReadonlyMap<NodeId, ProgressView> => (node as unknown as { readonly tracker: { readonly prs: ReadonlyMap<NodeId, ProgressView> } }).tracker.prs;
+
 /** The leader's progress of `id`, copied (undefined when it tracks no such member). */
 export function progressOf(node: RaftNode, id: NodeId): ProgressView | undefined {
-  const pr = (node as unknown as { readonly tracker: { readonly prs: ReadonlyMap<NodeId, ProgressView> } }).tracker.prs.get(id);
+  const pr = progresses(node).get(id);
   return pr === undefined ? undefined : { match: pr.match, next: pr.next, state: pr.state, paused: pr.paused, pendingSnapshot: pr.pendingSnapshot };
 }
 
@@ -135,11 +143,21 @@ export class FlowRules {
 
   /** The leader handled every Ready after the step: one that queued nothing sent nothing. */
   settled(node: RaftNode): void {
+    this.noIdleProbe(node);
     const taken = this.take(node);
     if (taken === undefined) return;
     const { e, sends } = taken;
     if (e.timeoutNow) throw new Error(`leader ${node.id}: ${e.why}, handing leadership to it, whose log is now the leader's: it sent no MsgTimeoutNow`);
     if (sends) throw new Error(`leader ${node.id}: ${e.why} (commit ${e.commit} → ${node.log.committed}), so it must send that member an append; it sent nothing`);
+  }
+
+  /** A leader probing a member that lacks entries has an append out to it (or is sending it a snapshot). */
+  private noIdleProbe(node: RaftNode): void {
+    if (node.role !== 'leader') return;
+    const last = node.log.lastIndex();
+    for (const [id, p] of progresses(node)) {
+      if (id !== node.id && p.state === 'probe' && !p.paused && p.match < last) throw new Error(`leader ${node.id}: probing ${id} (${show(p)}) with its log ending at ${last}, yet it has no append out to it`);
+    }
   }
 
   /** The expectation waiting on `node`, taken, its progress judged, and whether it owes that member an append. */
