@@ -318,7 +318,6 @@ export class RaftGroup {
         id: m.id,
         random: this.opts.random.fork(`raft ${m.id} #${m.incarnation}`),
         electionTicks: Math.max(1, Math.round(electionTimeoutMs / heartbeatMs)),
-        heartbeatTicks: 1,
         preVote,
         checkQuorum: true,
       },

@@ -158,7 +158,7 @@ export class ProcessMember {
     this.heartbeatMs = opts.heartbeatMs;
     this.electionMs = opts.electionMs;
     this.peerTls = opts.peerTls;
-    this.node = new RaftNode({ id, random: new SimRandom(opts.seed).fork(`raft-${id.toString(16)}`), electionTicks, heartbeatTicks: 1, preVote: opts.preVote, checkQuorum: true }, storage);
+    this.node = new RaftNode({ id, random: new SimRandom(opts.seed).fork(`raft-${id.toString(16)}`), electionTicks, preVote: opts.preVote, checkQuorum: true }, storage);
     this.transport = new PeerTransport({
       id,
       clusterId,

@@ -22,7 +22,6 @@ export abstract class RaftCore {
   protected roleNow: Role = 'follower';
   protected readonly tracker: ProgressTracker;
   protected electionElapsed = 0;
-  protected heartbeatElapsed = 0;
   protected randomizedTimeout = 0;
   protected leadTransferee: NodeId = NONE;
   protected pendingConfIndex = 0;
@@ -152,7 +151,6 @@ export abstract class RaftCore {
     }
     this.lead = NONE;
     this.electionElapsed = 0;
-    this.heartbeatElapsed = 0;
     const et = this.opts.electionTicks;
     this.randomizedTimeout = et + this.opts.random.nextInt(0, et - 1);
     this.leadTransferee = NONE;

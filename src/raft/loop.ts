@@ -45,7 +45,8 @@ export interface RaftLoopOptions {
    * within a few heartbeats of its members finding each other instead of after a whole election timeout.
    * With `untilCampaign` the advance goes on past the usual ticks until the node campaigns (at most `ticks`
    * in all, and none once it hears a leader): a fresh cluster's chosen first candidate (process_member.ts)
-   * elects without the randomized rest.
+   * elects without the randomized rest. `waitMs` is how long it looks for peers before it gives up (etcd:
+   * rafthttp's 5 s connection read timeout, the default; a harness shortens it to reach that end cheaply).
    */
   /**
    * Raft's invariants checked on this node after each Ready (src/raft/checker.ts: what one member can see
@@ -53,10 +54,10 @@ export interface RaftLoopOptions {
    * committed); the first violation is handed to `violated` (a process member exits with it).
    */
   readonly check?: { readonly checker: RaftNodeChecker; violated(v: RaftNodeViolation): void } | undefined;
-  readonly initialTickAdvance?: { readonly ticks: number; readonly untilCampaign?: boolean; activePeers(): number } | undefined;
+  readonly initialTickAdvance?: { readonly ticks: number; readonly untilCampaign?: boolean; readonly waitMs?: number; activePeers(): number } | undefined;
 }
 
-/** How often, and for how long, the initial tick advance looks at the peers (etcd's 50 ms, ConnReadTimeout). */
+/** How often, and for how long by default, the initial tick advance looks at the peers (etcd's 50 ms, ConnReadTimeout). */
 const ADVANCE_POLL_MS = 50;
 const ADVANCE_WAIT_MS = 5000;
 
@@ -75,11 +76,13 @@ export class RaftLoop {
   start(): void {
     this.ticker = this.opts.clock.every(this.opts.heartbeatMs, () => this.tick(), { name: 'raft.tick' });
     this.handleReady();
-    if (this.opts.initialTickAdvance !== undefined) {
+    const advance = this.opts.initialTickAdvance;
+    if (advance !== undefined) {
+      const maxPolls = (advance.waitMs ?? ADVANCE_WAIT_MS) / ADVANCE_POLL_MS;
       let polls = 0;
       this.advancer = this.opts.clock.every(ADVANCE_POLL_MS, () => {
         polls++;
-        if (!this.maybeAdvance() && polls >= ADVANCE_WAIT_MS / ADVANCE_POLL_MS) this.stopAdvancer();
+        if (!this.maybeAdvance() && polls >= maxPolls) this.stopAdvancer();
       }, { name: 'raft.initial-tick-advance' });
     }
   }

@@ -217,8 +217,8 @@ export class RaftNode extends RaftCore {
     }
   }
 
+  /** A leader's tick is a heartbeat interval: etcd's server runs raft with HeartbeatTick 1 (etcdserver/raft.go). */
   private tickLeader(): void {
-    this.heartbeatElapsed++;
     this.electionElapsed++;
     for (const [id, pr] of this.tracker.prs) {
       if (pr.state === 'snapshot' && --pr.snapshotTicks <= 0) {
@@ -234,10 +234,7 @@ export class RaftNode extends RaftCore {
       }
       this.leadTransferee = NONE;
     }
-    if (this.heartbeatElapsed >= this.opts.heartbeatTicks) {
-      this.heartbeatElapsed = 0;
-      this.bcastHeartbeat(this.reads.lastContext());
-    }
+    this.bcastHeartbeat(this.reads.lastContext());
   }
 
   // ---- per role ----

@@ -20,7 +20,6 @@ export interface RaftNodeOptions {
   readonly random: SimRandom;
   /** Ticks without a leader's word before campaigning (etcd: --election-timeout / --heartbeat-interval). */
   readonly electionTicks: number;
-  readonly heartbeatTicks: number;
   readonly preVote: boolean;
   readonly checkQuorum: boolean;
   /** Entries per MsgApp at most. */

@@ -26,7 +26,7 @@ function host(): { clock: VirtualClock; service: ReturnType<typeof membershipCha
   const h: MembershipHost = {
     id: 1n,
     server,
-    node: new RaftNode({ id: 1n, random: new SimRandom(1), electionTicks: 10, heartbeatTicks: 1, preVote: true, checkQuorum: true }, bootstrapStorage(IDS.map((id) => ({ id })))),
+    node: new RaftNode({ id: 1n, random: new SimRandom(1), electionTicks: 10, preVote: true, checkQuorum: true }, bootstrapStorage(IDS.map((id) => ({ id })))),
     members,
     peerActive: (peer) => active.has(peer),
     activeSince: (peer) => active.get(peer),

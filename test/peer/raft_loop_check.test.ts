@@ -13,7 +13,7 @@ import { SimRandom, VirtualClock } from '../../src/sim/index.js';
 test('the Raft loop checks its node after each Ready and reports a broken invariant', () => {
   const clock = new VirtualClock();
   const boot = bootstrapStorage([{ id: 1n }]);
-  const node = new RaftNode({ id: 1n, random: new SimRandom(1).fork('raft'), electionTicks: 10, heartbeatTicks: 1, preVote: true, checkQuorum: true }, boot);
+  const node = new RaftNode({ id: 1n, random: new SimRandom(1).fork('raft'), electionTicks: 10, preVote: true, checkQuorum: true }, boot);
   const violations: RaftNodeViolation[] = [];
   const loop = new RaftLoop({
     node,

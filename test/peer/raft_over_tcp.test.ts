@@ -83,7 +83,7 @@ async function startMember(id: NodeId, boot: RaftStorage | undefined, port: numb
   // The state machine starts from the snapshot on disk; the node hands over the entries after it.
   const snap = storage.snapshot.data;
   const m = { id, dataDir, port, values: snap.length === 0 ? [] : (JSON.parse(new TextDecoder().decode(snap)) as string[]), up: true } as Member;
-  const node = new RaftNode({ id, random: new SimRandom(7).fork(`m${id}-${incarnation}`), electionTicks: 10, heartbeatTicks: 1, preVote: true, checkQuorum: true }, storage);
+  const node = new RaftNode({ id, random: new SimRandom(7).fork(`m${id}-${incarnation}`), electionTicks: 10, preVote: true, checkQuorum: true }, storage);
   m.transport = new PeerTransport({
     id,
     clusterId: CLUSTER,

@@ -30,7 +30,7 @@ function cluster(): { clock: VirtualClock; members: Map<NodeId, Member>; cut: Se
   const members = new Map<NodeId, Member>();
   const boot = bootstrapStorage(IDS.map((id) => ({ id })));
   for (const id of IDS) {
-    const node = new RaftNode({ id, random: new SimRandom(3).fork(`m${id}`), electionTicks: 10, heartbeatTicks: 1, preVote: true, checkQuorum: true }, boot);
+    const node = new RaftNode({ id, random: new SimRandom(3).fork(`m${id}`), electionTicks: 10, preVote: true, checkQuorum: true }, boot);
     const kv = new Map<string, string>();
     let requests: MemberRequests | undefined;
     const loop = new RaftLoop({

@@ -23,7 +23,7 @@ type LoopOptions = ConstructorParameters<typeof RaftLoop>[0];
 function memberOfThree(seed: number, onSoftState: NonNullable<LoopOptions['onSoftState']>, initialTickAdvance: LoopOptions['initialTickAdvance']): { clock: VirtualClock; node: RaftNode; loop: RaftLoop } {
   const clock = new VirtualClock();
   const boot = bootstrapStorage([{ id: 1n }, { id: 2n }, { id: 3n }]);
-  const node = new RaftNode({ id: 1n, random: new SimRandom(seed).fork('raft'), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, preVote: false, checkQuorum: true }, boot);
+  const node = new RaftNode({ id: 1n, random: new SimRandom(seed).fork('raft'), electionTicks: ELECTION_TICKS, preVote: false, checkQuorum: true }, boot);
   const loop = new RaftLoop({
     node,
     clock,

@@ -24,7 +24,10 @@
  * first under PreVote, a leader committing only its own term's entries, what a member takes from its client
  * (a proposal dropped while a transfer is under way or, a conf change, while one is unapplied; requests
  * passed on to the leader) and MsgTimeoutNow sent only to the transferee, once its log is up to date.
- * A sixth of the runs start with a sole voter (its own quorum: it wins, commits and reads alone).
+ * A sixth of the runs start with a sole voter (its own quorum: it wins, commits and reads alone). Members run
+ * in loops of their own in half the runs, whose initial tick advance looks for peers for etcd's 5 s or 250 ms
+ * (its end, polling stopped without advancing, then reached); in half the runs the first members' last one
+ * starts once the others elected.
  * These steps came from surviving mutants of src/raft (docs/mutation.md).
  *
  * Runs: ETCDSIM_NUM_RUNS (default 40). Replay: ETCDSIM_SEED=<seed> ETCDSIM_PATH=<path> (see harness.ts).
@@ -115,6 +118,8 @@ const setup = fc.record({
   loops: fc.boolean(),
   advance: fc.constantFrom('off' as const, 'etcd' as const, 'first' as const),
   maxEntriesPerMessage: fc.constantFrom(1, 2, 8),
+  advanceWaitMs: fc.constantFrom(5000, 250),
+  lateStart: fc.boolean(),
 });
 
 interface Setup {
@@ -132,6 +137,18 @@ interface Setup {
    * through several appends, and the leader answers each acknowledgement below its last index.
    */
   readonly maxEntriesPerMessage: number;
+  /**
+   * How long that advance looks for peers: etcd's 5 s, or 250 ms (5 polls), whose end a member restarted
+   * beside one peer, or cut off, reaches within a run's few seconds (it then stops polling, never advancing).
+   */
+  readonly advanceWaitMs: number;
+  /**
+   * The first members' last one starts once the others elected a leader, as an operator starts a new
+   * cluster's members one by one: of three, the first two poll with one peer each (three election timeouts,
+   * past a short wait's end), or, with a first candidate, until they elected the other (the candidate's
+   * advance then finds a leader already, and ticks nothing).
+   */
+  readonly lateStart: boolean;
 }
 
 const CLEAN = { drop: 0, duplicate: 0, maxDelayMs: 2 };
@@ -222,9 +239,10 @@ function staleLeader(net: SimNetwork, s: Extract<Step, { t: 'staleLeader' }>): v
   const old = net.leaders()[0]!;
   net.partition(new Map([[old, 1]]));
   for (let i = 0; i < s.long; i++) net.propose(old);
-  // CheckQuorum: a leader that hears from no quorum steps down within two election timeouts (one check
-  // may still count answers from before the cut).
-  assert.ok(net.runUntil(() => net.members.get(old)!.node.role !== 'leader', 2 * ELECTION_MS + 5 * HEARTBEAT_MS), 'a leader cut off from a quorum kept leading');
+  // CheckQuorum: a leader that hears from no quorum steps down within two election timeouts — raft checks
+  // every election timeout of the leader's ticks (tickHeartbeat), and one check may still count answers
+  // from before the cut; not one tick later.
+  assert.ok(net.runUntil(() => net.members.get(old)!.node.role !== 'leader', 2 * ELECTION_MS), 'a leader cut off from a quorum kept leading past two election timeouts');
   assert.ok(net.runUntil(() => net.leaders().some((l) => l !== old), 3_000), 'the majority elects no leader');
   const fresh = net.leaders().find((l) => l !== old)!;
   for (let i = 0; i < s.short; i++) net.propose(fresh);
@@ -242,13 +260,38 @@ function staleLeader(net: SimNetwork, s: Extract<Step, { t: 'staleLeader' }>): v
 }
 
 
+/** A member alive, no longer leading, that led since it last started (seen at the end of a step). */
+function deposed(net: SimNetwork, led: ReadonlyMap<NodeId, number>): NodeId | undefined {
+  for (const [id, incarnation] of led) {
+    const m = net.members.get(id)!;
+    if (m.alive && m.incarnation === incarnation && m.node.role !== 'leader') return id;
+  }
+  return undefined;
+}
+
 function runScenario(setup: Setup, seed: number, steps: readonly Step[]): number {
   const initial = Array.from({ length: setup.size }, (_, i) => BigInt(i + 1));
-  const net = new SimNetwork(seed, initial, setup.snapshotEvery, undefined, setup.preVote, setup.loops, setup.advance, setup.maxEntriesPerMessage);
+  const net = new SimNetwork(seed, initial, setup.snapshotEvery, undefined, setup.preVote, setup.loops, setup.advance, setup.maxEntriesPerMessage, setup.advanceWaitMs);
   net.proposeMidReady = setup.proposeMidReady;
   net.stepMidReady = setup.stepMidReady;
   let lastId = BigInt(setup.size);
+  if (setup.lateStart && setup.size > 1) {
+    const late = initial[initial.length - 1]!;
+    net.crash(late);
+    // Three election timeouts at least, past a short advance wait, so the first members' polls end too; with a
+    // first candidate, only until a leader is elected (its advance then still to come), and not that candidate.
+    const [first, second] = initial as [NodeId, NodeId];
+    if (setup.advance !== 'first') net.run(3 * ELECTION_MS);
+    net.runUntil(() => net.leaders().length > 0, 5 * ELECTION_MS);
+    if (setup.advance === 'first' && net.leaders()[0] === first) {
+      net.transfer(first, second);
+      net.runUntil(() => net.leaders()[0] === second, ELECTION_MS);
+    }
+    net.restart(late);
+  }
   const freshId = (): NodeId => ++lastId;
+  /** Members that led in their present incarnation (by it). */
+  const led = new Map<NodeId, number>();
   for (const s of steps) {
     switch (s.t) {
       case 'run':
@@ -272,11 +315,16 @@ function runScenario(setup: Setup, seed: number, steps: readonly Step[]): number
       case 'read':
         net.read(pick(net, s.at));
         break;
-      case 'transfer':
-        // A quarter of them ask a member to hand leadership to itself: a leader ignores it, a follower passes
-        // it on (a transfer to that follower).
-        net.transfer(pick(net, s.at), s.to % 4 === 3 ? pick(net, s.at) : pick(net, s.to));
+      case 'transfer': {
+        // Half of them asked of the leader. A quarter ask a member to hand leadership to itself: a leader
+        // ignores it, a follower passes it on (a transfer to that follower). A client's proposal comes right
+        // after: a leader handing over drops it (etcd's ErrProposalDropped), one that ignored the request takes it.
+        const leader = net.leaders()[0];
+        const at = s.at % 2 === 0 && leader !== undefined ? leader : pick(net, s.at);
+        net.transfer(at, s.to % 4 === 3 ? at : pick(net, s.to));
+        if (net.members.get(at)!.alive) net.propose(at);
         break;
+      }
       case 'crash':
         net.crash(pick(net, s.at));
         break;
@@ -293,9 +341,12 @@ function runScenario(setup: Setup, seed: number, steps: readonly Step[]): number
         net.compact(pick(net, s.at), s.keep);
         break;
       case 'lever': {
-        // Mostly at the leader (the levers are a leader's), sometimes at whoever: a node that may not act does nothing.
+        // Mostly at the leader (the levers are a leader's), sometimes at whoever: a node that may not act does
+        // nothing. A quarter of the time at one that may not yet is likeliest to: a forced election at a learner,
+        // a heartbeat or snapshot at a deposed leader (it still holds its members' progress).
         const leader = net.leaders()[0];
-        const at = s.at % 2 === 0 && leader !== undefined ? leader : pick(net, s.at);
+        const idle = s.at % 4 === 1 ? (s.kind === 'campaignNow' ? confOf(net).learners.find((id) => net.members.get(id)?.alive === true) : deposed(net, led)) : undefined;
+        const at = idle ?? (s.at % 2 === 0 && leader !== undefined ? leader : pick(net, s.at));
         // Half the time to the member the leader knows to hold least (a heartbeat's commit is bounded by it).
         const node = net.members.get(at)!.node;
         const behind = net.present().filter((id) => id !== at && node.matchOf(id) !== undefined).sort((a, b) => node.matchOf(a)! - node.matchOf(b)!)[0];
@@ -326,6 +377,7 @@ function runScenario(setup: Setup, seed: number, steps: readonly Step[]): number
     }
     net.checker.assertHolds();
     assertRoles(net);
+    for (const l of net.leaders()) led.set(l, net.members.get(l)!.incarnation);
   }
   // The faults stop: everyone back, a clean network.
   net.heal();
@@ -419,7 +471,7 @@ function quorumChecks(net: SimNetwork): void {
   const before = net.reads.length;
   net.read(leader);
   const v = net.propose(leader);
-  assert.ok(net.runUntil(() => net.members.get(leader)!.node.role !== 'leader', 2 * ELECTION_MS + 5 * HEARTBEAT_MS), 'a leader kept leading with voters one short of a quorum (learners answering)');
+  assert.ok(net.runUntil(() => net.members.get(leader)!.node.role !== 'leader', 2 * ELECTION_MS), 'a leader kept leading past two election timeouts with voters one short of a quorum (learners answering)');
   assert.equal(net.reads.length, before, 'a read was confirmed without a quorum of voters');
   assert.ok(!net.acked.has(v), 'a value committed without a quorum of voters');
   // A leader deposed with a read pending drops it (raft resets its reads with its role): the read is never

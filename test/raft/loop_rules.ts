@@ -7,20 +7,23 @@
  *  - the initial tick advance (etcd's --initial-election-tick-advance): from the start, every 50 ms, it asks how
  *    many peers are up; at the first poll (or peer change) that finds more than one, it moves the election
  *    clock `ticks` ahead at once — with `untilCampaign`, tick by tick until the node campaigns or hears a
- *    leader — and stops polling; after 5 s (100 polls) without, it stops polling and never advances;
+ *    leader — and stops polling; after 5 s (100 polls; or the loop's shorter `waitMs`) without, it stops
+ *    polling and never advances;
  *  - a stopped loop (its member crashed) keeps no timer on the clock.
  * The advance's ticks are node ticks like any other: the step rules' election timer counts them.
  */
 import { NONE, type RaftNode } from '../../src/raft/index.js';
 import type { TimerHandle } from '../../src/sim/index.js';
 
-/** etcd's adjustTicks: a poll every 50 ms for rafthttp's 5 s connection read timeout. */
+/** etcd's adjustTicks: a poll every 50 ms for rafthttp's 5 s connection read timeout (or the loop's `waitMs`). */
 const POLL_MS = 50;
-const POLLS = 5000 / POLL_MS;
+const WAIT_MS = 5000;
 
 export interface AdvanceSpec {
   readonly ticks: number;
   readonly untilCampaign?: boolean;
+  /** How long it polls before it gives up (5 s when not given). */
+  readonly waitMs?: number;
 }
 
 /** One incarnation of a member's loop, as the sim network started it. */
@@ -29,6 +32,8 @@ export class LoopJudge {
   private readonly live = new Map<TimerHandle, string>();
   private advancer: TimerHandle | undefined;
   private polls = 0;
+  /** Polls it makes at most, finding no peers. */
+  private readonly maxPolls: number;
   /** Node ticks the advance made (undefined: it has not advanced). */
   private advanced: number | undefined;
   /** Inside a poll or a peer change: advance ticks are allowed. */
@@ -45,7 +50,9 @@ export class LoopJudge {
     private readonly activePeers: () => number,
     /** The step rules' check around one node tick (their election timer counts every tick). */
     private readonly beforeTick: () => () => void,
-  ) {}
+  ) {
+    this.maxPolls = (spec?.waitMs ?? WAIT_MS) / POLL_MS;
+  }
 
   /** The loop registers a periodic timer; returns what the clock should run. */
   every(ms: number, name: string | undefined, fn: () => void, ticker: (fn: () => void) => () => void): () => void {
@@ -80,11 +87,11 @@ export class LoopJudge {
   /** One 50 ms poll of the advance. */
   private poll(fn: () => void): void {
     this.polls++;
-    if (this.advanced !== undefined || this.polls > POLLS) throw new Error(`${this.who}'s advance polled ${this.polls} times (advanced: ${this.advanced ?? 'no'}), past its end`);
+    if (this.advanced !== undefined || this.polls > this.maxPolls) throw new Error(`${this.who}'s advance polled ${this.polls} times (advanced: ${this.advanced ?? 'no'}), past its end`);
     this.around(`its poll ${this.polls}`, fn);
     const polling = this.advancer !== undefined && this.live.has(this.advancer);
-    if (this.polls === POLLS && polling) throw new Error(`${this.who}'s advance polled for 5 s and goes on polling`);
-    if (this.polls < POLLS && this.advanced === undefined && !polling) throw new Error(`${this.who}'s advance stopped polling after ${this.polls} polls (of ${POLLS}) without advancing`);
+    if (this.polls === this.maxPolls && polling) throw new Error(`${this.who}'s advance polled ${this.maxPolls} times (${this.maxPolls * POLL_MS} ms) and goes on polling`);
+    if (this.polls < this.maxPolls && this.advanced === undefined && !polling) throw new Error(`${this.who}'s advance stopped polling after ${this.polls} polls (of ${this.maxPolls}) without advancing`);
   }
 
   /** A peer's stream came up or went down: the loop looks at once (`fn` tells it). */

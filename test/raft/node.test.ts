@@ -41,7 +41,6 @@ class Bench {
         id,
         random: new SimRandom(1).fork(`n${id}`),
         electionTicks: ELECTION,
-        heartbeatTicks: 1,
         preVote: true,
         checkQuorum: this.opts.checkQuorum ?? true,
         ...(this.opts.maxEntriesPerMessage === undefined ? {} : { maxEntriesPerMessage: this.opts.maxEntriesPerMessage }),

@@ -155,6 +155,8 @@ export class SimNetwork {
      * member's catch-up take several appends, each acknowledged on its own.
      */
     private readonly maxEntriesPerMessage = 8,
+    /** How long each loop's advance looks for peers (etcd's 5 s by default; shorter, its end is reached cheaply). */
+    private readonly advanceWaitMs?: number,
   ) {
     this.rules = new StepRules(ELECTION_TICKS, preVote);
     this.net = new SimRandom(seed).fork('net');
@@ -278,8 +280,9 @@ export class SimNetwork {
   /** The advance `m`'s loop makes as it starts (the first member's first start only is a fresh cluster's first candidate). */
   private advanceOf(m: Member): AdvanceSpec | undefined {
     if (this.advance === 'off') return undefined;
-    if (this.advance === 'first' && m.incarnation === 0 && m.id === this.ids[0] && this.ids.length > 1) return { ticks: 2 * ELECTION_TICKS, untilCampaign: true };
-    return { ticks: ELECTION_TICKS - 2 };
+    const wait = this.advanceWaitMs === undefined ? {} : { waitMs: this.advanceWaitMs };
+    if (this.advance === 'first' && m.incarnation === 0 && m.id === this.ids[0] && this.ids.length > 1) return { ticks: 2 * ELECTION_TICKS, untilCampaign: true, ...wait };
+    return { ticks: ELECTION_TICKS - 2, ...wait };
   }
 
   /** The peers `id` has a connection to (rafthttp's active peers): the others up, not removed, on its side. */
@@ -321,7 +324,7 @@ export class SimNetwork {
 
   private newNode(id: NodeId, disk: MemoryStorage, incarnation: number): RaftNode {
     return new RaftNode(
-      { id, random: new SimRandom(this.seed).fork(`node-${id}-${incarnation}`), electionTicks: ELECTION_TICKS, heartbeatTicks: 1, preVote: this.preVote, checkQuorum: true, maxEntriesPerMessage: this.maxEntriesPerMessage },
+      { id, random: new SimRandom(this.seed).fork(`node-${id}-${incarnation}`), electionTicks: ELECTION_TICKS, preVote: this.preVote, checkQuorum: true, maxEntriesPerMessage: this.maxEntriesPerMessage },
       disk.storage(),
     );
   }
@@ -712,7 +715,13 @@ export class SimNetwork {
     after();
     this.process(m);
     this.sentLog = undefined;
-    if (kind !== 'campaignNow') {
+    if (kind === 'campaignNow') {
+      // Past PreVote and the leader lease, as a transfer's campaign (raft's campaignTransfer): votes asked at once, marked so.
+      const asks = sent.filter((x) => x.from === id && (x.type === 'MsgVote' || x.type === 'MsgPreVote'));
+      if (asks.some((x) => x.type !== 'MsgVote' || x.term !== term + 1n || x.context !== 'transfer')) {
+        throw new Error(`member ${id}: a forced election asked ${asks.map((x) => `${x.type} of term ${x.term} (${x.context ?? 'no context'})`).join(', ')}, not votes of term ${term + 1n} past the lease`);
+      }
+    } else {
       const type = kind === 'heartbeatTo' ? 'MsgHeartbeat' : 'MsgSnap';
       const n2 = sent.filter((x) => x.from === id && x.to === to && x.type === type).length;
       if (n2 !== (tracked ? 1 : 0)) throw new Error(`member ${id}, ${role}: ${kind}(${to}) sent ${n2} ${type}, expected ${tracked ? 1 : 0}`);

@@ -92,7 +92,7 @@ export class StepRules {
   /** Per leader: the member it hands leadership to, in which term, and the ticks left before it gives up. */
   private readonly transfers = new Map<NodeId, { readonly term: bigint; readonly to: NodeId; ticks: number }>();
   /** A message a member must send in its next Ready (a request passed on to its leader, a MsgTimeoutNow). */
-  private readonly owed = new Map<NodeId, { readonly to: NodeId; readonly type: string; readonly why: string }>();
+  private readonly owed = new Map<NodeId, { readonly to: NodeId; readonly type: string; readonly why: string; readonly entries?: number }>();
   /** The answer a member owes an append or snapshot it stepped (judged at its next Ready). */
   private readonly answers = new Map<NodeId, { readonly to: NodeId; readonly index: number; readonly reject: boolean; readonly hint: number | undefined; readonly why: string }>();
   /** Per member: its commit index at its last Ready. */
@@ -200,7 +200,7 @@ export class StepRules {
     if (m.type !== 'MsgProp' && m.type !== 'MsgReadIndex') return after;
     if (node.role !== 'leader') {
       const passes = node.leader !== NONE && (m.type === 'MsgReadIndex' || node.role === 'follower');
-      if (passes) this.owed.set(node.id, { to: node.leader, type: m.type, why: `${m.type} from ${m.from} reached it as ${node.role} under ${node.leader}` });
+      if (passes) this.owed.set(node.id, { to: node.leader, type: m.type, why: `${m.type} from ${m.from} reached it as ${node.role} under ${node.leader}`, ...(m.type === 'MsgProp' ? { entries: m.entries?.length ?? 0 } : {}) });
       return after;
     }
     if (m.type === 'MsgReadIndex') {
@@ -243,7 +243,7 @@ export class StepRules {
     const takes = !node.removed && this.takes(node, conf);
     const { role, leader } = node;
     const last = node.log.lastIndex();
-    if (takes && role !== 'leader') this.owed.set(node.id, { to: leader, type: 'MsgProp', why: `a proposal at a follower of ${leader}` });
+    if (takes && role !== 'leader') this.owed.set(node.id, { to: leader, type: 'MsgProp', why: `a proposal at a follower of ${leader}`, entries: 1 });
     return (ok, more) => {
       if (ok !== takes) throw new Error(`${node.id}, ${role} under ${leader}${node.removed ? ', removed' : ''}: a ${conf ? 'conf change' : 'proposal'} was ${ok ? 'taken' : 'dropped'}, expected ${takes ? 'taken' : 'dropped'}`);
       if (role === 'leader') {
@@ -299,9 +299,12 @@ export class StepRules {
     const o = this.owed.get(node.id);
     if (o === undefined) return;
     this.owed.delete(node.id);
-    // A request passed on keeps its sender: a transfer's names the member to hand leadership to.
+    // A request passed on keeps its sender: a transfer's names the member to hand leadership to. A proposal
+    // passed on carries its entries (raft's stepFollower sends the message itself on: m.To = r.lead).
     const sent = (rd?.messages ?? []).filter((x) => x.to === o.to && x.type === o.type);
-    if (sent.length !== 1) throw new Error(`${node.id}: ${o.why}, so it owes ${o.to} one ${o.type}; it sent ${describe(sent)}`);
+    if (sent.length !== 1 || (o.entries !== undefined && sent[0]!.entries?.length !== o.entries)) {
+      throw new Error(`${node.id}: ${o.why}, so it owes ${o.to} one ${o.type}${o.entries === undefined ? '' : ` of ${o.entries} entries`}; it sent ${describe(sent)}`);
+    }
   }
 
   /**
