@@ -198,10 +198,10 @@ export class WatchStream {
 
   /**
    * The watch channel (mvcc WatchResponse): false when it is full, which makes the sender a victim.
-   * `compactRevision` != 0 marks the compaction cancel of a watcher.
+   * `compactRevision` != 0 marks the compaction cancel of a watcher. A closed stream is offered nothing:
+   * close() cancels its watchers (out of every group and victim batch) and its progress timer.
    */
   offer(watchId: number, events: readonly Event[], revision: number, compactRevision: number): boolean {
-    if (this.closed) return true;
     if (this.inChannel >= this.ws.chanBufLen) return false;
     this.inChannel++;
     this.queue.push({ watchId, events, revision, compactRevision });
