@@ -31,11 +31,11 @@ export const ErrNotPrimary: EtcdErrorKind = Object.freeze({ code: GrpcCode.UNAVA
 /** etcd defaults (server/lease/lessor.go, embed/config.go). */
 export const DEFAULT_LEASE_LOOP_MS = 500;
 export const DEFAULT_LEASE_REVOKE_RATE = 1000;
+const DEFAULT_LEASE_CHECKPOINT_RATE = 1000;
+const DEFAULT_MAX_LEASE_CHECKPOINT_BATCH_SIZE = 1000;
 export const DEFAULT_CHECKPOINT_INTERVAL_MS = 5 * 60 * 1000;
 export const DEFAULT_TICK_MS = 100;
 export const DEFAULT_ELECTION_TICKS = 10;
-/** leaseCheckpointRate / 2 batches of maxLeaseCheckpointBatchSize per loop run. */
-const MAX_CHECKPOINTS_PER_RUN = 500 * 1000;
 const MAX_INT64 = (1n << 63n) - 1n;
 const MIN_INT64 = -(1n << 63n);
 
@@ -55,6 +55,13 @@ export interface LessorOptions {
   readonly loopIntervalMs?: number | undefined;
   /** Revokes per second (etcd leaseRevokeRate: 1000); each loop run revokes at most floor(rate / 2). */
   readonly leaseRevokeRate?: number | undefined;
+  /**
+   * Checkpoints per second (etcd leaseCheckpointRate: 1000, a variable its tests set, as leaseRevokeRate):
+   * each loop run hands over at most floor(rate / 2) batches.
+   */
+  readonly leaseCheckpointRate?: number | undefined;
+  /** Checkpoints in one batch, one LeaseCheckpoint proposal each (etcd maxLeaseCheckpointBatchSize: 1000). */
+  readonly maxLeaseCheckpointBatchSize?: number | undefined;
   /** The LeaseCheckpoint feature gate (etcd: off). */
   readonly checkpointing?: boolean | undefined;
   /** Checkpoint interval in ms (etcd --experimental-lease-checkpoint-interval: 5 min). */
@@ -142,6 +149,8 @@ export class Lessor implements LeaseHook {
   readonly minLeaseTTL: number;
   readonly loopIntervalMs: number;
   readonly leaseRevokeRate: number;
+  readonly leaseCheckpointRate: number;
+  readonly maxLeaseCheckpointBatchSize: number;
   readonly checkpointing: boolean;
   readonly checkpointIntervalMs: number;
   readonly stepName: string;
@@ -151,7 +160,8 @@ export class Lessor implements LeaseHook {
   /**
    * Scheduled checkpoints. etcd keeps them in a heap by due time; here each is due one fixed interval after
    * it was scheduled, on a clock that never goes back, so they fall due in the order they were scheduled:
-   * a Set, which iterates in insertion order, is that queue (the same order as etcd's heap, ties included).
+   * a Set, which iterates in insertion order, is that queue (ties in scheduling order; etcd's heap leaves
+   * the order of ties open).
    */
   private readonly checkpointQueue = new Set<ScheduledCheckpoint>();
   private readonly ids: SimRandom;
@@ -168,7 +178,8 @@ export class Lessor implements LeaseHook {
   /**
    * Where a primary lessor hands due checkpoints instead of applying them itself: etcd proposes each
    * LeaseCheckpoint through Raft, so every member records the remaining TTL a later leader starts from (a
-   * cluster's leader sets this; every member then applies checkpoint()). Unset: applied at once.
+   * cluster's leader sets this; every member then applies checkpoint()). One call a batch (one
+   * LeaseCheckpointRequest each, as etcd proposes them). Unset: applied at once.
    */
   onCheckpoint: ((due: ReadonlyArray<{ readonly id: bigint; readonly remaining: number }>) => void) | undefined;
 
@@ -187,6 +198,10 @@ export class Lessor implements LeaseHook {
     checkInt('loopIntervalMs', this.loopIntervalMs, 1);
     this.leaseRevokeRate = opts.leaseRevokeRate ?? DEFAULT_LEASE_REVOKE_RATE;
     checkInt('leaseRevokeRate', this.leaseRevokeRate, 2);
+    this.leaseCheckpointRate = opts.leaseCheckpointRate ?? DEFAULT_LEASE_CHECKPOINT_RATE;
+    checkInt('leaseCheckpointRate', this.leaseCheckpointRate, 2);
+    this.maxLeaseCheckpointBatchSize = opts.maxLeaseCheckpointBatchSize ?? DEFAULT_MAX_LEASE_CHECKPOINT_BATCH_SIZE;
+    checkInt('maxLeaseCheckpointBatchSize', this.maxLeaseCheckpointBatchSize, 1);
     this.checkpointing = opts.checkpointing ?? false;
     this.checkpointIntervalMs = opts.checkpointIntervalMs ?? DEFAULT_CHECKPOINT_INTERVAL_MS;
     checkInt('checkpointIntervalMs', this.checkpointIntervalMs, 1);
@@ -489,24 +504,33 @@ export class Lessor implements LeaseHook {
     if (handOver !== undefined && expired.length > 0) handOver(expired);
   }
 
-  /** The queue is empty without checkpointing or on a demoted lessor (nothing is scheduled then; demote() clears it). */
+  /**
+   * etcd's checkpointScheduledLeases: at most floor(leaseCheckpointRate / 2) batches, each of at most
+   * maxLeaseCheckpointBatchSize due checkpoints (a lease gone, expired or at its full TTL is dropped and
+   * not counted), handed over one batch at a time; a batch not full ends the run. The queue is empty
+   * without checkpointing or on a demoted lessor (nothing is scheduled then; demote() clears it).
+   */
   private checkpointScheduledLeases(): void {
     const now = this.clock.now();
-    const due: Array<{ id: bigint; remaining: number }> = [];
-    for (const top of this.checkpointQueue) {
-      if (due.length === MAX_CHECKPOINTS_PER_RUN || top.at > now) break;
-      this.checkpointQueue.delete(top);
-      const l = this.leaseMap.get(top.id);
-      if (l === undefined || l.expired(now)) continue;
-      const remaining = Math.ceil(l.remainingMs(now) / 1000);
-      if (remaining >= l.ttl) continue;
-      due.push({ id: top.id, remaining });
+    const size = this.maxLeaseCheckpointBatchSize;
+    for (let batches = Math.floor(this.leaseCheckpointRate / 2); batches > 0; batches--) {
+      const due: Array<{ id: bigint; remaining: number }> = [];
+      for (const top of this.checkpointQueue) {
+        if (due.length === size || top.at > now) break;
+        this.checkpointQueue.delete(top);
+        const l = this.leaseMap.get(top.id);
+        if (l === undefined || l.expired(now)) continue;
+        const remaining = Math.ceil(l.remainingMs(now) / 1000);
+        if (remaining >= l.ttl) continue;
+        due.push({ id: top.id, remaining });
+      }
+      // Applied at once, a checkpoint schedules the lease's next one an interval from now: not due in this run.
+      if (due.length > 0) {
+        if (this.onCheckpoint !== undefined) this.onCheckpoint(due);
+        else for (const c of due) this.checkpoint(c.id, c.remaining);
+      }
+      if (due.length < size) return;
     }
-    if (this.onCheckpoint !== undefined) {
-      if (due.length > 0) this.onCheckpoint(due);
-      return;
-    }
-    for (const c of due) this.checkpoint(c.id, c.remaining);
   }
 
   private revokeLease(id: bigint, reason: 'revoke' | 'expire'): RevokeResult {

@@ -139,6 +139,12 @@ interface Config {
   readonly revokeRate: number;
   /** Checkpoint interval in ms when checkpointing is on (etcd's feature gate), else undefined. */
   readonly checkpointMs: number | undefined;
+  /**
+   * etcd's leaseCheckpointRate and maxLeaseCheckpointBatchSize: at most floor(rate / 2) batches of this
+   * many checkpoints a loop run (small ones make bursts of due checkpoints wait for the next run).
+   */
+  readonly checkpointRate: number;
+  readonly checkpointBatch: number;
   /** Expiries and checkpoints go to onExpired / onCheckpoint (a cluster's leader), which apply them at once. */
   readonly handOver: boolean;
 }
@@ -146,6 +152,8 @@ const configArb: fc.Arbitrary<Config> = fc.record({
   loopMs: fc.constantFrom(100, 250, 500),
   revokeRate: fc.constantFrom(2, 4, 5, 6, 1000),
   checkpointMs: fc.option(fc.constantFrom(1000, 1500, 3000), { nil: undefined }),
+  checkpointRate: fc.constantFrom(2, 4, 1000),
+  checkpointBatch: fc.constantFrom(1, 2, 1000),
   handOver: fc.boolean(),
 });
 
@@ -172,6 +180,8 @@ class RefLessor {
     readonly loopMs: number,
     readonly limit: number,
     readonly checkpointMs: number | undefined,
+    /** Most checkpoints one loop run takes: floor(leaseCheckpointRate / 2) batches. */
+    readonly checkpointsPerRun: number,
   ) {}
 
   revoke(id: bigint): void {
@@ -253,15 +263,18 @@ class RefLessor {
         this.revoke(id);
       }
       if (this.checkpointMs === undefined || !this.primary) continue;
-      const due = this.scheduled.filter((c) => c.at <= t);
-      this.scheduled = this.scheduled.filter((c) => c.at > t);
+      // Due in the order scheduled (one fixed interval after scheduling); a lease gone, expired or at its
+      // full TTL is dropped without counting; past the run's budget the rest wait for the next run.
       const taken: Array<[bigint, number]> = [];
-      for (const c of due.sort((a, b) => a.at - b.at)) {
+      let next = 0;
+      for (; next < this.scheduled.length && this.scheduled[next]!.at <= t && taken.length < this.checkpointsPerRun; next++) {
+        const c = this.scheduled[next]!;
         const l = this.leases.get(c.id);
         if (l === undefined || l.expiry <= t) continue;
         const remaining = Math.ceil((l.expiry - t) / 1000);
         if (remaining < l.ttl) taken.push([c.id, remaining]);
       }
+      this.scheduled = this.scheduled.slice(next);
       for (const [id, remaining] of taken) this.applyCheckpoint(id, remaining);
     }
     this.now = target;
@@ -303,6 +316,8 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
     random: new SimRandom(idSeed),
     loopIntervalMs: cfg.loopMs,
     leaseRevokeRate: cfg.revokeRate,
+    leaseCheckpointRate: cfg.checkpointRate,
+    maxLeaseCheckpointBatchSize: cfg.checkpointBatch,
     checkpointing: cfg.checkpointMs !== undefined,
     // An interval the runs reach is set with the gate off too: the gate alone keeps the lessor from
     // scheduling checkpoints (with etcd's 5 minutes no run would live to see one).
@@ -321,6 +336,7 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
     };
     lessor.onCheckpoint = (due) => {
       assert.ok(due.length > 0, 'an empty batch of checkpoints was handed over');
+      assert.ok(due.length <= cfg.checkpointBatch, `a batch of ${due.length} checkpoints handed over, the most is ${cfg.checkpointBatch}`);
       handing = true;
       for (const c of due) lessor.checkpoint(c.id, c.remaining);
       handing = false;
@@ -333,7 +349,7 @@ function runScenario(cfg: Config, idSeed: number, ops: readonly Op[]): void {
     if (ahead.length === 0) ahead.push(stream.nextUint63());
     return ahead[0]!;
   };
-  const ref = new RefLessor(cfg.loopMs, Math.floor(cfg.revokeRate / 2), cfg.checkpointMs);
+  const ref = new RefLessor(cfg.loopMs, Math.floor(cfg.revokeRate / 2), cfg.checkpointMs, Math.floor(cfg.checkpointRate / 2) * cfg.checkpointBatch);
   // Lease slots: fixed IDs (one negative, one beyond 2^53, both ends of int64) then every generated ID.
   const ids: bigint[] = [1n, 2n, -3n, (1n << 60n) + 1n, MAX_INT64, MIN_INT64];
   const idAt = (i: number): bigint => ids[i % ids.length]!;
@@ -572,7 +588,7 @@ const optionArb = (min: number): fc.Arbitrary<number | undefined> =>
   fc.oneof(fc.constant(undefined), fc.constantFrom(min - 1, min, min + 1, min + 0.5, Number.NaN, Infinity, 2 ** 53, 250, 3000));
 
 test('lessor matches etcd on its options: invalid ones are refused, absent ones take etcd defaults', () => {
-  const bounds = { tickMs: 1, electionTicks: 1, minLeaseTTL: 0, loopIntervalMs: 1, leaseRevokeRate: 2, checkpointIntervalMs: 1 } as const;
+  const bounds = { tickMs: 1, electionTicks: 1, minLeaseTTL: 0, loopIntervalMs: 1, leaseRevokeRate: 2, leaseCheckpointRate: 2, maxLeaseCheckpointBatchSize: 1, checkpointIntervalMs: 1 } as const;
   type Opts = { -readonly [K in keyof typeof bounds]: number | undefined };
   const optsArb = fc.record(Object.fromEntries(Object.entries(bounds).map(([k, min]) => [k, optionArb(min)])) as { [K in keyof Opts]: fc.Arbitrary<number | undefined> });
   checkProperty(
@@ -597,6 +613,8 @@ test('lessor matches etcd on its options: invalid ones are refused, absent ones 
       assert.equal(l.loopIntervalMs, opts.loopIntervalMs ?? 500);
       assert.equal(l.leaseRevokeRate, opts.leaseRevokeRate ?? 1000);
       assert.equal(l.revokeLimitPerRun, Math.floor(l.leaseRevokeRate / 2));
+      assert.equal(l.leaseCheckpointRate, opts.leaseCheckpointRate ?? 1000);
+      assert.equal(l.maxLeaseCheckpointBatchSize, opts.maxLeaseCheckpointBatchSize ?? 1000);
       assert.equal(l.checkpointIntervalMs, opts.checkpointIntervalMs ?? 5 * 60 * 1000);
       assert.equal(l.checkpointing, checkpointing ?? false);
       assert.equal(l.primary, primary ?? true);
